@@ -1,0 +1,64 @@
+/**
+ * One error base class with string codes. Misuse throws `TypeError` at once; network faults are
+ * emitted as events (never thrown into the caller of `get()`); protocol faults carry the close
+ * code the hub closes the socket with.
+ */
+
+export const ErrorCode = {
+  /** a frame that is not msgpack, not an object, or not a known message of the right shape */
+  Protocol: 'HK_ERR_PROTOCOL',
+  /** the hello carried a protocol version this side does not speak */
+  Version: 'HK_ERR_VERSION',
+  /** the hello named an app the hub is not configured for */
+  UnknownApp: 'HK_ERR_UNKNOWN_APP',
+  /** missing or wrong app token, dashboard token or admin token */
+  Auth: 'HK_ERR_AUTH',
+  /** a frame over `MAX_FRAME_BYTES` */
+  FrameTooLarge: 'HK_ERR_FRAME_TOO_LARGE',
+  /** a key over `MAX_KEY_LENGTH` characters, or an empty key */
+  KeyTooLong: 'HK_ERR_KEY_TOO_LONG',
+  /** no hello within the hub's hello timeout */
+  HelloTimeout: 'HK_ERR_HELLO_TIMEOUT',
+  /** the socket's send buffer stayed over the hub's limit: the peer reads too slowly */
+  SlowConsumer: 'HK_ERR_SLOW_CONSUMER',
+  /** a rule or rule set that does not validate */
+  Rules: 'HK_ERR_RULES',
+  /** a config file or option that does not validate */
+  Config: 'HK_ERR_CONFIG',
+  /** the client was closed */
+  Closed: 'HK_ERR_CLOSED',
+  /** a request to the hub did not finish within its deadline */
+  Timeout: 'HK_ERR_TIMEOUT',
+  /** no hub is reachable for the request */
+  Unavailable: 'HK_ERR_UNAVAILABLE',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class HotKeyError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'HotKeyError';
+    this.code = code;
+  }
+}
+
+/** A frame or message that breaks the wire protocol; `closeCode` is what the socket closes with. */
+export class ProtocolError extends HotKeyError {
+  readonly closeCode: number;
+  constructor(code: ErrorCode, message: string, closeCode: number) {
+    super(code, message);
+    this.name = 'ProtocolError';
+    this.closeCode = closeCode;
+  }
+}
+
+/** A rule or config that does not validate; `field` names the offending field (`rules[2].threshold`). */
+export class ValidationError extends HotKeyError {
+  readonly field: string;
+  constructor(code: typeof ErrorCode.Rules | typeof ErrorCode.Config, field: string, message: string) {
+    super(code, `${field}: ${message}`);
+    this.name = 'ValidationError';
+    this.field = field;
+  }
+}

@@ -1,0 +1,68 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { pack } from 'msgpackr';
+import { CloseCode, decodeClientMessage, decodeServerMessage, encode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from './protocol.ts';
+import { ProtocolError } from './errors.ts';
+import { DEFAULT_RULE } from './rules.ts';
+
+function rejects(bytes: Uint8Array, code: string, closeCode: number, decode = decodeClientMessage) {
+  try {
+    decode(bytes);
+  } catch (err) {
+    assert.instance(err, ProtocolError);
+    assert.is((err as ProtocolError).code, code);
+    assert.is((err as ProtocolError).closeCode, closeCode);
+    return;
+  }
+  assert.unreachable('frame was accepted');
+}
+
+test('hello and report round-trip', () => {
+  const hello = { t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's', instance: 'i-1', sdk: '0.1.0' } as const;
+  assert.equal(decodeClientMessage(encode(hello)), { ...hello, host: undefined, role: undefined });
+  const report = { t: MsgType.Report, keys: ['a', '__proto__', 'constructor'], counts: [1, 2, 3] } as const;
+  assert.equal(decodeClientMessage(encode({ ...report, keys: [...report.keys], counts: [...report.counts] })), report);
+});
+
+test('every server message round-trips through a fresh decoder', () => {
+  const msgs = [
+    { t: MsgType.Welcome, v: 1, hub: 'h1', epoch: 3, members: [{ id: 'h1', url: 'ws://127.0.0.1:1' }], rules: [DEFAULT_RULE], local: [10], instances: 2, seq: 0 },
+    { t: MsgType.Promote, seq: 1, key: 'k', qps: 1200.5, hotMs: 1000, cacheTtlMs: 500, cache: true, at: 1700000000000 },
+    { t: MsgType.Invalidate, seq: 2, key: 'k' },
+    { t: MsgType.Demote, seq: 3, key: 'k' },
+    { t: MsgType.Snapshot, seq: 3, hot: [{ key: 'k', ttlMs: 10, cacheTtlMs: 5, cache: false, qps: 1 }] },
+    { t: MsgType.Ack, id: 7, seq: 2 },
+    { t: MsgType.Error, code: 'HK_ERR_AUTH', message: 'bad token' },
+  ] as const;
+  for (const m of msgs) assert.equal(decodeServerMessage(encode(m as never)), m);
+});
+
+test('garbage, non-maps and unknown types are protocol errors', () => {
+  rejects(new Uint8Array([0xc1, 0xff, 0x00]), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack([1, 2, 3]), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack('hello'), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ t: 99 }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ t: MsgType.Promote, seq: 1, key: 'k' }), 'HK_ERR_PROTOCOL', CloseCode.Protocol); // hub-only type
+  rejects(new Uint8Array(0), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+});
+
+test('wrong field types are protocol errors', () => {
+  rejects(pack({ t: MsgType.Hello, v: '1', app: 'a', instance: 'i', sdk: 'x' }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ t: MsgType.Report, keys: ['a'], counts: [-1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ t: MsgType.Report, keys: ['a', 'b'], counts: [1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ t: MsgType.Report, keys: [1], counts: [1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ t: MsgType.Report, keys: 'a', counts: [1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+});
+
+test('oversized frames and keys have their own codes', () => {
+  rejects(new Uint8Array(MAX_FRAME_BYTES + 1), 'HK_ERR_FRAME_TOO_LARGE', CloseCode.FrameTooLarge);
+  rejects(pack({ t: MsgType.Report, keys: ['x'.repeat(MAX_KEY_LENGTH + 1)], counts: [1] }), 'HK_ERR_KEY_TOO_LONG', CloseCode.KeyTooLong);
+  rejects(pack({ t: MsgType.InvalidateRequest, id: 1, key: '' }), 'HK_ERR_KEY_TOO_LONG', CloseCode.KeyTooLong);
+});
+
+test('bad rules inside a Welcome are refused', () => {
+  const welcome = { t: MsgType.Welcome, v: 1, hub: 'h', epoch: 0, members: [], rules: [{ match: 'a', threshold: -1 }], local: [1], instances: 1, seq: 0 };
+  rejects(pack(welcome), 'HK_ERR_PROTOCOL', CloseCode.Protocol, decodeServerMessage);
+});
+
+test.run();

@@ -1,0 +1,386 @@
+/**
+ * The hotkey wire protocol: every message, the codec and the guards. The SDK, the hub and the
+ * dashboard import this module; nothing else encodes or decodes frames. Runtime-agnostic (no
+ * `node:` imports, `Uint8Array` in and out) so that the dashboard bundles it for the browser.
+ *
+ * Frames are binary WebSocket messages, each one msgpack map decodable on its own (no shared
+ * record structures), with a numeric `t` naming the message type. A connection opens with the
+ * client's Hello, carrying PROTOCOL_VERSION; the hub answers Welcome or Error + close.
+ *
+ *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync
+ *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Error
+ */
+import { Packr } from 'msgpackr';
+import { ErrorCode, ProtocolError } from './errors.ts';
+import { parseRules, type Rule } from './rules.ts';
+
+export const PROTOCOL_VERSION = 1;
+/** frames larger than this are refused with HK_ERR_FRAME_TOO_LARGE / close 4004 */
+export const MAX_FRAME_BYTES = 1 << 20;
+/** keys longer than this (UTF-16 code units) are refused with HK_ERR_KEY_TOO_LONG / close 4005 */
+export const MAX_KEY_LENGTH = 1024;
+/** records in one Report frame */
+export const MAX_REPORT_KEYS = 65_536;
+const MAX_COUNT = 0x7fffffff;
+const MAX_NAME_LENGTH = 256;
+
+export const MsgType = {
+  Hello: 1,
+  Welcome: 2,
+  Report: 3,
+  Promote: 4,
+  Invalidate: 5,
+  Demote: 6,
+  Snapshot: 7,
+  Error: 8,
+  Config: 9,
+  Members: 10,
+  InvalidateRequest: 11,
+  Ack: 12,
+  Applied: 13,
+  Resync: 14,
+} as const;
+export type MsgType = (typeof MsgType)[keyof typeof MsgType];
+
+/**
+ * WebSocket close codes the hub uses. 1009 is sent by ws itself for a frame over its hard limit
+ * (`4 * MAX_FRAME_BYTES`); frames between the two limits get an Error frame and 4004.
+ */
+export const CloseCode = {
+  Normal: 1000,
+  GoingAway: 1001,
+  MessageTooBig: 1009,
+  Protocol: 4000,
+  Version: 4001,
+  UnknownApp: 4002,
+  Auth: 4003,
+  FrameTooLarge: 4004,
+  KeyTooLong: 4005,
+  HelloTimeout: 4006,
+  SlowConsumer: 4008,
+  /** the hub leaves the cluster (SIGTERM): reconnect elsewhere, its keys move */
+  Leaving: 4010,
+} as const;
+
+/** Close codes after which a client must not reconnect: retrying cannot succeed. */
+export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([CloseCode.Version, CloseCode.UnknownApp, CloseCode.Auth]);
+
+export interface Member {
+  id: string;
+  /** ws:// URL SDKs use to reach this hub; empty when the hub does not know its public address */
+  url: string;
+}
+
+export type ClientRole = 'sdk' | 'dashboard';
+
+export interface Hello {
+  t: typeof MsgType.Hello;
+  v: number;
+  app: string;
+  token?: string;
+  instance: string;
+  sdk: string;
+  host?: string;
+  role?: ClientRole;
+}
+export interface Welcome {
+  t: typeof MsgType.Welcome;
+  v: number;
+  hub: string;
+  epoch: number;
+  members: Member[];
+  rules: Rule[];
+  /** per-instance report threshold for each rule, same order as `rules` */
+  local: number[];
+  /** SDK instances of the app the hub sees */
+  instances: number;
+  /** seq of the last broadcast the hub sent to this app: the next one is seq + 1 */
+  seq: number;
+}
+export interface Config {
+  t: typeof MsgType.Config;
+  rules: Rule[];
+  local: number[];
+  instances: number;
+}
+export interface Members {
+  t: typeof MsgType.Members;
+  epoch: number;
+  members: Member[];
+}
+/** keys[i] was accessed counts[i] times on this instance since its last report of that key */
+export interface Report {
+  t: typeof MsgType.Report;
+  keys: string[];
+  counts: number[];
+}
+export interface Promote {
+  t: typeof MsgType.Promote;
+  seq: number;
+  key: string;
+  /** cluster-wide accesses per second when promoted */
+  qps: number;
+  hotMs: number;
+  cacheTtlMs: number;
+  cache: boolean;
+  /** hub wall-clock time of the decision (ms since epoch) */
+  at: number;
+}
+export interface Invalidate {
+  t: typeof MsgType.Invalidate;
+  seq: number;
+  key: string;
+}
+export interface Demote {
+  t: typeof MsgType.Demote;
+  seq: number;
+  key: string;
+}
+export interface HotEntry {
+  key: string;
+  /** ms the promotion still lives without renewal */
+  ttlMs: number;
+  cacheTtlMs: number;
+  cache: boolean;
+  qps: number;
+}
+/** The whole hot set this hub owns for the app, sent after Welcome and on Resync. */
+export interface Snapshot {
+  t: typeof MsgType.Snapshot;
+  seq: number;
+  hot: HotEntry[];
+}
+export interface ErrorMsg {
+  t: typeof MsgType.Error;
+  code: string;
+  message: string;
+}
+export interface InvalidateRequest {
+  t: typeof MsgType.InvalidateRequest;
+  id: number;
+  key: string;
+}
+/** Answers InvalidateRequest `id` once every SDK of the app applied the invalidation or was cut off. */
+export interface Ack {
+  t: typeof MsgType.Ack;
+  id: number;
+  seq: number;
+}
+/** The SDK has applied every broadcast up to `seq` (sent for invalidations). */
+export interface Applied {
+  t: typeof MsgType.Applied;
+  seq: number;
+}
+/** The SDK saw a sequence gap: the hub answers with a Snapshot. */
+export interface Resync {
+  t: typeof MsgType.Resync;
+}
+
+export type ClientMessage = Hello | Report | InvalidateRequest | Applied | Resync;
+export type ServerMessage = Welcome | Config | Members | Promote | Invalidate | Demote | Snapshot | ErrorMsg | Ack;
+export type Message = ClientMessage | ServerMessage;
+
+// useRecords: false keeps every frame self-describing (a fresh decoder reads any frame).
+const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, int64AsType: 'number' });
+
+export function encode(message: Message): Uint8Array {
+  return packr.pack(message);
+}
+
+function protocolError(message: string): never {
+  throw new ProtocolError(ErrorCode.Protocol, message, CloseCode.Protocol);
+}
+
+/** msgpack bytes to a plain object with a numeric `t`, or a ProtocolError. */
+export function decodeFrame(bytes: Uint8Array): Record<string, unknown> & { t: number } {
+  if (bytes.byteLength > MAX_FRAME_BYTES) {
+    throw new ProtocolError(ErrorCode.FrameTooLarge, `frame of ${bytes.byteLength} bytes exceeds ${MAX_FRAME_BYTES}`, CloseCode.FrameTooLarge);
+  }
+  let value: unknown;
+  try {
+    value = packr.unpack(bytes);
+  } catch (err) {
+    protocolError(`frame is not valid msgpack (${(err as Error).message})`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || ArrayBuffer.isView(value)) {
+    protocolError('frame is not a msgpack map');
+  }
+  const t = (value as { t?: unknown }).t;
+  if (typeof t !== 'number') protocolError('frame has no numeric "t"');
+  return value as Record<string, unknown> & { t: number };
+}
+
+// ---- field guards ----
+
+function str(m: Record<string, unknown>, field: string, max = MAX_NAME_LENGTH): string {
+  const v = m[field];
+  if (typeof v !== 'string') protocolError(`"${field}" must be a string`);
+  if (v.length > max) protocolError(`"${field}" is longer than ${max}`);
+  return v;
+}
+function optStr(m: Record<string, unknown>, field: string): string | undefined {
+  return m[field] === undefined ? undefined : str(m, field);
+}
+function int(m: Record<string, unknown>, field: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const v = m[field];
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) protocolError(`"${field}" must be an integer in [${min}, ${max}]`);
+  return v;
+}
+function num(m: Record<string, unknown>, field: string): number {
+  const v = m[field];
+  if (typeof v !== 'number' || !Number.isFinite(v)) protocolError(`"${field}" must be a finite number`);
+  return v;
+}
+function bool(m: Record<string, unknown>, field: string): boolean {
+  const v = m[field];
+  if (typeof v !== 'boolean') protocolError(`"${field}" must be a boolean`);
+  return v;
+}
+function arr(m: Record<string, unknown>, field: string, max: number): unknown[] {
+  const v = m[field];
+  if (!Array.isArray(v)) protocolError(`"${field}" must be an array`);
+  if (v.length > max) protocolError(`"${field}" has more than ${max} items`);
+  return v;
+}
+function obj(v: unknown, what: string): Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) protocolError(`${what} must be a map`);
+  return v as Record<string, unknown>;
+}
+
+/** Throws HK_ERR_KEY_TOO_LONG (close 4005) for an empty key or one over MAX_KEY_LENGTH. */
+export function assertKey(key: unknown, what = 'key'): asserts key is string {
+  if (typeof key !== 'string') protocolError(`${what} must be a string`);
+  if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
+    throw new ProtocolError(ErrorCode.KeyTooLong, `${what} must be 1 to ${MAX_KEY_LENGTH} characters, got ${key.length}`, CloseCode.KeyTooLong);
+  }
+}
+
+function members(m: Record<string, unknown>): Member[] {
+  return arr(m, 'members', 1024).map((x) => {
+    const o = obj(x, 'member');
+    return { id: str(o, 'id'), url: str(o, 'url', 2048) };
+  });
+}
+function rules(m: Record<string, unknown>): { rules: Rule[]; local: number[] } {
+  let parsed: Rule[];
+  try {
+    parsed = parseRules(m.rules);
+  } catch (err) {
+    protocolError(`bad rules (${(err as Error).message})`);
+  }
+  const local = arr(m, 'local', parsed.length).map((x) => {
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < 1) protocolError('"local" thresholds must be positive integers');
+    return x;
+  });
+  if (local.length !== parsed.length) protocolError('"local" must have one threshold per rule');
+  return { rules: parsed, local };
+}
+
+// ---- message guards: decode, then check every field a handler reads ----
+
+/** Decodes and validates a frame an SDK or dashboard sent to the hub. */
+export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
+  const m = decodeFrame(bytes);
+  switch (m.t) {
+    case MsgType.Hello: {
+      const role = m.role === undefined ? undefined : str(m, 'role');
+      if (role !== undefined && role !== 'sdk' && role !== 'dashboard') protocolError('"role" must be "sdk" or "dashboard"');
+      return {
+        t: MsgType.Hello,
+        v: int(m, 'v'),
+        app: str(m, 'app'),
+        token: optStr(m, 'token'),
+        instance: str(m, 'instance'),
+        sdk: str(m, 'sdk'),
+        host: optStr(m, 'host'),
+        role,
+      };
+    }
+    case MsgType.Report: {
+      const keys = arr(m, 'keys', MAX_REPORT_KEYS);
+      const counts = arr(m, 'counts', MAX_REPORT_KEYS);
+      if (keys.length !== counts.length) protocolError('"keys" and "counts" differ in length');
+      for (let i = 0; i < keys.length; i++) {
+        assertKey(keys[i], `keys[${i}]`);
+        const c = counts[i];
+        if (typeof c !== 'number' || !(c >= 0 && c <= MAX_COUNT) || Math.floor(c) !== c) protocolError(`counts[${i}] must be a non-negative integer`);
+      }
+      return { t: MsgType.Report, keys: keys as string[], counts: counts as number[] };
+    }
+    case MsgType.InvalidateRequest: {
+      const key = m.key;
+      assertKey(key);
+      return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key };
+    }
+    case MsgType.Applied:
+      return { t: MsgType.Applied, seq: int(m, 'seq') };
+    case MsgType.Resync:
+      return { t: MsgType.Resync };
+    default:
+      protocolError(`message type ${m.t} is not one a client may send`);
+  }
+}
+
+/** Decodes and validates a frame the hub sent to an SDK. */
+export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
+  const m = decodeFrame(bytes);
+  switch (m.t) {
+    case MsgType.Welcome:
+      return {
+        t: MsgType.Welcome,
+        v: int(m, 'v'),
+        hub: str(m, 'hub'),
+        epoch: int(m, 'epoch'),
+        members: members(m),
+        ...rules(m),
+        instances: int(m, 'instances'),
+        seq: int(m, 'seq'),
+      };
+    case MsgType.Config:
+      return { t: MsgType.Config, ...rules(m), instances: int(m, 'instances') };
+    case MsgType.Members:
+      return { t: MsgType.Members, epoch: int(m, 'epoch'), members: members(m) };
+    case MsgType.Promote: {
+      const key = m.key;
+      assertKey(key);
+      return {
+        t: MsgType.Promote,
+        seq: int(m, 'seq'),
+        key,
+        qps: num(m, 'qps'),
+        hotMs: int(m, 'hotMs'),
+        cacheTtlMs: int(m, 'cacheTtlMs'),
+        cache: bool(m, 'cache'),
+        at: num(m, 'at'),
+      };
+    }
+    case MsgType.Invalidate:
+    case MsgType.Demote: {
+      const key = m.key;
+      assertKey(key);
+      return { t: m.t, seq: int(m, 'seq'), key };
+    }
+    case MsgType.Snapshot: {
+      const hot = arr(m, 'hot', 10_000_000).map((x): HotEntry => {
+        const o = obj(x, 'hot entry');
+        const key = o.key;
+        assertKey(key);
+        return { key, ttlMs: int(o, 'ttlMs'), cacheTtlMs: int(o, 'cacheTtlMs'), cache: bool(o, 'cache'), qps: num(o, 'qps') };
+      });
+      return { t: MsgType.Snapshot, seq: int(m, 'seq'), hot };
+    }
+    case MsgType.Error:
+      return { t: MsgType.Error, code: str(m, 'code'), message: str(m, 'message', 4096) };
+    case MsgType.Ack:
+      return { t: MsgType.Ack, id: int(m, 'id'), seq: int(m, 'seq') };
+    default:
+      protocolError(`message type ${m.t} is not one a hub sends`);
+  }
+}
+
+/** An Error frame for a ProtocolError (or any error, as HK_ERR_PROTOCOL). */
+export function errorFrame(err: unknown): Uint8Array {
+  const code = err instanceof ProtocolError ? err.code : ErrorCode.Protocol;
+  const message = err instanceof Error ? err.message : String(err);
+  return encode({ t: MsgType.Error, code, message: message.slice(0, 4096) });
+}

@@ -1,0 +1,72 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { DEFAULT_RULE, localThreshold, parseRules, RuleSet } from './rules.ts';
+import { ValidationError } from './errors.ts';
+
+function fieldOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    assert.instance(err, ValidationError);
+    return (err as ValidationError).field;
+  }
+  return assert.unreachable('no error') as never;
+}
+
+test('defaults are filled in', () => {
+  const [rule] = parseRules([{ match: 'item:*', threshold: 500 }]);
+  assert.equal(rule, { ...DEFAULT_RULE, match: 'item:*', threshold: 500 });
+});
+
+test('validation names the field', () => {
+  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1 }, { match: 'b', threshold: 0 }])), 'rules[1].threshold');
+  assert.is(fieldOf(() => parseRules([{ match: '', threshold: 1 }])), 'rules[0].match');
+  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1, windowMs: 'x' }])), 'rules[0].windowMs');
+  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1, thresold: 2 }])), 'rules[0].thresold');
+  assert.is(fieldOf(() => parseRules([{ match: 'a' }])), 'rules[0].threshold');
+  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1 }, { match: 'a', threshold: 2 }])), 'rules[1].match');
+  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1, demoteRatio: 2 }])), 'rules[0].demoteRatio');
+  assert.is(fieldOf(() => parseRules({})), 'rules');
+  assert.is(fieldOf(() => parseRules([null])), 'rules[0]');
+});
+
+test('most specific rule wins', () => {
+  const set = new RuleSet(parseRules([
+    { match: '*', threshold: 1 },
+    { match: 'item:*', threshold: 2 },
+    { match: 'item:1*', threshold: 3 },
+    { match: 'item:42', threshold: 4 },
+    { match: 'item:?2', threshold: 5 },
+  ]));
+  assert.is(set.ruleFor('item:42')?.threshold, 4);
+  assert.is(set.ruleFor('item:12')?.threshold, 3); // tie on literals and wildcards: the earlier rule wins
+  assert.is(set.ruleFor('item:52')?.threshold, 5);
+  assert.is(set.ruleFor('item:abc')?.threshold, 2);
+  assert.is(set.ruleFor('user:1')?.threshold, 1);
+});
+
+test('no rules means the default rule; rules without a catch-all leave other keys undetected', () => {
+  assert.is(new RuleSet([]).ruleFor('anything'), DEFAULT_RULE);
+  const set = new RuleSet(parseRules([{ match: 'item:*', threshold: 9 }]));
+  assert.is(set.ruleFor('user:1'), undefined);
+  assert.is(set.match('user:1'), -1);
+});
+
+test('globs treat regex characters literally and keys like __proto__ safely', () => {
+  const set = new RuleSet(parseRules([{ match: 'a.b*', threshold: 1 }, { match: '__proto__', threshold: 2 }, { match: 'x(y)?', threshold: 3 }]));
+  assert.is(set.match('axb1'), -1);
+  assert.is(set.ruleFor('a.b1')?.threshold, 1);
+  assert.is(set.ruleFor('__proto__')?.threshold, 2);
+  assert.is(set.ruleFor('constructor'), undefined);
+  assert.is(set.ruleFor('x(y)!')?.threshold, 3);
+});
+
+test('local threshold shrinks with instances and never reaches zero', () => {
+  const rule = { ...DEFAULT_RULE, threshold: 1000 };
+  assert.is(localThreshold(rule, 1), 200);
+  assert.is(localThreshold(rule, 50), 4);
+  assert.is(localThreshold(rule, 5000), 1);
+  assert.is(localThreshold(rule, 0), 200);
+});
+
+test.run();

@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+// The project's test command: type-check, then every uvu test file in its own process, then one
+// closing line `N passed, N failed` (uvu prints per-file totals only).
+//
+//   node test/run.mjs [--only unit|e2e|cluster|browser|fault] [--jobs N] [pattern]
+//
+// Unit tests live beside their source (`*/src/**/*.test.ts`); integration tests under test/.
+// Redis and Chromium are real: when missing and we are root with apt-get, they are installed.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import os from 'node:os';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    only: { type: 'string' },
+    jobs: { type: 'string', default: String(Math.max(2, os.cpus().length)) },
+    'no-typecheck': { type: 'boolean', default: false },
+    timeout: { type: 'string', default: '240' },
+  },
+});
+
+const GROUPS = {
+  unit: ['sdk/src', 'hub/src', 'dashboard/src'],
+  e2e: ['test/e2e'],
+  fault: ['test/fault'],
+  cluster: ['test/cluster'],
+  browser: ['test/browser'],
+};
+
+function findTests(dir) {
+  const out = [];
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules') continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...findTests(path));
+    else if (name.endsWith('.test.ts')) out.push(path);
+  }
+  return out.sort();
+}
+
+const groups = values.only ? values.only.split(',') : Object.keys(GROUPS);
+let files = groups.flatMap((g) => (GROUPS[g] ?? []).flatMap((d) => findTests(join(root, d))));
+if (positionals.length) files = files.filter((f) => positionals.some((p) => relative(root, f).includes(p)));
+
+function has(cmd) {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+}
+function ensureSystemPackages() {
+  const needRedis = groups.some((g) => g !== 'unit') && !has('redis-server');
+  const needChromium = groups.includes('browser') && !existsSync('/usr/bin/chromium');
+  const missing = [needRedis && 'redis-server', needChromium && 'chromium'].filter(Boolean);
+  if (!missing.length) return;
+  if (process.getuid?.() === 0 && has('apt-get')) {
+    console.log(`# installing ${missing.join(' ')} with apt-get`);
+    spawnSync('sh', ['-c', `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing.join(' ')} >/dev/null`], { stdio: 'inherit' });
+  }
+  for (const m of missing) {
+    if (m === 'redis-server' ? !has('redis-server') : !existsSync('/usr/bin/chromium')) {
+      console.error(`# ${m} is required by the integration tests and is not installed: apt-get install -y ${m}`);
+    }
+  }
+}
+
+let passed = 0;
+let failed = 0;
+const failures = [];
+
+function runTypecheck() {
+  if (values['no-typecheck'] || values.only || positionals.length) return;
+  const started = Date.now();
+  const r = spawnSync('pnpm', ['-s', 'typecheck'], { cwd: root, encoding: 'utf8' });
+  const ok = r.status === 0;
+  console.log(`${ok ? 'ok  ' : 'FAIL'} typecheck (${Date.now() - started} ms)`);
+  if (!ok) {
+    console.log((r.stdout + r.stderr).trim());
+    failures.push('typecheck');
+    failed++;
+  } else passed++;
+}
+
+function runFile(file) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      cwd: root,
+      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const limitMs = Number(values.timeout) * 1000;
+    const timer = setTimeout(() => {
+      output += `\n# killed: still running after ${values.timeout} s`;
+      child.kill('SIGKILL');
+    }, limitMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const num = (label) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(output)?.[1] ?? NaN);
+      const total = num('Total');
+      const ok = num('Passed');
+      const skipped = num('Skipped') || 0;
+      const name = relative(root, file);
+      let filePassed = 0;
+      let fileFailed = 0;
+      if (Number.isFinite(total) && Number.isFinite(ok)) {
+        filePassed = ok;
+        fileFailed = total - ok - skipped;
+        if (code !== 0 && fileFailed === 0) fileFailed = 1; // crashed after its summary
+      } else fileFailed = 1; // crashed or hung before uvu summarised
+      if (total === 0 && code === 0) fileFailed = 1; // a test file that ran no test is a mistake
+      passed += filePassed;
+      failed += fileFailed;
+      const secs = ((Date.now() - started) / 1000).toFixed(1);
+      console.log(`${fileFailed ? 'FAIL' : 'ok  '} ${name} (${filePassed} passed, ${fileFailed} failed, ${secs} s)`);
+      if (fileFailed) failures.push(name);
+      if (fileFailed || process.env.VERBOSE) {
+        console.log(output.split('\n').map((l) => `  | ${l}`).join('\n'));
+      }
+      resolve();
+    });
+  });
+}
+
+ensureSystemPackages();
+runTypecheck();
+const queue = [...files];
+const jobs = Math.max(1, Number(values.jobs));
+await Promise.all(
+  Array.from({ length: jobs }, async () => {
+    while (queue.length) await runFile(queue.shift());
+  }),
+);
+if (failures.length) console.log(`\nfailed: ${failures.join(', ')}`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exitCode = failed ? 1 : 0;
