@@ -5,7 +5,7 @@ import { CloseCode, decodeClientMessage, decodeServerMessage, encode, MAX_FRAME_
 import { ProtocolError } from './errors.ts';
 import { DEFAULT_RULE } from './rules.ts';
 
-function rejects(bytes: Uint8Array, code: string, closeCode: number, decode = decodeClientMessage) {
+function rejects(bytes: Uint8Array, code: string, closeCode: number, decode: (b: Uint8Array) => unknown = decodeClientMessage) {
   try {
     decode(bytes);
   } catch (err) {

@@ -1,0 +1,100 @@
+/**
+ * The seam between one hub and the rest of the cluster. The hub core (server, aggregator, HTTP)
+ * talks only to this interface; `LocalCoordinator` serves a hub running alone on embedded
+ * defaults, `RedisCoordinator` a cluster of hubs sharing one Redis.
+ *
+ * Everything here must keep working when the shared store is down: reads answer from the last
+ * known state, writes that only inform (events, stats) are dropped and counted, and `health()`
+ * says `degraded` until the store is back.
+ */
+import type { Member } from '@hotkey/sdk/protocol';
+import type { Rule } from '@hotkey/sdk/rules';
+
+/** A promotion, demotion or invalidation, as shown in the events feed and kept in history. */
+export interface HubEvent {
+  type: 'promote' | 'demote' | 'invalidate';
+  app: string;
+  key: string;
+  /** cluster-wide accesses per second at the time of the event (0 for invalidations) */
+  qps: number;
+  /** wall-clock ms since epoch */
+  at: number;
+  /** id of the hub that decided */
+  hub: string;
+  /** promote: ms from the first report of the key in the window that crossed to the decision */
+  latencyMs?: number;
+  /** demote: 'cooled' (below the demotion level for several windows), 'expired' (hotMs ended), 'manual' */
+  reason?: string;
+  /** promote/invalidate by hand from the dashboard or API */
+  manual?: boolean;
+}
+
+/** Periodic status a hub shares so that any hub can show the whole cluster. */
+export interface HubStatus {
+  id: string;
+  url: string;
+  startedAt: number;
+  /** report records absorbed per second, over the last few seconds */
+  ingestRate: number;
+  connections: number;
+  heapUsed: number;
+  rss: number;
+  redis: 'ok' | 'down' | 'none';
+  /** hot keys this hub owns, top by QPS, bounded */
+  hot: { app: string; key: string; qps: number; since: number; instances: number; threshold: number }[];
+  /** SDK instances connected to this hub, bounded */
+  instances: { app: string; instance: string; host: string; sdk: string; lastReport: number; connectedAt: number }[];
+  updatedAt: number;
+}
+
+export interface AppAuth {
+  /** token SDKs of the app must present; undefined: the app is open */
+  token?: string;
+}
+
+export interface Health {
+  /** 'ok': all parts reachable; 'degraded': serving on last known state (shared store down) */
+  state: 'ok' | 'degraded';
+  detail: string;
+}
+
+export interface Coordinator {
+  /** this hub's id (stable for the process) */
+  readonly selfId: string;
+  /** Joins the cluster. Resolves even when the shared store is unreachable (it keeps retrying). */
+  start(self: Member): Promise<void>;
+  /** Graceful leave: removes this hub from the member list before resolving. */
+  leave(): Promise<void>;
+  close(): Promise<void>;
+
+  /** live members, this hub included, and the epoch that numbers this version of the list */
+  members(): { epoch: number; members: Member[] };
+  onMembers(listener: (epoch: number, members: Member[]) => void): void;
+
+  /**
+   * Auth and existence of an app. undefined: unknown app (refuse with HK_ERR_UNKNOWN_APP), unless
+   * the hub runs open (embedded defaults without a config file), where every app exists.
+   */
+  app(app: string): AppAuth | undefined;
+  /** apps known to the cluster (for the dashboard and the API) */
+  apps(): string[];
+  /** the app's validated rules ([] = the default rule) */
+  rules(app: string): Rule[];
+  /** Validates (throws ValidationError naming the field) and stores; every hub hears of it within 1 s. */
+  setRules(app: string, rules: unknown): Promise<Rule[]>;
+  onRules(listener: (app: string, rules: Rule[]) => void): void;
+
+  /** Appends to history and to the cluster-wide live feed. Never throws. */
+  publishEvent(event: HubEvent): void;
+  /** events from every hub, this one included */
+  onEvent(listener: (event: HubEvent) => void): void;
+  /** events of the app (all apps when undefined) since `since` (ms), oldest first, at most `limit` */
+  history(app: string | undefined, since: number, limit: number): Promise<HubEvent[]>;
+
+  /** Shares this hub's status; never throws. */
+  publishStatus(status: HubStatus): void;
+  /** latest status of every live hub (this one included) */
+  statuses(): HubStatus[];
+
+  health(): Health;
+}
