@@ -41,7 +41,7 @@ export class RedisServer {
   async #spawn(timeoutMs: number): Promise<void> {
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'warning'],
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'notice'],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.#child = child;
@@ -66,7 +66,6 @@ export class RedisServer {
         reject(new Error(`redis-server exited with ${code}: ${output}`));
       });
     });
-    // loglevel warning still prints the ready line; fall back to polling the port if it ever does not
     await ready;
   }
 
