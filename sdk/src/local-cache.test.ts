@@ -1,0 +1,64 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { LocalCache, MISS } from './local-cache.ts';
+
+test('bounded: the least recently used entry leaves and is counted', () => {
+  const cache = new LocalCache({ maxEntries: 3 });
+  for (const k of ['a', 'b', 'c']) cache.set(k, k.toUpperCase(), 100);
+  assert.is(cache.get('a', 0), 'A'); // a becomes most recent
+  cache.set('d', 'D', 100);
+  assert.is(cache.size, 3);
+  assert.is(cache.evictions, 1);
+  assert.is(cache.get('b', 0), MISS);
+  assert.is(cache.get('a', 0), 'A');
+  assert.is(cache.get('d', 0), 'D');
+  for (let i = 0; i < 1000; i++) cache.set(`k${i}`, i, 100);
+  assert.is(cache.size, 3);
+  assert.is(cache.evictions, 1001);
+});
+
+test('replacing a key is not an eviction', () => {
+  const cache = new LocalCache({ maxEntries: 2 });
+  cache.set('a', 1, 100);
+  cache.set('a', 2, 100);
+  assert.is(cache.evictions, 0);
+  assert.is(cache.get('a', 0), 2);
+});
+
+test('per-entry expiry against the injected clock', () => {
+  const cache = new LocalCache();
+  cache.set('short', 's', 50);
+  cache.set('long', 'l', 500);
+  assert.is(cache.get('short', 49), 's');
+  assert.is(cache.get('short', 50), MISS);
+  assert.is(cache.has('short'), false);
+  assert.is(cache.get('long', 499), 'l');
+  assert.is(cache.expirations, 1);
+});
+
+test('__proto__, constructor and hasOwnProperty are ordinary keys', () => {
+  const cache = new LocalCache({ maxEntries: 4 });
+  cache.set('__proto__', 'p', 100);
+  cache.set('constructor', 'c', 100);
+  cache.set('hasOwnProperty', 'h', 100);
+  assert.is(cache.get('__proto__', 0), 'p');
+  assert.is(cache.get('constructor', 0), 'c');
+  assert.is(cache.get('hasOwnProperty', 0), 'h');
+  assert.is(cache.get('toString', 0), MISS);
+  assert.ok(cache.delete('__proto__'));
+  assert.is(cache.get('__proto__', 0), MISS);
+  assert.is(cache.size, 2);
+});
+
+test('undefined is a value, not a miss', () => {
+  const cache = new LocalCache();
+  cache.set('u', undefined, 10);
+  assert.is(cache.get('u', 0), undefined);
+});
+
+test('bad maxEntries is a TypeError', () => {
+  assert.throws(() => new LocalCache({ maxEntries: 0 }), (e: unknown) => e instanceof TypeError);
+  assert.throws(() => new LocalCache({ maxEntries: 1.5 }), (e: unknown) => e instanceof TypeError);
+});
+
+test.run();

@@ -1,0 +1,130 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { AccessWindow } from './window.ts';
+import { parseRules, RuleSet } from './rules.ts';
+
+function times(window: AccessWindow, key: string, n: number): void {
+  for (let i = 0; i < n; i++) window.track(key);
+}
+
+test('counts a key once admitted and slides out slice by slice', () => {
+  const w = new AccessWindow({ admission: 1, now: 0 });
+  times(w, 'a', 5); // slice 0
+  w.advance(100);
+  times(w, 'a', 3); // slice 1
+  assert.is(w.count('a'), 8);
+  w.advance(999); // still inside the first window: slice 9
+  assert.is(w.count('a'), 8);
+  w.advance(1000); // slice 0 expires
+  assert.is(w.count('a'), 3);
+  w.advance(1100); // slice 1 expires: the candidate is empty and leaves
+  assert.is(w.count('a'), 0);
+  assert.is(w.stats().candidates, 0);
+});
+
+test('a jump longer than the window clears every slice', () => {
+  const w = new AccessWindow({ admission: 1, now: 0 });
+  times(w, 'a', 4);
+  w.advance(50);
+  times(w, 'a', 4);
+  w.advance(60_000);
+  assert.is(w.count('a'), 0);
+  times(w, 'a', 2);
+  assert.is(w.count('a'), 2);
+});
+
+test('admission: a key gets an exact counter once the sketch saw it often enough', () => {
+  const w = new AccessWindow({ admission: 3, now: 0 });
+  w.track('k');
+  w.track('k');
+  assert.is(w.count('k'), 0);
+  assert.is(w.estimate('k'), 2);
+  w.track('k');
+  assert.is(w.count('k'), 1);
+  times(w, 'k', 10);
+  assert.is(w.count('k'), 11);
+});
+
+test('collect: keys at their rule threshold with pending > 0, count = min(pending, total)', () => {
+  const rules = new RuleSet(parseRules([{ match: 'item:*', threshold: 100 }, { match: 'user:*', threshold: 100 }]));
+  const w = new AccessWindow({ admission: 1, rules, now: 0 });
+  times(w, 'item:1', 10);
+  times(w, 'user:1', 4);
+  times(w, 'other', 50); // no rule: never reported
+  let got = w.collect([10, 5]);
+  assert.equal(got.keys, ['item:1']);
+  assert.equal(got.counts, [10]);
+  assert.equal(got.rules, [0]);
+  // nothing new since the report: nothing to send
+  assert.equal(w.collect([10, 5]).keys, []);
+  w.track('item:1');
+  w.track('user:1'); // reaches 5 now: reports the 5 accesses still in its window
+  got = w.collect([10, 5]);
+  assert.equal(got.keys.sort(), ['item:1', 'user:1']);
+  assert.equal(got.counts[got.keys.indexOf('item:1')], 1);
+  assert.equal(got.counts[got.keys.indexOf('user:1')], 5);
+});
+
+test('collect caps the count at the window total after slices expire', () => {
+  const w = new AccessWindow({ admission: 1, now: 0 });
+  times(w, 'a', 30); // below threshold 40: pending grows but is not reported
+  w.advance(500);
+  times(w, 'a', 20);
+  assert.equal(w.collect([40]).counts, [50]);
+  times(w, 'a', 30);
+  w.advance(1000); // the first 30 leave
+  times(w, 'a', 5);
+  const got = w.collect([40]);
+  assert.equal(got.counts, [35]);
+});
+
+test('setRules recomputes every candidate rule index', () => {
+  const w = new AccessWindow({ admission: 1, rules: new RuleSet(parseRules([{ match: 'a:*', threshold: 10 }])), now: 0 });
+  times(w, 'b:1', 20);
+  assert.equal(w.collect([1]).keys, []);
+  w.setRules(new RuleSet(parseRules([{ match: 'a:*', threshold: 10 }, { match: 'b:*', threshold: 10 }])));
+  w.track('b:1');
+  assert.equal(w.collect([1, 1]).keys, ['b:1']);
+});
+
+test('bounded under 200k distinct keys; a planted hot key is still found', () => {
+  const w = new AccessWindow({ maxCandidates: 1024, now: 0 });
+  let now = 0;
+  let hot = 0;
+  for (let i = 0; i < 200_000; i++) {
+    w.track(`one-off:${i}`);
+    if (i % 100 === 0) {
+      w.track('planted');
+      hot++;
+    }
+    if (i % 10_000 === 9_999) w.advance((now += 45)); // 200k keys within 0.9 s: nothing expires yet
+  }
+  const s = w.stats();
+  assert.ok(s.candidates <= 1024, `candidates ${s.candidates}`);
+  // the planted key lost at most its first admission-1 accesses
+  assert.ok(w.count('planted') >= hot - 2, `planted ${w.count('planted')} of ${hot}`);
+  const got = w.collect([1000]);
+  assert.equal(got.keys, ['planted']);
+  // memory: the one-off keys are not all retained
+  assert.ok(s.admitted < 200_000);
+});
+
+test('keys matching no rule are evicted first', () => {
+  const rules = new RuleSet(parseRules([{ match: 'r:*', threshold: 10 }]));
+  const w = new AccessWindow({ maxCandidates: 4, admission: 1, evictionSamples: 4, rules, now: 0 });
+  times(w, 'x1', 100);
+  times(w, 'r:1', 5);
+  times(w, 'r:2', 5);
+  times(w, 'r:3', 5);
+  for (let i = 0; i < 20; i++) times(w, `r:new${i}`, 1);
+  // The unmatched key, however busy, goes before matched keys
+  assert.is(w.count('x1'), 0);
+  assert.is(w.stats().candidates, 4);
+});
+
+test('options are validated', () => {
+  assert.throws(() => new AccessWindow({ maxCandidates: 0 }), (e: unknown) => e instanceof TypeError);
+  assert.throws(() => new AccessWindow({ sliceMs: -1 }), (e: unknown) => e instanceof TypeError);
+});
+
+test.run();

@@ -1,0 +1,293 @@
+/**
+ * Per-instance access counting over a sliding window, bounded under any key cardinality.
+ *
+ * Design: a count-min sketch (depth × width 16-bit counters, one string hash per access plus
+ * double hashing for the rows, halved once per window) is the admission filter in front of a
+ * bounded set of exact candidates. A candidate owns a slot in typed-array slabs: one counter per
+ * slice (`slot * slices + slice`), a running window total and a `pending` count since its last
+ * report. Slices advance from the caller's clock (`advance(now)`), never per access: rotation
+ * zeroes the expiring slice column and subtracts it from the totals, O(candidates) per slice.
+ * When the slots are full, a newcomer whose sketch estimate beats the smallest total among a few
+ * sampled slots replaces it (TinyLFU admission with Redis-style sampled LFU eviction), so a hot
+ * key survives a flood of one-off keys while memory stays fixed.
+ * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
+ * (2005); Einziger et al., "TinyLFU: A highly efficient cache admission policy" (2017).
+ */
+import { hashString, mix32 } from './hash.ts';
+import { RuleSet, WINDOW_SLICES } from './rules.ts';
+
+export interface AccessWindowOptions {
+  /** exact counters kept at most @default 8192 */
+  maxCandidates?: number;
+  /** sketch counters per row, rounded up to a power of two @default 16384 */
+  sketchWidth?: number;
+  /** sketch rows @default 4 */
+  sketchDepth?: number;
+  /** sketch estimate at which a key gets an exact counter @default 2 */
+  admission?: number;
+  /** length of one slice @default 100 */
+  sliceMs?: number;
+  /** slices per window @default 10 (WINDOW_SLICES) */
+  slices?: number;
+  /** slots sampled to pick an eviction victim @default 5 */
+  evictionSamples?: number;
+  /** rules that give each candidate its rule index @default new RuleSet([]) (the default rule) */
+  rules?: RuleSet;
+  /** clock reading at construction (ms) @default 0 */
+  now?: number;
+}
+
+export interface Collected {
+  keys: string[];
+  counts: number[];
+  /** rule index of each key, aligned with `keys` */
+  rules: number[];
+}
+
+export interface WindowStats {
+  candidates: number;
+  admitted: number;
+  /** candidates that lost their slot to a newcomer */
+  evicted: number;
+  /** newcomers refused because every sampled slot counted more */
+  rejected: number;
+}
+
+const MAX_U16 = 0xffff;
+const MAX_U32 = 0xffffffff;
+
+export class AccessWindow {
+  readonly maxCandidates: number;
+  readonly sliceMs: number;
+  readonly slices: number;
+  readonly #admission: number;
+  readonly #samples: number;
+  readonly #width: number;
+  readonly #depth: number;
+  readonly #sketch: Uint16Array;
+
+  readonly #slotOf = new Map<string, number>();
+  readonly #keys: (string | undefined)[];
+  readonly #sliceCounts: Uint32Array;
+  readonly #totals: Uint32Array;
+  readonly #pending: Uint32Array;
+  readonly #rule: Int32Array;
+  readonly #free: Int32Array;
+  #freeTop: number;
+
+  #rules: RuleSet;
+  #cur = 0;
+  #lastSlice: number;
+  #slicesSinceDecay = 0;
+  #rand = 0x9e3779b9;
+  #admitted = 0;
+  #evicted = 0;
+  #rejected = 0;
+
+  constructor(options: AccessWindowOptions = {}) {
+    this.maxCandidates = positiveInt(options.maxCandidates ?? 8192, 'maxCandidates');
+    this.sliceMs = positiveInt(options.sliceMs ?? 100, 'sliceMs');
+    this.slices = positiveInt(options.slices ?? WINDOW_SLICES, 'slices');
+    this.#admission = positiveInt(options.admission ?? 2, 'admission');
+    this.#samples = positiveInt(options.evictionSamples ?? 5, 'evictionSamples');
+    this.#depth = positiveInt(options.sketchDepth ?? 4, 'sketchDepth');
+    let width = 1;
+    while (width < positiveInt(options.sketchWidth ?? 16384, 'sketchWidth')) width <<= 1;
+    this.#width = width;
+    this.#sketch = new Uint16Array(width * this.#depth);
+    const n = this.maxCandidates;
+    this.#keys = new Array<string | undefined>(n).fill(undefined);
+    this.#sliceCounts = new Uint32Array(n * this.slices);
+    this.#totals = new Uint32Array(n);
+    this.#pending = new Uint32Array(n);
+    this.#rule = new Int32Array(n);
+    // Free slots as a stack, lowest slot on top so that slots fill densely.
+    this.#free = new Int32Array(n);
+    for (let i = 0; i < n; i++) this.#free[i] = n - 1 - i;
+    this.#freeTop = n;
+    this.#rules = options.rules ?? new RuleSet([]);
+    this.#lastSlice = Math.floor((options.now ?? 0) / this.sliceMs);
+  }
+
+  /** Counts one access. Allocation-free for a key that already has a counter. */
+  track(key: string): void {
+    const slot = this.#slotOf.get(key);
+    if (slot !== undefined) {
+      this.#sliceCounts[slot * this.slices + this.#cur]!++;
+      this.#totals[slot]!++;
+      this.#pending[slot]!++;
+      return;
+    }
+    this.#trackCold(key);
+  }
+
+  #trackCold(key: string): void {
+    const h1 = hashString(key);
+    const h2 = mix32(h1 ^ 0x9e3779b9) | 1;
+    const mask = this.#width - 1;
+    let estimate = MAX_U16;
+    for (let row = 0, base = 0; row < this.#depth; row++, base += this.#width) {
+      const i = base + ((h1 + Math.imul(row, h2)) & mask);
+      const c = this.#sketch[i]!;
+      if (c < MAX_U16) this.#sketch[i] = c + 1;
+      if (c + 1 < estimate) estimate = c + 1;
+    }
+    if (estimate < this.#admission) return;
+    let slot: number;
+    if (this.#freeTop > 0) slot = this.#free[--this.#freeTop]!;
+    else {
+      const victim = this.#victim();
+      const victimRule = this.#rule[victim]!;
+      if (victimRule >= 0 && this.#totals[victim]! >= estimate) {
+        this.#rejected++;
+        return;
+      }
+      this.#release(victim);
+      this.#evicted++;
+      slot = this.#free[--this.#freeTop]!;
+    }
+    this.#admitted++;
+    this.#keys[slot] = key;
+    this.#slotOf.set(key, slot);
+    this.#rule[slot] = this.#rules.match(key);
+    this.#sliceCounts[slot * this.slices + this.#cur] = 1;
+    this.#totals[slot] = 1;
+    this.#pending[slot] = 1;
+  }
+
+  /** The sampled slot with the smallest total; slots of keys matching no rule go first. */
+  #victim(): number {
+    let best = 0;
+    let bestScore = Infinity;
+    for (let i = 0; i < this.#samples; i++) {
+      // xorshift32: cheap, deterministic, good enough to spread samples
+      let x = this.#rand;
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      this.#rand = x >>> 0;
+      const slot = this.#rand % this.maxCandidates;
+      const score = this.#rule[slot]! < 0 ? -1 : this.#totals[slot]!;
+      if (score < bestScore) {
+        bestScore = score;
+        best = slot;
+      }
+    }
+    return best;
+  }
+
+  #release(slot: number): void {
+    const key = this.#keys[slot];
+    if (key === undefined) return;
+    this.#slotOf.delete(key);
+    this.#keys[slot] = undefined;
+    const base = slot * this.slices;
+    this.#sliceCounts.fill(0, base, base + this.slices);
+    this.#totals[slot] = 0;
+    this.#pending[slot] = 0;
+    this.#free[this.#freeTop++] = slot;
+  }
+
+  /**
+   * Moves the window to `now`: every slice that ended is zeroed and leaves the totals, and
+   * candidates whose window emptied give their slot back. The sketch halves once per window so
+   * old counts fade and 16-bit counters never stick at their ceiling.
+   */
+  advance(now: number): void {
+    const target = Math.floor(now / this.sliceMs);
+    const steps = target - this.#lastSlice;
+    if (steps <= 0) return;
+    this.#lastSlice = target;
+    const rotations = Math.min(steps, this.slices);
+    for (let r = 0; r < rotations; r++) {
+      this.#cur = (this.#cur + 1) % this.slices;
+      for (let slot = 0; slot < this.maxCandidates; slot++) {
+        if (this.#keys[slot] === undefined) continue;
+        const i = slot * this.slices + this.#cur;
+        const expiring = this.#sliceCounts[i]!;
+        if (expiring === 0) continue;
+        this.#sliceCounts[i] = 0;
+        this.#totals[slot] = this.#totals[slot]! - expiring;
+      }
+    }
+    for (let slot = 0; slot < this.maxCandidates; slot++) {
+      if (this.#keys[slot] !== undefined && this.#totals[slot] === 0) this.#release(slot);
+    }
+    this.#slicesSinceDecay += steps;
+    if (this.#slicesSinceDecay >= 2 * this.slices) {
+      this.#sketch.fill(0);
+      this.#slicesSinceDecay = 0;
+    } else if (this.#slicesSinceDecay >= this.slices) {
+      for (let i = 0; i < this.#sketch.length; i++) this.#sketch[i] = this.#sketch[i]! >>> 1;
+      this.#slicesSinceDecay -= this.slices;
+    }
+  }
+
+  /**
+   * Keys whose window total reached the local threshold of their rule and that were accessed
+   * since their last report, with count = min(pending, window total). Resets their pending.
+   * @param thresholds per-rule local thresholds, indexed like the RuleSet's rules
+   */
+  collect(thresholds: ArrayLike<number>): Collected {
+    const out: Collected = { keys: [], counts: [], rules: [] };
+    for (let slot = 0; slot < this.maxCandidates; slot++) {
+      const key = this.#keys[slot];
+      if (key === undefined) continue;
+      const pending = this.#pending[slot]!;
+      if (pending === 0) continue;
+      const rule = this.#rule[slot]!;
+      const total = this.#totals[slot]!;
+      const threshold = rule < 0 ? undefined : thresholds[rule];
+      if (threshold === undefined || total < threshold) {
+        // Never more pending than the window holds: the report count is capped by it anyway,
+        // and this keeps the 32-bit counter from wrapping on a key that never qualifies.
+        if (pending > total) this.#pending[slot] = total;
+        continue;
+      }
+      out.keys.push(key);
+      out.counts.push(Math.min(pending, total, MAX_U32));
+      out.rules.push(rule);
+      this.#pending[slot] = 0;
+    }
+    return out;
+  }
+
+  /** Replaces the rules and recomputes every candidate's rule index. */
+  setRules(rules: RuleSet): void {
+    this.#rules = rules;
+    for (let slot = 0; slot < this.maxCandidates; slot++) {
+      const key = this.#keys[slot];
+      if (key !== undefined) this.#rule[slot] = rules.match(key);
+    }
+  }
+
+  get rules(): RuleSet {
+    return this.#rules;
+  }
+
+  /** Exact window total of a candidate (0 for a key without a counter). */
+  count(key: string): number {
+    const slot = this.#slotOf.get(key);
+    return slot === undefined ? 0 : this.#totals[slot]!;
+  }
+
+  /** Sketch estimate of a key's recent accesses (an upper bound, for keys without a counter). */
+  estimate(key: string): number {
+    const h1 = hashString(key);
+    const h2 = mix32(h1 ^ 0x9e3779b9) | 1;
+    let estimate = MAX_U16;
+    for (let row = 0, base = 0; row < this.#depth; row++, base += this.#width) {
+      estimate = Math.min(estimate, this.#sketch[base + ((h1 + Math.imul(row, h2)) & (this.#width - 1))]!);
+    }
+    return estimate;
+  }
+
+  stats(): WindowStats {
+    return { candidates: this.#slotOf.size, admitted: this.#admitted, evicted: this.#evicted, rejected: this.#rejected };
+  }
+}
+
+function positiveInt(value: number, name: string): number {
+  if (!Number.isInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer, got ${String(value)}`);
+  return value;
+}
