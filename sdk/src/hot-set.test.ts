@@ -1,0 +1,91 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HotSet } from './hot-set.ts';
+
+const P = { hotMs: 1000, cacheTtlMs: 500, cache: true, qps: 10 };
+
+test('promote, renew, expire', () => {
+  const hot = new HotSet();
+  const first = hot.promote('h1', 'k', P, 0);
+  assert.ok(first.added);
+  const gen = first.state.generation;
+  const renewed = hot.promote('h1', 'k', { ...P, hotMs: 2000 }, 500);
+  assert.not.ok(renewed.added);
+  assert.is(renewed.state.generation, gen, 'a renewal keeps the cached value valid');
+  assert.is(renewed.state.until, 2500);
+  assert.equal(hot.expire(2499), []);
+  assert.equal(hot.expire(2500), ['k']);
+  assert.is(hot.get('k'), undefined);
+});
+
+test('invalidate bumps the generation; demote drops', () => {
+  const hot = new HotSet();
+  const gen = hot.promote('h1', 'k', P, 0).state.generation;
+  assert.ok(hot.invalidate('k'));
+  assert.ok(hot.get('k')!.generation > gen);
+  assert.not.ok(hot.invalidate('cold'));
+  assert.ok(hot.demote('k'));
+  assert.not.ok(hot.demote('k'));
+});
+
+test('a re-promotion after demotion has a fresh generation', () => {
+  const hot = new HotSet();
+  const gen = hot.promote('h1', 'k', P, 0).state.generation;
+  hot.demote('k');
+  assert.ok(hot.promote('h1', 'k', P, 0).state.generation !== gen);
+});
+
+test('switching cache off invalidates', () => {
+  const hot = new HotSet();
+  const gen = hot.promote('h1', 'k', P, 0).state.generation;
+  assert.ok(hot.promote('h1', 'k', { ...P, cache: false }, 0).state.generation !== gen);
+});
+
+test('snapshot replaces only that hub entries', () => {
+  const hot = new HotSet();
+  hot.promote('h1', 'a', P, 0);
+  hot.promote('h1', 'b', P, 0);
+  hot.promote('h2', 'c', P, 0);
+  const genB = hot.get('b')!.generation;
+  const { removed, touched } = hot.replaceHub('h1', [{ key: 'b', ttlMs: 300, cacheTtlMs: 100, cache: true, qps: 1 }, { key: 'd', ttlMs: 300, cacheTtlMs: 100, cache: true, qps: 1 }], 100);
+  assert.equal(removed, ['a']);
+  assert.equal(touched.sort(), ['a', 'b']);
+  assert.equal([...hot.keys()].sort(), ['b', 'c', 'd']);
+  assert.ok(hot.get('b')!.generation !== genB, 'cannot vouch for a cached value across a resync');
+  assert.is(hot.get('b')!.until, 400);
+  assert.is(hot.get('c')!.hub, 'h2');
+});
+
+test('stale bound: a cut-off hub keys live at most maxStaleMs', () => {
+  const hot = new HotSet();
+  hot.promote('h1', 'a', { ...P, hotMs: 60_000 }, 0);
+  hot.promote('h1', 'short', { ...P, hotMs: 100 }, 0);
+  hot.promote('h2', 'b', { ...P, hotMs: 60_000 }, 0);
+  assert.is(hot.markStale('h1', 1000, 3000), 1);
+  assert.is(hot.get('a')!.until, 4000);
+  assert.is(hot.get('short')!.until, 100, 'never extended');
+  assert.equal(hot.expire(4000).sort(), ['a', 'short']);
+  assert.ok(hot.get('b'));
+});
+
+test('invalidateHub after a sequence gap', () => {
+  const hot = new HotSet();
+  hot.promote('h1', 'a', P, 0);
+  hot.promote('h2', 'b', P, 0);
+  const genA = hot.get('a')!.generation;
+  const genB = hot.get('b')!.generation;
+  assert.equal(hot.invalidateHub('h1'), ['a']);
+  assert.ok(hot.get('a')!.generation !== genA);
+  assert.is(hot.get('b')!.generation, genB);
+});
+
+test('bounded: the oldest promotion leaves', () => {
+  const hot = new HotSet({ maxKeys: 2 });
+  hot.promote('h', 'a', P, 0);
+  hot.promote('h', 'b', P, 0);
+  assert.is(hot.promote('h', 'c', P, 0).evicted, 'a');
+  assert.is(hot.size, 2);
+  assert.equal([...hot.keys()], ['b', 'c']);
+});
+
+test.run();

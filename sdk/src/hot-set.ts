@@ -1,0 +1,153 @@
+/**
+ * The keys this instance currently treats as hot, each remembering the hub that promoted it.
+ *
+ * An entry lives until `until`: the promotion's lifetime (renewed by each Promote or Snapshot),
+ * shortened to `now + maxStaleMs` when its hub is cut off, so that a value nobody can invalidate
+ * any more is served for a bounded time only. `generation` changes whenever the cached value of
+ * the key stops being trustworthy (invalidation, resync); a load that started under an older
+ * generation must not be cached. Bounded: past `maxKeys` the oldest promotion is dropped.
+ */
+
+export interface HotState {
+  key: string;
+  /** id of the hub whose promotion or snapshot put the key here */
+  hub: string;
+  /** clock time after which the entry is gone */
+  until: number;
+  cacheTtlMs: number;
+  cache: boolean;
+  /** cluster-wide accesses per second at promotion */
+  qps: number;
+  generation: number;
+}
+
+export interface Promotion {
+  hotMs: number;
+  cacheTtlMs: number;
+  cache: boolean;
+  qps: number;
+}
+
+export interface HotSetOptions {
+  /** hot keys kept at most; a promotion past it drops the oldest entry @default 65536 */
+  maxKeys?: number;
+}
+
+export class HotSet {
+  readonly maxKeys: number;
+  readonly #map = new Map<string, HotState>();
+  #generation = 0;
+
+  constructor(options: HotSetOptions = {}) {
+    const maxKeys = options.maxKeys ?? 65_536;
+    if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new TypeError(`maxKeys must be a positive integer, got ${String(maxKeys)}`);
+    this.maxKeys = maxKeys;
+  }
+
+  get(key: string): HotState | undefined {
+    return this.#map.get(key);
+  }
+
+  get size(): number {
+    return this.#map.size;
+  }
+
+  keys(): IterableIterator<string> {
+    return this.#map.keys();
+  }
+
+  /**
+   * Marks `key` hot for `hotMs` from `now`. A renewal keeps the generation (the cached value is
+   * still good) unless caching was switched off. Returns the entry and whether it is new.
+   */
+  promote(hub: string, key: string, p: Promotion, now: number): { state: HotState; added: boolean; evicted?: string } {
+    const existing = this.#map.get(key);
+    if (existing !== undefined) {
+      existing.hub = hub;
+      existing.until = now + p.hotMs;
+      if (existing.cache && !p.cache) existing.generation = ++this.#generation;
+      existing.cache = p.cache;
+      existing.cacheTtlMs = p.cacheTtlMs;
+      existing.qps = p.qps;
+      return { state: existing, added: false };
+    }
+    let evicted: string | undefined;
+    if (this.#map.size >= this.maxKeys) {
+      evicted = this.#map.keys().next().value as string;
+      this.#map.delete(evicted);
+    }
+    const state: HotState = { key, hub, until: now + p.hotMs, cacheTtlMs: p.cacheTtlMs, cache: p.cache, qps: p.qps, generation: ++this.#generation };
+    this.#map.set(key, state);
+    return evicted === undefined ? { state, added: true } : { state, added: true, evicted };
+  }
+
+  /** Drops the key; returns whether it was hot. */
+  demote(key: string): boolean {
+    return this.#map.delete(key);
+  }
+
+  /** The key's cached value can no longer be trusted: a new generation. Returns whether it is hot. */
+  invalidate(key: string): boolean {
+    const state = this.#map.get(key);
+    if (state === undefined) return false;
+    state.generation = ++this.#generation;
+    return true;
+  }
+
+  /** Keys whose entry came from `hub`. */
+  keysOf(hub: string): string[] {
+    const out: string[] = [];
+    for (const state of this.#map.values()) if (state.hub === hub) out.push(state.key);
+    return out;
+  }
+
+  /** Invalidates every key of `hub` (after a sequence gap); returns them. */
+  invalidateHub(hub: string): string[] {
+    const keys = this.keysOf(hub);
+    for (const key of keys) this.invalidate(key);
+    return keys;
+  }
+
+  /**
+   * Replaces every entry that came from `hub` with the snapshot's; returns the keys that were
+   * dropped (hot before, absent from the snapshot) and all keys whose cached value must go.
+   */
+  replaceHub(hub: string, entries: readonly { key: string; ttlMs: number; cacheTtlMs: number; cache: boolean; qps: number }[], now: number): { removed: string[]; touched: string[] } {
+    const previous = new Set(this.keysOf(hub));
+    const touched = [...previous];
+    for (const key of previous) this.#map.delete(key);
+    for (const e of entries) {
+      // an entry another hub promoted is replaced too: the snapshot is the newer word on it
+      if (this.#map.has(e.key)) touched.push(e.key);
+      this.#map.delete(e.key);
+      previous.delete(e.key);
+      this.promote(hub, e.key, { hotMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache, qps: e.qps }, now);
+    }
+    return { removed: [...previous], touched };
+  }
+
+  /** Cut off from `hub`: its entries live at most `maxStaleMs` more. */
+  markStale(hub: string, now: number, maxStaleMs: number): number {
+    let n = 0;
+    const deadline = now + maxStaleMs;
+    for (const state of this.#map.values()) {
+      if (state.hub === hub && state.until > deadline) {
+        state.until = deadline;
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Drops entries whose time is up; returns their keys. */
+  expire(now: number): string[] {
+    const out: string[] = [];
+    for (const state of this.#map.values()) if (now >= state.until) out.push(state.key);
+    for (const key of out) this.#map.delete(key);
+    return out;
+  }
+
+  clear(): void {
+    this.#map.clear();
+  }
+}
