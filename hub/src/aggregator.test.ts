@@ -1,0 +1,201 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parseRules, type Rule } from '@hotkey/sdk/rules';
+import { Aggregator, reporterBit, type AggregatorListener, type DemoteReason } from './aggregator.ts';
+
+interface Recorded {
+  promotes: { key: string; qps: number; latencyMs: number | undefined; manual: boolean; rule: Rule }[];
+  demotes: { key: string; qps: number; reason: DemoteReason }[];
+}
+
+function setup(rules: unknown, options: { maxKeys?: number; random?: () => number } = {}) {
+  const rec: Recorded = { promotes: [], demotes: [] };
+  const listener: AggregatorListener = {
+    promote: (key, rule, qps, latencyMs, manual) => rec.promotes.push({ key, rule, qps, latencyMs, manual }),
+    demote: (key, qps, reason) => rec.demotes.push({ key, qps, reason }),
+  };
+  const agg = new Aggregator({ rules: parseRules(rules), listener, ...options });
+  return { agg, rec };
+}
+
+const one = (agg: Aggregator, key: string, count: number, now: number, reporter = 0) => agg.ingest([key], [count], reporter, now);
+
+test('window sums slices and forgets them as they expire', () => {
+  const { agg } = setup([{ match: '*', threshold: 1_000_000, windowMs: 1000 }]);
+  one(agg, 'k', 10, 0); // slice 0
+  one(agg, 'k', 20, 150); // slice 1
+  one(agg, 'k', 30, 950); // slice 9
+  assert.is(agg.count('k', 999), 60);
+  assert.is(agg.count('k', 1000), 50, 'slice 0 (t=0..99) expired at t=1000');
+  assert.is(agg.count('k', 1100), 30, 'slice 1 expired at t=1100');
+  assert.is(agg.count('k', 1899), 30);
+  assert.is(agg.count('k', 1900), 0, 'slice 9 (t=900..999) expired at t=1900');
+  one(agg, 'k', 5, 5000); // long gap: whole window cleared lazily
+  assert.is(agg.count('k', 5000), 5);
+});
+
+test('window length follows the rule', () => {
+  const { agg } = setup([{ match: 'slow:*', threshold: 1_000_000, windowMs: 10_000 }, { match: '*', threshold: 1_000_000, windowMs: 100 }]);
+  one(agg, 'slow:1', 7, 0);
+  one(agg, 'fast', 7, 0);
+  assert.is(agg.count('slow:1', 9_999), 7);
+  assert.is(agg.count('fast', 99), 7);
+  assert.is(agg.count('fast', 100), 0);
+});
+
+test('promotes the moment the total reaches the threshold, never at half', () => {
+  const { agg, rec } = setup([{ match: 'item:*', threshold: 100 }]);
+  one(agg, 'item:1', 50, 0);
+  agg.tick(50);
+  assert.is(rec.promotes.length, 0, 'half the threshold is not hot');
+  one(agg, 'item:1', 49, 60);
+  assert.is(rec.promotes.length, 0);
+  one(agg, 'item:1', 1, 70);
+  assert.is(rec.promotes.length, 1);
+  const p = rec.promotes[0]!;
+  assert.is(p.key, 'item:1');
+  assert.is(p.qps, 100, 'qps = total * 1000 / windowMs');
+  assert.is(p.latencyMs, 70, 'from the first report in the crossing window');
+  assert.is(p.manual, false);
+  assert.ok(agg.isHot('item:1'));
+  one(agg, 'item:1', 500, 80);
+  assert.is(rec.promotes.length, 1, 'renewal does not re-broadcast');
+});
+
+test('a key spread over many reports and reporters adds up cluster-wide', () => {
+  const { agg, rec } = setup([{ match: '*', threshold: 1000 }]);
+  for (let i = 0; i < 200; i++) one(agg, 'spread', i === 199 ? 4 : 5, i * 4, reporterBit(`instance-${i}`));
+  assert.is(rec.promotes.length, 0, '1000 - 1 below');
+  one(agg, 'spread', 1, 900, 3);
+  assert.is(rec.promotes.length, 1);
+  const [view] = agg.hot(900);
+  assert.ok(view!.instances > 60 && view!.instances <= 200, `instances estimate ${view!.instances}`);
+});
+
+test('keys matching no rule are ignored', () => {
+  const { agg, rec } = setup([{ match: 'item:*', threshold: 1 }]);
+  one(agg, 'user:1', 1000, 0);
+  one(agg, 'user:1', 1000, 1);
+  assert.is(rec.promotes.length, 0);
+  assert.is(agg.stats.keys, 0);
+  assert.is(agg.stats.ignored, 2);
+});
+
+test('hysteresis: demoted only after demoteWindows whole windows below threshold * demoteRatio', () => {
+  const { agg, rec } = setup([{ match: '*', threshold: 100, windowMs: 1000, hotMs: 60_000, demoteRatio: 0.5, demoteWindows: 3 }]);
+  one(agg, 'k', 100, 0);
+  assert.is(rec.promotes.length, 1);
+  // 60 per window (above the 50 demotion level) keeps it hot without renewing it
+  for (let t = 1000; t < 10_000; t += 100) {
+    one(agg, 'k', 6, t);
+    agg.tick(t + 1);
+  }
+  assert.is(rec.demotes.length, 0, 'between demotion level and threshold stays hot');
+  // now 40 per window: below the level
+  const lowStart = 10_000;
+  let demotedAt = -1;
+  for (let t = lowStart; t < 20_000 && demotedAt < 0; t += 100) {
+    one(agg, 'k', 4, t);
+    agg.tick(t + 1);
+    if (rec.demotes.length > 0) demotedAt = t + 1;
+  }
+  assert.is(rec.demotes[0]?.reason, 'cooled');
+  // the window sum drops under 50 about one window after the rate drops, then 3 windows must pass
+  assert.ok(demotedAt >= lowStart + 3000 && demotedAt <= lowStart + 4200, `demoted at ${demotedAt}`);
+  assert.not.ok(agg.isHot('k'));
+});
+
+test('expires when hotMs passes without renewal', () => {
+  const { agg, rec } = setup([{ match: '*', threshold: 10, hotMs: 2000, demoteWindows: 100, demoteRatio: 0.01 }]);
+  one(agg, 'k', 10, 0);
+  one(agg, 'k', 10, 500); // renews: hot until 2500
+  agg.tick(2499);
+  assert.is(rec.demotes.length, 0);
+  agg.tick(2500);
+  assert.equal(rec.demotes.map((d) => d.reason), ['expired']);
+  one(agg, 'k', 10, 3000);
+  assert.is(rec.promotes.length, 2, 'promoted again when it comes back');
+});
+
+test('manual promote and demote', () => {
+  const { agg, rec } = setup([{ match: 'item:*', threshold: 1000 }]);
+  assert.ok(agg.promote('item:9', 0));
+  assert.is(rec.promotes[0]?.manual, true);
+  assert.is(rec.promotes[0]?.latencyMs, undefined);
+  assert.not.ok(agg.promote('user:1', 0), 'no rule matches');
+  assert.ok(agg.demote('item:9'));
+  assert.is(rec.demotes[0]?.reason, 'manual');
+  assert.not.ok(agg.demote('item:9'));
+});
+
+test('rule changes: re-matched keys keep counting, unmatched keys go, hot ones are demoted', () => {
+  const { agg, rec } = setup([{ match: '*', threshold: 100 }]);
+  one(agg, 'item:1', 100, 0);
+  one(agg, 'user:1', 40, 0);
+  agg.setRules(parseRules([{ match: 'user:*', threshold: 50 }]), 10);
+  assert.equal(rec.demotes, [{ key: 'item:1', qps: 100, reason: 'rules' }]);
+  assert.is(agg.count('item:1', 10), 0);
+  assert.is(agg.count('user:1', 10), 40, 'same window length keeps the count');
+  one(agg, 'user:1', 10, 20);
+  assert.is(rec.promotes.at(-1)?.key, 'user:1', 'new threshold applies');
+  agg.setRules(parseRules([{ match: 'user:*', threshold: 50, windowMs: 2000 }]), 30);
+  assert.is(agg.count('user:1', 30), 0, 'new window length restarts the window');
+  assert.ok(agg.isHot('user:1'), 'still hot');
+  agg.setRules(parseRules([{ match: 'item:*', threshold: 1 }]), 40);
+  one(agg, 'item:2', 1, 50);
+  assert.ok(agg.isHot('item:2'), 'a key ignored before is matched after the change');
+});
+
+test('bounded under 500k distinct keys; hot keys survive eviction', () => {
+  let seed = 1;
+  const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const { agg, rec } = setup([{ match: '*', threshold: 1000 }], { maxKeys: 10_000, random });
+  one(agg, 'hot', 1000, 0);
+  const keys: string[] = [];
+  const counts: number[] = [];
+  for (let i = 0; i < 500_000; i++) {
+    keys.push(`k${i}`);
+    counts.push(1);
+    if (keys.length === 1000) {
+      agg.ingest(keys, counts, 1, i / 1000);
+      keys.length = 0;
+      counts.length = 0;
+    }
+  }
+  const stats = agg.stats;
+  assert.ok(stats.keys <= 10_000, `keys ${stats.keys}`);
+  assert.ok(stats.evicted >= 490_000, `evicted ${stats.evicted}`);
+  assert.ok(agg.isHot('hot'));
+  assert.is(rec.promotes.length, 1);
+  // a heavy key arriving in a full slab is still admitted and promoted
+  one(agg, 'late', 1000, 500);
+  assert.ok(agg.isHot('late'));
+  // idle keys are freed by the sweep
+  for (let t = 2000; t < 2000 + 10; t++) agg.tick(t);
+  assert.ok(agg.stats.keys < 10_000, `swept to ${agg.stats.keys}`);
+});
+
+test('a slab full of hot keys drops new records instead of growing', () => {
+  const { agg } = setup([{ match: '*', threshold: 1 }], { maxKeys: 4 });
+  for (let i = 0; i < 4; i++) one(agg, `h${i}`, 1, 0);
+  one(agg, 'x', 1, 0);
+  assert.is(agg.stats.keys, 4);
+  assert.is(agg.stats.dropped, 1);
+  assert.not.ok(agg.isHot('x'));
+});
+
+test('hot view reports ttl, since and threshold', () => {
+  const { agg } = setup([{ match: '*', threshold: 10, hotMs: 5000, windowMs: 2000 }]);
+  one(agg, 'k', 10, 1000);
+  const [v] = agg.hot(2000);
+  assert.equal({ key: v!.key, qps: v!.qps, threshold: v!.threshold, since: v!.since, ttlMs: v!.ttlMs, instances: v!.instances }, {
+    key: 'k',
+    qps: 5,
+    threshold: 10,
+    since: 1000,
+    ttlMs: 4000,
+    instances: 1,
+  });
+});
+
+test.run();

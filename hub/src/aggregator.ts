@@ -1,0 +1,494 @@
+/**
+ * Cluster-wide sliding windows for one app's keys: the hub's hot path.
+ *
+ * Design: every tracked key owns a slot in a typed-array slab. A slot holds WINDOW_SLICES counters
+ * (`slices[slot * 10 + i]`) covering its rule's `windowMs`, a running total, and the absolute slice
+ * number it was last rotated to. Rotation is lazy: touching a slot zeroes the slices that expired
+ * since its last touch (O(1) amortised), so no timer walks cold keys. The rule of a key is matched
+ * once on admission and cached in the slot (RuleSet.match per record would dominate ingest).
+ *
+ * A key is promoted inside `ingest` the moment its total reaches the rule's threshold (lowest
+ * latency); each later crossing renews its `hotMs` lifetime. `tick` walks only the hot keys and
+ * demotes those below `threshold * demoteRatio` for `demoteWindows` whole windows ('cooled') or not
+ * renewed within `hotMs` ('expired').
+ *
+ * Memory is bounded by `maxKeys`: once full, a new key replaces the smallest non-hot key among a
+ * random sample (sampled eviction, as in Redis' approximated LRU), so any key cardinality keeps the
+ * slab at its cap. Distinct reporters of a key are estimated by linear counting over a 128-bit
+ * bitmap per slot (Whang et al., "A linear-time probabilistic counting algorithm", 1990).
+ *
+ * Pure: no timers, no I/O; time comes in as `now` (ms) on every call.
+ */
+import { RuleSet, WINDOW_SLICES, type Rule } from '@hotkey/sdk/rules';
+
+export type DemoteReason = 'cooled' | 'expired' | 'manual' | 'rules';
+
+/** Called synchronously on transitions only (never per record). */
+export interface AggregatorListener {
+  promote(key: string, rule: Rule, qps: number, latencyMs: number | undefined, manual: boolean): void;
+  demote(key: string, qps: number, reason: DemoteReason): void;
+}
+
+export interface AggregatorOptions {
+  rules: readonly Rule[];
+  listener: AggregatorListener;
+  /** keys tracked at most; more are admitted by evicting the smallest sampled non-hot key @default 100000 */
+  maxKeys?: number;
+  /** slots allocated up front; the slab doubles up to `maxKeys` @default 1024 */
+  initialCapacity?: number;
+  /** slots examined per eviction @default 16 */
+  evictionSamples?: number;
+  /** slots `tick` checks for emptiness per call, to free idle keys @default 2048 */
+  sweepPerTick?: number;
+  /** random source in [0, 1) for eviction sampling @default Math.random */
+  random?: () => number;
+}
+
+export interface HotKeyView {
+  key: string;
+  qps: number;
+  threshold: number;
+  /** ms when the key was promoted */
+  since: number;
+  /** ms the promotion lives without renewal */
+  ttlMs: number;
+  /** estimated distinct instances reporting the key in the current and previous window */
+  instances: number;
+  rule: Rule;
+}
+
+export interface AggregatorStats {
+  keys: number;
+  hot: number;
+  /** records dropped because the slab was full of hot keys */
+  dropped: number;
+  /** keys evicted to admit others */
+  evicted: number;
+  /** records whose key matches no rule */
+  ignored: number;
+}
+
+const S = WINDOW_SLICES;
+const REPORTER_WORDS = 4; // 128 bits
+const REPORTER_BITS = REPORTER_WORDS * 32;
+const NEGATIVE_CACHE_MAX = 10_000;
+const NONE = -1;
+
+function popcount32(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+
+/** The reporter bit (0..127) of an instance id; compute once per session, not per record. */
+export function reporterBit(instance: string): number {
+  // FNV-1a with a murmur3 finaliser: consecutive ids (`i-1`, `i-2`) land on unrelated bits
+  let h = 0x811c9dc5;
+  for (let i = 0; i < instance.length; i++) h = Math.imul(h ^ instance.charCodeAt(i), 0x01000193);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return ((h ^ (h >>> 16)) >>> 0) % REPORTER_BITS;
+}
+
+export class Aggregator {
+  readonly #listener: AggregatorListener;
+  readonly #maxKeys: number;
+  readonly #samples: number;
+  readonly #sweepPerTick: number;
+  readonly #random: () => number;
+
+  #ruleSet: RuleSet;
+  // per rule index
+  #rThreshold = new Float64Array(0);
+  #rSliceMs = new Float64Array(0);
+  #rWindowMs = new Float64Array(0);
+  #rHotMs = new Float64Array(0);
+  #rDemoteLevel = new Float64Array(0);
+  #rDemoteMs = new Float64Array(0);
+
+  readonly #slotOf = new Map<string, number>();
+  readonly #negative = new Set<string>();
+  #capacity = 0;
+  #highWater = 0; // slots ever handed out; [0, highWater) minus free list are live
+  readonly #free: number[] = [];
+  #keys: (string | undefined)[] = [];
+  #rule = new Int32Array(0);
+  #tick = new Float64Array(0);
+  #slices = new Float64Array(0);
+  #total = new Float64Array(0);
+  #hot = new Uint8Array(0);
+  #hotUntil = new Float64Array(0);
+  #hotSince = new Float64Array(0);
+  #lowSince = new Float64Array(0);
+  #firstAt = new Float64Array(0);
+  #repGen = new Float64Array(0);
+  #repCur = new Uint32Array(0);
+  #repPrev = new Uint32Array(0);
+  readonly #hotSlots = new Set<number>();
+  #sweepAt = 0;
+
+  #dropped = 0;
+  #evicted = 0;
+  #ignored = 0;
+
+  constructor(options: AggregatorOptions) {
+    this.#listener = options.listener;
+    this.#maxKeys = Math.max(1, options.maxKeys ?? 100_000);
+    this.#samples = Math.max(1, options.evictionSamples ?? 16);
+    this.#sweepPerTick = Math.max(0, options.sweepPerTick ?? 2048);
+    this.#random = options.random ?? Math.random;
+    this.#ruleSet = new RuleSet(options.rules);
+    this.#compileRules();
+    this.#grow(Math.min(this.#maxKeys, Math.max(1, options.initialCapacity ?? 1024)));
+  }
+
+  /** rules in effect (DEFAULT_RULE when the app has none) */
+  get rules(): readonly Rule[] {
+    return this.#ruleSet.rules;
+  }
+
+  get stats(): AggregatorStats {
+    return { keys: this.#slotOf.size, hot: this.#hotSlots.size, dropped: this.#dropped, evicted: this.#evicted, ignored: this.#ignored };
+  }
+
+  /**
+   * Adds `counts[i]` accesses of `keys[i]` at `now`. `reporter` is the sending instance's bit from
+   * `reporterBit`. Promotes synchronously. Allocates nothing per record for tracked keys.
+   */
+  ingest(keys: readonly string[], counts: readonly number[], reporter: number, now: number): void {
+    const word = reporter >>> 5;
+    const bit = 1 << (reporter & 31);
+    const n = keys.length;
+    for (let i = 0; i < n; i++) {
+      const count = counts[i]!;
+      if (!(count > 0)) continue;
+      const key = keys[i]!;
+      let slot = this.#slotOf.get(key);
+      if (slot === undefined) {
+        slot = this.#admit(key, now);
+        if (slot < 0) continue;
+      }
+      this.#rotate(slot, now);
+      const r = this.#rule[slot]!;
+      if (this.#total[slot] === 0) this.#firstAt[slot] = now;
+      this.#slices[slot * S + (this.#tick[slot]! % S)]! += count;
+      const total = (this.#total[slot]! += count);
+
+      const gen = Math.floor(now / this.#rWindowMs[r]!);
+      if (gen !== this.#repGen[slot]) this.#rollReporters(slot, gen);
+      this.#repCur[slot * REPORTER_WORDS + word]! |= bit;
+
+      if (total >= this.#rThreshold[r]!) {
+        this.#hotUntil[slot] = now + this.#rHotMs[r]!;
+        this.#lowSince[slot] = NONE;
+        if (this.#hot[slot] === 0) this.#promote(slot, now, false);
+      }
+    }
+  }
+
+  /** Demotes hot keys that cooled or expired, and frees idle cold keys. Call every ~100 ms. */
+  tick(now: number): void {
+    for (const slot of this.#hotSlots) {
+      this.#rotate(slot, now);
+      const r = this.#rule[slot]!;
+      if (now >= this.#hotUntil[slot]!) {
+        this.#demote(slot, 'expired');
+      } else if (this.#total[slot]! < this.#rDemoteLevel[r]!) {
+        if (this.#lowSince[slot] === NONE) this.#lowSince[slot] = now;
+        else if (now - this.#lowSince[slot]! >= this.#rDemoteMs[r]!) this.#demote(slot, 'cooled');
+      } else {
+        this.#lowSince[slot] = NONE;
+      }
+    }
+    this.#sweep(now);
+  }
+
+  /** Marks a key hot by hand (dashboard / API). False when no rule matches it or the slab is full of hot keys. */
+  promote(key: string, now: number): boolean {
+    let slot = this.#slotOf.get(key);
+    if (slot === undefined) slot = this.#admit(key, now);
+    if (slot < 0) return false;
+    this.#rotate(slot, now);
+    this.#hotUntil[slot] = now + this.#rHotMs[this.#rule[slot]!]!;
+    this.#lowSince[slot] = NONE;
+    this.#promote(slot, now, true);
+    return true;
+  }
+
+  /** Demotes a hot key by hand; false when it was not hot. */
+  demote(key: string): boolean {
+    const slot = this.#slotOf.get(key);
+    if (slot === undefined || this.#hot[slot] === 0) return false;
+    this.#demote(slot, 'manual');
+    return true;
+  }
+
+  isHot(key: string): boolean {
+    const slot = this.#slotOf.get(key);
+    return slot !== undefined && this.#hot[slot] === 1;
+  }
+
+  /** Current window total of a key (0 when untracked). */
+  count(key: string, now: number): number {
+    const slot = this.#slotOf.get(key);
+    if (slot === undefined) return 0;
+    this.#rotate(slot, now);
+    return this.#total[slot]!;
+  }
+
+  /** The hot keys, unordered. */
+  hot(now: number): HotKeyView[] {
+    const out: HotKeyView[] = [];
+    for (const slot of this.#hotSlots) {
+      this.#rotate(slot, now);
+      const r = this.#rule[slot]!;
+      out.push({
+        key: this.#keys[slot]!,
+        qps: this.#qps(slot),
+        threshold: this.#rThreshold[r]!,
+        since: this.#hotSince[slot]!,
+        ttlMs: Math.max(0, this.#hotUntil[slot]! - now),
+        instances: this.#reporters(slot, now),
+        rule: this.#ruleSet.rules[r]!,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Replaces the rules. Keys now matching no rule are dropped (demoted with reason 'rules' when
+   * hot); keys whose rule's window length changed restart their window; hot keys stay hot.
+   */
+  setRules(rules: readonly Rule[], now: number): void {
+    const oldWindow = this.#rWindowMs;
+    this.#ruleSet = new RuleSet(rules);
+    this.#compileRules();
+    this.#negative.clear();
+    for (const [key, slot] of [...this.#slotOf]) {
+      const r = this.#ruleSet.match(key);
+      if (r < 0) {
+        if (this.#hot[slot] === 1) this.#demote(slot, 'rules');
+        this.#release(slot);
+        continue;
+      }
+      const changedWindow = oldWindow[this.#rule[slot]!] !== this.#rWindowMs[r];
+      this.#rule[slot] = r;
+      if (changedWindow) {
+        this.#clearWindow(slot);
+        this.#tick[slot] = Math.floor(now / this.#rSliceMs[r]!);
+      }
+    }
+  }
+
+  /** Forgets keys for which `keep` is false, without demotion events (ownership moved away). */
+  retain(keep: (key: string) => boolean): number {
+    let removed = 0;
+    for (const [key, slot] of [...this.#slotOf]) {
+      if (keep(key)) continue;
+      this.#hotSlots.delete(slot);
+      this.#release(slot);
+      removed++;
+    }
+    return removed;
+  }
+
+  // ---- internals ----
+
+  #compileRules(): void {
+    const rules = this.#ruleSet.rules;
+    const n = rules.length;
+    this.#rThreshold = new Float64Array(n);
+    this.#rSliceMs = new Float64Array(n);
+    this.#rWindowMs = new Float64Array(n);
+    this.#rHotMs = new Float64Array(n);
+    this.#rDemoteLevel = new Float64Array(n);
+    this.#rDemoteMs = new Float64Array(n);
+    rules.forEach((rule, i) => {
+      this.#rThreshold[i] = rule.threshold;
+      this.#rWindowMs[i] = rule.windowMs;
+      this.#rSliceMs[i] = rule.windowMs / S;
+      this.#rHotMs[i] = rule.hotMs;
+      this.#rDemoteLevel[i] = rule.threshold * rule.demoteRatio;
+      this.#rDemoteMs[i] = rule.windowMs * rule.demoteWindows;
+    });
+  }
+
+  #qps(slot: number): number {
+    return (this.#total[slot]! * 1000) / this.#rWindowMs[this.#rule[slot]!]!;
+  }
+
+  #rotate(slot: number, now: number): void {
+    const cur = Math.floor(now / this.#rSliceMs[this.#rule[slot]!]!);
+    const last = this.#tick[slot]!;
+    if (cur <= last) return; // same slice, or the clock stepped back: keep counting in place
+    if (cur - last >= S) {
+      this.#clearWindow(slot);
+    } else {
+      const base = slot * S;
+      let total = this.#total[slot]!;
+      for (let s = last + 1; s <= cur; s++) {
+        const i = base + (s % S);
+        total -= this.#slices[i]!;
+        this.#slices[i] = 0;
+      }
+      this.#total[slot] = total;
+    }
+    this.#tick[slot] = cur;
+  }
+
+  #clearWindow(slot: number): void {
+    this.#slices.fill(0, slot * S, slot * S + S);
+    this.#total[slot] = 0;
+  }
+
+  #rollReporters(slot: number, gen: number): void {
+    const base = slot * REPORTER_WORDS;
+    const adjacent = gen === this.#repGen[slot]! + 1;
+    for (let w = 0; w < REPORTER_WORDS; w++) {
+      this.#repPrev[base + w] = adjacent ? this.#repCur[base + w]! : 0;
+      this.#repCur[base + w] = 0;
+    }
+    this.#repGen[slot] = gen;
+  }
+
+  #reporters(slot: number, now: number): number {
+    const gen = Math.floor(now / this.#rWindowMs[this.#rule[slot]!]!);
+    if (gen !== this.#repGen[slot]) this.#rollReporters(slot, gen);
+    const base = slot * REPORTER_WORDS;
+    let ones = 0;
+    for (let w = 0; w < REPORTER_WORDS; w++) ones += popcount32((this.#repCur[base + w]! | this.#repPrev[base + w]!) >>> 0);
+    const zeros = REPORTER_BITS - ones;
+    if (zeros === 0) return Math.round(REPORTER_BITS * Math.log(REPORTER_BITS));
+    return Math.round(-REPORTER_BITS * Math.log(zeros / REPORTER_BITS));
+  }
+
+  #promote(slot: number, now: number, manual: boolean): void {
+    const wasHot = this.#hot[slot] === 1;
+    this.#hot[slot] = 1;
+    this.#hotSlots.add(slot);
+    if (!wasHot) this.#hotSince[slot] = now;
+    const latency = manual || this.#firstAt[slot] === NONE ? undefined : now - this.#firstAt[slot]!;
+    this.#listener.promote(this.#keys[slot]!, this.#ruleSet.rules[this.#rule[slot]!]!, this.#qps(slot), latency, manual);
+  }
+
+  #demote(slot: number, reason: DemoteReason): void {
+    this.#hot[slot] = 0;
+    this.#hotSlots.delete(slot);
+    this.#lowSince[slot] = NONE;
+    this.#listener.demote(this.#keys[slot]!, this.#qps(slot), reason);
+  }
+
+  #admit(key: string, now: number): number {
+    if (this.#negative.has(key)) {
+      this.#ignored++;
+      return -1;
+    }
+    const r = this.#ruleSet.match(key);
+    if (r < 0) {
+      if (this.#negative.size >= NEGATIVE_CACHE_MAX) this.#negative.clear();
+      this.#negative.add(key);
+      this.#ignored++;
+      return -1;
+    }
+    let slot: number;
+    if (this.#free.length > 0) slot = this.#free.pop()!;
+    else if (this.#highWater < this.#capacity) slot = this.#highWater++;
+    else if (this.#capacity < this.#maxKeys) {
+      this.#grow(Math.min(this.#maxKeys, this.#capacity * 2));
+      slot = this.#highWater++;
+    } else {
+      slot = this.#evictOne(now);
+      if (slot < 0) {
+        this.#dropped++;
+        return -1;
+      }
+    }
+    this.#slotOf.set(key, slot);
+    this.#keys[slot] = key;
+    this.#rule[slot] = r;
+    this.#tick[slot] = Math.floor(now / this.#rSliceMs[r]!);
+    this.#clearWindow(slot);
+    this.#hot[slot] = 0;
+    this.#hotUntil[slot] = 0;
+    this.#hotSince[slot] = 0;
+    this.#lowSince[slot] = NONE;
+    this.#firstAt[slot] = NONE;
+    this.#repGen[slot] = Math.floor(now / this.#rWindowMs[r]!);
+    this.#repCur.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
+    this.#repPrev.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
+    return slot;
+  }
+
+  /** Frees the smallest non-hot slot in a random sample and returns it, or -1 if all sampled were hot. */
+  #evictOne(now: number): number {
+    let best = -1;
+    let bestTotal = Infinity;
+    for (let attempt = 0; attempt < this.#samples * 4 && (best < 0 || attempt < this.#samples); attempt++) {
+      const slot = Math.floor(this.#random() * this.#highWater);
+      if (this.#keys[slot] === undefined || this.#hot[slot] === 1) continue;
+      this.#rotate(slot, now);
+      const total = this.#total[slot]!;
+      if (total < bestTotal) {
+        bestTotal = total;
+        best = slot;
+        if (total === 0) break;
+      }
+    }
+    if (best < 0) return -1;
+    this.#slotOf.delete(this.#keys[best]!);
+    this.#keys[best] = undefined;
+    this.#evicted++;
+    return best;
+  }
+
+  #release(slot: number): void {
+    const key = this.#keys[slot];
+    if (key === undefined) return;
+    this.#slotOf.delete(key);
+    this.#keys[slot] = undefined;
+    this.#hot[slot] = 0;
+    this.#free.push(slot);
+  }
+
+  #sweep(now: number): void {
+    const n = Math.min(this.#sweepPerTick, this.#highWater);
+    for (let k = 0; k < n; k++) {
+      if (this.#sweepAt >= this.#highWater) this.#sweepAt = 0;
+      const slot = this.#sweepAt++;
+      if (this.#keys[slot] === undefined || this.#hot[slot] === 1) continue;
+      this.#rotate(slot, now);
+      if (this.#total[slot] === 0) this.#release(slot);
+    }
+  }
+
+  #grow(capacity: number): void {
+    const copyF = (a: Float64Array, per = 1) => {
+      const b = new Float64Array(capacity * per);
+      b.set(a);
+      return b;
+    };
+    const copyU32 = (a: Uint32Array, per: number) => {
+      const b = new Uint32Array(capacity * per);
+      b.set(a);
+      return b;
+    };
+    const rule = new Int32Array(capacity);
+    rule.set(this.#rule);
+    this.#rule = rule;
+    const hot = new Uint8Array(capacity);
+    hot.set(this.#hot);
+    this.#hot = hot;
+    this.#tick = copyF(this.#tick);
+    this.#slices = copyF(this.#slices, S);
+    this.#total = copyF(this.#total);
+    this.#hotUntil = copyF(this.#hotUntil);
+    this.#hotSince = copyF(this.#hotSince);
+    this.#lowSince = copyF(this.#lowSince);
+    this.#firstAt = copyF(this.#firstAt);
+    this.#repGen = copyF(this.#repGen);
+    this.#repCur = copyU32(this.#repCur, REPORTER_WORDS);
+    this.#repPrev = copyU32(this.#repPrev, REPORTER_WORDS);
+    this.#keys.length = capacity;
+    this.#capacity = capacity;
+  }
+}
