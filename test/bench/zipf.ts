@@ -237,10 +237,12 @@ export class ExactOracle {
     let truePositives = 0;
     let falseClear = 0;
     const falseClearKeys: string[] = [];
+    const belowKeys: string[] = [];
     for (const key of promotedSet) {
       const i = index.get(key);
       const count = i === undefined ? 0 : this.#maxCount[i]!;
       if (count >= threshold) truePositives++;
+      else if (belowKeys.length < 10) belowKeys.push(`${key}@${(count / threshold).toFixed(2)}T`);
       if (count <= 0.8 * threshold) {
         falseClear++;
         if (falseClearKeys.length < 10) falseClearKeys.push(key);
@@ -267,6 +269,7 @@ export class ExactOracle {
       falseClear,
       missedClearKeys,
       falseClearKeys,
+      belowKeys,
     };
   }
 }
@@ -284,4 +287,6 @@ export interface Grade {
   falseClear: number;
   missedClearKeys: string[];
   falseClearKeys: string[];
+  /** promoted keys below the threshold, as `key@0.93T` (at most 10) */
+  belowKeys: string[];
 }

@@ -1,0 +1,80 @@
+/**
+ * `pnpm bench`: runs every benchmark, each in its own process, prints one table and writes
+ * test/bench/results.md.
+ *
+ *   node --import tsx test/bench/run.ts [--quick] [--only ingest,latency,...]
+ *
+ * --quick is a smoke run (seconds per benchmark, figures not meaningful). The full run stays under
+ * about 10 minutes: each benchmark has a deadline and a broken one is reported, not fatal.
+ */
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { runBenchFile, type BenchRow } from './harness.ts';
+import { describeMachine, markdownReport, textTable } from './report.ts';
+
+interface BenchFile {
+  name: string;
+  file: string;
+  /** deadline for the full run; --quick uses a third */
+  timeoutMs: number;
+  execArgv?: string[];
+}
+
+const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
+
+/** In the order of the issue. */
+const BENCHMARKS: BenchFile[] = [
+  { name: 'ingest', file: here('./ingest.bench.ts'), timeoutMs: 150_000 },
+  { name: 'latency', file: here('./latency.bench.ts'), timeoutMs: 150_000 },
+  { name: 'fanout', file: here('./fanout.bench.ts'), timeoutMs: 90_000 },
+  { name: 'hotpath', file: here('./hotpath.bench.ts'), timeoutMs: 60_000 },
+  { name: 'memory', file: here('./memory.bench.ts'), timeoutMs: 120_000, execArgv: ['--expose-gc'] },
+  { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
+];
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    out: { type: 'string', default: here('./results.md') },
+  },
+});
+const quick = values.quick;
+const only = values.only?.split(',');
+const selected = BENCHMARKS.filter((b) => !only || only.includes(b.name));
+if (selected.length === 0) {
+  console.error(`no benchmark matches --only ${values.only}; known: ${BENCHMARKS.map((b) => b.name).join(', ')}`);
+  process.exit(2);
+}
+
+const command = `pnpm bench${process.argv.slice(2).length ? ` ${process.argv.slice(2).join(' ')}` : ''}`;
+const rows: BenchRow[] = [];
+const errors: string[] = [];
+const started = Date.now();
+for (const bench of selected) {
+  const t0 = Date.now();
+  process.stdout.write(`# ${bench.name} ...`);
+  const result = await runBenchFile(bench.file, {
+    quick,
+    timeoutMs: quick ? Math.ceil(bench.timeoutMs / 3) : bench.timeoutMs,
+    execArgv: bench.execArgv,
+  });
+  process.stdout.write(` ${((Date.now() - t0) / 1000).toFixed(1)} s${result.error ? ' FAILED' : ''}\n`);
+  rows.push(...result.rows);
+  if (result.error) {
+    errors.push(`${bench.name}: ${result.error}`);
+    console.error(result.error);
+  }
+}
+
+const machine = describeMachine(command);
+console.log('');
+console.log(textTable(rows));
+console.log(`\n${machine.cpus} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}; ${((Date.now() - started) / 1000).toFixed(0)} s`);
+if (errors.length) console.log(`did not finish: ${errors.map((e) => e.split(':')[0]).join(', ')}`);
+if (!quick || values.out !== here('./results.md')) {
+  writeFileSync(values.out, markdownReport(rows, machine, errors));
+  console.log(`wrote ${values.out}`);
+}
+process.exitCode = errors.length ? 1 : 0;
