@@ -1,0 +1,187 @@
+/**
+ * Live hot keys: a virtualised table (only rows in view are in the DOM, from a pool of row
+ * elements), sortable by any column, filterable by text and app, each row with a QPS sparkline.
+ * Redraws happen from the page's render loop, a few times a second, never per feed frame.
+ */
+import type { FeedHotRow } from '@hotkey/sdk/protocol';
+import { el, setText } from './element.ts';
+import { formatAgo, formatQps } from './format.ts';
+import { DEFAULT_QUERY, queryRows, visibleWindow, type SortColumn, type TableQuery } from './hot-table-model.ts';
+import type { FeedState } from './feed-state.ts';
+import type { QpsSeries } from './qps-series.ts';
+import { rowId } from './row-id.ts';
+import { drawSparkline } from './sparkline.ts';
+import type { View } from './view.ts';
+import type { KeyActions } from './key-actions.ts';
+
+const ROW_PX = 30;
+const SPARK_POINTS = 60;
+
+const COLUMNS: { id: SortColumn | 'spark' | 'actions'; label: string; title?: string }[] = [
+  { id: 'app', label: 'App' },
+  { id: 'key', label: 'Key' },
+  { id: 'qps', label: 'Cluster QPS' },
+  { id: 'spark', label: 'Last 60 s' },
+  { id: 'threshold', label: 'Threshold', title: 'accesses per rule window that promote the key' },
+  { id: 'since', label: 'Hot since' },
+  { id: 'hub', label: 'Owner hub' },
+  { id: 'instances', label: 'Instances', title: 'SDK instances reporting the key' },
+  { id: 'actions', label: '' },
+];
+
+interface RowElements {
+  root: HTMLElement;
+  cells: HTMLElement[];
+  spark: HTMLCanvasElement;
+  id: string;
+}
+
+export class HotView implements View {
+  readonly element: HTMLElement;
+  readonly #state: FeedState;
+  readonly #series: QpsSeries;
+  readonly #actions: KeyActions;
+  #query: TableQuery = { ...DEFAULT_QUERY };
+  #sorted: FeedHotRow[] = [];
+  #sortedVersion = -1;
+  #dirty = true;
+  readonly #body: HTMLElement;
+  readonly #spacer: HTMLElement;
+  readonly #rowsHost: HTMLElement;
+  readonly #pool: RowElements[] = [];
+  readonly #count: HTMLElement;
+  readonly #appSelect: HTMLSelectElement;
+  readonly #head: HTMLElement;
+  #appsVersion = -1;
+  #seriesStamp = 0;
+
+  constructor(state: FeedState, series: QpsSeries, actions: KeyActions) {
+    this.#state = state;
+    this.#series = series;
+    this.#actions = actions;
+    const filter = el('input', { type: 'search', placeholder: 'Filter keys or apps…', 'aria-label': 'filter', class: 'filter', 'data-testid': 'hot-filter' });
+    filter.addEventListener('input', () => this.#setQuery({ filter: filter.value }));
+    this.#appSelect = el('select', { 'aria-label': 'app', 'data-testid': 'hot-app' }, el('option', { value: '' }, 'All apps'));
+    this.#appSelect.addEventListener('change', () => this.#setQuery({ app: this.#appSelect.value }));
+    this.#count = el('span', { class: 'muted', 'data-testid': 'hot-count' });
+    this.#head = el('div', { class: 'vt-row vt-head', role: 'row' });
+    for (const col of COLUMNS) {
+      const cell = el('div', { class: `c-${col.id}`, role: 'columnheader', title: col.title }, col.label);
+      if (col.id !== 'spark' && col.id !== 'actions') {
+        const sortable = col.id;
+        cell.classList.add('sortable');
+        cell.addEventListener('click', () => this.#setQuery({ sort: sortable, descending: this.#query.sort === sortable ? !this.#query.descending : sortable !== 'app' && sortable !== 'key' && sortable !== 'hub' }));
+      }
+      this.#head.append(cell);
+    }
+    this.#rowsHost = el('div', { class: 'vt-rows' });
+    this.#spacer = el('div', { class: 'vt-spacer' }, this.#rowsHost);
+    this.#body = el('div', { class: 'vt-body', 'data-testid': 'hot-table' }, this.#spacer);
+    this.#body.addEventListener('scroll', () => (this.#dirty = true), { passive: true });
+    this.#rowsHost.addEventListener('click', (ev) => this.#onRowClick(ev));
+    this.element = el(
+      'section',
+      { class: 'view hot-view' },
+      el('div', { class: 'toolbar' }, filter, this.#appSelect, this.#count, el('span', { class: 'grow' }), actions.toolbar()),
+      el('div', { class: 'vt', role: 'table' }, this.#head, this.#body),
+    );
+    new ResizeObserver(() => (this.#dirty = true)).observe(this.#body);
+  }
+
+  show(): void {
+    this.#dirty = true;
+  }
+  hide(): void {}
+
+  #setQuery(patch: Partial<TableQuery>): void {
+    this.#query = { ...this.#query, ...patch };
+    this.#sortedVersion = -1;
+    this.#dirty = true;
+  }
+
+  #onRowClick(ev: Event): void {
+    const target = ev.target as HTMLElement;
+    const rowEl = target.closest<HTMLElement>('.vt-row');
+    if (!rowEl) return;
+    const row = this.#state.rows.get(rowEl.dataset.id ?? '');
+    if (!row) return;
+    const action = target.closest<HTMLElement>('[data-action]')?.dataset.action;
+    if (action === 'invalidate') void this.#actions.run('invalidate', row.app, row.key);
+    else location.hash = `#/key/${encodeURIComponent(row.app)}/${encodeURIComponent(row.key)}`;
+  }
+
+  render(now: number): void {
+    const state = this.#state;
+    if (this.#appsVersion !== state.versions.apps) {
+      this.#appsVersion = state.versions.apps;
+      const current = this.#appSelect.value;
+      this.#appSelect.replaceChildren(el('option', { value: '' }, 'All apps'), ...state.apps.map((a) => el('option', { value: a }, a)));
+      this.#appSelect.value = state.apps.includes(current) ? current : '';
+    }
+    if (this.#sortedVersion !== state.versions.rows) {
+      this.#sortedVersion = state.versions.rows;
+      this.#sorted = queryRows(state.rows.values(), this.#query);
+      this.#dirty = true;
+      const shown = state.rows.size < state.hotTotal ? `${state.rows.size} of ${state.hotTotal}` : `${state.rows.size}`;
+      setText(this.#count, `${this.#sorted.length} shown · ${shown} hot`);
+    }
+    for (const cell of this.#head.children) {
+      const id = [...cell.classList].find((c) => c.startsWith('c-'))?.slice(2);
+      cell.classList.toggle('sorted', id === this.#query.sort);
+      cell.classList.toggle('desc', id === this.#query.sort && this.#query.descending);
+    }
+    // sparklines move once per sample even when no row changed
+    const stamp = this.#series.times(this.#sorted[0] ? rowId(this.#sorted[0].app, this.#sorted[0].key) : '', 1)[0] ?? 0;
+    if (!this.#dirty && stamp === this.#seriesStamp) return;
+    this.#seriesStamp = stamp;
+    this.#dirty = false;
+    this.#draw(now);
+  }
+
+  #draw(now: number): void {
+    const win = visibleWindow(this.#sorted.length, this.#body.scrollTop, this.#body.clientHeight || 600, ROW_PX);
+    this.#spacer.style.height = `${win.total}px`;
+    this.#rowsHost.style.transform = `translateY(${win.offset}px)`;
+    const needed = win.end - win.start;
+    while (this.#pool.length < needed) this.#pool.push(this.#makeRow());
+    for (let i = 0; i < this.#pool.length; i++) {
+      const r = this.#pool[i]!;
+      const row = i < needed ? this.#sorted[win.start + i] : undefined;
+      if (!row) {
+        if (r.root.parentNode) r.root.remove();
+        continue;
+      }
+      if (!r.root.parentNode || r.root.parentNode !== this.#rowsHost) this.#rowsHost.append(r.root);
+      const id = rowId(row.app, row.key);
+      r.id = id;
+      r.root.dataset.id = id;
+      const over = row.threshold > 0 ? row.qps / row.threshold : 0;
+      r.root.classList.toggle('blazing', over >= 5);
+      const [app, key, qps, , threshold, since, hub, instances] = r.cells;
+      setText(app!, row.app);
+      setText(key!, row.key);
+      key!.title = row.key;
+      setText(qps!, formatQps(row.qps));
+      setText(threshold!, `${formatQps(row.threshold)} (${over.toFixed(1)}×)`);
+      setText(since!, formatAgo(row.since, now));
+      setText(hub!, row.hub);
+      setText(instances!, String(row.instances));
+      this.#drawSpark(r, row);
+    }
+  }
+
+  #drawSpark(r: RowElements, row: FeedHotRow): void {
+    const values = this.#series.values(r.id, SPARK_POINTS);
+    // a row younger than one sample still shows its current value as a dot-line
+    drawSparkline(r.spark, values.length > 0 ? values : [row.qps], row.threshold, SPARK_POINTS);
+  }
+
+  #makeRow(): RowElements {
+    const cells = COLUMNS.map((c) => el('div', { class: `c-${c.id}`, role: 'cell' }));
+    const spark = el('canvas', { class: 'spark', width: 120, height: 22 });
+    cells[3]!.append(spark);
+    cells[8]!.append(el('button', { class: 'small', 'data-action': 'invalidate', title: 'Invalidate this key in every SDK (admin)' }, 'Invalidate'));
+    const root = el('div', { class: 'vt-row', role: 'row', 'data-testid': 'hot-row' }, ...cells);
+    return { root, cells, spark, id: '' };
+  }
+}

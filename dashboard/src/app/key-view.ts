@@ -1,0 +1,138 @@
+/**
+ * Key detail: live QPS chart (from the page's samples), the rule that matches the key (fetched
+ * from the hub, matched with the same RuleSet the hub uses), and its promotion / demotion history
+ * (history API plus live events).
+ */
+import type { FeedEvent } from '@hotkey/sdk/protocol';
+import { RuleSet, type Rule } from '@hotkey/sdk/rules';
+import { api, ApiError, appPath, listOf } from './api.ts';
+import { el, setText } from './element.ts';
+import { eventHeader, eventRow } from './event-row.ts';
+import type { FeedState } from './feed-state.ts';
+import { formatAgo, formatDuration, formatQps } from './format.ts';
+import type { KeyActions } from './key-actions.ts';
+import { QpsChart } from './qps-chart.ts';
+import type { QpsSeries } from './qps-series.ts';
+import { rowId } from './row-id.ts';
+import type { View } from './view.ts';
+
+export class KeyView implements View {
+  readonly element: HTMLElement;
+  readonly #state: FeedState;
+  readonly #series: QpsSeries;
+  readonly #actions: KeyActions;
+  #app = '';
+  #key = '';
+  #rule: Rule | undefined;
+  #past: FeedEvent[] = [];
+  #chart: QpsChart | undefined;
+  readonly #title: HTMLElement;
+  readonly #stats: HTMLElement;
+  readonly #ruleBox: HTMLElement;
+  readonly #chartHost: HTMLElement;
+  readonly #events: HTMLTableSectionElement;
+  #eventsVersion = -1;
+  #lastSample = 0;
+
+  constructor(state: FeedState, series: QpsSeries, actions: KeyActions) {
+    this.#state = state;
+    this.#series = series;
+    this.#actions = actions;
+    this.#title = el('h2', { class: 'key-title', 'data-testid': 'key-title' });
+    this.#stats = el('div', { class: 'stats' });
+    this.#ruleBox = el('div', { class: 'rule-box' });
+    this.#chartHost = el('div', { class: 'chart' });
+    this.#events = el('tbody');
+    this.element = el(
+      'section',
+      { class: 'view key-view' },
+      el(
+        'div',
+        { class: 'toolbar' },
+        el('a', { href: '#/hot' }, '← Hot keys'),
+        el('span', { class: 'grow' }),
+        el('button', { onclick: () => void this.#actions.run('promote', this.#app, this.#key), 'data-testid': 'key-promote' }, 'Promote'),
+        el('button', { onclick: () => void this.#actions.run('invalidate', this.#app, this.#key), 'data-testid': 'key-invalidate' }, 'Invalidate'),
+      ),
+      this.#title,
+      this.#stats,
+      el('div', { class: 'panel' }, el('h3', {}, 'Cluster QPS (sampled by this page each second)'), this.#chartHost),
+      el('div', { class: 'panel' }, el('h3', {}, 'Rule'), this.#ruleBox),
+      el('div', { class: 'panel' }, el('h3', {}, 'Promotions, demotions and invalidations'), el('table', { class: 'grid-table' }, eventHeader(false), this.#events)),
+    );
+  }
+
+  show(arg: string[]): void {
+    this.#app = decodeURIComponent(arg[0] ?? '');
+    this.#key = decodeURIComponent(arg.slice(1).join('/'));
+    this.#series.pin(rowId(this.#app, this.#key));
+    setText(this.#title, '');
+    this.#title.append(el('span', { class: 'muted' }, `${this.#app} / `), this.#key);
+    this.#rule = undefined;
+    this.#past = [];
+    this.#eventsVersion = -1;
+    this.#lastSample = -1;
+    this.#ruleBox.replaceChildren(el('span', { class: 'muted' }, 'loading…'));
+    this.#chart ??= new QpsChart(this.#chartHost);
+    void this.#load(this.#app, this.#key);
+  }
+
+  hide(): void {
+    this.#series.pin(undefined);
+  }
+
+  async #load(app: string, key: string): Promise<void> {
+    const since = Date.now() - 24 * 3600_000;
+    const [rules, history] = await Promise.allSettled([
+      api.get(appPath(app, 'rules')),
+      api.get(`/api/history?app=${encodeURIComponent(app)}&since=${since}&limit=5000`),
+    ]);
+    if (app !== this.#app || key !== this.#key) return; // the user moved on
+    if (rules.status === 'fulfilled') {
+      const set = new RuleSet(listOf(rules.value, 'rules') as Rule[]);
+      this.#rule = set.ruleFor(key);
+      this.#ruleBox.replaceChildren(this.#rule ? ruleTable(this.#rule) : el('span', { class: 'muted' }, 'no rule matches this key: it is not detected'));
+    } else {
+      const err = rules.reason as ApiError;
+      this.#ruleBox.replaceChildren(el('span', { class: 'error' }, `cannot load rules: ${err.message}`));
+    }
+    if (history.status === 'fulfilled') this.#past = (listOf(history.value, 'events') as FeedEvent[]).filter((e) => e.key === key);
+    this.#eventsVersion = -1;
+  }
+
+  render(now: number): void {
+    const id = rowId(this.#app, this.#key);
+    const row = this.#state.rows.get(id);
+    const windowMs = this.#rule?.windowMs ?? 1000;
+    const threshold = row?.threshold ?? this.#rule?.threshold ?? 0;
+    this.#stats.replaceChildren(
+      stat('Status', row ? 'HOT' : 'not hot', row ? 'hot' : ''),
+      stat('Cluster QPS', row ? formatQps(row.qps) : '—'),
+      stat('Threshold', threshold ? `${formatQps(threshold)} / ${formatDuration(windowMs)}` : '—'),
+      stat('Hot since', row ? formatAgo(row.since, now) : '—'),
+      stat('Owner hub', row?.hub ?? '—'),
+      stat('Instances reporting', row ? String(row.instances) : '—'),
+    );
+    const times = this.#series.times(id);
+    const last = times[times.length - 1] ?? 0;
+    if (this.#chart && last !== this.#lastSample) {
+      this.#lastSample = last;
+      this.#chart.update(times, this.#series.values(id), (threshold * 1000) / windowMs);
+    }
+    if (this.#eventsVersion !== this.#state.versions.events) {
+      this.#eventsVersion = this.#state.versions.events;
+      const seen = new Set(this.#past.map((e) => `${e.type}@${e.at}@${e.hub}`));
+      const live = this.#state.events.filter((e) => e.app === this.#app && e.key === this.#key && !seen.has(`${e.type}@${e.at}@${e.hub}`));
+      const all = [...this.#past, ...live].sort((a, b) => b.at - a.at).slice(0, 200);
+      this.#events.replaceChildren(...(all.length ? all.map((e) => eventRow(e, false)) : [el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'no events for this key yet'))]));
+    }
+  }
+}
+
+function stat(label: string, value: string, cls = ''): HTMLElement {
+  return el('div', { class: `stat ${cls}` }, el('div', { class: 'label' }, label), el('div', { class: 'value' }, value));
+}
+
+function ruleTable(rule: Rule): HTMLElement {
+  return el('table', { class: 'kv' }, el('tbody', {}, ...Object.entries(rule).map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', { class: 'mono' }, String(v))))));
+}
