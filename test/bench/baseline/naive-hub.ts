@@ -10,7 +10,9 @@
  *
  *   client -> hub: {"type":"hello","app":"a","instance":"i"}
  *                  {"type":"report","keys":{"k1":12,"k2":3}}
- *   hub -> client: {"type":"promote","key":"k1","qps":1234,"at":1700000000000,"ttlMs":30000}
+ *                  {"type":"ping"} (answered with {"type":"pong"}: a drain barrier for benchmarks)
+ *   hub -> client: {"type":"welcome"}
+ *                  {"type":"promote","key":"k1","qps":1234,"at":1700000000000,"ttlMs":30000}
  *                  {"type":"demote","key":"k1"}
  */
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -64,9 +66,15 @@ export async function startNaiveHub(opts: NaiveHubOptions = {}): Promise<NaiveHu
       frames++;
       if (message.type === 'hello' && typeof message.app === 'string') {
         app = message.app;
+        ws.send('{"type":"welcome"}');
         let set = apps.get(app);
         if (!set) apps.set(app, (set = new Set()));
         set.add(ws);
+        return;
+      }
+      // in-order barrier for load generators: every earlier frame of this socket was absorbed
+      if (message.type === 'ping') {
+        ws.send('{"type":"pong"}');
         return;
       }
       if (message.type !== 'report' || app === undefined || typeof message.keys !== 'object' || message.keys === null) return;

@@ -1,0 +1,87 @@
+/**
+ * Benchmark 1 — hub ingest: key-records/s one hub process absorbs from SDK connections in
+ * separate processes, beside the decode-only sink (the transport's bound) and the naive JSON hub,
+ * all under the same generators in the same run.
+ *
+ * Generators write pre-encoded Report frames (Zipf keys) as fast as each socket drains, then an
+ * in-order barrier; the rate is records sent / (last barrier answered - first frame sent), so
+ * nothing still queued counts as absorbed.
+ */
+import { benchMain, forkWorker, type BenchRow } from './harness.ts';
+import { startServer, type ServerKind } from './server-process.ts';
+
+const GENERATORS = 2;
+const CONNECTIONS_PER_GENERATOR = 4;
+
+interface Done {
+  records: number;
+  startedAt: number;
+  drainedAt: number;
+  closedEarly: number;
+}
+
+async function measure(kind: ServerKind, durationMs: number): Promise<{ rate: number; cpuPerRecordNs: number; closedEarly: number }> {
+  const server = await startServer(kind, { threshold: 1000 });
+  const generators = Array.from({ length: GENERATORS }, () => forkWorker(new URL('./ingest-load.worker.ts', import.meta.url)));
+  try {
+    generators.forEach((g, i) =>
+      g.send({ type: 'start', url: server.url, protocol: kind === 'naive' ? 'json' : 'msgpack', connections: CONNECTIONS_PER_GENERATOR, seed: 100 + i }),
+    );
+    await Promise.all(generators.map((g) => g.waitFor('ready', 30_000)));
+    const cpuBefore = (await server.stats()).cpuMs;
+    for (const g of generators) g.send({ type: 'go', durationMs });
+    const done = await Promise.all(generators.map((g) => g.waitFor<Done>('done', durationMs + 60_000)));
+    const cpuAfter = (await server.stats()).cpuMs;
+    const records = done.reduce((a, d) => a + d.records, 0);
+    const elapsed = Math.max(...done.map((d) => d.drainedAt)) - Math.min(...done.map((d) => d.startedAt));
+    return {
+      rate: (records * 1000) / elapsed,
+      cpuPerRecordNs: ((cpuAfter - cpuBefore) * 1e6) / records,
+      closedEarly: done.reduce((a, d) => a + d.closedEarly, 0),
+    };
+  } finally {
+    await Promise.all(generators.map((g) => g.kill()));
+    await server.stop();
+  }
+}
+
+benchMain(async ({ quick }) => {
+  const durationMs = quick ? 1500 : 8000;
+  const sink = await measure('sink', durationMs);
+  let hubError = '';
+  const hub = await measure('hub', durationMs).catch((err: Error) => {
+    hubError = `hub failed: ${err.message.split('\n')[0]}`;
+    return { rate: NaN, cpuPerRecordNs: NaN, closedEarly: 0 };
+  });
+  const naive = await measure('naive', durationMs);
+  const conditions = `${GENERATORS} generator processes × ${CONNECTIONS_PER_GENERATOR} conns, ${durationMs / 1000} s`;
+  const closed = hub.closedEarly ? `; ${hub.closedEarly} conns closed by the hub` : '';
+  return [
+    {
+      bench: '1 ingest',
+      metric: 'hub records/s (vs naive JSON hub)',
+      ours: hub.rate,
+      baseline: naive.rate,
+      unit: 'rec/s',
+      better: 'higher',
+      target: { reach: 1e6, aim: 2e6 },
+      note: `${conditions}${closed}${hubError ? `; ${hubError}` : ''}`,
+    },
+    {
+      bench: '1 ingest',
+      metric: 'hub CPU per record (vs naive)',
+      ours: hub.cpuPerRecordNs,
+      baseline: naive.cpuPerRecordNs,
+      unit: 'ns',
+      better: 'lower',
+    },
+    {
+      bench: '1 ingest',
+      metric: 'hub ÷ decode-only sink (transport bound)',
+      ours: hub.rate / sink.rate,
+      unit: '',
+      better: 'higher',
+      note: `sink ${Math.round(sink.rate).toLocaleString('en')} rec/s, ${Math.round(sink.cpuPerRecordNs)} ns CPU/record`,
+    },
+  ];
+});

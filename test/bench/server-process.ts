@@ -1,0 +1,58 @@
+/**
+ * Parent side of server.worker.ts: starts a server under test in its own process and reads its
+ * CPU time and heap, each request bounded by a deadline.
+ */
+import { forkWorker, type Worker } from './harness.ts';
+
+/** Options of the server under test, passed to its process as JSON. */
+export interface ServerOptions {
+  /** the rule threshold (accesses per window) @default 1000 */
+  threshold?: number;
+  /** hub tunables passed through to startHub */
+  tunables?: Record<string, number>;
+}
+
+export type ServerKind = 'hub' | 'sink' | 'naive';
+
+export interface ServerStats {
+  cpuMs: number;
+  heapUsed: number;
+  rss: number;
+  records: number;
+}
+
+export interface ServerProcess {
+  kind: ServerKind;
+  url: string;
+  pid: number;
+  worker: Worker;
+  stats(): Promise<ServerStats>;
+  /** full GC (the worker runs with --expose-gc), then heapUsed */
+  gcHeap(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export async function startServer(kind: ServerKind, opts: ServerOptions = {}, execArgv: string[] = []): Promise<ServerProcess> {
+  const worker = forkWorker(new URL('./server.worker.ts', import.meta.url), [kind, JSON.stringify(opts)], { execArgv: ['--expose-gc', ...execArgv] });
+  try {
+    const ready = await worker.waitFor<{ url: string; pid: number }>('ready', 20_000);
+    return {
+      kind,
+      url: ready.url,
+      pid: ready.pid,
+      worker,
+      async stats() {
+        worker.send({ type: 'stats' });
+        return worker.waitFor<ServerStats>('stats', 10_000);
+      },
+      async gcHeap() {
+        worker.send({ type: 'gc' });
+        return (await worker.waitFor<{ heapUsed: number }>('gc', 30_000)).heapUsed;
+      },
+      stop: () => worker.kill(),
+    };
+  } catch (err) {
+    await worker.kill();
+    throw err;
+  }
+}
