@@ -1,0 +1,60 @@
+/**
+ * Per-app fan-out. Every broadcast gets the app's next seq, is encoded ONCE and the same bytes are
+ * written to every SDK socket of the app. A socket whose send buffer is over `maxBufferedBytes` is
+ * closed with 4008 (slow consumer) instead of silently missing frames: the SDK reconnects and
+ * resynchronises from a Snapshot, so no broadcast is ever lost without the SDK knowing.
+ */
+import { CloseCode, encode, type Demote, type Invalidate, type Promote, type ServerMessage } from '@hotkey/sdk/protocol';
+import type { Peer } from './peer.ts';
+
+type Sequenced = Omit<Promote, 'seq'> | Omit<Invalidate, 'seq'> | Omit<Demote, 'seq'>;
+
+export interface BroadcasterOptions {
+  /** send-buffer bytes above which a socket is cut off as a slow consumer @default 8388608 */
+  maxBufferedBytes?: number;
+  /** called once per socket cut off */
+  onSlowConsumer?: (peer: Peer) => void;
+}
+
+export class Broadcaster {
+  readonly peers = new Set<Peer>();
+  readonly #maxBuffered: number;
+  readonly #onSlow: ((peer: Peer) => void) | undefined;
+  #seq = 0;
+
+  constructor(options: BroadcasterOptions = {}) {
+    this.#maxBuffered = options.maxBufferedBytes ?? 8 * 1024 * 1024;
+    this.#onSlow = options.onSlowConsumer;
+  }
+
+  /** seq of the last sequenced broadcast */
+  get seq(): number {
+    return this.#seq;
+  }
+
+  /** Numbers the message with the next seq and sends it to every peer; returns the seq. */
+  broadcast(message: Sequenced): number {
+    const seq = ++this.#seq;
+    this.sendAll({ ...message, seq } as ServerMessage);
+    return seq;
+  }
+
+  /** Sends an unsequenced message (Config, Members) to every peer. */
+  sendAll(message: ServerMessage): void {
+    if (this.peers.size === 0) return;
+    const bytes = encode(message);
+    for (const peer of this.peers) this.sendTo(peer, bytes);
+  }
+
+  /** Sends pre-encoded bytes to one peer unless it is over its buffer limit (then cuts it off). */
+  sendTo(peer: Peer, bytes: Uint8Array): boolean {
+    if (peer.bufferedAmount > this.#maxBuffered) {
+      this.peers.delete(peer);
+      this.#onSlow?.(peer);
+      peer.close(CloseCode.SlowConsumer, 'slow consumer: send buffer full, reconnect and resync');
+      return false;
+    }
+    peer.send(bytes);
+    return true;
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The hub's config file (JSON). Without one the hub runs open: any app, no token, default rule.
+ *
+ *   { "apps": { "shop": { "token": "s3cret", "rules": [ { "match": "item:*", "threshold": 500 } ] } },
+ *     "adminToken": "…", "dashboardToken": "…" }
+ *
+ * Validation names the offending field (`apps.shop.rules[0].threshold`) and rejects unknown fields:
+ * a typo in a config file must stop start-up, not silently fall back to defaults.
+ */
+import { readFile } from 'node:fs/promises';
+import { ErrorCode, ValidationError } from '@hotkey/sdk';
+import { parseRules, type Rule } from '@hotkey/sdk/rules';
+
+export interface AppConfig {
+  /** token SDKs of the app present in Hello; undefined: none required */
+  token?: string;
+  /** validated rules; [] = the default rule */
+  rules: Rule[];
+}
+
+export interface HubConfig {
+  apps: Record<string, AppConfig>;
+  adminToken?: string;
+  dashboardToken?: string;
+}
+
+/** longest app name (matches the protocol's string limit) */
+export const MAX_APP_NAME = 256;
+const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken']);
+const APP_FIELDS = new Set(['token', 'rules']);
+
+function fail(field: string, message: string): never {
+  throw new ValidationError(ErrorCode.Config, field, message);
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function token(v: unknown, field: string): string | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || v.length === 0) fail(field, 'must be a non-empty string');
+  if (v.length > 4096) fail(field, 'must be at most 4096 characters');
+  return v;
+}
+
+/** Checks an app name wherever one arrives (config, API path, Hello). */
+export function isValidAppName(name: string): boolean {
+  return name.length > 0 && name.length <= MAX_APP_NAME && !/[\u0000-\u001f]/.test(name);
+}
+
+/** Validates a parsed config object; throws ValidationError (HK_ERR_CONFIG) naming the field. */
+export function parseHubConfig(input: unknown): HubConfig {
+  if (!isPlainObject(input)) fail('config', 'must be a JSON object');
+  for (const name of Object.keys(input)) if (!TOP_LEVEL.has(name)) fail(name, 'unknown field');
+  const appsIn = input.apps;
+  if (!isPlainObject(appsIn)) fail('apps', 'must be an object of app name to { token, rules }');
+  const apps: Record<string, AppConfig> = Object.create(null);
+  for (const [name, raw] of Object.entries(appsIn)) {
+    const field = `apps.${name}`;
+    if (!isValidAppName(name)) fail(field, `app name must be 1 to ${MAX_APP_NAME} printable characters`);
+    if (!isPlainObject(raw)) fail(field, 'must be an object');
+    for (const k of Object.keys(raw)) if (!APP_FIELDS.has(k)) fail(`${field}.${k}`, 'unknown field');
+    let rules: Rule[] = [];
+    if (raw.rules !== undefined) {
+      try {
+        rules = parseRules(raw.rules, `${field}.rules`);
+      } catch (err) {
+        if (err instanceof ValidationError) fail(err.field, err.message.slice(err.field.length + 2));
+        throw err;
+      }
+    }
+    const app: AppConfig = { rules };
+    const t = token(raw.token, `${field}.token`);
+    if (t !== undefined) app.token = t;
+    apps[name] = app;
+  }
+  const config: HubConfig = { apps };
+  const admin = token(input.adminToken, 'adminToken');
+  if (admin !== undefined) config.adminToken = admin;
+  const dashboard = token(input.dashboardToken, 'dashboardToken');
+  if (dashboard !== undefined) config.dashboardToken = dashboard;
+  return config;
+}
+
+/** Reads and validates a config file; unreadable files and bad JSON are HK_ERR_CONFIG too. */
+export async function loadHubConfig(path: string): Promise<HubConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    fail('config', `cannot read ${path}: ${(err as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    fail('config', `${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseHubConfig(parsed);
+}

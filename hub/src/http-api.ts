@@ -1,0 +1,269 @@
+/**
+ * The hub's HTTP surface on its single port: health, readiness, Prometheus metrics, the REST API
+ * and the first live page. Errors are always `{ error: { code, message } }` (plus `field` for bad
+ * rules). Reads need the dashboard token only when one is set; writes need the admin token and
+ * are refused outright when the hub has none.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode, HotKeyError, ProtocolError, ValidationError } from '@hotkey/sdk';
+import { assertKey } from '@hotkey/sdk/protocol';
+import { DEFAULT_RULE } from '@hotkey/sdk/rules';
+import { bearerToken, tokenMatches } from './auth.ts';
+import { isValidAppName } from './config.ts';
+import type { HubCore, HotKeyRow, InstanceRow } from './hub-core.ts';
+import { renderMetrics } from './metrics.ts';
+
+/** Error codes only the HTTP API uses (the rest come from ErrorCode in @hotkey/sdk). */
+export const HttpErrorCode = {
+  /** no such route, or no such app */
+  NotFound: 'HK_ERR_NOT_FOUND',
+  /** the route exists but not for this method */
+  Method: 'HK_ERR_METHOD',
+  /** body is not valid JSON or lacks a field */
+  BadRequest: 'HK_ERR_BAD_REQUEST',
+  /** body over the hub's limit */
+  TooLarge: 'HK_ERR_BODY_TOO_LARGE',
+  /** a fault inside the hub (logged) */
+  Internal: 'HK_ERR_INTERNAL',
+} as const;
+
+export interface HttpApiOptions {
+  core: HubCore;
+  adminToken: string | undefined;
+  dashboardToken: string | undefined;
+  maxBodyBytes: number;
+  /** true once the hub listens and joined its cluster, false again while closing */
+  ready: () => boolean;
+  page: () => string;
+  log: (message: string) => void;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, err: HttpError): void {
+  const error: Record<string, string> = { code: err.code, message: err.message };
+  if (err.field !== undefined) error.field = err.field;
+  const headers: Record<string, string> = {};
+  if (err.status === 401) headers['www-authenticate'] = 'Bearer';
+  if (res.headersSent) return;
+  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  sendJson(res, err.status, { error });
+}
+
+async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) throw new HttpError(413, HttpErrorCode.TooLarge, `body of ${declared} bytes exceeds ${limit}`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new HttpError(413, HttpErrorCode.TooLarge, `body exceeds ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') throw new HttpError(400, HttpErrorCode.BadRequest, 'request body must be JSON');
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(400, HttpErrorCode.BadRequest, `body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+function intParam(params: URLSearchParams, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = params.get(name);
+  if (raw === null || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > max) throw new HttpError(400, HttpErrorCode.BadRequest, `query parameter "${name}" must be an integer in [0, ${max}]`, name);
+  return n;
+}
+
+function keyOf(body: unknown): string {
+  const key = (body as { key?: unknown } | null)?.key;
+  if (typeof body !== 'object' || body === null || key === undefined) throw new HttpError(400, HttpErrorCode.BadRequest, 'body must be {"key": "…"}', 'key');
+  try {
+    assertKey(key);
+  } catch (err) {
+    if (err instanceof ProtocolError) throw new HttpError(400, err.code === ErrorCode.KeyTooLong ? ErrorCode.KeyTooLong : HttpErrorCode.BadRequest, err.message, 'key');
+    throw err;
+  }
+  return key;
+}
+
+export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const { core, adminToken, dashboardToken } = options;
+  const coordinator = core.coordinator;
+
+  function authorizeRead(req: IncomingMessage): void {
+    if (dashboardToken === undefined) return;
+    const presented = bearerToken(req.headers.authorization);
+    if (presented === undefined) throw new HttpError(401, ErrorCode.Auth, 'this hub requires the dashboard token: Authorization: Bearer <token>');
+    const ok = tokenMatches(presented, dashboardToken) || (adminToken !== undefined && tokenMatches(presented, adminToken));
+    if (!ok) throw new HttpError(403, ErrorCode.Auth, 'wrong token');
+  }
+
+  function authorizeWrite(req: IncomingMessage): void {
+    if (adminToken === undefined) {
+      throw new HttpError(403, ErrorCode.Auth, 'writes are disabled: start the hub with --admin-token (or HOTKEY_ADMIN_TOKEN, or "adminToken" in the config file)');
+    }
+    const presented = bearerToken(req.headers.authorization);
+    if (presented === undefined) throw new HttpError(401, ErrorCode.Auth, 'this request requires the admin token: Authorization: Bearer <token>');
+    if (!tokenMatches(presented, adminToken)) throw new HttpError(403, ErrorCode.Auth, 'wrong admin token');
+  }
+
+  function knownApp(name: string): string {
+    if (!isValidAppName(name) || coordinator.app(name) === undefined) throw new HttpError(404, ErrorCode.UnknownApp, `unknown app "${name.slice(0, 64)}"`);
+    return name;
+  }
+
+  function hotRows(app: string | undefined): HotKeyRow[] {
+    const rows = core.hotKeys(app);
+    // other hubs own other keys: their latest status carries their hot set
+    for (const status of coordinator.statuses()) {
+      if (status.id === core.id) continue;
+      for (const h of status.hot) {
+        if (app !== undefined && h.app !== app) continue;
+        rows.push({ ...h, owner: status.id, ttlMs: 0 });
+      }
+    }
+    return rows.sort((a, b) => b.qps - a.qps);
+  }
+
+  function instanceRows(app: string | undefined): InstanceRow[] {
+    const rows = core.instances(app);
+    for (const status of coordinator.statuses()) {
+      if (status.id === core.id) continue;
+      for (const i of status.instances) if (app === undefined || i.app === app) rows.push({ ...i, hub: status.id });
+    }
+    return rows;
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://hub');
+    const path = url.pathname;
+    const method = req.method ?? 'GET';
+    const q = url.searchParams;
+
+    const get = (fn: () => unknown | Promise<unknown>) => async () => {
+      if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, HttpErrorCode.Method, `${method} ${path} is not supported; use GET`);
+      authorizeRead(req);
+      sendJson(res, 200, await fn());
+    };
+
+    if (path === '/healthz') {
+      const h = coordinator.health();
+      return sendJson(res, 200, { status: h.state, detail: h.detail, id: core.id, uptimeMs: Date.now() - core.startedAt, connections: core.connections });
+    }
+    if (path === '/readyz') {
+      const h = coordinator.health();
+      const ready = options.ready();
+      const status = !ready ? 'not ready' : h.state === 'ok' ? 'ready' : 'degraded';
+      return sendJson(res, status === 'ready' ? 200 : 503, { status, detail: h.detail, id: core.id });
+    }
+    if (path === '/metrics') {
+      authorizeRead(req);
+      const text = renderMetrics(core.metrics, core.gauges());
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(text);
+      return;
+    }
+    if (path === '/' || path === '/index.html') {
+      if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, HttpErrorCode.Method, 'use GET');
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(options.page());
+      return;
+    }
+
+    if (path === '/api/apps') {
+      return get(() => {
+        const names = new Set([...coordinator.apps(), ...core.activeApps()]);
+        const apps = [...names].sort().map((name) => {
+          const s = core.appSummary(name);
+          return { name, rules: coordinator.rules(name).length, instances: s?.instances ?? 0, connections: s?.connections ?? 0, keysTracked: s?.keys ?? 0, hot: s?.hot ?? 0, seq: s?.seq ?? 0 };
+        });
+        return { apps };
+      })();
+    }
+    if (path === '/api/hot') return get(() => ({ hot: hotRows(q.get('app') ?? undefined) }))();
+    if (path === '/api/instances') return get(() => ({ instances: instanceRows(q.get('app') ?? undefined) }))();
+    if (path === '/api/events') return get(() => ({ events: core.recentEvents(intParam(q, 'since', 0)) }))();
+    if (path === '/api/history') {
+      return get(async () => ({
+        events: await coordinator.history(q.get('app') ?? undefined, intParam(q, 'since', 0), intParam(q, 'limit', 100, 10_000)),
+      }))();
+    }
+    if (path === '/api/cluster') {
+      return get(() => {
+        const { epoch, members } = coordinator.members();
+        return { self: core.id, epoch, members, statuses: coordinator.statuses(), health: coordinator.health() };
+      })();
+    }
+
+    const appRoute = /^\/api\/apps\/([^/]+)\/(rules|invalidate|promote)$/.exec(path);
+    if (appRoute !== null) {
+      let name: string;
+      try {
+        name = decodeURIComponent(appRoute[1]!);
+      } catch {
+        throw new HttpError(400, HttpErrorCode.BadRequest, 'app name in the path is not valid percent-encoding');
+      }
+      const action = appRoute[2]!;
+      if (action === 'rules' && (method === 'GET' || method === 'HEAD')) {
+        authorizeRead(req);
+        knownApp(name);
+        const rules = coordinator.rules(name);
+        return sendJson(res, 200, { app: name, rules, effective: rules.length > 0 ? rules : [DEFAULT_RULE] });
+      }
+      const allowed = action === 'rules' ? 'PUT' : 'POST';
+      if (method !== allowed) throw new HttpError(405, HttpErrorCode.Method, `${method} ${path} is not supported; use ${allowed}`);
+      authorizeWrite(req);
+      knownApp(name);
+      const body = await readJson(req, options.maxBodyBytes);
+      if (action === 'rules') {
+        try {
+          const rules = await coordinator.setRules(name, body);
+          return sendJson(res, 200, { app: name, rules });
+        } catch (err) {
+          if (err instanceof ValidationError) throw new HttpError(400, err.code, err.message, err.field);
+          if (err instanceof HotKeyError) throw new HttpError(err.code === ErrorCode.UnknownApp ? 404 : 400, err.code, err.message);
+          throw err;
+        }
+      }
+      const key = keyOf(body);
+      if (action === 'invalidate') {
+        const seq = core.invalidateKey(name, key);
+        if (seq === undefined) throw new HttpError(503, ErrorCode.Unavailable, 'this hub keeps state for no more apps');
+        return sendJson(res, 200, { app: name, key, seq });
+      }
+      if (!core.promote(name, key)) throw new HttpError(422, ErrorCode.Rules, `no rule of app "${name}" matches key "${key.slice(0, 64)}"`, 'key');
+      return sendJson(res, 200, { app: name, key });
+    }
+    throw new HttpError(404, HttpErrorCode.NotFound, `no route ${method} ${path}`);
+  }
+
+  return (req, res) => {
+    core.metrics.httpRequests++;
+    route(req, res).catch((err: unknown) => {
+      if (err instanceof HttpError) {
+        if (err.status === 413) res.setHeader('connection', 'close');
+        return sendError(res, err);
+      }
+      options.log(`HTTP ${req.method} ${req.url?.split('?')[0]} failed: ${(err as Error)?.stack ?? String(err)}`);
+      sendError(res, new HttpError(500, HttpErrorCode.Internal, 'internal hub error (logged)'));
+    });
+  };
+}

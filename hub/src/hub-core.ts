@@ -1,0 +1,545 @@
+/**
+ * The hub's decisions without the network: apps, sessions, aggregation, broadcasts, invalidation
+ * acks, Config/Members fan-out, periodic status. The socket adapter feeds it sessions; the HTTP API
+ * reads and commands it. Talks to the rest of the cluster only through the Coordinator.
+ */
+import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { Ownership } from '@hotkey/sdk/ownership';
+import {
+  CloseCode,
+  encode,
+  MsgType,
+  PROTOCOL_VERSION,
+  type HotEntry,
+  type Hello,
+  type InvalidateRequest,
+  type Member,
+  type Report,
+} from '@hotkey/sdk/protocol';
+import { localThreshold, type Rule } from '@hotkey/sdk/rules';
+import { Aggregator, reporterBit, type DemoteReason } from './aggregator.ts';
+import { tokenMatches } from './auth.ts';
+import { Broadcaster } from './broadcaster.ts';
+import { isValidAppName } from './config.ts';
+import type { Coordinator, HubEvent, HubStatus } from './coordinator.ts';
+import { InvalidationTracker } from './invalidations.ts';
+import { LocalCoordinator } from './local-coordinator.ts';
+import { Metrics, type Gauges } from './metrics.ts';
+import type { HubTunables } from './options.ts';
+import type { Peer } from './peer.ts';
+import { Session, SessionState, type SessionHost } from './session.ts';
+
+/** A hot key as the API and status show it. */
+export interface HotKeyRow {
+  app: string;
+  key: string;
+  qps: number;
+  threshold: number;
+  /** ms since epoch of the promotion */
+  since: number;
+  /** estimated distinct SDK instances reporting it */
+  instances: number;
+  /** id of the hub that owns (decides) the key */
+  owner: string;
+  ttlMs: number;
+}
+
+export interface InstanceRow {
+  app: string;
+  instance: string;
+  host: string;
+  sdk: string;
+  lastReport: number;
+  connectedAt: number;
+  hub: string;
+}
+
+interface AppState {
+  name: string;
+  aggregator: Aggregator;
+  broadcaster: Broadcaster;
+  sessions: Set<Session>;
+  sessionByPeer: Map<Peer, Session>;
+  /** instance id -> sessions of it on this hub */
+  instances: Map<string, number>;
+  invalidations: InvalidationTracker;
+  /** sessions connected now, shared by consecutive invalidations until one joins or leaves */
+  waiters: Session[] | undefined;
+  configTimer: NodeJS.Timeout | undefined;
+  lastConfigAt: number;
+}
+
+export interface HubCoreOptions {
+  id: string;
+  coordinator: Coordinator;
+  tunables: HubTunables;
+  now: () => number;
+  log: (message: string) => void;
+}
+
+const STATUS_HOT_MAX = 100;
+const STATUS_INSTANCES_MAX = 200;
+
+function refuse(code: ErrorCode, closeCode: number, message: string): never {
+  throw new ProtocolError(code, message, closeCode);
+}
+
+export class HubCore implements SessionHost {
+  readonly id: string;
+  readonly metrics = new Metrics();
+  readonly startedAt: number;
+  readonly coordinator: Coordinator;
+  readonly tunables: HubTunables;
+  url = '';
+  readonly #now: () => number;
+  readonly #log: (message: string) => void;
+  readonly #apps = new Map<string, AppState>();
+  readonly #awaitingHello = new Set<Session>();
+  #connections = 0;
+  #recent: HubEvent[] = [];
+  #epoch: number;
+  #members: Member[];
+  #lastStatusAt: number;
+  #lastStatusRecords = 0;
+  #ingestRate = 0;
+  #closing = false;
+
+  constructor(options: HubCoreOptions) {
+    this.id = options.id;
+    this.coordinator = options.coordinator;
+    this.tunables = options.tunables;
+    this.#now = options.now;
+    this.#log = options.log;
+    this.startedAt = this.#now();
+    this.#lastStatusAt = this.startedAt;
+    const m = this.coordinator.members();
+    this.#epoch = m.epoch;
+    this.#members = m.members;
+    this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#rulesChanged(app, rules)));
+    this.coordinator.onMembers((epoch, members) => this.#guard('members change', () => this.#membersChanged(epoch, members)));
+    this.coordinator.onEvent((event) => {
+      this.#recent.push(event);
+      if (this.#recent.length > this.tunables.recentEvents * 2) this.#recent = this.#recent.slice(-this.tunables.recentEvents);
+    });
+  }
+
+  /** true when the hub is part of a multi-hub cluster (SDKs are sent 4010 on leave) */
+  get clustered(): boolean {
+    return !(this.coordinator instanceof LocalCoordinator);
+  }
+
+  // ---- sessions ----
+
+  /** A new connection: starts its hello deadline. */
+  attach(peer: Peer): Session {
+    const session = new Session(peer, this, this.#now());
+    this.metrics.connectionsAccepted++;
+    if (this.#closing) {
+      session.fail(new ProtocolError(ErrorCode.Unavailable, 'hub is shutting down', this.clustered ? CloseCode.Leaving : CloseCode.GoingAway));
+      return session;
+    }
+    this.#awaitingHello.add(session);
+    return session;
+  }
+
+  hello(session: Session, hello: Hello): void {
+    if (hello.v !== PROTOCOL_VERSION) {
+      refuse(ErrorCode.Version, CloseCode.Version, `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`);
+    }
+    if (hello.role === 'dashboard') {
+      // The live dashboard feed attaches here once it exists; until then such clients are refused.
+      refuse(ErrorCode.Protocol, CloseCode.Protocol, 'dashboard feed not available');
+    }
+    const auth = isValidAppName(hello.app) ? this.coordinator.app(hello.app) : undefined;
+    if (auth === undefined) refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `unknown app "${hello.app.slice(0, 64)}"`);
+    if (auth.token !== undefined && !tokenMatches(hello.token, auth.token)) {
+      refuse(ErrorCode.Auth, CloseCode.Auth, hello.token === undefined ? `app "${hello.app}" requires a token` : `wrong token for app "${hello.app}"`);
+    }
+    const app = this.#app(hello.app);
+    if (app === undefined) refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `this hub keeps state for at most ${this.tunables.maxApps} apps`);
+    if (app.sessions.size >= this.tunables.maxSessionsPerApp) {
+      refuse(ErrorCode.Unavailable, CloseCode.GoingAway, `app "${hello.app}" has ${app.sessions.size} connections, the most this hub accepts`);
+    }
+
+    this.#awaitingHello.delete(session);
+    session.state = SessionState.Open;
+    session.app = hello.app;
+    session.instance = hello.instance;
+    session.host = hello.host ?? '';
+    session.sdk = hello.sdk;
+    session.reporter = reporterBit(hello.instance);
+    session.appliedSeq = app.broadcaster.seq;
+    app.sessions.add(session);
+    app.sessionByPeer.set(session.peer, session);
+    app.waiters = undefined;
+    const before = app.instances.size;
+    app.instances.set(hello.instance, (app.instances.get(hello.instance) ?? 0) + 1);
+    this.#connections++;
+
+    const rules = app.aggregator.rules;
+    const instances = app.instances.size;
+    app.broadcaster.peers.add(session.peer);
+    app.broadcaster.sendTo(
+      session.peer,
+      encode({
+        t: MsgType.Welcome,
+        v: PROTOCOL_VERSION,
+        hub: this.id,
+        epoch: this.#epoch,
+        members: this.#members,
+        rules: [...rules],
+        local: rules.map((r) => localThreshold(r, instances, this.tunables.localThresholdFraction)),
+        instances,
+        seq: app.broadcaster.seq,
+      }),
+    );
+    this.#sendSnapshot(app, session);
+    if (app.instances.size !== before) this.#scheduleConfig(app);
+  }
+
+  report(session: Session, report: Report): void {
+    const app = this.#apps.get(session.app);
+    if (app === undefined) return;
+    const now = this.#now();
+    session.lastReport = now;
+    this.metrics.reports++;
+    this.metrics.records += report.keys.length;
+    app.aggregator.ingest(report.keys, report.counts, session.reporter, now);
+  }
+
+  invalidate(session: Session, request: InvalidateRequest): void {
+    const app = this.#apps.get(session.app);
+    if (app === undefined) return;
+    const seq = this.#broadcastInvalidate(app, request.key, false);
+    app.waiters ??= [...app.sessions];
+    app.invalidations.track(seq, app.waiters, this.#now(), (timedOut) => {
+      if (timedOut) this.metrics.invalidationTimeouts++;
+      if (!session.closed) app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq }));
+    });
+  }
+
+  applied(session: Session, seq: number): void {
+    const app = this.#apps.get(session.app);
+    if (app === undefined) return;
+    if (seq > app.broadcaster.seq) {
+      refuse(ErrorCode.Protocol, CloseCode.Protocol, `Applied seq ${seq} is ahead of the last broadcast seq ${app.broadcaster.seq}`);
+    }
+    if (seq > session.appliedSeq) {
+      session.appliedSeq = seq;
+      app.invalidations.settle();
+    }
+  }
+
+  resync(session: Session): void {
+    const app = this.#apps.get(session.app);
+    if (app !== undefined) this.#sendSnapshot(app, session);
+  }
+
+  closed(session: Session): void {
+    this.#awaitingHello.delete(session);
+    const app = this.#apps.get(session.app);
+    if (app === undefined || !app.sessions.delete(session)) return;
+    this.#connections--;
+    app.sessionByPeer.delete(session.peer);
+    app.broadcaster.peers.delete(session.peer);
+    app.waiters = undefined;
+    const n = (app.instances.get(session.instance) ?? 1) - 1;
+    if (n > 0) app.instances.set(session.instance, n);
+    else {
+      app.instances.delete(session.instance);
+      this.#scheduleConfig(app);
+    }
+    app.invalidations.settle();
+  }
+
+  faulted(session: Session, err: unknown): void {
+    this.metrics.protocolErrors++;
+    if (!(err instanceof ProtocolError)) this.#log(`session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`);
+  }
+
+  // ---- commands from the API ----
+
+  /** Marks a key hot by hand. Returns false when the app is unknown or no rule matches the key. */
+  promote(appName: string, key: string): boolean {
+    const app = this.#app(appName);
+    return app !== undefined && app.aggregator.promote(key, this.#now());
+  }
+
+  /** Broadcasts an invalidation without waiting for acks; returns the seq, or undefined for an unknown app. */
+  invalidateKey(appName: string, key: string): number | undefined {
+    const app = this.#app(appName);
+    return app === undefined ? undefined : this.#broadcastInvalidate(app, key, true);
+  }
+
+  // ---- reads for the API and status ----
+
+  get connections(): number {
+    return this.#connections;
+  }
+
+  /** apps with state on this hub (connected SDKs or tracked keys) */
+  activeApps(): string[] {
+    return [...this.#apps.keys()];
+  }
+
+  appSummary(appName: string): { instances: number; connections: number; keys: number; hot: number; seq: number } | undefined {
+    const app = this.#apps.get(appName);
+    if (app === undefined) return undefined;
+    const s = app.aggregator.stats;
+    return { instances: app.instances.size, connections: app.sessions.size, keys: s.keys, hot: s.hot, seq: app.broadcaster.seq };
+  }
+
+  /** hot keys this hub owns, highest QPS first */
+  hotKeys(appName?: string): HotKeyRow[] {
+    const now = this.#now();
+    const rows: HotKeyRow[] = [];
+    for (const app of this.#apps.values()) {
+      if (appName !== undefined && app.name !== appName) continue;
+      for (const v of app.aggregator.hot(now)) {
+        rows.push({ app: app.name, key: v.key, qps: v.qps, threshold: v.threshold, since: v.since, instances: v.instances, owner: this.id, ttlMs: v.ttlMs });
+      }
+    }
+    return rows.sort((a, b) => b.qps - a.qps);
+  }
+
+  instances(appName?: string, limit = Infinity): InstanceRow[] {
+    const rows: InstanceRow[] = [];
+    for (const app of this.#apps.values()) {
+      if (appName !== undefined && app.name !== appName) continue;
+      for (const s of app.sessions) {
+        if (rows.length >= limit) return rows;
+        rows.push({ app: app.name, instance: s.instance, host: s.host, sdk: s.sdk, lastReport: s.lastReport, connectedAt: s.connectedAt, hub: this.id });
+      }
+    }
+    return rows;
+  }
+
+  /** events seen by this hub (its own and, in a cluster, every other hub's), oldest first */
+  recentEvents(since: number): HubEvent[] {
+    const out = this.#recent.filter((e) => e.at >= since);
+    return out.slice(-this.tunables.recentEvents);
+  }
+
+  gauges(): Gauges {
+    let keysTracked = 0;
+    let hotKeys = 0;
+    let dropped = 0;
+    let evicted = 0;
+    let ignored = 0;
+    for (const app of this.#apps.values()) {
+      const s = app.aggregator.stats;
+      keysTracked += s.keys;
+      hotKeys += s.hot;
+      dropped += s.dropped;
+      evicted += s.evicted;
+      ignored += s.ignored;
+    }
+    const mem = process.memoryUsage();
+    return { connections: this.#connections, apps: this.#apps.size, keysTracked, hotKeys, dropped, evicted, ignored, heapUsed: mem.heapUsed, rss: mem.rss, ingestRate: this.#ingestRate };
+  }
+
+  // ---- time ----
+
+  /** Demotions, expiries, hello deadlines, ack timeouts, status. Called every `tickMs`. */
+  tick(): void {
+    const now = this.#now();
+    for (const session of this.#awaitingHello) {
+      if (now - session.connectedAt >= this.tunables.helloTimeoutMs) session.helloTimedOut(this.tunables.helloTimeoutMs);
+    }
+    for (const app of this.#apps.values()) {
+      this.#guard(`tick of app ${app.name}`, () => {
+        app.aggregator.tick(now);
+        app.invalidations.expire(now);
+        if (app.sessions.size === 0 && app.aggregator.stats.keys === 0 && app.invalidations.pending === 0) this.#dropApp(app);
+      });
+    }
+    if (now - this.#lastStatusAt >= this.tunables.statusIntervalMs) this.#guard('status', () => this.publishStatus(now));
+  }
+
+  publishStatus(now = this.#now()): void {
+    const elapsed = Math.max(1, now - this.#lastStatusAt);
+    this.#ingestRate = Math.round(((this.metrics.records - this.#lastStatusRecords) * 1000) / elapsed);
+    this.#lastStatusRecords = this.metrics.records;
+    this.#lastStatusAt = now;
+    const mem = process.memoryUsage();
+    const health = this.coordinator.health();
+    const status: HubStatus = {
+      id: this.id,
+      url: this.url,
+      startedAt: this.startedAt,
+      ingestRate: this.#ingestRate,
+      connections: this.#connections,
+      heapUsed: mem.heapUsed,
+      rss: mem.rss,
+      redis: health.state === 'degraded' ? 'down' : this.clustered ? 'ok' : 'none',
+      hot: this.hotKeys()
+        .slice(0, STATUS_HOT_MAX)
+        .map(({ app, key, qps, since, instances, threshold }) => ({ app, key, qps, since, instances, threshold })),
+      instances: this.instances(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
+      updatedAt: now,
+    };
+    this.coordinator.publishStatus(status);
+  }
+
+  /** Closes every connection with `code` and acks pending invalidations. */
+  shutdown(code: number, reason: string): void {
+    this.#closing = true;
+    for (const session of [...this.#awaitingHello]) this.#closePeer(session, code, reason);
+    for (const app of this.#apps.values()) {
+      if (app.configTimer !== undefined) clearTimeout(app.configTimer);
+      app.invalidations.flush();
+      for (const session of [...app.sessions]) this.#closePeer(session, code, reason);
+    }
+  }
+
+  // ---- internals ----
+
+  #closePeer(session: Session, code: number, reason: string): void {
+    session.onClose();
+    try {
+      session.peer.close(code, reason);
+    } catch {
+      // already closed
+    }
+  }
+
+  #guard(what: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.#log(`${what} failed: ${(err as Error)?.stack ?? String(err)}`);
+    }
+  }
+
+  /** The app's state, created on first use; undefined for unknown apps or past `maxApps`. */
+  #app(name: string): AppState | undefined {
+    const existing = this.#apps.get(name);
+    if (existing !== undefined) return existing;
+    if (!isValidAppName(name) || this.coordinator.app(name) === undefined || this.#apps.size >= this.tunables.maxApps) return undefined;
+    const broadcaster = new Broadcaster({
+      maxBufferedBytes: this.tunables.maxBufferedBytes,
+      onSlowConsumer: (peer) => {
+        this.metrics.slowConsumers++;
+        const session = app.sessionByPeer.get(peer);
+        if (session !== undefined) {
+          session.state = SessionState.Closed;
+          this.closed(session);
+        }
+      },
+    });
+    const app: AppState = {
+      name,
+      broadcaster,
+      aggregator: new Aggregator({
+        rules: this.coordinator.rules(name),
+        maxKeys: this.tunables.maxKeysPerApp,
+        initialCapacity: 64,
+        listener: {
+          promote: (key, rule, qps, latencyMs, manual) => this.#onPromote(app, key, rule, qps, latencyMs, manual),
+          demote: (key, qps, reason) => this.#onDemote(app, key, qps, reason),
+        },
+      }),
+      sessions: new Set(),
+      sessionByPeer: new Map(),
+      instances: new Map(),
+      invalidations: new InvalidationTracker({ timeoutMs: this.tunables.invalidateAckTimeoutMs }),
+      waiters: undefined,
+      configTimer: undefined,
+      lastConfigAt: 0,
+    };
+    this.#apps.set(name, app);
+    return app;
+  }
+
+  #dropApp(app: AppState): void {
+    if (app.configTimer !== undefined) clearTimeout(app.configTimer);
+    this.#apps.delete(app.name);
+  }
+
+  #onPromote(app: AppState, key: string, rule: Rule, qps: number, latencyMs: number | undefined, manual: boolean): void {
+    const at = this.#now();
+    app.broadcaster.broadcast({ t: MsgType.Promote, key, qps, hotMs: rule.hotMs, cacheTtlMs: rule.cacheTtlMs, cache: rule.cache, at });
+    this.metrics.promotions++;
+    const event: HubEvent = { type: 'promote', app: app.name, key, qps, at, hub: this.id };
+    if (latencyMs !== undefined) event.latencyMs = latencyMs;
+    if (manual) event.manual = true;
+    this.#publish(event);
+  }
+
+  #onDemote(app: AppState, key: string, qps: number, reason: DemoteReason): void {
+    app.broadcaster.broadcast({ t: MsgType.Demote, key });
+    this.metrics.demotions++;
+    this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });
+  }
+
+  #broadcastInvalidate(app: AppState, key: string, manual: boolean): number {
+    const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key });
+    this.metrics.invalidations++;
+    const event: HubEvent = { type: 'invalidate', app: app.name, key, qps: 0, at: this.#now(), hub: this.id };
+    if (manual) event.manual = true;
+    this.#publish(event);
+    return seq;
+  }
+
+  #publish(event: HubEvent): void {
+    try {
+      this.coordinator.publishEvent(event);
+    } catch (err) {
+      this.#log(`publishEvent failed: ${(err as Error).message}`);
+    }
+  }
+
+  #sendSnapshot(app: AppState, session: Session): void {
+    const now = this.#now();
+    const hot: HotEntry[] = app.aggregator.hot(now).map((v) => ({
+      key: v.key,
+      ttlMs: Math.ceil(v.ttlMs),
+      cacheTtlMs: v.rule.cacheTtlMs,
+      cache: v.rule.cache,
+      qps: v.qps,
+    }));
+    app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Snapshot, seq: app.broadcaster.seq, hot }));
+  }
+
+  /** Config to every SDK of the app, at most once per `configDebounceMs`. */
+  #scheduleConfig(app: AppState): void {
+    if (app.configTimer !== undefined || this.#closing) return;
+    const delay = Math.max(0, app.lastConfigAt + this.tunables.configDebounceMs - this.#now());
+    app.configTimer = setTimeout(() => {
+      app.configTimer = undefined;
+      app.lastConfigAt = this.#now();
+      this.#guard(`config of app ${app.name}`, () => this.#sendConfig(app));
+    }, delay);
+    app.configTimer.unref();
+  }
+
+  #sendConfig(app: AppState): void {
+    const rules = app.aggregator.rules;
+    const instances = app.instances.size;
+    app.broadcaster.sendAll({
+      t: MsgType.Config,
+      rules: [...rules],
+      local: rules.map((r) => localThreshold(r, instances, this.tunables.localThresholdFraction)),
+      instances,
+    });
+  }
+
+  #rulesChanged(appName: string, rules: Rule[]): void {
+    const app = this.#apps.get(appName);
+    if (app === undefined) return;
+    app.aggregator.setRules(rules, this.#now());
+    this.#scheduleConfig(app);
+  }
+
+  #membersChanged(epoch: number, members: Member[]): void {
+    this.#epoch = epoch;
+    this.#members = members;
+    const ownership = new Ownership(members.map((m) => m.id));
+    const bytes = encode({ t: MsgType.Members, epoch, members });
+    for (const app of this.#apps.values()) {
+      // keys that moved to another hub are that hub's to decide now; SDKs resync on the new epoch
+      if (ownership.ids.length > 1) app.aggregator.retain((key) => ownership.owner(key) === this.id);
+      for (const peer of app.broadcaster.peers) app.broadcaster.sendTo(peer, bytes);
+    }
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * `startHub`: one node:http server on one port carries the WebSocket endpoint (`/ws`), the REST
+ * API, health, metrics and the page. The hub core decides; the coordinator connects it to the
+ * cluster (a LocalCoordinator when running alone).
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CloseCode } from '@hotkey/sdk/protocol';
+import { loadHubConfig, parseHubConfig, type HubConfig } from './config.ts';
+import type { Coordinator } from './coordinator.ts';
+import { firstPageHtml } from './first-page.ts';
+import { createHttpHandler } from './http-api.ts';
+import { HubCore } from './hub-core.ts';
+import { LocalCoordinator } from './local-coordinator.ts';
+import { DEFAULT_TUNABLES, type HubOptions, type HubTunables } from './options.ts';
+import { SocketServer, WS_PATH } from './socket-server.ts';
+
+function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
+  const t = { ...DEFAULT_TUNABLES, ...input };
+  for (const [name, value] of Object.entries(t)) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new TypeError(`tunables.${name} must be a non-negative finite number, got ${String(value)}`);
+  }
+  if (!(t.localThresholdFraction > 0 && t.localThresholdFraction <= 1)) throw new TypeError('tunables.localThresholdFraction must be in (0, 1]');
+  if (t.tickMs < 1) throw new TypeError('tunables.tickMs must be at least 1');
+  return t;
+}
+
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+export class Hub {
+  readonly id: string;
+  /** internal: the decisions (sessions, aggregation, broadcasts), for the HTTP API and tests */
+  readonly core: HubCore;
+  readonly coordinator: Coordinator;
+  /** internal: the node:http server, for mounting the dashboard */
+  readonly httpServer: Server;
+  /** true when started without a config file: any app, no token, default rule */
+  readonly open: boolean;
+  readonly #sockets: SocketServer;
+  readonly #host: string;
+  readonly #advertiseUrl: string | undefined;
+  readonly #tick: NodeJS.Timeout;
+  #closing: Promise<void> | undefined;
+  ready = false;
+
+  /** @internal use startHub */
+  constructor(parts: { id: string; core: HubCore; coordinator: Coordinator; httpServer: Server; sockets: SocketServer; host: string; advertiseUrl?: string; open: boolean }) {
+    this.id = parts.id;
+    this.core = parts.core;
+    this.coordinator = parts.coordinator;
+    this.httpServer = parts.httpServer;
+    this.#sockets = parts.sockets;
+    this.#host = parts.host;
+    this.#advertiseUrl = parts.advertiseUrl;
+    this.open = parts.open;
+    this.#tick = setInterval(() => this.core.tick(), this.core.tunables.tickMs);
+    this.#tick.unref();
+  }
+
+  get port(): number {
+    return (this.httpServer.address() as AddressInfo | null)?.port ?? 0;
+  }
+  /** ws:// URL SDKs connect to (the advertised one when set) */
+  get url(): string {
+    return this.#advertiseUrl ?? `ws://${urlHost(this.#host)}:${this.port}${WS_PATH}`;
+  }
+  /** http:// base URL of the API and the page on this process */
+  get httpUrl(): string {
+    return `http://${urlHost(this.#host)}:${this.port}`;
+  }
+
+  /**
+   * Graceful close: leave the cluster first (so reconnecting SDKs learn the new member list), close
+   * SDK sockets with 4010 when clustered or 1001 alone, ack pending invalidations, stop the server.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    this.ready = false;
+    clearInterval(this.#tick);
+    try {
+      await this.coordinator.leave();
+    } catch {
+      // leaving is best effort: the member's heartbeat expires anyway
+    }
+    this.core.shutdown(this.core.clustered ? CloseCode.Leaving : CloseCode.GoingAway, 'hub shutting down');
+    const httpClosed = new Promise<void>((resolve) => this.httpServer.close(() => resolve()));
+    this.httpServer.closeIdleConnections();
+    await this.#sockets.close();
+    this.httpServer.closeAllConnections();
+    await httpClosed;
+    try {
+      await this.coordinator.close();
+    } catch {
+      // nothing left to do with a coordinator that fails to close
+    }
+  }
+}
+
+/** Starts a hub; resolves once it listens and has joined its cluster. Bad config throws ValidationError (HK_ERR_CONFIG). */
+export async function startHub(options: HubOptions = {}): Promise<Hub> {
+  const tunables = checkTunables(options.tunables);
+  const log = options.log ?? ((message: string) => console.error(`[hub] ${message}`));
+  const now = options.now ?? Date.now;
+  let config: HubConfig | undefined;
+  if (options.config !== undefined) config = parseHubConfig(options.config);
+  else if (options.configPath !== undefined) config = await loadHubConfig(options.configPath);
+
+  const id = options.coordinator?.selfId ?? options.nodeId ?? `hub-${randomBytes(4).toString('hex')}`;
+  const coordinator = options.coordinator ?? new LocalCoordinator({ selfId: id, config, maxApps: tunables.maxApps });
+  const core = new HubCore({ id, coordinator, tunables, now, log });
+  const sockets = new SocketServer(core);
+  const host = options.host ?? '127.0.0.1';
+  let hub: Hub | undefined;
+  const handler = createHttpHandler({
+    core,
+    adminToken: options.adminToken ?? config?.adminToken,
+    dashboardToken: options.dashboardToken ?? config?.dashboardToken,
+    maxBodyBytes: tunables.maxBodyBytes,
+    ready: () => hub?.ready ?? false,
+    page: () => firstPageHtml(id),
+    log,
+  });
+  const httpServer = createServer(handler);
+  httpServer.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
+  httpServer.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(options.port ?? 7070, host, () => {
+      httpServer.off('error', reject);
+      resolve();
+    });
+  });
+  httpServer.on('error', (err) => log(`http server error: ${err.message}`));
+
+  hub = new Hub({ id, core, coordinator, httpServer, sockets, host, advertiseUrl: options.advertiseUrl, open: config === undefined && options.coordinator === undefined });
+  core.url = hub.url;
+  try {
+    await coordinator.start({ id, url: hub.url });
+  } catch (err) {
+    await hub.close();
+    throw err;
+  }
+  hub.ready = true;
+  core.publishStatus();
+  return hub;
+}

@@ -1,0 +1,59 @@
+/**
+ * Counters the hub exposes at `GET /metrics` in the Prometheus text format (version 0.0.4).
+ * Plain numbers bumped inline on the hot path; gauges are read when scraped.
+ */
+export class Metrics {
+  reports = 0;
+  records = 0;
+  promotions = 0;
+  demotions = 0;
+  invalidations = 0;
+  /** invalidation acks sent before every SDK applied (timeout or pending bound) */
+  invalidationTimeouts = 0;
+  slowConsumers = 0;
+  protocolErrors = 0;
+  connectionsAccepted = 0;
+  httpRequests = 0;
+}
+
+export interface Gauges {
+  connections: number;
+  apps: number;
+  keysTracked: number;
+  hotKeys: number;
+  dropped: number;
+  evicted: number;
+  ignored: number;
+  heapUsed: number;
+  rss: number;
+  ingestRate: number;
+}
+
+function line(out: string[], name: string, type: 'counter' | 'gauge', help: string, value: number): void {
+  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${Number.isFinite(value) ? value : 0}`);
+}
+
+export function renderMetrics(m: Metrics, g: Gauges): string {
+  const out: string[] = [];
+  line(out, 'hotkey_connections', 'gauge', 'Open client connections (SDK sessions past Hello).', g.connections);
+  line(out, 'hotkey_connections_accepted_total', 'counter', 'Client connections accepted.', m.connectionsAccepted);
+  line(out, 'hotkey_apps', 'gauge', 'Apps with state on this hub.', g.apps);
+  line(out, 'hotkey_reports_total', 'counter', 'Report frames received.', m.reports);
+  line(out, 'hotkey_records_ingested_total', 'counter', 'Key records received in reports.', m.records);
+  line(out, 'hotkey_ingest_rate', 'gauge', 'Records ingested per second over the last status period.', g.ingestRate);
+  line(out, 'hotkey_promotions_total', 'counter', 'Keys promoted to hot.', m.promotions);
+  line(out, 'hotkey_demotions_total', 'counter', 'Hot keys demoted.', m.demotions);
+  line(out, 'hotkey_invalidations_total', 'counter', 'Invalidations broadcast.', m.invalidations);
+  line(out, 'hotkey_invalidation_ack_timeouts_total', 'counter', 'Invalidation acks sent before every SDK applied.', m.invalidationTimeouts);
+  line(out, 'hotkey_keys_tracked', 'gauge', 'Keys with a sliding window on this hub.', g.keysTracked);
+  line(out, 'hotkey_hot_keys', 'gauge', 'Hot keys owned by this hub.', g.hotKeys);
+  line(out, 'hotkey_records_dropped_total', 'counter', 'Records dropped because the key table was full of hot keys.', g.dropped);
+  line(out, 'hotkey_keys_evicted_total', 'counter', 'Keys evicted from a full key table.', g.evicted);
+  line(out, 'hotkey_records_ignored_total', 'counter', 'Records whose key matches no rule.', g.ignored);
+  line(out, 'hotkey_slow_consumers_total', 'counter', 'Sockets closed because their send buffer overflowed.', m.slowConsumers);
+  line(out, 'hotkey_protocol_errors_total', 'counter', 'Connections closed for a protocol error.', m.protocolErrors);
+  line(out, 'hotkey_http_requests_total', 'counter', 'HTTP requests served.', m.httpRequests);
+  line(out, 'hotkey_heap_used_bytes', 'gauge', 'V8 heap in use.', g.heapUsed);
+  line(out, 'hotkey_rss_bytes', 'gauge', 'Resident set size.', g.rss);
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,75 @@
+/**
+ * Options of `startHub` and the tunables, each with its default. Kept apart from the server so
+ * that the CLI, tests and the cluster engineer's code can read the defaults without a server.
+ */
+import type { Coordinator } from './coordinator.ts';
+import type { HubConfig } from './config.ts';
+
+export interface HubTunables {
+  /** keys with a sliding window per app; more evict the smallest non-hot key @default 100000 */
+  maxKeysPerApp: number;
+  /** apps the hub keeps state for (bounds open mode, where any app name is accepted) @default 1000 */
+  maxApps: number;
+  /** SDK connections per app @default 10000 */
+  maxSessionsPerApp: number;
+  /** send-buffer bytes per socket above which it is closed with 4008 @default 8388608 (8 MiB) */
+  maxBufferedBytes: number;
+  /** ms a new connection has to send Hello before Error + close 4006 @default 5000 */
+  helloTimeoutMs: number;
+  /** ms after which an invalidation is acked even if some SDK has not applied it @default 1000 */
+  invalidateAckTimeoutMs: number;
+  /** ms between demotion / expiry checks @default 100 */
+  tickMs: number;
+  /** ms between HubStatus publications @default 1000 */
+  statusIntervalMs: number;
+  /** minimum ms between Config frames to one app (debounce of instance-count changes) @default 250 */
+  configDebounceMs: number;
+  /** share of a rule's threshold the cluster may leave unreported by per-instance pre-filtering @default 0.2 */
+  localThresholdFraction: number;
+  /** largest HTTP request body accepted @default 65536 */
+  maxBodyBytes: number;
+  /** events kept for GET /api/events @default 1000 */
+  recentEvents: number;
+}
+
+export const DEFAULT_TUNABLES: HubTunables = {
+  maxKeysPerApp: 100_000,
+  maxApps: 1000,
+  maxSessionsPerApp: 10_000,
+  maxBufferedBytes: 8 * 1024 * 1024,
+  helloTimeoutMs: 5000,
+  invalidateAckTimeoutMs: 1000,
+  tickMs: 100,
+  statusIntervalMs: 1000,
+  configDebounceMs: 250,
+  localThresholdFraction: 0.2,
+  maxBodyBytes: 64 * 1024,
+  recentEvents: 1000,
+};
+
+export interface HubOptions {
+  /** TCP port; 0 picks a free one @default 7070 */
+  port?: number;
+  /** interface to listen on @default '127.0.0.1' */
+  host?: string;
+  /** parsed config (wins over `configPath`); neither: open mode (any app, no token, default rule) */
+  config?: HubConfig;
+  /** JSON config file to load and validate */
+  configPath?: string;
+  /** the cluster seam @default a LocalCoordinator over `config` */
+  coordinator?: Coordinator;
+  /** bearer token for API writes; without one writes are refused @default config.adminToken */
+  adminToken?: string;
+  /** bearer token for API reads and the page; without one reads are open @default config.dashboardToken */
+  dashboardToken?: string;
+  /** this hub's id @default `hub-<random>` (or the coordinator's selfId when one is given) */
+  nodeId?: string;
+  /** ws:// URL SDKs use to reach this hub @default `ws://<host>:<port>/ws` */
+  advertiseUrl?: string;
+  /** performance and safety knobs */
+  tunables?: Partial<HubTunables>;
+  /** wall clock in ms @default Date.now */
+  now?: () => number;
+  /** where the hub logs (never tokens) @default console.error with a `[hub]` prefix */
+  log?: (message: string) => void;
+}

@@ -1,0 +1,126 @@
+/**
+ * One client connection's protocol state machine: awaiting Hello -> open -> closed. Decodes every
+ * frame with protocol.ts, hands valid messages to the hub core, and turns any fault into an Error
+ * frame plus the documented close code. A fault ends only this session; nothing thrown here
+ * escapes into the socket layer (a bad connection never affects others).
+ */
+import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { CloseCode, decodeClientMessage, errorFrame, MsgType, type Hello, type InvalidateRequest, type Report } from '@hotkey/sdk/protocol';
+import type { Peer } from './peer.ts';
+import type { Waiter } from './invalidations.ts';
+
+export const SessionState = { AwaitingHello: 'awaiting-hello', Open: 'open', Closed: 'closed' } as const;
+export type SessionState = (typeof SessionState)[keyof typeof SessionState];
+
+/** What a session needs from the hub core. Refusals throw ProtocolError (with their close code). */
+export interface SessionHost {
+  hello(session: Session, hello: Hello): void;
+  report(session: Session, report: Report): void;
+  invalidate(session: Session, request: InvalidateRequest): void;
+  applied(session: Session, seq: number): void;
+  resync(session: Session): void;
+  /** the session ended (idempotent) */
+  closed(session: Session): void;
+  /** a fault closed the session: count it, log unexpected ones */
+  faulted(session: Session, err: unknown): void;
+}
+
+let nextId = 1;
+
+/** WebSocket close reasons are limited to 123 bytes of UTF-8. */
+function closeReason(text: string): string {
+  let out = text.slice(0, 123);
+  while (Buffer.byteLength(out) > 123) out = out.slice(0, -1);
+  return out;
+}
+
+export class Session implements Waiter {
+  readonly id = nextId++;
+  readonly peer: Peer;
+  readonly connectedAt: number;
+  state: SessionState = SessionState.AwaitingHello;
+  app = '';
+  instance = '';
+  host = '';
+  sdk = '';
+  role: 'sdk' | 'dashboard' = 'sdk';
+  /** this instance's bit in the aggregator's reporter bitmaps */
+  reporter = 0;
+  lastReport = 0;
+  appliedSeq = 0;
+  readonly #host: SessionHost;
+
+  constructor(peer: Peer, host: SessionHost, connectedAt: number) {
+    this.peer = peer;
+    this.#host = host;
+    this.connectedAt = connectedAt;
+  }
+
+  get closed(): boolean {
+    return this.state === SessionState.Closed;
+  }
+
+  /** A frame arrived. `binary` is false for WebSocket text frames, which the protocol forbids. */
+  onFrame(data: Uint8Array, binary: boolean): void {
+    if (this.state === SessionState.Closed) return;
+    try {
+      if (!binary) throw new ProtocolError(ErrorCode.Protocol, 'text frames are not part of the protocol: send binary msgpack frames', CloseCode.Protocol);
+      const msg = decodeClientMessage(data);
+      if (this.state === SessionState.AwaitingHello) {
+        if (msg.t !== MsgType.Hello) throw new ProtocolError(ErrorCode.Protocol, `the first frame must be Hello (t=${MsgType.Hello}), got t=${msg.t}`, CloseCode.Protocol);
+        this.#host.hello(this, msg);
+        return;
+      }
+      switch (msg.t) {
+        case MsgType.Report:
+          this.#host.report(this, msg);
+          return;
+        case MsgType.InvalidateRequest:
+          this.#host.invalidate(this, msg);
+          return;
+        case MsgType.Applied:
+          this.#host.applied(this, msg.seq);
+          return;
+        case MsgType.Resync:
+          this.#host.resync(this);
+          return;
+        case MsgType.Hello:
+          throw new ProtocolError(ErrorCode.Protocol, 'Hello was already received on this connection', CloseCode.Protocol);
+      }
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** The hello deadline passed without a Hello. */
+  helloTimedOut(timeoutMs: number): void {
+    if (this.state !== SessionState.AwaitingHello) return;
+    this.fail(new ProtocolError(ErrorCode.HelloTimeout, `no Hello within ${timeoutMs} ms`, CloseCode.HelloTimeout));
+  }
+
+  /** Sends an Error frame and closes with the error's close code (1011 for a hub fault). */
+  fail(err: unknown): void {
+    if (this.state === SessionState.Closed) return;
+    this.state = SessionState.Closed;
+    const code = err instanceof ProtocolError ? err.closeCode : 1011;
+    try {
+      this.#host.faulted(this, err);
+      this.#host.closed(this);
+    } catch {
+      // the host's bookkeeping failing must not keep a broken socket open
+    }
+    try {
+      this.peer.send(err instanceof ProtocolError ? errorFrame(err) : errorFrame(new Error('internal hub error')));
+      this.peer.close(code, closeReason(err instanceof Error ? err.message : String(err)));
+    } catch {
+      // the socket may already be gone
+    }
+  }
+
+  /** The socket closed (either side). */
+  onClose(): void {
+    if (this.state === SessionState.Closed) return;
+    this.state = SessionState.Closed;
+    this.#host.closed(this);
+  }
+}

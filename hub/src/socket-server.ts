@@ -1,0 +1,61 @@
+/**
+ * The `ws` adapter: the only module that imports ws. Accepts WebSocket upgrades on `/ws` of the
+ * hub's HTTP server (noServer + handleUpgrade, one port for everything), binary frames only,
+ * no per-message deflate (frames are small msgpack; compression would cost CPU on every broadcast).
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { MAX_FRAME_BYTES } from '@hotkey/sdk/protocol';
+import type { HubCore } from './hub-core.ts';
+
+export const WS_PATH = '/ws';
+
+export class SocketServer {
+  readonly #wss: WebSocketServer;
+  readonly #core: HubCore;
+
+  constructor(core: HubCore) {
+    this.#core = core;
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      perMessageDeflate: false,
+      // ws itself closes with 1009 above this; frames between MAX_FRAME_BYTES and this limit get
+      // a readable Error frame + 4004 from the protocol decoder instead
+      maxPayload: 4 * MAX_FRAME_BYTES,
+      clientTracking: true,
+    });
+  }
+
+  /** `upgrade` listener for the HTTP server. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== WS_PATH) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws));
+  }
+
+  #accept(ws: WebSocket): void {
+    const session = this.#core.attach(ws);
+    ws.on('message', (data, isBinary) => {
+      const bytes = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+      session.onFrame(bytes, isBinary);
+    });
+    ws.on('close', () => session.onClose());
+    // ws reports frames it refuses (over maxPayload, bad opcodes) here and closes the socket itself
+    ws.on('error', () => {
+      this.#core.metrics.protocolErrors++;
+    });
+  }
+
+  /** Waits up to `timeoutMs` for clients to finish closing, then drops the rest. */
+  async close(timeoutMs = 1000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.#wss.clients.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    for (const ws of this.#wss.clients) ws.terminate();
+    await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * The real `hotkey-hub` CLI as a child process, on 127.0.0.1 port 0 by default. `start` resolves
+ * once the hub prints its `HOTKEY_READY {json}` line; every wait has a deadline. For runs that are
+ * expected to exit (bad flags, bad config) use `runHubCli`.
+ *
+ *   const hub = await HubProcess.start({ args: ['--config', path] });
+ *   new WebSocket(hub.url); fetch(`${hub.httpUrl}/healthz`);
+ *   const { code } = await hub.stop(); // SIGTERM, graceful
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const HUB_BIN = fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
+
+export interface HubReady {
+  id: string;
+  port: number;
+  /** ws:// URL of the SDK endpoint */
+  url: string;
+  /** http:// base URL of the API */
+  http: string;
+}
+
+export interface HubProcessOptions {
+  /** extra CLI flags; `--port 0` is added unless a port is given here or in env */
+  args?: string[];
+  /** extra environment (merged over process.env, with every HOTKEY_* variable removed first) */
+  env?: Record<string, string>;
+  /** @default 15000 */
+  readyTimeoutMs?: number;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+function childEnv(extra: Record<string, string> | undefined): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('HOTKEY_')) env[k] = v;
+  return { ...env, ...extra, FORCE_COLOR: '0', NO_COLOR: '1' };
+}
+
+export class HubProcess {
+  readonly child: ChildProcess;
+  readonly ready: HubReady;
+  readonly exited: Promise<Exit>;
+  #stdout: string;
+  #stderr: string;
+
+  private constructor(child: ChildProcess, ready: HubReady, exited: Promise<Exit>, out: { stdout: string; stderr: string }) {
+    this.child = child;
+    this.ready = ready;
+    this.exited = exited;
+    this.#stdout = out.stdout;
+    this.#stderr = out.stderr;
+    child.stdout!.on('data', (d) => (this.#stdout += d));
+    child.stderr!.on('data', (d) => (this.#stderr += d));
+  }
+
+  get id(): string {
+    return this.ready.id;
+  }
+  get port(): number {
+    return this.ready.port;
+  }
+  get url(): string {
+    return this.ready.url;
+  }
+  get httpUrl(): string {
+    return this.ready.http;
+  }
+  get stdout(): string {
+    return this.#stdout;
+  }
+  get stderr(): string {
+    return this.#stderr;
+  }
+
+  static async start(options: HubProcessOptions = {}): Promise<HubProcess> {
+    const args = [...(options.args ?? [])];
+    if (!args.includes('--port') && options.env?.HOTKEY_PORT === undefined) args.push('--port', '0');
+    const child = spawn(process.execPath, [HUB_BIN, ...args], { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const out = { stdout: '', stderr: '' };
+    const timeoutMs = options.readyTimeoutMs ?? 15_000;
+    try {
+      const ready = await new Promise<HubReady>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`hotkey-hub not ready after ${timeoutMs} ms\n${out.stdout}${out.stderr}`)), timeoutMs);
+        child.stdout!.on('data', (d) => {
+          out.stdout += d;
+          const match = /^HOTKEY_READY (\{.*\})$/m.exec(out.stdout);
+          if (match) {
+            clearTimeout(timer);
+            resolve(JSON.parse(match[1]!) as HubReady);
+          }
+        });
+        child.stderr!.on('data', (d) => (out.stderr += d));
+        child.once('error', (err) => {
+          clearTimeout(timer);
+          reject(err);
+        });
+        void exited.then(({ code, signal }) => {
+          clearTimeout(timer);
+          reject(new Error(`hotkey-hub exited (${code ?? signal}) before it was ready\n${out.stdout}${out.stderr}`));
+        });
+      });
+      child.stdout!.removeAllListeners('data');
+      child.stderr!.removeAllListeners('data');
+      return new HubProcess(child, ready, exited, out);
+    } catch (err) {
+      child.kill('SIGKILL');
+      throw err;
+    }
+  }
+
+  /** Sends `signal` (graceful SIGTERM by default) and waits for the exit, SIGKILL after the deadline. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<Exit> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
+    this.child.kill(signal);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** Runs the CLI to completion (for runs expected to exit); kills it after `timeoutMs`. */
+export async function runHubCli(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Exit & { stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [HUB_BIN, ...args], { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 15_000);
+  const exit = await new Promise<Exit>((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+  clearTimeout(timer);
+  return { ...exit, stdout, stderr };
+}
