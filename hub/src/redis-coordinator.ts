@@ -1,0 +1,363 @@
+/**
+ * `Coordinator` for a cluster of hubs sharing one Redis: membership (redis-membership.ts), rules
+ * and tokens (redis-rules.ts), history (redis-history.ts), plus the cluster-wide live feed of
+ * events and hub statuses over pub/sub (channels `events`, `status`).
+ *
+ * Two connections: commands, and a subscriber (a subscribed connection can run nothing else).
+ * Redis may be down at start or at any time: every read answers from the last known state, every
+ * informative write is dropped or buffered (bounded), `health()` says degraded, and when Redis
+ * comes back the hub re-registers, seeds and re-reads rules and flushes its buffered history.
+ */
+import type { Member } from '@hotkey/sdk/protocol';
+import type { Rule } from '@hotkey/sdk/rules';
+import type { AppAuth, Coordinator, Health, HubEvent, HubStatus } from './coordinator.ts';
+import { connectInBackground, createRedisClient, isReady, type Redis } from './redis-client.ts';
+import { MAX_MEMBERS, RedisMembership } from './redis-membership.ts';
+import { RedisRules, type AppSeed } from './redis-rules.ts';
+import { parseHubEvent, RedisHistory } from './redis-history.ts';
+
+export type { AppSeed };
+
+export interface RedisCoordinatorOptions {
+  /** `redis://host:port[/db]` */
+  url: string;
+  /** this hub's id, unique in the cluster @default `hub-<random>` */
+  nodeId?: string;
+  /** apps of the config file: tokens, and rules that seed Redis when it has none @default {} */
+  apps?: Readonly<Record<string, AppSeed>>;
+  /** every app exists, even one neither config nor Redis knows (embedded defaults) @default false */
+  open?: boolean;
+  /** prefix of every Redis key and channel, so that clusters (or tests) can share one Redis @default 'hotkey:' */
+  prefix?: string;
+  /** how often this hub refreshes its membership @default 500 */
+  heartbeatMs?: number;
+  /** a hub not heard of for this long leaves the member list @default 2000 */
+  memberTtlMs?: number;
+  /** how often rules and tokens are re-read, to catch edits made straight in Redis @default 500 */
+  rulesPollMs?: number;
+  /** how long start() waits for Redis before going on alone (it keeps retrying) @default 2000 */
+  startTimeoutMs?: number;
+  /** approximate cap of the history stream @default 10000 */
+  historyMaxLen?: number;
+  /** history events kept while Redis is down @default 1000 */
+  historyBuffer?: number;
+  /** statuses older than this are not listed @default 10000 */
+  statusStaleMs?: number;
+  /** upper bound of the reconnect backoff @default 1000 */
+  maxBackoffMs?: number;
+  /** where warnings go @default console.warn with a `[hotkey-hub]` prefix */
+  log?: (message: string) => void;
+}
+
+export class RedisCoordinator implements Coordinator {
+  readonly selfId: string;
+  readonly #url: string;
+  readonly #prefix: string;
+  readonly #open: boolean;
+  readonly #heartbeatMs: number;
+  readonly #ttlMs: number;
+  readonly #rulesPollMs: number;
+  readonly #startTimeoutMs: number;
+  readonly #statusStaleMs: number;
+  readonly #log: (message: string) => void;
+  readonly #client: Redis;
+  readonly #sub: Redis;
+  readonly #rules: RedisRules;
+  readonly #history: RedisHistory;
+  #membership: RedisMembership | undefined;
+  readonly #memberListeners: ((epoch: number, members: Member[]) => void)[] = [];
+  readonly #eventListeners: ((event: HubEvent) => void)[] = [];
+  readonly #statuses = new Map<string, HubStatus>();
+  readonly #timers: NodeJS.Timeout[] = [];
+  #synced = false;
+  #syncedWaiters: (() => void)[] = [];
+  #resyncing: Promise<void> | undefined;
+  #beating = false;
+  #polling = false;
+  #downSince: number | undefined;
+  #closed = false;
+  /** live-feed messages not sent because Redis was down */
+  droppedEvents = 0;
+  /** malformed messages seen on the pub/sub channels */
+  badMessages = 0;
+
+  constructor(opts: RedisCoordinatorOptions) {
+    if (typeof opts.url !== 'string' || !/^rediss?:\/\//.test(opts.url)) throw new TypeError(`redis url must start with redis:// or rediss://, got ${String(opts.url)}`);
+    this.selfId = opts.nodeId ?? `hub-${Math.random().toString(36).slice(2, 10)}`;
+    this.#url = opts.url;
+    this.#prefix = opts.prefix ?? 'hotkey:';
+    this.#open = opts.open ?? false;
+    this.#heartbeatMs = opts.heartbeatMs ?? 500;
+    this.#ttlMs = opts.memberTtlMs ?? 2000;
+    if (this.#ttlMs <= this.#heartbeatMs) throw new TypeError(`memberTtlMs (${this.#ttlMs}) must exceed heartbeatMs (${this.#heartbeatMs})`);
+    this.#rulesPollMs = opts.rulesPollMs ?? 500;
+    this.#startTimeoutMs = opts.startTimeoutMs ?? 2000;
+    this.#statusStaleMs = opts.statusStaleMs ?? 10_000;
+    this.#log = opts.log ?? ((message) => console.warn(`[hotkey-hub] ${message}`));
+    const clientOpts = { url: opts.url, maxBackoffMs: opts.maxBackoffMs, commandTimeoutMs: Math.max(200, Math.floor(this.#ttlMs / 2)) };
+    this.#client = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}` });
+    this.#sub = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}:sub`, subscriber: true });
+    this.#rules = new RedisRules({ client: this.#client, prefix: this.#prefix, apps: opts.apps ?? {}, log: this.#log });
+    this.#history = new RedisHistory({ client: this.#client, prefix: this.#prefix, maxLen: opts.historyMaxLen, maxBuffered: opts.historyBuffer, log: this.#log });
+  }
+
+  async start(self: Member): Promise<void> {
+    if (this.#membership) throw new TypeError('start() was already called');
+    if (self.id !== this.selfId) throw new TypeError(`start(self): self.id "${self.id}" differs from selfId "${this.selfId}"`);
+    const membership = new RedisMembership({ client: this.#client, prefix: this.#prefix, self, ttlMs: this.#ttlMs });
+    this.#membership = membership;
+    membership.onChange((epoch, members) => {
+      for (const listener of this.#memberListeners) listener(epoch, members);
+    });
+
+    this.#client.on('ready', () => void this.#resync());
+    this.#client.on('close', () => this.#markDown());
+    this.#sub.on('ready', () => this.#maybeRecovered());
+    this.#sub.on('close', () => this.#markDown());
+    this.#sub.on('message', (channel: string, message: string) => this.#onMessage(channel, message));
+    this.#sub.subscribe(membership.channel, this.#rules.channel, this.#channel('events'), this.#channel('status')).catch(() => {});
+    connectInBackground(this.#client);
+    connectInBackground(this.#sub);
+
+    this.#every(this.#heartbeatMs, () => this.#beat());
+    this.#every(this.#rulesPollMs, () => this.#poll());
+
+    const synced = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), this.#startTimeoutMs);
+      this.#syncedWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    if (!(await synced) && !this.#closed) {
+      this.#log(`cannot reach Redis at ${this.#url}: serving alone with the configured rules and retrying in the background`);
+    }
+  }
+
+  async leave(): Promise<void> {
+    const membership = this.#membership;
+    if (!membership || membership.left) return;
+    try {
+      await membership.leave();
+    } catch (err) {
+      this.#log(`could not remove this hub from the member list in Redis (${(err as Error).message}); it expires within ${this.#ttlMs} ms`);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const timer of this.#timers) clearInterval(timer);
+    for (const waiter of this.#syncedWaiters) waiter();
+    this.#syncedWaiters = [];
+    if (isReady(this.#client) && this.#history.buffered > 0) await this.#history.flush().catch(() => {});
+    this.#client.disconnect();
+    this.#sub.disconnect();
+  }
+
+  members(): { epoch: number; members: Member[] } {
+    return this.#membership?.snapshot() ?? { epoch: 0, members: [] };
+  }
+
+  onMembers(listener: (epoch: number, members: Member[]) => void): void {
+    this.#memberListeners.push(listener);
+  }
+
+  app(app: string): AppAuth | undefined {
+    if (!this.#rules.has(app) && !this.#open) return undefined;
+    const token = this.#rules.token(app);
+    return token === undefined ? {} : { token };
+  }
+
+  apps(): string[] {
+    return this.#rules.apps();
+  }
+
+  rules(app: string): Rule[] {
+    return this.#rules.rules(app);
+  }
+
+  setRules(app: string, rules: unknown): Promise<Rule[]> {
+    return this.#rules.set(app, rules);
+  }
+
+  onRules(listener: (app: string, rules: Rule[]) => void): void {
+    this.#rules.onChange(listener);
+  }
+
+  publishEvent(event: HubEvent): void {
+    this.#history.append(event);
+    this.#emitEvent(event);
+    if (!isReady(this.#client)) {
+      this.droppedEvents++;
+      return;
+    }
+    this.#client.publish(this.#channel('events'), JSON.stringify({ from: this.selfId, event })).catch(() => this.droppedEvents++);
+  }
+
+  onEvent(listener: (event: HubEvent) => void): void {
+    this.#eventListeners.push(listener);
+  }
+
+  history(app: string | undefined, since: number, limit: number): Promise<HubEvent[]> {
+    return this.#history.query(app, since, limit);
+  }
+
+  publishStatus(status: HubStatus): void {
+    this.#statuses.set(this.selfId, status);
+    if (!isReady(this.#client)) return;
+    this.#client.publish(this.#channel('status'), JSON.stringify(status)).catch(() => {});
+  }
+
+  statuses(): HubStatus[] {
+    this.#pruneStatuses();
+    // Listed only while their hub is a member; kept meanwhile, since a status may arrive before
+    // the membership change that announces its hub.
+    const live = new Set(this.members().members.map((m) => m.id));
+    return [...this.#statuses.values()].filter((s) => s.id === this.selfId || live.has(s.id)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  health(): Health {
+    if (!this.#membership) return { state: 'degraded', detail: 'not started' };
+    if (this.#closed) return { state: 'degraded', detail: 'closed' };
+    const beatAge = Date.now() - this.#membership.lastBeatAt;
+    if (isReady(this.#client) && isReady(this.#sub) && this.#synced && (this.#membership.left || beatAge < this.#ttlMs)) {
+      return { state: 'ok', detail: `redis ${this.#url}` };
+    }
+    const since = this.#downSince === undefined ? '' : ` since ${new Date(this.#downSince).toISOString()}`;
+    return { state: 'degraded', detail: `redis ${this.#url} unreachable${since}: serving the last known members and rules, reconnecting` };
+  }
+
+  /** counters for metrics */
+  stats(): { droppedEvents: number; droppedHistory: number; bufferedHistory: number; rejectedRules: number; badMessages: number } {
+    return {
+      droppedEvents: this.droppedEvents,
+      droppedHistory: this.#history.dropped,
+      bufferedHistory: this.#history.buffered,
+      rejectedRules: this.#rules.rejected,
+      badMessages: this.badMessages,
+    };
+  }
+
+  // ---- internals ----
+
+  #channel(name: string): string {
+    return `${this.#prefix}${name}`;
+  }
+
+  #every(ms: number, fn: () => void): void {
+    const timer = setInterval(fn, ms);
+    timer.unref();
+    this.#timers.push(timer);
+  }
+
+  /** After every (re)connect: register, seed and read rules, flush history. */
+  #resync(): Promise<void> {
+    this.#resyncing ??= (async () => {
+      try {
+        await this.#membership!.beat(true);
+        await this.#rules.seed();
+        await this.#rules.sync();
+        await this.#history.flush();
+        this.#synced = true;
+        this.#maybeRecovered();
+      } catch (err) {
+        if (!this.#closed) this.#log(`resynchronising with Redis failed (${(err as Error).message}); retrying`);
+        this.#synced = false;
+      } finally {
+        this.#resyncing = undefined;
+      }
+    })();
+    return this.#resyncing;
+  }
+
+  #markDown(): void {
+    if (this.#closed) return;
+    this.#synced = false;
+    if (this.#downSince !== undefined) return;
+    this.#downSince = Date.now();
+    this.#log(`lost Redis at ${this.#url}: serving the last known members and rules, reconnecting`);
+  }
+
+  #maybeRecovered(): void {
+    if (!this.#synced || !isReady(this.#sub)) return;
+    const waiters = this.#syncedWaiters;
+    this.#syncedWaiters = [];
+    for (const waiter of waiters) waiter();
+    if (this.#downSince !== undefined) {
+      this.#log(`Redis at ${this.#url} is back after ${Date.now() - this.#downSince} ms: resynchronised`);
+      this.#downSince = undefined;
+    }
+  }
+
+  #beat(): void {
+    if (this.#beating || this.#closed || !isReady(this.#client)) return;
+    if (!this.#synced) {
+      void this.#resync();
+      return;
+    }
+    this.#beating = true;
+    this.#membership!.beat()
+      .then(() => (this.#history.buffered > 0 ? this.#history.flush() : undefined))
+      .catch(() => {})
+      .finally(() => (this.#beating = false));
+  }
+
+  #poll(): void {
+    if (this.#polling || this.#closed || !this.#synced || !isReady(this.#client)) return;
+    this.#polling = true;
+    this.#rules
+      .sync()
+      .catch(() => {})
+      .finally(() => (this.#polling = false));
+  }
+
+  #onMessage(channel: string, message: string): void {
+    if (this.#closed) return;
+    if (channel === this.#membership?.channel) {
+      // Someone joined, left or was swept: fetch the new list now rather than at the next beat.
+      this.#beat();
+    } else if (channel === this.#rules.channel) {
+      this.#rules.syncApp(message).catch(() => {});
+    } else if (channel === this.#channel('events')) {
+      const parsed = parseJson(message) as { from?: unknown; event?: unknown } | undefined;
+      const event = parseHubEvent(parsed?.event);
+      if (!event) return void this.badMessages++;
+      if (parsed?.from === this.selfId) return;
+      this.#history.remember(event);
+      this.#emitEvent(event);
+    } else if (channel === this.#channel('status')) {
+      const status = parseJson(message) as HubStatus | undefined;
+      if (typeof status !== 'object' || status === null || typeof status.id !== 'string' || typeof status.updatedAt !== 'number') return void this.badMessages++;
+      if (status.id === this.selfId) return;
+      if (!this.#statuses.has(status.id) && this.#statuses.size >= MAX_MEMBERS) return;
+      this.#statuses.set(status.id, status);
+    }
+  }
+
+  #emitEvent(event: HubEvent): void {
+    for (const listener of this.#eventListeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.#log(`an event listener threw: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /** Statuses of hubs gone silent are dropped (the map is also capped at MAX_MEMBERS). */
+  #pruneStatuses(): void {
+    const oldest = Date.now() - this.#statusStaleMs;
+    for (const [id, status] of this.#statuses) {
+      if (id !== this.selfId && status.updatedAt < oldest) this.#statuses.delete(id);
+    }
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * Cluster membership in Redis. Each hub heartbeats `{id, url}`; the list carries an epoch that
+ * grows with every change, so SDKs can tell a newer list from an older one.
+ *
+ * Layout (prefix `hotkey:`):
+ *   members       sorted set  id -> expiry (ms, Redis server clock, so hub clocks may drift)
+ *   member-urls   hash        id -> ws:// URL
+ *   epoch         counter     bumped by every change
+ *   members-changed  channel  the new epoch, published on every change
+ *
+ * One Lua script does register / leave / sweep atomically and returns the live list, so two
+ * hubs sweeping the same dead member bump the epoch once, and a heartbeat is one round trip.
+ * Redis restarts empty (nothing persisted): the script never lets the epoch go below the one the
+ * caller knew, and the first heartbeat after a reconnect re-adds the members this hub knew (NX:
+ * never extending a live one) so ownership does not flap while the hubs re-register; a member
+ * that died meanwhile expires one TTL later.
+ */
+import type { Member } from '@hotkey/sdk/protocol';
+import type { Redis } from './redis-client.ts';
+
+/** members beyond this are not listed (the wire protocol's limit for a Members frame) */
+export const MAX_MEMBERS = 1024;
+
+const MEMBERSHIP_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local id, url, ttl, known, channel, mode = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local epoch = tonumber(redis.call('GET', KEYS[3]) or '0')
+if epoch < known then
+  epoch = known
+  redis.call('SET', KEYS[3], epoch)
+end
+local changed = false
+if mode == 'leave' then
+  if redis.call('ZREM', KEYS[1], id) == 1 then changed = true end
+  redis.call('HDEL', KEYS[2], id)
+else
+  if redis.call('ZADD', KEYS[1], now + ttl, id) == 1 then changed = true end
+  if redis.call('HGET', KEYS[2], id) ~= url then
+    redis.call('HSET', KEYS[2], id, url)
+    changed = true
+  end
+  if mode == 'rejoin' then
+    for i = 7, #ARGV, 2 do
+      if redis.call('ZADD', KEYS[1], 'NX', now + ttl, ARGV[i]) == 1 then
+        redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+        changed = true
+      end
+    end
+  end
+end
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #dead > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  for _, gone in ipairs(dead) do redis.call('HDEL', KEYS[2], gone) end
+  changed = true
+end
+if changed then
+  epoch = redis.call('INCR', KEYS[3])
+  redis.call('PUBLISH', channel, epoch)
+end
+local out = { epoch }
+for _, live in ipairs(redis.call('ZRANGE', KEYS[1], 0, ${MAX_MEMBERS - 1})) do
+  out[#out + 1] = live
+  out[#out + 1] = redis.call('HGET', KEYS[2], live) or ''
+end
+return out
+`;
+
+type Mode = 'beat' | 'rejoin' | 'leave';
+
+interface MembershipCommands {
+  hkMembership(members: string, urls: string, epoch: string, ...args: (string | number)[]): Promise<unknown>;
+}
+
+export interface RedisMembershipOptions {
+  client: Redis;
+  prefix: string;
+  self: Member;
+  /** a member not heard of for this long is dropped */
+  ttlMs: number;
+}
+
+export class RedisMembership {
+  readonly #client: Redis & MembershipCommands;
+  readonly #keys: [string, string, string];
+  readonly #channel: string;
+  readonly #ttlMs: number;
+  #self: Member;
+  #epoch = 0;
+  #members: Member[];
+  #signature: string;
+  #left = false;
+  #queue: Promise<void> = Promise.resolve();
+  readonly #listeners: ((epoch: number, members: Member[]) => void)[] = [];
+  /** Date.now() of the last heartbeat Redis answered */
+  lastBeatAt = 0;
+
+  constructor(opts: RedisMembershipOptions) {
+    this.#client = opts.client as Redis & MembershipCommands;
+    if (typeof this.#client.hkMembership !== 'function') {
+      this.#client.defineCommand('hkMembership', { lua: MEMBERSHIP_LUA, numberOfKeys: 3 });
+    }
+    this.#keys = [`${opts.prefix}members`, `${opts.prefix}member-urls`, `${opts.prefix}epoch`];
+    this.#channel = `${opts.prefix}members-changed`;
+    this.#ttlMs = opts.ttlMs;
+    this.#self = opts.self;
+    this.#members = [opts.self];
+    this.#signature = signature(this.#members);
+  }
+
+  get channel(): string {
+    return this.#channel;
+  }
+
+  get left(): boolean {
+    return this.#left;
+  }
+
+  snapshot(): { epoch: number; members: Member[] } {
+    return { epoch: this.#epoch, members: this.#members.slice() };
+  }
+
+  onChange(listener: (epoch: number, members: Member[]) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Refreshes this hub's entry and sweeps the dead; `rejoin` also re-adds the members we knew. */
+  async beat(rejoin = false): Promise<void> {
+    if (this.#left) return;
+    const extra: string[] = [];
+    if (rejoin) for (const m of this.#members) if (m.id !== this.#self.id) extra.push(m.id, m.url);
+    await this.#run(rejoin ? 'rejoin' : 'beat', extra);
+  }
+
+  /** Removes this hub from the list; later beats do nothing. */
+  async leave(): Promise<void> {
+    if (this.#left) return;
+    this.#left = true;
+    try {
+      await this.#run('leave', []);
+    } finally {
+      // Whatever Redis said, this hub no longer counts itself a member: the hub core tells its
+      // SDKs the list without it before closing their sockets.
+      const rest = this.#members.filter((m) => m.id !== this.#self.id);
+      if (rest.length !== this.#members.length) this.#apply(this.#epoch + 1, rest, true);
+    }
+  }
+
+  /** Runs one script call after the previous one: a heartbeat in flight must not re-add a hub that left. */
+  #run(mode: Mode, extra: string[]): Promise<void> {
+    const run = this.#queue.then(() => (mode !== 'leave' && this.#left ? undefined : this.#call(mode, extra)));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #call(mode: Mode, extra: string[]): Promise<void> {
+    const reply = await this.#client.hkMembership(
+      ...this.#keys,
+      this.#self.id,
+      this.#self.url,
+      this.#ttlMs,
+      this.#epoch,
+      this.#channel,
+      mode,
+      ...extra,
+    );
+    this.lastBeatAt = Date.now();
+    if (!Array.isArray(reply) || typeof reply[0] !== 'number') throw new Error('membership script returned an unexpected reply');
+    const members: Member[] = [];
+    for (let i = 1; i + 1 < reply.length; i += 2) members.push({ id: String(reply[i]), url: String(reply[i + 1]) });
+    this.#apply(reply[0], members, mode === 'leave');
+  }
+
+  #apply(epoch: number, members: Member[], leaving: boolean): void {
+    // A reply older than what we hold (a slow heartbeat racing a pub/sub-triggered one) is ignored.
+    if (epoch < this.#epoch) return;
+    if (!leaving && !members.some((m) => m.id === this.#self.id)) members.push(this.#self);
+    if (leaving) members = members.filter((m) => m.id !== this.#self.id);
+    members.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const sig = signature(members);
+    if (epoch === this.#epoch && sig === this.#signature) return;
+    this.#epoch = epoch;
+    this.#members = members;
+    this.#signature = sig;
+    for (const listener of this.#listeners) listener(epoch, members.slice());
+  }
+}
+
+function signature(members: readonly Member[]): string {
+  return members.map((m) => `${m.id}\u0000${m.url}`).join('\u0001');
+}
