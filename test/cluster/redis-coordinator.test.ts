@@ -257,6 +257,12 @@ test('Redis restart: degraded while down, then re-registered, rules re-seeded, h
   assert.equal(JSON.parse((await raw.hget(`${prefix}rules`, 'shop'))!), [rule('live:*', 9)], 'live rules re-seeded, not the config ones');
   await waitFor('buffered history flushed', async () => (await raw.xlen(`${prefix}history`)) === 1);
   assert.equal((await b.history('shop', 0, 10)).map((e) => e.key), ['during-outage']);
+
+  // The subscriber resubscribed: the live feed flows again.
+  const feed: string[] = [];
+  b.onEvent((e) => feed.push(e.key));
+  a.publishEvent({ type: 'demote', app: 'shop', key: 'after-outage', qps: 0, at: Date.now(), hub: 'a' });
+  await waitFor('b to hear a over pub/sub after the restart', () => feed.includes('after-outage'));
 });
 
 test('a hub started while Redis is down resolves, retries, and joins when Redis comes up', async () => {
