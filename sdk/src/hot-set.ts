@@ -139,11 +139,11 @@ export class HotSet {
     return n;
   }
 
-  /** Drops entries whose time is up; returns their keys. */
-  expire(now: number): string[] {
-    const out: string[] = [];
-    for (const state of this.#map.values()) if (now >= state.until) out.push(state.key);
-    for (const key of out) this.#map.delete(key);
+  /** Drops entries whose time is up; returns them. */
+  expire(now: number): HotState[] {
+    const out: HotState[] = [];
+    for (const state of this.#map.values()) if (now >= state.until) out.push(state);
+    for (const state of out) this.#map.delete(state.key);
     return out;
   }
 

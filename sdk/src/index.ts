@@ -1,3 +1,11 @@
+export { HotKeyClient, SDK_NAME } from './client.ts';
+export type { ClientEvents, ClientOptions, ClientStats, ClientStatus, DemoteInfo, InvalidateInfo, PromoteInfo } from './client.ts';
 export { ErrorCode, HotKeyError, ProtocolError, ValidationError } from './errors.ts';
-export { DEFAULT_RULE, RuleSet, parseRules } from './rules.ts';
+export { CloseCode, MAX_KEY_LENGTH, PROTOCOL_VERSION } from './protocol.ts';
+export { DEFAULT_RULE, RuleSet, localThreshold, parseRules } from './rules.ts';
 export type { Rule } from './rules.ts';
+export { Ownership } from './ownership.ts';
+export { AccessWindow } from './window.ts';
+export type { AccessWindowOptions } from './window.ts';
+export { LocalCache } from './local-cache.ts';
+export type { LocalCacheOptions } from './local-cache.ts';

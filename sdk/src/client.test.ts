@@ -1,0 +1,325 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HotKeyClient, type ClientOptions, type ClientStatus } from './client.ts';
+import { ErrorCode, HotKeyError } from './errors.ts';
+import { Ownership } from './ownership.ts';
+import { CloseCode, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from './protocol.ts';
+import { ProtocolPeer, until, type PeerSocket } from './protocol-peer.test-helper.ts';
+
+const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 10_000, cache: true, at: 0 };
+
+interface Setup {
+  peer: ProtocolPeer;
+  hk: HotKeyClient;
+  sock: PeerSocket;
+  clock: { t: number };
+}
+
+async function setup(opts: Partial<ClientOptions> = {}, peerOpts: Partial<ConstructorParameters<typeof ProtocolPeer>[0]> = {}): Promise<Setup> {
+  const peer = await new ProtocolPeer({ id: 'hub-a', rules: [{ match: '*', threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 }], local: [10], ...peerOpts }).listen();
+  const clock = { t: 0 };
+  const socketP = peer.nextSocket();
+  const hk = new HotKeyClient({ app: 'shop', hubs: [peer.url], token: 's3cret', instanceId: 'i-1', flushIntervalMs: 10, now: () => clock.t, ...opts });
+  const sock = await socketP;
+  await hk.ready({ signal: AbortSignal.timeout(3000) });
+  return { peer, hk, sock, clock };
+}
+
+async function teardown(s: Setup): Promise<void> {
+  await s.hk.close();
+  await s.peer.close();
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+
+test('hello carries version, app, token, instance; ready resolves on welcome', async () => {
+  const s = await setup();
+  assert.is(s.sock.hello.v, PROTOCOL_VERSION);
+  assert.is(s.sock.hello.app, 'shop');
+  assert.is(s.sock.hello.token, 's3cret');
+  assert.is(s.sock.hello.instance, 'i-1');
+  assert.is(s.sock.hello.role, 'sdk');
+  assert.equal(s.hk.hubs(), ['hub-a']);
+  assert.is(s.hk.rules()[0]!.threshold, 100);
+  await teardown(s);
+});
+
+test('fatal close codes reject ready() and stop retrying', async () => {
+  for (const [code, errorCode] of [
+    [CloseCode.Auth, ErrorCode.Auth],
+    [CloseCode.UnknownApp, ErrorCode.UnknownApp],
+    [CloseCode.Version, ErrorCode.Version],
+  ] as const) {
+    const peer = await new ProtocolPeer({ id: 'hub-x', refuse: { code, errorCode } }).listen();
+    const hk = new HotKeyClient({ app: 'shop', hubs: peer.url, reconnectMinMs: 1, reconnectMaxMs: 2 });
+    const statuses = hk.status();
+    const err = await hk.ready({ signal: AbortSignal.timeout(3000) }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.instance(err, HotKeyError);
+    assert.is((err as HotKeyError).code, errorCode);
+    const seen: ClientStatus['type'][] = [];
+    for (;;) {
+      const { value } = await statuses.next();
+      if (!value) break;
+      seen.push(value.type);
+      if (value.type === 'error') break;
+    }
+    assert.equal(seen, ['disconnect', 'error'], 'no reconnect after a fatal code');
+    await hk.close();
+    assert.is(peer.sockets.length, 1);
+    await peer.close();
+  }
+});
+
+test('promote: hits come from the cache; concurrent loads share one loader call', async () => {
+  const s = await setup();
+  let calls = 0;
+  const gate = deferred<string>();
+  const loader = () => {
+    calls++;
+    return gate.promise;
+  };
+  assert.is(await s.hk.get('item:1', () => 'cold'), 'cold'); // not hot: loader every time
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'item:1', ...P });
+  await until(() => s.hk.isHot('item:1'));
+  const a = s.hk.get('item:1', loader);
+  const b = s.hk.get('item:1', loader);
+  gate.resolve('v1');
+  assert.equal(await Promise.all([a, b]), ['v1', 'v1']);
+  assert.is(calls, 1);
+  assert.is(await s.hk.get('item:1', loader), 'v1');
+  assert.is(calls, 1);
+  const st = s.hk.stats();
+  assert.is(st.hits, 1);
+  assert.is(st.loads, 1);
+  assert.is(st.coalesced, 1);
+  assert.is(st.misses, 1);
+  assert.is(st.cacheSize, 1);
+  await teardown(s);
+});
+
+test('loader errors reach the caller and are not cached', async () => {
+  const s = await setup();
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
+  await until(() => s.hk.isHot('k'));
+  const async = await s.hk.get('k', () => Promise.reject(new Error('db down'))).catch((e: Error) => e);
+  assert.is((async as Error).message, 'db down');
+  const err = await s.hk.get('k', () => {
+    throw new Error('sync boom');
+  }).catch((e: Error) => e);
+  assert.is((err as Error).message, 'sync boom');
+  assert.is(await s.hk.get('k', () => 'ok'), 'ok');
+  assert.is(s.hk.stats().loadErrors, 2);
+  await teardown(s);
+});
+
+test('invalidation during a load: the loaded value is not cached; Applied is sent', async () => {
+  const s = await setup();
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
+  await until(() => s.hk.isHot('k'));
+  const gate = deferred<string>();
+  const inflight = s.hk.get('k', () => gate.promise);
+  s.sock.send({ t: MsgType.Invalidate, seq: 2, key: 'k' });
+  const applied = await s.sock.next(MsgType.Applied);
+  assert.is(applied.seq, 2);
+  // a get after the invalidation must not join the stale load
+  let calls = 0;
+  const fresh = s.hk.get('k', () => (calls++, 'new'));
+  gate.resolve('old');
+  assert.is(await inflight, 'old');
+  assert.is(await fresh, 'new');
+  assert.is(calls, 1);
+  // 'new' was loaded after the invalidation and is cached; 'old' never was
+  assert.is(await s.hk.get('k', () => 'loader'), 'new');
+  assert.ok(s.hk.isHot('k'), 'an invalidation keeps the key hot');
+  await teardown(s);
+});
+
+test('sequence gap: cached values of that hub are dropped and Resync is sent', async () => {
+  const s = await setup();
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'a', ...P });
+  await until(() => s.hk.isHot('a'));
+  await s.hk.get('a', () => 'A');
+  assert.is(await s.hk.get('a', () => 'reloaded'), 'A');
+  s.sock.send({ t: MsgType.Promote, seq: 3, key: 'b', ...P }); // seq 2 is missing
+  await s.sock.next(MsgType.Resync);
+  assert.is(await s.hk.get('a', () => 'reloaded'), 'reloaded');
+  assert.ok(s.hk.isHot('b'), 'the broadcast after the gap still applies');
+  assert.is(s.hk.stats().resyncs, 1);
+  // the snapshot answers the resync: it replaces the hub's hot set
+  s.sock.send({ t: MsgType.Snapshot, seq: 3, hot: [{ key: 'b', ttlMs: 1000, cacheTtlMs: 500, cache: true, qps: 1 }] });
+  await until(() => !s.hk.isHot('a'));
+  s.sock.send({ t: MsgType.Promote, seq: 4, key: 'c', ...P });
+  await until(() => s.hk.isHot('c'));
+  assert.is(s.hk.stats().resyncs, 1, 'in sequence again');
+  await teardown(s);
+});
+
+test('demote drops the key and its value; events fire', async () => {
+  const s = await setup();
+  const events: string[] = [];
+  s.hk.on('promote', (key) => events.push(`promote ${key}`));
+  s.hk.on('demote', (key, info) => events.push(`demote ${key} ${info.reason}`));
+  s.hk.on('invalidate', (key) => events.push(`invalidate ${key}`));
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
+  s.sock.send({ t: MsgType.Invalidate, seq: 2, key: 'k' });
+  s.sock.send({ t: MsgType.Demote, seq: 3, key: 'k' });
+  await until(() => events.length === 3);
+  assert.equal(events, ['promote k', 'invalidate k', 'demote k demote']);
+  assert.not.ok(s.hk.isHot('k'));
+  await teardown(s);
+});
+
+test('hot entries expire at hotMs on the injected clock', async () => {
+  const s = await setup();
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P, hotMs: 1000 });
+  await until(() => s.hk.isHot('k'));
+  s.clock.t = 999;
+  await until(() => s.hk.stats().hotKeys === 1);
+  s.clock.t = 1000;
+  await until(() => s.hk.stats().hotKeys === 0);
+  await teardown(s);
+});
+
+test('stale bound: cut off from the hub, cached values serve at most maxStaleMs', async () => {
+  const s = await setup({ maxStaleMs: 3000, reconnectMinMs: 5000, reconnectMaxMs: 5000 });
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
+  await until(() => s.hk.isHot('k'));
+  await s.hk.get('k', () => 'cached');
+  s.clock.t = 100;
+  s.sock.ws.terminate();
+  await until(() => s.hk.hubs().length === 0);
+  s.clock.t = 3099;
+  await new Promise((r) => setTimeout(r, 30)); // let a few ticks see 3099
+  assert.is(await s.hk.get('k', () => 'loader'), 'cached', 'still within the bound');
+  s.clock.t = 3100;
+  await until(() => !s.hk.isHot('k'));
+  assert.is(await s.hk.get('k', () => 'loader'), 'loader');
+  await teardown(s);
+});
+
+test('reports: keys over the local threshold, counts since the last report', async () => {
+  const s = await setup({}, { local: [10] });
+  for (let i = 0; i < 9; i++) s.hk.track('cool');
+  for (let i = 0; i < 25; i++) s.hk.track('warm');
+  const report = await s.sock.next(MsgType.Report);
+  assert.equal(report.keys, ['warm']);
+  assert.is(report.counts[0]!, 25 - 1); // the first access only entered the sketch
+  for (let i = 0; i < 5; i++) s.hk.track('warm');
+  const next = await s.sock.next(MsgType.Report);
+  assert.equal(next.keys, ['warm']);
+  assert.equal(next.counts, [5]);
+  assert.ok(s.hk.stats().reports >= 2);
+  await teardown(s);
+});
+
+test('cluster: connects to members, one report per hub with the keys it owns', async () => {
+  const b = await new ProtocolPeer({ id: 'hub-b', local: [1], rules: [{ match: '*', threshold: 5, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 }] }).listen();
+  const bSocketP = b.nextSocket();
+  const s = await setup({}, { local: [1], members: (self) => [{ id: 'hub-a', url: self }, { id: 'hub-b', url: b.url }] });
+  b.opts.members = () => [{ id: 'hub-a', url: s.peer.url }, { id: 'hub-b', url: b.url }];
+  const bSock = await bSocketP;
+  await until(() => s.hk.hubs().length === 2);
+  assert.is(s.peer.sockets.length, 1, 'no duplicate connection to the seed');
+  const own = new Ownership(['hub-a', 'hub-b']);
+  const keys = Array.from({ length: 40 }, (_, i) => `key:${i}`);
+  for (const key of keys) for (let i = 0; i < 3; i++) s.hk.track(key);
+  const [ra, rb] = await Promise.all([s.sock.next(MsgType.Report), bSock.next(MsgType.Report)]);
+  assert.ok(ra.keys.length > 0 && rb.keys.length > 0);
+  assert.is(ra.keys.length + rb.keys.length, 40);
+  for (const k of ra.keys) assert.is(own.owner(k), 'hub-a');
+  for (const k of rb.keys) assert.is(own.owner(k), 'hub-b');
+  // invalidate goes to the owner
+  const key = rb.keys[0]!;
+  const done = s.hk.invalidate(key);
+  const req = await bSock.next(MsgType.InvalidateRequest);
+  assert.is(req.key, key);
+  bSock.send({ t: MsgType.Ack, id: req.id, seq: 1 });
+  await done;
+  // losing hub-b moves its keys to hub-a
+  b.opts.members = undefined;
+  s.sock.send({ t: MsgType.Members, epoch: 2, members: [{ id: 'hub-a', url: s.peer.url }] });
+  await until(() => s.hk.hubs().length === 1);
+  for (const k of rb.keys) for (let i = 0; i < 3; i++) s.hk.track(k);
+  const moved = await s.sock.next(MsgType.Report);
+  assert.equal(moved.keys.sort(), [...rb.keys].sort());
+  await teardown(s);
+  await b.close();
+});
+
+test('invalidate: ack, timeout, unavailable, closed', async () => {
+  const s = await setup({ invalidateTimeoutMs: 50 });
+  const p = s.hk.invalidate('k');
+  const req = await s.sock.next(MsgType.InvalidateRequest);
+  s.sock.send({ t: MsgType.Ack, id: req.id, seq: 1 });
+  await p;
+  const timedOut = await s.hk.invalidate('k2').catch((e: HotKeyError) => e);
+  assert.is((timedOut as HotKeyError).code, ErrorCode.Timeout);
+  const pending = s.hk.invalidate('k3');
+  await s.sock.next(MsgType.InvalidateRequest);
+  const closing = s.hk.close();
+  const closed = await pending.catch((e: HotKeyError) => e);
+  assert.is((closed as HotKeyError).code, ErrorCode.Closed);
+  await closing;
+  assert.is(await s.hk.get('k', () => 'after close'), 'after close');
+  assert.is(((await s.hk.invalidate('k').catch((e: HotKeyError) => e)) as HotKeyError).code, ErrorCode.Closed);
+  await s.peer.close();
+
+  const down = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1' });
+  let cached = 0;
+  const err = await down.invalidate('x').catch((e: HotKeyError) => e);
+  assert.is((err as HotKeyError).code, ErrorCode.Unavailable);
+  assert.is(await down.get('x', () => (cached++, 'loaded')), 'loaded', 'get never waits on the network');
+  assert.is(cached, 1);
+  await down.close();
+});
+
+test('a dead hub is noticed within the liveness timeout', async () => {
+  const s = await setup({ pingIntervalMs: 50, livenessTimeoutMs: 150, reconnectMinMs: 5000, reconnectMaxMs: 5000 });
+  const started = performance.now();
+  (s.sock.ws as unknown as { _socket: { pause(): void } })._socket.pause(); // no more pongs
+  await until(() => s.hk.hubs().length === 0, 2000, 'disconnect');
+  assert.ok(performance.now() - started < 1000);
+  await teardown(s);
+});
+
+test('network faults never throw without an error listener; status reports them', async () => {
+  const hk = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1', reconnectMinMs: 1, reconnectMaxMs: 5 });
+  const st = hk.status();
+  const seen = new Set<string>();
+  for (;;) {
+    const { value } = await st.next();
+    if (!value) break;
+    seen.add(value.type);
+    if (seen.has('error') && seen.has('reconnecting')) break;
+  }
+  await hk.close();
+  assert.ok(seen.has('error'));
+  const ended = await st.next();
+  assert.ok(ended.done || ended.value?.type === 'closed');
+});
+
+test('misuse throws TypeError at once', () => {
+  const t = (fn: () => unknown) => assert.throws(fn, (e: unknown) => e instanceof TypeError);
+  t(() => new HotKeyClient({ app: '', hubs: ['ws://127.0.0.1:1'] }));
+  t(() => new HotKeyClient({ app: 'a', hubs: [] }));
+  t(() => new HotKeyClient({ app: 'a', hubs: ['http://x'] }));
+  t(() => new HotKeyClient({ app: 'a', hubs: 'ws://127.0.0.1:1', flushIntervalMs: 0 }));
+  const hk = new HotKeyClient({ app: 'a', hubs: 'ws://127.0.0.1:1' });
+  t(() => hk.get(42 as unknown as string, () => 1));
+  t(() => hk.get('x'.repeat(MAX_KEY_LENGTH + 1), () => 1));
+  t(() => hk.get('', () => 1));
+  t(() => hk.get('k', 'nope' as unknown as () => 1));
+  t(() => hk.track(null as unknown as string));
+  t(() => hk.invalidate({} as unknown as string));
+  void hk.close();
+});
+
+test.run();

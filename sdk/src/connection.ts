@@ -1,0 +1,258 @@
+/**
+ * One SDK connection to one hub URL: binary frames over `ws` (per-message deflate off), the
+ * Hello → Welcome handshake, ping/pong liveness and reconnection with capped exponential backoff
+ * and full jitter. Close codes in FATAL_CLOSE_CODES (bad version, unknown app, bad token) stop
+ * the retries: trying again cannot succeed. The owner (the client) hears everything through a
+ * `ConnectionHandler`; nothing here throws into the caller or emits unhandled events.
+ */
+import WebSocket from 'ws';
+import { ErrorCode, HotKeyError, ProtocolError } from './errors.ts';
+import { CloseCode, decodeServerMessage, encode, FATAL_CLOSE_CODES, MAX_FRAME_BYTES, MsgType, type ClientMessage, type Hello, type ServerMessage, type Welcome } from './protocol.ts';
+
+export interface ConnectionHandler {
+  /** the hub accepted the Hello; `conn.hubId` is set */
+  welcome(conn: HubConnection, welcome: Welcome): void;
+  /** any later frame from the hub, already validated */
+  message(conn: HubConnection, message: ServerMessage): void;
+  /** the socket closed after a Welcome (`welcomed`) or before it */
+  down(conn: HubConnection, code: number, reason: string, welcomed: boolean): void;
+  /** about to retry in `delayMs` */
+  reconnecting(conn: HubConnection, delayMs: number): void;
+  /** a non-fatal fault: the connection recovers by itself */
+  error(conn: HubConnection, error: Error): void;
+  /** a fatal refusal (version, app, auth): the connection stopped for good */
+  fatal(conn: HubConnection, error: HotKeyError): void;
+}
+
+export interface HubConnectionOptions {
+  url: string;
+  hello: Hello;
+  /** ping period while connected @default 1000 */
+  pingIntervalMs?: number;
+  /** a hub silent (no pong, no frame) this long is dead: the socket is dropped @default 2000 */
+  livenessTimeoutMs?: number;
+  /** first reconnect delay cap @default 100 */
+  backoffMinMs?: number;
+  /** largest reconnect delay cap @default 5000 */
+  backoffMaxMs?: number;
+  /** a hub that opened the socket but sent no Welcome within this is dropped @default 5000 */
+  welcomeTimeoutMs?: number;
+  /** random source for jitter, in [0, 1) @default Math.random */
+  random?: () => number;
+}
+
+export type ConnectionState = 'idle' | 'connecting' | 'handshake' | 'open' | 'waiting' | 'closed';
+
+const FATAL_CODE_ERRORS: Record<number, ErrorCode> = {
+  [CloseCode.Version]: ErrorCode.Version,
+  [CloseCode.UnknownApp]: ErrorCode.UnknownApp,
+  [CloseCode.Auth]: ErrorCode.Auth,
+};
+
+export class HubConnection {
+  readonly url: string;
+  /** the hub's id, known from its Welcome (kept across reconnects until a new Welcome) */
+  hubId: string | undefined;
+  /** protocol-level state; 'open' means the Welcome arrived */
+  state: ConnectionState = 'idle';
+
+  readonly #handler: ConnectionHandler;
+  readonly #hello: Hello;
+  readonly #pingIntervalMs: number;
+  readonly #livenessTimeoutMs: number;
+  readonly #backoffMinMs: number;
+  readonly #backoffMaxMs: number;
+  readonly #welcomeTimeoutMs: number;
+  readonly #random: () => number;
+
+  #ws: WebSocket | undefined;
+  #attempt = 0;
+  #lastSeen = 0;
+  #pingTimer: NodeJS.Timeout | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #welcomeTimer: NodeJS.Timeout | undefined;
+  /** the hub's Error frame, if any, explains the close that follows it */
+  #lastHubError: { code: string; message: string } | undefined;
+
+  constructor(options: HubConnectionOptions, handler: ConnectionHandler) {
+    this.url = options.url;
+    this.#hello = options.hello;
+    this.#handler = handler;
+    this.#pingIntervalMs = options.pingIntervalMs ?? 1000;
+    this.#livenessTimeoutMs = options.livenessTimeoutMs ?? 2000;
+    this.#backoffMinMs = options.backoffMinMs ?? 100;
+    this.#backoffMaxMs = options.backoffMaxMs ?? 5000;
+    this.#welcomeTimeoutMs = options.welcomeTimeoutMs ?? 5000;
+    this.#random = options.random ?? Math.random;
+  }
+
+  start(): void {
+    if (this.state !== 'idle' && this.state !== 'waiting') return;
+    this.#open();
+  }
+
+  /** Sends a frame if the hub is welcomed; false when not sent. */
+  send(message: ClientMessage): boolean {
+    return this.sendBytes(encode(message));
+  }
+
+  sendBytes(bytes: Uint8Array): boolean {
+    const ws = this.#ws;
+    if (this.state !== 'open' || ws === undefined || ws.readyState !== WebSocket.OPEN) return false;
+    ws.send(bytes, { binary: true });
+    return true;
+  }
+
+  /** bytes queued in the socket but not yet written (0 when not connected) */
+  get bufferedAmount(): number {
+    return this.#ws?.bufferedAmount ?? 0;
+  }
+
+  /** Stops for good: no more retries. */
+  close(code: number = CloseCode.Normal, reason = 'client closed'): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.#clearTimers();
+    const ws = this.#ws;
+    this.#ws = undefined;
+    if (ws !== undefined) {
+      ws.removeAllListeners();
+      ws.on('error', () => {}); // a late socket error after close must not crash the process
+      if (ws.readyState === WebSocket.OPEN) ws.close(code, reason);
+      else ws.terminate();
+    }
+  }
+
+  /** Drops the socket (a protocol fault or a dead peer) and reconnects with backoff. */
+  drop(code: number, reason: string): void {
+    const ws = this.#ws;
+    if (ws === undefined) return;
+    if (ws.readyState === WebSocket.OPEN) ws.close(code, reason.slice(0, 120));
+    // ws emits 'close' after the closing handshake or the terminate; a dead peer never answers
+    setTimeout(() => {
+      if (this.#ws === ws) ws.terminate();
+    }, 500).unref();
+  }
+
+  #open(): void {
+    this.state = 'connecting';
+    this.#lastHubError = undefined;
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(this.url, {
+        perMessageDeflate: false,
+        maxPayload: 4 * MAX_FRAME_BYTES,
+        handshakeTimeout: this.#livenessTimeoutMs + this.#pingIntervalMs,
+      });
+    } catch (err) {
+      // a malformed URL: nothing will ever connect
+      this.state = 'closed';
+      this.#handler.fatal(this, new HotKeyError(ErrorCode.Config, `bad hub URL ${this.url}: ${(err as Error).message}`, { cause: err }));
+      return;
+    }
+    this.#ws = ws;
+    ws.binaryType = 'nodebuffer';
+    ws.on('open', () => this.#onOpen(ws));
+    ws.on('message', (data, isBinary) => this.#onMessage(ws, data as Buffer, isBinary));
+    ws.on('pong', () => {
+      this.#lastSeen = performance.now();
+    });
+    ws.on('error', (err) => {
+      if (this.#ws === ws) this.#handler.error(this, err);
+    });
+    ws.on('close', (code, reason) => this.#onClose(ws, code, reason.toString()));
+  }
+
+  #onOpen(ws: WebSocket): void {
+    if (this.#ws !== ws) return;
+    this.state = 'handshake';
+    this.#lastSeen = performance.now();
+    ws.send(encode(this.#hello), { binary: true });
+    this.#welcomeTimer = setTimeout(() => {
+      this.#handler.error(this, new HotKeyError(ErrorCode.Timeout, `no Welcome from ${this.url} within ${this.#welcomeTimeoutMs} ms`));
+      this.drop(CloseCode.Normal, 'no welcome');
+    }, this.#welcomeTimeoutMs);
+    this.#pingTimer = setInterval(() => this.#checkLiveness(ws), this.#pingIntervalMs);
+  }
+
+  #checkLiveness(ws: WebSocket): void {
+    if (this.#ws !== ws) return;
+    if (performance.now() - this.#lastSeen > this.#livenessTimeoutMs) {
+      this.#handler.error(this, new HotKeyError(ErrorCode.Timeout, `hub ${this.hubId ?? this.url} silent for over ${this.#livenessTimeoutMs} ms`));
+      // a dead peer never completes a closing handshake: cut the socket now
+      ws.terminate();
+      return;
+    }
+    if (ws.readyState === WebSocket.OPEN) ws.ping();
+  }
+
+  #onMessage(ws: WebSocket, data: Buffer, isBinary: boolean): void {
+    if (this.#ws !== ws) return;
+    this.#lastSeen = performance.now();
+    let message: ServerMessage;
+    try {
+      if (!isBinary) throw new ProtocolError(ErrorCode.Protocol, 'text frame from hub', CloseCode.Protocol);
+      message = decodeServerMessage(data);
+    } catch (err) {
+      // A frame we cannot read may have been a broadcast: reconnect and resync from scratch.
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.#handler.error(this, error);
+      this.drop(err instanceof ProtocolError ? err.closeCode : CloseCode.Protocol, error.message);
+      return;
+    }
+    if (message.t === MsgType.Error) {
+      this.#lastHubError = { code: message.code, message: message.message };
+      return;
+    }
+    if (this.state === 'handshake') {
+      if (message.t !== MsgType.Welcome) {
+        this.#handler.error(this, new ProtocolError(ErrorCode.Protocol, `expected Welcome, got message type ${message.t}`, CloseCode.Protocol));
+        this.drop(CloseCode.Protocol, 'expected welcome');
+        return;
+      }
+      clearTimeout(this.#welcomeTimer);
+      this.#welcomeTimer = undefined;
+      this.state = 'open';
+      this.#attempt = 0;
+      this.hubId = message.hub;
+      this.#handler.welcome(this, message);
+      return;
+    }
+    if (this.state === 'open') this.#handler.message(this, message);
+  }
+
+  #onClose(ws: WebSocket, code: number, reason: string): void {
+    if (this.#ws !== ws) return;
+    this.#ws = undefined;
+    this.#clearTimers();
+    const welcomed = this.state === 'open';
+    const hubError = this.#lastHubError;
+    if (this.state === 'closed') return;
+    this.state = 'waiting';
+    this.#handler.down(this, code, reason || hubError?.message || '', welcomed);
+    if (FATAL_CLOSE_CODES.has(code)) {
+      this.state = 'closed';
+      const errCode = FATAL_CODE_ERRORS[code] ?? ErrorCode.Protocol;
+      this.#handler.fatal(this, new HotKeyError(errCode, `hub ${this.url} refused the connection: ${hubError?.message || reason || errCode} (close ${code})`));
+      return;
+    }
+    // full jitter over a capped exponential ceiling, never under the floor
+    const ceiling = Math.min(this.#backoffMaxMs, this.#backoffMinMs * 2 ** Math.min(this.#attempt, 30));
+    const delayMs = Math.max(this.#backoffMinMs, Math.floor(this.#random() * ceiling));
+    this.#attempt++;
+    this.#handler.reconnecting(this, delayMs);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (this.state === 'waiting') this.#open();
+    }, delayMs);
+  }
+
+  #clearTimers(): void {
+    clearInterval(this.#pingTimer);
+    clearTimeout(this.#retryTimer);
+    clearTimeout(this.#welcomeTimer);
+    this.#pingTimer = undefined;
+    this.#retryTimer = undefined;
+    this.#welcomeTimer = undefined;
+  }
+}
