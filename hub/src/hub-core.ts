@@ -8,6 +8,7 @@ import { Ownership } from '@hotkey/sdk/ownership';
 import {
   CloseCode,
   encode,
+  MAX_FRAME_BYTES,
   MsgType,
   PROTOCOL_VERSION,
   type HotEntry,
@@ -489,15 +490,21 @@ export class HubCore implements SessionHost {
     }
   }
 
+  /**
+   * The hot set in one frame. A frame must stay under MAX_FRAME_BYTES (the SDK refuses larger ones),
+   * so a huge hot set is cut to its highest-QPS keys: a key left out is merely served by the loader
+   * until its next Promote, which is safe.
+   */
   #sendSnapshot(app: AppState, session: Session): void {
     const now = this.#now();
-    const hot: HotEntry[] = app.aggregator.hot(now).map((v) => ({
-      key: v.key,
-      ttlMs: Math.ceil(v.ttlMs),
-      cacheTtlMs: v.rule.cacheTtlMs,
-      cache: v.rule.cache,
-      qps: v.qps,
-    }));
+    const views = app.aggregator.hot(now).sort((a, b) => b.qps - a.qps);
+    const hot: HotEntry[] = [];
+    let bytes = 64;
+    for (const v of views) {
+      bytes += 3 * v.key.length + 80; // worst-case UTF-8 key + field names and numbers
+      if (bytes > MAX_FRAME_BYTES) break;
+      hot.push({ key: v.key, ttlMs: Math.ceil(v.ttlMs), cacheTtlMs: v.rule.cacheTtlMs, cache: v.rule.cache, qps: v.qps });
+    }
     app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Snapshot, seq: app.broadcaster.seq, hot }));
   }
 

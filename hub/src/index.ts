@@ -1,7 +1,7 @@
 /** @hotkey/hub: the hot-key hub. Explicit exports only. */
 export { startHub, Hub } from './hub.ts';
 export { DEFAULT_TUNABLES } from './options.ts';
-export type { HubOptions, HubTunables } from './options.ts';
+export type { HubConfigInput, HubOptions, HubTunables } from './options.ts';
 export { LocalCoordinator } from './local-coordinator.ts';
 export type { LocalCoordinatorOptions } from './local-coordinator.ts';
 export type { AppAuth, Coordinator, Health, HubEvent, HubStatus } from './coordinator.ts';

@@ -3,7 +3,13 @@
  * that the CLI, tests and the cluster engineer's code can read the defaults without a server.
  */
 import type { Coordinator } from './coordinator.ts';
-import type { HubConfig } from './config.ts';
+
+/** The config file's shape before validation (rules get their defaults filled in). */
+export interface HubConfigInput {
+  apps: Record<string, { token?: string; rules?: readonly object[] }>;
+  adminToken?: string;
+  dashboardToken?: string;
+}
 
 export interface HubTunables {
   /** keys with a sliding window per app; more evict the smallest non-hot key @default 100000 */
@@ -52,8 +58,8 @@ export interface HubOptions {
   port?: number;
   /** interface to listen on @default '127.0.0.1' */
   host?: string;
-  /** parsed config (wins over `configPath`); neither: open mode (any app, no token, default rule) */
-  config?: HubConfig;
+  /** parsed config JSON, validated like the file (wins over `configPath`); neither: open mode (any app, no token, default rule) */
+  config?: HubConfigInput;
   /** JSON config file to load and validate */
   configPath?: string;
   /** the cluster seam @default a LocalCoordinator over `config` */

@@ -1,0 +1,217 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { pack } from 'msgpackr';
+import WebSocket from 'ws';
+import { startHub, type Hub } from '@hotkey/hub';
+import { CloseCode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
+import { DEFAULT_RULE, localThreshold } from '@hotkey/sdk/rules';
+import { RawClient } from './hub-raw-client.ts';
+
+const config = {
+  apps: {
+    shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000 }] },
+    open: {},
+  },
+};
+
+let hub: Hub;
+const clients: RawClient[] = [];
+async function join(app: string, opts: { token?: string; instance?: string } = {}) {
+  const j = await RawClient.join(hub.url, app, opts);
+  clients.push(j.client);
+  return j;
+}
+async function connect() {
+  const c = await RawClient.connect(hub.url);
+  clients.push(c);
+  return c;
+}
+
+test.before(async () => {
+  hub = await startHub({ port: 0, config, tunables: { helloTimeoutMs: 300, invalidateAckTimeoutMs: 400, configDebounceMs: 20 }, log: () => {} });
+});
+test.after.each(() => {
+  for (const c of clients.splice(0)) c.close();
+});
+test.after(async () => {
+  await hub.close();
+});
+
+test('hello gets Welcome with rules, local thresholds, members and seq, then a Snapshot', async () => {
+  const { welcome, snapshot } = await join('shop', { token: 's3cret', instance: 'a' });
+  assert.is(welcome.v, PROTOCOL_VERSION);
+  assert.is(welcome.hub, hub.id);
+  assert.equal(welcome.members, [{ id: hub.id, url: hub.url }]);
+  assert.is(welcome.rules.length, 1);
+  assert.is(welcome.rules[0]!.match, 'item:*');
+  assert.equal(welcome.local, [localThreshold(welcome.rules[0]!, 1)]);
+  assert.is(welcome.instances, 1);
+  assert.is(snapshot.seq, welcome.seq);
+  assert.equal(snapshot.hot, []);
+
+  const open = await join('open');
+  assert.equal(open.welcome.rules, [DEFAULT_RULE], 'an app without rules gets the default rule');
+  assert.equal(open.welcome.local, [200]);
+});
+
+test('a second instance triggers Config with the new instance count and local thresholds', async () => {
+  const a = await join('shop', { token: 's3cret', instance: 'cfg-a' });
+  const b = await join('shop', { token: 's3cret', instance: 'cfg-b' });
+  assert.is(b.welcome.instances, 2);
+  const cfg = await a.client.next(MsgType.Config, 2000, (m) => m.instances === 2);
+  assert.equal(cfg.local, [localThreshold(cfg.rules[0]!, 2)]);
+});
+
+test('reports crossing the threshold promote, broadcast to every SDK of the app only', async () => {
+  const a = await join('shop', { token: 's3cret', instance: 'p-a' });
+  const b = await join('shop', { token: 's3cret', instance: 'p-b' });
+  const other = await join('open', { instance: 'p-o' });
+  a.client.send({ t: MsgType.Report, keys: ['item:p1', 'user:1'], counts: [60, 500] });
+  await a.client.ping();
+  assert.not.ok(a.client.pending().some((m) => m.t === MsgType.Promote), '60 of 100 is not hot; user:1 matches no rule');
+  b.client.send({ t: MsgType.Report, keys: ['item:p1'], counts: [40] });
+  const pa = await a.client.next(MsgType.Promote);
+  const pb = await b.client.next(MsgType.Promote);
+  assert.equal(pa, pb, 'same frame to every socket');
+  assert.is(pa.key, 'item:p1');
+  assert.is(pa.qps, 100);
+  assert.is(pa.hotMs, 30_000);
+  assert.is(pa.cacheTtlMs, 5000);
+  assert.is(pa.cache, true);
+  assert.ok(pa.seq > 0);
+  await other.client.ping();
+  assert.not.ok(other.client.received.some((m) => m.t === MsgType.Promote), 'other apps hear nothing');
+
+  const late = await join('shop', { token: 's3cret', instance: 'p-late' });
+  assert.is(late.welcome.seq, pa.seq);
+  const entry = late.snapshot.hot.find((h) => h.key === 'item:p1');
+  assert.ok(entry, 'a new SDK gets the hot set in its Snapshot');
+  assert.ok(entry!.ttlMs > 29_000 && entry!.ttlMs <= 30_000);
+});
+
+test('invalidation is acked only after every connected SDK applied it', async () => {
+  const w = await join('shop', { token: 's3cret', instance: 'inv-w' });
+  const r = await join('shop', { token: 's3cret', instance: 'inv-r' });
+  w.client.send({ t: MsgType.InvalidateRequest, id: 7, key: 'item:x' });
+  const iw = await w.client.next(MsgType.Invalidate);
+  const ir = await r.client.next(MsgType.Invalidate);
+  assert.equal(iw, ir);
+  assert.is(iw.key, 'item:x');
+  w.client.send({ t: MsgType.Applied, seq: iw.seq });
+  await w.client.ping(); // the hub has processed the writer's Applied
+  assert.not.ok(w.client.pending().some((m) => m.t === MsgType.Ack), 'no ack while the reader has not applied');
+  r.client.send({ t: MsgType.Applied, seq: ir.seq });
+  const ack = await w.client.next(MsgType.Ack, 2000);
+  assert.equal(ack, { t: MsgType.Ack, id: 7, seq: iw.seq });
+});
+
+test('invalidation is acked after the timeout when an SDK never applies, and when it disconnects', async () => {
+  const w = await join('shop', { token: 's3cret', instance: 'to-w' });
+  const silent = await join('shop', { token: 's3cret', instance: 'to-s' });
+  const started = Date.now();
+  w.client.send({ t: MsgType.InvalidateRequest, id: 1, key: 'item:t' });
+  const inv = await w.client.next(MsgType.Invalidate);
+  w.client.send({ t: MsgType.Applied, seq: inv.seq });
+  const ack = await w.client.next(MsgType.Ack, 3000);
+  assert.is(ack.id, 1);
+  assert.ok(Date.now() - started >= 350, 'waited for the 400 ms ack timeout');
+
+  w.client.send({ t: MsgType.InvalidateRequest, id: 2, key: 'item:t' });
+  const inv2 = await w.client.next(MsgType.Invalidate);
+  w.client.send({ t: MsgType.Applied, seq: inv2.seq });
+  const t0 = Date.now();
+  silent.client.close();
+  const ack2 = await w.client.next(MsgType.Ack, 3000);
+  assert.is(ack2.id, 2);
+  assert.ok(Date.now() - t0 < 350, 'a closed SDK no longer holds the ack');
+});
+
+const badInputs: { name: string; run: (c: RawClient) => void; code: number; error?: string }[] = [
+  { name: 'garbage bytes', run: (c) => c.sendRaw(new Uint8Array([0xc1, 0xff, 0x00, 0x13])), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
+  { name: 'a text frame', run: (c) => c.sendRaw('{"t":1}'), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
+  { name: 'a hub-only message type', run: (c) => c.sendRaw(pack({ t: MsgType.Promote, seq: 1, key: 'k' })), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
+  { name: 'a Report before Hello', run: (c) => c.send({ t: MsgType.Report, keys: ['a'], counts: [1] }), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
+  { name: 'a Hello with wrong field types', run: (c) => c.sendRaw(pack({ t: MsgType.Hello, v: '1', app: 'shop', instance: 'i', sdk: 'x' })), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
+  { name: 'a wrong protocol version', run: (c) => c.send({ t: MsgType.Hello, v: 99, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }), code: CloseCode.Version, error: 'HK_ERR_VERSION' },
+  { name: 'an unknown app', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'nope', instance: 'i', sdk: 'x' }), code: CloseCode.UnknownApp, error: 'HK_ERR_UNKNOWN_APP' },
+  { name: 'a wrong token', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3creT', instance: 'i', sdk: 'x' }), code: CloseCode.Auth, error: 'HK_ERR_AUTH' },
+  { name: 'a missing token', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', instance: 'i', sdk: 'x' }), code: CloseCode.Auth, error: 'HK_ERR_AUTH' },
+  { name: 'a dashboard hello', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x', role: 'dashboard' }), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
+  { name: 'a frame over MAX_FRAME_BYTES', run: (c) => c.sendRaw(new Uint8Array(MAX_FRAME_BYTES + 1)), code: CloseCode.FrameTooLarge, error: 'HK_ERR_FRAME_TOO_LARGE' },
+  { name: 'a frame over the ws limit', run: (c) => c.sendRaw(new Uint8Array(4 * MAX_FRAME_BYTES + 1)), code: CloseCode.MessageTooBig },
+  { name: 'silence past the hello timeout', run: () => {}, code: CloseCode.HelloTimeout, error: 'HK_ERR_HELLO_TIMEOUT' },
+];
+
+for (const bad of badInputs) {
+  test(`${bad.name} gets ${bad.error ?? 'no Error frame'} and close ${bad.code}; a healthy connection keeps working`, async () => {
+    const healthy = await join('shop', { token: 's3cret', instance: `healthy-${bad.code}` });
+    const c = await connect();
+    bad.run(c);
+    const closed = await c.closeEvent(3000);
+    assert.is(closed.code, bad.code);
+    if (bad.error !== undefined) {
+      const err = c.received.find((m) => m.t === MsgType.Error);
+      assert.ok(err, 'an Error frame precedes the close');
+      assert.is(err!.t === MsgType.Error && err!.code, bad.error);
+    }
+    healthy.client.send({ t: MsgType.Report, keys: ['item:h'], counts: [1] });
+    await healthy.client.ping();
+  });
+}
+
+test('errors after Hello: long key, duplicate Hello, Applied from the future', async () => {
+  const healthy = await join('shop', { token: 's3cret', instance: 'after-healthy' });
+  const cases: [ (c: RawClient) => void, number, string ][] = [
+    [(c) => c.sendRaw(pack({ t: MsgType.Report, keys: ['item:' + 'x'.repeat(MAX_KEY_LENGTH)], counts: [1] })), CloseCode.KeyTooLong, 'HK_ERR_KEY_TOO_LONG'],
+    [(c) => c.sendRaw(pack({ t: MsgType.InvalidateRequest, id: 1, key: '' })), CloseCode.KeyTooLong, 'HK_ERR_KEY_TOO_LONG'],
+    [(c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }), CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
+    [(c) => c.send({ t: MsgType.Applied, seq: 1_000_000 }), CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
+    [(c) => c.sendRaw(pack({ t: MsgType.Report, keys: ['a', 'b'], counts: [1] })), CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
+  ];
+  for (const [run, code, error] of cases) {
+    const { client } = await join('shop', { token: 's3cret' });
+    run(client);
+    const closed = await client.closeEvent();
+    assert.is(closed.code, code);
+    const err = client.received.find((m) => m.t === MsgType.Error);
+    assert.is(err?.t === MsgType.Error && err.code, error);
+    await healthy.client.ping();
+  }
+});
+
+test('a slow consumer is cut off with 4008 instead of silently missing broadcasts', async () => {
+  const slowHub = await startHub({ port: 0, config: { apps: { s: { rules: [{ match: '*', threshold: 1 }] } } }, tunables: { maxBufferedBytes: 1024 * 1024 }, log: () => {} });
+  try {
+    const slow = await RawClient.join(slowHub.url, 's', { instance: 'slow' });
+    const fast = await RawClient.join(slowHub.url, 's', { instance: 'fast' });
+    clients.push(slow.client, fast.client);
+    (slow.client.ws as WebSocket & { _socket: { pause(): void } })._socket.pause();
+    const long = 'k'.repeat(1000);
+    // batches of ~200 KB of Promotes; the reading client drains each before the next, the paused
+    // one fills the kernel buffers and then the hub's send buffer
+    for (let batch = 0; batch < 200 && slowHub.core.metrics.slowConsumers === 0; batch++) {
+      const keys = Array.from({ length: 200 }, (_, i) => `${long}${batch}-${i}`);
+      fast.client.send({ t: MsgType.Report, keys, counts: keys.map(() => 1) });
+      await fast.client.next(MsgType.Promote, 5000, (m) => m.key === keys[199]);
+    }
+    assert.is(slowHub.core.metrics.slowConsumers, 1, 'only the paused socket was cut off');
+    (slow.client.ws as WebSocket & { _socket: { resume(): void } })._socket.resume();
+    const closed = await slow.client.closeEvent(10_000);
+    assert.is(closed.code, CloseCode.SlowConsumer);
+    assert.ok(slowHub.core.metrics.slowConsumers >= 1);
+    await fast.client.ping();
+  } finally {
+    await slowHub.close();
+  }
+});
+
+test('graceful close sends 1001 to SDKs of a hub running alone', async () => {
+  const h = await startHub({ port: 0, log: () => {} });
+  const { client } = await RawClient.join(h.url, 'any');
+  clients.push(client);
+  await h.close();
+  const closed = await client.closeEvent();
+  assert.is(closed.code, CloseCode.GoingAway);
+});
+
+test.run();
