@@ -44,11 +44,12 @@ export class ClusterView implements View {
     this.#hubs = el('tbody', { 'data-testid': 'hubs-body' });
     this.#instances = el('tbody', { 'data-testid': 'instances-body' });
     this.#instanceCount = el('span', { class: 'muted' });
-    const head = (...names: string[]) => el('thead', {}, el('tr', {}, ...names.map((n) => el('th', {}, n))));
+    // a trailing '#' marks a numeric column: right-aligned like its values
+    const head = (...names: string[]) => el('thead', {}, el('tr', {}, ...names.map((n) => el('th', { class: n.endsWith('#') ? 'num' : '' }, n.replace(/#$/, '')))));
     this.element = el(
       'section',
       { class: 'view cluster-view' },
-      el('div', { class: 'panel' }, el('h3', {}, 'Hubs'), el('table', { class: 'grid-table' }, head('Hub', 'URL', 'Up', 'Ingest (records/s)', 'Connections', 'Hot keys', 'Heap', 'RSS', 'Redis', 'Status age'), this.#hubs)),
+      el('div', { class: 'panel' }, el('h3', {}, 'Hubs'), el('table', { class: 'grid-table' }, head('Hub', 'URL', 'Up', 'Ingest (records/s)#', 'Connections#', 'Hot keys#', 'Heap#', 'RSS#', 'Redis', 'Status age'), this.#hubs)),
       el('div', { class: 'panel' }, el('h3', {}, 'SDK instances ', this.#instanceCount), el('div', { class: 'scroll' }, el('table', { class: 'grid-table' }, head('App', 'Instance', 'Host', 'SDK', 'Connected hubs', 'Last report'), this.#instances))),
     );
   }
@@ -68,7 +69,7 @@ export class ClusterView implements View {
         el(
           'tr',
           { class: h.id === s.hub ? 'self' : '' },
-          el('td', { class: 'mono' }, h.id, h.id === s.hub ? el('span', { class: 'badge' }, 'this hub') : null),
+          el('td', { class: 'mono' }, h.id, h.id === s.hub ? el('span', { class: 'badge self-badge' }, 'this hub') : null),
           el('td', { class: 'mono muted' }, h.url || '—'),
           el('td', {}, formatDuration(now - h.startedAt)),
           el('td', { class: 'num' }, formatQps(h.ingestRate)),

@@ -20,11 +20,11 @@ export function eventRow(e: FeedEvent, withKey = true): HTMLTableRowElement {
     withKey ? el('td', {}, e.app) : null,
     withKey ? el('td', { class: 'key' }, el('a', { href: `#/key/${encodeURIComponent(e.app)}/${encodeURIComponent(e.key)}` }, e.key)) : null,
     el('td', { class: 'num' }, e.type === 'invalidate' ? '' : formatQps(e.qps)),
-    el('td', { class: e.type === 'promote' ? 'num latency' : '' }, detail),
+    el('td', { class: e.type === 'promote' ? 'latency' : 'muted' }, detail),
     el('td', { class: 'muted' }, e.hub),
   );
 }
 
 export function eventHeader(withKey = true): HTMLTableSectionElement {
-  return el('thead', {}, el('tr', {}, ...['Time', 'Event', ...(withKey ? ['App', 'Key'] : []), 'QPS', 'Latency / reason', 'Hub'].map((h) => el('th', {}, h))));
+  return el('thead', {}, el('tr', {}, ...['Time', 'Event', ...(withKey ? ['App', 'Key'] : []), 'QPS', 'Latency / reason', 'Hub'].map((h) => el('th', { class: h === 'QPS' ? 'num' : '' }, h))));
 }

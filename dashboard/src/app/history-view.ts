@@ -61,7 +61,7 @@ export class HistoryView implements View {
         el('button', { onclick: () => this.#exportSummary(), 'data-testid': 'history-csv' }, 'Export top keys (CSV)'),
         el('button', { onclick: () => this.#exportEvents() }, 'Export events (CSV)'),
       ),
-      el('div', { class: 'scroll' }, el('table', { class: 'grid-table' }, el('thead', {}, el('tr', {}, ...head.map((h) => el('th', {}, h)))), this.#body)),
+      el('div', { class: 'scroll' }, el('table', { class: 'grid-table' }, el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', { class: i >= 2 && i <= 6 ? 'num' : '' }, h)))), this.#body)),
     );
   }
 

@@ -34,6 +34,8 @@ interface RowElements {
   cells: HTMLElement[];
   spark: HTMLCanvasElement;
   id: string;
+  /** index in the sorted list the slot shows, -1 when detached */
+  index: number;
 }
 
 export class HotView implements View {
@@ -54,6 +56,7 @@ export class HotView implements View {
   readonly #head: HTMLElement;
   #appsVersion = -1;
   #seriesStamp = 0;
+  #scrollFrame = 0;
 
   constructor(state: FeedState, series: QpsSeries, actions: KeyActions) {
     this.#state = state;
@@ -77,7 +80,15 @@ export class HotView implements View {
     this.#rowsHost = el('div', { class: 'vt-rows' });
     this.#spacer = el('div', { class: 'vt-spacer' }, this.#rowsHost);
     this.#body = el('div', { class: 'vt-body', 'data-testid': 'hot-table' }, this.#spacer);
-    this.#body.addEventListener('scroll', () => (this.#dirty = true), { passive: true });
+    // scrolling redraws the window on the next frame, outside the throttled loop: a 250 ms lag
+    // would show blank bands. Only the visible rows are touched, nothing is re-sorted.
+    this.#body.addEventListener('scroll', () => {
+      if (this.#scrollFrame) return;
+      this.#scrollFrame = requestAnimationFrame(() => {
+        this.#scrollFrame = 0;
+        this.#draw(Date.now());
+      });
+    }, { passive: true });
     this.#rowsHost.addEventListener('click', (ev) => this.#onRowClick(ev));
     this.element = el(
       'section',
@@ -135,26 +146,34 @@ export class HotView implements View {
     if (!this.#dirty && stamp === this.#seriesStamp) return;
     this.#seriesStamp = stamp;
     this.#dirty = false;
-    this.#draw(now);
+    this.#draw(now, true);
   }
 
-  #draw(now: number): void {
+  /**
+   * Row `i` of the sorted list always uses pool slot `i % pool.length` and sits at `i * ROW_PX`,
+   * so scrolling by a few rows rewrites only the rows that came into view; a data refresh
+   * (`full`) rewrites the visible rows' text where it changed and their sparklines.
+   */
+  #draw(now: number, full = false): void {
     const win = visibleWindow(this.#sorted.length, this.#body.scrollTop, this.#body.clientHeight || 600, ROW_PX);
     this.#spacer.style.height = `${win.total}px`;
-    this.#rowsHost.style.transform = `translateY(${win.offset}px)`;
     const needed = win.end - win.start;
-    while (this.#pool.length < needed) this.#pool.push(this.#makeRow());
-    for (let i = 0; i < this.#pool.length; i++) {
-      const r = this.#pool[i]!;
-      const row = i < needed ? this.#sorted[win.start + i] : undefined;
-      if (!row) {
-        if (r.root.parentNode) r.root.remove();
-        continue;
-      }
-      if (!r.root.parentNode || r.root.parentNode !== this.#rowsHost) this.#rowsHost.append(r.root);
+    if (this.#pool.length < needed) {
+      while (this.#pool.length < needed + 8) this.#pool.push(this.#makeRow());
+      full = true; // slot assignment changed
+    }
+    const used = new Set<RowElements>();
+    for (let i = win.start; i < win.end; i++) {
+      const r = this.#pool[i % this.#pool.length]!;
+      const row = this.#sorted[i]!;
+      used.add(r);
       const id = rowId(row.app, row.key);
+      if (!full && r.index === i && r.id === id) continue;
+      r.index = i;
       r.id = id;
       r.root.dataset.id = id;
+      r.root.style.transform = `translateY(${i * ROW_PX}px)`;
+      if (r.root.parentNode !== this.#rowsHost) this.#rowsHost.append(r.root);
       const over = row.threshold > 0 ? row.qps / row.threshold : 0;
       r.root.classList.toggle('blazing', over >= 5);
       const [app, key, qps, , threshold, since, hub, instances] = r.cells;
@@ -168,11 +187,17 @@ export class HotView implements View {
       setText(instances!, String(row.instances));
       this.#drawSpark(r, row);
     }
+    for (const r of this.#pool) {
+      if (!used.has(r) && r.root.parentNode) {
+        r.root.remove();
+        r.index = -1;
+      }
+    }
   }
 
   #drawSpark(r: RowElements, row: FeedHotRow): void {
     const values = this.#series.values(r.id, SPARK_POINTS);
-    // a row younger than one sample still shows its current value as a dot-line
+    // a row younger than one sample still shows its current value
     drawSparkline(r.spark, values.length > 0 ? values : [row.qps], row.threshold, SPARK_POINTS);
   }
 
@@ -182,6 +207,6 @@ export class HotView implements View {
     cells[3]!.append(spark);
     cells[8]!.append(el('button', { class: 'small', 'data-action': 'invalidate', title: 'Invalidate this key in every SDK (admin)' }, 'Invalidate'));
     const root = el('div', { class: 'vt-row', role: 'row', 'data-testid': 'hot-row' }, ...cells);
-    return { root, cells, spark, id: '' };
+    return { root, cells, spark, id: '', index: -1 };
   }
 }

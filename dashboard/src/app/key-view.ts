@@ -4,7 +4,7 @@
  * (history API plus live events).
  */
 import type { FeedEvent } from '@hotkey/sdk/protocol';
-import { RuleSet, type Rule } from '@hotkey/sdk/rules';
+import { parseRules, RuleSet, type Rule } from '@hotkey/sdk/rules';
 import { api, ApiError, appPath, listOf } from './api.ts';
 import { el, setText } from './element.ts';
 import { eventHeader, eventRow } from './event-row.ts';
@@ -89,7 +89,14 @@ export class KeyView implements View {
     ]);
     if (app !== this.#app || key !== this.#key) return; // the user moved on
     if (rules.status === 'fulfilled') {
-      const set = new RuleSet(listOf(rules.value, 'rules') as Rule[]);
+      const raw = listOf(rules.value, 'rules');
+      let parsed: Rule[];
+      try {
+        parsed = parseRules(raw);
+      } catch {
+        parsed = raw as Rule[]; // the hub validated them; show them as they are
+      }
+      const set = new RuleSet(parsed);
       this.#rule = set.ruleFor(key);
       this.#ruleBox.replaceChildren(this.#rule ? ruleTable(this.#rule) : el('span', { class: 'muted' }, 'no rule matches this key: it is not detected'));
     } else {

@@ -50,7 +50,7 @@ const tabs = Object.entries(views)
   .map(([id, v]) => el('a', { href: `#/${id}`, class: 'tab', 'data-view': id }, v.label));
 const main = el('main', {});
 document.body.append(
-  el('header', {}, el('div', { class: 'brand' }, '🔥 hotkey'), el('nav', {}, ...tabs), summary, el('span', { class: 'grow' }), liveBadge, tokenButton),
+  el('header', {}, el('div', { class: 'brand' }, el('span', { class: 'logo' }), 'hotkey'), el('nav', {}, ...tabs), summary, el('span', { class: 'grow' }), liveBadge, tokenButton),
   main,
 );
 for (const v of Object.values(views)) {

@@ -31,4 +31,14 @@ test('the number of tracked rows is bounded', () => {
   assert.is(s.size, 100);
 });
 
+test('a reused slot starts a fresh history', () => {
+  const s = new QpsSeries({ capacity: 4, maxSeries: 1 });
+  s.sample(1, [['a', 5]]);
+  s.sample(2, [['a', 6]]);
+  s.sample(3, [['b', 7]]);
+  assert.equal(s.values('b'), [7]);
+  assert.equal(s.times('b'), [3]);
+  assert.equal(s.values('a'), []);
+});
+
 test.run();

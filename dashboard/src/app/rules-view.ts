@@ -88,7 +88,8 @@ export class RulesView implements View {
       setText(this.#status, `rules of ${app} as stored on the hub`);
     } catch (err) {
       setText(this.#status, '');
-      this.#showError(err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
+      this.#error.replaceChildren(el('strong', {}, `Cannot load rules of ${app} — `), err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
+      return;
     }
     this.#check();
   }
