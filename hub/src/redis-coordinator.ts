@@ -156,7 +156,7 @@ export class RedisCoordinator implements Coordinator {
   }
 
   members(): { epoch: number; members: Member[] } {
-    return this.#membership?.snapshot() ?? { epoch: 0, members: [] };
+    return this.#membership?.snapshot() ?? { epoch: 0, members: [{ id: this.selfId, url: '' }] };
   }
 
   onMembers(listener: (epoch: number, members: Member[]) => void): void {
