@@ -1,0 +1,109 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CloseCode, MsgType } from '@hotkey/sdk/protocol';
+import { HubProcess, runHubCli } from '../support/hub-process.ts';
+import { RawClient } from './hub-raw-client.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'hotkey-cli-'));
+function configFile(name: string, content: unknown): string {
+  const path = join(dir, name);
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('open mode: ready line, OPEN notice, SDK session, SIGTERM closes SDKs with 1001 and exits 0', async () => {
+  const hub = await HubProcess.start();
+  try {
+    assert.match(hub.url, /^ws:\/\/127\.0\.0\.1:\d+\/ws$/);
+    assert.ok(hub.port > 0);
+    assert.match(hub.stdout, /listening on ws:\/\/127\.0\.0\.1/);
+    assert.match(hub.stdout, /dashboard http:\/\/127\.0\.0\.1:\d+\//);
+    assert.match(hub.stdout, /OPEN/);
+    const { client, welcome } = await RawClient.join(hub.url, 'anything');
+    assert.is(welcome.hub, hub.id);
+    client.send({ t: MsgType.Report, keys: ['k'], counts: [1000] });
+    assert.is((await client.next(MsgType.Promote)).key, 'k', 'default rule: 1000 per second');
+    const health = await fetch(`${hub.httpUrl}/healthz`, { signal: AbortSignal.timeout(3000) });
+    assert.is(health.status, 200);
+    const exit = await hub.stop('SIGTERM');
+    assert.is(exit.code, 0);
+    assert.is((await client.closeEvent()).code, CloseCode.GoingAway);
+  } finally {
+    await hub.stop('SIGKILL');
+  }
+});
+
+test('config file: tokens and rules apply, flags and env are honoured', async () => {
+  const path = configFile('good.json', { apps: { shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 3 }] } }, adminToken: 'adm' });
+  const hub = await HubProcess.start({ args: ['--config', path, '--node-id', 'hub-cli-1'], env: { HOTKEY_DASHBOARD_TOKEN: 'dash' } });
+  try {
+    assert.is(hub.id, 'hub-cli-1');
+    assert.not.match(hub.stdout, /OPEN/);
+    assert.not.match(hub.stdout + hub.stderr, /s3cret|adm\b|dash\b/, 'tokens are never printed');
+    const { welcome } = await RawClient.join(hub.url, 'shop', { token: 's3cret' }).then((j) => (j.client.close(), j));
+    assert.is(welcome.rules[0]!.threshold, 3);
+    const refused = await RawClient.connect(hub.url);
+    refused.send({ t: MsgType.Hello, v: 1, app: 'other', instance: 'i', sdk: 'x' });
+    assert.is((await refused.closeEvent()).code, CloseCode.UnknownApp);
+    const noToken = await fetch(`${hub.httpUrl}/api/hot`, { signal: AbortSignal.timeout(3000) });
+    assert.is(noToken.status, 401, 'HOTKEY_DASHBOARD_TOKEN applies');
+    const put = await fetch(`${hub.httpUrl}/api/apps/shop/rules`, {
+      method: 'PUT',
+      headers: { authorization: 'Bearer adm' },
+      body: '[{"match":"x","threshold":1}]',
+      signal: AbortSignal.timeout(3000),
+    });
+    assert.is(put.status, 200, 'adminToken from the config file');
+  } finally {
+    await hub.stop();
+  }
+});
+
+test('a bad config file exits 1 naming the field', async () => {
+  const cases: [unknown, RegExp][] = [
+    [{ apps: { shop: { token: 's', rules: [{ match: 'item:*', threshold: 0 }] } } }, /config error: apps\.shop\.rules\[0\]\.threshold: must be/],
+    [{ apps: {}, colour: 'red' }, /config error: colour: unknown field/],
+    [{ apps: { shop: { tokn: 'x' } } }, /config error: apps\.shop\.tokn: unknown field/],
+    [{ apps: { shop: { token: '' } } }, /config error: apps\.shop\.token: must be a non-empty string/],
+    [{ apps: [] }, /config error: apps: must be an object/],
+    ['{ not json', /config error: config: .* is not valid JSON/],
+  ];
+  for (const [i, [content, message]] of cases.entries()) {
+    const r = await runHubCli(['--port', '0', '--config', configFile(`bad${i}.json`, content)]);
+    assert.is(r.code, 1, `case ${i}: ${r.stderr}`);
+    assert.match(r.stderr, message);
+  }
+  const missing = await runHubCli(['--port', '0', '--config', join(dir, 'missing.json')]);
+  assert.is(missing.code, 1);
+  assert.match(missing.stderr, /config error: config: cannot read/);
+});
+
+test('bad usage exits 2 with the usage text', async () => {
+  for (const args of [['--bogus'], ['--port', 'abc'], ['--port', '70000'], ['--advertise-url', 'http://x'], ['--redis', 'nope']]) {
+    const r = await runHubCli(args);
+    assert.is(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, /usage: hotkey-hub/);
+  }
+  const env = await runHubCli([], { env: { HOTKEY_PORT: 'x' } });
+  assert.is(env.code, 2, 'env values are validated like flags');
+  const help = await runHubCli(['--help']);
+  assert.is(help.code, 0);
+  assert.match(help.stdout, /--config FILE/);
+});
+
+test('a busy port fails start-up with exit 1', async () => {
+  const hub = await HubProcess.start();
+  try {
+    const r = await runHubCli(['--port', String(hub.port)]);
+    assert.is(r.code, 1);
+    assert.match(r.stderr, /EADDRINUSE/);
+  } finally {
+    await hub.stop();
+  }
+});
+
+test.run();
