@@ -1,0 +1,54 @@
+/**
+ * Paced traffic and deadline waits for end-to-end tests. `drive` spreads `perSecond` accesses of a
+ * key evenly over the given SDK clients in 20 ms ticks, so a test can put a key at an exact
+ * cluster-wide rate (over, at half, or thinly spread under a threshold).
+ */
+import type { HotKeyClient } from '@hotkey/sdk';
+
+const TICK_MS = 20;
+
+export interface Driver {
+  /** accesses made so far */
+  readonly sent: number;
+  stop(): void;
+}
+
+/** Starts paced reads of `key` through `hk.get` (or `track`) on every client, until stopped. */
+export function drive(clients: readonly HotKeyClient[], key: string, perSecond: number, mode: 'get' | 'track' = 'track'): Driver {
+  let sent = 0;
+  let owed = 0;
+  const started = performance.now();
+  const loader = () => Promise.resolve(`loaded ${key}`);
+  const timer = setInterval(() => {
+    // pay back whatever the timer drifted, so the long-run rate is exact
+    const due = Math.floor(((performance.now() - started) * perSecond) / 1000) - sent;
+    owed = Math.max(0, due);
+    for (let i = 0; i < owed; i++) {
+      const hk = clients[(sent + i) % clients.length]!;
+      if (mode === 'get') void hk.get(key, loader).catch(() => {});
+      else hk.track(key);
+    }
+    sent += owed;
+  }, TICK_MS);
+  return {
+    get sent() {
+      return sent;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+/** Polls `check` every 10 ms until it is true; throws after `timeoutMs` with `what`. */
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    if (await check()) return performance.now() - started;
+    if (performance.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Resolves after `ms` (for letting traffic run a known time; never as a substitute for waitFor). */
+export function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
