@@ -4,10 +4,14 @@
  * then sends an in-order barrier (msgpack Resync, answered by a Snapshot; JSON ping/pong for the
  * naive hub) and reports when the server had absorbed everything it sent.
  *
- *   <- { type: 'start', url, protocol: 'msgpack' | 'json', connections, seed }
+ *   <- { type: 'start', url, protocol: 'msgpack' | 'json', connections, seed, distinct?, rate?, planted? }
  *   -> { type: 'ready' }
  *   <- { type: 'go', durationMs }
- *   -> { type: 'done', records, startedAt, drainedAt }
+ *   -> { type: 'done', records, startedAt, drainedAt, closedEarly, sawPlanted }
+ *
+ * Default: a pool of frames over 50k Zipf keys, sent flat out. `distinct`: every record a key
+ * never sent before (a cardinality flood), at `rate` records/s, with `planted.key` riding along at
+ * `planted.perSecond`; `sawPlanted` says whether the server broadcast a promotion of it.
  */
 import WebSocket from 'ws';
 import { once } from 'node:events';
@@ -26,6 +30,10 @@ interface Start {
   protocol: 'msgpack' | 'json';
   connections: number;
   seed: number;
+  distinct?: boolean;
+  /** records/s over all this process's connections; 0 or absent: as fast as the sockets drain */
+  rate?: number;
+  planted?: { key: string; perSecond: number };
 }
 
 const start = await fromParent<Start>('start', 30_000);
@@ -50,6 +58,26 @@ for (let f = 0; f < FRAMES; f++) {
 // records per frame as the server will count them (JSON merges duplicate keys)
 const recordsOf = frames.map((f) => (typeof f === 'string' ? Object.keys((JSON.parse(f) as { keys: object }).keys).length : RECORDS_PER_FRAME));
 
+let floodSeq = 0;
+/** A frame of never-seen keys (plus the planted key's share); returns [frame, records]. */
+function distinctFrame(): [Uint8Array | string, number] {
+  const keys: string[] = [];
+  const counts: number[] = [];
+  for (let i = 0; i < RECORDS_PER_FRAME; i++) {
+    keys.push(`flood:${process.pid}:${floodSeq++}`);
+    counts.push(1);
+  }
+  if (start.planted && start.rate) {
+    keys.push(start.planted.key);
+    counts.push(Math.max(1, Math.round((start.planted.perSecond * RECORDS_PER_FRAME) / start.rate)));
+  }
+  if (start.protocol === 'msgpack') return [encode({ t: MsgType.Report, keys, counts }), keys.length];
+  const map: Record<string, number> = {};
+  keys.forEach((k, i) => (map[k] = counts[i]!));
+  return [JSON.stringify({ type: 'report', keys: map }), keys.length];
+}
+
+let sawPlanted = false;
 const sockets: WebSocket[] = [];
 for (let c = 0; c < start.connections; c++) {
   const ws = new WebSocket(start.url, { perMessageDeflate: false });
@@ -61,6 +89,16 @@ for (let c = 0; c < start.connections; c++) {
   else ws.send(JSON.stringify({ type: 'hello', app: 'bench', instance }));
   await greeted;
   ws.on('error', () => undefined);
+  if (start.planted) {
+    const planted = start.planted.key;
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      if (sawPlanted) return;
+      if (isBinary) {
+        const m = decodeFrame(data);
+        if (m.t === MsgType.Promote && m.key === planted) sawPlanted = true;
+      } else if (String(data).includes(`"promote","key":${JSON.stringify(planted)}`)) sawPlanted = true;
+    });
+  }
   sockets.push(ws);
 }
 toParent({ type: 'ready' });
@@ -68,7 +106,6 @@ toParent({ type: 'ready' });
 const { durationMs } = await fromParent<{ durationMs: number }>('go', 60_000);
 let records = 0;
 let next = 0;
-let stopped = false;
 const startedAt = Date.now();
 const stopAt = startedAt + durationMs;
 await new Promise<void>((resolve) => {
@@ -76,19 +113,24 @@ await new Promise<void>((resolve) => {
     for (const ws of sockets) {
       if (ws.readyState !== WebSocket.OPEN) continue;
       while (ws.bufferedAmount < HIGH_WATER) {
-        const i = next++ % FRAMES;
-        ws.send(frames[i]!);
-        records += recordsOf[i]!;
+        if (start.rate && records >= ((Date.now() - startedAt) * start.rate) / 1000) break;
+        if (start.distinct) {
+          const [frame, n] = distinctFrame();
+          ws.send(frame);
+          records += n;
+        } else {
+          const i = next++ % FRAMES;
+          ws.send(frames[i]!);
+          records += recordsOf[i]!;
+        }
       }
     }
     if (Date.now() >= stopAt) {
-      stopped = true;
       resolve();
     } else setTimeout(pump, 1);
   };
   pump();
 });
-void stopped;
 
 // barrier: the reply comes after the server handled every frame sent before it
 const closedEarly = sockets.filter((ws) => ws.readyState !== WebSocket.OPEN).length;
@@ -107,6 +149,6 @@ await Promise.all(
   }),
 );
 const drainedAt = Date.now();
-toParent({ type: 'done', records, startedAt, drainedAt, closedEarly });
+toParent({ type: 'done', records, startedAt, stoppedAt: stopAt, drainedAt, closedEarly, sawPlanted });
 for (const ws of sockets) ws.terminate();
 process.exit(0);
