@@ -1,0 +1,122 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Redis } from 'ioredis';
+import { HotKeyClient } from './client.ts';
+import { withHotKeys } from './ioredis.ts';
+import { MsgType } from './protocol.ts';
+import { ProtocolPeer, until, type PeerSocket } from './protocol-peer.test-helper.ts';
+import { RedisServer } from '../../test/support/redis-server.ts';
+
+const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 60_000, cache: true, at: 0 };
+
+let server: RedisServer;
+let peer: ProtocolPeer;
+let sock: PeerSocket;
+let hk: HotKeyClient;
+let raw: Redis;
+let seq = 0;
+
+test.before(async () => {
+  server = await RedisServer.start();
+  peer = await new ProtocolPeer({ id: 'hub-a' }).listen();
+  const sockP = peer.nextSocket();
+  hk = new HotKeyClient({ app: 'shop', hubs: peer.url, flushIntervalMs: 10, invalidateTimeoutMs: 2000 });
+  sock = await sockP;
+  await hk.ready({ signal: AbortSignal.timeout(3000) });
+  raw = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await raw.connect();
+  // The peer acks every invalidation at once, broadcasting it back first like a hub would.
+  sock.ws.on('message', () => {
+    for (;;) {
+      const i = sock.received.findIndex((m) => m.t === MsgType.InvalidateRequest);
+      if (i < 0) break;
+      const req = sock.received.splice(i, 1)[0] as { id: number; key: string };
+      sock.send({ t: MsgType.Invalidate, seq: ++seq, key: req.key });
+      sock.send({ t: MsgType.Ack, id: req.id, seq });
+    }
+  });
+});
+
+test.after(async () => {
+  raw?.disconnect();
+  await hk?.close();
+  await peer?.close();
+  await server?.stop();
+});
+
+async function promote(key: string): Promise<void> {
+  sock.send({ t: MsgType.Promote, seq: ++seq, key, ...P });
+  await until(() => hk.isHot(key));
+}
+
+test('reads of a hot key come from the local cache; writes invalidate', async () => {
+  const r = withHotKeys(raw, hk);
+  await raw.set('s', 'v1');
+  assert.is(await r.get('s'), 'v1');
+  await promote('s');
+  assert.is(await r.get('s'), 'v1'); // loads and caches
+  await raw.set('s', 'behind-our-back');
+  assert.is(await r.get('s'), 'v1', 'served locally');
+  await r.set('s', 'v2'); // resolves after the cluster-wide ack
+  assert.is(await r.get('s'), 'v2');
+  assert.ok(hk.stats().hits >= 1);
+});
+
+test('hget on a hot hash loads it once for every field; hset and del invalidate', async () => {
+  const r = withHotKeys(raw, hk);
+  await raw.hset('h', { a: '1', b: '2' });
+  assert.is(await r.hget('h', 'a'), '1');
+  await promote('h');
+  const loadsBefore = hk.stats().loads;
+  assert.is(await r.hget('h', 'a'), '1');
+  assert.is(await r.hget('h', 'b'), '2');
+  assert.is(await r.hget('h', 'zz'), null);
+  assert.equal(await r.hgetall('h'), { a: '1', b: '2' });
+  assert.is(hk.stats().loads - loadsBefore, 1);
+  await r.hset('h', 'a', '10');
+  assert.is(await r.hget('h', 'a'), '10');
+  await r.del('h');
+  assert.is(await r.hget('h', 'a'), null);
+  assert.equal(await r.hgetall('h'), {});
+});
+
+test('every command is counted once, also when queued before the connection is ready', async () => {
+  const lazy = new Redis(server.url, { lazyConnect: true });
+  const r = withHotKeys(lazy, hk);
+  const before = hk.stats().misses + hk.stats().hits + hk.stats().loads + hk.stats().coalesced;
+  try {
+    assert.is(lazy.status, 'wait');
+    // the first command connects; all three wait in the offline queue and are replayed once ready
+    const got = await Promise.all([r.get('q1'), r.get('q2'), r.get('q3')]);
+    assert.equal(got, [null, null, null]);
+    const after = hk.stats().misses + hk.stats().hits + hk.stats().loads + hk.stats().coalesced;
+    assert.is(after - before, 3);
+  } finally {
+    lazy.disconnect();
+  }
+});
+
+test('multi-key writes invalidate every key; other commands pass through', async () => {
+  const r = withHotKeys(raw, hk);
+  await promote('m1');
+  await promote('m2');
+  await raw.mset('m1', 'a', 'm2', 'b');
+  assert.is(await r.get('m1'), 'a');
+  assert.is(await r.get('m2'), 'b');
+  await r.mset('m1', 'A', 'm2', 'B');
+  assert.is(await r.get('m1'), 'A');
+  assert.is(await r.get('m2'), 'B');
+  assert.is(await r.exists('m1'), 1);
+  assert.is(await r.ping(), 'PONG');
+});
+
+test('a write succeeds even when the invalidation cannot reach a hub', async () => {
+  const lonely = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1' });
+  const errors: string[] = [];
+  const r = withHotKeys(raw, lonely, { onInvalidateError: (_e, key) => errors.push(key) });
+  assert.is(await r.set('w', '1'), 'OK');
+  assert.equal(errors, ['w']);
+  await lonely.close();
+});
+
+test.run();
