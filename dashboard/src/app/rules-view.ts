@@ -122,7 +122,7 @@ export class RulesView implements View {
     const raw: unknown = JSON.parse(this.#editor.value);
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
-        const body = await api.put(appPath(app, 'rules'), { rules: raw });
+        const body = await api.put(appPath(app, 'rules'), raw);
         const saved = listOf(body, 'rules') as Rule[];
         if (saved.length || Array.isArray(raw)) this.#editor.value = rulesToText(saved.length ? saved : rules);
         this.#check();
