@@ -1,0 +1,83 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createServer } from 'node:net';
+import { once } from 'node:events';
+import { HubConnection, type ConnectionHandler } from './connection.ts';
+import { HotKeyError } from './errors.ts';
+import { MsgType, PROTOCOL_VERSION, type Hello } from './protocol.ts';
+import { ProtocolPeer, until } from './protocol-peer.test-helper.ts';
+
+const hello: Hello = { t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', instance: 'i', sdk: 'test' };
+
+function recorder() {
+  const log: string[] = [];
+  const delays: number[] = [];
+  const errors: Error[] = [];
+  const handler: ConnectionHandler = {
+    welcome: (c, w) => log.push(`welcome ${w.hub}`),
+    message: (c, m) => log.push(`message ${m.t}`),
+    down: (c, code) => log.push(`down ${code}`),
+    reconnecting: (c, d) => delays.push(d),
+    error: (c, e) => errors.push(e),
+    fatal: (c, e) => log.push(`fatal ${e.code}`),
+  };
+  return { log, delays, errors, handler };
+}
+
+test('reconnect delays: capped exponential with full jitter, never under the floor', async () => {
+  const server = createServer((s) => s.destroy()); // accepts TCP, never speaks WebSocket
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as { port: number }).port;
+  const r = recorder();
+  const conn = new HubConnection({ url: `ws://127.0.0.1:${port}`, hello, backoffMinMs: 2, backoffMaxMs: 16, random: () => 0.999 }, r.handler);
+  conn.start();
+  await until(() => r.delays.length >= 7);
+  conn.close();
+  server.close();
+  // ceilings 2, 4, 8, 16, 16 ... times 0.999, floored, at least 2
+  assert.equal(r.delays.slice(0, 7), [2, 3, 7, 15, 15, 15, 15]);
+  const low = recorder();
+  const conn2 = new HubConnection({ url: `ws://127.0.0.1:${port}`, hello, backoffMinMs: 2, backoffMaxMs: 16, random: () => 0 }, low.handler);
+  conn2.start();
+  await until(() => low.delays.length >= 3);
+  conn2.close();
+  assert.equal(low.delays.slice(0, 3), [2, 2, 2]);
+});
+
+test('an unreadable frame from the hub: error reported, socket dropped, reconnect and welcome again', async () => {
+  const peer = await new ProtocolPeer({ id: 'hub-a', snapshot: false }).listen();
+  const r = recorder();
+  const first = peer.nextSocket();
+  const conn = new HubConnection({ url: peer.url, hello, backoffMinMs: 1, backoffMaxMs: 2 }, r.handler);
+  conn.start();
+  const sock = await first;
+  await until(() => r.log.includes('welcome hub-a'));
+  const second = peer.nextSocket();
+  sock.ws.send(Buffer.from([0xc1])); // never valid msgpack
+  await second;
+  await until(() => r.log.filter((l) => l === 'welcome hub-a').length === 2);
+  assert.ok(r.errors.some((e) => e instanceof HotKeyError && e.code === 'HK_ERR_PROTOCOL'));
+  assert.ok(r.log.includes('down 4000'));
+  conn.close();
+  await peer.close();
+});
+
+test('send before welcome is refused; close is final', async () => {
+  const peer = await new ProtocolPeer({ id: 'hub-a' }).listen();
+  const r = recorder();
+  const conn = new HubConnection({ url: peer.url, hello }, r.handler);
+  assert.not.ok(conn.send({ t: MsgType.Resync }));
+  conn.start();
+  await until(() => conn.state === 'open');
+  assert.ok(conn.send({ t: MsgType.Resync }));
+  await peer.sockets[0]!.next(MsgType.Resync);
+  conn.close();
+  assert.is(conn.state, 'closed');
+  assert.not.ok(conn.send({ t: MsgType.Resync }));
+  conn.start(); // no effect
+  assert.is(conn.state, 'closed');
+  await peer.close();
+});
+
+test.run();
