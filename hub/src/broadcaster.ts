@@ -54,7 +54,14 @@ export class Broadcaster {
       peer.close(CloseCode.SlowConsumer, 'slow consumer: send buffer full, reconnect and resync');
       return false;
     }
-    peer.send(bytes);
+    try {
+      peer.send(bytes);
+    } catch {
+      // one broken socket must not stop the fan-out to the others
+      this.peers.delete(peer);
+      peer.close(1011, 'send failed');
+      return false;
+    }
     return true;
   }
 }

@@ -111,9 +111,13 @@ export class Session implements Waiter {
     }
     try {
       this.peer.send(err instanceof ProtocolError ? errorFrame(err) : errorFrame(new Error('internal hub error')));
-      this.peer.close(code, closeReason(err instanceof Error ? err.message : String(err)));
     } catch {
-      // the socket may already be gone
+      // the socket may already be gone; closing below still matters
+    }
+    try {
+      this.peer.close(code, closeReason(err instanceof ProtocolError ? err.message : 'internal hub error'));
+    } catch {
+      // already closed
     }
   }
 

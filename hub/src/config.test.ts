@@ -1,0 +1,71 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ValidationError } from '@hotkey/sdk';
+import { DEFAULT_RULE } from '@hotkey/sdk/rules';
+import { loadHubConfig, parseHubConfig } from './config.ts';
+
+function fieldOf(input: unknown): string {
+  try {
+    parseHubConfig(input);
+  } catch (err) {
+    assert.instance(err, ValidationError);
+    assert.is((err as ValidationError).code, 'HK_ERR_CONFIG');
+    assert.ok((err as ValidationError).message.startsWith(`${(err as ValidationError).field}: `));
+    return (err as ValidationError).field;
+  }
+  return assert.unreachable('accepted') as never;
+}
+
+test('a valid config gets rule defaults and keeps tokens', () => {
+  const c = parseHubConfig({ apps: { shop: { token: 't', rules: [{ match: 'item:*', threshold: 500 }] }, blog: {} }, adminToken: 'a', dashboardToken: 'd' });
+  assert.equal(c.apps.shop, { token: 't', rules: [{ ...DEFAULT_RULE, match: 'item:*', threshold: 500 }] });
+  assert.equal(c.apps.blog, { rules: [] });
+  assert.is(c.adminToken, 'a');
+  assert.is(c.dashboardToken, 'd');
+});
+
+test('validation names the field', () => {
+  assert.is(fieldOf(null), 'config');
+  assert.is(fieldOf([]), 'config');
+  assert.is(fieldOf({}), 'apps');
+  assert.is(fieldOf({ apps: {}, extra: 1 }), 'extra');
+  assert.is(fieldOf({ apps: { shop: 1 } }), 'apps.shop');
+  assert.is(fieldOf({ apps: { shop: { rule: [] } } }), 'apps.shop.rule');
+  assert.is(fieldOf({ apps: { shop: { token: 5 } } }), 'apps.shop.token');
+  assert.is(fieldOf({ apps: { shop: { rules: {} } } }), 'apps.shop.rules');
+  assert.is(fieldOf({ apps: { shop: { rules: [{ match: 'a', threshold: 1 }, { match: 'b', threshold: 'x' }] } } }), 'apps.shop.rules[1].threshold');
+  assert.is(fieldOf({ apps: { shop: { rules: [{ match: 'a', threshold: 1, hotMs: 1 }] } } }), 'apps.shop.rules[0].hotMs');
+  assert.is(fieldOf({ apps: { '': {} } }), 'apps.');
+  assert.is(fieldOf({ apps: { ['x'.repeat(300)]: {} } }), `apps.${'x'.repeat(300)}`);
+  assert.is(fieldOf({ apps: {}, adminToken: '' }), 'adminToken');
+  assert.is(fieldOf({ apps: {}, dashboardToken: 1 }), 'dashboardToken');
+});
+
+test('files: unreadable and non-JSON files are config errors', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hotkey-config-'));
+  try {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, '{"apps": ');
+    await loadHubConfig(bad).then(
+      () => assert.unreachable(),
+      (err) => {
+        assert.instance(err, ValidationError);
+        assert.match(err.message, /not valid JSON/);
+      },
+    );
+    await loadHubConfig(join(dir, 'none.json')).then(
+      () => assert.unreachable(),
+      (err) => assert.match(err.message, /cannot read/),
+    );
+    const good = join(dir, 'good.json');
+    writeFileSync(good, JSON.stringify({ apps: { a: { rules: [{ match: 'k', threshold: 2 }] } } }));
+    assert.is((await loadHubConfig(good)).apps.a!.rules[0]!.threshold, 2);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
