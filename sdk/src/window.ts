@@ -7,7 +7,8 @@
  * slice (`slot * slices + slice`), a running window total and a `pending` count since its last
  * report. Slices advance from the caller's clock (`advance(now)`), never per access: rotation
  * zeroes the expiring slice column and subtracts it from the totals, O(candidates) per slice.
- * When the slots are full, a newcomer whose sketch estimate beats the smallest total among a few
+ * The admission level rises with the sketch's noise floor (its mean counter), so a flood of
+ * one-off keys mostly stays in the sketch. When the slots are full, a newcomer whose sketch estimate beats the smallest total among a few
  * sampled slots replaces it (TinyLFU admission with Redis-style sampled LFU eviction), so a hot
  * key survives a flood of one-off keys while memory stays fixed.
  * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
@@ -79,6 +80,8 @@ export class AccessWindow {
   #cur = 0;
   #lastSlice: number;
   #slicesSinceDecay = 0;
+  /** accesses that went into the sketch since it last decayed (halved with it) */
+  #sketchAdds = 0;
   #rand = 0x9e3779b9;
   #admitted = 0;
   #evicted = 0;
@@ -132,7 +135,10 @@ export class AccessWindow {
       if (c < MAX_U16) this.#sketch[i] = c + 1;
       if (c + 1 < estimate) estimate = c + 1;
     }
-    if (estimate < this.#admission) return;
+    // Under a flood of distinct keys every counter fills with noise (about sketchAdds / width
+    // each); only an estimate that stands out from that noise earns an exact counter.
+    this.#sketchAdds++;
+    if (estimate < this.#admission + ((this.#sketchAdds / this.#width) | 0)) return;
     let slot: number;
     if (this.#freeTop > 0) slot = this.#free[--this.#freeTop]!;
     else {
@@ -216,9 +222,11 @@ export class AccessWindow {
     this.#slicesSinceDecay += steps;
     if (this.#slicesSinceDecay >= 2 * this.slices) {
       this.#sketch.fill(0);
+      this.#sketchAdds = 0;
       this.#slicesSinceDecay = 0;
     } else if (this.#slicesSinceDecay >= this.slices) {
       for (let i = 0; i < this.#sketch.length; i++) this.#sketch[i] = this.#sketch[i]! >>> 1;
+      this.#sketchAdds = Math.floor(this.#sketchAdds / 2);
       this.#slicesSinceDecay -= this.slices;
     }
   }
