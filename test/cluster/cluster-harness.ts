@@ -52,8 +52,10 @@ export class Cluster {
     return cluster;
   }
 
-  async startHub(id: string): Promise<HubProcess> {
-    const hub = await HubProcess.start({ args: ['--redis', this.redis.url, '--node-id', id, '--config', this.#config, '--admin-token', ADMIN] });
+  /** Starts hub `id`; `port` brings a restarted hub back at its old address, as a supervisor would. */
+  async startHub(id: string, port = 0): Promise<HubProcess> {
+    const args = ['--redis', this.redis.url, '--node-id', id, '--config', this.#config, '--admin-token', ADMIN, '--port', String(port)];
+    const hub = await HubProcess.start({ args });
     this.hubs.set(id, hub);
     return hub;
   }
