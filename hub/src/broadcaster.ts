@@ -14,17 +14,21 @@ export interface BroadcasterOptions {
   maxBufferedBytes?: number;
   /** called once per socket cut off */
   onSlowConsumer?: (peer: Peer) => void;
+  /** called when writing to a socket throws (the socket is then closed with 1011) */
+  onSendError?: (peer: Peer, err: unknown) => void;
 }
 
 export class Broadcaster {
   readonly peers = new Set<Peer>();
   readonly #maxBuffered: number;
   readonly #onSlow: ((peer: Peer) => void) | undefined;
+  readonly #onSendError: ((peer: Peer, err: unknown) => void) | undefined;
   #seq = 0;
 
   constructor(options: BroadcasterOptions = {}) {
     this.#maxBuffered = options.maxBufferedBytes ?? 8 * 1024 * 1024;
     this.#onSlow = options.onSlowConsumer;
+    this.#onSendError = options.onSendError;
   }
 
   /** seq of the last sequenced broadcast */
@@ -56,10 +60,15 @@ export class Broadcaster {
     }
     try {
       peer.send(bytes);
-    } catch {
+    } catch (err) {
       // one broken socket must not stop the fan-out to the others
       this.peers.delete(peer);
-      peer.close(1011, 'send failed');
+      this.#onSendError?.(peer, err);
+      try {
+        peer.close(1011, 'internal hub error');
+      } catch {
+        // already gone
+      }
       return false;
     }
     return true;

@@ -421,11 +421,11 @@ export class HubCore implements SessionHost {
       maxBufferedBytes: this.tunables.maxBufferedBytes,
       onSlowConsumer: (peer) => {
         this.metrics.slowConsumers++;
-        const session = app.sessionByPeer.get(peer);
-        if (session !== undefined) {
-          session.state = SessionState.Closed;
-          this.closed(session);
-        }
+        this.#cutOff(app, peer);
+      },
+      onSendError: (peer, err) => {
+        this.#log(`app ${name}: send failed, closing the socket: ${(err as Error)?.stack ?? String(err)}`);
+        this.#cutOff(app, peer);
       },
     });
     const app: AppState = {
@@ -450,6 +450,14 @@ export class HubCore implements SessionHost {
     };
     this.#apps.set(name, app);
     return app;
+  }
+
+  /** The broadcaster gave up on a socket: the session leaves the app now, not when the close completes. */
+  #cutOff(app: AppState, peer: Peer): void {
+    const session = app.sessionByPeer.get(peer);
+    if (session === undefined) return;
+    session.state = SessionState.Closed;
+    this.closed(session);
   }
 
   #dropApp(app: AppState): void {
