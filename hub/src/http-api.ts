@@ -35,6 +35,8 @@ export interface HttpApiOptions {
   /** true once the hub listens and joined its cluster, false again while closing */
   ready: () => boolean;
   page: () => string;
+  /** the dashboard's files by path ('/', '/assets/…'); undefined: serve `page()` at `/` */
+  asset?: (path: string) => { body: Uint8Array; type: string } | undefined;
   log: (message: string) => void;
 }
 
@@ -179,6 +181,19 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       const text = renderMetrics(core.metrics, core.gauges());
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' });
       res.end(text);
+      return;
+    }
+    // the dashboard's static files carry no data: served without a token, so the page can ask for one
+    const asset = method === 'GET' || method === 'HEAD' ? options.asset?.(path === '/index.html' ? '/' : path) : undefined;
+    if (asset !== undefined) {
+      res.writeHead(200, {
+        'content-type': asset.type,
+        'content-length': asset.body.byteLength,
+        'cache-control': 'no-cache',
+        'x-content-type-options': 'nosniff',
+        'content-security-policy': "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+      });
+      res.end(method === 'HEAD' ? undefined : asset.body);
       return;
     }
     if (path === '/' || path === '/index.html') {

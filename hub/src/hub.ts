@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { CloseCode } from '@hotkey/sdk/protocol';
 import { loadHubConfig, parseHubConfig, type HubConfig } from './config.ts';
 import type { Coordinator } from './coordinator.ts';
+import { buildDashboard } from '@hotkey/dashboard';
+import { DashboardFeed, LIVE_PATH } from './dashboard-feed.ts';
 import { firstPageHtml } from './first-page.ts';
 import { createHttpHandler } from './http-api.ts';
 import { HubCore } from './hub-core.ts';
@@ -40,6 +42,7 @@ export class Hub {
   /** true when started without a config file: any app, no token, default rule */
   readonly open: boolean;
   readonly #sockets: SocketServer;
+  readonly #feed: DashboardFeed | undefined;
   readonly #host: string;
   readonly #advertiseUrl: string | undefined;
   readonly #tick: NodeJS.Timeout;
@@ -47,12 +50,13 @@ export class Hub {
   ready = false;
 
   /** @internal use startHub */
-  constructor(parts: { id: string; core: HubCore; coordinator: Coordinator; httpServer: Server; sockets: SocketServer; host: string; advertiseUrl?: string; open: boolean }) {
+  constructor(parts: { id: string; core: HubCore; coordinator: Coordinator; httpServer: Server; sockets: SocketServer; feed?: DashboardFeed; host: string; advertiseUrl?: string; open: boolean }) {
     this.id = parts.id;
     this.core = parts.core;
     this.coordinator = parts.coordinator;
     this.httpServer = parts.httpServer;
     this.#sockets = parts.sockets;
+    this.#feed = parts.feed;
     this.#host = parts.host;
     this.#advertiseUrl = parts.advertiseUrl;
     this.open = parts.open;
@@ -90,6 +94,7 @@ export class Hub {
       // leaving is best effort: the member's heartbeat expires anyway
     }
     this.core.shutdown(this.core.clustered ? CloseCode.Leaving : CloseCode.GoingAway, 'hub shutting down');
+    this.#feed?.close(CloseCode.GoingAway, 'hub shutting down');
     const httpClosed = new Promise<void>((resolve) => this.httpServer.close(() => resolve()));
     this.httpServer.closeIdleConnections();
     await this.#sockets.close();
@@ -115,16 +120,25 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   const id = options.coordinator?.selfId ?? options.nodeId ?? `hub-${randomBytes(4).toString('hex')}`;
   const coordinator = options.coordinator ?? new LocalCoordinator({ selfId: id, config, maxApps: tunables.maxApps });
   const core = new HubCore({ id, coordinator, tunables, now, log });
-  const sockets = new SocketServer(core);
+  const adminToken = options.adminToken ?? config?.adminToken;
+  const dashboardToken = options.dashboardToken ?? config?.dashboardToken;
+  const feed = new DashboardFeed({ source: core, adminToken, dashboardToken, log });
+  const sockets = new SocketServer(core, { [LIVE_PATH]: (peer) => feed.attach(peer) });
   const host = options.host ?? '127.0.0.1';
+  // the page is bundled in memory at start (~100 ms); without it the plain first page still works
+  const dashboard = await buildDashboard().catch((err: unknown) => {
+    log(`dashboard build failed, serving the plain page: ${(err as Error).message}`);
+    return undefined;
+  });
   let hub: Hub | undefined;
   const handler = createHttpHandler({
     core,
-    adminToken: options.adminToken ?? config?.adminToken,
-    dashboardToken: options.dashboardToken ?? config?.dashboardToken,
+    adminToken,
+    dashboardToken,
     maxBodyBytes: tunables.maxBodyBytes,
     ready: () => hub?.ready ?? false,
     page: () => firstPageHtml(id),
+    asset: (path) => dashboard?.get(path),
     log,
   });
   const httpServer = createServer(handler);
@@ -142,7 +156,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   });
   httpServer.on('error', (err) => log(`http server error: ${err.message}`));
 
-  hub = new Hub({ id, core, coordinator, httpServer, sockets, host, advertiseUrl: options.advertiseUrl, open: config === undefined && options.coordinator === undefined });
+  hub = new Hub({ id, core, coordinator, httpServer, sockets, feed, host, advertiseUrl: options.advertiseUrl, open: config === undefined && options.coordinator === undefined });
   core.url = hub.url;
   try {
     await coordinator.start({ id, url: hub.url });

@@ -8,15 +8,27 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { MAX_FRAME_BYTES } from '@hotkey/sdk/protocol';
 import type { HubCore } from './hub-core.ts';
+import type { Peer } from './peer.ts';
+
+/** One connection on an endpoint: the adapter hands it every frame and the close. */
+export interface SocketConnection {
+  onFrame(bytes: Uint8Array, isBinary: boolean): void;
+  onClose(): void;
+}
+/** An extra WebSocket path (the dashboard's `/live`) and what accepts its connections. */
+export type SocketEndpoint = (peer: Peer) => SocketConnection;
 
 export const WS_PATH = '/ws';
 
 export class SocketServer {
   readonly #wss: WebSocketServer;
   readonly #core: HubCore;
+  readonly #endpoints: ReadonlyMap<string, SocketEndpoint>;
 
-  constructor(core: HubCore) {
+  /** @param [endpoints] extra paths besides WS_PATH, e.g. the dashboard feed */
+  constructor(core: HubCore, endpoints: Record<string, SocketEndpoint> = {}) {
     this.#core = core;
+    this.#endpoints = new Map(Object.entries(endpoints));
     this.#wss = new WebSocketServer({
       noServer: true,
       perMessageDeflate: false,
@@ -31,15 +43,16 @@ export class SocketServer {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const path = (req.url ?? '').split('?')[0];
-    if (path !== WS_PATH) {
+    const attach: SocketEndpoint | undefined = path === WS_PATH ? (peer) => this.#core.attach(peer) : this.#endpoints.get(path ?? '');
+    if (attach === undefined) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws));
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, attach));
   }
 
-  #accept(ws: WebSocket): void {
-    const session = this.#core.attach(ws);
+  #accept(ws: WebSocket, attach: SocketEndpoint): void {
+    const session = attach(ws);
     ws.on('message', (data, isBinary) => {
       const bytes = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data;
       session.onFrame(bytes, isBinary);
