@@ -14,7 +14,7 @@ import type { View } from './view.ts';
 const RANGES = { '1h': 3600_000, '6h': 6 * 3600_000, '24h': 24 * 3600_000 } as const;
 type Range = keyof typeof RANGES;
 /** events fetched for one summary: bounded, the page must stay responsive */
-const FETCH_LIMIT = 20_000;
+const FETCH_LIMIT = 10_000;
 
 function download(name: string, text: string): void {
   const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }));
