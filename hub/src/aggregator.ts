@@ -36,7 +36,7 @@ export interface AggregatorOptions {
   maxKeys?: number;
   /** slots allocated up front; the slab doubles up to `maxKeys` @default 1024 */
   initialCapacity?: number;
-  /** slots examined per eviction @default 16 */
+  /** slots examined per eviction @default 8 */
   evictionSamples?: number;
   /** slots `tick` checks for emptiness per call, to free idle keys @default 2048 */
   sweepPerTick?: number;
@@ -134,7 +134,7 @@ export class Aggregator {
   constructor(options: AggregatorOptions) {
     this.#listener = options.listener;
     this.#maxKeys = Math.max(1, options.maxKeys ?? 100_000);
-    this.#samples = Math.max(1, options.evictionSamples ?? 16);
+    this.#samples = Math.max(1, options.evictionSamples ?? 8);
     this.#sweepPerTick = Math.max(0, options.sweepPerTick ?? 2048);
     this.#random = options.random ?? Math.random;
     this.#ruleSet = new RuleSet(options.rules);
@@ -488,7 +488,8 @@ export class Aggregator {
     this.#repGen = copyF(this.#repGen);
     this.#repCur = copyU32(this.#repCur, REPORTER_WORDS);
     this.#repPrev = copyU32(this.#repPrev, REPORTER_WORDS);
-    this.#keys.length = capacity;
+    // push, not `length =`: a length jump turns the array into a slow dictionary-mode array
+    for (let i = this.#keys.length; i < capacity; i++) this.#keys.push(undefined);
     this.#capacity = capacity;
   }
 }
