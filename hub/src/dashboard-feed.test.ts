@@ -54,6 +54,7 @@ test('snapshot, then deltas with only moved rows, removals and events', () => {
   assert.is(snap.t, MsgType.FeedSnapshot);
   assert.equal(snap.hot.map((r) => [r.key, r.qps, r.hub]), [['a', 500, 'hub-1'], ['b', 300, 'hub-1']]);
   assert.equal(snap.apps, ['shop']);
+  assert.is(snap.hot[0]!.windowMs, 1000); // open mode: the default rule's window
   assert.is(snap.instances.length, 1);
 
   setHot([['a', 505], ['c', 900]]); // a moved by 1 %: not resent

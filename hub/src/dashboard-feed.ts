@@ -27,6 +27,7 @@ import {
   type FeedInstance,
 } from '@hotkey/sdk/protocol';
 import { tokenMatches } from './auth.ts';
+import { RuleSet, type Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent } from './coordinator.ts';
 import type { HotKeyRow, InstanceRow } from './hub-core.ts';
 import type { Peer } from './peer.ts';
@@ -89,7 +90,7 @@ const rowId = (app: string, key: string) => `${app}\u0000${key}`;
 /** true when the page should be sent the new values: QPS moved by > 2 % (or 1/s), or a field changed */
 function changed(a: FeedHotRow, b: FeedHotRow): boolean {
   const dq = Math.abs(a.qps - b.qps);
-  return (dq > 1 && dq > 0.02 * Math.max(a.qps, b.qps)) || a.threshold !== b.threshold || a.since !== b.since || a.hub !== b.hub || a.instances !== b.instances;
+  return (dq > 1 && dq > 0.02 * Math.max(a.qps, b.qps)) || a.threshold !== b.threshold || a.windowMs !== b.windowMs || a.since !== b.since || a.hub !== b.hub || a.instances !== b.instances;
 }
 
 function toFeedEvent(e: HubEvent): FeedEvent {
@@ -174,6 +175,8 @@ export class DashboardFeed {
   #pendingEvents: FeedEvent[] = [];
   #timer: ReturnType<typeof setInterval> | undefined;
   #tick = 0;
+  /** compiled rules per app, rebuilt when the app's rule list changes (for each row's window) */
+  readonly #ruleSets = new Map<string, { rules: readonly Rule[]; set: RuleSet }>();
   #closed = false;
   /** counters for /metrics and tests */
   readonly stats = { framesSent: 0, bytesSent: 0, slowDropped: 0, skippedTicks: 0, refused: 0 };
@@ -270,16 +273,27 @@ export class DashboardFeed {
   // ---- what every page is shown ----
 
   /** every hot key of the cluster, hottest first: ours exactly, other hubs' from their statuses */
+  #windowMs(app: string, key: string): number {
+    const rules = this.#source.coordinator.rules(app);
+    let cached = this.#ruleSets.get(app);
+    if (cached === undefined || cached.rules !== rules) {
+      if (this.#ruleSets.size > 10_000) this.#ruleSets.clear();
+      cached = { rules, set: new RuleSet(rules) };
+      this.#ruleSets.set(app, cached);
+    }
+    return cached.set.ruleFor(key)?.windowMs ?? 1000;
+  }
+
   #hotRows(): FeedHotRow[] {
     const rows = new Map<string, FeedHotRow>();
     for (const r of this.#source.hotKeys()) {
-      rows.set(rowId(r.app, r.key), { app: r.app, key: r.key, qps: r.qps, threshold: r.threshold, since: r.since, hub: r.owner, instances: r.instances });
+      rows.set(rowId(r.app, r.key), { app: r.app, key: r.key, qps: r.qps, threshold: r.threshold, windowMs: this.#windowMs(r.app, r.key), since: r.since, hub: r.owner, instances: r.instances });
     }
     for (const status of this.#source.coordinator.statuses()) {
       if (status.id === this.#source.id) continue;
       for (const h of status.hot) {
         const id = rowId(h.app, h.key);
-        if (!rows.has(id)) rows.set(id, { app: h.app, key: h.key, qps: h.qps, threshold: h.threshold, since: h.since, hub: status.id, instances: h.instances });
+        if (!rows.has(id)) rows.set(id, { app: h.app, key: h.key, qps: h.qps, threshold: h.threshold, windowMs: this.#windowMs(h.app, h.key), since: h.since, hub: status.id, instances: h.instances });
       }
     }
     return [...rows.values()].sort((a, b) => b.qps - a.qps);

@@ -411,6 +411,8 @@ export interface FeedHotRow {
   qps: number;
   /** accesses within the rule's window that promote the key */
   threshold: number;
+  /** the rule's window: `threshold * 1000 / windowMs` is the promoting rate per second */
+  windowMs: number;
   /** ms since epoch the key has been hot */
   since: number;
   /** id of the hub that owns the key */
@@ -513,6 +515,7 @@ function feedHotRow(x: unknown): FeedHotRow {
     key: feedKey(o),
     qps: num(o, 'qps'),
     threshold: num(o, 'threshold'),
+    windowMs: int(o, 'windowMs', 1),
     since: num(o, 'since'),
     hub: str(o, 'hub'),
     instances: int(o, 'instances'),

@@ -91,7 +91,7 @@ test('a key driven hot by SDK clients shows within 2 s of its promotion and leav
     assert.ok(lag < 2000, `row appeared ${lag} ms after promotion`);
     // the row carries live values: QPS near the driven rate, the rule's threshold, 3 instances
     await until('3 instances reporting', async () => (await row('item:flash').locator('.c-instances').textContent()) === '3', 5000);
-    assert.match((await row('item:flash').locator('.c-threshold').textContent()) ?? '', /^100 /);
+    assert.match((await row('item:flash').locator('.c-threshold').textContent()) ?? '', /^100\/500ms \(\d+\.\d×\)$/);
     await delay(2500); // let the sparkline collect a few samples for the screenshot
     await shot('hot');
     await row('item:flash').locator('.c-key').click();

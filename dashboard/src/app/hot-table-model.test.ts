@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import type { FeedHotRow } from '@hotkey/sdk/protocol';
 import { DEFAULT_QUERY, queryRows, topByQps, visibleWindow } from './hot-table-model.ts';
 
-const row = (app: string, key: string, qps: number, since = 0): FeedHotRow => ({ app, key, qps, threshold: 100, since, hub: 'h', instances: 1 });
+const row = (app: string, key: string, qps: number, since = 0): FeedHotRow => ({ app, key, qps, threshold: 100, windowMs: 1000, since, hub: 'h', instances: 1 });
 const rows = [row('shop', 'item:1', 500, 3), row('shop', 'item:2', 900, 1), row('feed', 'post:9', 700, 2), row('feed', 'ITEM:3', 700, 4)];
 
 test('default query sorts by QPS, highest first, ties by app then key', () => {

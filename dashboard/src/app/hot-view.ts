@@ -15,6 +15,9 @@ import type { View } from './view.ts';
 import type { KeyActions } from './key-actions.ts';
 
 const ROW_PX = 30;
+
+/** the promoting rate in accesses per second (rules count per window) */
+const perSecond = (row: FeedHotRow) => (row.threshold * 1000) / row.windowMs;
 const SPARK_POINTS = 60;
 
 const COLUMNS: { id: SortColumn | 'spark' | 'actions'; label: string; title?: string }[] = [
@@ -22,7 +25,7 @@ const COLUMNS: { id: SortColumn | 'spark' | 'actions'; label: string; title?: st
   { id: 'key', label: 'Key' },
   { id: 'qps', label: 'Cluster QPS' },
   { id: 'spark', label: 'Last 60 s' },
-  { id: 'threshold', label: 'Threshold', title: 'accesses per rule window that promote the key' },
+  { id: 'threshold', label: 'Threshold', title: 'accesses per rule window that promote the key, and how far over it the key runs' },
   { id: 'since', label: 'Hot since' },
   { id: 'hub', label: 'Owner hub' },
   { id: 'instances', label: 'Instances', title: 'SDK instances reporting the key' },
@@ -52,6 +55,7 @@ export class HotView implements View {
   readonly #rowsHost: HTMLElement;
   readonly #pool: RowElements[] = [];
   readonly #count: HTMLElement;
+  readonly #empty: HTMLElement;
   readonly #appSelect: HTMLSelectElement;
   readonly #head: HTMLElement;
   #appsVersion = -1;
@@ -79,7 +83,8 @@ export class HotView implements View {
     }
     this.#rowsHost = el('div', { class: 'vt-rows' });
     this.#spacer = el('div', { class: 'vt-spacer' }, this.#rowsHost);
-    this.#body = el('div', { class: 'vt-body', 'data-testid': 'hot-table' }, this.#spacer);
+    this.#empty = el('div', { class: 'vt-empty muted' }, 'No hot keys right now. A key shows up here within a second of crossing its rule\'s threshold.');
+    this.#body = el('div', { class: 'vt-body', 'data-testid': 'hot-table' }, this.#empty, this.#spacer);
     // scrolling redraws the window on the next frame, outside the throttled loop: a 250 ms lag
     // would show blank bands. Only the visible rows are touched, nothing is re-sorted.
     this.#body.addEventListener('scroll', () => {
@@ -135,6 +140,7 @@ export class HotView implements View {
       this.#dirty = true;
       const shown = state.rows.size < state.hotTotal ? `${state.rows.size} of ${state.hotTotal}` : `${state.rows.size}`;
       setText(this.#count, `${this.#sorted.length} shown · ${shown} hot`);
+      this.#empty.hidden = this.#sorted.length > 0;
     }
     for (const cell of this.#head.children) {
       const id = [...cell.classList].find((c) => c.startsWith('c-'))?.slice(2);
@@ -174,14 +180,15 @@ export class HotView implements View {
       r.root.dataset.id = id;
       r.root.style.transform = `translateY(${i * ROW_PX}px)`;
       if (r.root.parentNode !== this.#rowsHost) this.#rowsHost.append(r.root);
-      const over = row.threshold > 0 ? row.qps / row.threshold : 0;
+      const over = row.threshold > 0 ? row.qps / perSecond(row) : 0;
       r.root.classList.toggle('blazing', over >= 5);
       const [app, key, qps, , threshold, since, hub, instances] = r.cells;
       setText(app!, row.app);
       setText(key!, row.key);
       key!.title = row.key;
       setText(qps!, formatQps(row.qps));
-      setText(threshold!, `${formatQps(row.threshold)} (${over.toFixed(1)}×)`);
+      setText(threshold!, `${formatQps(row.threshold)}${row.windowMs === 1000 ? '/s' : `/${row.windowMs}ms`} (${over.toFixed(1)}×)`);
+      threshold!.title = `promoted at ${formatQps(perSecond(row))} accesses per second`;
       setText(since!, formatAgo(row.since, now));
       setText(hub!, row.hub);
       setText(instances!, String(row.instances));
@@ -198,7 +205,7 @@ export class HotView implements View {
   #drawSpark(r: RowElements, row: FeedHotRow): void {
     const values = this.#series.values(r.id, SPARK_POINTS);
     // a row younger than one sample still shows its current value
-    drawSparkline(r.spark, values.length > 0 ? values : [row.qps], row.threshold, SPARK_POINTS);
+    drawSparkline(r.spark, values.length > 0 ? values : [row.qps], perSecond(row), SPARK_POINTS);
   }
 
   #makeRow(): RowElements {

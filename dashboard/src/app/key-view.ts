@@ -110,7 +110,7 @@ export class KeyView implements View {
   render(now: number): void {
     const id = rowId(this.#app, this.#key);
     const row = this.#state.rows.get(id);
-    const windowMs = this.#rule?.windowMs ?? 1000;
+    const windowMs = row?.windowMs ?? this.#rule?.windowMs ?? 1000;
     const threshold = row?.threshold ?? this.#rule?.threshold ?? 0;
     this.#stats.replaceChildren(
       stat('Status', row ? 'HOT' : 'not hot', row ? 'hot' : ''),
