@@ -573,7 +573,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return {
       welcome: (conn, welcome) => this.#onWelcome(conn, welcome),
       message: (conn, message) => this.#onMessage(conn, message),
-      down: (conn, code, reason) => this.#onDown(conn, code, reason),
+      down: (conn, code, reason, welcomed) => this.#onDown(conn, code, reason, welcomed),
       reconnecting: (conn, delayMs) => this.#status({ type: 'reconnecting', url: conn.url, delayMs }),
       error: (conn, error) => this.#fault(error, conn.url),
       fatal: (conn, error) => {
@@ -609,10 +609,16 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     }
   }
 
-  #onDown(conn: HubConnection, code: number, reason: string): void {
+  #onDown(conn: HubConnection, code: number, reason: string, welcomed: boolean): void {
     const hub = conn.hubId;
     const link = hub === undefined ? undefined : this.#links.get(hub);
-    this.#status({ type: 'disconnect', hub, url: conn.url, code, reason });
+    // a failed attempt to reconnect is an 'error' + 'reconnecting', not another disconnect
+    if (welcomed) this.#status({ type: 'disconnect', hub, url: conn.url, code, reason });
+    if (code === CloseCode.Leaving && !this.#seeds.includes(conn.url)) {
+      // The hub left the cluster: its keys move. Members brings it back if it rejoins.
+      conn.close();
+      this.#conns.delete(conn.url);
+    }
     if (hub === undefined || link === undefined || link.conn !== conn) return;
     this.#linkLost(hub);
     if (this.#links.size === 0 && this.#dormantSeeds.size > 0) {

@@ -9,3 +9,5 @@ export { AccessWindow } from './window.ts';
 export type { AccessWindowOptions } from './window.ts';
 export { LocalCache } from './local-cache.ts';
 export type { LocalCacheOptions } from './local-cache.ts';
+export { withHotKeys } from './ioredis.ts';
+export type { WithHotKeysOptions } from './ioredis.ts';
