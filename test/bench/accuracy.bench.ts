@@ -161,7 +161,7 @@ benchMain(async ({ quick }) => {
         unit: 'keys',
         better: 'lower',
         target: { reach: 0 },
-        note: `ours ${ours.missedClear}+${ours.falseClear} ${[...ours.missedClearKeys, ...ours.falseClearKeys].slice(0, 3).join(' ')}; naive ${naive.missedClear}+${naive.falseClear}`,
+        note: `missed+false: ours ${ours.missedClear}+${ours.falseClear}${[...ours.missedClearKeys, ...ours.falseClearKeys].slice(0, 3).map((k) => ` ${k}`).join('')}, naive ${naive.missedClear}+${naive.falseClear}`,
       },
     );
   }

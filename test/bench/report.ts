@@ -13,9 +13,12 @@ export interface Machine {
   node: string;
   date: string;
   command: string;
+  /** 1-minute load average when the run started and ended: a busy shared box skews absolute figures */
+  loadStart: number;
+  loadEnd: number;
 }
 
-export function describeMachine(command: string): Machine {
+export function describeMachine(command: string, loadStart: number): Machine {
   let cpuModel = os.cpus()[0]?.model ?? 'unknown';
   try {
     const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
@@ -30,6 +33,8 @@ export function describeMachine(command: string): Machine {
     node: process.version,
     date: new Date().toISOString(),
     command,
+    loadStart,
+    loadEnd: os.loadavg()[0]!,
   };
 }
 
@@ -51,9 +56,10 @@ export function formatNumber(value: number | undefined): string {
  * a ratio reads the same way on every row.
  */
 export function advantage(row: BenchRow): number | undefined {
-  if (row.baseline === undefined || !Number.isFinite(row.baseline) || !Number.isFinite(row.ours)) return undefined;
-  if (row.better === 'higher') return row.baseline === 0 ? Infinity : row.ours / row.baseline;
-  return row.ours === 0 ? Infinity : row.baseline / row.ours;
+  const { ours, baseline } = row;
+  // a ratio of counts at or below zero (0 errors each, a heap that shrank) says nothing
+  if (baseline === undefined || !Number.isFinite(baseline) || !Number.isFinite(ours) || ours <= 0 || baseline <= 0) return undefined;
+  return row.better === 'higher' ? ours / baseline : baseline / ours;
 }
 
 function meets(row: BenchRow, level: number | undefined): boolean | undefined {
@@ -117,7 +123,8 @@ export function markdownReport(rows: BenchRow[], machine: Machine, errors: strin
     '',
     `Command: \`${machine.command}\` — ${machine.date}`,
     '',
-    `Machine: ${machine.cpus} CPUs (\`nproc\`), ${machine.cpuModel}, ${machine.memoryGiB} GiB RAM, Node ${machine.node}`,
+    `Machine: ${machine.cpus} CPUs (\`nproc\`), ${machine.cpuModel}, ${machine.memoryGiB} GiB RAM, Node ${machine.node}; ` +
+      `load average ${machine.loadStart.toFixed(1)} at start, ${machine.loadEnd.toFixed(1)} at end (other work on the box skews absolute figures; ratios are within one run)`,
     '',
     'ratio: how many times better ours is than the naive baseline measured in the same run (> 1 is better, whichever way the unit goes).',
     'met?: `aim` = aim target met, `yes` = reach target met, `NO` = reach target missed.',

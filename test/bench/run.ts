@@ -10,6 +10,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import os from 'node:os';
 import { runBenchFile, type BenchRow } from './harness.ts';
 import { describeMachine, markdownReport, textTable } from './report.ts';
 
@@ -31,6 +32,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'hotpath', file: here('./hotpath.bench.ts'), timeoutMs: 60_000 },
   { name: 'memory', file: here('./memory.bench.ts'), timeoutMs: 120_000, execArgv: ['--expose-gc'] },
   { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
+  { name: 'cluster', file: here('./cluster.bench.ts'), timeoutMs: 120_000 },
 ];
 
 const { values } = parseArgs({
@@ -52,6 +54,7 @@ const command = `pnpm bench${process.argv.slice(2).length ? ` ${process.argv.sli
 const rows: BenchRow[] = [];
 const errors: string[] = [];
 const started = Date.now();
+const loadStart = os.loadavg()[0]!;
 for (const bench of selected) {
   const t0 = Date.now();
   process.stdout.write(`# ${bench.name} ...`);
@@ -68,10 +71,12 @@ for (const bench of selected) {
   }
 }
 
-const machine = describeMachine(command);
+const machine = describeMachine(command, loadStart);
 console.log('');
 console.log(textTable(rows));
-console.log(`\n${machine.cpus} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}; ${((Date.now() - started) / 1000).toFixed(0)} s`);
+console.log(
+  `\n${machine.cpus} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}; load ${machine.loadStart.toFixed(1)} -> ${machine.loadEnd.toFixed(1)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+);
 if (errors.length) console.log(`did not finish: ${errors.map((e) => e.split(':')[0]).join(', ')}`);
 if (!quick || values.out !== here('./results.md')) {
   writeFileSync(values.out, markdownReport(rows, machine, errors));

@@ -33,7 +33,10 @@ export interface ServerProcess {
 }
 
 export async function startServer(kind: ServerKind, opts: ServerOptions = {}, execArgv: string[] = []): Promise<ServerProcess> {
-  const worker = forkWorker(new URL('./server.worker.ts', import.meta.url), [kind, JSON.stringify(opts)], { execArgv: ['--expose-gc', ...execArgv] });
+  // BENCH_CPU_PROF=dir: profile every server under test into dir/<kind>/ (see profile-summary.ts);
+  // one file per thread, the largest is the main thread
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}/${kind}`] : [];
+  const worker = forkWorker(new URL('./server.worker.ts', import.meta.url), [kind, JSON.stringify(opts)], { execArgv: ['--expose-gc', ...prof, ...execArgv] });
   try {
     const ready = await worker.waitFor<{ url: string; pid: number }>('ready', 20_000);
     return {
@@ -49,7 +52,12 @@ export async function startServer(kind: ServerKind, opts: ServerOptions = {}, ex
         worker.send({ type: 'gc' });
         return (await worker.waitFor<{ heapUsed: number }>('gc', 30_000)).heapUsed;
       },
-      stop: () => worker.kill(),
+      async stop() {
+        // ask for a normal exit (profiles are written on exit), then make sure
+        worker.send({ type: 'exit' });
+        await Promise.race([new Promise((r) => worker.child.once('exit', r)), new Promise((r) => setTimeout(r, 3000))]);
+        await worker.kill();
+      },
     };
   } catch (err) {
     await worker.kill();

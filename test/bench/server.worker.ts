@@ -44,6 +44,9 @@ process.on('message', (raw) => {
     gc?.();
     gc?.();
     toParent({ type: 'gc', heapUsed: process.memoryUsage().heapUsed });
+  } else if (message.type === 'exit') {
+    // a normal exit, so that --cpu-prof writes its profile (SIGKILL would lose it)
+    process.exit(0);
   } else if (message.type === 'stats') {
     const cpu = process.cpuUsage();
     const mem = process.memoryUsage();
