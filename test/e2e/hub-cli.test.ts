@@ -72,22 +72,24 @@ test('a bad config file exits 1 naming the field', async () => {
     [{ apps: [] }, /config error: apps: must be an object/],
     ['{ not json', /config error: config: .* is not valid JSON/],
   ];
-  for (const [i, [content, message]] of cases.entries()) {
-    const r = await runHubCli(['--port', '0', '--config', configFile(`bad${i}.json`, content)]);
+  // in parallel: each run pays tsx start-up
+  const runs = await Promise.all(cases.map(([content], i) => runHubCli(['--port', '0', '--config', configFile(`bad${i}.json`, content)], { timeoutMs: 30_000 })));
+  runs.forEach((r, i) => {
     assert.is(r.code, 1, `case ${i}: ${r.stderr}`);
-    assert.match(r.stderr, message);
-  }
+    assert.match(r.stderr, cases[i]![1]);
+  });
   const missing = await runHubCli(['--port', '0', '--config', join(dir, 'missing.json')]);
   assert.is(missing.code, 1);
   assert.match(missing.stderr, /config error: config: cannot read/);
 });
 
 test('bad usage exits 2 with the usage text', async () => {
-  for (const args of [['--bogus'], ['--port', 'abc'], ['--port', '70000'], ['--advertise-url', 'http://x'], ['--redis', 'nope']]) {
-    const r = await runHubCli(args);
-    assert.is(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+  const argsList = [['--bogus'], ['--port', 'abc'], ['--port', '70000'], ['--advertise-url', 'http://x'], ['--redis', 'nope']];
+  const runs = await Promise.all(argsList.map((args) => runHubCli(args, { timeoutMs: 30_000 })));
+  runs.forEach((r, i) => {
+    assert.is(r.code, 2, `${argsList[i]!.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, /usage: hotkey-hub/);
-  }
+  });
   const env = await runHubCli([], { env: { HOTKEY_PORT: 'x' } });
   assert.is(env.code, 2, 'env values are validated like flags');
   const help = await runHubCli(['--help']);
