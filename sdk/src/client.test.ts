@@ -20,10 +20,20 @@ async function setup(opts: Partial<ClientOptions> = {}, peerOpts: Partial<Constr
   const clock = { t: 0 };
   const socketP = peer.nextSocket();
   const hk = new HotKeyClient({ app: 'shop', hubs: [peer.url], token: 's3cret', instanceId: 'i-1', flushIntervalMs: 10, now: () => clock.t, ...opts });
+  open.push({ hk, peer });
   const sock = await socketP;
   await hk.ready({ signal: AbortSignal.timeout(3000) });
   return { peer, hk, sock, clock };
 }
+
+// A failed assertion skips a test's own teardown: close whatever it left open.
+const open: { hk: HotKeyClient; peer: ProtocolPeer }[] = [];
+test.after.each(async () => {
+  for (const { hk, peer } of open.splice(0)) {
+    await hk.close();
+    await peer.close();
+  }
+});
 
 async function teardown(s: Setup): Promise<void> {
   await s.hk.close();
@@ -191,13 +201,15 @@ test('hot entries expire at hotMs on the injected clock', async () => {
 test('stale bound: cut off from the hub, cached values serve at most maxStaleMs', async () => {
   const s = await setup({ maxStaleMs: 3000, reconnectMinMs: 5000, reconnectMaxMs: 5000 });
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await until(() => s.hk.isHot('k'));
+  s.sock.send({ t: MsgType.Promote, seq: 2, key: 'probe', ...P, hotMs: 3050 });
+  await until(() => s.hk.isHot('k') && s.hk.isHot('probe'));
   await s.hk.get('k', () => 'cached');
   s.clock.t = 100;
   s.sock.ws.terminate();
   await until(() => s.hk.hubs().length === 0);
   s.clock.t = 3099;
-  await new Promise((r) => setTimeout(r, 30)); // let a few ticks see 3099
+  // 'probe' expires at 3050: once it is gone, the client's clock has reached 3099
+  await until(() => !s.hk.isHot('probe'));
   assert.is(await s.hk.get('k', () => 'loader'), 'cached', 'still within the bound');
   s.clock.t = 3100;
   await until(() => !s.hk.isHot('k'));

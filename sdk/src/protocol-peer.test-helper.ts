@@ -123,7 +123,11 @@ export class ProtocolPeer {
     });
   }
 
+  #closed = false;
+
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     for (const client of this.wss.clients) client.terminate();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
   }
