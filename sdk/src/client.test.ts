@@ -232,6 +232,23 @@ test('reports: keys over the local threshold, counts since the last report', asy
   await teardown(s);
 });
 
+test('Config replaces rules and local thresholds; counted keys get their new rule', async () => {
+  const s = await setup({}, { local: [1000] });
+  for (let i = 0; i < 6; i++) s.hk.track('item:1');
+  for (let i = 0; i < 6; i++) s.hk.track('user:1');
+  const rule = { threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 };
+  s.sock.send({ t: MsgType.Config, rules: [{ match: 'item:*', ...rule }, { match: 'slow:*', ...rule, windowMs: 10_000 }], local: [3, 20], instances: 4 });
+  await until(() => s.hk.rules().length === 2);
+  assert.is(s.hk.stats().instances, 4);
+  s.hk.track('user:1');
+  s.hk.track('item:1');
+  for (let i = 0; i < 3; i++) s.hk.track('slow:1'); // 20 per 10 s is 2 per 1 s: reported at 2
+  const report = await s.sock.next(MsgType.Report);
+  assert.equal(report.keys.sort(), ['item:1', 'slow:1']);
+  assert.equal(report.counts[report.keys.indexOf('item:1')], 6); // 7 accesses, the first only in the sketch
+  await teardown(s);
+});
+
 test('cluster: connects to members, one report per hub with the keys it owns', async () => {
   const b = await new ProtocolPeer({ id: 'hub-b', local: [1], rules: [{ match: '*', threshold: 5, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 }] }).listen();
   const bSocketP = b.nextSocket();
