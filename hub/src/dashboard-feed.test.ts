@@ -95,6 +95,28 @@ test('10 000 hot keys reach the page in bounded frames, hottest first', () => {
   assert.is(peer.last<FeedDelta>().hot.length, 0); // nothing moved: an empty delta
 });
 
+test('when more rows change than fit in a frame, new rows and every changed row still get through', () => {
+  const { feed, setHot, connect } = setup({ maxRowsPerFrame: 1000 });
+  const rows = (round: number): [string, number][] =>
+    Array.from({ length: 3000 }, (_, i): [string, number] => [`k${i}`, (3000 - i) * (round % 2 ? 1.1 : 1)]);
+  setHot(rows(0));
+  const { peer } = connect();
+  for (let i = 0; i < 3; i++) feed.tick(); // 3000 rows catch up through 1000-row frames
+  // then every row moves by 10 % each round, and a new, coldest row appears
+  const seen = new Map<string, number>();
+  const added: [string, number][] = [];
+  for (let round = 1; round <= 8; round++) {
+    added.push([`new${round}`, 1]);
+    setHot([...rows(round), ...added]);
+    feed.tick();
+    for (const r of peer.last<FeedDelta>().hot) seen.set(r.key, round);
+  }
+  for (let round = 1; round <= 8; round++) assert.ok(seen.has(`new${round}`), `new${round} never sent`);
+  // 3000 changed rows through 1000-row frames: none waits more than 3000 / 1000 + 1 rounds
+  // (the coldest rows move by at most 1/s, under the change threshold: never resent)
+  for (let i = 0; i < 2900; i++) assert.ok((seen.get(`k${i}`) ?? 0) >= 8 - 4, `k${i} last sent in round ${seen.get(`k${i}`)}`);
+});
+
 test('dashboard token: wrong or missing refused with 4003; the admin token also opens the feed', () => {
   const { connect } = setup({ dashboardToken: 'read' });
   const bad = connect('nope').peer;

@@ -106,8 +106,8 @@ type SubscriberState = (typeof SubscriberState)[keyof typeof SubscriberState];
 
 class Subscriber implements FeedConnection {
   state: SubscriberState = SubscriberState.AwaitingHello;
-  /** what the page holds: the rows it was last sent */
-  readonly sent = new Map<string, FeedHotRow>();
+  /** what the page holds: the rows it was last sent, and the round each was sent in */
+  readonly sent = new Map<string, { row: FeedHotRow; round: number }>();
   events: FeedEvent[] = [];
   droppedEvents = 0;
   /** events already in this page's snapshot: skipped from the next round */
@@ -337,29 +337,41 @@ export class DashboardFeed {
     return [...new Set([...this.#source.coordinator.apps(), ...this.#source.activeApps()])].sort().slice(0, 10_000);
   }
 
-  /** Up to the frame's row and byte budget of `rows` that the page lacks or holds stale, hottest first. */
+  /**
+   * What the page lacks or holds stale, within the frame's row and byte budget. Order: removals,
+   * then rows the page does not have (hottest first), then changed rows least recently sent first,
+   * so that when more rows change per round than fit in a frame every row still gets refreshed
+   * in turn (hottest-first alone would starve the bottom of the table).
+   */
   #diff(sub: Subscriber, rows: readonly FeedHotRow[]): { hot: FeedHotRow[]; gone: { app: string; key: string }[] } {
     const max = this.#opts.maxRowsPerFrame;
+    const round = this.#tick;
     let budget = FRAME_BYTE_BUDGET;
     const current = new Set<string>();
-    const hot: FeedHotRow[] = [];
+    const fresh: [string, FeedHotRow][] = [];
+    const stale: [string, FeedHotRow, number][] = [];
     for (const row of rows) {
       const id = rowId(row.app, row.key);
       current.add(id);
-      if (hot.length >= max || budget <= 0) continue;
       const before = sub.sent.get(id);
-      if (before !== undefined && !changed(before, row)) continue;
-      hot.push(row);
-      sub.sent.set(id, row);
-      budget -= ROW_OVERHEAD_BYTES + 3 * (row.key.length + row.app.length + row.hub.length);
+      if (before === undefined) fresh.push([id, row]);
+      else if (changed(before.row, row)) stale.push([id, row, before.round]);
     }
     const gone: { app: string; key: string }[] = [];
-    for (const [id, row] of sub.sent) {
+    for (const [id, { row }] of sub.sent) {
       if (current.has(id)) continue;
       if (gone.length >= max || budget <= 0) break;
       gone.push({ app: row.app, key: row.key });
       sub.sent.delete(id);
       budget -= ROW_OVERHEAD_BYTES + 3 * (row.key.length + row.app.length);
+    }
+    stale.sort((a, b) => a[2] - b[2] || b[1].qps - a[1].qps);
+    const hot: FeedHotRow[] = [];
+    for (const [id, row] of [...fresh, ...stale]) {
+      if (hot.length >= max || budget <= 0) break;
+      hot.push(row);
+      sub.sent.set(id, { row, round });
+      budget -= ROW_OVERHEAD_BYTES + 3 * (row.key.length + row.app.length + row.hub.length);
     }
     return { hot, gone };
   }
