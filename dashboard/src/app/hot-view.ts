@@ -187,7 +187,7 @@ export class HotView implements View {
       setText(key!, row.key);
       key!.title = row.key;
       setText(qps!, formatQps(row.qps));
-      setText(threshold!, `${formatQps(row.threshold)}${row.windowMs === 1000 ? '/s' : `/${row.windowMs}ms`} (${over.toFixed(1)}×)`);
+      setText(threshold!, `${Number.isInteger(row.threshold) ? row.threshold : formatQps(row.threshold)}${row.windowMs === 1000 ? '/s' : `/${row.windowMs}ms`} (${over.toFixed(1)}×)`);
       threshold!.title = `promoted at ${formatQps(perSecond(row))} accesses per second`;
       setText(since!, formatAgo(row.since, now));
       setText(hub!, row.hub);
