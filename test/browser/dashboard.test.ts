@@ -189,6 +189,21 @@ test('a rule edit saves through the API and changes detection live', async () =>
   assert.equal(watched.problems, []);
 });
 
+test('with the admin token, a key promoted by hand shows as hot and an invalidation is listed', async () => {
+  await watched.page.goto(`${hub.httpUrl}/#/hot`);
+  await watched.page.getByTestId('action-app').fill('shop');
+  await watched.page.getByTestId('action-key').fill('item:by-hand');
+  await watched.page.getByTestId('action-promote').click();
+  await until('promoted row in the table', async () => (await row('item:by-hand').count()) === 1, 5000);
+  await watched.page.getByTestId('action-invalidate').click();
+  await watched.page.goto(`${hub.httpUrl}/#/events`);
+  await until('manual promotion and invalidation listed', async () => {
+    const events = watched.page.locator('[data-testid=event-row]').filter({ hasText: 'item:by-hand' });
+    return (await events.filter({ hasText: 'manual' }).filter({ hasText: 'promote' }).count()) === 1 && (await events.filter({ hasText: 'invalidate' }).count()) === 1;
+  }, 5000);
+  assert.equal(watched.problems, []);
+});
+
 test('with --dashboard-token the page asks for it and sends it in the first frame, never in a URL', async () => {
   const READ = 'read-token-xyz';
   const locked = await HubProcess.start({ args: ['--dashboard-token', READ, '--admin-token', ADMIN] });

@@ -72,7 +72,7 @@ export class ClusterView implements View {
           el('td', { class: 'mono' }, h.id, h.id === s.hub ? el('span', { class: 'badge self-badge' }, 'this hub') : null),
           el('td', { class: 'mono muted' }, h.url || '—'),
           el('td', {}, formatDuration(now - h.startedAt)),
-          el('td', { class: 'num' }, formatQps(h.ingestRate)),
+          el('td', { class: 'num' }, h.ingestRate >= 1e4 ? formatQps(h.ingestRate) : String(Math.round(h.ingestRate))),
           el('td', { class: 'num' }, String(h.connections)),
           el('td', { class: 'num' }, String(h.hot)),
           el('td', { class: 'num' }, formatBytes(h.heapUsed)),

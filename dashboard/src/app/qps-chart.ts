@@ -12,7 +12,8 @@ export class QpsChart {
       height: 260,
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
       axes: [
-        { stroke: '#9aa4b2', grid: { stroke: '#2a2f3a' }, ticks: { stroke: '#2a2f3a' } },
+        // a tick every ~90 px: second-level labels crowd the axis on short histories
+        { stroke: '#9aa4b2', grid: { stroke: '#2a2f3a' }, ticks: { stroke: '#2a2f3a' }, space: 90 },
         { stroke: '#9aa4b2', grid: { stroke: '#2a2f3a' }, ticks: { stroke: '#2a2f3a' }, size: 60 },
       ],
       series: [{}, { label: 'QPS', stroke: '#ff7a45', width: 2, fill: 'rgba(255,122,69,0.12)' }, { label: 'threshold / s', stroke: 'rgba(255,200,80,0.7)', dash: [6, 4], width: 1 }],
