@@ -68,6 +68,7 @@ export class HubConnection {
   #ws: WebSocket | undefined;
   #attempt = 0;
   #lastSeen = 0;
+  #lastPing = 0;
   #pingTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #welcomeTimer: NodeJS.Timeout | undefined;
@@ -172,7 +173,9 @@ export class HubConnection {
       this.#handler.error(this, new HotKeyError(ErrorCode.Timeout, `no Welcome from ${this.url} within ${this.#welcomeTimeoutMs} ms`));
       this.drop(CloseCode.Normal, 'no welcome');
     }, this.#welcomeTimeoutMs);
-    this.#pingTimer = setInterval(() => this.#checkLiveness(ws), this.#pingIntervalMs);
+    this.#lastPing = this.#lastSeen;
+    // check more often than we ping, so a dead hub is noticed soon after the timeout, not a ping later
+    this.#pingTimer = setInterval(() => this.#checkLiveness(ws), Math.max(10, Math.min(this.#pingIntervalMs, this.#livenessTimeoutMs / 4)));
   }
 
   #checkLiveness(ws: WebSocket): void {
@@ -183,7 +186,11 @@ export class HubConnection {
       ws.terminate();
       return;
     }
-    if (ws.readyState === WebSocket.OPEN) ws.ping();
+    const now = performance.now();
+    if (now - this.#lastPing >= this.#pingIntervalMs && ws.readyState === WebSocket.OPEN) {
+      this.#lastPing = now;
+      ws.ping();
+    }
   }
 
   #onMessage(ws: WebSocket, data: Buffer, isBinary: boolean): void {
