@@ -115,6 +115,19 @@ test('promote: hits come from the cache; concurrent loads share one loader call'
   await teardown(s);
 });
 
+test('__proto__ and constructor are ordinary hot keys', async () => {
+  const s = await setup();
+  for (const [i, key] of ['__proto__', 'constructor'].entries()) {
+    s.sock.send({ t: MsgType.Promote, seq: i + 1, key, ...P });
+    await until(() => s.hk.isHot(key));
+    assert.is(await s.hk.get(key, () => `v-${key}`), `v-${key}`);
+    assert.is(await s.hk.get(key, () => 'reloaded'), `v-${key}`);
+  }
+  assert.not.ok(s.hk.isHot('toString'));
+  assert.is(s.hk.stats().hits, 2);
+  await teardown(s);
+});
+
 test('loader errors reach the caller and are not cached', async () => {
   const s = await setup();
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
