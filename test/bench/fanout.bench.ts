@@ -48,6 +48,8 @@ async function run(kind: 'sdk' | 'naive', sdks: number, promotions: number) {
     const idleRate = (idle1.cpuMs - idle0.cpuMs) / (performance.now() - t0);
 
     const delivery: number[] = [];
+    /** per promotion: [p50, max] — tells a stall of the hub (all slow) from slow receivers (a tail) */
+    const perPromotion: [number, number][] = [];
     let missing = 0;
     const busy0 = await server.stats();
     const t1 = performance.now();
@@ -57,16 +59,22 @@ async function run(kind: 'sdk' | 'naive', sdks: number, promotions: number) {
       send(key);
       for (const w of workers) w.send({ type: 'collect', key, deadlineMs: 5000 });
       const results = await Promise.all(workers.map((w) => w.waitFor<{ times: number[]; missing: number }>('promoted', 15_000)));
+      const these: number[] = [];
       for (const r of results) {
-        for (const t of r.times) delivery.push(t - sentAt);
+        for (const t of r.times) these.push(t - sentAt);
         missing += r.missing;
       }
+      delivery.push(...these);
+      perPromotion.push([percentile(these, 50), Math.max(...these)]);
+      if (process.env.BENCH_DEBUG) console.error(kind, p, perPromotion.at(-1));
       await new Promise((r) => setTimeout(r, 150));
     }
     const busy1 = await server.stats();
     const activeCpuMs = busy1.cpuMs - busy0.cpuMs - idleRate * (performance.now() - t1);
     const deliveries = delivery.length;
-    return { delivery, missing, cpuPerDeliveryUs: (Math.max(0, activeCpuMs) * 1000) / Math.max(1, deliveries) };
+    const slowest = perPromotion.reduce((a, b) => (b[1] > a[1] ? b : a), [0, 0]);
+    const spread = `slowest promotion p50 ${slowest[0].toFixed(0)} / max ${slowest[1].toFixed(0)} ms`;
+    return { delivery, missing, spread, cpuPerDeliveryUs: (Math.max(0, activeCpuMs) * 1000) / Math.max(1, deliveries) };
   } finally {
     await Promise.all(workers.map((w) => w.kill()));
     await server.stop();
@@ -86,7 +94,7 @@ benchMain(async ({ quick }) => {
       baseline: percentile(naive.delivery, 99),
       unit: 'ms',
       better: 'lower',
-      note: `${promotions} promotions, ${WORKERS} SDK processes${ours.missing ? `; ${ours.missing} deliveries missing` : ''}${naive.missing ? `; naive missing ${naive.missing}` : ''}`,
+      note: `${promotions} promotions, ${WORKERS} SDK processes; ours ${ours.spread}, naive ${naive.spread}${ours.missing ? `; ${ours.missing} deliveries missing` : ''}${naive.missing ? `; naive missing ${naive.missing}` : ''}`,
     },
     { bench: `3 fan-out ${sdks} SDKs`, metric: 'promotion delivery p50', ours: percentile(ours.delivery, 50), baseline: percentile(naive.delivery, 50), unit: 'ms', better: 'lower' },
     { bench: `3 fan-out ${sdks} SDKs`, metric: 'hub CPU per delivery', ours: ours.cpuPerDeliveryUs, baseline: naive.cpuPerDeliveryUs, unit: 'µs', better: 'lower' },

@@ -28,7 +28,7 @@ const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
 const BENCHMARKS: BenchFile[] = [
   { name: 'ingest', file: here('./ingest.bench.ts'), timeoutMs: 150_000 },
   { name: 'latency', file: here('./latency.bench.ts'), timeoutMs: 150_000 },
-  { name: 'fanout', file: here('./fanout.bench.ts'), timeoutMs: 90_000 },
+  { name: 'fanout', file: here('./fanout.bench.ts'), timeoutMs: 180_000 },
   { name: 'hotpath', file: here('./hotpath.bench.ts'), timeoutMs: 60_000 },
   { name: 'memory', file: here('./memory.bench.ts'), timeoutMs: 120_000, execArgv: ['--expose-gc'] },
   { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
