@@ -45,7 +45,7 @@ test('admission: a key gets an exact counter once the sketch saw it often enough
   assert.is(w.count('k'), 11);
 });
 
-test('collect: keys at their rule threshold with pending > 0, count = min(pending, total)', () => {
+test('collect: keys at their rule threshold accessed since the last collect, with those counts', () => {
   const rules = new RuleSet(parseRules([{ match: 'item:*', threshold: 100 }, { match: 'user:*', threshold: 100 }]));
   const w = new AccessWindow({ admission: 1, rules, now: 0 });
   times(w, 'item:1', 10);
@@ -58,16 +58,16 @@ test('collect: keys at their rule threshold with pending > 0, count = min(pendin
   // nothing new since the report: nothing to send
   assert.equal(w.collect([10, 5]).keys, []);
   w.track('item:1');
-  w.track('user:1'); // reaches 5 now: reports the 5 accesses still in its window
+  w.track('user:1'); // reaches 5 now: reports only what came since the last collect (no backlog)
   got = w.collect([10, 5]);
   assert.equal(got.keys.sort(), ['item:1', 'user:1']);
   assert.equal(got.counts[got.keys.indexOf('item:1')], 1);
-  assert.equal(got.counts[got.keys.indexOf('user:1')], 5);
+  assert.equal(got.counts[got.keys.indexOf('user:1')], 1);
 });
 
 test('collect caps the count at the window total after slices expire', () => {
   const w = new AccessWindow({ admission: 1, now: 0 });
-  times(w, 'a', 30); // below threshold 40: pending grows but is not reported
+  times(w, 'a', 30); // below threshold 40 but no collect yet: all 30 are pending
   w.advance(500);
   times(w, 'a', 20);
   assert.equal(w.collect([40]).counts, [50]);

@@ -233,7 +233,8 @@ export class AccessWindow {
 
   /**
    * Keys whose window total reached the local threshold of their rule and that were accessed
-   * since their last report, with count = min(pending, window total). Resets their pending.
+   * since the previous collect, with count = accesses since then (capped by the window total).
+   * Resets every candidate's pending count, reported or not.
    * @param thresholds per-rule local thresholds, indexed like the RuleSet's rules
    */
   collect(thresholds: ArrayLike<number>): Collected {
@@ -247,9 +248,12 @@ export class AccessWindow {
       const total = this.#totals[slot]!;
       const threshold = rule < 0 ? undefined : thresholds[rule];
       if (threshold === undefined || total < threshold) {
-        // Never more pending than the window holds: the report count is capped by it anyway,
-        // and this keeps the 32-bit counter from wrapping on a key that never qualifies.
-        if (pending > total) this.#pending[slot] = total;
+        // Below the local threshold this flush's counts are dropped, not carried: a backlog sent
+        // when the key finally crosses would land in the hub's *current* slice and stay there a
+        // whole window past the accesses' real time, inflating the cluster sum (a key at 0.9 x
+        // threshold got promoted). Dropping loses < local threshold per instance per window,
+        // which is what the hub's local threshold is sized for.
+        this.#pending[slot] = 0;
         continue;
       }
       out.keys.push(key);
