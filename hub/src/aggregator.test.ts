@@ -198,4 +198,19 @@ test('hot view reports ttl, since and threshold', () => {
   });
 });
 
+test('ownership: foreign keys are not admitted, and are forgotten when ownership moves', () => {
+  const { agg, rec } = setup([{ match: '*', threshold: 10 }]);
+  one(agg, 'a', 10, 0);
+  one(agg, 'b', 5, 0);
+  assert.is(agg.setAccept((key) => key !== 'a'), 1);
+  assert.is(agg.stats.keys, 1);
+  assert.is(rec.demotes.length, 0, 'no demotion broadcast: the new owner decides');
+  one(agg, 'a', 100, 1);
+  assert.not.ok(agg.isHot('a'));
+  assert.is(agg.count('b', 1), 5);
+  agg.setAccept(undefined);
+  one(agg, 'a', 10, 2);
+  assert.ok(agg.isHot('a'), 'accepted again after the change');
+});
+
 test.run();

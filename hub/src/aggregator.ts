@@ -42,6 +42,8 @@ export interface AggregatorOptions {
   sweepPerTick?: number;
   /** random source in [0, 1) for eviction sampling @default Math.random */
   random?: () => number;
+  /** keys this hub may track (its own, in a cluster); checked once per admission @default every key */
+  accept?: (key: string) => boolean;
 }
 
 export interface HotKeyView {
@@ -64,7 +66,7 @@ export interface AggregatorStats {
   dropped: number;
   /** keys evicted to admit others */
   evicted: number;
-  /** records whose key matches no rule */
+  /** records whose key matches no rule, or that another hub owns */
   ignored: number;
 }
 
@@ -96,6 +98,7 @@ export class Aggregator {
   readonly #samples: number;
   readonly #sweepPerTick: number;
   readonly #random: () => number;
+  #accept: ((key: string) => boolean) | undefined;
 
   #ruleSet: RuleSet;
   // per rule index
@@ -137,6 +140,7 @@ export class Aggregator {
     this.#samples = Math.max(1, options.evictionSamples ?? 8);
     this.#sweepPerTick = Math.max(0, options.sweepPerTick ?? 2048);
     this.#random = options.random ?? Math.random;
+    this.#accept = options.accept;
     this.#ruleSet = new RuleSet(options.rules);
     this.#compileRules();
     this.#grow(Math.min(this.#maxKeys, Math.max(1, options.initialCapacity ?? 1024)));
@@ -280,11 +284,17 @@ export class Aggregator {
     }
   }
 
-  /** Forgets keys for which `keep` is false, without demotion events (ownership moved away). */
-  retain(keep: (key: string) => boolean): number {
+  /**
+   * Changes which keys this aggregator may track (cluster ownership) and forgets the others without
+   * demotion events: their new owner decides now, and SDKs resynchronise on the new member epoch.
+   */
+  setAccept(accept: ((key: string) => boolean) | undefined): number {
+    this.#accept = accept;
+    this.#negative.clear();
+    if (accept === undefined) return 0;
     let removed = 0;
     for (const [key, slot] of [...this.#slotOf]) {
-      if (keep(key)) continue;
+      if (accept(key)) continue;
       this.#hotSlots.delete(slot);
       this.#release(slot);
       removed++;
@@ -383,8 +393,9 @@ export class Aggregator {
       this.#ignored++;
       return -1;
     }
-    const r = this.#ruleSet.match(key);
+    const r = this.#accept === undefined || this.#accept(key) ? this.#ruleSet.match(key) : -1;
     if (r < 0) {
+      // unmatched and foreign keys alike: remember them so a repeat costs one Set lookup
       if (this.#negative.size >= NEGATIVE_CACHE_MAX) this.#negative.clear();
       this.#negative.add(key);
       this.#ignored++;

@@ -106,6 +106,8 @@ export class HubCore implements SessionHost {
   #lastStatusRecords = 0;
   #ingestRate = 0;
   #closing = false;
+  /** which keys this hub owns; undefined while it is the only member */
+  #accept: ((key: string) => boolean) | undefined;
   /** after a hub joins: its keys are ignored here until `until` (see HANDOVER_MS) */
   #handover: { ownership: Ownership; joined: Set<string>; until: number } | undefined;
 
@@ -120,6 +122,8 @@ export class HubCore implements SessionHost {
     const m = this.coordinator.members();
     this.#epoch = m.epoch;
     this.#members = m.members;
+    const initial = new Ownership(m.members.map((x) => x.id));
+    if (initial.ids.length > 1) this.#accept = (key) => initial.owner(key) === this.id;
     this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#rulesChanged(app, rules)));
     this.coordinator.onMembers((epoch, members) => this.#guard('members change', () => this.#membersChanged(epoch, members)));
     this.coordinator.onEvent((event) => {
@@ -452,6 +456,7 @@ export class HubCore implements SessionHost {
         rules: this.coordinator.rules(name),
         maxKeys: this.tunables.maxKeysPerApp,
         initialCapacity: 64,
+        accept: this.#accept,
         listener: {
           promote: (key, rule, qps, latencyMs, manual) => this.#onPromote(app, key, rule, qps, latencyMs, manual),
           demote: (key, qps, reason) => this.#onDemote(app, key, qps, reason),
@@ -571,9 +576,10 @@ export class HubCore implements SessionHost {
     const joined = new Set(ownership.ids.filter((id) => !before.has(id) && id !== this.id));
     if (joined.size > 0 && before.size > 0) this.#handover = { ownership, joined, until: this.#now() + HANDOVER_MS };
     const bytes = encode({ t: MsgType.Members, epoch, members });
+    // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
+    this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;
     for (const app of this.#apps.values()) {
-      // keys that moved to another hub are that hub's to decide now; SDKs resync on the new epoch
-      if (ownership.ids.length > 1) app.aggregator.retain((key) => ownership.owner(key) === this.id);
+      app.aggregator.setAccept(this.#accept);
       for (const peer of app.broadcaster.peers) app.broadcaster.sendTo(peer, bytes);
     }
   }

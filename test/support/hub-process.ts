@@ -26,7 +26,7 @@ export interface HubProcessOptions {
   args?: string[];
   /** extra environment (merged over process.env, with every HOTKEY_* variable removed first) */
   env?: Record<string, string>;
-  /** @default 15000 */
+  /** start-up includes tsx and the dashboard bundle: slow on a loaded 2-core box @default 30000 */
   readyTimeoutMs?: number;
 }
 
@@ -83,7 +83,7 @@ export class HubProcess {
     const child = spawn(process.execPath, [HUB_BIN, ...args], { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const out = { stdout: '', stderr: '' };
-    const timeoutMs = options.readyTimeoutMs ?? 15_000;
+    const timeoutMs = options.readyTimeoutMs ?? 30_000;
     try {
       const ready = await new Promise<HubReady>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`hotkey-hub not ready after ${timeoutMs} ms\n${out.stdout}${out.stderr}`)), timeoutMs);
