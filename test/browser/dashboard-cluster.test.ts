@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import { Cluster } from '../cluster/cluster-harness.ts';
-import { ARTIFACTS, Chromium, until, type WatchedPage } from './chromium.ts';
+import { ARTIFACTS, Chromium, until, within, type WatchedPage } from './chromium.ts';
 
 const IDS = ['hub-a', 'hub-b'];
 let cluster: Cluster;
@@ -15,13 +15,15 @@ let browser: Chromium;
 let watched: WatchedPage;
 
 test.before(async () => {
-  cluster = await Cluster.start(IDS, [{ match: 'item:*', threshold: 100 }]);
-  browser = await Chromium.launch();
+  console.log('# starting redis-server and two hubs');
+  cluster = await within('cluster start', 60_000, Cluster.start(IDS, [{ match: 'item:*', threshold: 100 }]));
+  console.log('# launching chromium');
+  browser = await within('chromium launch', 60_000, Chromium.launch());
 });
 
 test.after(async () => {
-  await browser?.close();
-  await cluster?.close();
+  await within('chromium close', 20_000, browser?.close() ?? Promise.resolve()).catch((err) => console.log(`# ${(err as Error).message}`));
+  await within('cluster close', 30_000, cluster?.close() ?? Promise.resolve()).catch((err) => console.log(`# ${(err as Error).message}`));
 });
 
 function row(key: string) {
@@ -31,7 +33,7 @@ function row(key: string) {
 test('the page on one hub shows hot keys, hubs, instances and events of the whole cluster', async () => {
   const [onA] = Cluster.keysOwnedBy(IDS, 'hub-a', 1, 'item:a');
   const [onB] = Cluster.keysOwnedBy(IDS, 'hub-b', 1, 'item:b');
-  await cluster.addClients(2, ['hub-a', 'hub-b']);
+  await within('SDK clients ready', 20_000, cluster.addClients(2, ['hub-a', 'hub-b']));
   cluster.traffic({ [onA!]: 400, [onB!]: 400 });
   watched = await browser.open(`${cluster.hub('hub-a').httpUrl}/`);
   try {
