@@ -32,6 +32,8 @@ export interface HubTunables {
   configDebounceMs: number;
   /** share of a rule's threshold the cluster may leave unreported by per-instance pre-filtering @default 0.2 */
   localThresholdFraction: number;
+  /** ms between WebSocket pings; a socket that answered none of the last is dropped (dead peer) @default 15000 */
+  pingIntervalMs: number;
   /** largest HTTP request body accepted @default 65536 */
   maxBodyBytes: number;
   /** events kept for GET /api/events @default 1000 */
@@ -49,6 +51,7 @@ export const DEFAULT_TUNABLES: HubTunables = {
   statusIntervalMs: 1000,
   configDebounceMs: 250,
   localThresholdFraction: 0.2,
+  pingIntervalMs: 15_000,
   maxBodyBytes: 64 * 1024,
   recentEvents: 1000,
 };

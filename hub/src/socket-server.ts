@@ -24,6 +24,9 @@ export class SocketServer {
   readonly #wss: WebSocketServer;
   readonly #core: HubCore;
   readonly #endpoints: ReadonlyMap<string, SocketEndpoint>;
+  /** sockets pinged and not heard from since: dropped at the next round (a peer that vanished without a FIN) */
+  readonly #unanswered = new WeakSet<WebSocket>();
+  readonly #heartbeat: NodeJS.Timeout;
 
   /** @param [endpoints] extra paths besides WS_PATH, e.g. the dashboard feed */
   constructor(core: HubCore, endpoints: Record<string, SocketEndpoint> = {}) {
@@ -37,6 +40,23 @@ export class SocketServer {
       maxPayload: 4 * MAX_FRAME_BYTES,
       clientTracking: true,
     });
+    this.#heartbeat = setInterval(() => this.#ping(), Math.max(1, core.tunables.pingIntervalMs));
+    this.#heartbeat.unref();
+  }
+
+  #ping(): void {
+    for (const ws of this.#wss.clients) {
+      if (this.#unanswered.has(ws)) {
+        ws.terminate(); // emits 'close': the session leaves its app
+        continue;
+      }
+      this.#unanswered.add(ws);
+      try {
+        ws.ping();
+      } catch {
+        // not open yet or already closing
+      }
+    }
   }
 
   /** `upgrade` listener for the HTTP server. */
@@ -53,7 +73,9 @@ export class SocketServer {
 
   #accept(ws: WebSocket, attach: SocketEndpoint): void {
     const session = attach(ws);
+    ws.on('pong', () => this.#unanswered.delete(ws));
     ws.on('message', (data, isBinary) => {
+      this.#unanswered.delete(ws);
       const bytes = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data;
       session.onFrame(bytes, isBinary);
     });
@@ -66,6 +88,7 @@ export class SocketServer {
 
   /** Waits up to `timeoutMs` for clients to finish closing, then drops the rest. */
   async close(timeoutMs = 1000): Promise<void> {
+    clearInterval(this.#heartbeat);
     const deadline = Date.now() + timeoutMs;
     while (this.#wss.clients.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     for (const ws of this.#wss.clients) ws.terminate();

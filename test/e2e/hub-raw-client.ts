@@ -40,16 +40,17 @@ export class RawClient {
     ws.on('error', () => {});
   }
 
-  static async connect(url: string, timeoutMs = 3000): Promise<RawClient> {
-    const ws = new WebSocket(url, { perMessageDeflate: false });
+  /** @param [autoPong=true] false: never answer the hub's pings (a dead peer) */
+  static async connect(url: string, timeoutMs = 3000, autoPong = true): Promise<RawClient> {
+    const ws = new WebSocket(url, { perMessageDeflate: false, autoPong });
     const client = new RawClient(ws);
     await once(ws, 'open', { signal: AbortSignal.timeout(timeoutMs) });
     return client;
   }
 
   /** Connects and completes the Hello → Welcome + Snapshot handshake. */
-  static async join(url: string, app: string, opts: { token?: string; instance?: string; host?: string } = {}): Promise<{ client: RawClient; welcome: Welcome; snapshot: Snapshot }> {
-    const client = await RawClient.connect(url);
+  static async join(url: string, app: string, opts: { token?: string; instance?: string; host?: string; autoPong?: boolean } = {}): Promise<{ client: RawClient; welcome: Welcome; snapshot: Snapshot }> {
+    const client = await RawClient.connect(url, 3000, opts.autoPong ?? true);
     client.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app, token: opts.token, instance: opts.instance ?? `i-${Math.random().toString(36).slice(2)}`, sdk: 'raw-test', host: opts.host });
     const welcome = await client.next(MsgType.Welcome);
     const snapshot = await client.next(MsgType.Snapshot);

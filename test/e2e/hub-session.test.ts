@@ -205,6 +205,23 @@ test('a slow consumer is cut off with 4008 instead of silently missing broadcast
   }
 });
 
+test('a peer that stops answering pings is dropped and leaves its app; live peers stay', async () => {
+  const h = await startHub({ port: 0, tunables: { pingIntervalMs: 100, configDebounceMs: 10 }, log: () => {} });
+  try {
+    const live = await RawClient.join(h.url, 'app', { instance: 'live' });
+    const dead = await RawClient.join(h.url, 'app', { instance: 'dead', autoPong: false });
+    clients.push(live.client, dead.client);
+    assert.is(dead.welcome.instances, 2);
+    const closed = await dead.client.closeEvent(3000);
+    assert.is(closed.code, 1006, 'terminated without a close frame');
+    const cfg = await live.client.next(MsgType.Config, 3000, (c) => c.instances === 1);
+    assert.is(cfg.instances, 1, 'the dead instance no longer counts');
+    await live.client.ping();
+  } finally {
+    await h.close();
+  }
+});
+
 test('graceful close sends 1001 to SDKs of a hub running alone', async () => {
   const h = await startHub({ port: 0, log: () => {} });
   const { client } = await RawClient.join(h.url, 'any');
