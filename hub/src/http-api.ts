@@ -264,7 +264,9 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         if (seq === undefined) throw new HttpError(503, ErrorCode.Unavailable, 'this hub keeps state for no more apps');
         return sendJson(res, 200, { app: name, key, seq });
       }
-      if (!core.promote(name, key)) throw new HttpError(422, ErrorCode.Rules, `no rule of app "${name}" matches key "${key.slice(0, 64)}"`, 'key');
+      if (!core.promote(name, key)) {
+        throw new HttpError(422, ErrorCode.Rules, `cannot promote "${key.slice(0, 64)}": no rule of app "${name}" matches it, or another hub of the cluster owns it`, 'key');
+      }
       return sendJson(res, 200, { app: name, key });
     }
     throw new HttpError(404, HttpErrorCode.NotFound, `no route ${method} ${path}`);
