@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CloseCode, MsgType } from '@hotkey/sdk/protocol';
 import { HubProcess, runHubCli } from '../support/hub-process.ts';
-import { RawClient } from './hub-raw-client.ts';
+import { RawClient } from '../support/raw-client.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hotkey-cli-'));
 function configFile(name: string, content: unknown): string {

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startHub, type Hub } from '@hotkey/hub';
 import { MsgType } from '@hotkey/sdk/protocol';
-import { RawClient } from './hub-raw-client.ts';
+import { RawClient } from '../support/raw-client.ts';
 
 const ADMIN = 'admin-secret';
 let hub: Hub;

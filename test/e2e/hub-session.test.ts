@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { startHub, type Hub } from '@hotkey/hub';
 import { CloseCode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { DEFAULT_RULE, localThreshold } from '@hotkey/sdk/rules';
-import { RawClient } from './hub-raw-client.ts';
+import { RawClient } from '../support/raw-client.ts';
 
 const config = {
   apps: {
