@@ -1,0 +1,87 @@
+/**
+ * A hub that stops answering without closing its sockets (SIGSTOP: a hung process, a GC pause
+ * without end, a partition) — the case a socket close never reports. The SDK must notice through
+ * ping/pong, keep answering reads, stop serving the hub's cached values after `maxStaleMs`, and
+ * resynchronise when the hub comes back (SIGCONT).
+ */
+import { test } from 'uvu';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as assert from 'uvu/assert';
+import { HotKeyClient, HotKeyError, type ClientStatus } from '@hotkey/sdk';
+import { HubProcess } from '../support/hub-process.ts';
+import { drive, waitFor } from '../support/traffic.ts';
+
+const THRESHOLD = 200;
+const MAX_STALE_MS = 1500;
+const LIVENESS_MS = 1000;
+const config = { apps: { shop: { rules: [{ match: '*', threshold: THRESHOLD, hotMs: 60_000, cacheTtlMs: 60_000 }] } } };
+
+let hub: HubProcess;
+let clients: HotKeyClient[] = [];
+
+test.before(async () => {
+  const path = join(mkdtempSync(join(tmpdir(), 'hotkey-freeze-')), 'hub.json');
+  writeFileSync(path, JSON.stringify(config));
+  hub = await HubProcess.start({ args: ['--config', path] });
+});
+
+test.after(async () => {
+  await Promise.all(clients.map((hk) => hk.close()));
+  if (hub) {
+    hub.child.kill('SIGCONT');
+    await hub.stop('SIGKILL');
+  }
+});
+
+test('a frozen hub: noticed by ping, stale values served only for maxStaleMs, then loader; resync on thaw', async () => {
+  const opts = { app: 'shop', hubs: [hub.url], maxStaleMs: MAX_STALE_MS, pingIntervalMs: 250, livenessTimeoutMs: LIVENESS_MS, reconnectMaxMs: 300, invalidateTimeoutMs: 800 };
+  clients = [new HotKeyClient(opts), new HotKeyClient(opts)];
+  await Promise.all(clients.map((hk) => hk.ready({ signal: AbortSignal.timeout(5000) })));
+  const [a, b] = clients as [HotKeyClient, HotKeyClient];
+
+  const driver = drive(clients, 'item:frozen', THRESHOLD * 3);
+  await waitFor('item:frozen hot', () => clients.every((hk) => hk.isHot('item:frozen')), 4000);
+  driver.stop();
+  let version = 1;
+  const loader = async () => `v${version}`;
+  assert.is(await a.get('item:frozen', loader), 'v1');
+  assert.is(await b.get('item:frozen', loader), 'v1');
+  version = 2; // the source of truth moves on; only an invalidation or the stale bound can tell the SDKs
+
+  const statuses: ClientStatus[] = [];
+  void (async () => {
+    for await (const s of a.status()) statuses.push(s);
+  })();
+
+  hub.child.kill('SIGSTOP');
+  const frozenAt = performance.now();
+  const noticedMs = await waitFor('a notices the frozen hub', () => statuses.some((s) => s.type === 'disconnect'), LIVENESS_MS + 3000);
+  assert.ok(noticedMs <= LIVENESS_MS + 2500, `noticed after ${noticedMs} ms`);
+
+  // reads never wait on the frozen hub; the cached value may be served only within the stale bound
+  await waitFor('a falls back to the loader', async () => (await a.get('item:frozen', loader)) === 'v2', MAX_STALE_MS + LIVENESS_MS + 3000);
+  const fellBackMs = performance.now() - frozenAt;
+  assert.ok(fellBackMs >= MAX_STALE_MS * 0.8, `stale values were dropped too early (${fellBackMs} ms)`);
+  assert.not.ok(a.isHot('item:frozen'));
+
+  // a write while the owner is unreachable: the local copy goes, the caller learns it was not broadcast
+  const err = await b.invalidate('item:frozen').then(() => undefined, (e: unknown) => e);
+  assert.instance(err, HotKeyError);
+  assert.ok(['HK_ERR_UNAVAILABLE', 'HK_ERR_TIMEOUT'].includes((err as HotKeyError).code), (err as HotKeyError).code);
+  assert.is(await b.get('item:frozen', loader), 'v2');
+
+  hub.child.kill('SIGCONT');
+  await waitFor('a reconnects', () => statuses.some((s, i) => s.type === 'connect' && statuses.findIndex((d) => d.type === 'disconnect') < i), 8000);
+  const again = drive(clients, 'item:frozen', THRESHOLD * 3);
+  try {
+    // the thawed hub still believes the key is hot; SDKs resync from its snapshot or re-promotion
+    await waitFor('item:frozen hot again everywhere', () => clients.every((hk) => hk.isHot('item:frozen')), 5000);
+    assert.is(await a.get('item:frozen', loader), 'v2', 'after resync no value from before the freeze is served');
+  } finally {
+    again.stop();
+  }
+});
+
+test.run();
