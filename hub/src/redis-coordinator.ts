@@ -94,7 +94,8 @@ export class RedisCoordinator implements Coordinator {
     this.#startTimeoutMs = opts.startTimeoutMs ?? 2000;
     this.#statusStaleMs = opts.statusStaleMs ?? 10_000;
     this.#log = opts.log ?? ((message) => console.warn(`[hotkey-hub] ${message}`));
-    const clientOpts = { url: opts.url, maxBackoffMs: opts.maxBackoffMs, commandTimeoutMs: Math.max(200, Math.floor(this.#ttlMs / 2)) };
+    // A reply slower than the member TTL is useless anyway: by then the others dropped this hub.
+    const clientOpts = { url: opts.url, maxBackoffMs: opts.maxBackoffMs, commandTimeoutMs: Math.min(1000, this.#ttlMs) };
     this.#client = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}` });
     this.#sub = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}:sub`, subscriber: true });
     this.#rules = new RedisRules({ client: this.#client, prefix: this.#prefix, apps: opts.apps ?? {}, log: this.#log });
@@ -232,7 +233,7 @@ export class RedisCoordinator implements Coordinator {
   stats(): { droppedEvents: number; droppedHistory: number; bufferedHistory: number; rejectedRules: number; badMessages: number } {
     return {
       droppedEvents: this.droppedEvents,
-      droppedHistory: this.#history.dropped,
+      droppedHistory: this.#history.dropped + this.#history.lost,
       bufferedHistory: this.#history.buffered,
       rejectedRules: this.#rules.rejected,
       badMessages: this.badMessages,

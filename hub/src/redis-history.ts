@@ -57,6 +57,8 @@ export class RedisHistory {
   #flushing: Promise<void> | undefined;
   /** events lost because the buffer was full while Redis was down */
   dropped = 0;
+  /** events whose XADD failed midway (maybe written, maybe not: not retried) */
+  lost = 0;
 
   constructor(opts: RedisHistoryOptions) {
     this.#client = opts.client;
@@ -81,7 +83,12 @@ export class RedisHistory {
   append(event: HubEvent): void {
     this.remember(event);
     if (!isReady(this.#client) || this.#buffer.length > 0) return this.#enqueue(event);
-    this.#client.xadd(this.#key, 'MAXLEN', '~', this.#maxLen, '*', 'e', JSON.stringify(event)).catch(() => this.#enqueue(event));
+    this.#client.xadd(this.#key, 'MAXLEN', '~', this.#maxLen, '*', 'e', JSON.stringify(event)).catch((err: Error) => {
+      // Retry only what surely never reached Redis: a timed-out or cut-off XADD may have been
+      // applied, and history must not show one promotion twice.
+      if (neverSent(err)) this.#enqueue(event);
+      else this.lost++;
+    });
   }
 
   /** Writes buffered events in order (after Redis returns). */
@@ -140,6 +147,11 @@ export class RedisHistory {
       .sort((a, b) => a.at - b.at)
       .slice(0, max);
   }
+}
+
+/** ioredis refuses a command without sending it when the connection is not writable (no offline queue). */
+function neverSent(err: Error): boolean {
+  return /isn't writeable/.test(err.message);
 }
 
 function decodeEntry(fields: string[]): HubEvent | undefined {

@@ -18,9 +18,7 @@ let gets = 0;
 let reader: NodeJS.Timeout | undefined;
 
 test.before(async () => {
-  cluster = await Cluster.start(IDS, RULES);
-  await cluster.addClients(12, IDS);
-  for (const client of cluster.clients) await waitFor('SDK on all hubs', () => client.hubs().length === 3);
+  cluster = await Cluster.setup(IDS, RULES, 12);
 });
 
 test.after(async () => {
@@ -28,7 +26,7 @@ test.after(async () => {
   await cluster?.close();
 });
 
-/** Service code reading keys through get() the whole time: none of these calls may fail. */
+/** Service code reading keys through get() the whole time (4/s per key and SDK, far below the threshold): none may fail. */
 function readAll(keys: string[]): void {
   reader = setInterval(() => {
     for (const client of cluster.clients) {
@@ -45,7 +43,7 @@ function readAll(keys: string[]): void {
           );
       }
     }
-  }, 50);
+  }, 250);
 }
 
 test('kill -9 of a hub: its keys move, promotions resume within a window and a flush, no caller error', async () => {
@@ -82,7 +80,7 @@ test('kill -9 of a hub: its keys move, promotions resume within a window and a f
   await cluster.waitMembers(SURVIVORS, 4000);
   assert.is(getErrors, 0, 'get() never failed');
   assert.is(loaderErrors, 0, 'get() returned the right values');
-  assert.ok(gets > 1000, `service code kept reading (${gets} gets)`);
+  assert.ok(gets > 500, `service code kept reading (${gets} gets)`);
 });
 
 test('the killed hub restarts with its id, rejoins and takes its keys back without a promotion storm', async () => {

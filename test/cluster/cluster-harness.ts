@@ -43,19 +43,40 @@ export class Cluster {
 
   static async start(ids: string[], rules: object[]): Promise<Cluster> {
     const cluster = new Cluster();
-    cluster.redis = await RedisServer.start();
-    cluster.#dir = await mkdtemp(join(tmpdir(), 'hotkey-cluster-'));
-    cluster.#config = join(cluster.#dir, 'config.json');
-    await writeFile(cluster.#config, JSON.stringify({ apps: { [APP]: { rules } } }));
-    await Promise.all(ids.map((id) => cluster.startHub(id)));
-    await cluster.waitMembers(ids);
-    return cluster;
+    try {
+      cluster.redis = await RedisServer.start();
+      cluster.#dir = await mkdtemp(join(tmpdir(), 'hotkey-cluster-'));
+      cluster.#config = join(cluster.#dir, 'config.json');
+      await writeFile(cluster.#config, JSON.stringify({ apps: { [APP]: { rules } } }));
+      await Promise.all(ids.map((id) => cluster.startHub(id)));
+      await cluster.waitMembers(ids);
+      return cluster;
+    } catch (err) {
+      console.error('# cluster setup failed:', err); // uvu does not print errors thrown in hooks
+      await cluster.close(); // leave no hub or redis-server behind
+      throw err;
+    }
   }
 
   /** Starts hub `id`; `port` brings a restarted hub back at its old address, as a supervisor would. */
+  /** start() plus `clients` SDKs (seeded round-robin) connected to every hub; cleans up on failure. */
+  static async setup(ids: string[], rules: object[], clients: number): Promise<Cluster> {
+    const cluster = await Cluster.start(ids, rules);
+    try {
+      await cluster.addClients(clients, ids);
+      for (const client of cluster.clients) await waitFor(`${client.instanceId} on all hubs`, () => client.hubs().length === ids.length, 10_000);
+      return cluster;
+    } catch (err) {
+      console.error('# cluster setup failed:', err);
+      await cluster.close();
+      throw err;
+    }
+  }
+
   async startHub(id: string, port = 0): Promise<HubProcess> {
     const args = ['--redis', this.redis.url, '--node-id', id, '--config', this.#config, '--admin-token', ADMIN, '--port', String(port)];
-    const hub = await HubProcess.start({ args });
+    // generous: on a loaded 2-core machine several tsx processes starting at once are slow
+    const hub = await HubProcess.start({ args, readyTimeoutMs: 30_000 });
     this.hubs.set(id, hub);
     return hub;
   }
@@ -86,7 +107,7 @@ export class Cluster {
       this.clients.push(client);
       made.push(client);
     }
-    await Promise.all(made.map((c) => c.ready({ signal: AbortSignal.timeout(5000) })));
+    await Promise.all(made.map((c) => c.ready({ signal: AbortSignal.timeout(10_000) })));
     return made;
   }
 
@@ -133,7 +154,7 @@ export class Cluster {
     this.stopTraffic();
     await Promise.all(this.clients.splice(0).map((c) => c.close()));
     await Promise.all([...this.hubs.values()].map((h) => h.stop('SIGKILL', 3000).catch(() => undefined)));
-    await this.redis?.stop();
+    await this.redis?.stop().catch(() => undefined);
     if (this.#dir) await rm(this.#dir, { recursive: true, force: true });
   }
 }

@@ -15,15 +15,13 @@ let cluster: Cluster;
 const statuses = new Map<HotKeyClient, ClientStatus[]>();
 
 test.before(async () => {
-  cluster = await Cluster.start(IDS, RULES);
-  await cluster.addClients(10, IDS);
+  cluster = await Cluster.setup(IDS, RULES, 10);
   for (const client of cluster.clients) {
     const seen: ClientStatus[] = [];
     statuses.set(client, seen);
     void (async () => {
       for await (const s of client.status()) seen.push(s);
     })();
-    await waitFor('SDK on all hubs', () => client.hubs().length === 3);
   }
 });
 

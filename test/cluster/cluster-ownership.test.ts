@@ -14,10 +14,9 @@ let cluster: Cluster;
 let raw: Redis;
 
 test.before(async () => {
-  cluster = await Cluster.start(IDS, RULES);
+  cluster = await Cluster.setup(IDS, RULES, 12);
   raw = new Redis(cluster.redis.url, { maxRetriesPerRequest: 1 });
   raw.on('error', () => {});
-  await cluster.addClients(12, IDS);
 });
 
 test.after(async () => {
