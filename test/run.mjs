@@ -25,7 +25,7 @@ const { values, positionals } = parseArgs({
 });
 
 const GROUPS = {
-  unit: ['sdk/src', 'hub/src', 'dashboard/src'],
+  unit: ['sdk/src', 'hub/src', 'dashboard/src', 'test/bench'],
   e2e: ['test/e2e'],
   fault: ['test/fault'],
   cluster: ['test/cluster'],

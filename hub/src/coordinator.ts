@@ -7,44 +7,19 @@
  * known state, writes that only inform (events, stats) are dropped and counted, and `health()`
  * says `degraded` until the store is back.
  */
-import type { Member } from '@hotkey/sdk/protocol';
+import type { FeedEvent, FeedHub, Member } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
 
-/** A promotion, demotion or invalidation, as shown in the events feed and kept in history. */
-export interface HubEvent {
-  type: 'promote' | 'demote' | 'invalidate';
-  app: string;
-  key: string;
-  /** cluster-wide accesses per second at the time of the event (0 for invalidations) */
-  qps: number;
-  /** wall-clock ms since epoch */
-  at: number;
-  /** id of the hub that decided */
-  hub: string;
-  /** promote: ms from the first report of the key in the window that crossed to the decision */
-  latencyMs?: number;
-  /** demote: 'cooled' (below the demotion level for several windows), 'expired' (hotMs ended), 'manual' */
-  reason?: string;
-  /** promote/invalidate by hand from the dashboard or API */
-  manual?: boolean;
-}
+/** A promotion, demotion or invalidation, as shown in the events feed and kept in history: the
+ * feed's wire type, so what the hub records is exactly what the dashboard receives. */
+export type HubEvent = FeedEvent;
 
 /** Periodic status a hub shares so that any hub can show the whole cluster. */
-export interface HubStatus {
-  id: string;
-  url: string;
-  startedAt: number;
-  /** report records absorbed per second, over the last few seconds */
-  ingestRate: number;
-  connections: number;
-  heapUsed: number;
-  rss: number;
-  redis: 'ok' | 'down' | 'none';
+export interface HubStatus extends Omit<FeedHub, 'hot' | 'instances'> {
   /** hot keys this hub owns, top by QPS, bounded */
   hot: { app: string; key: string; qps: number; since: number; instances: number; threshold: number }[];
   /** SDK instances connected to this hub, bounded */
   instances: { app: string; instance: string; host: string; sdk: string; lastReport: number; connectedAt: number }[];
-  updatedAt: number;
 }
 
 export interface AppAuth {
