@@ -116,7 +116,7 @@ export class RedisCoordinator implements Coordinator {
     this.#sub.on('ready', () => this.#maybeRecovered());
     this.#sub.on('close', () => this.#markDown());
     this.#sub.on('message', (channel: string, message: string) => this.#onMessage(channel, message));
-    this.#sub.subscribe(membership.channel, this.#rules.channel, this.#channel('events'), this.#channel('status')).catch(() => {});
+    this.#sub.subscribe(membership.channel, membership.aliveChannel, this.#rules.channel, this.#channel('events'), this.#channel('status')).catch(() => {});
     connectInBackground(this.#client);
     connectInBackground(this.#sub);
 

@@ -6,7 +6,14 @@
  *   members       sorted set  id -> expiry (ms, Redis server clock, so hub clocks may drift)
  *   member-urls   hash        id -> ws:// URL
  *   epoch         counter     bumped by every change
+ *   member-since  hash        id -> registration time (ms, Redis clock)
  *   members-changed  channel  the new epoch, published on every change
+ *   alive:<id>    channel     each hub's subscriber connection stays subscribed to its own
+ *
+ * A hub killed outright (kill -9) loses its Redis connections at once, and with them its
+ * subscription to `alive:<id>`: the next heartbeat of any hub drops it (PUBSUB NUMSUB = 0), so
+ * failover does not wait for the TTL. A member gets one TTL after registering to subscribe; the
+ * TTL still removes a hub that hangs with its connections open.
  *
  * One Lua script does register / leave / sweep atomically and returns the live list, so two
  * hubs sweeping the same dead member bump the epoch once, and a heartbeat is one round trip.
@@ -30,30 +37,43 @@ if epoch < known then
   epoch = known
   redis.call('SET', KEYS[3], epoch)
 end
+local alive = ARGV[7]
 local changed = false
+local function drop(gone)
+  redis.call('ZREM', KEYS[1], gone)
+  redis.call('HDEL', KEYS[2], gone)
+  redis.call('HDEL', KEYS[4], gone)
+  changed = true
+end
 if mode == 'leave' then
-  if redis.call('ZREM', KEYS[1], id) == 1 then changed = true end
-  redis.call('HDEL', KEYS[2], id)
+  if redis.call('ZSCORE', KEYS[1], id) then drop(id) end
 else
-  if redis.call('ZADD', KEYS[1], now + ttl, id) == 1 then changed = true end
+  if redis.call('ZADD', KEYS[1], now + ttl, id) == 1 then
+    redis.call('HSET', KEYS[4], id, now)
+    changed = true
+  end
   if redis.call('HGET', KEYS[2], id) ~= url then
     redis.call('HSET', KEYS[2], id, url)
     changed = true
   end
   if mode == 'rejoin' then
-    for i = 7, #ARGV, 2 do
+    for i = 8, #ARGV, 2 do
       if redis.call('ZADD', KEYS[1], 'NX', now + ttl, ARGV[i]) == 1 then
         redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+        redis.call('HSET', KEYS[4], ARGV[i], now)
         changed = true
       end
     end
   end
 end
-local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-if #dead > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  for _, gone in ipairs(dead) do redis.call('HDEL', KEYS[2], gone) end
-  changed = true
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do drop(gone) end
+-- A member registered for longer than a TTL whose presence subscription is gone has lost its
+-- connections to Redis (killed): drop it now rather than when its entry expires.
+for _, other in ipairs(redis.call('ZRANGE', KEYS[1], 0, ${MAX_MEMBERS - 1})) do
+  if other ~= id and tonumber(redis.call('HGET', KEYS[4], other) or '0') < now - ttl
+      and redis.call('PUBSUB', 'NUMSUB', alive .. other)[2] == 0 then
+    drop(other)
+  end
 end
 if changed then
   epoch = redis.call('INCR', KEYS[3])
@@ -70,7 +90,7 @@ return out
 type Mode = 'beat' | 'rejoin' | 'leave';
 
 interface MembershipCommands {
-  hkMembership(members: string, urls: string, epoch: string, ...args: (string | number)[]): Promise<unknown>;
+  hkMembership(members: string, urls: string, epoch: string, since: string, ...args: (string | number)[]): Promise<unknown>;
 }
 
 export interface RedisMembershipOptions {
@@ -83,8 +103,9 @@ export interface RedisMembershipOptions {
 
 export class RedisMembership {
   readonly #client: Redis & MembershipCommands;
-  readonly #keys: [string, string, string];
+  readonly #keys: [string, string, string, string];
   readonly #channel: string;
+  readonly #alivePrefix: string;
   readonly #ttlMs: number;
   #self: Member;
   #epoch = 0;
@@ -99,10 +120,11 @@ export class RedisMembership {
   constructor(opts: RedisMembershipOptions) {
     this.#client = opts.client as Redis & MembershipCommands;
     if (typeof this.#client.hkMembership !== 'function') {
-      this.#client.defineCommand('hkMembership', { lua: MEMBERSHIP_LUA, numberOfKeys: 3 });
+      this.#client.defineCommand('hkMembership', { lua: MEMBERSHIP_LUA, numberOfKeys: 4 });
     }
-    this.#keys = [`${opts.prefix}members`, `${opts.prefix}member-urls`, `${opts.prefix}epoch`];
+    this.#keys = [`${opts.prefix}members`, `${opts.prefix}member-urls`, `${opts.prefix}epoch`, `${opts.prefix}member-since`];
     this.#channel = `${opts.prefix}members-changed`;
+    this.#alivePrefix = `${opts.prefix}alive:`;
     this.#ttlMs = opts.ttlMs;
     this.#self = opts.self;
     this.#members = [opts.self];
@@ -111,6 +133,11 @@ export class RedisMembership {
 
   get channel(): string {
     return this.#channel;
+  }
+
+  /** The hub's subscriber listens here: Redis drops the subscription the moment the hub dies. */
+  get aliveChannel(): string {
+    return `${this.#alivePrefix}${this.#self.id}`;
   }
 
   get left(): boolean {
@@ -163,6 +190,7 @@ export class RedisMembership {
       this.#epoch,
       this.#channel,
       mode,
+      this.#alivePrefix,
       ...extra,
     );
     this.lastBeatAt = Date.now();
