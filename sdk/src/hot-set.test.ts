@@ -18,6 +18,22 @@ test('promote, renew, expire', () => {
   assert.is(hot.get('k'), undefined);
 });
 
+test('expire finds entries shortened after it last looked (stale mark, shorter renewal)', () => {
+  const hot = new HotSet();
+  hot.promote('h1', 'a', { ...P, hotMs: 10_000 }, 0);
+  hot.promote('h2', 'b', { ...P, hotMs: 10_000 }, 0);
+  hot.promote('h1', 'c', { ...P, hotMs: 10_000 }, 0);
+  assert.equal(hot.expire(100), []);
+  assert.is(hot.markStale('h2', 100, 300), 1);
+  hot.promote('h1', 'c', { ...P, hotMs: 200 }, 100); // a renewal with a shorter lifetime
+  assert.equal(hot.expire(299), []);
+  assert.equal(hot.expire(300).map((s) => s.key), ['c']);
+  assert.equal(hot.expire(400).map((s) => s.key), ['b']);
+  assert.equal(hot.expire(9_999), []);
+  assert.equal(hot.expire(10_000).map((s) => s.key), ['a']);
+  assert.is(hot.size, 0);
+});
+
 test('invalidate bumps the generation; demote drops', () => {
   const hot = new HotSet();
   const gen = hot.promote('h1', 'k', P, 0).state.generation;

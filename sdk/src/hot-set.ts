@@ -21,6 +21,8 @@ export interface HotState {
   generation: number;
 }
 
+const NONE: readonly HotState[] = Object.freeze([]);
+
 export interface Promotion {
   hotMs: number;
   cacheTtlMs: number;
@@ -37,6 +39,8 @@ export class HotSet {
   readonly maxKeys: number;
   readonly #map = new Map<string, HotState>();
   #generation = 0;
+  /** no entry ends before this (a lower bound): `expire` skips the walk until then */
+  #nextExpiry = Infinity;
 
   constructor(options: HotSetOptions = {}) {
     const maxKeys = options.maxKeys ?? 65_536;
@@ -65,6 +69,7 @@ export class HotSet {
     if (existing !== undefined) {
       existing.hub = hub;
       existing.until = now + p.hotMs;
+      if (existing.until < this.#nextExpiry) this.#nextExpiry = existing.until;
       if (existing.cache && !p.cache) existing.generation = ++this.#generation;
       existing.cache = p.cache;
       existing.cacheTtlMs = p.cacheTtlMs;
@@ -78,6 +83,7 @@ export class HotSet {
     }
     const state: HotState = { key, hub, until: now + p.hotMs, cacheTtlMs: p.cacheTtlMs, cache: p.cache, qps: p.qps, generation: ++this.#generation };
     this.#map.set(key, state);
+    if (state.until < this.#nextExpiry) this.#nextExpiry = state.until;
     return evicted === undefined ? { state, added: true } : { state, added: true, evicted };
   }
 
@@ -130,6 +136,7 @@ export class HotSet {
   markStale(hub: string, now: number, maxStaleMs: number): number {
     let n = 0;
     const deadline = now + maxStaleMs;
+    if (deadline < this.#nextExpiry) this.#nextExpiry = deadline;
     for (const state of this.#map.values()) {
       if (state.hub === hub && state.until > deadline) {
         state.until = deadline;
@@ -139,15 +146,22 @@ export class HotSet {
     return n;
   }
 
-  /** Drops entries whose time is up; returns them. */
-  expire(now: number): HotState[] {
+  /** Drops entries whose time is up; returns them. Walks the entries only once one may be due. */
+  expire(now: number): readonly HotState[] {
+    if (now < this.#nextExpiry) return NONE;
     const out: HotState[] = [];
-    for (const state of this.#map.values()) if (now >= state.until) out.push(state);
+    let next = Infinity;
+    for (const state of this.#map.values()) {
+      if (now >= state.until) out.push(state);
+      else if (state.until < next) next = state.until;
+    }
     for (const state of out) this.#map.delete(state.key);
+    this.#nextExpiry = next;
     return out;
   }
 
   clear(): void {
     this.#map.clear();
+    this.#nextExpiry = Infinity;
   }
 }

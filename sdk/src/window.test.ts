@@ -122,6 +122,31 @@ test('keys matching no rule are evicted first', () => {
   assert.is(w.stats().candidates, 4);
 });
 
+test('slots freed in any order: the survivors keep their counts and are all collected', () => {
+  const w = new AccessWindow({ admission: 1, maxCandidates: 128, now: 0 });
+  for (let i = 0; i < 100; i++) if (i % 3 === 0) times(w, `k${i}`, 2); // slice 0
+  w.advance(500);
+  for (let i = 0; i < 100; i++) if (i % 3 !== 0) times(w, `k${i}`, 3); // slice 5
+  assert.is(w.stats().candidates, 100);
+  w.advance(1000); // slice 0 expires: every third key empties and leaves, from all over the list
+  assert.is(w.stats().candidates, 66);
+  for (let i = 0; i < 100; i++) assert.is(w.count(`k${i}`), i % 3 === 0 ? 0 : 3, `k${i}`);
+  const got = w.collect([3]);
+  assert.equal(
+    [...got.keys].sort(),
+    Array.from({ length: 100 }, (_, i) => `k${i}`)
+      .filter((_, i) => i % 3 !== 0)
+      .sort(),
+  );
+  // freed slots are reused, and the list still holds exactly the live keys
+  for (let i = 0; i < 62; i++) times(w, `n${i}`, 3);
+  assert.is(w.stats().candidates, 128);
+  assert.is(w.collect([3]).keys.length, 62);
+  w.advance(5000);
+  assert.is(w.stats().candidates, 0);
+  assert.is(w.collect([1]).keys.length, 0);
+});
+
 test('options are validated', () => {
   assert.throws(() => new AccessWindow({ maxCandidates: 0 }), (e: unknown) => e instanceof TypeError);
   assert.throws(() => new AccessWindow({ sliceMs: -1 }), (e: unknown) => e instanceof TypeError);

@@ -6,7 +6,9 @@
  * bounded set of exact candidates. A candidate owns a slot in typed-array slabs: one counter per
  * slice (`slot * slices + slice`), a running window total and a `pending` count since its last
  * report. Slices advance from the caller's clock (`advance(now)`), never per access: rotation
- * zeroes the expiring slice column and subtracts it from the totals, O(candidates) per slice.
+ * zeroes the expiring slice of each occupied slot and subtracts it from its total. The occupied
+ * slots are kept in a dense list (swap-remove on release), so `advance` and `collect` cost
+ * O(slots in use), not O(maxCandidates): hundreds of idle clients in one process stay cheap.
  * The admission level rises with the sketch's noise floor (its mean counter), so a flood of
  * one-off keys mostly stays in the sketch. When the slots are full, a newcomer whose sketch estimate beats the smallest total among a few
  * sampled slots replaces it (TinyLFU admission with Redis-style sampled LFU eviction), so a hot
@@ -56,6 +58,8 @@ export interface WindowStats {
 
 const MAX_U16 = 0xffff;
 const MAX_U32 = 0xffffffff;
+/** what `collect` returns when nothing is due (shared, hence frozen) */
+const EMPTY: Collected = Object.freeze({ keys: Object.freeze([]) as unknown as string[], counts: Object.freeze([]) as unknown as number[], rules: Object.freeze([]) as unknown as number[] });
 
 export class AccessWindow {
   readonly maxCandidates: number;
@@ -75,6 +79,10 @@ export class AccessWindow {
   readonly #rule: Int32Array;
   readonly #free: Int32Array;
   #freeTop: number;
+  /** occupied slots, densely packed; `#usedAt[slot]` is a slot's index in it */
+  readonly #used: Int32Array;
+  readonly #usedAt: Int32Array;
+  #usedCount = 0;
 
   #rules: RuleSet;
   #cur = 0;
@@ -82,6 +90,8 @@ export class AccessWindow {
   #slicesSinceDecay = 0;
   /** accesses that went into the sketch since it last decayed (halved with it) */
   #sketchAdds = 0;
+  /** halvings left before every counter is surely 0 (16-bit counters): an idle sketch is not walked */
+  #sketchLive = 0;
   #rand = 0x9e3779b9;
   #admitted = 0;
   #evicted = 0;
@@ -108,6 +118,8 @@ export class AccessWindow {
     this.#free = new Int32Array(n);
     for (let i = 0; i < n; i++) this.#free[i] = n - 1 - i;
     this.#freeTop = n;
+    this.#used = new Int32Array(n);
+    this.#usedAt = new Int32Array(n);
     this.#rules = options.rules ?? new RuleSet([]);
     this.#lastSlice = Math.floor((options.now ?? 0) / this.sliceMs);
   }
@@ -138,6 +150,7 @@ export class AccessWindow {
     // Under a flood of distinct keys every counter fills with noise (about sketchAdds / width
     // each); only an estimate that stands out from that noise earns an exact counter.
     this.#sketchAdds++;
+    this.#sketchLive = 16;
     if (estimate < this.#admission + ((this.#sketchAdds / this.#width) | 0)) return;
     let slot: number;
     if (this.#freeTop > 0) slot = this.#free[--this.#freeTop]!;
@@ -153,6 +166,8 @@ export class AccessWindow {
       slot = this.#free[--this.#freeTop]!;
     }
     this.#admitted++;
+    this.#usedAt[slot] = this.#usedCount;
+    this.#used[this.#usedCount++] = slot;
     this.#keys[slot] = key;
     this.#slotOf.set(key, slot);
     this.#rule[slot] = this.#rules.match(key);
@@ -192,6 +207,11 @@ export class AccessWindow {
     this.#totals[slot] = 0;
     this.#pending[slot] = 0;
     this.#free[this.#freeTop++] = slot;
+    // swap-remove from the dense list
+    const at = this.#usedAt[slot]!;
+    const last = this.#used[--this.#usedCount]!;
+    this.#used[at] = last;
+    this.#usedAt[last] = at;
   }
 
   /**
@@ -205,27 +225,35 @@ export class AccessWindow {
     if (steps <= 0) return;
     this.#lastSlice = target;
     const rotations = Math.min(steps, this.slices);
-    for (let r = 0; r < rotations; r++) {
-      this.#cur = (this.#cur + 1) % this.slices;
-      for (let slot = 0; slot < this.maxCandidates; slot++) {
-        if (this.#keys[slot] === undefined) continue;
-        const i = slot * this.slices + this.#cur;
-        const expiring = this.#sliceCounts[i]!;
-        if (expiring === 0) continue;
+    const slices = this.slices;
+    const first = this.#cur;
+    this.#cur = (first + rotations) % slices;
+    // backwards, so that a swap-remove only moves an already visited slot into place
+    for (let u = this.#usedCount - 1; u >= 0; u--) {
+      const slot = this.#used[u]!;
+      const base = slot * slices;
+      let expired = 0;
+      for (let r = 1; r <= rotations; r++) {
+        const i = base + ((first + r) % slices);
+        expired += this.#sliceCounts[i]!;
         this.#sliceCounts[i] = 0;
-        this.#totals[slot] = this.#totals[slot]! - expiring;
       }
-    }
-    for (let slot = 0; slot < this.maxCandidates; slot++) {
-      if (this.#keys[slot] !== undefined && this.#totals[slot] === 0) this.#release(slot);
+      if (expired === 0) continue;
+      const total = this.#totals[slot]! - expired;
+      this.#totals[slot] = total;
+      if (total === 0) this.#release(slot);
     }
     this.#slicesSinceDecay += steps;
     if (this.#slicesSinceDecay >= 2 * this.slices) {
-      this.#sketch.fill(0);
+      if (this.#sketchLive > 0) this.#sketch.fill(0);
       this.#sketchAdds = 0;
+      this.#sketchLive = 0;
       this.#slicesSinceDecay = 0;
     } else if (this.#slicesSinceDecay >= this.slices) {
-      for (let i = 0; i < this.#sketch.length; i++) this.#sketch[i] = this.#sketch[i]! >>> 1;
+      if (this.#sketchLive > 0) {
+        for (let i = 0; i < this.#sketch.length; i++) this.#sketch[i] = this.#sketch[i]! >>> 1;
+        this.#sketchLive--;
+      }
       this.#sketchAdds = Math.floor(this.#sketchAdds / 2);
       this.#slicesSinceDecay -= this.slices;
     }
@@ -234,42 +262,41 @@ export class AccessWindow {
   /**
    * Keys whose window total reached the local threshold of their rule and that were accessed
    * since the previous collect, with count = accesses since then (capped by the window total).
-   * Resets every candidate's pending count, reported or not.
+   * Resets every candidate's pending count, reported or not. With nothing due it returns a
+   * shared, frozen empty result.
    * @param thresholds per-rule local thresholds, indexed like the RuleSet's rules
    */
   collect(thresholds: ArrayLike<number>): Collected {
-    const out: Collected = { keys: [], counts: [], rules: [] };
-    for (let slot = 0; slot < this.maxCandidates; slot++) {
-      const key = this.#keys[slot];
-      if (key === undefined) continue;
+    // allocated only when there is something to report: an idle flush allocates nothing
+    let out: Collected | undefined;
+    for (let u = 0; u < this.#usedCount; u++) {
+      const slot = this.#used[u]!;
       const pending = this.#pending[slot]!;
       if (pending === 0) continue;
+      this.#pending[slot] = 0;
       const rule = this.#rule[slot]!;
       const total = this.#totals[slot]!;
       const threshold = rule < 0 ? undefined : thresholds[rule];
-      if (threshold === undefined || total < threshold) {
-        // Below the local threshold this flush's counts are dropped, not carried: a backlog sent
-        // when the key finally crosses would land in the hub's *current* slice and stay there a
-        // whole window past the accesses' real time, inflating the cluster sum (a key at 0.9 x
-        // threshold got promoted). Dropping loses < local threshold per instance per window,
-        // which is what the hub's local threshold is sized for.
-        this.#pending[slot] = 0;
-        continue;
-      }
-      out.keys.push(key);
+      // Below the local threshold this flush's counts are dropped, not carried: a backlog sent
+      // when the key finally crosses would land in the hub's *current* slice and stay there a
+      // whole window past the accesses' real time, inflating the cluster sum (a key at 0.9 x
+      // threshold got promoted). Dropping loses < local threshold per instance per window,
+      // which is what the hub's local threshold is sized for.
+      if (threshold === undefined || total < threshold) continue;
+      out ??= { keys: [], counts: [], rules: [] };
+      out.keys.push(this.#keys[slot]!);
       out.counts.push(Math.min(pending, total, MAX_U32));
       out.rules.push(rule);
-      this.#pending[slot] = 0;
     }
-    return out;
+    return out ?? EMPTY;
   }
 
   /** Replaces the rules and recomputes every candidate's rule index. */
   setRules(rules: RuleSet): void {
     this.#rules = rules;
-    for (let slot = 0; slot < this.maxCandidates; slot++) {
-      const key = this.#keys[slot];
-      if (key !== undefined) this.#rule[slot] = rules.match(key);
+    for (let u = 0; u < this.#usedCount; u++) {
+      const slot = this.#used[u]!;
+      this.#rule[slot] = rules.match(this.#keys[slot]!);
     }
   }
 
