@@ -79,8 +79,6 @@ export interface HubCoreOptions {
 }
 
 const STATUS_HOT_MAX = 100;
-/** how long reports of keys that moved to a joining hub are ignored: SDKs reroute once they reach it */
-const HANDOVER_MS = 3000;
 const STATUS_INSTANCES_MAX = 200;
 
 function refuse(code: ErrorCode, closeCode: number, message: string): never {
@@ -108,8 +106,6 @@ export class HubCore implements SessionHost {
   #closing = false;
   /** which keys this hub owns; undefined while it is the only member */
   #accept: ((key: string) => boolean) | undefined;
-  /** after a hub joins: its keys are ignored here until `until` (see HANDOVER_MS) */
-  #handover: { ownership: Ownership; joined: Set<string>; until: number } | undefined;
 
   constructor(options: HubCoreOptions) {
     this.id = options.id;
@@ -213,19 +209,6 @@ export class HubCore implements SessionHost {
     session.lastReport = now;
     this.metrics.reports++;
     this.metrics.records += report.keys.length;
-    const handover = this.#handover;
-    if (handover !== undefined && now < handover.until) {
-      // keys that just moved to a joining hub: SDKs not yet rerouted must not make us promote them again
-      const keys: string[] = [];
-      const counts: number[] = [];
-      for (let i = 0; i < report.keys.length; i++) {
-        if (handover.joined.has(handover.ownership.owner(report.keys[i]!)!)) continue;
-        keys.push(report.keys[i]!);
-        counts.push(report.counts[i]!);
-      }
-      app.aggregator.ingest(keys, counts, session.reporter, now);
-      return;
-    }
     app.aggregator.ingest(report.keys, report.counts, session.reporter, now);
   }
 
@@ -569,12 +552,9 @@ export class HubCore implements SessionHost {
   }
 
   #membersChanged(epoch: number, members: Member[]): void {
-    const before = new Set(this.#members.map((m) => m.id));
     this.#epoch = epoch;
     this.#members = members;
     const ownership = new Ownership(members.map((m) => m.id));
-    const joined = new Set(ownership.ids.filter((id) => !before.has(id) && id !== this.id));
-    if (joined.size > 0 && before.size > 0) this.#handover = { ownership, joined, until: this.#now() + HANDOVER_MS };
     const bytes = encode({ t: MsgType.Members, epoch, members });
     // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
     this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;
