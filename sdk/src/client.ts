@@ -151,6 +151,8 @@ interface StatusSubscriber {
 }
 
 const STATUS_QUEUE_LIMIT = 1024;
+/** an early report (a key just reached its threshold) follows the previous report by at least this */
+const URGENT_FLUSH_GAP_MS = 20;
 /** report frames are split well under MAX_FRAME_BYTES (msgpack overhead is a few bytes a key) */
 const REPORT_FRAME_BUDGET = MAX_FRAME_BYTES >> 1;
 
@@ -182,6 +184,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   /** coarse clock, refreshed by the tick and by every hub frame: no clock read per access */
   #clock: number;
   #tickTimer: NodeJS.Timeout | undefined;
+  /** the pending early report, if any (an immediate when due at once, else a timeout) */
+  #urgentImmediate: NodeJS.Immediate | undefined;
+  #urgentTimer: NodeJS.Timeout | undefined;
+  #lastFlushAt = -Infinity;
   #nextInvalidateId = 0;
   #closed = false;
   #readySettled = false;
@@ -242,7 +248,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#now = now;
     this.#clock = now();
     this.#seeds = [...new Set(hubs as string[])];
-    this.#window = new AccessWindow({ maxCandidates: this.#opts.maxCandidates, now: this.#clock });
+    this.#window = new AccessWindow({ maxCandidates: this.#opts.maxCandidates, now: this.#clock, onUrgent: () => this.#urgentSoon() });
     this.#cache = new LocalCache({ maxEntries: this.#opts.maxEntries });
     this.#hot = new HotSet({ maxKeys: this.#opts.maxHotKeys });
     this.#ready = new Promise<void>((resolve, reject) => {
@@ -454,6 +460,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#closed = true;
     clearInterval(this.#tickTimer);
     this.#tickTimer = undefined;
+    clearImmediate(this.#urgentImmediate);
+    clearTimeout(this.#urgentTimer);
+    this.#urgentImmediate = undefined;
+    this.#urgentTimer = undefined;
     for (const conn of this.#conns.values()) conn.close(CloseCode.Normal, 'client closed');
     this.#conns.clear();
     this.#links.clear();
@@ -511,10 +521,39 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#flush();
   }
 
-  /** One Report frame per hub with the keys it owns (split only if a frame would be too large). */
   #flush(): void {
     if (this.#links.size === 0) return; // counts wait (capped by the window) until a hub is back
-    const { keys, counts } = this.#window.collect(this.#thresholds);
+    this.#lastFlushAt = this.#clock;
+    this.#report(this.#window.collect());
+  }
+
+  /**
+   * A key just reached its threshold (a surge): report the urgent keys at once instead of at the
+   * next flush, but no sooner than URGENT_FLUSH_GAP_MS after the previous report, so a storm of
+   * crossings costs at most one small extra frame per hub per gap. Steady keys wait for the tick.
+   */
+  #urgentSoon(): void {
+    if (this.#closed || this.#urgentImmediate !== undefined || this.#urgentTimer !== undefined || this.#links.size === 0) return;
+    this.#urgentImmediate = setImmediate(this.#urgentFlush);
+  }
+
+  readonly #urgentFlush = (): void => {
+    this.#urgentImmediate = undefined;
+    this.#urgentTimer = undefined;
+    if (this.#closed || !this.#window.urgent || this.#links.size === 0) return;
+    const now = this.#now();
+    const wait = this.#lastFlushAt + URGENT_FLUSH_GAP_MS - now;
+    if (wait > 0) {
+      this.#urgentTimer = setTimeout(this.#urgentFlush, Math.ceil(wait));
+      return;
+    }
+    this.#clock = now;
+    this.#lastFlushAt = now;
+    this.#report(this.#window.collectUrgent());
+  };
+
+  /** One Report frame per hub with the keys it owns (split only if a frame would be too large). */
+  #report({ keys, counts }: { keys: readonly string[]; counts: readonly number[] }): void {
     if (keys.length === 0) return;
     const groups = new Map<string, { keys: string[]; counts: number[] }>();
     const single = this.#links.size === 1 ? this.#links.keys().next().value : undefined;
@@ -664,6 +703,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           this.emit('demote', evicted, { hub, reason: 'evicted' });
         }
         if (!state.cache) this.#forget(message.key);
+        this.#window.calm(message.key); // hot already: its reports need not hurry any more
         if (added) this.emit('promote', message.key, { hub, qps: message.qps, hotMs: message.hotMs, cacheTtlMs: message.cacheTtlMs, cache: message.cache });
         return;
       }
@@ -748,6 +788,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       const hubLocal = local[i] ?? Math.max(1, Math.floor(rule.threshold / 5));
       return Math.max(1, Math.ceil((hubLocal * windowMs) / rule.windowMs));
     });
+    this.#window.setThresholds(this.#thresholds);
   }
 
   /** Connects to every member with a URL we do not reach yet; drops members that left. */

@@ -147,6 +147,94 @@ test('slots freed in any order: the survivors keep their counts and are all coll
   assert.is(w.collect([1]).keys.length, 0);
 });
 
+test('urgent: reaching the threshold signals once; collectUrgent takes only urgent keys', () => {
+  let signals = 0;
+  const w = new AccessWindow({ admission: 1, now: 0, onUrgent: () => signals++ });
+  w.setThresholds([10]);
+  times(w, 'steady', 30); // urgent at 10, and again at 20 and 30 (its episode re-arms)
+  assert.is(signals, 3);
+  assert.equal(w.collect().keys, ['steady']); // collect clears the urgent list too
+  assert.not.ok(w.urgent);
+  times(w, 'steady', 5); // 35: not at the re-arm level (30 + 10) yet
+  times(w, 'surge', 9);
+  assert.is(signals, 3);
+  assert.not.ok(w.urgent);
+  w.track('surge'); // reaches 10
+  assert.is(signals, 4);
+  assert.ok(w.urgent);
+  const got = w.collectUrgent();
+  assert.equal(got.keys, ['surge']);
+  assert.equal(got.counts, [10]);
+  assert.not.ok(w.urgent);
+  assert.equal(w.collectUrgent().keys, []);
+  // the steady key's counts were left for the next collect
+  const rest = w.collect();
+  assert.equal(rest.keys, ['steady']);
+  assert.equal(rest.counts, [5]);
+});
+
+test('urgent: re-armed every threshold for urgentSlices, then quiet until a window below threshold', () => {
+  let signals = 0;
+  const w = new AccessWindow({ admission: 1, now: 0, urgentSlices: 3, onUrgent: () => signals++ });
+  w.setThresholds([4]);
+  times(w, 'k', 4); // first crossing at slice 0: urgent until slice 3
+  assert.is(signals, 1);
+  times(w, 'k', 4); // 8
+  assert.is(signals, 2);
+  w.advance(250); // slice 2
+  times(w, 'k', 4); // 12
+  assert.is(signals, 3);
+  assert.equal(w.collectUrgent().counts, [12]);
+  w.advance(300); // slice 3: the episode is over
+  times(w, 'k', 40);
+  assert.is(signals, 3, 'a key that stays busy is not urgent again');
+  w.advance(1200); // slices 0-2 left; the 40 of slice 3 remain: over the threshold, still quiet
+  assert.is(w.count('k'), 40);
+  times(w, 'k', 4);
+  assert.is(signals, 3);
+  w.advance(2400); // a whole window with nothing: the key emptied and left
+  assert.is(w.count('k'), 0);
+  times(w, 'k', 1); // the sketch still remembers it: admitted at once with 1
+  times(w, 'k', 3);
+  assert.is(signals, 4, 'a new surge after the key went quiet is urgent again');
+});
+
+test('urgent: a key below threshold for a window after its episode is armed again without leaving', () => {
+  let signals = 0;
+  const w = new AccessWindow({ admission: 1, now: 0, urgentSlices: 1, onUrgent: () => signals++ });
+  w.setThresholds([5]);
+  times(w, 'k', 5);
+  assert.is(signals, 1);
+  w.advance(100); // episode over (1 slice)
+  times(w, 'k', 1); // keeps the key alive, below threshold once slice 0 leaves
+  w.advance(1000); // slice 0 (5) leaves: total 1 < 5, and the episode ended a window ago (slice 1 + 10 > 10: not yet)
+  times(w, 'k', 4);
+  assert.is(signals, 1, 'not a window after the episode yet');
+  w.advance(1100); // slice 1 leaves (1), total 4 < 5, slice 11 >= 1 + 10: armed
+  w.track('k');
+  assert.is(signals, 2);
+});
+
+test('urgent: new thresholds make a key already over them urgent; calm() ends an episode', () => {
+  let signals = 0;
+  const w = new AccessWindow({ admission: 1, now: 0, onUrgent: () => signals++ });
+  w.setThresholds([100]);
+  times(w, 'k', 20);
+  assert.is(signals, 0);
+  w.setThresholds([10]);
+  assert.is(signals, 1);
+  assert.equal(w.collectUrgent().keys, ['k']);
+  w.calm('k');
+  times(w, 'k', 50);
+  assert.is(signals, 1);
+  assert.not.ok(w.urgent);
+  // without thresholds (the accuracy bench's use) nothing is ever urgent
+  const plain = new AccessWindow({ admission: 1, now: 0, onUrgent: () => signals++ });
+  times(plain, 'k', 1000);
+  assert.is(signals, 1);
+  assert.equal(plain.collect([10]).keys, ['k']);
+});
+
 test('options are validated', () => {
   assert.throws(() => new AccessWindow({ maxCandidates: 0 }), (e: unknown) => e instanceof TypeError);
   assert.throws(() => new AccessWindow({ sliceMs: -1 }), (e: unknown) => e instanceof TypeError);

@@ -13,6 +13,14 @@
  * one-off keys mostly stays in the sketch. When the slots are full, a newcomer whose sketch estimate beats the smallest total among a few
  * sampled slots replaces it (TinyLFU admission with Redis-style sampled LFU eviction), so a hot
  * key survives a flood of one-off keys while memory stays fixed.
+ *
+ * Surges: once thresholds are set (`setThresholds`), each slot carries the total at which it next
+ * becomes urgent (`crossAt`). The increment path compares against it (one integer compare);
+ * reaching it puts the slot on an urgent list and calls `onUrgent`, so the owner can report it
+ * at once (`collectUrgent`) instead of up to a flush interval later. After its first crossing a
+ * key stays urgent for `urgentSlices` slices, re-arming every further threshold's worth of
+ * accesses (the hub's cluster sum then trails the surge closely); after that it is quiet until
+ * it has spent a window below its threshold, so steady and oscillating keys are not urgent.
  * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
  * (2005); Einziger et al., "TinyLFU: A highly efficient cache admission policy" (2017).
  */
@@ -38,6 +46,10 @@ export interface AccessWindowOptions {
   rules?: RuleSet;
   /** clock reading at construction (ms) @default 0 */
   now?: number;
+  /** slices a key stays urgent after first reaching its threshold @default 3 */
+  urgentSlices?: number;
+  /** called (synchronously, from `track`) when a slot becomes urgent @default none */
+  onUrgent?: () => void;
 }
 
 export interface Collected {
@@ -77,6 +89,19 @@ export class AccessWindow {
   readonly #totals: Uint32Array;
   readonly #pending: Uint32Array;
   readonly #rule: Int32Array;
+  /** local threshold of each slot's rule (0: none, never reported nor urgent) */
+  readonly #thr: Uint32Array;
+  /** total at which the slot next becomes urgent (0: disarmed) */
+  readonly #crossAt: Uint32Array;
+  /** slice at which the slot's urgent episode ends (-Infinity: none under way) */
+  readonly #urgentEnd: Float64Array;
+  /** urgent slots since the last collect; `#urgentMark` keeps each listed once */
+  readonly #urgent: Int32Array;
+  readonly #urgentMark: Uint8Array;
+  #urgentCount = 0;
+  readonly #urgentSlices: number;
+  readonly #onUrgent: (() => void) | undefined;
+  #thresholds: ArrayLike<number> = [];
   readonly #free: Int32Array;
   #freeTop: number;
   /** occupied slots, densely packed; `#usedAt[slot]` is a slot's index in it */
@@ -114,6 +139,13 @@ export class AccessWindow {
     this.#totals = new Uint32Array(n);
     this.#pending = new Uint32Array(n);
     this.#rule = new Int32Array(n);
+    this.#thr = new Uint32Array(n);
+    this.#crossAt = new Uint32Array(n);
+    this.#urgentEnd = new Float64Array(n).fill(-Infinity);
+    this.#urgent = new Int32Array(n);
+    this.#urgentMark = new Uint8Array(n);
+    this.#urgentSlices = positiveInt(options.urgentSlices ?? 3, 'urgentSlices');
+    this.#onUrgent = options.onUrgent;
     // Free slots as a stack, lowest slot on top so that slots fill densely.
     this.#free = new Int32Array(n);
     for (let i = 0; i < n; i++) this.#free[i] = n - 1 - i;
@@ -129,8 +161,8 @@ export class AccessWindow {
     const slot = this.#slotOf.get(key);
     if (slot !== undefined) {
       this.#sliceCounts[slot * this.slices + this.#cur]!++;
-      this.#totals[slot]!++;
       this.#pending[slot]!++;
+      if (++this.#totals[slot]! === this.#crossAt[slot]) this.#cross(slot);
       return;
     }
     this.#trackCold(key);
@@ -170,10 +202,37 @@ export class AccessWindow {
     this.#used[this.#usedCount++] = slot;
     this.#keys[slot] = key;
     this.#slotOf.set(key, slot);
-    this.#rule[slot] = this.#rules.match(key);
+    const rule = this.#rules.match(key);
+    this.#rule[slot] = rule;
     this.#sliceCounts[slot * this.slices + this.#cur] = 1;
     this.#totals[slot] = 1;
     this.#pending[slot] = 1;
+    const thr = this.#thresholdOf(rule);
+    this.#thr[slot] = thr;
+    this.#crossAt[slot] = thr;
+    this.#urgentEnd[slot] = -Infinity;
+    if (thr === 1) this.#cross(slot);
+  }
+
+  #thresholdOf(rule: number): number {
+    if (rule < 0) return 0;
+    const t = this.#thresholds[rule];
+    return t === undefined || !(t >= 1) ? 0 : Math.min(Math.ceil(t), MAX_U32);
+  }
+
+  /** The slot reached its `crossAt`: urgent now, and re-armed while its episode lasts. */
+  #cross(slot: number): void {
+    if (this.#urgentEnd[slot] === -Infinity) this.#urgentEnd[slot] = this.#lastSlice + this.#urgentSlices;
+    if (this.#lastSlice >= this.#urgentEnd[slot]!) {
+      this.#crossAt[slot] = 0;
+      return;
+    }
+    this.#crossAt[slot] = Math.min(this.#totals[slot]! + this.#thr[slot]!, MAX_U32);
+    if (this.#urgentMark[slot] === 0) {
+      this.#urgentMark[slot] = 1;
+      this.#urgent[this.#urgentCount++] = slot;
+    }
+    this.#onUrgent?.();
   }
 
   /** The sampled slot with the smallest total; slots of keys matching no rule go first. */
@@ -238,6 +297,14 @@ export class AccessWindow {
         expired += this.#sliceCounts[i]!;
         this.#sliceCounts[i] = 0;
       }
+      const end = this.#urgentEnd[slot]!;
+      if (end !== -Infinity && target >= end) {
+        // the episode is over: quiet until the key spent a whole window below its threshold
+        if (target >= end + slices && this.#totals[slot]! - expired < this.#thr[slot]!) {
+          this.#urgentEnd[slot] = -Infinity;
+          this.#crossAt[slot] = this.#thr[slot]!;
+        } else this.#crossAt[slot] = 0;
+      }
       if (expired === 0) continue;
       const total = this.#totals[slot]! - expired;
       this.#totals[slot] = total;
@@ -264,9 +331,11 @@ export class AccessWindow {
    * since the previous collect, with count = accesses since then (capped by the window total).
    * Resets every candidate's pending count, reported or not. With nothing due it returns a
    * shared, frozen empty result.
-   * @param thresholds per-rule local thresholds, indexed like the RuleSet's rules
+   * @param thresholds per-rule local thresholds, indexed like the RuleSet's rules @default the
+   *   ones given to `setThresholds`
    */
-  collect(thresholds: ArrayLike<number>): Collected {
+  collect(thresholds: ArrayLike<number> = this.#thresholds): Collected {
+    this.#clearUrgent();
     // allocated only when there is something to report: an idle flush allocates nothing
     let out: Collected | undefined;
     for (let u = 0; u < this.#usedCount; u++) {
@@ -291,12 +360,78 @@ export class AccessWindow {
     return out ?? EMPTY;
   }
 
+  /**
+   * Only the urgent keys (see the design note) that are at their threshold and were accessed
+   * since they were last collected; their pending counts are reset, other keys' left for the
+   * next `collect`. Costs O(urgent keys).
+   */
+  collectUrgent(): Collected {
+    let out: Collected | undefined;
+    for (let u = 0; u < this.#urgentCount; u++) {
+      const slot = this.#urgent[u]!;
+      this.#urgentMark[slot] = 0;
+      const pending = this.#pending[slot]!;
+      const total = this.#totals[slot]!;
+      const thr = this.#thr[slot]!;
+      // the slot may have been released (and reused) since it was listed: check it afresh
+      if (pending === 0 || thr === 0 || total < thr || this.#keys[slot] === undefined) continue;
+      this.#pending[slot] = 0;
+      out ??= { keys: [], counts: [], rules: [] };
+      out.keys.push(this.#keys[slot]!);
+      out.counts.push(Math.min(pending, total));
+      out.rules.push(this.#rule[slot]!);
+    }
+    this.#urgentCount = 0;
+    return out ?? EMPTY;
+  }
+
+  /** Whether some slot became urgent since the last collect. */
+  get urgent(): boolean {
+    return this.#urgentCount > 0;
+  }
+
+  /** Ends the key's urgent episode (it is hot already: its reports need not hurry). */
+  calm(key: string): void {
+    const slot = this.#slotOf.get(key);
+    if (slot === undefined || this.#thr[slot] === 0) return;
+    if (this.#urgentEnd[slot] === -Infinity || this.#urgentEnd[slot]! > this.#lastSlice) this.#urgentEnd[slot] = this.#lastSlice;
+    this.#crossAt[slot] = 0;
+  }
+
+  #clearUrgent(): void {
+    for (let u = 0; u < this.#urgentCount; u++) this.#urgentMark[this.#urgent[u]!] = 0;
+    this.#urgentCount = 0;
+  }
+
+  /**
+   * Sets the per-rule local thresholds (indexed like the RuleSet's rules) that urgency is judged
+   * by and that `collect()` uses by default. A key already at its new threshold counts as having
+   * just crossed it.
+   */
+  setThresholds(thresholds: ArrayLike<number>): void {
+    this.#thresholds = Array.from(thresholds);
+    this.#rearmAll();
+  }
+
   /** Replaces the rules and recomputes every candidate's rule index. */
   setRules(rules: RuleSet): void {
     this.#rules = rules;
     for (let u = 0; u < this.#usedCount; u++) {
       const slot = this.#used[u]!;
       this.#rule[slot] = rules.match(this.#keys[slot]!);
+    }
+    this.#rearmAll();
+  }
+
+  #rearmAll(): void {
+    for (let u = 0; u < this.#usedCount; u++) {
+      const slot = this.#used[u]!;
+      const thr = this.#thresholdOf(this.#rule[slot]!);
+      if (thr === this.#thr[slot]) continue;
+      this.#thr[slot] = thr;
+      this.#urgentEnd[slot] = -Infinity;
+      this.#crossAt[slot] = thr;
+      if (thr !== 0 && this.#totals[slot]! >= thr) this.#cross(slot);
     }
   }
 
