@@ -80,7 +80,7 @@ test('kill -9 of a hub: its keys move, promotions resume within a window and a f
   await cluster.waitMembers(SURVIVORS, 4000);
   assert.is(getErrors, 0, 'get() never failed');
   assert.is(loaderErrors, 0, 'get() returned the right values');
-  assert.ok(gets > 500, `service code kept reading (${gets} gets)`);
+  assert.ok(gets > 100, `service code kept reading (${gets} gets)`);
 });
 
 test('the killed hub restarts with its id, rejoins and takes its keys back without a promotion storm', async () => {
