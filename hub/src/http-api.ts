@@ -27,6 +27,9 @@ export const HttpErrorCode = {
   Internal: 'HK_ERR_INTERNAL',
 } as const;
 
+/** HTTP status for a coordinator's refusal: a missing app is 404, a store that is down 503 (retry). */
+const STATUS_OF_CODE: Partial<Record<string, number>> = { [ErrorCode.UnknownApp]: 404, [ErrorCode.Unavailable]: 503 };
+
 export interface HttpApiOptions {
   core: HubCore;
   adminToken: string | undefined;
@@ -254,7 +257,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
           return sendJson(res, 200, { app: name, rules });
         } catch (err) {
           if (err instanceof ValidationError) throw new HttpError(400, err.code, err.message, err.field);
-          if (err instanceof HotKeyError) throw new HttpError(err.code === ErrorCode.UnknownApp ? 404 : 400, err.code, err.message);
+          if (err instanceof HotKeyError) throw new HttpError(STATUS_OF_CODE[err.code] ?? 400, err.code, err.message);
           throw err;
         }
       }
