@@ -43,6 +43,16 @@ test('window length follows the rule', () => {
   assert.is(agg.count('fast', 100), 0);
 });
 
+test('detection latency is bounded by the window for a key that hovered below its threshold', () => {
+  const { agg, rec } = setup([{ match: 'item:*', threshold: 100 }]);
+  for (let t = 0; t < 5000; t += 100) one(agg, 'item:1', 9, t); // 90 per window for 5 s
+  assert.is(rec.promotes.length, 0);
+  one(agg, 'item:1', 20, 5050);
+  assert.is(rec.promotes.length, 1);
+  const latency = rec.promotes[0]!.latencyMs!;
+  assert.ok(latency > 800 && latency <= 1000, `latency ${latency} ms spans the window, not the 5 s of hovering`);
+});
+
 test('promotes the moment the total reaches the threshold, never at half', () => {
   const { agg, rec } = setup([{ match: 'item:*', threshold: 100 }]);
   one(agg, 'item:1', 50, 0);

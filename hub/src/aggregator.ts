@@ -123,7 +123,6 @@ export class Aggregator {
   #hotUntil = new Float64Array(0);
   #hotSince = new Float64Array(0);
   #lowSince = new Float64Array(0);
-  #firstAt = new Float64Array(0);
   #repGen = new Float64Array(0);
   #repCur = new Uint32Array(0);
   #repPrev = new Uint32Array(0);
@@ -174,7 +173,6 @@ export class Aggregator {
       }
       this.#rotate(slot, now);
       const r = this.#rule[slot]!;
-      if (this.#total[slot] === 0) this.#firstAt[slot] = now;
       this.#slices[slot * S + (this.#tick[slot]! % S)]! += count;
       const total = (this.#total[slot]! += count);
 
@@ -346,6 +344,21 @@ export class Aggregator {
     this.#tick[slot] = cur;
   }
 
+  /**
+   * Detection latency of a promotion: ms since the start of the oldest slice in the window that
+   * holds counts — how long the crossing counts took to gather. Bounded by the window, so a key
+   * that hovered near its threshold for minutes does not report minutes.
+   */
+  #accumulatedFor(slot: number, now: number): number {
+    const sliceMs = this.#rSliceMs[this.#rule[slot]!]!;
+    const tick = this.#tick[slot]!;
+    const base = slot * S;
+    for (let age = S - 1; age > 0; age--) {
+      if (this.#slices[base + ((tick - age) % S + S) % S]! > 0) return Math.max(0, now - (tick - age) * sliceMs);
+    }
+    return Math.max(0, now - tick * sliceMs);
+  }
+
   #clearWindow(slot: number): void {
     this.#slices.fill(0, slot * S, slot * S + S);
     this.#total[slot] = 0;
@@ -377,7 +390,7 @@ export class Aggregator {
     this.#hot[slot] = 1;
     this.#hotSlots.add(slot);
     if (!wasHot) this.#hotSince[slot] = now;
-    const latency = manual || this.#firstAt[slot] === NONE ? undefined : now - this.#firstAt[slot]!;
+    const latency = manual ? undefined : this.#accumulatedFor(slot, now);
     this.#listener.promote(this.#keys[slot]!, this.#ruleSet.rules[this.#rule[slot]!]!, this.#qps(slot), latency, manual);
   }
 
@@ -423,7 +436,6 @@ export class Aggregator {
     this.#hotUntil[slot] = 0;
     this.#hotSince[slot] = 0;
     this.#lowSince[slot] = NONE;
-    this.#firstAt[slot] = NONE;
     this.#repGen[slot] = Math.floor(now / this.#rWindowMs[r]!);
     this.#repCur.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
     this.#repPrev.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
@@ -495,7 +507,6 @@ export class Aggregator {
     this.#hotUntil = copyF(this.#hotUntil);
     this.#hotSince = copyF(this.#hotSince);
     this.#lowSince = copyF(this.#lowSince);
-    this.#firstAt = copyF(this.#firstAt);
     this.#repGen = copyF(this.#repGen);
     this.#repCur = copyU32(this.#repCur, REPORTER_WORDS);
     this.#repPrev = copyU32(this.#repPrev, REPORTER_WORDS);
