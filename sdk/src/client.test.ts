@@ -211,6 +211,35 @@ test('hot entries expire at hotMs on the injected clock', async () => {
   await teardown(s);
 });
 
+test('cached values end at cacheTtlMs; a value the LRU evicted is loaded again', async () => {
+  const s = await setup({ maxEntries: 2 });
+  for (const [seq, key] of ['a', 'b', 'c'].entries()) s.sock.send({ t: MsgType.Promote, seq: seq + 1, key, ...P, cacheTtlMs: 500 });
+  s.sock.send({ t: MsgType.Promote, seq: 4, key: 'probe-499', ...P, hotMs: 499 });
+  s.sock.send({ t: MsgType.Promote, seq: 5, key: 'probe-500', ...P, hotMs: 500 });
+  await until(() => s.hk.isHot('probe-500'));
+  const loads: string[] = [];
+  const loader = (key: string) => {
+    loads.push(key);
+    return `${key}${loads.length}`;
+  };
+  assert.is(await s.hk.get('a', loader), 'a1');
+  assert.is(await s.hk.get('b', loader), 'b2');
+  assert.is(await s.hk.get('a', loader), 'a1'); // a hit: a is now the most recently used
+  assert.is(await s.hk.get('c', loader), 'c3'); // evicts b
+  assert.is(s.hk.stats().evictions, 1);
+  assert.is(await s.hk.get('a', loader), 'a1');
+  assert.is(await s.hk.get('b', loader), 'b4', 'the evicted value is not served');
+  assert.equal(loads, ['a', 'b', 'c', 'b']);
+  s.clock.t = 499;
+  await until(() => !s.hk.isHot('probe-499')); // the client's clock reads 499
+  assert.is(await s.hk.get('b', loader), 'b4');
+  s.clock.t = 500;
+  await until(() => !s.hk.isHot('probe-500'));
+  assert.is(await s.hk.get('b', loader), 'b5', 'past cacheTtlMs the loader runs again');
+  assert.ok(s.hk.stats().expirations >= 1);
+  await teardown(s);
+});
+
 test('stale bound: cut off from the hub, cached values serve at most maxStaleMs', async () => {
   const s = await setup({ maxStaleMs: 3000, reconnectMinMs: 5000, reconnectMaxMs: 5000 });
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });

@@ -300,11 +300,22 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (this.#closed) return this.#callLoader(key, loader);
     this.#window.track(key);
     const hot = this.#hot.get(key);
-    if (hot === undefined || hot.until <= this.#clock || !hot.cache) {
+    const clock = this.#clock;
+    if (hot === undefined || hot.until <= clock || !hot.cache) {
       this.#misses++;
       return this.#callLoader(key, loader);
     }
-    const cached = this.#cache.get(key, this.#clock);
+    // The hit path: the hot entry is also the cache slot and holds a resolved promise of the
+    // value. Recency reaches the LRU once per key per coarse clock tick, not on every hit.
+    if (hot.promise !== undefined && clock < hot.expiresAt) {
+      if (hot.usedAt !== clock) {
+        hot.usedAt = clock;
+        this.#cache.touch(key);
+      }
+      this.#hits++;
+      return hot.promise as Promise<T>;
+    }
+    const cached = this.#cache.get(key, clock); // drops (and counts) an expired value
     if (cached !== MISS) {
       this.#hits++;
       return Promise.resolve(cached as T);
@@ -320,7 +331,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       // Cache only if nothing made the value untrustworthy while it loaded.
       const now = this.#hot.get(key);
       if (!this.#closed && now !== undefined && now.generation === generation && now.cache && now.cacheTtlMs > 0 && this.#flights.get(key) === entry) {
-        this.#cache.set(key, value, this.#clock + now.cacheTtlMs);
+        this.#cache.set(key, value, this.#clock + now.cacheTtlMs, now);
       }
       return value;
     });

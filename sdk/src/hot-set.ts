@@ -6,9 +6,13 @@
  * any more is served for a bounded time only. `generation` changes whenever the cached value of
  * the key stops being trustworthy (invalidation, resync); a load that started under an older
  * generation must not be cached. Bounded: past `maxKeys` the oldest promotion is dropped.
+ *
+ * An entry is also the key's local-cache slot (`CacheSlot`): one lookup here answers both "is it
+ * hot?" and "what is its cached value?" on the `get()` hot path. The cache fills and empties it.
  */
+import type { CacheSlot } from './local-cache.ts';
 
-export interface HotState {
+export interface HotState extends CacheSlot {
   key: string;
   /** id of the hub whose promotion or snapshot put the key here */
   hub: string;
@@ -81,7 +85,19 @@ export class HotSet {
       evicted = this.#map.keys().next().value as string;
       this.#map.delete(evicted);
     }
-    const state: HotState = { key, hub, until: now + p.hotMs, cacheTtlMs: p.cacheTtlMs, cache: p.cache, qps: p.qps, generation: ++this.#generation };
+    const state: HotState = {
+      key,
+      hub,
+      until: now + p.hotMs,
+      cacheTtlMs: p.cacheTtlMs,
+      cache: p.cache,
+      qps: p.qps,
+      generation: ++this.#generation,
+      value: undefined,
+      promise: undefined,
+      expiresAt: 0,
+      usedAt: Number.NaN,
+    };
     this.#map.set(key, state);
     if (state.until < this.#nextExpiry) this.#nextExpiry = state.until;
     return evicted === undefined ? { state, added: true } : { state, added: true, evicted };

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { LocalCache, MISS } from './local-cache.ts';
+import { emptySlot, LocalCache, MISS } from './local-cache.ts';
 
 test('bounded: the least recently used entry leaves and is counted', () => {
   const cache = new LocalCache({ maxEntries: 3 });
@@ -54,6 +54,40 @@ test('undefined is a value, not a miss', () => {
   const cache = new LocalCache();
   cache.set('u', undefined, 10);
   assert.is(cache.get('u', 0), undefined);
+});
+
+test('a caller-owned slot holds the value and a resolved promise until any removal empties it', async () => {
+  const cache = new LocalCache({ maxEntries: 2 });
+  const a = emptySlot();
+  const b = emptySlot();
+  const c = emptySlot();
+  cache.set('a', 'A', 100, a);
+  assert.is(a.value, 'A');
+  assert.is(await a.promise, 'A');
+  assert.is(a.expiresAt, 100);
+  cache.set('b', 'B', 100, b);
+  cache.touch('a'); // a becomes most recent: b is the LRU entry
+  cache.set('c', 'C', 100, c);
+  assert.is(b.promise, undefined, 'evicted: emptied');
+  assert.is(b.value, undefined);
+  assert.is(cache.get('b', 0), MISS);
+  assert.is(a.value, 'A');
+  assert.ok(cache.delete('a'));
+  assert.is(a.promise, undefined, 'deleted: emptied');
+  // expiry through get empties the slot too
+  assert.is(cache.get('c', 100), MISS);
+  assert.is(c.promise, undefined);
+  assert.is(cache.expirations, 1);
+  // a new slot for a key empties the one it replaces; clear empties everything
+  const c2 = emptySlot();
+  cache.set('c', 1, 100, c);
+  cache.set('c', 2, 100, c2);
+  assert.is(c.promise, undefined);
+  assert.is(await c2.promise, 2);
+  assert.is(cache.evictions, 1, 'a replacement is not an eviction');
+  cache.clear();
+  assert.is(c2.promise, undefined);
+  assert.is(cache.size, 0);
 });
 
 test('bad maxEntries is a TypeError', () => {

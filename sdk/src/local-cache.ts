@@ -2,15 +2,26 @@
  * The bounded local cache of hot values: mnemonist's LRU map (Map-backed, so keys like
  * `__proto__` and `constructor` are ordinary keys; its LRUCache stores keys in a plain object
  * and breaks on them) plus a per-entry expiry. The only module that imports mnemonist.
+ *
+ * Each entry is a caller-owned `CacheSlot` object (the client passes the key's hot-state entry),
+ * filled by `set` and emptied by every removal (eviction, expiry, delete, clear). So a caller
+ * holding the slot reads the value, and a ready-made resolved Promise of it, without a lookup
+ * here: a slot with a `promise` is exactly a slot this cache holds. Recency is whatever the
+ * caller reports through `touch` (the client does once per coarse clock tick per key).
  */
 import { LRUMapWithDelete } from 'mnemonist';
 
 /** What `get` returns for an absent or expired entry (values themselves may be `undefined`). */
 export const MISS: unique symbol = Symbol('hotkey.miss');
 
-interface Entry {
+/** The fields a cached value lives in; empty (`promise === undefined`) when not cached. */
+export interface CacheSlot {
   value: unknown;
+  /** `Promise.resolve(value)`, made once per `set`; undefined when the slot is empty */
+  promise: Promise<unknown> | undefined;
   expiresAt: number;
+  /** the caller's clock reading when it last reported a use (`touch`) */
+  usedAt: number;
 }
 
 export interface LocalCacheOptions {
@@ -18,9 +29,19 @@ export interface LocalCacheOptions {
   maxEntries?: number;
 }
 
+export function emptySlot(): CacheSlot {
+  return { value: undefined, promise: undefined, expiresAt: 0, usedAt: Number.NaN };
+}
+
+function empty(slot: CacheSlot): void {
+  slot.value = undefined;
+  slot.promise = undefined;
+  slot.expiresAt = 0;
+}
+
 export class LocalCache {
   readonly maxEntries: number;
-  readonly #map: LRUMapWithDelete<string, Entry>;
+  readonly #map: LRUMapWithDelete<string, CacheSlot>;
   #evictions = 0;
   #expirations = 0;
 
@@ -28,29 +49,46 @@ export class LocalCache {
     const maxEntries = options.maxEntries ?? 10_000;
     if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new TypeError(`maxEntries must be a positive integer, got ${String(maxEntries)}`);
     this.maxEntries = maxEntries;
-    this.#map = new LRUMapWithDelete<string, Entry>(maxEntries);
+    this.#map = new LRUMapWithDelete<string, CacheSlot>(maxEntries);
   }
 
   /** The value of `key` if present and `now < expiresAt`, else MISS (an expired entry is dropped). */
   get(key: string, now: number): unknown {
-    const entry = this.#map.get(key);
-    if (entry === undefined) return MISS;
-    if (now >= entry.expiresAt) {
-      this.#map.delete(key);
+    const slot = this.#map.get(key);
+    if (slot === undefined) return MISS;
+    if (now >= slot.expiresAt) {
+      this.delete(key);
       this.#expirations++;
       return MISS;
     }
-    return entry.value;
+    return slot.value;
   }
 
-  /** Stores a value until `expiresAt` (same clock as `get`); a full cache drops its LRU entry. */
-  set(key: string, value: unknown, expiresAt: number): void {
-    const popped = this.#map.setpop(key, { value, expiresAt });
-    if (popped !== null && popped.evicted) this.#evictions++;
+  /**
+   * Stores a value until `expiresAt` (same clock as `get`) in `slot`, which becomes the key's
+   * entry; a full cache drops (and empties) its LRU entry. `value` must not be a thenable (it
+   * is what a loader's promise resolved to).
+   */
+  set(key: string, value: unknown, expiresAt: number, slot: CacheSlot = emptySlot()): void {
+    slot.value = value;
+    slot.promise = Promise.resolve(value);
+    slot.expiresAt = expiresAt;
+    const popped = this.#map.setpop(key, slot);
+    if (popped === null || popped.value === slot) return;
+    empty(popped.value);
+    if (popped.evicted) this.#evictions++;
+  }
+
+  /** Marks the key most recently used (no expiry check). */
+  touch(key: string): void {
+    this.#map.get(key);
   }
 
   delete(key: string): boolean {
-    return this.#map.delete(key);
+    const slot = this.#map.remove<undefined>(key);
+    if (slot === undefined) return false;
+    empty(slot);
+    return true;
   }
 
   has(key: string): boolean {
@@ -58,6 +96,7 @@ export class LocalCache {
   }
 
   clear(): void {
+    for (const slot of this.#map.values()) empty(slot);
     this.#map.clear();
   }
 
