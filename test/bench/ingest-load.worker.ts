@@ -4,18 +4,27 @@
  * then sends an in-order barrier (msgpack Resync, answered by a Snapshot; JSON ping/pong for the
  * naive hub) and reports when the server had absorbed everything it sent.
  *
- *   <- { type: 'start', url, protocol: 'msgpack' | 'json', connections, seed, distinct?, rate?, planted? }
- *   -> { type: 'ready' }
+ *   <- { type: 'start', url, protocol: 'msgpack' | 'json', connections, seed, distinct?, rate?, planted?, route? }
+ *   -> { type: 'ready', hubs, cpuMs }
  *   <- { type: 'go', durationMs }
- *   -> { type: 'done', records, startedAt, drainedAt, closedEarly, sawPlanted }
+ *   -> { type: 'done', records, startedAt, drainedAt, closedEarly, sawPlanted, cpuMs }
  *
  * Default: a pool of frames over 50k Zipf keys, sent flat out. `distinct`: every record a key
  * never sent before (a cardinality flood), at `rate` records/s, with `planted.key` riding along at
  * `planted.perSecond`; `sawPlanted` says whether the server broadcast a promotion of it.
+ *
+ * `route` (msgpack, pooled frames): act like SDK instances in a cluster. `url` is only the seed:
+ * the hub ids come from its Welcome.members, each connection becomes one socket per member hub,
+ * and each pooled frame is merged to one record per key and split by `Ownership.owner(key)` into
+ * one Report per hub, sent together (an SDK flush) once every socket of that instance has drained
+ * below `HIGH_WATER`. `hubs` in
+ * `ready` lists the ids routed over. `cpuMs` is this process's CPU time so far (it exits after
+ * `done`, so the parent cannot read it then).
  */
 import WebSocket from 'ws';
 import { once } from 'node:events';
-import { decodeFrame, encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/protocol.ts';
+import { Ownership } from '../../sdk/src/ownership.ts';
+import { decodeFrame, decodeServerMessage, encode, MsgType, PROTOCOL_VERSION, type Member } from '../../sdk/src/protocol.ts';
 import { fromParent, toParent } from './harness.ts';
 import { ZipfSampler, mulberry32 } from './zipf.ts';
 
@@ -34,12 +43,61 @@ interface Start {
   /** records/s over all this process's connections; 0 or absent: as fast as the sockets drain */
   rate?: number;
   planted?: { key: string; perSecond: number };
+  /** route each record to its owner hub over the seed's member list @default false */
+  route?: boolean;
 }
 
 const start = await fromParent<Start>('start', 30_000);
+if (start.route && (start.protocol !== 'msgpack' || start.distinct)) throw new TypeError('route needs protocol msgpack and pooled frames');
+
+/** Opens a socket to `url` and says Hello as SDK `instance`; resolves with the first reply. */
+async function connect(url: string, instance: string): Promise<[WebSocket, Buffer | string]> {
+  const ws = new WebSocket(url, { perMessageDeflate: false });
+  ws.binaryType = 'nodebuffer';
+  await once(ws, 'open', { signal: AbortSignal.timeout(10_000) });
+  const greeted = once(ws, 'message', { signal: AbortSignal.timeout(10_000) });
+  if (start.protocol === 'msgpack') ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'bench', instance, sdk: 'bench-load', role: 'sdk' }));
+  else ws.send(JSON.stringify({ type: 'hello', app: 'bench', instance }));
+  const [reply] = (await greeted) as [Buffer | string];
+  return [ws, reply];
+}
+
+/** The hubs to load: the seed alone, or (route) every member the seed's Welcome lists. */
+async function discoverHubs(): Promise<Member[]> {
+  if (!start.route) return [{ id: '', url: start.url }];
+  const [ws, reply] = await connect(start.url, `load-${process.pid}-discover`);
+  ws.terminate();
+  const welcome = decodeServerMessage(reply as Buffer);
+  if (welcome.t !== MsgType.Welcome) throw new Error(`seed ${start.url} answered type ${welcome.t}, not Welcome`);
+  const missing = welcome.members.filter((m) => m.url === '');
+  if (missing.length > 0) throw new Error(`members without a URL: ${missing.map((m) => m.id).join(', ')}`);
+  return welcome.members;
+}
+const hubs = await discoverHubs();
+const ownership = new Ownership(hubs.map((h) => h.id));
+const hubIndex = new Map(hubs.map((h, i) => [h.id, i]));
+
+/**
+ * A pooled frame as an SDK flushes it: one record per key (duplicates summed), split by owner;
+ * part h goes to hub h (undefined when it owns none of the keys). Returns [parts, records].
+ */
+function routed(keys: string[], counts: number[]): [(Uint8Array | undefined)[], number] {
+  const merged = new Map<string, number>();
+  keys.forEach((key, i) => merged.set(key, (merged.get(key) ?? 0) + counts[i]!));
+  const parts = hubs.map(() => ({ keys: [] as string[], counts: [] as number[] }));
+  for (const [key, count] of merged) {
+    const part = parts[hubIndex.get(ownership.owner(key)!)!]!;
+    part.keys.push(key);
+    part.counts.push(count);
+  }
+  return [parts.map((p) => (p.keys.length > 0 ? encode({ t: MsgType.Report, keys: p.keys, counts: p.counts }) : undefined)), merged.size];
+}
 const zipf = new ZipfSampler({ n: KEYS, s: 1.1, seed: start.seed });
 const random = mulberry32(start.seed + 1);
-const frames: (Uint8Array | string)[] = [];
+/** frames[f][h]: pooled frame f's part for hub h (one part, for the one hub, unless routing) */
+const frames: (Uint8Array | string | undefined)[][] = [];
+/** records of frame f as the server(s) will count them */
+const recordsOf: number[] = [];
 for (let f = 0; f < FRAMES; f++) {
   const keys: string[] = [];
   const counts: number[] = [];
@@ -47,16 +105,21 @@ for (let f = 0; f < FRAMES; f++) {
     keys.push(`item:${zipf.next()}`);
     counts.push(1 + Math.floor(random() * 5));
   }
-  if (start.protocol === 'msgpack') frames.push(encode({ t: MsgType.Report, keys, counts }));
-  else {
+  if (start.route) {
+    const [parts, records] = routed(keys, counts);
+    frames.push(parts);
+    recordsOf.push(records);
+  } else if (start.protocol === 'msgpack') {
+    frames.push([encode({ t: MsgType.Report, keys, counts })]);
+    recordsOf.push(RECORDS_PER_FRAME);
+  } else {
     // the naive client's shape: one object of key -> count (duplicates in a frame merge, as a Map would)
     const map: Record<string, number> = {};
     keys.forEach((k, i) => (map[k] = (map[k] ?? 0) + counts[i]!));
-    frames.push(JSON.stringify({ type: 'report', keys: map }));
+    frames.push([JSON.stringify({ type: 'report', keys: map })]);
+    recordsOf.push(Object.keys(map).length);
   }
 }
-// records per frame as the server will count them (JSON merges duplicate keys)
-const recordsOf = frames.map((f) => (typeof f === 'string' ? Object.keys((JSON.parse(f) as { keys: object }).keys).length : RECORDS_PER_FRAME));
 
 let floodSeq = 0;
 /** A frame of never-seen keys (plus the planted key's share); returns [frame, records]. */
@@ -78,17 +141,20 @@ function distinctFrame(): [Uint8Array | string, number] {
 }
 
 let sawPlanted = false;
+/** instances[c][h]: connection c's socket to hub h */
+const instances: WebSocket[][] = [];
 const sockets: WebSocket[] = [];
 for (let c = 0; c < start.connections; c++) {
-  const ws = new WebSocket(start.url, { perMessageDeflate: false });
-  ws.binaryType = 'nodebuffer';
-  await once(ws, 'open', { signal: AbortSignal.timeout(10_000) });
-  const greeted = once(ws, 'message', { signal: AbortSignal.timeout(10_000) });
-  const instance = `load-${process.pid}-${c}`;
-  if (start.protocol === 'msgpack') ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'bench', instance, sdk: 'bench-load', role: 'sdk' }));
-  else ws.send(JSON.stringify({ type: 'hello', app: 'bench', instance }));
-  await greeted;
-  ws.on('error', () => undefined);
+  const instance: WebSocket[] = [];
+  for (const hub of hubs) {
+    const [ws] = await connect(hub.url, `load-${process.pid}-${c}`);
+    ws.on('error', () => undefined);
+    instance.push(ws);
+    sockets.push(ws);
+  }
+  instances.push(instance);
+}
+for (const ws of sockets) {
   if (start.planted) {
     const planted = start.planted.key;
     ws.on('message', (data: Buffer, isBinary: boolean) => {
@@ -99,9 +165,12 @@ for (let c = 0; c < start.connections; c++) {
       } else if (String(data).includes(`"promote","key":${JSON.stringify(planted)}`)) sawPlanted = true;
     });
   }
-  sockets.push(ws);
 }
-toParent({ type: 'ready' });
+const cpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+toParent({ type: 'ready', hubs: hubs.map((h) => h.id), cpuMs: cpuMs() });
 
 const { durationMs } = await fromParent<{ durationMs: number }>('go', 60_000);
 let records = 0;
@@ -110,17 +179,19 @@ const startedAt = Date.now();
 const stopAt = startedAt + durationMs;
 await new Promise<void>((resolve) => {
   const pump = () => {
-    for (const ws of sockets) {
-      if (ws.readyState !== WebSocket.OPEN) continue;
-      while (ws.bufferedAmount < HIGH_WATER) {
+    for (const instance of instances) {
+      // an instance whose link to one hub broke (closedEarly) stops, as a blocked flush would
+      if (!instance.every((ws) => ws.readyState === WebSocket.OPEN)) continue;
+      while (instance.every((ws) => ws.bufferedAmount < HIGH_WATER)) {
         if (start.rate && records >= ((Date.now() - startedAt) * start.rate) / 1000) break;
         if (start.distinct) {
           const [frame, n] = distinctFrame();
-          ws.send(frame);
+          instance[0]!.send(frame);
           records += n;
         } else {
           const i = next++ % FRAMES;
-          ws.send(frames[i]!);
+          const parts = frames[i]!;
+          for (let h = 0; h < parts.length; h++) if (parts[h] !== undefined) instance[h]!.send(parts[h]!);
           records += recordsOf[i]!;
         }
       }
@@ -149,6 +220,6 @@ await Promise.all(
   }),
 );
 const drainedAt = Date.now();
-toParent({ type: 'done', records, startedAt, stoppedAt: stopAt, drainedAt, closedEarly, sawPlanted });
+toParent({ type: 'done', records, startedAt, stoppedAt: stopAt, drainedAt, closedEarly, sawPlanted, cpuMs: cpuMs() });
 for (const ws of sockets) ws.terminate();
 process.exit(0);

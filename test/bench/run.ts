@@ -33,6 +33,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'memory', file: here('./memory.bench.ts'), timeoutMs: 120_000, execArgv: ['--expose-gc'] },
   { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
   { name: 'cluster', file: here('./cluster.bench.ts'), timeoutMs: 120_000 },
+  { name: 'scaleout', file: here('./scaleout.bench.ts'), timeoutMs: 180_000 },
 ];
 
 const { values } = parseArgs({
