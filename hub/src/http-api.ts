@@ -11,7 +11,7 @@ import { DEFAULT_RULE } from '@hotkey/sdk/rules';
 import { bearerToken, tokenMatches } from './auth.ts';
 import { isValidAppName } from './config.ts';
 import type { HubCore, HotKeyRow, InstanceRow } from './hub-core.ts';
-import { renderMetrics } from './metrics.ts';
+import { renderMetrics, type FeedCounters } from './metrics.ts';
 
 /** Error codes only the HTTP API uses (the rest come from ErrorCode in @hotkey/sdk). */
 export const HttpErrorCode = {
@@ -25,7 +25,15 @@ export const HttpErrorCode = {
   TooLarge: 'HK_ERR_BODY_TOO_LARGE',
   /** a fault inside the hub (logged) */
   Internal: 'HK_ERR_INTERNAL',
+  /** the hub that owns the key (and its QPS history) did not answer within 1 s, or answered garbage */
+  OwnerUnreachable: 'HK_ERR_OWNER_UNREACHABLE',
 } as const;
+
+/** how long a hub waits for the key's owner hub when it forwards a QPS history read */
+const OWNER_TIMEOUT_MS = 1000;
+/** set on a forwarded read: the receiving hub answers from its own state, so two hubs that
+ * briefly disagree on the owner (a member list changing) never bounce a request between them */
+const FORWARDED_HEADER = 'x-hotkey-forwarded-by';
 
 /** HTTP status for a coordinator's refusal: a missing app is 404, a store that is down 503 (retry). */
 const STATUS_OF_CODE: Partial<Record<string, number>> = { [ErrorCode.UnknownApp]: 404, [ErrorCode.Unavailable]: 503 };
@@ -41,6 +49,8 @@ export interface HttpApiOptions {
   /** the dashboard's files by path ('/', '/assets/…'); undefined: serve `page()` at `/` */
   asset?: (path: string) => { body: Uint8Array; type: string } | undefined;
   log: (message: string) => void;
+  /** the live dashboard feed's counters for /metrics; undefined: none exported */
+  feedCounters?: () => FeedCounters;
 }
 
 class HttpError extends Error {
@@ -97,9 +107,19 @@ function intParam(params: URLSearchParams, name: string, fallback: number, max =
   return n;
 }
 
-function keyOf(body: unknown): string {
-  const key = (body as { key?: unknown } | null)?.key;
-  if (typeof body !== 'object' || body === null || key === undefined) throw new HttpError(400, HttpErrorCode.BadRequest, 'body must be {"key": "…"}', 'key');
+/** The http(s):// base of a member from its ws(s):// URL (`ws://h:p/ws` → `http://h:p`); undefined when unusable. */
+export function httpBaseOf(wsUrl: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(wsUrl);
+  } catch {
+    return undefined;
+  }
+  const protocol = url.protocol === 'ws:' ? 'http:' : url.protocol === 'wss:' ? 'https:' : undefined;
+  return protocol === undefined ? undefined : `${protocol}//${url.host}`;
+}
+
+function checkedKey(key: unknown): string {
   try {
     assertKey(key);
   } catch (err) {
@@ -107,6 +127,20 @@ function keyOf(body: unknown): string {
     throw err;
   }
   return key;
+}
+
+function keyOf(body: unknown): string {
+  const key = (body as { key?: unknown } | null)?.key;
+  if (typeof body !== 'object' || body === null || key === undefined) throw new HttpError(400, HttpErrorCode.BadRequest, 'body must be {"key": "…"}', 'key');
+  return checkedKey(key);
+}
+
+function appOfPath(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    throw new HttpError(400, HttpErrorCode.BadRequest, 'app name in the path is not valid percent-encoding');
+  }
 }
 
 export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessage, res: ServerResponse) => void {
@@ -157,6 +191,39 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     return rows;
   }
 
+  /** The key's QPS history from this hub when it owns the key, else from its owner hub. */
+  async function keyQps(req: IncomingMessage, app: string, key: string): Promise<unknown> {
+    const owner = core.ownerOf(key);
+    if (owner === undefined || owner.id === core.id || req.headers[FORWARDED_HEADER] !== undefined) {
+      return { app, key, hub: core.id, stepMs: core.qpsHistory.stepMs, points: core.qpsPoints(app, key) };
+    }
+    const base = httpBaseOf(owner.url);
+    if (base === undefined) throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" but advertises no usable URL (${owner.url.slice(0, 100) || 'none'})`);
+    const headers: Record<string, string> = { accept: 'application/json', [FORWARDED_HEADER]: core.id };
+    if (req.headers.authorization !== undefined) headers.authorization = req.headers.authorization;
+    let status: number;
+    let text: string;
+    try {
+      const res = await fetch(`${base}/api/apps/${encodeURIComponent(app)}/keys/qps?key=${encodeURIComponent(key)}`, { headers, signal: AbortSignal.timeout(OWNER_TIMEOUT_MS) });
+      status = res.status;
+      text = await res.text();
+    } catch (err) {
+      const why = (err as Error).name === 'TimeoutError' ? `no answer within ${OWNER_TIMEOUT_MS} ms` : (err as Error).message;
+      throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" and keeps its history, but ${base} cannot be reached: ${why}`);
+    }
+    let body: { error?: { code?: unknown; message?: unknown } } | undefined;
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      body = undefined;
+    }
+    if (status === 200 && body !== undefined && Array.isArray((body as { points?: unknown }).points)) return body;
+    // the owner's own refusal (a token it does not accept, an app it does not know) passes through
+    const error = body?.error;
+    if (status !== 200 && typeof error?.code === 'string' && typeof error.message === 'string') throw new HttpError(status, error.code, `hub ${owner.id}: ${error.message}`);
+    throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} (${base}) answered HTTP ${status} without a QPS history`);
+  }
+
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://hub');
     const path = url.pathname;
@@ -181,7 +248,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     }
     if (path === '/metrics') {
       authorizeRead(req);
-      const text = renderMetrics(core.metrics, core.gauges());
+      const text = renderMetrics(core.metrics, core.gauges(), options.feedCounters?.());
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' });
       res.end(text);
       return;
@@ -231,14 +298,19 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       })();
     }
 
+    const qpsRoute = /^\/api\/apps\/([^/]+)\/keys\/qps$/.exec(path);
+    if (qpsRoute !== null) {
+      return get(() => {
+        const name = knownApp(appOfPath(qpsRoute[1]!));
+        const raw = q.get('key');
+        if (raw === null) throw new HttpError(400, HttpErrorCode.BadRequest, 'query parameter "key" is required (URL-encoded)', 'key');
+        return keyQps(req, name, checkedKey(raw));
+      })();
+    }
+
     const appRoute = /^\/api\/apps\/([^/]+)\/(rules|invalidate|promote)$/.exec(path);
     if (appRoute !== null) {
-      let name: string;
-      try {
-        name = decodeURIComponent(appRoute[1]!);
-      } catch {
-        throw new HttpError(400, HttpErrorCode.BadRequest, 'app name in the path is not valid percent-encoding');
-      }
+      const name = appOfPath(appRoute[1]!);
       const action = appRoute[2]!;
       if (action === 'rules' && (method === 'GET' || method === 'HEAD')) {
         authorizeRead(req);

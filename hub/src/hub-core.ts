@@ -17,7 +17,7 @@ import {
   type Member,
   type Report,
 } from '@hotkey/sdk/protocol';
-import { localThreshold, type Rule } from '@hotkey/sdk/rules';
+import { localThreshold, RuleSet, type Rule } from '@hotkey/sdk/rules';
 import { Aggregator, reporterBit, type DemoteReason } from './aggregator.ts';
 import { tokenMatches } from './auth.ts';
 import { Broadcaster } from './broadcaster.ts';
@@ -28,6 +28,7 @@ import { LocalCoordinator } from './local-coordinator.ts';
 import { Metrics, type Gauges } from './metrics.ts';
 import type { HubTunables } from './options.ts';
 import type { Peer } from './peer.ts';
+import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
 import { Session, SessionState, type SessionHost } from './session.ts';
 
 /** A hot key as the API and status show it. */
@@ -76,6 +77,8 @@ export interface HubCoreOptions {
   tunables: HubTunables;
   now: () => number;
   log: (message: string) => void;
+  /** the hot keys' recent QPS @default a QpsHistory with its defaults (5 min at 1 s, 2000 keys) */
+  qpsHistory?: QpsHistory;
 }
 
 const STATUS_HOT_MAX = 100;
@@ -91,6 +94,8 @@ export class HubCore implements SessionHost {
   readonly startedAt: number;
   readonly coordinator: Coordinator;
   readonly tunables: HubTunables;
+  /** recent QPS of the hot keys this hub owns (GET /api/apps/:app/keys/qps) */
+  readonly qpsHistory: QpsHistory;
   url = '';
   readonly #now: () => number;
   readonly #log: (message: string) => void;
@@ -106,6 +111,9 @@ export class HubCore implements SessionHost {
   #closing = false;
   /** which keys this hub owns; undefined while it is the only member */
   #accept: ((key: string) => boolean) | undefined;
+  #ownership: Ownership;
+  /** compiled rules per rule list, to turn a demoted key's window count into QPS */
+  readonly #ruleSets = new WeakMap<readonly Rule[], RuleSet>();
 
   constructor(options: HubCoreOptions) {
     this.id = options.id;
@@ -118,7 +126,9 @@ export class HubCore implements SessionHost {
     const m = this.coordinator.members();
     this.#epoch = m.epoch;
     this.#members = m.members;
+    this.qpsHistory = options.qpsHistory ?? new QpsHistory();
     const initial = new Ownership(m.members.map((x) => x.id));
+    this.#ownership = initial;
     if (initial.ids.length > 1) this.#accept = (key) => initial.owner(key) === this.id;
     this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#rulesChanged(app, rules)));
     this.coordinator.onMembers((epoch, members) => this.#guard('members change', () => this.#membersChanged(epoch, members)));
@@ -319,6 +329,17 @@ export class HubCore implements SessionHost {
     return rows;
   }
 
+  /** The member that owns (decides, and keeps the QPS history of) `key`; undefined with no members. */
+  ownerOf(key: string): Member | undefined {
+    const id = this.#ownership.owner(key);
+    return id === undefined ? undefined : this.#members.find((m) => m.id === id);
+  }
+
+  /** The key's recent cluster QPS as this hub sampled it (empty unless it owned the key while hot). */
+  qpsPoints(appName: string, key: string): QpsPoint[] {
+    return this.qpsHistory.points(appName, key);
+  }
+
   /** events seen by this hub (its own and, in a cluster, every other hub's), oldest first */
   recentEvents(since: number): HubEvent[] {
     const out = this.#recent.filter((e) => e.at >= since);
@@ -340,7 +361,7 @@ export class HubCore implements SessionHost {
       ignored += s.ignored;
     }
     const mem = process.memoryUsage();
-    return { connections: this.#connections, apps: this.#apps.size, keysTracked, hotKeys, dropped, evicted, ignored, heapUsed: mem.heapUsed, rss: mem.rss, ingestRate: this.#ingestRate };
+    return { connections: this.#connections, apps: this.#apps.size, keysTracked, hotKeys, dropped, evicted, ignored, heapUsed: mem.heapUsed, rss: mem.rss, ingestRate: this.#ingestRate, qpsHistoryKeys: this.qpsHistory.size };
   }
 
   // ---- time ----
@@ -358,6 +379,7 @@ export class HubCore implements SessionHost {
         if (app.sessions.size === 0 && app.aggregator.stats.keys === 0 && app.invalidations.pending === 0) this.#dropApp(app);
       });
     }
+    if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
     if (now - this.#lastStatusAt >= this.tunables.statusIntervalMs) this.#guard('status', () => this.publishStatus(now));
   }
 
@@ -398,6 +420,28 @@ export class HubCore implements SessionHost {
   }
 
   // ---- internals ----
+
+  #sampleHistory(now: number): void {
+    const hot: QpsSample[] = [];
+    for (const app of this.#apps.values()) for (const v of app.aggregator.hot(now)) hot.push({ app: app.name, key: v.key, qps: v.qps });
+    this.qpsHistory.sample(now, hot, (appName, key) => this.#coldQps(appName, key, now));
+  }
+
+  /** QPS of a key that is no longer hot: its window count while the aggregator still tracks it, else 0. */
+  #coldQps(appName: string, key: string, now: number): number {
+    const app = this.#apps.get(appName);
+    if (app === undefined) return 0;
+    const count = app.aggregator.count(key, now);
+    if (count === 0) return 0;
+    const rules = app.aggregator.rules;
+    let set = this.#ruleSets.get(rules);
+    if (set === undefined) {
+      set = new RuleSet(rules);
+      this.#ruleSets.set(rules, set);
+    }
+    const windowMs = set.ruleFor(key)?.windowMs ?? 1000;
+    return (count * 1000) / windowMs;
+  }
 
   #closePeer(session: Session, code: number, reason: string): void {
     session.onClose();
@@ -555,6 +599,7 @@ export class HubCore implements SessionHost {
     this.#epoch = epoch;
     this.#members = members;
     const ownership = new Ownership(members.map((m) => m.id));
+    this.#ownership = ownership;
     const bytes = encode({ t: MsgType.Members, epoch, members });
     // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
     this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;

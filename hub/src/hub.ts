@@ -139,6 +139,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     ready: () => hub?.ready ?? false,
     page: () => firstPageHtml(id),
     asset: (path) => dashboard?.get(path),
+    feedCounters: () => ({ pages: feed.dashboards, ...feed.stats }),
     log,
   });
   const httpServer = createServer(handler);

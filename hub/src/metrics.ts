@@ -27,13 +27,30 @@ export interface Gauges {
   heapUsed: number;
   rss: number;
   ingestRate: number;
+  /** keys with a QPS history for the key detail chart */
+  qpsHistoryKeys: number;
+}
+
+/** The live dashboard feed's counters (DashboardFeed.stats plus the pages connected). */
+export interface FeedCounters {
+  /** pages live on `/live` now */
+  pages: number;
+  framesSent: number;
+  bytesSent: number;
+  /** pages closed with 4008 because their socket buffer passed the hard limit */
+  slowDropped: number;
+  /** rounds skipped for a page whose socket buffer was over the soft limit */
+  skippedTicks: number;
+  /** pages refused (wrong token, too many pages) */
+  refused: number;
 }
 
 function line(out: string[], name: string, type: 'counter' | 'gauge', help: string, value: number): void {
   out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${Number.isFinite(value) ? value : 0}`);
 }
 
-export function renderMetrics(m: Metrics, g: Gauges): string {
+/** @param feed the dashboard feed's counters; omitted when the hub serves no live feed */
+export function renderMetrics(m: Metrics, g: Gauges, feed?: FeedCounters): string {
   const out: string[] = [];
   line(out, 'hotkey_connections', 'gauge', 'Open client connections (SDK sessions past Hello).', g.connections);
   line(out, 'hotkey_connections_accepted_total', 'counter', 'Client connections accepted.', m.connectionsAccepted);
@@ -53,6 +70,15 @@ export function renderMetrics(m: Metrics, g: Gauges): string {
   line(out, 'hotkey_slow_consumers_total', 'counter', 'Sockets closed because their send buffer overflowed.', m.slowConsumers);
   line(out, 'hotkey_protocol_errors_total', 'counter', 'Connections closed for a protocol error.', m.protocolErrors);
   line(out, 'hotkey_http_requests_total', 'counter', 'HTTP requests served.', m.httpRequests);
+  line(out, 'hotkey_qps_history_keys', 'gauge', 'Keys with a recent QPS history kept for the key detail chart.', g.qpsHistoryKeys);
+  if (feed !== undefined) {
+    line(out, 'hotkey_dashboard_pages', 'gauge', 'Dashboard pages connected to the live feed.', feed.pages);
+    line(out, 'hotkey_dashboard_frames_sent_total', 'counter', 'Live feed frames sent to dashboard pages.', feed.framesSent);
+    line(out, 'hotkey_dashboard_bytes_sent_total', 'counter', 'Live feed bytes sent to dashboard pages.', feed.bytesSent);
+    line(out, 'hotkey_dashboard_slow_dropped_total', 'counter', 'Dashboard pages dropped for reading too slowly.', feed.slowDropped);
+    line(out, 'hotkey_dashboard_skipped_rounds_total', 'counter', 'Feed rounds skipped for a page with a full socket buffer.', feed.skippedTicks);
+    line(out, 'hotkey_dashboard_refused_total', 'counter', 'Dashboard pages refused (token, page limit).', feed.refused);
+  }
   line(out, 'hotkey_heap_used_bytes', 'gauge', 'V8 heap in use.', g.heapUsed);
   line(out, 'hotkey_rss_bytes', 'gauge', 'Resident set size.', g.rss);
   return out.join('\n') + '\n';
