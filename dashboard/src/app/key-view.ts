@@ -1,7 +1,8 @@
 /**
- * Key detail: live QPS chart (from the page's samples), the rule that matches the key (fetched
- * from the hub, matched with the same RuleSet the hub uses), and its promotion / demotion history
- * (history API plus live events).
+ * Key detail: QPS over the last minutes (the owner hub's history of the key, fetched when the view
+ * opens, then the page's own live samples), the rule that matches the key (fetched from the hub,
+ * matched with the same RuleSet the hub uses), and its promotion / demotion history (history API
+ * plus live events).
  */
 import type { FeedEvent } from '@hotkey/sdk/protocol';
 import { parseRules, RuleSet, type Rule } from '@hotkey/sdk/rules';
@@ -11,6 +12,7 @@ import { eventHeader, eventRow } from './event-row.ts';
 import type { FeedState } from './feed-state.ts';
 import { formatAgo, formatDuration, formatQps } from './format.ts';
 import type { KeyActions } from './key-actions.ts';
+import { CHART_SPAN_MS, mergeQps, parseQpsHistory, type QpsHistory } from './key-qps.ts';
 import { QpsChart } from './qps-chart.ts';
 import type { QpsSeries } from './qps-series.ts';
 import { rowId } from './row-id.ts';
@@ -25,11 +27,14 @@ export class KeyView implements View {
   #key = '';
   #rule: Rule | undefined;
   #past: FeedEvent[] = [];
+  /** the owner hub's QPS history of the key, once loaded */
+  #history: QpsHistory | undefined;
   #chart: QpsChart | undefined;
   readonly #title: HTMLElement;
   readonly #stats: HTMLElement;
   readonly #ruleBox: HTMLElement;
   readonly #chartHost: HTMLElement;
+  readonly #chartNote: HTMLElement;
   readonly #events: HTMLTableSectionElement;
   #eventsVersion = -1;
   #lastSample = 0;
@@ -41,7 +46,8 @@ export class KeyView implements View {
     this.#title = el('h2', { class: 'key-title', 'data-testid': 'key-title' });
     this.#stats = el('div', { class: 'stats' });
     this.#ruleBox = el('div', { class: 'rule-box' });
-    this.#chartHost = el('div', { class: 'chart' });
+    this.#chartHost = el('div', { class: 'chart', 'data-testid': 'key-chart' });
+    this.#chartNote = el('span', { class: 'muted chart-note', 'data-testid': 'key-chart-note' });
     this.#events = el('tbody');
     this.element = el(
       'section',
@@ -56,7 +62,7 @@ export class KeyView implements View {
       ),
       this.#title,
       this.#stats,
-      el('div', { class: 'panel' }, el('h3', {}, 'Cluster QPS (sampled by this page each second)'), this.#chartHost),
+      el('div', { class: 'panel' }, el('h3', {}, 'Cluster QPS, last 5 minutes ', this.#chartNote), this.#chartHost),
       el('div', { class: 'panel' }, el('h3', {}, 'Rule'), this.#ruleBox),
       el('div', { class: 'panel' }, el('h3', {}, 'Promotions, demotions and invalidations'), el('table', { class: 'grid-table' }, eventHeader(false), this.#events)),
     );
@@ -70,8 +76,10 @@ export class KeyView implements View {
     this.#title.append(el('span', { class: 'muted' }, `${this.#app} / `), this.#key);
     this.#rule = undefined;
     this.#past = [];
+    this.#history = undefined;
     this.#eventsVersion = -1;
     this.#lastSample = -1;
+    setText(this.#chartNote, '· loading history…');
     this.#ruleBox.replaceChildren(el('span', { class: 'muted' }, 'loading…'));
     this.#chart ??= new QpsChart(this.#chartHost);
     void this.#load(this.#app, this.#key);
@@ -83,11 +91,25 @@ export class KeyView implements View {
 
   async #load(app: string, key: string): Promise<void> {
     const since = Date.now() - 24 * 3600_000;
-    const [rules, history] = await Promise.allSettled([
+    const [rules, history, qps] = await Promise.allSettled([
       api.get(appPath(app, 'rules')),
       api.get(`/api/history?app=${encodeURIComponent(app)}&since=${since}&limit=5000`),
+      api.get(`${appPath(app, 'keys/qps')}?key=${encodeURIComponent(key)}`),
     ]);
     if (app !== this.#app || key !== this.#key) return; // the user moved on
+    if (qps.status === 'fulfilled') {
+      try {
+        this.#history = parseQpsHistory(qps.value);
+        setText(this.#chartNote, this.#history.times.length > 0 ? `· kept by ${this.#history.hub}, then live` : '· not hot lately: live samples only');
+      } catch (err) {
+        setText(this.#chartNote, `· no history: ${(err as Error).message}`);
+      }
+    } else {
+      // the chart still fills from the live feed; say why the past is missing
+      const err = qps.reason as ApiError;
+      setText(this.#chartNote, `· no history (${err.code}): live samples only`);
+    }
+    this.#lastSample = -1; // redraw with the history
     if (rules.status === 'fulfilled') {
       const raw = listOf(rules.value, 'rules');
       let parsed: Rule[];
@@ -124,7 +146,12 @@ export class KeyView implements View {
     const last = times[times.length - 1] ?? 0;
     if (this.#chart && last !== this.#lastSample) {
       this.#lastSample = last;
-      this.#chart.update(times, this.#series.values(id), (threshold * 1000) / windowMs);
+      const data = mergeQps(this.#history, times, this.#series.values(id), now - CHART_SPAN_MS);
+      this.#chart.update(data.times, data.values, (threshold * 1000) / windowMs);
+      // for tests and curious users: how much of the curve came from the hub
+      this.#chartHost.dataset.points = String(data.times.length);
+      this.#chartHost.dataset.historyPoints = String(this.#history?.times.length ?? 0);
+      this.#chartHost.dataset.firstAt = String(data.times[0] ?? 0);
     }
     if (this.#eventsVersion !== this.#state.versions.events) {
       this.#eventsVersion = this.#state.versions.events;
