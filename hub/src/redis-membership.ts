@@ -6,14 +6,16 @@
  *   members       sorted set  id -> expiry (ms, Redis server clock, so hub clocks may drift)
  *   member-urls   hash        id -> ws:// URL
  *   epoch         counter     bumped by every change
- *   member-since  hash        id -> registration time (ms, Redis clock)
+ *   member-since  hash        id -> registration time (ms, Redis clock), 0 once its alive:<id>
+ *                             subscription has been seen
  *   members-changed  channel  the new epoch, published on every change
  *   alive:<id>    channel     each hub's subscriber connection stays subscribed to its own
  *
  * A hub killed outright (kill -9) loses its Redis connections at once, and with them its
  * subscription to `alive:<id>`: the next heartbeat of any hub drops it (PUBSUB NUMSUB = 0), so
- * failover does not wait for the TTL. A member gets one TTL after registering to subscribe; the
- * TTL still removes a hub that hangs with its connections open.
+ * failover does not wait for the TTL. Each hub's own heartbeat vouches for its subscription (sets
+ * member-since to 0 once NUMSUB sees it); until then a member gets one TTL after registering to
+ * subscribe. The TTL still removes a hub that hangs with its connections open.
  *
  * One Lua script does register / leave / sweep atomically and returns the live list, so two
  * hubs sweeping the same dead member bump the epoch once, and a heartbeat is one round trip.
@@ -56,6 +58,9 @@ else
     redis.call('HSET', KEYS[2], id, url)
     changed = true
   end
+  -- the caller's alive subscription is up: from now on its absence means the hub is gone, with
+  -- no grace period (a hub killed a second after joining is dropped at the next heartbeat too)
+  if redis.call('PUBSUB', 'NUMSUB', alive .. id)[2] > 0 then redis.call('HSET', KEYS[4], id, 0) end
   if mode == 'rejoin' then
     for i = 8, #ARGV, 2 do
       if redis.call('ZADD', KEYS[1], 'NX', now + ttl, ARGV[i]) == 1 then

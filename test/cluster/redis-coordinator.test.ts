@@ -9,23 +9,14 @@ import { RedisServer } from '../support/redis-server.ts';
 import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/redis-coordinator.ts';
 import type { HubEvent, HubStatus } from '../../hub/src/coordinator.ts';
 import { HotKeyError, ValidationError } from '@hotkey/sdk';
-import type { Rule } from '@hotkey/sdk/rules';
+import { DEFAULT_RULE, type Rule } from '@hotkey/sdk/rules';
 
 let redis: RedisServer;
 let raw: Redis;
 let prefixCounter = 0;
 const open: RedisCoordinator[] = [];
 
-const rule = (match: string, threshold: number): Rule => ({
-  match,
-  threshold,
-  windowMs: 1000,
-  hotMs: 30_000,
-  cacheTtlMs: 5000,
-  cache: true,
-  demoteRatio: 0.5,
-  demoteWindows: 3,
-});
+const rule = (match: string, threshold: number): Rule => ({ ...DEFAULT_RULE, match, threshold });
 
 /** Polls `check` until it returns a truthy value or the deadline passes. */
 async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 3000): Promise<T> {
@@ -103,7 +94,12 @@ test('a hub that dies without leaving is swept at once, as soon as its connectio
   const a = await startHub(hub('a', prefix));
   const d = await startHub(hub('d', prefix));
   await waitFor('a to see d', () => ids(a) === 'a,d');
-  await new Promise((r) => setTimeout(r, 1300)); // past d's grace (one TTL) to subscribe
+  // d's own heartbeat vouches for its presence subscription well within its first TTL, so even a
+  // hub that dies a moment after joining is swept without waiting out the TTL
+  const t = Date.now();
+  await waitFor('d to vouch for its subscription', async () => (await raw.hget(`${prefix}member-since`, 'd')) === '0', 900);
+  assert.ok(Date.now() - t < 1000, 'vouched within one TTL');
+  await new Promise((r) => setTimeout(r, 300)); // a's heartbeats (200 ms) see d subscribed
   assert.is(ids(a), 'a,d', 'a live hub, subscribed to its presence channel, stays');
   const epoch = a.members().epoch;
   const t0 = Date.now();
