@@ -10,6 +10,7 @@ import { HotKeyClient, Ownership, type ClientOptions } from '@hotkey/sdk';
 import { RedisServer } from '../support/redis-server.ts';
 import { HubProcess } from '../support/hub-process.ts';
 import type { HubEvent } from '../../hub/src/coordinator.ts';
+import { request } from '../support/http.ts';
 
 export const ADMIN = 'admin-secret';
 export const APP = 'shop';
@@ -27,10 +28,8 @@ export async function waitFor<T>(what: string, check: () => T | Promise<T>, time
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export async function httpJson<T = any>(url: string, init: RequestInit = {}): Promise<{ status: number; body: T }> {
-  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(3000) });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+export function httpJson<T = any>(url: string, init: RequestInit = {}): Promise<{ status: number; body: T }> {
+  return request<T>(url, init, 3000);
 }
 
 export class Cluster {

@@ -3,26 +3,14 @@ import * as assert from 'uvu/assert';
 import { startHub, type Hub } from '@hotkey/hub';
 import { MsgType } from '@hotkey/sdk/protocol';
 import { RawClient } from '../support/raw-client.ts';
+import { request } from '../support/http.ts';
 
 const ADMIN = 'admin-secret';
 let hub: Hub;
 let readOnly: Hub;
 const clients: RawClient[] = [];
 
-async function http(base: string, path: string, init: RequestInit & { token?: string } = {}): Promise<{ status: number; body: any; text: string; headers: Headers }> {
-  const headers = new Headers(init.headers);
-  if (init.token !== undefined) headers.set('authorization', `Bearer ${init.token}`);
-  if (init.body !== undefined) headers.set('content-type', 'application/json');
-  const res = await fetch(base + path, { ...init, headers, signal: AbortSignal.timeout(3000) });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, body, text, headers: res.headers };
-}
+const http = (base: string, path: string, init: RequestInit & { token?: string } = {}) => request(base + path, init, 3000);
 const api = (path: string, init?: RequestInit & { token?: string }) => http(hub.httpUrl, path, init);
 
 test.before(async () => {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { HotKeyClient } from '@hotkey/sdk';
 import { HubProcess } from '../support/hub-process.ts';
 import { delay, drive, waitFor } from '../support/traffic.ts';
+import { request } from '../support/http.ts';
 
 const RATE = 400;
 const READ = 'read-token-qps';
@@ -34,18 +35,7 @@ interface QpsAnswer {
 }
 
 /** `token` null: no Authorization header */
-async function get(path: string, token: string | null = READ): Promise<{ status: number; body: any; text: string }> {
-  const headers: Record<string, string> = token === null ? {} : { authorization: `Bearer ${token}` };
-  const res = await fetch(`${hub.httpUrl}${path}`, { headers, signal: AbortSignal.timeout(5000) });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, body, text };
-}
+const get = (path: string, token: string | null = READ) => request(`${hub.httpUrl}${path}`, { token });
 
 const qpsPath = (key: string) => `/api/apps/shop/keys/qps?key=${encodeURIComponent(key)}`;
 
