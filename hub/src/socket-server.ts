@@ -1,6 +1,7 @@
 /**
- * The `ws` adapter: the only module that imports ws. Accepts WebSocket upgrades on `/ws` of the
- * hub's HTTP server (noServer + handleUpgrade, one port for everything), binary frames only,
+ * The `ws` adapter: the only module that imports ws. Accepts SDK WebSocket upgrades on `/ws` (and
+ * on `/`, so a bare `ws://host:port` works) of the hub's HTTP server (noServer + handleUpgrade,
+ * one port for everything), binary frames only,
  * no per-message deflate (frames are small msgpack; compression would cost CPU on every broadcast).
  */
 import type { IncomingMessage } from 'node:http';
@@ -63,7 +64,7 @@ export class SocketServer {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const path = (req.url ?? '').split('?')[0];
-    const attach: SocketEndpoint | undefined = path === WS_PATH ? (peer) => this.#core.attach(peer) : this.#endpoints.get(path ?? '');
+    const attach: SocketEndpoint | undefined = path === WS_PATH || path === '/' ? (peer) => this.#core.attach(peer) : this.#endpoints.get(path ?? '');
     if (attach === undefined) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;

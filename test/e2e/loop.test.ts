@@ -73,6 +73,12 @@ test('a key over threshold is promoted at every SDK and then served without the 
   }
 });
 
+test('the SDK endpoint also answers at the root path (ws://host:port)', async () => {
+  const hk = sdk({ hubs: [`ws://127.0.0.1:${hub.port}`] });
+  await hk.ready({ signal: AbortSignal.timeout(5000) });
+  assert.is(hk.rules()[0]?.match, 'item:*', 'welcomed with the app rules');
+});
+
 test('a key at half the threshold is never promoted', async () => {
   const group = await sdks(2);
   let promotions = 0;
