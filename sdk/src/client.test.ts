@@ -359,6 +359,48 @@ test('cluster: connects to members, one report per hub with the keys it owns', a
   await b.close();
 });
 
+test('a hub that comes back under a new URL is reached there, whether met as a member or as the seed', async () => {
+  for (const xIsSeed of [false, true]) {
+    const rules = [{ match: '*', threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 }];
+    const x1 = await new ProtocolPeer({ id: 'hub-x', rules }).listen();
+    const y = await new ProtocolPeer({ id: 'hub-y', rules }).listen();
+    const members = (xUrl: string) => [{ id: 'hub-x', url: xUrl }, { id: 'hub-y', url: y.url }];
+    x1.opts.members = () => members(x1.url);
+    y.opts.members = () => members(x1.url);
+    const ySocketP = y.nextSocket();
+    const x1SocketP = x1.nextSocket();
+    // a short backoff: the client keeps retrying the old URL throughout
+    const hk = new HotKeyClient({ app: 'shop', hubs: xIsSeed ? x1.url : y.url, reconnectMinMs: 5, reconnectMaxMs: 20 });
+    open.push({ hk, peer: y }, { hk, peer: x1 });
+    const statuses: ClientStatus[] = [];
+    void (async () => {
+      for await (const st of hk.status()) statuses.push(st);
+    })();
+    const [ySock] = await Promise.all([ySocketP, x1SocketP]);
+    await until(() => hk.hubs().length === 2, 3000, `both hubs welcomed (x is seed: ${xIsSeed})`);
+
+    // hub-x goes away from A (its port now refuses) and restarts at B
+    await x1.close();
+    await until(() => hk.hubs().length === 1, 3000, 'hub-x lost');
+    assert.equal(hk.hubs(), ['hub-y']);
+    const x2 = await new ProtocolPeer({ id: 'hub-x', rules, members: (self) => members(self) }).listen();
+    open.push({ hk, peer: x2 });
+    const x2SocketP = x2.nextSocket();
+    ySock.send({ t: MsgType.Members, epoch: 2, members: members(x2.url) });
+    await x2SocketP;
+    await until(() => hk.hubs().length === 2, 3000, `hub-x welcomed at its new URL (x is seed: ${xIsSeed})`);
+    assert.equal(hk.hubs().sort(), ['hub-x', 'hub-y']);
+    assert.ok(statuses.some((st) => st.type === 'connect' && st.hub === 'hub-x' && st.url === x2.url), 'connect status names the new URL');
+    assert.is(x2.sockets.length, 1, 'one connection to the new URL');
+    // the link to the old URL is gone: no more attempts there, so no more 'reconnecting' for it
+    const retriesBefore = statuses.filter((st) => st.type === 'reconnecting' && st.url === x1.url).length;
+    await new Promise((r) => setTimeout(r, 100)); // several backoff periods (≤ 20 ms each)
+    assert.is(statuses.filter((st) => st.type === 'reconnecting' && st.url === x1.url).length, retriesBefore, 'the old URL is no longer retried');
+    await hk.close();
+    await Promise.all([y.close(), x2.close()]);
+  }
+});
+
 test('invalidate: ack, timeout, unavailable, closed', async () => {
   const s = await setup({ invalidateTimeoutMs: 50 });
   const p = s.hk.invalidate('k');

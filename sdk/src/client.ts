@@ -802,7 +802,13 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#window.setThresholds(this.#thresholds);
   }
 
-  /** Connects to every member with a URL we do not reach yet; drops members that left. */
+  /**
+   * Connects to every member with a URL we do not reach yet; drops members that left. A member
+   * we are not welcomed by, listed under another URL than the one we last reached it at, has
+   * moved (say, restarted on another port): the old connection would retry a dead address
+   * forever and keep the new one from being made, so it goes (a seed URL goes dormant, to be
+   * tried again once every hub is lost, like a duplicate seed).
+   */
   #applyMembers(epoch: number, members: Member[]): void {
     if (epoch < this.#epoch) return;
     this.#epoch = epoch;
@@ -816,9 +822,13 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     for (const m of members) {
       if (m.url === '' || this.#links.has(m.id) || this.#conns.has(m.url)) continue;
       if (!/^wss?:\/\/[^\s]+$/.test(m.url)) continue;
-      let known = false;
-      for (const conn of this.#conns.values()) if (conn.hubId === m.id) known = true;
-      if (!known) this.#connect(m.url);
+      for (const [url, conn] of this.#conns) {
+        if (conn.hubId !== m.id) continue;
+        conn.close(CloseCode.Normal, 'hub moved to another URL');
+        this.#conns.delete(url);
+        if (this.#seeds.includes(url)) this.#dormantSeeds.add(url);
+      }
+      this.#connect(m.url);
     }
     this.#status({ type: 'members', epoch, members });
   }
