@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, HotKeyError, ProtocolError, ValidationError } from '@hotkey/sdk';
-import { assertKey } from '@hotkey/sdk/protocol';
+import { assertKey, type Member } from '@hotkey/sdk/protocol';
 import { DEFAULT_RULE } from '@hotkey/sdk/rules';
 import { bearerToken, tokenMatches } from './auth.ts';
 import { isValidAppName } from './config.ts';
@@ -25,13 +25,13 @@ export const HttpErrorCode = {
   TooLarge: 'HK_ERR_BODY_TOO_LARGE',
   /** a fault inside the hub (logged) */
   Internal: 'HK_ERR_INTERNAL',
-  /** the hub that owns the key (and its QPS history) did not answer within 1 s, or answered garbage */
+  /** the hub that owns the key (its QPS history, its promotion) did not answer within 1 s, or answered garbage */
   OwnerUnreachable: 'HK_ERR_OWNER_UNREACHABLE',
 } as const;
 
-/** how long a hub waits for the key's owner hub when it forwards a QPS history read */
+/** how long a hub waits for the key's owner hub when it forwards a request (QPS history, promote) */
 const OWNER_TIMEOUT_MS = 1000;
-/** set on a forwarded read: the receiving hub answers from its own state, so two hubs that
+/** set on a forwarded request: the receiving hub answers from its own state, so two hubs that
  * briefly disagree on the owner (a member list changing) never bounce a request between them */
 const FORWARDED_HEADER = 'x-hotkey-forwarded-by';
 
@@ -191,25 +191,44 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     return rows;
   }
 
-  /** The key's QPS history from this hub when it owns the key, else from its owner hub. */
-  async function keyQps(req: IncomingMessage, app: string, key: string): Promise<unknown> {
+  /** The member to forward a request about `key` to: its owner when that is another hub; undefined: answer here. */
+  function remoteOwner(req: IncomingMessage, key: string): Member | undefined {
+    if (req.headers[FORWARDED_HEADER] !== undefined) return undefined; // already forwarded once: no ping-pong
     const owner = core.ownerOf(key);
-    if (owner === undefined || owner.id === core.id || req.headers[FORWARDED_HEADER] !== undefined) {
-      return { app, key, hub: core.id, stepMs: core.qpsHistory.stepMs, points: core.qpsPoints(app, key) };
-    }
+    return owner === undefined || owner.id === core.id ? undefined : owner;
+  }
+
+  /**
+   * Asks `owner` (the hub that owns `key`) to answer this request and returns its JSON body. The
+   * caller's Authorization goes along, so the owner applies its own auth; its refusals (401, 403,
+   * 404, 422) pass through. No answer within OWNER_TIMEOUT_MS, or one that is not `expected`, is
+   * 502 HK_ERR_OWNER_UNREACHABLE.
+   */
+  async function forwardToOwner(
+    req: IncomingMessage,
+    owner: Member,
+    key: string,
+    request: { path: string; body?: unknown; what: string; expected: (body: Record<string, unknown>) => boolean },
+  ): Promise<unknown> {
     const base = httpBaseOf(owner.url);
     if (base === undefined) throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" but advertises no usable URL (${owner.url.slice(0, 100) || 'none'})`);
     const headers: Record<string, string> = { accept: 'application/json', [FORWARDED_HEADER]: core.id };
     if (req.headers.authorization !== undefined) headers.authorization = req.headers.authorization;
+    const init: RequestInit = { headers, signal: AbortSignal.timeout(OWNER_TIMEOUT_MS) };
+    if (request.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      init.method = 'POST';
+      init.body = JSON.stringify(request.body);
+    }
     let status: number;
     let text: string;
     try {
-      const res = await fetch(`${base}/api/apps/${encodeURIComponent(app)}/keys/qps?key=${encodeURIComponent(key)}`, { headers, signal: AbortSignal.timeout(OWNER_TIMEOUT_MS) });
+      const res = await fetch(`${base}${request.path}`, init);
       status = res.status;
       text = await res.text();
     } catch (err) {
       const why = (err as Error).name === 'TimeoutError' ? `no answer within ${OWNER_TIMEOUT_MS} ms` : (err as Error).message;
-      throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" and keeps its history, but ${base} cannot be reached: ${why}`);
+      throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" and must answer ${request.what}, but ${base} cannot be reached: ${why}`);
     }
     let body: { error?: { code?: unknown; message?: unknown } } | undefined;
     try {
@@ -217,11 +236,21 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     } catch {
       body = undefined;
     }
-    if (status === 200 && body !== undefined && Array.isArray((body as { points?: unknown }).points)) return body;
-    // the owner's own refusal (a token it does not accept, an app it does not know) passes through
+    if (status === 200 && typeof body === 'object' && body !== null && request.expected(body as Record<string, unknown>)) return body;
     const error = body?.error;
     if (status !== 200 && typeof error?.code === 'string' && typeof error.message === 'string') throw new HttpError(status, error.code, `hub ${owner.id}: ${error.message}`);
-    throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} (${base}) answered HTTP ${status} without a QPS history`);
+    throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} (${base}) answered HTTP ${status} without ${request.what}`);
+  }
+
+  /** The key's QPS history from this hub when it owns the key, else from its owner hub. */
+  async function keyQps(req: IncomingMessage, app: string, key: string): Promise<unknown> {
+    const owner = remoteOwner(req, key);
+    if (owner === undefined) return { app, key, hub: core.id, stepMs: core.qpsHistory.stepMs, points: core.qpsPoints(app, key) };
+    return forwardToOwner(req, owner, key, {
+      path: `/api/apps/${encodeURIComponent(app)}/keys/qps?key=${encodeURIComponent(key)}`,
+      what: 'a QPS history',
+      expected: (body) => Array.isArray(body.points),
+    });
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -339,10 +368,21 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         if (seq === undefined) throw new HttpError(503, ErrorCode.Unavailable, 'this hub keeps state for no more apps');
         return sendJson(res, 200, { app: name, key, seq });
       }
+      // only the owner decides a key (its aggregator tracks it and broadcasts the promotion)
+      const owner = remoteOwner(req, key);
+      if (owner !== undefined) {
+        const answer = await forwardToOwner(req, owner, key, {
+          path: `/api/apps/${encodeURIComponent(name)}/promote`,
+          body: { key },
+          what: 'a promotion',
+          expected: (answered) => answered.key === key,
+        });
+        return sendJson(res, 200, answer);
+      }
       if (!core.promote(name, key)) {
         throw new HttpError(422, ErrorCode.Rules, `cannot promote "${key.slice(0, 64)}": no rule of app "${name}" matches it, or another hub of the cluster owns it`, 'key');
       }
-      return sendJson(res, 200, { app: name, key });
+      return sendJson(res, 200, { app: name, key, hub: core.id });
     }
     throw new HttpError(404, HttpErrorCode.NotFound, `no route ${method} ${path}`);
   }

@@ -1,8 +1,11 @@
 /**
- * The key QPS history in a cluster: only the key's owner hub samples it, any other hub answers
- * GET /api/apps/:app/keys/qps by asking the owner, and a hub whose owner cannot be reached says
- * so with 502 HK_ERR_OWNER_UNREACHABLE instead of an empty curve. Real redis-server, real hub
- * processes (hub-c advertises a dead address: it is a member nobody can reach over HTTP).
+ * Requests about one key that only its owner hub can answer, sent to any hub: a hub that does not
+ * own the key forwards GET /api/apps/:app/keys/qps (only the owner samples the QPS history) and
+ * POST /api/apps/:app/promote (only the owner decides the key) to the owner, and answers 502
+ * HK_ERR_OWNER_UNREACHABLE when the owner cannot be reached. POST /api/apps/:app/invalidate needs
+ * no owner: every SDK connects to every hub, so the hub that was asked broadcasts it. Real
+ * redis-server, real hub processes (hub-c advertises a dead address: it is a member nobody can
+ * reach over HTTP).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,7 +14,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HubProcess } from '../support/hub-process.ts';
-import { APP, Cluster, httpJson, waitFor } from './cluster-harness.ts';
+import { ADMIN, APP, Cluster, httpJson, waitFor } from './cluster-harness.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const RULES = [{ match: 'item:*', threshold: 200, windowMs: 1000, hotMs: 60_000 }];
@@ -28,6 +31,9 @@ async function deadPort(): Promise<number> {
   return port;
 }
 
+/** POST /api/apps/shop/<action> {key} to `hub` with the admin token */
+const write = (hub: string, action: 'promote' | 'invalidate', key: string) =>
+  httpJson(`${cluster.hub(hub).httpUrl}/api/apps/${APP}/${action}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ key }) });
 const qps = (hub: string, key: string) => httpJson(`${cluster.hub(hub).httpUrl}/api/apps/${APP}/keys/qps?key=${encodeURIComponent(key)}`);
 
 test.before(async () => {
@@ -41,6 +47,8 @@ test.before(async () => {
     await cluster.waitMembers(IDS, 10_000);
     // SDKs reach hub-a and hub-b; hub-c's keys simply never get reported
     await cluster.addClients(4, ['hub-a', 'hub-b']);
+    // each SDK, whichever hub it was seeded with, connects to every hub it can reach
+    for (const client of cluster.clients) await waitFor(`${client.instanceId} on hub-a and hub-b`, () => client.hubs().length === 2, 10_000);
   } catch (err) {
     console.error('# setup failed:', err);
     throw err;
@@ -82,6 +90,56 @@ test('when the owner hub cannot be reached the answer is 502 HK_ERR_OWNER_UNREAC
   assert.is(res.body.error.code, 'HK_ERR_OWNER_UNREACHABLE');
   assert.match(res.body.error.message, /hub-c/);
   assert.ok(ms < 2500, `answered in ${Math.round(ms)} ms`);
+});
+
+test('promote by hand through a hub that does not own the key: the owner promotes it at every SDK', async () => {
+  const [key] = Cluster.keysOwnedBy(IDS, 'hub-b', 1, 'item:manual/');
+  const since = Date.now() - 1000;
+  const res = await write('hub-a', 'promote', key!);
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.body, { app: APP, key, hub: 'hub-b' }, 'hub-b answered');
+  await waitFor(`${key} hot at every SDK`, () => cluster.clients.every((c) => c.isHot(key!)), 5000);
+  const event = await waitFor('the promotion in history', async () => (await cluster.history('hub-a', since)).find((e) => e.type === 'promote' && e.key === key), 5000);
+  assert.is(event.hub, 'hub-b', 'the owner hub decided it');
+  assert.is(event.manual, true);
+  const hot = (await httpJson(`${cluster.hub('hub-b').httpUrl}/api/hot?app=${APP}`)).body.hot as { key: string; owner: string }[];
+  assert.is(hot.find((h) => h.key === key)?.owner, 'hub-b');
+  // the owner's refusal passes through: a key no rule matches
+  const [unmatched] = Cluster.keysOwnedBy(IDS, 'hub-b', 1, 'user:');
+  const refused = await write('hub-a', 'promote', unmatched!);
+  assert.is(refused.status, 422);
+  assert.is(refused.body.error.code, 'HK_ERR_RULES');
+  assert.match(refused.body.error.message, /^hub hub-b: /);
+});
+
+test('promote through a hub whose key owner cannot be reached is 502 HK_ERR_OWNER_UNREACHABLE', async () => {
+  const [key] = Cluster.keysOwnedBy(IDS, 'hub-c', 1, 'item:lost-promote/');
+  const started = performance.now();
+  const res = await write('hub-a', 'promote', key!);
+  const ms = performance.now() - started;
+  assert.is(res.status, 502);
+  assert.is(res.body.error.code, 'HK_ERR_OWNER_UNREACHABLE');
+  assert.match(res.body.error.message, /hub-c/);
+  assert.ok(ms < 2500, `answered in ${Math.round(ms)} ms`);
+  assert.not.ok(cluster.clients.some((c) => c.isHot(key!)), 'nobody promoted it');
+});
+
+test('invalidate through a hub that does not own the key reaches every SDK', async () => {
+  const [key] = Cluster.keysOwnedBy(IDS, 'hub-b', 1, 'item:write/');
+  const seen = cluster.clients.map(
+    (c) =>
+      new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`${c.instanceId} got no invalidation of ${key}`)), 5000);
+        c.on('invalidate', (k, info) => {
+          if (k !== key) return;
+          clearTimeout(timer);
+          resolve(info.hub);
+        });
+      }),
+  );
+  const res = await write('hub-a', 'invalidate', key!);
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  assert.equal(await Promise.all(seen), cluster.clients.map(() => 'hub-a'), 'hub-a broadcast it to every SDK');
 });
 
 test.run();
