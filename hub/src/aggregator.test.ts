@@ -64,7 +64,7 @@ test('promotes the moment the total reaches the threshold, never at half', () =>
   assert.is(rec.promotes.length, 1);
   const p = rec.promotes[0]!;
   assert.is(p.key, 'item:1');
-  assert.is(p.qps, 100, 'qps = total * 1000 / windowMs');
+  assert.is(p.qps, (100 * 1000) / 970, 'the window at t=70 covers 9 full slices and 70 ms of the current one');
   assert.is(p.latencyMs, 70, 'from the first report in the crossing window');
   assert.is(p.manual, false);
   assert.ok(agg.isHot('item:1'));
@@ -80,6 +80,52 @@ test('a key spread over many reports and reporters adds up cluster-wide', () => 
   assert.is(rec.promotes.length, 1);
   const [view] = agg.hot(900);
   assert.ok(view!.instances > 60 && view!.instances <= 200, `instances estimate ${view!.instances}`);
+});
+
+test('qps of a steady rate reads the rate at any point of a slice, not ~9 % low', () => {
+  const { agg, rec } = setup([{ match: '*', threshold: 1_000_000, windowMs: 1000 }, { match: 'slow:*', threshold: 1_000_000, windowMs: 5000 }]);
+  // 1000/s in steps of 10 ms (10 per step): the window total runs 900..1000 as the current slice fills
+  let t = 0;
+  const feed = (until: number) => {
+    for (; t < until; t += 10) agg.ingest(['k', 'slow:k'], [10, 10], 0, t);
+  };
+  const observed: number[] = [];
+  for (let end = 6000; end < 6100; end += 10) {
+    feed(end); // last records at end - 10, so `end - 1` sees every record up to and including that step
+    const now = end - 1;
+    const qps = agg.qps('k', now);
+    observed.push(qps);
+    const elapsed = now % 100;
+    assert.is(agg.count('k', now), 900 + (Math.floor(elapsed / 10) + 1) * 10, `count at ${now}`);
+    // 9 full slices (900 records) + the current slice's records over 900 ms + its elapsed ms
+    assert.is(qps, (agg.count('k', now) * 1000) / (900 + elapsed));
+    assert.ok(Math.abs(qps - 1000) <= 10, `${qps.toFixed(1)} qps at ${now} ms for 1000/s driven`);
+    assert.ok(Math.abs(agg.qps('slow:k', now) - 1000) <= 10, `${agg.qps('slow:k', now).toFixed(1)} qps over a 5 s window`);
+  }
+  // the old scaling (total / whole window) read 900..990: lowest right after a slice boundary
+  assert.ok(Math.min(...observed) > 990, `lowest ${Math.min(...observed).toFixed(1)}`);
+  // right on a slice boundary the new slice is empty and the window covers exactly 9 slices
+  feed(6100);
+  assert.is(agg.count('k', 6100), 900);
+  assert.is(agg.qps('k', 6100), 1000);
+  assert.is(agg.qps('unknown', 6100), 0);
+  assert.is(rec.promotes.length, 0, 'reading qps promotes nothing');
+});
+
+test('promotion still needs the window total to reach the threshold; its qps is over the covered time', () => {
+  const { agg, rec } = setup([{ match: '*', threshold: 10_000, windowMs: 1000 }]);
+  // 9900/s steady, 99 per 10 ms: the total never reaches 10000
+  for (let t = 0; t < 3000; t += 10) one(agg, 'k', 99, t);
+  assert.is(rec.promotes.length, 0);
+  one(agg, 'k', 99, 3000); // 8910 in 9 full slices + 99 just now
+  assert.is(agg.count('k', 3000), 9009);
+  assert.ok(agg.qps('k', 3000) > 10_000, `qps reads ${agg.qps('k', 3000)} right after a slice boundary`);
+  assert.is(rec.promotes.length, 0, 'yet the total (9009) is below the threshold: not promoted');
+  one(agg, 'k', 900, 3050);
+  assert.is(rec.promotes.length, 0, '9909');
+  one(agg, 'k', 91, 3050);
+  assert.is(rec.promotes.length, 1, 'the total reached 10000');
+  assert.is(rec.promotes[0]!.qps, (10_000 * 1000) / 950, '10000 accesses over 900 + 50 ms');
 });
 
 test('keys matching no rule are ignored', () => {
@@ -133,9 +179,9 @@ test('manual promote and demote', () => {
   assert.is(rec.promotes[0]?.manual, true);
   assert.is(rec.promotes[0]?.latencyMs, undefined);
   assert.not.ok(agg.promote('user:1', 0), 'no rule matches');
-  assert.ok(agg.demote('item:9'));
+  assert.ok(agg.demote('item:9', 1));
   assert.is(rec.demotes[0]?.reason, 'manual');
-  assert.not.ok(agg.demote('item:9'));
+  assert.not.ok(agg.demote('item:9', 2));
 });
 
 test('rule changes: re-matched keys keep counting, unmatched keys go, hot ones are demoted', () => {
@@ -143,7 +189,7 @@ test('rule changes: re-matched keys keep counting, unmatched keys go, hot ones a
   one(agg, 'item:1', 100, 0);
   one(agg, 'user:1', 40, 0);
   agg.setRules(parseRules([{ match: 'user:*', threshold: 50 }]), 10);
-  assert.equal(rec.demotes, [{ key: 'item:1', qps: 100, reason: 'rules' }]);
+  assert.equal(rec.demotes, [{ key: 'item:1', qps: (100 * 1000) / 910, reason: 'rules' }]);
   assert.is(agg.count('item:1', 10), 0);
   assert.is(agg.count('user:1', 10), 40, 'same window length keeps the count');
   one(agg, 'user:1', 10, 20);
@@ -197,13 +243,13 @@ test('a slab full of hot keys drops new records instead of growing', () => {
 test('hot view reports ttl, since and threshold', () => {
   const { agg } = setup([{ match: '*', threshold: 10, hotMs: 5000, windowMs: 2000 }]);
   one(agg, 'k', 10, 1000);
-  const [v] = agg.hot(2000);
+  const [v] = agg.hot(2100); // 9 full 200 ms slices + 100 ms of the current one
   assert.equal({ key: v!.key, qps: v!.qps, threshold: v!.threshold, since: v!.since, ttlMs: v!.ttlMs, instances: v!.instances }, {
     key: 'k',
-    qps: 5,
+    qps: 10 / 1.9,
     threshold: 10,
     since: 1000,
-    ttlMs: 4000,
+    ttlMs: 3900,
     instances: 1,
   });
 });

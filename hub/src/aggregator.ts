@@ -194,10 +194,10 @@ export class Aggregator {
       this.#rotate(slot, now);
       const r = this.#rule[slot]!;
       if (now >= this.#hotUntil[slot]!) {
-        this.#demote(slot, 'expired');
+        this.#demote(slot, 'expired', now);
       } else if (this.#total[slot]! < this.#rDemoteLevel[r]!) {
         if (this.#lowSince[slot] === NONE) this.#lowSince[slot] = now;
-        else if (now - this.#lowSince[slot]! >= this.#rDemoteMs[r]!) this.#demote(slot, 'cooled');
+        else if (now - this.#lowSince[slot]! >= this.#rDemoteMs[r]!) this.#demote(slot, 'cooled', now);
       } else {
         this.#lowSince[slot] = NONE;
       }
@@ -218,10 +218,10 @@ export class Aggregator {
   }
 
   /** Demotes a hot key by hand; false when it was not hot. */
-  demote(key: string): boolean {
+  demote(key: string, now: number): boolean {
     const slot = this.#slotOf.get(key);
     if (slot === undefined || this.#hot[slot] === 0) return false;
-    this.#demote(slot, 'manual');
+    this.#demote(slot, 'manual', now);
     return true;
   }
 
@@ -238,6 +238,12 @@ export class Aggregator {
     return this.#total[slot]!;
   }
 
+  /** A key's accesses per second over the time its window covers at `now` (0 when untracked). */
+  qps(key: string, now: number): number {
+    const slot = this.#slotOf.get(key);
+    return slot === undefined ? 0 : this.#qps(slot, now);
+  }
+
   /** The hot keys, unordered. */
   hot(now: number): HotKeyView[] {
     const out: HotKeyView[] = [];
@@ -246,7 +252,7 @@ export class Aggregator {
       const r = this.#rule[slot]!;
       out.push({
         key: this.#keys[slot]!,
-        qps: this.#qps(slot),
+        qps: this.#qps(slot, now),
         threshold: this.#rThreshold[r]!,
         since: this.#hotSince[slot]!,
         ttlMs: Math.max(0, this.#hotUntil[slot]! - now),
@@ -269,7 +275,7 @@ export class Aggregator {
     for (const [key, slot] of [...this.#slotOf]) {
       const r = this.#ruleSet.match(key);
       if (r < 0) {
-        if (this.#hot[slot] === 1) this.#demote(slot, 'rules');
+        if (this.#hot[slot] === 1) this.#demote(slot, 'rules', now);
         this.#release(slot);
         continue;
       }
@@ -321,8 +327,17 @@ export class Aggregator {
     });
   }
 
-  #qps(slot: number): number {
-    return (this.#total[slot]! * 1000) / this.#rWindowMs[this.#rule[slot]!]!;
+  /**
+   * Accesses per second over the time the window's slices actually cover: the total holds the
+   * current slice, partly elapsed, and S - 1 full ones, so dividing by the whole window would read
+   * up to 1/S low for a steady rate.
+   */
+  #qps(slot: number, now: number): number {
+    this.#rotate(slot, now);
+    const sliceMs = this.#rSliceMs[this.#rule[slot]!]!;
+    // clamped: a clock that stepped back leaves `now` before the slot's current slice
+    const elapsed = Math.min(sliceMs, Math.max(0, now - this.#tick[slot]! * sliceMs));
+    return (this.#total[slot]! * 1000) / ((S - 1) * sliceMs + elapsed);
   }
 
   #rotate(slot: number, now: number): void {
@@ -391,14 +406,14 @@ export class Aggregator {
     this.#hotSlots.add(slot);
     if (!wasHot) this.#hotSince[slot] = now;
     const latency = manual ? undefined : this.#accumulatedFor(slot, now);
-    this.#listener.promote(this.#keys[slot]!, this.#ruleSet.rules[this.#rule[slot]!]!, this.#qps(slot), latency, manual);
+    this.#listener.promote(this.#keys[slot]!, this.#ruleSet.rules[this.#rule[slot]!]!, this.#qps(slot, now), latency, manual);
   }
 
-  #demote(slot: number, reason: DemoteReason): void {
+  #demote(slot: number, reason: DemoteReason, now: number): void {
     this.#hot[slot] = 0;
     this.#hotSlots.delete(slot);
     this.#lowSince[slot] = NONE;
-    this.#listener.demote(this.#keys[slot]!, this.#qps(slot), reason);
+    this.#listener.demote(this.#keys[slot]!, this.#qps(slot, now), reason);
   }
 
   #admit(key: string, now: number): number {

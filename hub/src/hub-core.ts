@@ -17,7 +17,7 @@ import {
   type Member,
   type Report,
 } from '@hotkey/sdk/protocol';
-import { localThreshold, RuleSet, type Rule } from '@hotkey/sdk/rules';
+import { localThreshold, type Rule } from '@hotkey/sdk/rules';
 import { Aggregator, reporterBit, type DemoteReason } from './aggregator.ts';
 import { tokenMatches } from './auth.ts';
 import { Broadcaster } from './broadcaster.ts';
@@ -112,8 +112,6 @@ export class HubCore implements SessionHost {
   /** which keys this hub owns; undefined while it is the only member */
   #accept: ((key: string) => boolean) | undefined;
   #ownership: Ownership;
-  /** compiled rules per rule list, to turn a demoted key's window count into QPS */
-  readonly #ruleSets = new WeakMap<readonly Rule[], RuleSet>();
 
   constructor(options: HubCoreOptions) {
     this.id = options.id;
@@ -427,20 +425,9 @@ export class HubCore implements SessionHost {
     this.qpsHistory.sample(now, hot, (appName, key) => this.#coldQps(appName, key, now));
   }
 
-  /** QPS of a key that is no longer hot: its window count while the aggregator still tracks it, else 0. */
+  /** QPS of a key that is no longer hot: from its window while the aggregator still tracks it, else 0. */
   #coldQps(appName: string, key: string, now: number): number {
-    const app = this.#apps.get(appName);
-    if (app === undefined) return 0;
-    const count = app.aggregator.count(key, now);
-    if (count === 0) return 0;
-    const rules = app.aggregator.rules;
-    let set = this.#ruleSets.get(rules);
-    if (set === undefined) {
-      set = new RuleSet(rules);
-      this.#ruleSets.set(rules, set);
-    }
-    const windowMs = set.ruleFor(key)?.windowMs ?? 1000;
-    return (count * 1000) / windowMs;
+    return this.#apps.get(appName)?.aggregator.qps(key, now) ?? 0;
   }
 
   #closePeer(session: Session, code: number, reason: string): void {
