@@ -366,7 +366,23 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       if (action === 'invalidate') {
         const seq = core.invalidateKey(name, key);
         if (seq === undefined) throw new HttpError(503, ErrorCode.Unavailable, 'this hub keeps state for no more apps');
-        return sendJson(res, 200, { app: name, key, seq });
+        // Also at the owner: an SDK cut off from this hub but still connected to the owner must hear
+        // it too (a second Invalidate of the same key is harmless). An owner out of reach is
+        // reported, not fatal: its SDKs serve its keys stale for at most maxStaleMs anyway.
+        const owner = remoteOwner(req, key);
+        if (owner === undefined) return sendJson(res, 200, { app: name, key, seq, hubs: [core.id] });
+        try {
+          await forwardToOwner(req, owner, key, {
+            path: `/api/apps/${encodeURIComponent(name)}/invalidate`,
+            body: { key },
+            what: 'an invalidation',
+            expected: (answered) => answered.key === key,
+          });
+          return sendJson(res, 200, { app: name, key, seq, hubs: [core.id, owner.id] });
+        } catch (err) {
+          if (!(err instanceof HttpError) || err.status !== 502) throw err;
+          return sendJson(res, 200, { app: name, key, seq, hubs: [core.id], ownerError: err.message });
+        }
       }
       // only the owner decides a key (its aggregator tracks it and broadcasts the promotion)
       const owner = remoteOwner(req, key);

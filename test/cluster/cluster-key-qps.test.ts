@@ -122,6 +122,11 @@ test('promote through a hub whose key owner cannot be reached is 502 HK_ERR_OWNE
   assert.match(res.body.error.message, /hub-c/);
   assert.ok(ms < 2500, `answered in ${Math.round(ms)} ms`);
   assert.not.ok(cluster.clients.some((c) => c.isHot(key!)), 'nobody promoted it');
+  // an invalidation is not lost with the owner: the hub asked still broadcasts it, and says so
+  const inv = await write('hub-a', 'invalidate', key!);
+  assert.is(inv.status, 200, JSON.stringify(inv.body));
+  assert.equal(inv.body.hubs, ['hub-a']);
+  assert.match(inv.body.ownerError, /hub-c/);
 });
 
 test('invalidate through a hub that does not own the key reaches every SDK', async () => {
@@ -139,7 +144,8 @@ test('invalidate through a hub that does not own the key reaches every SDK', asy
   );
   const res = await write('hub-a', 'invalidate', key!);
   assert.is(res.status, 200, JSON.stringify(res.body));
-  assert.equal(await Promise.all(seen), cluster.clients.map(() => 'hub-a'), 'hub-a broadcast it to every SDK');
+  assert.equal(res.body.hubs, ['hub-a', 'hub-b'], 'broadcast by the hub asked and by the owner');
+  for (const from of await Promise.all(seen)) assert.ok(from === 'hub-a' || from === 'hub-b', `invalidated by ${from}`);
 });
 
 test.run();
