@@ -274,6 +274,40 @@ test('reports: keys over the local threshold, counts since the last report', asy
   await teardown(s);
 });
 
+test('get() on a hot key counts exactly, also after its counter slot went to another key', async () => {
+  const s = await setup({}, { local: [10] });
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
+  await until(() => s.hk.isHot('k'));
+  /** report counts summed per key until every key in `keys` was reported (all accesses precede) */
+  const reported = async (keys: string[]) => {
+    const sums = new Map<string, number>();
+    while (!keys.every((k) => sums.has(k))) {
+      const report = await s.sock.next(MsgType.Report);
+      report.keys.forEach((k, i) => sums.set(k, (sums.get(k) ?? 0) + report.counts[i]!));
+    }
+    return sums;
+  };
+  // 'ctl' is counted by track() alone: a hot key's get() must count the same
+  for (let i = 0; i < 25; i++) await s.hk.get('k', () => 'v');
+  for (let i = 0; i < 25; i++) s.hk.track('ctl');
+  let sums = await reported(['k', 'ctl']);
+  assert.ok(sums.get('ctl')! >= 10, `ctl ${sums.get('ctl')}`);
+  assert.is(sums.get('k'), sums.get('ctl'));
+  assert.ok(s.hk.stats().hits >= 20);
+  // the window empties: both slots are released, then taken by two new keys
+  s.clock.t = 5000;
+  await until(() => s.hk.stats().candidates === 0);
+  for (let i = 0; i < 12; i++) s.hk.track('other-1');
+  for (let i = 0; i < 12; i++) s.hk.track('other-2');
+  for (let i = 0; i < 15; i++) await s.hk.get('k', () => 'v');
+  for (let i = 0; i < 15; i++) s.hk.track('ctl');
+  sums = await reported(['k', 'ctl', 'other-1', 'other-2']);
+  assert.is(sums.get('k'), sums.get('ctl'));
+  assert.is(sums.get('other-1'), sums.get('other-2'), "no access of k was counted in its old slot's new key");
+  assert.ok(s.hk.isHot('k'));
+  await teardown(s);
+});
+
 test('a key reaching its threshold is reported at once; early reports are spaced, steady keys wait', async () => {
   // no regular flush within the test: every report here is an early one
   const s = await setup({ flushIntervalMs: 60_000 }, { local: [10] });

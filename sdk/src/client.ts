@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { HubConnection, type ConnectionHandler } from './connection.ts';
 import { ErrorCode, HotKeyError } from './errors.ts';
-import { HotSet } from './hot-set.ts';
+import { HotSet, type HotState } from './hot-set.ts';
 import { LocalCache, MISS } from './local-cache.ts';
 import { Ownership } from './ownership.ts';
 import { CloseCode, encode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MAX_REPORT_KEYS, MsgType, PROTOCOL_VERSION, type Hello, type Member, type ServerMessage, type Welcome } from './protocol.ts';
@@ -297,23 +297,39 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   get<T>(key: string, loader: (key: string) => T | PromiseLike<T>): Promise<T> {
     checkKey(key);
     if (typeof loader !== 'function') throw new TypeError('loader must be a function');
+    const hot = this.#closed ? undefined : this.#hot.get(key);
+    if (hot !== undefined) {
+      // A hot key counts through the window slot it remembers: one Map lookup per hit, not two.
+      if (!this.#window.trackAt(hot.counterSlot, key)) hot.counterSlot = this.#window.track(key);
+      // The hit path: the hot entry is also the cache slot and holds a resolved promise of the
+      // value. Recency reaches the LRU once per key per coarse clock tick, not on every hit.
+      const clock = this.#clock;
+      if (hot.promise !== undefined && clock < hot.expiresAt && clock < hot.until && hot.cache) {
+        if (hot.usedAt !== clock) {
+          hot.usedAt = clock;
+          this.#cache.touch(key);
+        }
+        this.#hits++;
+        return hot.promise as Promise<T>;
+      }
+    }
+    // Everything else lives apart so that get() stays small enough for V8 to inline into the
+    // caller's loop (the load path alone would exceed its bytecode budget).
+    return this.#getSlow(key, loader, hot);
+  }
+
+  /** get() past the hit path; a `hot` key's access is counted already. */
+  #getSlow<T>(key: string, loader: (key: string) => T | PromiseLike<T>, hot: HotState | undefined): Promise<T> {
     if (this.#closed) return this.#callLoader(key, loader);
-    this.#window.track(key);
-    const hot = this.#hot.get(key);
-    const clock = this.#clock;
-    if (hot === undefined || hot.until <= clock || !hot.cache) {
+    if (hot === undefined) {
+      this.#window.track(key);
       this.#misses++;
       return this.#callLoader(key, loader);
     }
-    // The hit path: the hot entry is also the cache slot and holds a resolved promise of the
-    // value. Recency reaches the LRU once per key per coarse clock tick, not on every hit.
-    if (hot.promise !== undefined && clock < hot.expiresAt) {
-      if (hot.usedAt !== clock) {
-        hot.usedAt = clock;
-        this.#cache.touch(key);
-      }
-      this.#hits++;
-      return hot.promise as Promise<T>;
+    const clock = this.#clock;
+    if (hot.until <= clock || !hot.cache) {
+      this.#misses++;
+      return this.#callLoader(key, loader);
     }
     const cached = this.#cache.get(key, clock); // drops (and counts) an expired value
     if (cached !== MISS) {

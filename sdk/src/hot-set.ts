@@ -23,6 +23,12 @@ export interface HotState extends CacheSlot {
   /** cluster-wide accesses per second at promotion */
   qps: number;
   generation: number;
+  /**
+   * The key's counter slot in the client's access window when last counted (-1: none): a hint
+   * that spares `get()` a second lookup, checked against the window on each use because slots
+   * are recycled. The client keeps it; here it only starts at -1.
+   */
+  counterSlot: number;
 }
 
 const NONE: readonly HotState[] = Object.freeze([]);
@@ -93,6 +99,7 @@ export class HotSet {
       cache: p.cache,
       qps: p.qps,
       generation: ++this.#generation,
+      counterSlot: -1,
       value: undefined,
       promise: undefined,
       expiresAt: 0,

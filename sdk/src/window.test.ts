@@ -235,6 +235,28 @@ test('urgent: new thresholds make a key already over them urgent; calm() ends an
   assert.equal(plain.collect([10]).keys, ['k']);
 });
 
+test('trackAt counts through a remembered slot only while the slot still belongs to the key', () => {
+  const w = new AccessWindow({ admission: 2, maxCandidates: 1, now: 0, rules: new RuleSet(parseRules([{ match: 'k*', threshold: 1 }])) });
+  assert.is(w.track('k1'), -1, 'only in the sketch yet: no slot');
+  assert.not.ok(w.trackAt(-1, 'k1'));
+  const slot = w.track('k1');
+  assert.ok(slot >= 0);
+  assert.ok(w.trackAt(slot, 'k1'));
+  assert.ok(w.trackAt(slot, 'k1'));
+  assert.is(w.count('k1'), 3, 'the admitting access and two through the slot, exactly');
+  assert.equal(w.collect([1]).counts, [3], 'pending counts too');
+  assert.not.ok(w.trackAt(slot, 'k2'), "another key's slot counts nothing");
+  assert.is(w.count('k1'), 3);
+  // the window empties: the slot is released, then recycled for another key
+  w.advance(1000);
+  assert.is(w.count('k1'), 0);
+  times(w, 'k2', 2);
+  assert.is(w.track('k2'), slot, 'the only slot, now k2\'s');
+  assert.not.ok(w.trackAt(slot, 'k1'), 'a stale slot counts nothing for its former key');
+  assert.is(w.count('k2'), 2);
+  assert.is(w.count('k1'), 0);
+});
+
 test('options are validated', () => {
   assert.throws(() => new AccessWindow({ maxCandidates: 0 }), (e: unknown) => e instanceof TypeError);
   assert.throws(() => new AccessWindow({ sliceMs: -1 }), (e: unknown) => e instanceof TypeError);

@@ -156,19 +156,38 @@ export class AccessWindow {
     this.#lastSlice = Math.floor((options.now ?? 0) / this.sliceMs);
   }
 
-  /** Counts one access. Allocation-free for a key that already has a counter. */
-  track(key: string): void {
+  /**
+   * Counts one access. Allocation-free for a key that already has a counter. Returns the key's
+   * counter slot, or -1 when it has none (it was only counted in the sketch): a caller that
+   * keeps the slot can count the key's next access with `trackAt`, without a lookup.
+   */
+  track(key: string): number {
     const slot = this.#slotOf.get(key);
     if (slot !== undefined) {
-      this.#sliceCounts[slot * this.slices + this.#cur]!++;
-      this.#pending[slot]!++;
-      if (++this.#totals[slot]! === this.#crossAt[slot]) this.#cross(slot);
-      return;
+      this.#count(slot);
+      return slot;
     }
-    this.#trackCold(key);
+    return this.#trackCold(key);
   }
 
-  #trackCold(key: string): void {
+  /**
+   * Counts one access of `key` through the slot a previous `track(key)` returned, if the slot
+   * still belongs to `key` (slots are recycled when a key's window empties or it is evicted).
+   * Returns false, counting nothing, when it does not: the caller then calls `track(key)`.
+   */
+  trackAt(slot: number, key: string): boolean {
+    if (slot < 0 || this.#keys[slot] !== key) return false;
+    this.#count(slot);
+    return true;
+  }
+
+  #count(slot: number): void {
+    this.#sliceCounts[slot * this.slices + this.#cur]!++;
+    this.#pending[slot]!++;
+    if (++this.#totals[slot]! === this.#crossAt[slot]) this.#cross(slot);
+  }
+
+  #trackCold(key: string): number {
     const h1 = hashString(key);
     const h2 = mix32(h1 ^ 0x9e3779b9) | 1;
     const mask = this.#width - 1;
@@ -183,7 +202,7 @@ export class AccessWindow {
     // each); only an estimate that stands out from that noise earns an exact counter.
     this.#sketchAdds++;
     this.#sketchLive = 16;
-    if (estimate < this.#admission + ((this.#sketchAdds / this.#width) | 0)) return;
+    if (estimate < this.#admission + ((this.#sketchAdds / this.#width) | 0)) return -1;
     let slot: number;
     if (this.#freeTop > 0) slot = this.#free[--this.#freeTop]!;
     else {
@@ -191,7 +210,7 @@ export class AccessWindow {
       const victimRule = this.#rule[victim]!;
       if (victimRule >= 0 && this.#totals[victim]! >= estimate) {
         this.#rejected++;
-        return;
+        return -1;
       }
       this.#release(victim);
       this.#evicted++;
@@ -212,6 +231,7 @@ export class AccessWindow {
     this.#crossAt[slot] = thr;
     this.#urgentEnd[slot] = -Infinity;
     if (thr === 1) this.#cross(slot);
+    return slot;
   }
 
   #thresholdOf(rule: number): number {
