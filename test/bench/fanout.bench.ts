@@ -9,8 +9,9 @@
 import WebSocket from 'ws';
 import { once } from 'node:events';
 import { encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/protocol.ts';
-import { benchMain, forkWorker, percentile, type BenchRow, type Worker } from './harness.ts';
+import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer } from './server-process.ts';
+import { connectSdkWorkers } from './sdk-workers.ts';
 
 const THRESHOLD = 1000;
 const WORKERS = 2;
@@ -30,12 +31,7 @@ async function run(kind: 'sdk' | 'naive', sdks: number, promotions: number) {
   const server = await startServer(kind === 'sdk' ? 'hub' : 'naive', { threshold: THRESHOLD });
   const workers: Worker[] = [];
   try {
-    for (let w = 0; w < WORKERS; w++) {
-      const worker = forkWorker(new URL('./sdk.worker.ts', import.meta.url));
-      workers.push(worker);
-      worker.send({ type: 'connect', url: server.url, count: sdks / WORKERS, kind });
-    }
-    await Promise.all(workers.map((w) => w.waitFor('connected', 120_000)));
+    await connectSdkWorkers(workers, server.url, sdks, kind, 120_000, WORKERS);
     const send = await trigger(server.url, kind);
     await new Promise((r) => setTimeout(r, 1000));
 

@@ -7,8 +7,9 @@
  * is flush interval, hub decision and broadcast. p50 / p99 are over every (instance, surge) pair.
  * The naive baseline runs the same surges with its 500 ms batching.
  */
-import { benchMain, forkWorker, percentile, type BenchRow, type Worker } from './harness.ts';
+import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer } from './server-process.ts';
+import { connectSdkWorkers } from './sdk-workers.ts';
 
 const THRESHOLD = 1000;
 const SURGE_FACTOR = 10;
@@ -18,13 +19,7 @@ async function run(kind: 'sdk' | 'naive', sdks: number, surges: number): Promise
   const server = await startServer(kind === 'sdk' ? 'hub' : 'naive', { threshold: THRESHOLD });
   const workers: Worker[] = [];
   try {
-    for (let w = 0; w < WORKERS; w++) {
-      const worker = forkWorker(new URL('./sdk.worker.ts', import.meta.url));
-      workers.push(worker);
-      const count = Math.floor(sdks / WORKERS) + (w < sdks % WORKERS ? 1 : 0);
-      worker.send({ type: 'connect', url: server.url, count, kind });
-    }
-    await Promise.all(workers.map((w) => w.waitFor('connected', 90_000)));
+    await connectSdkWorkers(workers, server.url, sdks, kind, 90_000, WORKERS);
     // let Config frames (instance counts -> local thresholds) settle before the first surge
     await new Promise((r) => setTimeout(r, 800));
     const latencies: number[] = [];
