@@ -30,6 +30,16 @@ test('validation names the field', () => {
   assert.is(fieldOf(() => parseRules([null])), 'rules[0]');
 });
 
+test('a field in the wrong case is named with the field meant', () => {
+  try {
+    parseRules([{ match: 'a', threshold: 1, windowMS: 500 }]);
+    assert.unreachable('accepted');
+  } catch (err) {
+    assert.instance(err, ValidationError);
+    assert.is((err as ValidationError).message, 'rules[0].windowMS: unknown field (did you mean "windowMs"?)');
+  }
+});
+
 test('most specific rule wins', () => {
   const set = new RuleSet(parseRules([
     { match: '*', threshold: 1 },

@@ -62,7 +62,9 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) fail(field, 'must be an object');
   const raw = input as Record<string, unknown>;
   for (const name of Object.keys(raw)) {
-    if (!KNOWN_FIELDS.has(name)) fail(`${field}.${name}`, 'unknown field');
+    if (KNOWN_FIELDS.has(name)) continue;
+    const meant = [...KNOWN_FIELDS].find((known) => known.toLowerCase() === name.toLowerCase());
+    fail(`${field}.${name}`, meant === undefined ? 'unknown field' : `unknown field (did you mean "${meant}"?)`);
   }
   const match = raw.match;
   if (typeof match !== 'string' || match.length === 0) fail(`${field}.match`, 'must be a non-empty string');
