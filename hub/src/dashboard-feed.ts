@@ -234,7 +234,7 @@ export class DashboardFeed {
     }
     if (this.dashboards >= this.#opts.maxDashboards) {
       this.stats.refused++;
-      throw new ProtocolError(ErrorCode.Unavailable, `this hub serves at most ${this.#opts.maxDashboards} live dashboards`, CloseCode.GoingAway);
+      throw new ProtocolError(ErrorCode.OverCapacity, `this hub serves at most ${this.#opts.maxDashboards} live dashboards`, CloseCode.OverCapacity);
     }
     clearTimeout(sub.helloTimer);
     sub.state = SubscriberState.Live;

@@ -171,7 +171,7 @@ export class HubCore implements SessionHost {
     const app = this.#app(hello.app);
     if (app === undefined) refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `this hub keeps state for at most ${this.tunables.maxApps} apps`);
     if (app.sessions.size >= this.tunables.maxSessionsPerApp) {
-      refuse(ErrorCode.Unavailable, CloseCode.GoingAway, `app "${hello.app}" has ${app.sessions.size} connections, the most this hub accepts`);
+      refuse(ErrorCode.OverCapacity, CloseCode.OverCapacity, `app "${hello.app}" has ${app.sessions.size} connections, the most this hub accepts`);
     }
 
     this.#awaitingHello.delete(session);

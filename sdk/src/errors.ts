@@ -21,6 +21,8 @@ export const ErrorCode = {
   HelloTimeout: 'HK_ERR_HELLO_TIMEOUT',
   /** the socket's send buffer stayed over the hub's limit: the peer reads too slowly */
   SlowConsumer: 'HK_ERR_SLOW_CONSUMER',
+  /** the hub is at a connection limit (close 4009); the client retries with backoff */
+  OverCapacity: 'HK_ERR_OVER_CAPACITY',
   /** a rule or rule set that does not validate */
   Rules: 'HK_ERR_RULES',
   /** a config file or option that does not validate */

@@ -64,6 +64,8 @@ export const CloseCode = {
   KeyTooLong: 4005,
   HelloTimeout: 4006,
   SlowConsumer: 4008,
+  /** the hub is at its connection limit for the app (or for dashboards): retry later, with backoff */
+  OverCapacity: 4009,
   /** the hub leaves the cluster (SIGTERM): reconnect elsewhere, its keys move */
   Leaving: 4010,
 } as const;

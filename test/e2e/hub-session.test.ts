@@ -159,6 +159,26 @@ for (const bad of badInputs) {
   });
 }
 
+test('an app at its connection limit refuses the next one with HK_ERR_OVER_CAPACITY and close 4009', async () => {
+  const h = await startHub({ port: 0, tunables: { maxSessionsPerApp: 2 }, log: () => {} });
+  try {
+    const first = await RawClient.join(h.url, 'capped', { instance: 'one' });
+    const second = await RawClient.join(h.url, 'capped', { instance: 'two' });
+    const third = await RawClient.connect(h.url);
+    const other = await RawClient.join(h.url, 'another-app', { instance: 'three' });
+    clients.push(first.client, second.client, third, other.client);
+    third.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'capped', instance: 'three', sdk: 'raw-test' });
+    const closed = await third.closeEvent(5000);
+    assert.is(closed.code, CloseCode.OverCapacity);
+    const err = third.received.find((m) => m.t === MsgType.Error);
+    assert.is(err?.t === MsgType.Error && err.code, 'HK_ERR_OVER_CAPACITY');
+    await first.client.ping(); // the admitted ones and other apps are untouched
+    await other.client.ping();
+  } finally {
+    await h.close();
+  }
+});
+
 test('silence past the hello timeout gets HK_ERR_HELLO_TIMEOUT and close 4006; a healthy connection keeps working', async () => {
   // its own hub: a short hello timeout would race the large frames of the other cases on a busy box
   const h = await startHub({ port: 0, tunables: { helloTimeoutMs: 300 }, log: () => {} });
