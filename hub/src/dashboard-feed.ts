@@ -47,7 +47,7 @@ export interface FeedSource {
 /**
  * @param [intervalMs=250] how often deltas go out
  * @param [maxRowsPerFrame=2000] hot rows (and removals) in one frame
- * @param [maxDashboards=32] live pages at once; more are refused with close 1013-like 4008
+ * @param [maxDashboards=32] live pages at once; more are refused with HK_ERR_OVER_CAPACITY, close 4009
  * @param [softBufferBytes=1 MiB] a page whose socket holds more unsent bytes skips deltas
  * @param [maxBufferBytes=8 MiB] ... and is dropped (HK_ERR_SLOW_CONSUMER, close 4008) above this
  * @param [helloTimeoutMs=5000] a page must send Hello within this
