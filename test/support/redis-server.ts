@@ -66,7 +66,12 @@ export class RedisServer {
         reject(new Error(`redis-server exited with ${code}: ${output}`));
       });
     });
-    await ready;
+    try {
+      await ready;
+    } catch (err) {
+      child.kill('SIGKILL'); // a server that never said it was ready must not outlive the test
+      throw err;
+    }
   }
 
   /** SIGKILL by default: an outage, not a shutdown. */
