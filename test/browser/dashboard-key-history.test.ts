@@ -6,20 +6,16 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HotKeyClient } from '@hotkey/sdk';
-import { HubProcess } from '../support/hub-process.ts';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { delay, drive, type Driver } from '../support/traffic.ts';
 import { ARTIFACTS, Chromium, until, within, type WatchedPage } from './chromium.ts';
 
 const RATE = 400;
 const KEY = 'item:hist/a'; // a '/' in the key: the route and the API must both keep it
 const config = { apps: { shop: { rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000 }] } } };
-const dir = mkdtempSync(join(tmpdir(), 'hotkey-browser-qps-'));
-const configPath = join(dir, 'hub.json');
-writeFileSync(configPath, JSON.stringify(config));
+const configPath = writeConfig(config, 'hotkey-browser-qps-');
 
 let hub: HubProcess;
 let browser: Chromium;

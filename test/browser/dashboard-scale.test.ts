@@ -7,18 +7,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { once } from 'node:events';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
-import { HubProcess } from '../support/hub-process.ts';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { ARTIFACTS, Chromium, until, type WatchedPage } from './chromium.ts';
 
 const KEYS = 10_000;
 const config = { apps: { big: { rules: [{ match: 'k:*', threshold: 5, windowMs: 1000, hotMs: 60_000, demoteWindows: 2 }] } } };
-const dir = mkdtempSync(join(tmpdir(), 'hotkey-scale-'));
-writeFileSync(join(dir, 'hub.json'), JSON.stringify(config));
+const configPath = writeConfig(config, 'hotkey-scale-');
 
 let hub: HubProcess;
 let browser: Chromium;
@@ -43,7 +40,7 @@ async function hotCount(): Promise<string> {
 }
 
 test.before(async () => {
-  hub = await HubProcess.start({ args: ['--config', join(dir, 'hub.json')] });
+  hub = await HubProcess.start({ args: ['--config', configPath] });
   browser = await Chromium.launch();
   ws = new WebSocket(hub.url);
   await once(ws, 'open', { signal: AbortSignal.timeout(5000) });

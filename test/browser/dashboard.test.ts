@@ -6,11 +6,10 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HotKeyClient } from '@hotkey/sdk';
-import { HubProcess } from '../support/hub-process.ts';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { delay, drive } from '../support/traffic.ts';
 import { ARTIFACTS, Chromium, until, type WatchedPage } from './chromium.ts';
 
@@ -22,9 +21,7 @@ const config = {
     promo: { rules: [] },
   },
 };
-const dir = mkdtempSync(join(tmpdir(), 'hotkey-browser-'));
-const configPath = join(dir, 'hub.json');
-writeFileSync(configPath, JSON.stringify(config));
+const configPath = writeConfig(config, 'hotkey-browser-');
 
 let hub: HubProcess;
 let browser: Chromium;

@@ -5,11 +5,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { HotKeyClient } from '@hotkey/sdk';
-import { HubProcess } from '../support/hub-process.ts';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { delay, drive, waitFor } from '../support/traffic.ts';
 import { request } from '../support/http.ts';
 
@@ -19,9 +16,7 @@ const config = {
   apps: { shop: { rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000 }, { match: 'cool:*', threshold: 100, windowMs: 500, demoteWindows: 2, hotMs: 30_000 }] } },
   dashboardToken: READ,
 };
-const dir = mkdtempSync(join(tmpdir(), 'hotkey-qps-'));
-const configPath = join(dir, 'hub.json');
-writeFileSync(configPath, JSON.stringify(config));
+const configPath = writeConfig(config, 'hotkey-qps-');
 
 let hub: HubProcess;
 const clients: HotKeyClient[] = [];

@@ -4,11 +4,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { HotKeyClient } from '@hotkey/sdk';
-import { HubProcess } from '../support/hub-process.ts';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { delay, drive, waitFor } from '../support/traffic.ts';
 
 const THRESHOLD = 300;
@@ -24,9 +21,7 @@ const config = {
     },
   },
 };
-const dir = mkdtempSync(join(tmpdir(), 'hotkey-loop-'));
-const configPath = join(dir, 'hub.json');
-writeFileSync(configPath, JSON.stringify(config));
+const configPath = writeConfig(config, 'hotkey-loop-');
 
 let hub: HubProcess;
 const clients: HotKeyClient[] = [];

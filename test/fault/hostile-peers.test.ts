@@ -5,14 +5,11 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { HotKeyClient } from '@hotkey/sdk';
 import { CloseCode, encode, MAX_FRAME_BYTES, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
-import { HubProcess } from '../support/hub-process.ts';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { drive, waitFor } from '../support/traffic.ts';
 
 const THRESHOLD = 200;
@@ -21,9 +18,7 @@ let hub: HubProcess;
 const clients: HotKeyClient[] = [];
 
 test.before(async () => {
-  const path = join(mkdtempSync(join(tmpdir(), 'hotkey-hostile-')), 'hub.json');
-  writeFileSync(path, JSON.stringify(config));
-  hub = await HubProcess.start({ args: ['--config', path] });
+  hub = await HubProcess.start({ args: ['--config', writeConfig(config, 'hotkey-hostile-')] });
 });
 
 test.after(async () => {

@@ -5,12 +5,9 @@
  * resynchronise when the hub comes back (SIGCONT).
  */
 import { test } from 'uvu';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import * as assert from 'uvu/assert';
 import { HotKeyClient, HotKeyError, type ClientStatus } from '@hotkey/sdk';
-import { HubProcess } from '../support/hub-process.ts';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { drive, waitFor } from '../support/traffic.ts';
 
 const THRESHOLD = 200;
@@ -22,9 +19,7 @@ let hub: HubProcess;
 let clients: HotKeyClient[] = [];
 
 test.before(async () => {
-  const path = join(mkdtempSync(join(tmpdir(), 'hotkey-freeze-')), 'hub.json');
-  writeFileSync(path, JSON.stringify(config));
-  hub = await HubProcess.start({ args: ['--config', path] });
+  hub = await HubProcess.start({ args: ['--config', writeConfig(config, 'hotkey-freeze-')] });
 });
 
 test.after(async () => {

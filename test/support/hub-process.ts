@@ -8,9 +8,19 @@
  *   const { code } = await hub.stop(); // SIGTERM, graceful
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const HUB_BIN = fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
+
+/** Writes a hub config to a fresh temporary file and returns its path, for `--config`. */
+export function writeConfig(config: object, prefix = 'hotkey-config-'): string {
+  const path = join(mkdtempSync(join(tmpdir(), prefix)), 'hub.json');
+  writeFileSync(path, JSON.stringify(config));
+  return path;
+}
 
 export interface HubReady {
   id: string;
