@@ -30,6 +30,16 @@ import { ZipfSampler, mulberry32 } from './zipf.ts';
 
 /** records per Report frame: a busy instance's flush */
 export const RECORDS_PER_FRAME = 500;
+
+/** The `done` message, as the benchmarks read it. */
+export interface LoadDone {
+  records: number;
+  startedAt: number;
+  drainedAt: number;
+  closedEarly: number;
+  /** this process's CPU time in ms */
+  cpuMs: number;
+}
 const FRAMES = 64;
 const KEYS = 50_000;
 const HIGH_WATER = 1 << 20;
@@ -220,6 +230,7 @@ await Promise.all(
   }),
 );
 const drainedAt = Date.now();
-toParent({ type: 'done', records, startedAt, stoppedAt: stopAt, drainedAt, closedEarly, sawPlanted, cpuMs: cpuMs() });
+const done: LoadDone = { records, startedAt, drainedAt, closedEarly, cpuMs: cpuMs() };
+toParent({ type: 'done', ...done, stoppedAt: stopAt, sawPlanted });
 for (const ws of sockets) ws.terminate();
 process.exit(0);

@@ -7,18 +7,12 @@
  * in-order barrier; the rate is records sent / (last barrier answered - first frame sent), so
  * nothing still queued counts as absorbed.
  */
-import { benchMain, forkWorker, type BenchRow } from './harness.ts';
+import { benchMain, forkWorker } from './harness.ts';
 import { startServer, type ServerKind } from './server-process.ts';
+import type { LoadDone } from './ingest-load.worker.ts';
 
 const GENERATORS = 2;
 const CONNECTIONS_PER_GENERATOR = 4;
-
-interface Done {
-  records: number;
-  startedAt: number;
-  drainedAt: number;
-  closedEarly: number;
-}
 
 async function measure(kind: ServerKind, durationMs: number): Promise<{ rate: number; cpuPerRecordNs: number; closedEarly: number }> {
   const server = await startServer(kind, { threshold: 1000 });
@@ -30,7 +24,7 @@ async function measure(kind: ServerKind, durationMs: number): Promise<{ rate: nu
     await Promise.all(generators.map((g) => g.waitFor('ready', 30_000)));
     const cpuBefore = (await server.stats()).cpuMs;
     for (const g of generators) g.send({ type: 'go', durationMs });
-    const done = await Promise.all(generators.map((g) => g.waitFor<Done>('done', durationMs + 60_000)));
+    const done = await Promise.all(generators.map((g) => g.waitFor<LoadDone>('done', durationMs + 60_000)));
     const cpuAfter = (await server.stats()).cpuMs;
     const records = done.reduce((a, d) => a + d.records, 0);
     const elapsed = Math.max(...done.map((d) => d.drainedAt)) - Math.min(...done.map((d) => d.startedAt));

@@ -23,18 +23,11 @@ import { join } from 'node:path';
 import { HubProcess } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { benchMain, forkWorker, processCpuMs, withDeadline, type BenchRow, type Worker } from './harness.ts';
+import type { LoadDone } from './ingest-load.worker.ts';
 
 const GENERATORS = 2;
 const CONNECTIONS_PER_GENERATOR = 4;
 const THRESHOLD = 1000;
-
-interface Done {
-  records: number;
-  startedAt: number;
-  drainedAt: number;
-  closedEarly: number;
-  cpuMs: number;
-}
 
 interface Counters {
   records: number;
@@ -126,7 +119,7 @@ async function measure(ids: string[], configPath: string, durationMs: number): P
     const before = await Promise.all(hubs.map(counters));
     const machineBefore = machineBusyMs();
     for (const g of generators) g.send({ type: 'go', durationMs });
-    const done = await Promise.all(generators.map((g) => g.waitFor<Done>('done', durationMs + 60_000)));
+    const done = await Promise.all(generators.map((g) => g.waitFor<LoadDone>('done', durationMs + 60_000)));
     const after = await Promise.all(hubs.map(counters));
     const machineAfter = machineBusyMs();
 
