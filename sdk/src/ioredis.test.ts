@@ -1,10 +1,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { HotKeyClient } from './client.ts';
+import { HotKeyClient } from './client/client.ts';
 import { withHotKeys } from './ioredis.ts';
-import { MsgType } from './protocol.ts';
-import { ProtocolPeer, until, type PeerSocket } from './protocol-peer.test-helper.ts';
+import { MsgType } from './wire/protocol.ts';
+import { ProtocolPeer, until, type PeerSocket } from '../../test/support/protocol-peer.ts';
 import { RedisServer } from '../../test/support/redis-server.ts';
 
 const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 60_000, cache: true, at: 0 };

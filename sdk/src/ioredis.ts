@@ -12,8 +12,8 @@
  * pass straight through (their writes are not invalidated).
  */
 import type { Redis } from 'ioredis';
-import type { HotKeyClient } from './client.ts';
-import { MAX_KEY_LENGTH } from './protocol.ts';
+import type { HotKeyClient } from './client/client.ts';
+import { MAX_KEY_LENGTH } from './wire/protocol.ts';
 
 export interface WithHotKeysOptions {
   /** writes resolve after the hub acknowledged the invalidation cluster-wide (read-your-writes everywhere) @default true */

@@ -10,7 +10,7 @@
  * reports every key every 500 ms into exact per-key windows. Time is simulated, so the figures are
  * deterministic and independent of machine load.
  */
-import { AccessWindow } from '../../sdk/src/window.ts';
+import { AccessWindow } from '../../sdk/src/counting/window.ts';
 import { RuleSet, localThreshold, parseRules } from '../../sdk/src/rules.ts';
 import { Aggregator, reporterBit } from '../../hub/src/aggregator.ts';
 import { NaiveWindows } from './baseline/naive-window.ts';

@@ -8,7 +8,7 @@
  */
 import WebSocket from 'ws';
 import { once } from 'node:events';
-import { encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/protocol.ts';
+import { encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer } from './server-process.ts';
 import { connectSdkWorkers } from './sdk-workers.ts';

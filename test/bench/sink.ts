@@ -7,7 +7,7 @@
  */
 import { WebSocketServer } from 'ws';
 import { once } from 'node:events';
-import { decodeClientMessage, encode, MsgType } from '../../sdk/src/protocol.ts';
+import { decodeClientMessage, encode, MsgType } from '../../sdk/src/wire/protocol.ts';
 
 export interface Sink {
   url: string;

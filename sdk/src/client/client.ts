@@ -9,14 +9,14 @@
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { HubConnection, type ConnectionHandler } from './connection.ts';
-import { ErrorCode, HotKeyError } from './errors.ts';
-import { HotSet, type HotState } from './hot-set.ts';
-import { LocalCache, MISS } from './local-cache.ts';
-import { Ownership } from './ownership.ts';
-import { CloseCode, encode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MAX_REPORT_KEYS, MsgType, PROTOCOL_VERSION, type Hello, type Member, type ServerMessage, type Welcome } from './protocol.ts';
-import { RuleSet, type Rule } from './rules.ts';
-import { AccessWindow } from './window.ts';
+import { HubConnection, type ConnectionHandler } from '../wire/connection.ts';
+import { ErrorCode, HotKeyError } from '../errors.ts';
+import { HotSet, type HotState } from '../cache/hot-set.ts';
+import { LocalCache, MISS } from '../cache/local-cache.ts';
+import { Ownership } from '../ownership.ts';
+import { CloseCode, encode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MAX_REPORT_KEYS, MsgType, PROTOCOL_VERSION, type Hello, type Member, type ServerMessage, type Welcome } from '../wire/protocol.ts';
+import { RuleSet, type Rule } from '../rules.ts';
+import { AccessWindow } from '../counting/window.ts';
 
 export const SDK_NAME = '@hotkey/sdk/0.1.0';
 

@@ -6,7 +6,7 @@
  * `ConnectionHandler`; nothing here throws into the caller or emits unhandled events.
  */
 import WebSocket from 'ws';
-import { ErrorCode, HotKeyError, ProtocolError } from './errors.ts';
+import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
 import { CloseCode, decodeServerMessage, encode, FATAL_CLOSE_CODES, MAX_FRAME_BYTES, MsgType, type ClientMessage, type Hello, type ServerMessage, type Welcome } from './protocol.ts';
 
 export interface ConnectionHandler {

@@ -24,8 +24,8 @@
  * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
  * (2005); Einziger et al., "TinyLFU: A highly efficient cache admission policy" (2017).
  */
-import { hashString, mix32 } from './hash.ts';
-import { RuleSet, WINDOW_SLICES } from './rules.ts';
+import { hashString, mix32 } from '../hash.ts';
+import { RuleSet, WINDOW_SLICES } from '../rules.ts';
 
 export interface AccessWindowOptions {
   /** exact counters kept at most @default 8192 */

@@ -13,8 +13,8 @@
  *   hub -> dashboard         : FeedSnapshot, then FeedDelta every few hundred ms; Error + close
  */
 import { Packr } from 'msgpackr';
-import { ErrorCode, ProtocolError } from './errors.ts';
-import { parseRules, type Rule } from './rules.ts';
+import { ErrorCode, ProtocolError } from '../errors.ts';
+import { parseRules, type Rule } from '../rules.ts';
 
 export const PROTOCOL_VERSION = 1;
 /** frames larger than this are refused with HK_ERR_FRAME_TOO_LARGE / close 4004 */

@@ -3,9 +3,9 @@ import * as assert from 'uvu/assert';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { HubConnection, type ConnectionHandler } from './connection.ts';
-import { HotKeyError } from './errors.ts';
+import { HotKeyError } from '../errors.ts';
 import { MsgType, PROTOCOL_VERSION, type Hello } from './protocol.ts';
-import { ProtocolPeer, until } from './protocol-peer.test-helper.ts';
+import { ProtocolPeer, until } from '../../../test/support/protocol-peer.ts';
 
 const hello: Hello = { t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', instance: 'i', sdk: 'test' };
 

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { AccessWindow } from './window.ts';
-import { parseRules, RuleSet } from './rules.ts';
+import { parseRules, RuleSet } from '../rules.ts';
 
 function times(window: AccessWindow, key: string, n: number): void {
   for (let i = 0; i < n; i++) window.track(key);

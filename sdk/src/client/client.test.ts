@@ -1,10 +1,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HotKeyClient, type ClientOptions, type ClientStatus } from './client.ts';
-import { ErrorCode, HotKeyError } from './errors.ts';
-import { Ownership } from './ownership.ts';
-import { CloseCode, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from './protocol.ts';
-import { ProtocolPeer, until, type PeerSocket } from './protocol-peer.test-helper.ts';
+import { ErrorCode, HotKeyError } from '../errors.ts';
+import { Ownership } from '../ownership.ts';
+import { CloseCode, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '../wire/protocol.ts';
+import { ProtocolPeer, until, type PeerSocket } from '../../../test/support/protocol-peer.ts';
 
 const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 10_000, cache: true, at: 0 };
 

@@ -1,13 +1,13 @@
 /**
  * Test support only: a minimal hub-side protocol peer (a real `ws` server on 127.0.0.1:0 that
  * speaks protocol.ts frames) so the SDK's connection logic is tested against a real socket
- * before the real hub exists. It answers Hello with the Welcome the test configures and
+ * whose every frame the test controls. It answers Hello with the Welcome the test configures and
  * otherwise only does what the test tells it to.
  */
 import { once } from 'node:events';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { decodeClientMessage, encode, MsgType, PROTOCOL_VERSION, type ClientMessage, type Hello, type Member, type ServerMessage, type Welcome } from './protocol.ts';
-import type { Rule } from './rules.ts';
+import { decodeClientMessage, encode, MsgType, PROTOCOL_VERSION, type ClientMessage, type Hello, type Member, type ServerMessage, type Welcome } from '@hotkey/sdk/protocol';
+import type { Rule } from '@hotkey/sdk/rules';
 
 export interface PeerSocket {
   ws: WebSocket;

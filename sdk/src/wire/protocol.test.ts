@@ -2,8 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
 import { CloseCode, decodeClientMessage, decodeServerMessage, encode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from './protocol.ts';
-import { ProtocolError } from './errors.ts';
-import { DEFAULT_RULE } from './rules.ts';
+import { ProtocolError } from '../errors.ts';
+import { DEFAULT_RULE } from '../rules.ts';
 
 function rejects(bytes: Uint8Array, code: string, closeCode: number, decode: (b: Uint8Array) => unknown = decodeClientMessage) {
   try {
