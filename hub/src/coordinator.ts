@@ -7,7 +7,8 @@
  * known state, writes that only inform (events, stats) are dropped and counted, and `health()`
  * says `degraded` until the store is back.
  */
-import type { FeedEvent, FeedHub, Member } from '@hotkey/sdk/protocol';
+import type { Member } from '@hotkey/sdk/protocol';
+import type { FeedEvent, FeedHub } from '@hotkey/sdk/feed-protocol';
 import type { Rule } from '@hotkey/sdk/rules';
 
 /** A promotion, demotion or invalidation, as shown in the events feed and kept in history: the

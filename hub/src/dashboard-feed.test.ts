@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CloseCode, decodeFeedMessage, encode, MsgType, PROTOCOL_VERSION, type FeedDelta, type FeedMessage, type FeedSnapshot } from '@hotkey/sdk/protocol';
+import { CloseCode, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
+import { decodeFeedMessage, type FeedDelta, type FeedMessage, type FeedSnapshot } from '@hotkey/sdk/feed-protocol';
 import { DashboardFeed, type FeedSource } from './dashboard-feed.ts';
 import { LocalCoordinator } from './local-coordinator.ts';
 import type { HotKeyRow } from './hub-core.ts';

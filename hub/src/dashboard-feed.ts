@@ -12,20 +12,8 @@
  * a slow dashboard never holds memory in the hub.
  */
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
-import {
-  CloseCode,
-  decodeClientMessage,
-  encodeFeed,
-  errorFrame,
-  MAX_FEED_HUBS,
-  MsgType,
-  PROTOCOL_VERSION,
-  type FeedDelta,
-  type FeedEvent,
-  type FeedHotRow,
-  type FeedHub,
-  type FeedInstance,
-} from '@hotkey/sdk/protocol';
+import { CloseCode, decodeClientMessage, errorFrame, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
+import { encodeFeed, MAX_FEED_HUBS, type FeedDelta, type FeedEvent, type FeedHotRow, type FeedHub, type FeedInstance } from '@hotkey/sdk/feed-protocol';
 import { tokenMatches } from './auth.ts';
 import { RuleSet, type Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent } from './coordinator.ts';

@@ -1,5 +1,5 @@
 /** Cluster: every hub (ingest, connections, memory, Redis) and every SDK instance per app. */
-import type { FeedInstance } from '@hotkey/sdk/protocol';
+import type { FeedInstance } from '@hotkey/sdk/feed-protocol';
 import { el } from './element.ts';
 import type { FeedState } from './feed-state.ts';
 import { formatAgo, formatBytes, formatDuration, formatQps } from './format.ts';

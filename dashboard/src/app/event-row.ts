@@ -1,5 +1,5 @@
 /** One event as a table row, shared by the Events tab and the key detail. */
-import type { FeedEvent } from '@hotkey/sdk/protocol';
+import type { FeedEvent } from '@hotkey/sdk/feed-protocol';
 import { el } from './element.ts';
 import { formatClock, formatQps } from './format.ts';
 

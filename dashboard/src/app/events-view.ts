@@ -3,7 +3,7 @@
  * invalidations. Filters by type and text; shows latency percentiles of recent promotions.
  * Renders at most MAX_SHOWN rows however fast events arrive.
  */
-import type { FeedEvent } from '@hotkey/sdk/protocol';
+import type { FeedEvent } from '@hotkey/sdk/feed-protocol';
 import { el, setText } from './element.ts';
 import { eventHeader, eventRow } from './event-row.ts';
 import type { FeedState } from './feed-state.ts';

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeFeedMessage, encodeFeed, MsgType, type FeedDelta, type FeedHotRow, type FeedSnapshot } from '@hotkey/sdk/protocol';
+import { MsgType } from '@hotkey/sdk/protocol';
+import { decodeFeedMessage, encodeFeed, type FeedDelta, type FeedHotRow, type FeedSnapshot } from '@hotkey/sdk/feed-protocol';
 import { ProtocolError } from '@hotkey/sdk';
 import { FeedState } from './feed-state.ts';
 import { rowId } from './row-id.ts';

@@ -3,7 +3,8 @@
  * arrays and records what changed, so that rendering (a few times a second) touches only the views
  * that need it. Pure: no DOM, tested in Node.
  */
-import { MsgType, type FeedEvent, type FeedHotRow, type FeedHub, type FeedInstance, type FeedMessage } from '@hotkey/sdk/protocol';
+import { MsgType } from '@hotkey/sdk/protocol';
+import type { FeedEvent, FeedHotRow, FeedHub, FeedInstance, FeedMessage } from '@hotkey/sdk/feed-protocol';
 import { rowId } from './row-id.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { FeedEvent } from '@hotkey/sdk/protocol';
+import type { FeedEvent } from '@hotkey/sdk/feed-protocol';
 import { summarizeHistory } from './history-model.ts';
 
 const ev = (type: FeedEvent['type'], key: string, at: number, qps = 0, latencyMs?: number): FeedEvent => ({ type, app: 'shop', key, qps, at, hub: 'h', ...(latencyMs === undefined ? {} : { latencyMs }) });

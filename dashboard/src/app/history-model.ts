@@ -2,7 +2,7 @@
  * "Top hot keys over the last hour / day": folds the history stream (promotions, demotions,
  * invalidations, oldest first) into one line per key. Pure, tested in Node.
  */
-import type { FeedEvent } from '@hotkey/sdk/protocol';
+import type { FeedEvent } from '@hotkey/sdk/feed-protocol';
 import { rowId } from './row-id.ts';
 
 export interface KeySummary {

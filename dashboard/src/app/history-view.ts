@@ -2,7 +2,7 @@
  * Hot-key history: the top keys of the last hour or day, folded from the history stream, with
  * CSV export of the summary and of the raw events.
  */
-import type { FeedEvent } from '@hotkey/sdk/protocol';
+import type { FeedEvent } from '@hotkey/sdk/feed-protocol';
 import { api, ApiError, listOf } from './api.ts';
 import { toCsv } from './csv.ts';
 import { el, setText } from './element.ts';

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { FeedHotRow } from '@hotkey/sdk/protocol';
+import type { FeedHotRow } from '@hotkey/sdk/feed-protocol';
 import { DEFAULT_QUERY, queryRows, topByQps, visibleWindow } from './hot-table-model.ts';
 
 const row = (app: string, key: string, qps: number, since = 0): FeedHotRow => ({ app, key, qps, threshold: 100, windowMs: 1000, since, hub: 'h', instances: 1 });

@@ -3,7 +3,7 @@
  * row in the model but renders only the rows in view (a virtual window), so one redraw costs a sort
  * of the filtered rows plus a few dozen DOM rows. Pure: no DOM, tested in Node.
  */
-import type { FeedHotRow } from '@hotkey/sdk/protocol';
+import type { FeedHotRow } from '@hotkey/sdk/feed-protocol';
 
 export const SORT_COLUMNS = ['app', 'key', 'qps', 'threshold', 'since', 'hub', 'instances'] as const;
 export type SortColumn = (typeof SORT_COLUMNS)[number];

@@ -3,7 +3,7 @@
  * elements), sortable by any column, filterable by text and app, each row with a QPS sparkline.
  * Redraws happen from the page's render loop, a few times a second, never per feed frame.
  */
-import type { FeedHotRow } from '@hotkey/sdk/protocol';
+import type { FeedHotRow } from '@hotkey/sdk/feed-protocol';
 import { el, setText } from './element.ts';
 import { formatAgo, formatQps } from './format.ts';
 import { DEFAULT_QUERY, queryRows, visibleWindow, type SortColumn, type TableQuery } from './hot-table-model.ts';

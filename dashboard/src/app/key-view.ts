@@ -4,7 +4,7 @@
  * matched with the same RuleSet the hub uses), and its promotion / demotion history (history API
  * plus live events).
  */
-import type { FeedEvent } from '@hotkey/sdk/protocol';
+import type { FeedEvent } from '@hotkey/sdk/feed-protocol';
 import { parseRules, RuleSet, type Rule } from '@hotkey/sdk/rules';
 import { api, ApiError, appPath, listOf } from './api.ts';
 import { el, setText } from './element.ts';

@@ -3,7 +3,8 @@
  * role 'dashboard'), never in the URL, so it shows up in no access log. Reconnects with capped,
  * jittered backoff, except after an auth refusal: then it waits for the user to give a token.
  */
-import { CloseCode, decodeFeedMessage, encode, MsgType, PROTOCOL_VERSION, type FeedMessage } from '@hotkey/sdk/protocol';
+import { CloseCode, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
+import { decodeFeedMessage, type FeedMessage } from '@hotkey/sdk/feed-protocol';
 import { readToken } from './token-store.ts';
 
 export type LiveState = { type: 'connecting' } | { type: 'live'; hub: string } | { type: 'down'; retryInMs: number; reason: string } | { type: 'auth'; message: string };

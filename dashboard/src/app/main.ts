@@ -3,7 +3,7 @@
  * the live feed and the render loop. Feed frames only update the model; the loop redraws the open
  * view at most RENDER_EVERY_MS, so a burst of frames or 10 000 rows costs a few redraws a second.
  */
-import type { FeedMessage } from '@hotkey/sdk/protocol';
+import type { FeedMessage } from '@hotkey/sdk/feed-protocol';
 import './styles.css';
 import { ClusterView } from './cluster-view.ts';
 import { el, setText } from './element.ts';

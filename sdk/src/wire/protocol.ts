@@ -1,7 +1,8 @@
 /**
  * The hotkey wire protocol: every message, the codec and the guards. The SDK, the hub and the
- * dashboard import this module; nothing else encodes or decodes frames. Runtime-agnostic (no
- * `node:` imports, `Uint8Array` in and out) so that the dashboard bundles it for the browser.
+ * dashboard import this module (the dashboard feed's schema lives beside it in feed-protocol.ts,
+ * on the same codec); nothing else encodes or decodes frames. Runtime-agnostic (no `node:`
+ * imports, `Uint8Array` in and out) so that the dashboard bundles it for the browser.
  *
  * Frames are binary WebSocket messages, each one msgpack map decodable on its own (no shared
  * record structures), with a numeric `t` naming the message type. A connection opens with the
@@ -24,7 +25,8 @@ export const MAX_KEY_LENGTH = 1024;
 /** records in one Report frame */
 export const MAX_REPORT_KEYS = 65_536;
 const MAX_COUNT = 0x7fffffff;
-const MAX_NAME_LENGTH = 256;
+/** app, instance, host and hub names at most this long */
+export const MAX_NAME_LENGTH = 256;
 
 export const MsgType = {
   Hello: 1,
@@ -195,7 +197,13 @@ export function encode(message: Message): Uint8Array {
   return packr.pack(message);
 }
 
-function protocolError(message: string): never {
+/** The one codec for any frame with a numeric `t` (feed-protocol.ts encodes with it too). */
+export function packFrame(frame: { t: number }): Uint8Array {
+  return packr.pack(frame);
+}
+
+/** Throws a ProtocolError HK_ERR_PROTOCOL: the socket closes with `CloseCode.Protocol`. */
+export function protocolError(message: string): never {
   throw new ProtocolError(ErrorCode.Protocol, message, CloseCode.Protocol);
 }
 
@@ -218,39 +226,39 @@ export function decodeFrame(bytes: Uint8Array): Record<string, unknown> & { t: n
   return value as Record<string, unknown> & { t: number };
 }
 
-// ---- field guards ----
+// ---- field guards (feed-protocol.ts checks its frames with them too) ----
 
-function str(m: Record<string, unknown>, field: string, max = MAX_NAME_LENGTH): string {
+export function str(m: Record<string, unknown>, field: string, max = MAX_NAME_LENGTH): string {
   const v = m[field];
   if (typeof v !== 'string') protocolError(`"${field}" must be a string`);
   if (v.length > max) protocolError(`"${field}" is longer than ${max}`);
   return v;
 }
-function optStr(m: Record<string, unknown>, field: string): string | undefined {
+export function optStr(m: Record<string, unknown>, field: string): string | undefined {
   return m[field] === undefined ? undefined : str(m, field);
 }
-function int(m: Record<string, unknown>, field: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+export function int(m: Record<string, unknown>, field: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const v = m[field];
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) protocolError(`"${field}" must be an integer in [${min}, ${max}]`);
   return v;
 }
-function num(m: Record<string, unknown>, field: string): number {
+export function num(m: Record<string, unknown>, field: string): number {
   const v = m[field];
   if (typeof v !== 'number' || !Number.isFinite(v)) protocolError(`"${field}" must be a finite number`);
   return v;
 }
-function bool(m: Record<string, unknown>, field: string): boolean {
+export function bool(m: Record<string, unknown>, field: string): boolean {
   const v = m[field];
   if (typeof v !== 'boolean') protocolError(`"${field}" must be a boolean`);
   return v;
 }
-function arr(m: Record<string, unknown>, field: string, max: number): unknown[] {
+export function arr(m: Record<string, unknown>, field: string, max: number): unknown[] {
   const v = m[field];
   if (!Array.isArray(v)) protocolError(`"${field}" must be an array`);
   if (v.length > max) protocolError(`"${field}" has more than ${max} items`);
   return v;
 }
-function obj(v: unknown, what: string): Record<string, unknown> {
+export function obj(v: unknown, what: string): Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) protocolError(`${what} must be a map`);
   return v as Record<string, unknown>;
 }
@@ -391,224 +399,4 @@ export function errorFrame(err: unknown): Uint8Array {
   const code = err instanceof ProtocolError ? err.code : ErrorCode.Protocol;
   const message = err instanceof Error ? err.message : String(err);
   return encode({ t: MsgType.Error, code, message: message.slice(0, 4096) });
-}
-
-// ---- dashboard live feed: hub -> dashboard over `/live` ----
-//
-// The page sends Hello { role: 'dashboard', app: '*', token: <dashboard token or ''> } as its first
-// frame (never a token in the URL). The hub answers FeedSnapshot, then a FeedDelta every few hundred
-// ms carrying only what changed. Hot rows are bounded per frame (MAX_FEED_ROWS) so that 10 000 hot
-// keys cost a few frames after connect and then only the rows whose QPS moved.
-
-/** hot rows, events or instances in one feed frame */
-export const MAX_FEED_ROWS = 10_000;
-/** hubs in one feed frame */
-export const MAX_FEED_HUBS = 1024;
-
-/** One hot key as the dashboard shows it. (app, key) identifies the row. */
-export interface FeedHotRow {
-  app: string;
-  key: string;
-  /** cluster-wide accesses per second */
-  qps: number;
-  /** accesses within the rule's window that promote the key */
-  threshold: number;
-  /** the rule's window: `threshold * 1000 / windowMs` is the promoting rate per second */
-  windowMs: number;
-  /** ms since epoch the key has been hot */
-  since: number;
-  /** id of the hub that owns the key */
-  hub: string;
-  /** SDK instances that reported the key in the current window */
-  instances: number;
-}
-/** A promotion, demotion or invalidation (the hub's HubEvent on the wire). */
-export interface FeedEvent {
-  type: 'promote' | 'demote' | 'invalidate';
-  app: string;
-  key: string;
-  qps: number;
-  at: number;
-  hub: string;
-  /** promote: ms from the first report in the crossing window to the decision */
-  latencyMs?: number;
-  /** demote: 'cooled', 'expired' or 'manual' */
-  reason?: string;
-  manual?: boolean;
-}
-export interface FeedHub {
-  id: string;
-  url: string;
-  startedAt: number;
-  /** report records absorbed per second */
-  ingestRate: number;
-  connections: number;
-  heapUsed: number;
-  rss: number;
-  redis: 'ok' | 'down' | 'none';
-  /** hot keys the hub owns */
-  hot: number;
-  /** SDK instances connected to the hub */
-  instances: number;
-  updatedAt: number;
-}
-/** One SDK connection: an instance connected to several hubs appears once per hub. */
-export interface FeedInstance {
-  app: string;
-  instance: string;
-  host: string;
-  sdk: string;
-  hub: string;
-  lastReport: number;
-  connectedAt: number;
-}
-export interface FeedSnapshot {
-  t: typeof MsgType.FeedSnapshot;
-  /** id of the hub serving this feed */
-  hub: string;
-  /** hub wall-clock ms */
-  at: number;
-  apps: string[];
-  /** top hot rows by QPS; the rest follow in deltas */
-  hot: FeedHotRow[];
-  /** hot keys in the cluster, including rows not sent yet */
-  hotTotal: number;
-  /** recent events, oldest first */
-  events: FeedEvent[];
-  hubs: FeedHub[];
-  instances: FeedInstance[];
-}
-export interface FeedDelta {
-  t: typeof MsgType.FeedDelta;
-  at: number;
-  /** rows that are new or whose values changed */
-  hot: FeedHotRow[];
-  /** rows that are no longer hot */
-  gone: { app: string; key: string }[];
-  hotTotal: number;
-  /** events since the last frame, oldest first */
-  events: FeedEvent[];
-  /** present when the app list changed */
-  apps?: string[];
-  /** present when hub statuses were refreshed: replaces the list */
-  hubs?: FeedHub[];
-  /** present when instances were refreshed: replaces the list */
-  instances?: FeedInstance[];
-}
-export type FeedMessage = FeedSnapshot | FeedDelta | ErrorMsg;
-
-/** Encodes a feed frame with the same codec as every other frame. */
-export function encodeFeed(message: FeedMessage): Uint8Array {
-  return packr.pack(message);
-}
-
-function optNum(m: Record<string, unknown>, field: string): number | undefined {
-  return m[field] === undefined ? undefined : num(m, field);
-}
-function feedKey(o: Record<string, unknown>): string {
-  const key = o.key;
-  assertKey(key);
-  return key;
-}
-function feedHotRow(x: unknown): FeedHotRow {
-  const o = obj(x, 'hot row');
-  return {
-    app: str(o, 'app'),
-    key: feedKey(o),
-    qps: num(o, 'qps'),
-    threshold: num(o, 'threshold'),
-    windowMs: int(o, 'windowMs', 1),
-    since: num(o, 'since'),
-    hub: str(o, 'hub'),
-    instances: int(o, 'instances'),
-  };
-}
-const FEED_EVENT_TYPES: ReadonlySet<string> = new Set(['promote', 'demote', 'invalidate']);
-function feedEvent(x: unknown): FeedEvent {
-  const o = obj(x, 'event');
-  const type = str(o, 'type');
-  if (!FEED_EVENT_TYPES.has(type)) protocolError('event "type" must be promote, demote or invalidate');
-  const event: FeedEvent = { type: type as FeedEvent['type'], app: str(o, 'app'), key: feedKey(o), qps: num(o, 'qps'), at: num(o, 'at'), hub: str(o, 'hub') };
-  const latencyMs = optNum(o, 'latencyMs');
-  if (latencyMs !== undefined) event.latencyMs = latencyMs;
-  const reason = optStr(o, 'reason');
-  if (reason !== undefined) event.reason = reason;
-  if (o.manual !== undefined) event.manual = bool(o, 'manual');
-  return event;
-}
-function feedHub(x: unknown): FeedHub {
-  const o = obj(x, 'hub');
-  const redis = str(o, 'redis');
-  if (redis !== 'ok' && redis !== 'down' && redis !== 'none') protocolError('hub "redis" must be ok, down or none');
-  return {
-    id: str(o, 'id'),
-    url: str(o, 'url', 2048),
-    startedAt: num(o, 'startedAt'),
-    ingestRate: num(o, 'ingestRate'),
-    connections: int(o, 'connections'),
-    heapUsed: num(o, 'heapUsed'),
-    rss: num(o, 'rss'),
-    redis,
-    hot: int(o, 'hot'),
-    instances: int(o, 'instances'),
-    updatedAt: num(o, 'updatedAt'),
-  };
-}
-function feedInstance(x: unknown): FeedInstance {
-  const o = obj(x, 'instance');
-  return {
-    app: str(o, 'app'),
-    instance: str(o, 'instance'),
-    host: str(o, 'host'),
-    sdk: str(o, 'sdk'),
-    hub: str(o, 'hub'),
-    lastReport: num(o, 'lastReport'),
-    connectedAt: num(o, 'connectedAt'),
-  };
-}
-function feedApps(m: Record<string, unknown>): string[] {
-  return arr(m, 'apps', MAX_FEED_ROWS).map((x, i) => {
-    if (typeof x !== 'string' || x.length > MAX_NAME_LENGTH) protocolError(`apps[${i}] must be a string of at most ${MAX_NAME_LENGTH} characters`);
-    return x;
-  });
-}
-
-/** Decodes and validates a frame the hub sent to a dashboard. */
-export function decodeFeedMessage(bytes: Uint8Array): FeedMessage {
-  const m = decodeFrame(bytes);
-  switch (m.t) {
-    case MsgType.FeedSnapshot:
-      return {
-        t: MsgType.FeedSnapshot,
-        hub: str(m, 'hub'),
-        at: num(m, 'at'),
-        apps: feedApps(m),
-        hot: arr(m, 'hot', MAX_FEED_ROWS).map(feedHotRow),
-        hotTotal: int(m, 'hotTotal'),
-        events: arr(m, 'events', MAX_FEED_ROWS).map(feedEvent),
-        hubs: arr(m, 'hubs', MAX_FEED_HUBS).map(feedHub),
-        instances: arr(m, 'instances', MAX_FEED_ROWS).map(feedInstance),
-      };
-    case MsgType.FeedDelta: {
-      const delta: FeedDelta = {
-        t: MsgType.FeedDelta,
-        at: num(m, 'at'),
-        hot: arr(m, 'hot', MAX_FEED_ROWS).map(feedHotRow),
-        gone: arr(m, 'gone', MAX_FEED_ROWS).map((x) => {
-          const o = obj(x, 'gone row');
-          return { app: str(o, 'app'), key: feedKey(o) };
-        }),
-        hotTotal: int(m, 'hotTotal'),
-        events: arr(m, 'events', MAX_FEED_ROWS).map(feedEvent),
-      };
-      if (m.apps !== undefined) delta.apps = feedApps(m);
-      if (m.hubs !== undefined) delta.hubs = arr(m, 'hubs', MAX_FEED_HUBS).map(feedHub);
-      if (m.instances !== undefined) delta.instances = arr(m, 'instances', MAX_FEED_ROWS).map(feedInstance);
-      return delta;
-    }
-    case MsgType.Error:
-      return { t: MsgType.Error, code: str(m, 'code'), message: str(m, 'message', 4096) };
-    default:
-      protocolError(`message type ${m.t} is not a dashboard feed message`);
-  }
 }
