@@ -1,8 +1,7 @@
 /**
  * Per-instance access counting over a sliding window, bounded under any key cardinality.
  *
- * Design: a count-min sketch (depth × width 16-bit counters, one string hash per access plus
- * double hashing for the rows, halved once per window) is the admission filter in front of a
+ * Design: a count-min sketch (count-min-sketch.ts, halved once per window) is the admission filter in front of a
  * bounded set of exact candidates. A candidate owns a slot in typed-array slabs: one counter per
  * slice (`slot * slices + slice`), a running window total and a `pending` count since its last
  * report. Slices advance from the caller's clock (`advance(now)`), never per access: rotation
@@ -10,8 +9,8 @@
  * slots are kept in a dense list (swap-remove on release), so `advance` and `collect` cost
  * O(slots in use), not O(maxCandidates): hundreds of idle clients in one process stay cheap.
  * The admission level rises with the sketch's noise floor (its mean counter), so a flood of
- * one-off keys mostly stays in the sketch. When the slots are full, a newcomer whose sketch estimate beats the smallest total among a few
- * sampled slots replaces it (TinyLFU admission with Redis-style sampled LFU eviction), so a hot
+ * one-off keys mostly stays in the sketch. When the slots are full, a newcomer whose sketch
+ * estimate beats the smallest total among a few sampled slots replaces it (TinyLFU admission with Redis-style sampled LFU eviction), so a hot
  * key survives a flood of one-off keys while memory stays fixed.
  *
  * Surges: once thresholds are set (`setThresholds`), each slot carries the total at which it next
@@ -24,7 +23,7 @@
  * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
  * (2005); Einziger et al., "TinyLFU: A highly efficient cache admission policy" (2017).
  */
-import { hashString, mix32 } from '../hash.ts';
+import { CountMinSketch } from './count-min-sketch.ts';
 import { RuleSet, WINDOW_SLICES } from '../rules.ts';
 
 export interface AccessWindowOptions {
@@ -68,7 +67,6 @@ export interface WindowStats {
   rejected: number;
 }
 
-const MAX_U16 = 0xffff;
 const MAX_U32 = 0xffffffff;
 /** what `collect` returns when nothing is due (shared, hence frozen) */
 const EMPTY: Collected = Object.freeze({ keys: Object.freeze([]) as unknown as string[], counts: Object.freeze([]) as unknown as number[], rules: Object.freeze([]) as unknown as number[] });
@@ -79,9 +77,7 @@ export class AccessWindow {
   readonly slices: number;
   readonly #admission: number;
   readonly #samples: number;
-  readonly #width: number;
-  readonly #depth: number;
-  readonly #sketch: Uint16Array;
+  readonly #sketch: CountMinSketch;
 
   readonly #slotOf = new Map<string, number>();
   readonly #keys: (string | undefined)[];
@@ -90,7 +86,7 @@ export class AccessWindow {
   readonly #pending: Uint32Array;
   readonly #rule: Int32Array;
   /** local threshold of each slot's rule (0: none, never reported nor urgent) */
-  readonly #thr: Uint32Array;
+  readonly #slotThreshold: Uint32Array;
   /** total at which the slot next becomes urgent (0: disarmed) */
   readonly #crossAt: Uint32Array;
   /** slice at which the slot's urgent episode ends (-Infinity: none under way) */
@@ -113,10 +109,6 @@ export class AccessWindow {
   #cur = 0;
   #lastSlice: number;
   #slicesSinceDecay = 0;
-  /** accesses that went into the sketch since it last decayed (halved with it) */
-  #sketchAdds = 0;
-  /** halvings left before every counter is surely 0 (16-bit counters): an idle sketch is not walked */
-  #sketchLive = 0;
   #rand = 0x9e3779b9;
   #admitted = 0;
   #evicted = 0;
@@ -128,18 +120,17 @@ export class AccessWindow {
     this.slices = positiveInt(options.slices ?? WINDOW_SLICES, 'slices');
     this.#admission = positiveInt(options.admission ?? 2, 'admission');
     this.#samples = positiveInt(options.evictionSamples ?? 5, 'evictionSamples');
-    this.#depth = positiveInt(options.sketchDepth ?? 4, 'sketchDepth');
-    let width = 1;
-    while (width < positiveInt(options.sketchWidth ?? 16384, 'sketchWidth')) width <<= 1;
-    this.#width = width;
-    this.#sketch = new Uint16Array(width * this.#depth);
+    this.#sketch = new CountMinSketch({
+      depth: positiveInt(options.sketchDepth ?? 4, 'sketchDepth'),
+      width: positiveInt(options.sketchWidth ?? 16384, 'sketchWidth'),
+    });
     const n = this.maxCandidates;
     this.#keys = new Array<string | undefined>(n).fill(undefined);
     this.#sliceCounts = new Uint32Array(n * this.slices);
     this.#totals = new Uint32Array(n);
     this.#pending = new Uint32Array(n);
     this.#rule = new Int32Array(n);
-    this.#thr = new Uint32Array(n);
+    this.#slotThreshold = new Uint32Array(n);
     this.#crossAt = new Uint32Array(n);
     this.#urgentEnd = new Float64Array(n).fill(-Infinity);
     this.#urgent = new Int32Array(n);
@@ -188,21 +179,10 @@ export class AccessWindow {
   }
 
   #trackCold(key: string): number {
-    const h1 = hashString(key);
-    const h2 = mix32(h1 ^ 0x9e3779b9) | 1;
-    const mask = this.#width - 1;
-    let estimate = MAX_U16;
-    for (let row = 0, base = 0; row < this.#depth; row++, base += this.#width) {
-      const i = base + ((h1 + Math.imul(row, h2)) & mask);
-      const c = this.#sketch[i]!;
-      if (c < MAX_U16) this.#sketch[i] = c + 1;
-      if (c + 1 < estimate) estimate = c + 1;
-    }
-    // Under a flood of distinct keys every counter fills with noise (about sketchAdds / width
-    // each); only an estimate that stands out from that noise earns an exact counter.
-    this.#sketchAdds++;
-    this.#sketchLive = 16;
-    if (estimate < this.#admission + ((this.#sketchAdds / this.#width) | 0)) return -1;
+    const estimate = this.#sketch.increment(key);
+    // Under a flood of distinct keys every counter fills with noise; only an estimate that
+    // stands out from that noise earns an exact counter.
+    if (estimate < this.#admission + this.#sketch.noiseFloor) return -1;
     let slot: number;
     if (this.#freeTop > 0) slot = this.#free[--this.#freeTop]!;
     else {
@@ -227,7 +207,7 @@ export class AccessWindow {
     this.#totals[slot] = 1;
     this.#pending[slot] = 1;
     const thr = this.#thresholdOf(rule);
-    this.#thr[slot] = thr;
+    this.#slotThreshold[slot] = thr;
     this.#crossAt[slot] = thr;
     this.#urgentEnd[slot] = -Infinity;
     if (thr === 1) this.#cross(slot);
@@ -247,7 +227,7 @@ export class AccessWindow {
       this.#crossAt[slot] = 0;
       return;
     }
-    this.#crossAt[slot] = Math.min(this.#totals[slot]! + this.#thr[slot]!, MAX_U32);
+    this.#crossAt[slot] = Math.min(this.#totals[slot]! + this.#slotThreshold[slot]!, MAX_U32);
     if (this.#urgentMark[slot] === 0) {
       this.#urgentMark[slot] = 1;
       this.#urgent[this.#urgentCount++] = slot;
@@ -320,9 +300,9 @@ export class AccessWindow {
       const end = this.#urgentEnd[slot]!;
       if (end !== -Infinity && target >= end) {
         // the episode is over: quiet until the key spent a whole window below its threshold
-        if (target >= end + slices && this.#totals[slot]! - expired < this.#thr[slot]!) {
+        if (target >= end + slices && this.#totals[slot]! - expired < this.#slotThreshold[slot]!) {
           this.#urgentEnd[slot] = -Infinity;
-          this.#crossAt[slot] = this.#thr[slot]!;
+          this.#crossAt[slot] = this.#slotThreshold[slot]!;
         } else this.#crossAt[slot] = 0;
       }
       if (expired === 0) continue;
@@ -332,16 +312,10 @@ export class AccessWindow {
     }
     this.#slicesSinceDecay += steps;
     if (this.#slicesSinceDecay >= 2 * this.slices) {
-      if (this.#sketchLive > 0) this.#sketch.fill(0);
-      this.#sketchAdds = 0;
-      this.#sketchLive = 0;
+      this.#sketch.clear();
       this.#slicesSinceDecay = 0;
     } else if (this.#slicesSinceDecay >= this.slices) {
-      if (this.#sketchLive > 0) {
-        for (let i = 0; i < this.#sketch.length; i++) this.#sketch[i] = this.#sketch[i]! >>> 1;
-        this.#sketchLive--;
-      }
-      this.#sketchAdds = Math.floor(this.#sketchAdds / 2);
+      this.#sketch.halve();
       this.#slicesSinceDecay -= this.slices;
     }
   }
@@ -392,7 +366,7 @@ export class AccessWindow {
       this.#urgentMark[slot] = 0;
       const pending = this.#pending[slot]!;
       const total = this.#totals[slot]!;
-      const thr = this.#thr[slot]!;
+      const thr = this.#slotThreshold[slot]!;
       // the slot may have been released (and reused) since it was listed: check it afresh
       if (pending === 0 || thr === 0 || total < thr || this.#keys[slot] === undefined) continue;
       this.#pending[slot] = 0;
@@ -413,7 +387,7 @@ export class AccessWindow {
   /** Ends the key's urgent episode (it is hot already: its reports need not hurry). */
   calm(key: string): void {
     const slot = this.#slotOf.get(key);
-    if (slot === undefined || this.#thr[slot] === 0) return;
+    if (slot === undefined || this.#slotThreshold[slot] === 0) return;
     if (this.#urgentEnd[slot] === -Infinity || this.#urgentEnd[slot]! > this.#lastSlice) this.#urgentEnd[slot] = this.#lastSlice;
     this.#crossAt[slot] = 0;
   }
@@ -447,8 +421,8 @@ export class AccessWindow {
     for (let u = 0; u < this.#usedCount; u++) {
       const slot = this.#used[u]!;
       const thr = this.#thresholdOf(this.#rule[slot]!);
-      if (thr === this.#thr[slot]) continue;
-      this.#thr[slot] = thr;
+      if (thr === this.#slotThreshold[slot]) continue;
+      this.#slotThreshold[slot] = thr;
       this.#urgentEnd[slot] = -Infinity;
       this.#crossAt[slot] = thr;
       if (thr !== 0 && this.#totals[slot]! >= thr) this.#cross(slot);
@@ -467,13 +441,7 @@ export class AccessWindow {
 
   /** Sketch estimate of a key's recent accesses (an upper bound, for keys without a counter). */
   estimate(key: string): number {
-    const h1 = hashString(key);
-    const h2 = mix32(h1 ^ 0x9e3779b9) | 1;
-    let estimate = MAX_U16;
-    for (let row = 0, base = 0; row < this.#depth; row++, base += this.#width) {
-      estimate = Math.min(estimate, this.#sketch[base + ((h1 + Math.imul(row, h2)) & (this.#width - 1))]!);
-    }
-    return estimate;
+    return this.#sketch.estimate(key);
   }
 
   stats(): WindowStats {
