@@ -19,6 +19,7 @@
  *
  * Pure: no timers, no I/O; time comes in as `now` (ms) on every call.
  */
+import { hashString } from '@hotkey/sdk';
 import { RuleSet, WINDOW_SLICES, type Rule } from '@hotkey/sdk/rules';
 
 export type DemoteReason = 'cooled' | 'expired' | 'manual' | 'rules';
@@ -84,12 +85,8 @@ function popcount32(x: number): number {
 
 /** The reporter bit (0..127) of an instance id; compute once per session, not per record. */
 export function reporterBit(instance: string): number {
-  // FNV-1a with a murmur3 finaliser: consecutive ids (`i-1`, `i-2`) land on unrelated bits
-  let h = 0x811c9dc5;
-  for (let i = 0; i < instance.length; i++) h = Math.imul(h ^ instance.charCodeAt(i), 0x01000193);
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
-  return ((h ^ (h >>> 16)) >>> 0) % REPORTER_BITS;
+  // the SDK's string hash: consecutive ids (`i-1`, `i-2`) land on unrelated bits
+  return hashString(instance) % REPORTER_BITS;
 }
 
 export class Aggregator {

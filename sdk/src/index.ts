@@ -5,6 +5,7 @@ export { CloseCode, MAX_KEY_LENGTH, PROTOCOL_VERSION } from './wire/protocol.ts'
 export { DEFAULT_RULE, RuleSet, localThreshold, parseRules } from './rules.ts';
 export type { Rule } from './rules.ts';
 export { Ownership } from './ownership.ts';
+export { hashString } from './hash.ts';
 export { AccessWindow } from './counting/window.ts';
 export type { AccessWindowOptions } from './counting/window.ts';
 export { LocalCache } from './cache/local-cache.ts';
