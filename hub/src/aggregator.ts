@@ -20,9 +20,10 @@
  * Pure: no timers, no I/O; time comes in as `now` (ms) on every call.
  */
 import { hashString } from '@hotkey/sdk';
+import type { HubDemoteReason } from '@hotkey/sdk/protocol';
 import { RuleSet, WINDOW_SLICES, type Rule } from '@hotkey/sdk/rules';
 
-export type DemoteReason = 'cooled' | 'expired' | 'manual' | 'rules';
+export type DemoteReason = HubDemoteReason;
 
 /** Called synchronously on transitions only (never per record). */
 export interface AggregatorListener {

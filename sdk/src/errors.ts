@@ -1,7 +1,7 @@
 /**
  * One error base class with string codes. Misuse throws `TypeError` at once; network faults are
- * emitted as events (never thrown into the caller of `get()`); protocol faults carry the close
- * code the hub closes the socket with.
+ * emitted as events (never thrown into the caller of `get()`). Protocol faults (ProtocolError)
+ * and refusals (AuthError, CapacityError) carry the close code the socket closes with.
  */
 
 export const ErrorCode = {
@@ -51,6 +51,26 @@ export class ProtocolError extends HotKeyError {
   constructor(code: ErrorCode, message: string, closeCode: number) {
     super(code, message);
     this.name = 'ProtocolError';
+    this.closeCode = closeCode;
+  }
+}
+
+/** Missing or wrong credentials (app, dashboard or admin token): HK_ERR_AUTH; `closeCode` is what the socket closes with (CloseCode.Auth). */
+export class AuthError extends HotKeyError {
+  readonly closeCode: number;
+  constructor(message: string, closeCode: number) {
+    super(ErrorCode.Auth, message);
+    this.name = 'AuthError';
+    this.closeCode = closeCode;
+  }
+}
+
+/** A hub at a connection limit: HK_ERR_OVER_CAPACITY; `closeCode` is what the socket closes with (CloseCode.OverCapacity). A client retries with backoff. */
+export class CapacityError extends HotKeyError {
+  readonly closeCode: number;
+  constructor(message: string, closeCode: number) {
+    super(ErrorCode.OverCapacity, message);
+    this.name = 'CapacityError';
     this.closeCode = closeCode;
   }
 }

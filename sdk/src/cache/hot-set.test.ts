@@ -2,14 +2,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HotSet } from './hot-set.ts';
 
-const P = { hotMs: 1000, cacheTtlMs: 500, cache: true, qps: 10 };
+const P = { ttlMs: 1000, cacheTtlMs: 500, cache: true, qps: 10 };
 
 test('promote, renew, expire', () => {
   const hot = new HotSet();
   const first = hot.promote('h1', 'k', P, 0);
   assert.ok(first.added);
   const gen = first.state.generation;
-  const renewed = hot.promote('h1', 'k', { ...P, hotMs: 2000 }, 500);
+  const renewed = hot.promote('h1', 'k', { ...P, ttlMs: 2000 }, 500);
   assert.not.ok(renewed.added);
   assert.is(renewed.state.generation, gen, 'a renewal keeps the cached value valid');
   assert.is(renewed.state.until, 2500);
@@ -20,12 +20,12 @@ test('promote, renew, expire', () => {
 
 test('expire finds entries shortened after it last looked (stale mark, shorter renewal)', () => {
   const hot = new HotSet();
-  hot.promote('h1', 'a', { ...P, hotMs: 10_000 }, 0);
-  hot.promote('h2', 'b', { ...P, hotMs: 10_000 }, 0);
-  hot.promote('h1', 'c', { ...P, hotMs: 10_000 }, 0);
+  hot.promote('h1', 'a', { ...P, ttlMs: 10_000 }, 0);
+  hot.promote('h2', 'b', { ...P, ttlMs: 10_000 }, 0);
+  hot.promote('h1', 'c', { ...P, ttlMs: 10_000 }, 0);
   assert.equal(hot.expire(100), []);
   assert.is(hot.markStale('h2', 100, 300), 1);
-  hot.promote('h1', 'c', { ...P, hotMs: 200 }, 100); // a renewal with a shorter lifetime
+  hot.promote('h1', 'c', { ...P, ttlMs: 200 }, 100); // a renewal with a shorter lifetime
   assert.equal(hot.expire(299), []);
   assert.equal(hot.expire(300).map((s) => s.key), ['c']);
   assert.equal(hot.expire(400).map((s) => s.key), ['b']);
@@ -74,9 +74,9 @@ test('snapshot replaces only that hub entries', () => {
 
 test('stale bound: a cut-off hub keys live at most maxStaleMs', () => {
   const hot = new HotSet();
-  hot.promote('h1', 'a', { ...P, hotMs: 60_000 }, 0);
-  hot.promote('h1', 'short', { ...P, hotMs: 100 }, 0);
-  hot.promote('h2', 'b', { ...P, hotMs: 60_000 }, 0);
+  hot.promote('h1', 'a', { ...P, ttlMs: 60_000 }, 0);
+  hot.promote('h1', 'short', { ...P, ttlMs: 100 }, 0);
+  hot.promote('h2', 'b', { ...P, ttlMs: 60_000 }, 0);
   assert.is(hot.markStale('h1', 1000, 3000), 1);
   assert.is(hot.get('a')!.until, 4000);
   assert.is(hot.get('short')!.until, 100, 'never extended');

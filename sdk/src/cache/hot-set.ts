@@ -34,7 +34,8 @@ export interface HotState extends CacheSlot {
 const NONE: readonly HotState[] = Object.freeze([]);
 
 export interface Promotion {
-  hotMs: number;
+  /** ms the promotion lives from now without renewal */
+  ttlMs: number;
   cacheTtlMs: number;
   cache: boolean;
   qps: number;
@@ -71,14 +72,14 @@ export class HotSet {
   }
 
   /**
-   * Marks `key` hot for `hotMs` from `now`. A renewal keeps the generation (the cached value is
+   * Marks `key` hot for `ttlMs` from `now`. A renewal keeps the generation (the cached value is
    * still good) unless caching was switched off. Returns the entry and whether it is new.
    */
   promote(hub: string, key: string, p: Promotion, now: number): { state: HotState; added: boolean; evicted?: string } {
     const existing = this.#map.get(key);
     if (existing !== undefined) {
       existing.hub = hub;
-      existing.until = now + p.hotMs;
+      existing.until = now + p.ttlMs;
       if (existing.until < this.#nextExpiry) this.#nextExpiry = existing.until;
       if (existing.cache && !p.cache) existing.generation = ++this.#generation;
       existing.cache = p.cache;
@@ -94,7 +95,7 @@ export class HotSet {
     const state: HotState = {
       key,
       hub,
-      until: now + p.hotMs,
+      until: now + p.ttlMs,
       cacheTtlMs: p.cacheTtlMs,
       cache: p.cache,
       qps: p.qps,
@@ -150,7 +151,7 @@ export class HotSet {
       if (this.#map.has(e.key)) touched.push(e.key);
       this.#map.delete(e.key);
       previous.delete(e.key);
-      this.promote(hub, e.key, { hotMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache, qps: e.qps }, now);
+      this.promote(hub, e.key, { ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache, qps: e.qps }, now);
     }
     return { removed: [...previous], touched };
   }

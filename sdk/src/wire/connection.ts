@@ -6,7 +6,8 @@
  * `ConnectionHandler`; nothing here throws into the caller or emits unhandled events.
  */
 import WebSocket from 'ws';
-import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
+import { AuthError, ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
+import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
 import { CloseCode, decodeServerMessage, encode, FATAL_CLOSE_CODES, MAX_FRAME_BYTES, MsgType, type ClientMessage, type Hello, type ServerMessage, type Welcome } from './protocol.ts';
 
 export interface ConnectionHandler {
@@ -27,15 +28,15 @@ export interface ConnectionHandler {
 export interface HubConnectionOptions {
   url: string;
   hello: Hello;
-  /** ping period while connected @default 1000 */
+  /** ping period while connected @default DEFAULT_CLIENT_OPTIONS.pingIntervalMs (1000) */
   pingIntervalMs?: number;
-  /** a hub silent (no pong, no frame) this long is dead: the socket is dropped @default 2000 */
+  /** a hub silent (no pong, no frame) this long is dead: the socket is dropped @default DEFAULT_CLIENT_OPTIONS.livenessTimeoutMs (2000) */
   livenessTimeoutMs?: number;
-  /** first reconnect delay cap @default 100 */
+  /** first reconnect delay cap @default DEFAULT_CLIENT_OPTIONS.reconnectMinMs (100) */
   backoffMinMs?: number;
-  /** largest reconnect delay cap @default 5000 */
+  /** largest reconnect delay cap @default DEFAULT_CLIENT_OPTIONS.reconnectMaxMs (5000) */
   backoffMaxMs?: number;
-  /** a hub that opened the socket but sent no Welcome within this is dropped @default 5000 */
+  /** a hub that opened the socket but sent no Welcome within this is dropped @default DEFAULT_CLIENT_OPTIONS.welcomeTimeoutMs (5000) */
   welcomeTimeoutMs?: number;
   /** random source for jitter, in [0, 1) @default Math.random */
   random?: () => number;
@@ -79,11 +80,12 @@ export class HubConnection {
     this.url = options.url;
     this.#hello = options.hello;
     this.#handler = handler;
-    this.#pingIntervalMs = options.pingIntervalMs ?? 1000;
-    this.#livenessTimeoutMs = options.livenessTimeoutMs ?? 2000;
-    this.#backoffMinMs = options.backoffMinMs ?? 100;
-    this.#backoffMaxMs = options.backoffMaxMs ?? 5000;
-    this.#welcomeTimeoutMs = options.welcomeTimeoutMs ?? 5000;
+    const d = DEFAULT_CLIENT_OPTIONS;
+    this.#pingIntervalMs = options.pingIntervalMs ?? d.pingIntervalMs;
+    this.#livenessTimeoutMs = options.livenessTimeoutMs ?? d.livenessTimeoutMs;
+    this.#backoffMinMs = options.backoffMinMs ?? d.reconnectMinMs;
+    this.#backoffMaxMs = options.backoffMaxMs ?? d.reconnectMaxMs;
+    this.#welcomeTimeoutMs = options.welcomeTimeoutMs ?? d.welcomeTimeoutMs;
     this.#random = options.random ?? Math.random;
   }
 
@@ -240,7 +242,8 @@ export class HubConnection {
     if (FATAL_CLOSE_CODES.has(code)) {
       this.state = 'closed';
       const errCode = FATAL_CODE_ERRORS[code] ?? ErrorCode.Protocol;
-      this.#handler.fatal(this, new HotKeyError(errCode, `hub ${this.url} refused the connection: ${hubError?.message || reason || errCode} (close ${code})`));
+      const message = `hub ${this.url} refused the connection: ${hubError?.message || reason || errCode} (close ${code})`;
+      this.#handler.fatal(this, errCode === ErrorCode.Auth ? new AuthError(message, code) : new HotKeyError(errCode, message));
       return;
     }
     // full jitter over a capped exponential ceiling, never under the floor

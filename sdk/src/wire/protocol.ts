@@ -72,6 +72,30 @@ export const CloseCode = {
   Leaving: 4010,
 } as const;
 
+/**
+ * Why a key stops being hot: one set for the hub and the SDK. The hub decides 'cooled' (its window
+ * stayed under the demotion level), 'expired' (no renewal within the rule's hotMs), 'manual' (an
+ * operator demoted it) and 'rules' (a rule change left it unmatched); the dashboard feed carries
+ * them. An SDK's 'demote' event says 'demote' (the hub's Demote frame), 'expired' (the promotion
+ * ran out here), 'stale' (cut off from its hub past maxStaleMs), 'snapshot' (absent from a resync
+ * snapshot) or 'evicted' (over maxHotKeys).
+ */
+export const DemoteReason = {
+  Cooled: 'cooled',
+  Expired: 'expired',
+  Manual: 'manual',
+  Rules: 'rules',
+  Demote: 'demote',
+  Stale: 'stale',
+  Snapshot: 'snapshot',
+  Evicted: 'evicted',
+} as const;
+export type DemoteReason = (typeof DemoteReason)[keyof typeof DemoteReason];
+/** the reasons a hub decides */
+export type HubDemoteReason = typeof DemoteReason.Cooled | typeof DemoteReason.Expired | typeof DemoteReason.Manual | typeof DemoteReason.Rules;
+/** the reasons an SDK's 'demote' event carries */
+export type SdkDemoteReason = typeof DemoteReason.Demote | typeof DemoteReason.Expired | typeof DemoteReason.Stale | typeof DemoteReason.Snapshot | typeof DemoteReason.Evicted;
+
 /** Close codes after which a client must not reconnect: retrying cannot succeed. */
 export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([CloseCode.Version, CloseCode.UnknownApp, CloseCode.Auth]);
 

@@ -1,0 +1,117 @@
+/**
+ * The client's options and their defaults: one home for every default, used by HotKeyClient
+ * (client/client.ts) and by each HubConnection it opens (wire/connection.ts). ioredis's
+ * DEFAULT_REDIS_OPTIONS is the model.
+ */
+
+export interface ClientOptions {
+  /** the application name the hub knows this service by (required) */
+  app: string;
+  /** seed hub URLs (`ws://host:port`); the first hub reached tells the rest (required) */
+  hubs: string | readonly string[];
+  /** the app's token, if the hub requires one @default undefined */
+  token?: string;
+  /** this instance's id @default `${hostname}-${pid}-${random}` */
+  instanceId?: string;
+  /** host name shown on the dashboard @default os.hostname() */
+  host?: string;
+  /** how often counts are reported to the hubs @default 100 */
+  flushIntervalMs?: number;
+  /** hot values kept in the local cache @default 10000 */
+  maxEntries?: number;
+  /** a hot key of a hub we are cut off from is served from cache at most this long @default 3000 */
+  maxStaleMs?: number;
+  /** keys counted exactly (the rest only in a fixed-size sketch) @default 8192 */
+  maxCandidates?: number;
+  /** hot keys remembered at most @default 65536 */
+  maxHotKeys?: number;
+  /** first reconnect delay cap (full jitter) @default 100 */
+  reconnectMinMs?: number;
+  /** largest reconnect delay cap (full jitter) @default 5000 */
+  reconnectMaxMs?: number;
+  /** ping period @default 1000 */
+  pingIntervalMs?: number;
+  /** a hub silent this long is dead @default 2000 */
+  livenessTimeoutMs?: number;
+  /** `invalidate()` rejects with HK_ERR_TIMEOUT after this @default 3000 */
+  invalidateTimeoutMs?: number;
+  /** invalidations awaiting their ack at most; more reject with HK_ERR_UNAVAILABLE @default 10000 */
+  maxPendingInvalidations?: number;
+  /** a report is dropped (and counted) while the socket has more than this queued @default 1048576 */
+  maxBufferedBytes?: number;
+  /** monotonic clock in ms; tests inject one @default performance.now */
+  now?: () => number;
+}
+
+/** The numeric options, each with a default. */
+export type ClientTunables = Required<Omit<ClientOptions, 'app' | 'hubs' | 'token' | 'instanceId' | 'host' | 'now'>>;
+
+/**
+ * Every default of the client and its connections. `welcomeTimeoutMs` is not a client option:
+ * a hub that opened the socket but sent no Welcome within it is dropped.
+ */
+export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutMs: number }> = Object.freeze({
+  flushIntervalMs: 100,
+  maxEntries: 10_000,
+  maxStaleMs: 3000,
+  maxCandidates: 8192,
+  maxHotKeys: 65_536,
+  reconnectMinMs: 100,
+  reconnectMaxMs: 5000,
+  pingIntervalMs: 1000,
+  livenessTimeoutMs: 2000,
+  invalidateTimeoutMs: 3000,
+  maxPendingInvalidations: 10_000,
+  maxBufferedBytes: 1 << 20,
+  welcomeTimeoutMs: 5000,
+});
+
+/** The options after validation, every default filled in. */
+export type ResolvedClientOptions = ClientTunables & { app: string; token: string | undefined; instanceId: string; host: string };
+
+/**
+ * Validates `options` (TypeError at once on misuse) and fills in the defaults. `hubs` and `now`
+ * are checked by the caller, which keeps them apart.
+ */
+export function resolveClientOptions(options: ClientOptions, defaultHost: () => string, defaultInstanceId: (host: string) => string): ResolvedClientOptions {
+  const { app, token } = options;
+  if (typeof app !== 'string' || app.length === 0 || app.length > 256) throw new TypeError('options.app must be a non-empty string of at most 256 characters');
+  if (token !== undefined && (typeof token !== 'string' || token.length > 256)) throw new TypeError('options.token must be a string of at most 256 characters');
+  const host = options.host ?? defaultHost();
+  const instanceId = options.instanceId ?? defaultInstanceId(host);
+  if (typeof instanceId !== 'string' || instanceId.length === 0 || instanceId.length > 256) throw new TypeError('options.instanceId must be a non-empty string of at most 256 characters');
+  if (typeof host !== 'string' || host.length > 256) throw new TypeError('options.host must be a string of at most 256 characters');
+  const d = DEFAULT_CLIENT_OPTIONS;
+  const resolved: ResolvedClientOptions = {
+    app,
+    token,
+    instanceId,
+    host,
+    flushIntervalMs: posInt(options.flushIntervalMs, d.flushIntervalMs, 'flushIntervalMs'),
+    maxEntries: posInt(options.maxEntries, d.maxEntries, 'maxEntries'),
+    maxStaleMs: nonNegInt(options.maxStaleMs, d.maxStaleMs, 'maxStaleMs'),
+    maxCandidates: posInt(options.maxCandidates, d.maxCandidates, 'maxCandidates'),
+    maxHotKeys: posInt(options.maxHotKeys, d.maxHotKeys, 'maxHotKeys'),
+    reconnectMinMs: posInt(options.reconnectMinMs, d.reconnectMinMs, 'reconnectMinMs'),
+    reconnectMaxMs: posInt(options.reconnectMaxMs, d.reconnectMaxMs, 'reconnectMaxMs'),
+    pingIntervalMs: posInt(options.pingIntervalMs, d.pingIntervalMs, 'pingIntervalMs'),
+    livenessTimeoutMs: posInt(options.livenessTimeoutMs, d.livenessTimeoutMs, 'livenessTimeoutMs'),
+    invalidateTimeoutMs: posInt(options.invalidateTimeoutMs, d.invalidateTimeoutMs, 'invalidateTimeoutMs'),
+    maxPendingInvalidations: posInt(options.maxPendingInvalidations, d.maxPendingInvalidations, 'maxPendingInvalidations'),
+    maxBufferedBytes: posInt(options.maxBufferedBytes, d.maxBufferedBytes, 'maxBufferedBytes'),
+  };
+  if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');
+  return resolved;
+}
+
+function posInt(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 1) throw new TypeError(`options.${name} must be a positive integer, got ${String(value)}`);
+  return value;
+}
+
+function nonNegInt(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0) throw new TypeError(`options.${name} must be a non-negative integer, got ${String(value)}`);
+  return value;
+}
