@@ -129,6 +129,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   constructor(options: ClientOptions) {
     super();
     if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+    const opts = resolveClientOptions(options, () => os.hostname(), (host) => `${host}-${process.pid}-${randomBytes(3).toString('hex')}`);
     const hubs = typeof options.hubs === 'string' ? [options.hubs] : options.hubs;
     if (!Array.isArray(hubs) || hubs.length === 0) throw new TypeError('options.hubs must be a ws:// URL or a non-empty array of them');
     for (const url of hubs) {
@@ -136,7 +137,6 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     }
     const now = options.now ?? (() => performance.now());
     if (typeof now !== 'function') throw new TypeError('options.now must be a function');
-    const opts = resolveClientOptions(options, () => os.hostname(), (host) => `${host}-${process.pid}-${randomBytes(3).toString('hex')}`);
     this.#opts = opts;
     this.app = opts.app;
     this.instanceId = opts.instanceId;
@@ -172,7 +172,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   /**
    * Resolves once a hub welcomed this instance (rules received). Rejects with a HotKeyError
-   * HK_ERR_AUTH / HK_ERR_UNKNOWN_APP / HK_ERR_VERSION when a hub refuses it, HK_ERR_CLOSED when
+   * (an AuthError for HK_ERR_AUTH) HK_ERR_AUTH / HK_ERR_UNKNOWN_APP / HK_ERR_VERSION when a hub refuses it, HK_ERR_CLOSED when
    * the client is closed first, or the signal's reason when `signal` aborts.
    */
   ready(options: { signal?: AbortSignal } = {}): Promise<void> {
