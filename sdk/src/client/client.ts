@@ -172,7 +172,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   /**
    * Resolves once a hub welcomed this instance (rules received). Rejects with a HotKeyError
-   * (an AuthError for HK_ERR_AUTH) HK_ERR_AUTH / HK_ERR_UNKNOWN_APP / HK_ERR_VERSION when a hub refuses it, HK_ERR_CLOSED when
+   * HK_ERR_AUTH (an AuthError) / HK_ERR_UNKNOWN_APP / HK_ERR_VERSION when a hub refuses it, HK_ERR_CLOSED when
    * the client is closed first, or the signal's reason when `signal` aborts.
    */
   ready(options: { signal?: AbortSignal } = {}): Promise<void> {

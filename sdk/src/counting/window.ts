@@ -84,7 +84,8 @@ export class AccessWindow {
   readonly #sliceCounts: Uint32Array;
   readonly #totals: Uint32Array;
   readonly #pending: Uint32Array;
-  readonly #rule: Int32Array;
+  /** rule index of each slot's key (-1: no rule matches) */
+  readonly #ruleOf: Int32Array;
   /** local threshold of each slot's rule (0: none, never reported nor urgent) */
   readonly #slotThreshold: Uint32Array;
   /** total at which the slot next becomes urgent (0: disarmed) */
@@ -106,7 +107,9 @@ export class AccessWindow {
   #usedCount = 0;
 
   #rules: RuleSet;
-  #cur = 0;
+  /** ring index of the slice being counted into */
+  #currentSlice = 0;
+  /** absolute number (clock / sliceMs) of the current slice */
   #lastSlice: number;
   #slicesSinceDecay = 0;
   #rand = 0x9e3779b9;
@@ -129,7 +132,7 @@ export class AccessWindow {
     this.#sliceCounts = new Uint32Array(n * this.slices);
     this.#totals = new Uint32Array(n);
     this.#pending = new Uint32Array(n);
-    this.#rule = new Int32Array(n);
+    this.#ruleOf = new Int32Array(n);
     this.#slotThreshold = new Uint32Array(n);
     this.#crossAt = new Uint32Array(n);
     this.#urgentEnd = new Float64Array(n).fill(-Infinity);
@@ -173,7 +176,7 @@ export class AccessWindow {
   }
 
   #count(slot: number): void {
-    this.#sliceCounts[slot * this.slices + this.#cur]!++;
+    this.#sliceCounts[slot * this.slices + this.#currentSlice]!++;
     this.#pending[slot]!++;
     if (++this.#totals[slot]! === this.#crossAt[slot]) this.#cross(slot);
   }
@@ -187,7 +190,7 @@ export class AccessWindow {
     if (this.#freeTop > 0) slot = this.#free[--this.#freeTop]!;
     else {
       const victim = this.#victim();
-      const victimRule = this.#rule[victim]!;
+      const victimRule = this.#ruleOf[victim]!;
       if (victimRule >= 0 && this.#totals[victim]! >= estimate) {
         this.#rejected++;
         return -1;
@@ -202,8 +205,8 @@ export class AccessWindow {
     this.#keys[slot] = key;
     this.#slotOf.set(key, slot);
     const rule = this.#rules.match(key);
-    this.#rule[slot] = rule;
-    this.#sliceCounts[slot * this.slices + this.#cur] = 1;
+    this.#ruleOf[slot] = rule;
+    this.#sliceCounts[slot * this.slices + this.#currentSlice] = 1;
     this.#totals[slot] = 1;
     this.#pending[slot] = 1;
     const thr = this.#thresholdOf(rule);
@@ -247,7 +250,7 @@ export class AccessWindow {
       x ^= x << 5;
       this.#rand = x >>> 0;
       const slot = this.#rand % this.maxCandidates;
-      const score = this.#rule[slot]! < 0 ? -1 : this.#totals[slot]!;
+      const score = this.#ruleOf[slot]! < 0 ? -1 : this.#totals[slot]!;
       if (score < bestScore) {
         bestScore = score;
         best = slot;
@@ -285,8 +288,8 @@ export class AccessWindow {
     this.#lastSlice = target;
     const rotations = Math.min(steps, this.slices);
     const slices = this.slices;
-    const first = this.#cur;
-    this.#cur = (first + rotations) % slices;
+    const first = this.#currentSlice;
+    this.#currentSlice = (first + rotations) % slices;
     // backwards, so that a swap-remove only moves an already visited slot into place
     for (let u = this.#usedCount - 1; u >= 0; u--) {
       const slot = this.#used[u]!;
@@ -337,7 +340,7 @@ export class AccessWindow {
       const pending = this.#pending[slot]!;
       if (pending === 0) continue;
       this.#pending[slot] = 0;
-      const rule = this.#rule[slot]!;
+      const rule = this.#ruleOf[slot]!;
       const total = this.#totals[slot]!;
       const threshold = rule < 0 ? undefined : thresholds[rule];
       // Below the local threshold this flush's counts are dropped, not carried: a backlog sent
@@ -373,7 +376,7 @@ export class AccessWindow {
       out ??= { keys: [], counts: [], rules: [] };
       out.keys.push(this.#keys[slot]!);
       out.counts.push(Math.min(pending, total));
-      out.rules.push(this.#rule[slot]!);
+      out.rules.push(this.#ruleOf[slot]!);
     }
     this.#urgentCount = 0;
     return out ?? EMPTY;
@@ -412,7 +415,7 @@ export class AccessWindow {
     this.#rules = rules;
     for (let u = 0; u < this.#usedCount; u++) {
       const slot = this.#used[u]!;
-      this.#rule[slot] = rules.match(this.#keys[slot]!);
+      this.#ruleOf[slot] = rules.match(this.#keys[slot]!);
     }
     this.#rearmAll();
   }
@@ -420,7 +423,7 @@ export class AccessWindow {
   #rearmAll(): void {
     for (let u = 0; u < this.#usedCount; u++) {
       const slot = this.#used[u]!;
-      const thr = this.#thresholdOf(this.#rule[slot]!);
+      const thr = this.#thresholdOf(this.#ruleOf[slot]!);
       if (thr === this.#slotThreshold[slot]) continue;
       this.#slotThreshold[slot] = thr;
       this.#urgentEnd[slot] = -Infinity;
