@@ -10,8 +10,7 @@
  *
  *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync
  *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Error
- *   dashboard -> hub (/live) : Hello (role 'dashboard', app '*')
- *   hub -> dashboard         : FeedSnapshot, then FeedDelta every few hundred ms; Error + close
+ *   (the dashboard's /live messages: feed-protocol.ts)
  */
 import { Packr } from 'msgpackr';
 import { ErrorCode, ProtocolError } from '../errors.ts';
