@@ -8,6 +8,7 @@
  * No `node:` imports: the dashboard bundles this file for in-page validation.
  */
 import { ErrorCode, ValidationError } from './errors.ts';
+import { compileGlob } from './glob.ts';
 
 export interface Rule {
   /** exact key or glob (`item:*`) */
@@ -107,16 +108,6 @@ export function isGlob(match: string): boolean {
   return match.includes('*') || match.includes('?');
 }
 
-function globToRegExp(glob: string): RegExp {
-  let source = '';
-  for (const ch of glob) {
-    if (ch === '*') source += '.*';
-    else if (ch === '?') source += '.';
-    else source += ch.replace(/[\\^$.+()|[\]{}]/g, '\\$&');
-  }
-  return new RegExp(`^${source}$`, 's');
-}
-
 interface CompiledGlob {
   index: number;
   literals: number;
@@ -149,8 +140,8 @@ export class RuleSet {
         const prefix = rule.match.slice(0, -1);
         test = (key) => key.startsWith(prefix);
       } else {
-        const re = globToRegExp(rule.match);
-        test = (key) => re.test(key);
+        const glob = compileGlob(rule.match);
+        test = (key) => glob.test(key);
       }
       this.#globs.push({ index, literals, wildcards, test });
     });
