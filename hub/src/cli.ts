@@ -6,9 +6,9 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ValidationError } from '@hotkey/sdk';
-import { loadHubConfig, type HubConfig } from './config.ts';
-import type { Coordinator } from './coordinator.ts';
-import { startHub, type Hub } from './hub.ts';
+import { loadHubConfig, type HubConfig } from './server/config.ts';
+import type { Coordinator } from './cluster/coordinator.ts';
+import { startHub, type Hub } from './server/hub.ts';
 
 const USAGE = `usage: hotkey-hub [options]
 

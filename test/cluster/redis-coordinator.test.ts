@@ -6,8 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis-server.ts';
-import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/redis-coordinator.ts';
-import type { HubEvent, HubStatus } from '../../hub/src/coordinator.ts';
+import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/cluster/redis-coordinator.ts';
+import type { HubEvent, HubStatus } from '../../hub/src/cluster/coordinator.ts';
 import { HotKeyError, ValidationError } from '@hotkey/sdk';
 import { DEFAULT_RULE, type Rule } from '@hotkey/sdk/rules';
 

@@ -2,7 +2,7 @@
  * Options of `startHub` and the tunables, each with its default. Kept apart from the server so
  * that the CLI, tests and the cluster engineer's code can read the defaults without a server.
  */
-import type { Coordinator } from './coordinator.ts';
+import type { Coordinator } from '../cluster/coordinator.ts';
 
 /** The config file's shape before validation (rules get their defaults filled in). */
 export interface HubConfigInput {

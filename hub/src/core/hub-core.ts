@@ -19,17 +19,17 @@ import {
 } from '@hotkey/sdk/protocol';
 import { localThreshold, type Rule } from '@hotkey/sdk/rules';
 import { Aggregator, reporterBit, type DemoteReason } from './aggregator.ts';
-import { tokenMatches } from './auth.ts';
+import { tokenMatches } from '../server/auth.ts';
 import { Broadcaster } from './broadcaster.ts';
-import { isValidAppName } from './config.ts';
-import type { Coordinator, HubEvent, HubStatus } from './coordinator.ts';
+import { isValidAppName } from '../server/config.ts';
+import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
 import { InvalidationTracker } from './invalidations.ts';
-import { LocalCoordinator } from './local-coordinator.ts';
-import { Metrics, type Gauges } from './metrics.ts';
-import type { HubTunables } from './options.ts';
+import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import { Metrics, type Gauges } from '../http/metrics.ts';
+import type { HubTunables } from '../server/options.ts';
 import type { Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
-import { Session, SessionState, type SessionHost } from './session.ts';
+import { Session, SessionState, type SessionHost } from '../server/session.ts';
 
 /** A hot key as the API and status show it. */
 export interface HotKeyRow {

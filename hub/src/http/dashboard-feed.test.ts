@@ -2,9 +2,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CloseCode, decodeFeedMessage, encode, MsgType, PROTOCOL_VERSION, type FeedDelta, type FeedMessage, type FeedSnapshot } from '@hotkey/sdk/protocol';
 import { DashboardFeed, type FeedSource } from './dashboard-feed.ts';
-import { LocalCoordinator } from './local-coordinator.ts';
-import type { HotKeyRow } from './hub-core.ts';
-import type { Peer } from './peer.ts';
+import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import type { HotKeyRow } from '../core/hub-core.ts';
+import type { Peer } from '../core/peer.ts';
 
 /** A socket's sending side that records frames; `bufferedAmount` is set by the test. */
 class RecordingPeer implements Peer {

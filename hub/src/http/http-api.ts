@@ -8,9 +8,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, HotKeyError, ProtocolError, ValidationError } from '@hotkey/sdk';
 import { assertKey, type Member } from '@hotkey/sdk/protocol';
 import { DEFAULT_RULE } from '@hotkey/sdk/rules';
-import { bearerToken, tokenMatches } from './auth.ts';
-import { isValidAppName } from './config.ts';
-import type { HubCore, HotKeyRow, InstanceRow } from './hub-core.ts';
+import { bearerToken, tokenMatches } from '../server/auth.ts';
+import { isValidAppName } from '../server/config.ts';
+import type { HubCore, HotKeyRow, InstanceRow } from '../core/hub-core.ts';
 import { renderMetrics, type FeedCounters } from './metrics.ts';
 
 /** Error codes only the HTTP API uses (the rest come from ErrorCode in @hotkey/sdk). */

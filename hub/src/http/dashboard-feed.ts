@@ -26,11 +26,11 @@ import {
   type FeedHub,
   type FeedInstance,
 } from '@hotkey/sdk/protocol';
-import { tokenMatches } from './auth.ts';
+import { tokenMatches } from '../server/auth.ts';
 import { RuleSet, type Rule } from '@hotkey/sdk/rules';
-import type { Coordinator, HubEvent } from './coordinator.ts';
-import type { HotKeyRow, InstanceRow } from './hub-core.ts';
-import type { Peer } from './peer.ts';
+import type { Coordinator, HubEvent } from '../cluster/coordinator.ts';
+import type { HotKeyRow, InstanceRow } from '../core/hub-core.ts';
+import type { Peer } from '../core/peer.ts';
 
 export const LIVE_PATH = '/live';
 
