@@ -14,7 +14,7 @@ export interface BroadcasterOptions {
   maxBufferedBytes?: number;
   /** called once per socket cut off */
   onSlowConsumer?: (peer: Peer) => void;
-  /** called when writing to a socket throws (the socket is then closed with 1011) */
+  /** called when writing to a socket throws (the socket is then closed with CloseCode.InternalError) */
   onSendError?: (peer: Peer, err: unknown) => void;
 }
 
@@ -65,7 +65,7 @@ export class Broadcaster {
       this.peers.delete(peer);
       this.#onSendError?.(peer, err);
       try {
-        peer.close(1011, 'internal hub error');
+        peer.close(CloseCode.InternalError, 'internal hub error');
       } catch {
         // already gone
       }

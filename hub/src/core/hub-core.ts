@@ -27,7 +27,7 @@ import { InvalidationTracker } from './invalidations.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import { Metrics, type Gauges } from '../http/metrics.ts';
 import type { HubTunables } from '../server/options.ts';
-import type { Peer } from './peer.ts';
+import { closeReason, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
 import { Session, SessionState, type SessionHost } from '../server/session.ts';
 
@@ -433,7 +433,7 @@ export class HubCore implements SessionHost {
   #closePeer(session: Session, code: number, reason: string): void {
     session.onClose();
     try {
-      session.peer.close(code, reason);
+      session.peer.close(code, closeReason(reason));
     } catch {
       // already closed
     }

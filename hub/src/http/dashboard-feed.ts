@@ -30,7 +30,7 @@ import { tokenMatches } from '../server/auth.ts';
 import { RuleSet, type Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent } from '../cluster/coordinator.ts';
 import type { HotKeyRow, InstanceRow } from '../core/hub-core.ts';
-import type { Peer } from '../core/peer.ts';
+import { closeReason, type Peer } from '../core/peer.ts';
 
 export const LIVE_PATH = '/live';
 
@@ -149,7 +149,7 @@ class Subscriber implements FeedConnection {
     const closeCode = err instanceof ProtocolError ? err.closeCode : CloseCode.Protocol;
     try {
       this.peer.send(errorFrame(err));
-      this.peer.close(closeCode, (err as Error).message.slice(0, 100));
+      this.peer.close(closeCode, closeReason((err as Error).message));
     } catch {
       // the socket is already gone
     }
@@ -262,7 +262,7 @@ export class DashboardFeed {
     this.#timer = undefined;
     for (const sub of [...this.#subscribers]) {
       try {
-        sub.peer.close(code, reason);
+        sub.peer.close(code, closeReason(reason));
       } catch {
         // already closed
       }
