@@ -72,4 +72,20 @@ export interface Coordinator {
   statuses(): HubStatus[];
 
   health(): Health;
+  /** the shared store's loss counters for /metrics; undefined (or absent): nothing is shared */
+  stats?(): CoordinatorCounters;
+}
+
+/** What a coordinator over a shared store lost or refused, exported at /metrics as `hotkey_cluster_*`. */
+export interface CoordinatorCounters {
+  /** events that could not be published to the other hubs */
+  droppedEvents: number;
+  /** history entries dropped (buffer full) or lost (write failed) */
+  droppedHistory: number;
+  /** history entries waiting for the store */
+  bufferedHistory: number;
+  /** rule sets from the store that failed validation */
+  rejectedRules: number;
+  /** pub/sub messages from the store that were not a valid event or status */
+  badMessages: number;
 }

@@ -10,7 +10,7 @@
  */
 import type { Member } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
-import type { AppAuth, Coordinator, Health, HubEvent, HubStatus } from './coordinator.ts';
+import type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubStatus } from './coordinator.ts';
 import { connectInBackground, createRedisClient, isReady, type Redis } from './redis-client.ts';
 import { MAX_MEMBERS, RedisMembership } from './redis-membership.ts';
 import { RedisRules, type AppSeed } from './redis-rules.ts';
@@ -229,8 +229,8 @@ export class RedisCoordinator implements Coordinator {
     return { state: 'degraded', detail: `redis ${this.#url} unreachable${since}: serving the last known members and rules, reconnecting` };
   }
 
-  /** counters for metrics */
-  stats(): { droppedEvents: number; droppedHistory: number; bufferedHistory: number; rejectedRules: number; badMessages: number } {
+  /** counters exported at /metrics as `hotkey_cluster_*` */
+  stats(): CoordinatorCounters {
     return {
       droppedEvents: this.droppedEvents,
       droppedHistory: this.#history.dropped + this.#history.lost,

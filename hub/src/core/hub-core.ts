@@ -39,13 +39,15 @@ export interface HotKeyRow {
   threshold: number;
   /** ms since epoch of the promotion */
   since: number;
-  /** estimated distinct SDK instances reporting it */
+  /** distinct SDK instances reporting it: an estimate (the aggregator's reporter bits), not a count of rows */
   instances: number;
   /** id of the hub that owns (decides) the key */
-  owner: string;
+  hub: string;
+  /** ms the promotion lives without renewal (0 when another hub's status reported the row) */
   ttlMs: number;
 }
 
+/** One SDK connection, on this hub or (from its status) another. */
 export interface InstanceRow {
   app: string;
   instance: string;
@@ -56,14 +58,26 @@ export interface InstanceRow {
   hub: string;
 }
 
+/** One app on this hub, in numbers (GET /api/apps). */
+export interface AppSummary {
+  /** distinct SDK instances connected */
+  instanceCount: number;
+  /** SDK connections (an instance may hold more than one) */
+  connections: number;
+  keysTracked: number;
+  hotCount: number;
+  /** the app's last broadcast seq */
+  seq: number;
+}
+
 interface AppState {
   name: string;
   aggregator: Aggregator;
   broadcaster: Broadcaster;
   sessions: Set<Session>;
   sessionByPeer: Map<Peer, Session>;
-  /** instance id -> sessions of it on this hub */
-  instances: Map<string, number>;
+  /** instance id -> how many sessions that SDK instance has open on this hub */
+  sessionsByInstance: Map<string, number>;
   invalidations: InvalidationTracker;
   /** sessions connected now, shared by consecutive invalidations until one joins or leaves */
   waiters: Session[] | undefined;
@@ -160,7 +174,7 @@ export class HubCore implements SessionHost {
       refuse(ErrorCode.Version, CloseCode.Version, `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`);
     }
     if (hello.role === 'dashboard') {
-      // The live dashboard feed attaches here once it exists; until then such clients are refused.
+      // pages get the live feed on LIVE_PATH (http/dashboard-feed.ts), not on the SDK endpoint
       refuse(ErrorCode.Protocol, CloseCode.Protocol, 'dashboard feed not available');
     }
     const auth = isValidAppName(hello.app) ? this.coordinator.app(hello.app) : undefined;
@@ -185,12 +199,12 @@ export class HubCore implements SessionHost {
     app.sessions.add(session);
     app.sessionByPeer.set(session.peer, session);
     app.waiters = undefined;
-    const before = app.instances.size;
-    app.instances.set(hello.instance, (app.instances.get(hello.instance) ?? 0) + 1);
+    const instanceCountBefore = app.sessionsByInstance.size;
+    app.sessionsByInstance.set(hello.instance, (app.sessionsByInstance.get(hello.instance) ?? 0) + 1);
     this.#connections++;
 
     const rules = app.aggregator.rules;
-    const instances = app.instances.size;
+    const instanceCount = app.sessionsByInstance.size;
     app.broadcaster.peers.add(session.peer);
     app.broadcaster.sendTo(
       session.peer,
@@ -201,13 +215,13 @@ export class HubCore implements SessionHost {
         epoch: this.#epoch,
         members: this.#members,
         rules: [...rules],
-        local: rules.map((r) => localThreshold(r, instances, this.tunables.localThresholdFraction)),
-        instances,
+        local: rules.map((r) => localThreshold(r, instanceCount, this.tunables.localThresholdFraction)),
+        instances: instanceCount,
         seq: app.broadcaster.seq,
       }),
     );
     this.#sendSnapshot(app, session);
-    if (app.instances.size !== before) this.#scheduleConfig(app);
+    if (app.sessionsByInstance.size !== instanceCountBefore) this.#scheduleConfig(app);
   }
 
   report(session: Session, report: Report): void {
@@ -256,10 +270,10 @@ export class HubCore implements SessionHost {
     app.sessionByPeer.delete(session.peer);
     app.broadcaster.peers.delete(session.peer);
     app.waiters = undefined;
-    const n = (app.instances.get(session.instance) ?? 1) - 1;
-    if (n > 0) app.instances.set(session.instance, n);
+    const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
+    if (sessionsLeft > 0) app.sessionsByInstance.set(session.instance, sessionsLeft);
     else {
-      app.instances.delete(session.instance);
+      app.sessionsByInstance.delete(session.instance);
       this.#scheduleConfig(app);
     }
     app.invalidations.settle();
@@ -295,11 +309,11 @@ export class HubCore implements SessionHost {
     return [...this.#apps.keys()];
   }
 
-  appSummary(appName: string): { instances: number; connections: number; keys: number; hot: number; seq: number } | undefined {
+  appSummary(appName: string): AppSummary | undefined {
     const app = this.#apps.get(appName);
     if (app === undefined) return undefined;
     const s = app.aggregator.stats;
-    return { instances: app.instances.size, connections: app.sessions.size, keys: s.keys, hot: s.hot, seq: app.broadcaster.seq };
+    return { instanceCount: app.sessionsByInstance.size, connections: app.sessions.size, keysTracked: s.keys, hotCount: s.hot, seq: app.broadcaster.seq };
   }
 
   /** hot keys this hub owns, highest QPS first */
@@ -309,13 +323,14 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       if (appName !== undefined && app.name !== appName) continue;
       for (const v of app.aggregator.hot(now)) {
-        rows.push({ app: app.name, key: v.key, qps: v.qps, threshold: v.threshold, since: v.since, instances: v.instances, owner: this.id, ttlMs: v.ttlMs });
+        rows.push({ app: app.name, key: v.key, qps: v.qps, threshold: v.threshold, since: v.since, instances: v.instances, hub: this.id, ttlMs: v.ttlMs });
       }
     }
     return rows.sort((a, b) => b.qps - a.qps);
   }
 
-  instances(appName?: string, limit = Infinity): InstanceRow[] {
+  /** SDK connections to this hub, at most `limit` */
+  instanceRows(appName?: string, limit = Infinity): InstanceRow[] {
     const rows: InstanceRow[] = [];
     for (const app of this.#apps.values()) {
       if (appName !== undefined && app.name !== appName) continue;
@@ -400,7 +415,7 @@ export class HubCore implements SessionHost {
       hot: this.hotKeys()
         .slice(0, STATUS_HOT_MAX)
         .map(({ app, key, qps, since, instances, threshold }) => ({ app, key, qps, since, instances, threshold })),
-      instances: this.instances(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
+      instances: this.instanceRows(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
       updatedAt: now,
     };
     this.coordinator.publishStatus(status);
@@ -478,7 +493,7 @@ export class HubCore implements SessionHost {
       }),
       sessions: new Set(),
       sessionByPeer: new Map(),
-      instances: new Map(),
+      sessionsByInstance: new Map(),
       invalidations: new InvalidationTracker({ timeoutMs: this.tunables.invalidateAckTimeoutMs }),
       waiters: undefined,
       configTimer: undefined,
@@ -566,12 +581,12 @@ export class HubCore implements SessionHost {
 
   #sendConfig(app: AppState): void {
     const rules = app.aggregator.rules;
-    const instances = app.instances.size;
+    const instanceCount = app.sessionsByInstance.size;
     app.broadcaster.sendAll({
       t: MsgType.Config,
       rules: [...rules],
-      local: rules.map((r) => localThreshold(r, instances, this.tunables.localThresholdFraction)),
-      instances,
+      local: rules.map((r) => localThreshold(r, instanceCount, this.tunables.localThresholdFraction)),
+      instances: instanceCount,
     });
   }
 
