@@ -36,7 +36,6 @@ export class Session implements Waiter {
   instance = '';
   host = '';
   sdk = '';
-  role: 'sdk' | 'dashboard' = 'sdk';
   /** this instance's bit in the aggregator's reporter bitmaps */
   reporter = 0;
   lastReport = 0;
