@@ -412,10 +412,10 @@ export class HubCore implements SessionHost {
       heapUsed: mem.heapUsed,
       rss: mem.rss,
       redis: health.state === 'degraded' ? 'down' : this.clustered ? 'ok' : 'none',
-      hot: this.hotKeys()
+      hotKeys: this.hotKeys()
         .slice(0, STATUS_HOT_MAX)
         .map(({ app, key, qps, since, instances, threshold }) => ({ app, key, qps, since, instances, threshold })),
-      instances: this.instanceRows(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
+      instanceRows: this.instanceRows(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
       updatedAt: now,
     };
     this.coordinator.publishStatus(status);

@@ -27,7 +27,7 @@ export function clusterHotRows(source: ClusterSource, app?: string): HotKeyRow[]
   for (const row of source.hotKeys(app)) rows.set(rowId(row.app, row.key), row);
   for (const status of source.coordinator.statuses()) {
     if (status.id === source.id) continue;
-    for (const h of status.hot) {
+    for (const h of status.hotKeys) {
       if (app !== undefined && h.app !== app) continue;
       const id = rowId(h.app, h.key);
       if (!rows.has(id)) rows.set(id, { app: h.app, key: h.key, qps: h.qps, threshold: h.threshold, since: h.since, instances: h.instances, hub: status.id, ttlMs: 0 });
@@ -41,7 +41,7 @@ export function clusterInstanceRows(source: ClusterSource, app?: string, limit =
   const rows = source.instanceRows(app, limit);
   for (const status of source.coordinator.statuses()) {
     if (status.id === source.id) continue;
-    for (const i of status.instances) {
+    for (const i of status.instanceRows) {
       if (app !== undefined && i.app !== app) continue;
       if (rows.length >= limit) return rows;
       rows.push({ app: i.app, instance: i.instance, host: i.host, sdk: i.sdk, lastReport: i.lastReport, connectedAt: i.connectedAt, hub: status.id });

@@ -318,7 +318,7 @@ export class DashboardFeed {
         rss: s.rss,
         redis: s.redis,
         hot: hotByHub.get(s.id) ?? 0,
-        instances: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instances.length,
+        instances: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instanceRows.length,
         updatedAt: s.updatedAt,
       }));
   }
