@@ -164,7 +164,7 @@ test('body limit, unknown routes and JSON error shape', async () => {
   const page = await api('/');
   assert.is(page.status, 200);
   assert.match(page.headers.get('content-type') ?? '', /text\/html/);
-  assert.match(page.text, /<html/i, 'the page (the dashboard, or the first page when it cannot be built)');
+  assert.match(page.text, /<html/i, 'the page (the dashboard, or the fallback page when it cannot be built)');
 });
 
 test('without an admin token writes are refused with a hint; with a dashboard token reads need it', async () => {
