@@ -135,11 +135,11 @@ export class HubCore implements SessionHost {
     this.#log = options.log;
     this.startedAt = this.#now();
     this.#lastStatusAt = this.startedAt;
-    const m = this.coordinator.members();
-    this.#epoch = m.epoch;
-    this.#members = m.members;
+    const membership = this.coordinator.members();
+    this.#epoch = membership.epoch;
+    this.#members = membership.members;
     this.qpsHistory = options.qpsHistory ?? new QpsHistory();
-    const initial = new Ownership(m.members.map((x) => x.id));
+    const initial = new Ownership(membership.members.map((member) => member.id));
     this.#ownership = initial;
     if (initial.ids.length > 1) this.#accept = (key) => initial.owner(key) === this.id;
     this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#rulesChanged(app, rules)));
@@ -312,8 +312,8 @@ export class HubCore implements SessionHost {
   appSummary(appName: string): AppSummary | undefined {
     const app = this.#apps.get(appName);
     if (app === undefined) return undefined;
-    const s = app.aggregator.stats;
-    return { instanceCount: app.sessionsByInstance.size, connections: app.sessions.size, keysTracked: s.keys, hotCount: s.hot, seq: app.broadcaster.seq };
+    const stats = app.aggregator.stats;
+    return { instanceCount: app.sessionsByInstance.size, connections: app.sessions.size, keysTracked: stats.keys, hotCount: stats.hot, seq: app.broadcaster.seq };
   }
 
   /** hot keys this hub owns, highest QPS first */
@@ -334,9 +334,9 @@ export class HubCore implements SessionHost {
     const rows: InstanceRow[] = [];
     for (const app of this.#apps.values()) {
       if (appName !== undefined && app.name !== appName) continue;
-      for (const s of app.sessions) {
+      for (const session of app.sessions) {
         if (rows.length >= limit) return rows;
-        rows.push({ app: app.name, instance: s.instance, host: s.host, sdk: s.sdk, lastReport: s.lastReport, connectedAt: s.connectedAt, hub: this.id });
+        rows.push({ app: app.name, instance: session.instance, host: session.host, sdk: session.sdk, lastReport: session.lastReport, connectedAt: session.connectedAt, hub: this.id });
       }
     }
     return rows;
@@ -366,12 +366,12 @@ export class HubCore implements SessionHost {
     let evicted = 0;
     let ignored = 0;
     for (const app of this.#apps.values()) {
-      const s = app.aggregator.stats;
-      keysTracked += s.keys;
-      hotKeys += s.hot;
-      dropped += s.dropped;
-      evicted += s.evicted;
-      ignored += s.ignored;
+      const stats = app.aggregator.stats;
+      keysTracked += stats.keys;
+      hotKeys += stats.hot;
+      dropped += stats.dropped;
+      evicted += stats.evicted;
+      ignored += stats.ignored;
     }
     const mem = process.memoryUsage();
     return { connections: this.#connections, apps: this.#apps.size, keysTracked, hotKeys, dropped, evicted, ignored, heapUsed: mem.heapUsed, rss: mem.rss, ingestRate: this.#ingestRate, qpsHistoryKeys: this.qpsHistory.size };
