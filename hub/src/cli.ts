@@ -3,17 +3,18 @@
  * Prints a human line and one machine-readable `HOTKEY_READY {json}` line that tests parse.
  * Exit codes: 0 after a graceful SIGTERM/SIGINT, 1 bad config or start failure, 2 bad usage.
  */
-import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ValidationError } from '@hotkey/sdk';
-import { loadHubConfig, type HubConfig } from './config.ts';
-import type { Coordinator } from './coordinator.ts';
-import { startHub, type Hub } from './hub.ts';
+import { RedisCoordinator } from './cluster/redis-coordinator.ts';
+import { startDemo } from './demo/demo.ts';
+import { loadHubConfig, type HubConfig } from './server/config.ts';
+import { startHub } from './server/hub.ts';
+import { DEFAULT_HOST, DEFAULT_PORT } from './server/options.ts';
 
 const USAGE = `usage: hotkey-hub [options]
 
-  --port N              TCP port, 0 = any free port (env HOTKEY_PORT, default 7070)
-  --host ADDR           interface to listen on (env HOTKEY_HOST, default 127.0.0.1)
+  --port N              TCP port, 0 = any free port (env HOTKEY_PORT, default ${DEFAULT_PORT})
+  --host ADDR           interface to listen on (env HOTKEY_HOST, default ${DEFAULT_HOST})
   --config FILE         JSON config: apps, tokens, rules (env HOTKEY_CONFIG; none = OPEN mode)
   --admin-token T       bearer token for API writes (env HOTKEY_ADMIN_TOKEN; none = writes refused)
   --dashboard-token T   bearer token for API reads and the page (env HOTKEY_DASHBOARD_TOKEN)
@@ -59,38 +60,16 @@ function nonEmpty(name: string, value: string | undefined): string | undefined {
 }
 
 function portOf(raw: string | undefined): number {
-  if (raw === undefined) return 7070;
+  if (raw === undefined) return DEFAULT_PORT;
   const port = Number(raw);
   if (!/^\d+$/.test(raw) || port > 65535) usageError(`--port must be an integer from 0 to 65535, got "${raw}"`);
   return port;
 }
 
-/** The cluster seam: a RedisCoordinator when the cluster module is present. */
-async function clusterCoordinator(url: string, nodeId: string | undefined, config: HubConfig | undefined): Promise<Coordinator> {
+/** The cluster seam: with `--redis`, hubs share members, rules and history through Redis. */
+function clusterCoordinator(url: string, nodeId: string | undefined, config: HubConfig | undefined): RedisCoordinator {
   if (!/^rediss?:\/\//.test(url)) usageError(`--redis must be a redis:// URL, got "${url}"`);
-  const modulePath = new URL('./redis-coordinator.ts', import.meta.url);
-  if (!existsSync(modulePath)) {
-    process.stderr.write('hotkey-hub: cluster mode not available yet\n');
-    process.exit(2);
-  }
-  // typed loosely so that this file type-checks before the cluster module lands
-  type ClusterModule = { RedisCoordinator?: new (options: { url: string; nodeId?: string; apps: HubConfig['apps']; open: boolean }) => Coordinator };
-  const { RedisCoordinator } = (await import(modulePath.href)) as ClusterModule;
-  if (RedisCoordinator === undefined) throw new Error('redis-coordinator.ts does not export RedisCoordinator');
   return new RedisCoordinator({ url, nodeId, apps: config?.apps ?? {}, open: config === undefined });
-}
-
-/** Hook for the demo traffic generator (./demo.ts, exporting `startDemo(hub)`), written separately. */
-async function startDemo(hub: Hub): Promise<void> {
-  const modulePath = new URL('./demo.ts', import.meta.url);
-  if (!existsSync(modulePath)) {
-    process.stderr.write('hotkey-hub: --demo is not available yet\n');
-    await hub.close();
-    process.exit(2);
-  }
-  const mod = (await import(modulePath.href)) as { startDemo?: (hub: Hub) => Promise<unknown> | unknown };
-  if (typeof mod.startDemo !== 'function') throw new Error('demo module does not export startDemo(hub)');
-  await mod.startDemo(hub);
 }
 
 async function main(): Promise<void> {
@@ -101,7 +80,7 @@ async function main(): Promise<void> {
   }
   const env = process.env;
   const port = portOf(nonEmpty('--port', args.port ?? env.HOTKEY_PORT));
-  const host = nonEmpty('--host', args.host ?? env.HOTKEY_HOST) ?? '127.0.0.1';
+  const host = nonEmpty('--host', args.host ?? env.HOTKEY_HOST) ?? DEFAULT_HOST;
   const configPath = nonEmpty('--config', args.config ?? env.HOTKEY_CONFIG);
   const adminToken = nonEmpty('--admin-token', args['admin-token'] ?? env.HOTKEY_ADMIN_TOKEN);
   const dashboardToken = nonEmpty('--dashboard-token', args['dashboard-token'] ?? env.HOTKEY_DASHBOARD_TOKEN);
@@ -120,7 +99,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const coordinator = redis === undefined ? undefined : await clusterCoordinator(redis, nodeId, config);
+  const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config);
 
   const hub = await startHub({ port, host, config, coordinator, adminToken, dashboardToken, nodeId, advertiseUrl });
   const pageUrl = `${hub.httpUrl}/`;

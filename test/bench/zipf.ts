@@ -11,10 +11,10 @@
  * known in advance, so the accuracy benchmark can plant keys just above and just below a threshold.
  */
 
-// The sampler is the demo's (hub/src/zipf.ts): one implementation serves the demo and the traces.
-import { mulberry32, ZipfSampler } from '../../hub/src/zipf.ts';
+// The sampler is the demo's (hub/src/demo/zipf.ts): one implementation serves the demo and the traces.
+import { mulberry32, ZipfSampler } from '../../hub/src/demo/zipf.ts';
 export { mulberry32, ZipfSampler };
-export type { ZipfOptions } from '../../hub/src/zipf.ts';
+export type { ZipfOptions } from '../../hub/src/demo/zipf.ts';
 
 export interface FlashKey {
   key: string;

@@ -102,8 +102,8 @@ test('promote by hand through a hub that does not own the key: the owner promote
   const event = await waitFor('the promotion in history', async () => (await cluster.history('hub-a', since)).find((e) => e.type === 'promote' && e.key === key), 5000);
   assert.is(event.hub, 'hub-b', 'the owner hub decided it');
   assert.is(event.manual, true);
-  const hot = (await httpJson(`${cluster.hub('hub-b').httpUrl}/api/hot?app=${APP}`)).body.hot as { key: string; owner: string }[];
-  assert.is(hot.find((h) => h.key === key)?.owner, 'hub-b');
+  const hot = (await httpJson(`${cluster.hub('hub-b').httpUrl}/api/hot?app=${APP}`)).body.hot as { key: string; hub: string }[];
+  assert.is(hot.find((h) => h.key === key)?.hub, 'hub-b');
   // the owner's refusal passes through: a key no rule matches
   const [unmatched] = Cluster.keysOwnedBy(IDS, 'hub-b', 1, 'user:');
   const refused = await write('hub-a', 'promote', unmatched!);

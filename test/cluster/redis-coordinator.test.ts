@@ -6,8 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis-server.ts';
-import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/redis-coordinator.ts';
-import type { HubEvent, HubStatus } from '../../hub/src/coordinator.ts';
+import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/cluster/redis-coordinator.ts';
+import type { HubEvent, HubStatus } from '../../hub/src/cluster/coordinator.ts';
 import { HotKeyError, ValidationError } from '@hotkey/sdk';
 import { DEFAULT_RULE, type Rule } from '@hotkey/sdk/rules';
 
@@ -216,7 +216,7 @@ test('the live feed reaches every hub once, and statuses show the whole cluster'
   await waitFor('bad message counted', () => hubs[0]!.stats().badMessages === 1);
 
   const status = (id: string): HubStatus => ({
-    id, url: `ws://127.0.0.1:1/${id}`, startedAt: Date.now(), ingestRate: 10, connections: 2, heapUsed: 1, rss: 1, redis: 'ok', hot: [], instances: [], updatedAt: Date.now(),
+    id, url: `ws://127.0.0.1:1/${id}`, startedAt: Date.now(), ingestRate: 10, connections: 2, heapUsed: 1, rss: 1, redis: 'ok', hotKeys: [], instanceRows: [], updatedAt: Date.now(),
   });
   for (const h of hubs) h.publishStatus(status(h.selfId));
   for (const h of hubs) await waitFor(`${h.selfId} to list 3 statuses`, () => h.statuses().map((s) => s.id).join(',') === 'a,b,c');

@@ -54,7 +54,7 @@ test('reports show up in metrics, /api/hot, /api/instances, /api/events and /api
   assert.is(hot.status, 200);
   assert.is(hot.body.hot.length, 1);
   const row = hot.body.hot[0];
-  assert.equal({ app: row.app, key: row.key, threshold: row.threshold, instances: row.instances, owner: row.owner }, { app: 'shop', key: 'item:1', threshold: 50, instances: 1, owner: hub.id });
+  assert.equal({ app: row.app, key: row.key, threshold: row.threshold, instances: row.instances, hub: row.hub }, { app: 'shop', key: 'item:1', threshold: 50, instances: 1, hub: hub.id });
   // 50 accesses over the time the window covers: 9 slices of 100 ms plus 0..100 ms of the current one
   assert.ok(row.qps >= 50 && row.qps <= (50 * 1000) / 900, `qps ${row.qps}`);
   assert.ok(row.since > Date.now() - 5000);
@@ -164,7 +164,7 @@ test('body limit, unknown routes and JSON error shape', async () => {
   const page = await api('/');
   assert.is(page.status, 200);
   assert.match(page.headers.get('content-type') ?? '', /text\/html/);
-  assert.match(page.text, /<html/i, 'the page (the dashboard, or the first page when it cannot be built)');
+  assert.match(page.text, /<html/i, 'the page (the dashboard, or the fallback page when it cannot be built)');
 });
 
 test('without an admin token writes are refused with a hint; with a dashboard token reads need it', async () => {

@@ -1,6 +1,7 @@
 /**
  * The hub's REST API as the page uses it. Tokens travel in the Authorization header only; an
- * error answer `{error: {code, field?, message}}` becomes an ApiError the views show inline.
+ * error answer `{error: {code, field?, message}}` becomes an ApiError the views show inline; its
+ * code is always one of the hub's HK_ERR_* codes (ErrorCode in @hotkey/sdk, HttpErrorCode in the hub).
  */
 import { getToken, readToken } from './token-store.ts';
 
@@ -19,6 +20,13 @@ export class ApiError extends Error {
   get isAuth(): boolean {
     return this.status === 401 || this.status === 403;
   }
+}
+
+/** The hub's HK_ERR_* code for an error answer without a JSON body (a proxy's page, say). */
+function codeOfStatus(status: number): string {
+  if (status === 401 || status === 403) return 'HK_ERR_AUTH';
+  if (status === 404) return 'HK_ERR_NOT_FOUND';
+  return status >= 500 ? 'HK_ERR_UNAVAILABLE' : 'HK_ERR_BAD_REQUEST';
 }
 
 /** @param [timeoutMs=10000] a request that takes longer fails with HK_ERR_TIMEOUT */
@@ -44,7 +52,7 @@ async function request(method: string, path: string, token: string, body?: unkno
   }
   if (!res.ok) {
     const e = (data as { error?: { code?: unknown; field?: unknown; message?: unknown } } | undefined)?.error;
-    const code = typeof e?.code === 'string' ? e.code : res.status === 401 || res.status === 403 ? 'HK_ERR_AUTH' : `HTTP_${res.status}`;
+    const code = typeof e?.code === 'string' ? e.code : codeOfStatus(res.status);
     const message = typeof e?.message === 'string' ? e.message : typeof data === 'string' && data !== '' ? data : res.statusText;
     throw new ApiError(res.status, code, message, typeof e?.field === 'string' ? e.field : undefined);
   }

@@ -57,6 +57,7 @@ export const CloseCode = {
   Normal: 1000,
   GoingAway: 1001,
   MessageTooBig: 1009,
+  InternalError: 1011, // a fault inside the hub (logged there): the client reconnects
   Protocol: 4000,
   Version: 4001,
   UnknownApp: 4002,

@@ -19,17 +19,17 @@ import {
 } from '@hotkey/sdk/protocol';
 import { localThreshold, type Rule } from '@hotkey/sdk/rules';
 import { Aggregator, reporterBit, type DemoteReason } from './aggregator.ts';
-import { tokenMatches } from './auth.ts';
+import { tokenMatches } from '../server/auth.ts';
 import { Broadcaster } from './broadcaster.ts';
-import { isValidAppName } from './config.ts';
-import type { Coordinator, HubEvent, HubStatus } from './coordinator.ts';
+import { isValidAppName } from '../server/config.ts';
+import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
 import { InvalidationTracker } from './invalidations.ts';
-import { LocalCoordinator } from './local-coordinator.ts';
-import { Metrics, type Gauges } from './metrics.ts';
-import type { HubTunables } from './options.ts';
-import type { Peer } from './peer.ts';
+import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import { Metrics, type Gauges } from '../http/metrics.ts';
+import type { HubTunables } from '../server/options.ts';
+import { closeReason, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
-import { Session, SessionState, type SessionHost } from './session.ts';
+import { Session, SessionState, type SessionHost } from '../server/session.ts';
 
 /** A hot key as the API and status show it. */
 export interface HotKeyRow {
@@ -39,13 +39,15 @@ export interface HotKeyRow {
   threshold: number;
   /** ms since epoch of the promotion */
   since: number;
-  /** estimated distinct SDK instances reporting it */
+  /** distinct SDK instances reporting it: an estimate (the aggregator's reporter bits), not a count of rows */
   instances: number;
   /** id of the hub that owns (decides) the key */
-  owner: string;
+  hub: string;
+  /** ms the promotion lives without renewal (0 when another hub's status reported the row) */
   ttlMs: number;
 }
 
+/** One SDK connection, on this hub or (from its status) another. */
 export interface InstanceRow {
   app: string;
   instance: string;
@@ -56,14 +58,26 @@ export interface InstanceRow {
   hub: string;
 }
 
+/** One app on this hub, in numbers (GET /api/apps). */
+export interface AppSummary {
+  /** distinct SDK instances connected */
+  instanceCount: number;
+  /** SDK connections (an instance may hold more than one) */
+  connections: number;
+  keysTracked: number;
+  hotCount: number;
+  /** the app's last broadcast seq */
+  seq: number;
+}
+
 interface AppState {
   name: string;
   aggregator: Aggregator;
   broadcaster: Broadcaster;
   sessions: Set<Session>;
   sessionByPeer: Map<Peer, Session>;
-  /** instance id -> sessions of it on this hub */
-  instances: Map<string, number>;
+  /** instance id -> how many sessions that SDK instance has open on this hub */
+  sessionsByInstance: Map<string, number>;
   invalidations: InvalidationTracker;
   /** sessions connected now, shared by consecutive invalidations until one joins or leaves */
   waiters: Session[] | undefined;
@@ -121,11 +135,11 @@ export class HubCore implements SessionHost {
     this.#log = options.log;
     this.startedAt = this.#now();
     this.#lastStatusAt = this.startedAt;
-    const m = this.coordinator.members();
-    this.#epoch = m.epoch;
-    this.#members = m.members;
+    const membership = this.coordinator.members();
+    this.#epoch = membership.epoch;
+    this.#members = membership.members;
     this.qpsHistory = options.qpsHistory ?? new QpsHistory();
-    const initial = new Ownership(m.members.map((x) => x.id));
+    const initial = new Ownership(membership.members.map((member) => member.id));
     this.#ownership = initial;
     if (initial.ids.length > 1) this.#accept = (key) => initial.owner(key) === this.id;
     this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#rulesChanged(app, rules)));
@@ -160,7 +174,7 @@ export class HubCore implements SessionHost {
       refuse(ErrorCode.Version, CloseCode.Version, `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`);
     }
     if (hello.role === 'dashboard') {
-      // The live dashboard feed attaches here once it exists; until then such clients are refused.
+      // pages get the live feed on LIVE_PATH (http/dashboard-feed.ts), not on the SDK endpoint
       refuse(ErrorCode.Protocol, CloseCode.Protocol, 'dashboard feed not available');
     }
     const auth = isValidAppName(hello.app) ? this.coordinator.app(hello.app) : undefined;
@@ -185,12 +199,12 @@ export class HubCore implements SessionHost {
     app.sessions.add(session);
     app.sessionByPeer.set(session.peer, session);
     app.waiters = undefined;
-    const before = app.instances.size;
-    app.instances.set(hello.instance, (app.instances.get(hello.instance) ?? 0) + 1);
+    const instanceCountBefore = app.sessionsByInstance.size;
+    app.sessionsByInstance.set(hello.instance, (app.sessionsByInstance.get(hello.instance) ?? 0) + 1);
     this.#connections++;
 
     const rules = app.aggregator.rules;
-    const instances = app.instances.size;
+    const instanceCount = app.sessionsByInstance.size;
     app.broadcaster.peers.add(session.peer);
     app.broadcaster.sendTo(
       session.peer,
@@ -201,13 +215,13 @@ export class HubCore implements SessionHost {
         epoch: this.#epoch,
         members: this.#members,
         rules: [...rules],
-        local: rules.map((r) => localThreshold(r, instances, this.tunables.localThresholdFraction)),
-        instances,
+        local: rules.map((r) => localThreshold(r, instanceCount, this.tunables.localThresholdFraction)),
+        instances: instanceCount,
         seq: app.broadcaster.seq,
       }),
     );
     this.#sendSnapshot(app, session);
-    if (app.instances.size !== before) this.#scheduleConfig(app);
+    if (app.sessionsByInstance.size !== instanceCountBefore) this.#scheduleConfig(app);
   }
 
   report(session: Session, report: Report): void {
@@ -256,10 +270,10 @@ export class HubCore implements SessionHost {
     app.sessionByPeer.delete(session.peer);
     app.broadcaster.peers.delete(session.peer);
     app.waiters = undefined;
-    const n = (app.instances.get(session.instance) ?? 1) - 1;
-    if (n > 0) app.instances.set(session.instance, n);
+    const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
+    if (sessionsLeft > 0) app.sessionsByInstance.set(session.instance, sessionsLeft);
     else {
-      app.instances.delete(session.instance);
+      app.sessionsByInstance.delete(session.instance);
       this.#scheduleConfig(app);
     }
     app.invalidations.settle();
@@ -295,11 +309,11 @@ export class HubCore implements SessionHost {
     return [...this.#apps.keys()];
   }
 
-  appSummary(appName: string): { instances: number; connections: number; keys: number; hot: number; seq: number } | undefined {
+  appSummary(appName: string): AppSummary | undefined {
     const app = this.#apps.get(appName);
     if (app === undefined) return undefined;
-    const s = app.aggregator.stats;
-    return { instances: app.instances.size, connections: app.sessions.size, keys: s.keys, hot: s.hot, seq: app.broadcaster.seq };
+    const stats = app.aggregator.stats;
+    return { instanceCount: app.sessionsByInstance.size, connections: app.sessions.size, keysTracked: stats.keys, hotCount: stats.hot, seq: app.broadcaster.seq };
   }
 
   /** hot keys this hub owns, highest QPS first */
@@ -309,19 +323,20 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       if (appName !== undefined && app.name !== appName) continue;
       for (const v of app.aggregator.hot(now)) {
-        rows.push({ app: app.name, key: v.key, qps: v.qps, threshold: v.threshold, since: v.since, instances: v.instances, owner: this.id, ttlMs: v.ttlMs });
+        rows.push({ app: app.name, key: v.key, qps: v.qps, threshold: v.threshold, since: v.since, instances: v.instances, hub: this.id, ttlMs: v.ttlMs });
       }
     }
     return rows.sort((a, b) => b.qps - a.qps);
   }
 
-  instances(appName?: string, limit = Infinity): InstanceRow[] {
+  /** SDK connections to this hub, at most `limit` */
+  instanceRows(appName?: string, limit = Infinity): InstanceRow[] {
     const rows: InstanceRow[] = [];
     for (const app of this.#apps.values()) {
       if (appName !== undefined && app.name !== appName) continue;
-      for (const s of app.sessions) {
+      for (const session of app.sessions) {
         if (rows.length >= limit) return rows;
-        rows.push({ app: app.name, instance: s.instance, host: s.host, sdk: s.sdk, lastReport: s.lastReport, connectedAt: s.connectedAt, hub: this.id });
+        rows.push({ app: app.name, instance: session.instance, host: session.host, sdk: session.sdk, lastReport: session.lastReport, connectedAt: session.connectedAt, hub: this.id });
       }
     }
     return rows;
@@ -351,12 +366,12 @@ export class HubCore implements SessionHost {
     let evicted = 0;
     let ignored = 0;
     for (const app of this.#apps.values()) {
-      const s = app.aggregator.stats;
-      keysTracked += s.keys;
-      hotKeys += s.hot;
-      dropped += s.dropped;
-      evicted += s.evicted;
-      ignored += s.ignored;
+      const stats = app.aggregator.stats;
+      keysTracked += stats.keys;
+      hotKeys += stats.hot;
+      dropped += stats.dropped;
+      evicted += stats.evicted;
+      ignored += stats.ignored;
     }
     const mem = process.memoryUsage();
     return { connections: this.#connections, apps: this.#apps.size, keysTracked, hotKeys, dropped, evicted, ignored, heapUsed: mem.heapUsed, rss: mem.rss, ingestRate: this.#ingestRate, qpsHistoryKeys: this.qpsHistory.size };
@@ -397,10 +412,10 @@ export class HubCore implements SessionHost {
       heapUsed: mem.heapUsed,
       rss: mem.rss,
       redis: health.state === 'degraded' ? 'down' : this.clustered ? 'ok' : 'none',
-      hot: this.hotKeys()
+      hotKeys: this.hotKeys()
         .slice(0, STATUS_HOT_MAX)
         .map(({ app, key, qps, since, instances, threshold }) => ({ app, key, qps, since, instances, threshold })),
-      instances: this.instances(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
+      instanceRows: this.instanceRows(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
       updatedAt: now,
     };
     this.coordinator.publishStatus(status);
@@ -433,7 +448,7 @@ export class HubCore implements SessionHost {
   #closePeer(session: Session, code: number, reason: string): void {
     session.onClose();
     try {
-      session.peer.close(code, reason);
+      session.peer.close(code, closeReason(reason));
     } catch {
       // already closed
     }
@@ -478,7 +493,7 @@ export class HubCore implements SessionHost {
       }),
       sessions: new Set(),
       sessionByPeer: new Map(),
-      instances: new Map(),
+      sessionsByInstance: new Map(),
       invalidations: new InvalidationTracker({ timeoutMs: this.tunables.invalidateAckTimeoutMs }),
       waiters: undefined,
       configTimer: undefined,
@@ -566,12 +581,12 @@ export class HubCore implements SessionHost {
 
   #sendConfig(app: AppState): void {
     const rules = app.aggregator.rules;
-    const instances = app.instances.size;
+    const instanceCount = app.sessionsByInstance.size;
     app.broadcaster.sendAll({
       t: MsgType.Config,
       rules: [...rules],
-      local: rules.map((r) => localThreshold(r, instances, this.tunables.localThresholdFraction)),
-      instances,
+      local: rules.map((r) => localThreshold(r, instanceCount, this.tunables.localThresholdFraction)),
+      instances: instanceCount,
     });
   }
 

@@ -6,7 +6,7 @@
  * invalidates a hot key. Everything is bounded and stops when the hub closes.
  */
 import { HotKeyClient } from '@hotkey/sdk';
-import type { Hub } from './hub.ts';
+import type { Hub } from '../server/hub.ts';
 import { ZipfSampler } from './zipf.ts';
 
 export interface DemoOptions {

@@ -3,9 +3,9 @@ import * as assert from 'uvu/assert';
 import { CloseCode, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { decodeFeedMessage, type FeedDelta, type FeedMessage, type FeedSnapshot } from '@hotkey/sdk/feed-protocol';
 import { DashboardFeed, type FeedSource } from './dashboard-feed.ts';
-import { LocalCoordinator } from './local-coordinator.ts';
-import type { HotKeyRow } from './hub-core.ts';
-import type { Peer } from './peer.ts';
+import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import type { HotKeyRow } from '../core/hub-core.ts';
+import type { Peer } from '../core/peer.ts';
 
 /** A socket's sending side that records frames; `bufferedAmount` is set by the test. */
 class RecordingPeer implements Peer {
@@ -30,13 +30,13 @@ function setup(opts: { dashboardToken?: string; maxRowsPerFrame?: number } = {})
     id: 'hub-1',
     coordinator,
     hotKeys: () => hot.map((r) => ({ ...r })),
-    instances: () => [{ app: 'shop', instance: 'i-1', host: 'web-1', sdk: '0.1.0', lastReport: 5, connectedAt: 1, hub: 'hub-1' }],
+    instanceRows: () => [{ app: 'shop', instance: 'i-1', host: 'web-1', sdk: '0.1.0', lastReport: 5, connectedAt: 1, hub: 'hub-1' }],
     activeApps: () => ['shop'],
     recentEvents: () => [],
   };
   const feed = new DashboardFeed({ source, now: () => 1000, intervalMs: 1_000_000, ...opts, adminToken: 'admin' });
   const setHot = (rows: [string, number][]) => {
-    hot = rows.map(([key, qps]) => ({ app: 'shop', key, qps, threshold: 100, since: 1, instances: 2, owner: 'hub-1', ttlMs: 1000 }));
+    hot = rows.map(([key, qps]) => ({ app: 'shop', key, qps, threshold: 100, since: 1, instances: 2, hub: 'hub-1', ttlMs: 1000 }));
   };
   const connect = (token = '') => {
     const peer = new RecordingPeer();

@@ -1,9 +1,9 @@
 /**
- * The first, plain live page served at `GET /`: polls /api/hot every 500 ms and lists hot keys.
- * Kept in its own module so that the full dashboard can replace it. A dashboard token, when the
- * hub has one, is read from the page's `#token=…` fragment (never sent in a URL to the server).
+ * The fallback page served at `GET /` when the dashboard could not be built at start: polls
+ * /api/hot every 500 ms and lists hot keys. A dashboard token, when the hub has one, is read from
+ * the page's `#token=…` fragment (never sent in a URL to the server).
  */
-export function firstPageHtml(hubId: string): string {
+export function fallbackPageHtml(hubId: string): string {
   const id = hubId.replace(/[<>&"']/g, '');
   return `<!doctype html>
 <html lang="en">
@@ -22,7 +22,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums }
 <h1>hotkey hub <code>${id}</code></h1>
 <p id="status">loading…</p>
 <table>
-<thead><tr><th>app</th><th>key</th><th>qps</th><th>threshold</th><th>instances</th><th>hot since</th><th>owner</th></tr></thead>
+<thead><tr><th>app</th><th>key</th><th>qps</th><th>threshold</th><th>instances</th><th>hot since</th><th>hub</th></tr></thead>
 <tbody id="hot"></tbody>
 </table>
 <script>
@@ -39,7 +39,7 @@ async function poll() {
     body.replaceChildren(...data.hot.map((h) => {
       const tr = document.createElement('tr');
       tr.append(cell(h.app), cell(h.key), cell(Math.round(h.qps), 'n'), cell(h.threshold, 'n'), cell(h.instances, 'n'),
-        cell(new Date(h.since).toLocaleTimeString()), cell(h.owner));
+        cell(new Date(h.since).toLocaleTimeString()), cell(h.hub));
       return tr;
     }));
     status.textContent = data.hot.length + ' hot keys · ' + new Date().toLocaleTimeString();

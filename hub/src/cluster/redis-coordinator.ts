@@ -10,7 +10,7 @@
  */
 import type { Member } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
-import type { AppAuth, Coordinator, Health, HubEvent, HubStatus } from './coordinator.ts';
+import type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubStatus } from './coordinator.ts';
 import { connectInBackground, createRedisClient, isReady, type Redis } from './redis-client.ts';
 import { MAX_MEMBERS, RedisMembership } from './redis-membership.ts';
 import { RedisRules, type AppSeed } from './redis-rules.ts';
@@ -61,7 +61,7 @@ export class RedisCoordinator implements Coordinator {
   readonly #statusStaleMs: number;
   readonly #log: (message: string) => void;
   readonly #client: Redis;
-  readonly #sub: Redis;
+  readonly #subscriber: Redis;
   readonly #rules: RedisRules;
   readonly #history: RedisHistory;
   #membership: RedisMembership | undefined;
@@ -97,7 +97,7 @@ export class RedisCoordinator implements Coordinator {
     // A reply slower than the member TTL is useless anyway: by then the others dropped this hub.
     const clientOpts = { url: opts.url, maxBackoffMs: opts.maxBackoffMs, commandTimeoutMs: Math.min(1000, this.#ttlMs) };
     this.#client = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}` });
-    this.#sub = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}:sub`, subscriber: true });
+    this.#subscriber = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}:sub`, subscriber: true });
     this.#rules = new RedisRules({ client: this.#client, prefix: this.#prefix, apps: opts.apps ?? {}, log: this.#log });
     this.#history = new RedisHistory({ client: this.#client, prefix: this.#prefix, maxLen: opts.historyMaxLen, maxBuffered: opts.historyBuffer, log: this.#log });
   }
@@ -113,12 +113,12 @@ export class RedisCoordinator implements Coordinator {
 
     this.#client.on('ready', () => void this.#resync());
     this.#client.on('close', () => this.#markDown());
-    this.#sub.on('ready', () => this.#maybeRecovered());
-    this.#sub.on('close', () => this.#markDown());
-    this.#sub.on('message', (channel: string, message: string) => this.#onMessage(channel, message));
-    this.#sub.subscribe(membership.channel, membership.aliveChannel, this.#rules.channel, this.#channel('events'), this.#channel('status')).catch(() => {});
+    this.#subscriber.on('ready', () => this.#maybeRecovered());
+    this.#subscriber.on('close', () => this.#markDown());
+    this.#subscriber.on('message', (channel: string, message: string) => this.#onMessage(channel, message));
+    this.#subscriber.subscribe(membership.channel, membership.aliveChannel, this.#rules.channel, this.#channel('events'), this.#channel('status')).catch(() => {});
     connectInBackground(this.#client);
-    connectInBackground(this.#sub);
+    connectInBackground(this.#subscriber);
 
     this.#every(this.#heartbeatMs, () => this.#beat());
     this.#every(this.#rulesPollMs, () => this.#poll());
@@ -153,7 +153,7 @@ export class RedisCoordinator implements Coordinator {
     this.#syncedWaiters = [];
     if (isReady(this.#client) && this.#history.buffered > 0) await this.#history.flush().catch(() => {});
     this.#client.disconnect();
-    this.#sub.disconnect();
+    this.#subscriber.disconnect();
   }
 
   members(): { epoch: number; members: Member[] } {
@@ -222,15 +222,15 @@ export class RedisCoordinator implements Coordinator {
     if (!this.#membership) return { state: 'degraded', detail: 'not started' };
     if (this.#closed) return { state: 'degraded', detail: 'closed' };
     const beatAge = Date.now() - this.#membership.lastBeatAt;
-    if (isReady(this.#client) && isReady(this.#sub) && this.#synced && (this.#membership.left || beatAge < this.#ttlMs)) {
+    if (isReady(this.#client) && isReady(this.#subscriber) && this.#synced && (this.#membership.left || beatAge < this.#ttlMs)) {
       return { state: 'ok', detail: `redis ${this.#url}` };
     }
     const since = this.#downSince === undefined ? '' : ` since ${new Date(this.#downSince).toISOString()}`;
     return { state: 'degraded', detail: `redis ${this.#url} unreachable${since}: serving the last known members and rules, reconnecting` };
   }
 
-  /** counters for metrics */
-  stats(): { droppedEvents: number; droppedHistory: number; bufferedHistory: number; rejectedRules: number; badMessages: number } {
+  /** counters exported at /metrics as `hotkey_cluster_*` */
+  stats(): CoordinatorCounters {
     return {
       droppedEvents: this.droppedEvents,
       droppedHistory: this.#history.dropped + this.#history.lost,
@@ -281,7 +281,7 @@ export class RedisCoordinator implements Coordinator {
   }
 
   #maybeRecovered(): void {
-    if (!this.#synced || !isReady(this.#sub)) return;
+    if (!this.#synced || !isReady(this.#subscriber)) return;
     const waiters = this.#syncedWaiters;
     this.#syncedWaiters = [];
     for (const waiter of waiters) waiter();

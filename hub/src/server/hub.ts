@@ -8,14 +8,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CloseCode } from '@hotkey/sdk/protocol';
 import { loadHubConfig, parseHubConfig, type HubConfig } from './config.ts';
-import type { Coordinator } from './coordinator.ts';
+import type { Coordinator } from '../cluster/coordinator.ts';
 import { buildDashboard } from '@hotkey/dashboard';
-import { DashboardFeed, LIVE_PATH } from './dashboard-feed.ts';
-import { firstPageHtml } from './first-page.ts';
-import { createHttpHandler } from './http-api.ts';
-import { HubCore } from './hub-core.ts';
-import { LocalCoordinator } from './local-coordinator.ts';
-import { DEFAULT_TUNABLES, type HubOptions, type HubTunables } from './options.ts';
+import { DashboardFeed, LIVE_PATH } from '../http/dashboard-feed.ts';
+import { fallbackPageHtml } from '../http/fallback-page.ts';
+import { createHttpHandler } from '../http/http-api.ts';
+import { HubCore } from '../core/hub-core.ts';
+import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TUNABLES, type HubOptions, type HubTunables } from './options.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
@@ -122,10 +122,17 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   const core = new HubCore({ id, coordinator, tunables, now, log });
   const adminToken = options.adminToken ?? config?.adminToken;
   const dashboardToken = options.dashboardToken ?? config?.dashboardToken;
-  const feed = new DashboardFeed({ source: core, adminToken, dashboardToken, log });
+  const feed = new DashboardFeed({
+    source: core,
+    adminToken,
+    dashboardToken,
+    helloTimeoutMs: tunables.helloTimeoutMs,
+    maxBufferBytes: tunables.maxBufferedBytes,
+    log,
+  });
   const sockets = new SocketServer(core, { [LIVE_PATH]: (peer) => feed.attach(peer) });
-  const host = options.host ?? '127.0.0.1';
-  // the page is bundled in memory at start (~100 ms); without it the plain first page still works
+  const host = options.host ?? DEFAULT_HOST;
+  // the page is bundled in memory at start (~100 ms); without it the fallback page still works
   const dashboard = await buildDashboard().catch((err: unknown) => {
     log(`dashboard build failed, serving the plain page: ${(err as Error).message}`);
     return undefined;
@@ -137,7 +144,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     dashboardToken,
     maxBodyBytes: tunables.maxBodyBytes,
     ready: () => hub?.ready ?? false,
-    page: () => firstPageHtml(id),
+    page: () => fallbackPageHtml(id),
     asset: (path) => dashboard?.get(path),
     feedCounters: () => ({ pages: feed.dashboards, ...feed.stats }),
     log,
@@ -150,7 +157,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   });
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
-    httpServer.listen(options.port ?? 7070, host, () => {
+    httpServer.listen(options.port ?? DEFAULT_PORT, host, () => {
       httpServer.off('error', reject);
       resolve();
     });

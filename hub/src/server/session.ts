@@ -6,8 +6,8 @@
  */
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, decodeClientMessage, errorFrame, MsgType, type Hello, type InvalidateRequest, type Report } from '@hotkey/sdk/protocol';
-import type { Peer } from './peer.ts';
-import type { Waiter } from './invalidations.ts';
+import { closeReason, type Peer } from '../core/peer.ts';
+import type { Waiter } from '../core/invalidations.ts';
 
 export const SessionState = { AwaitingHello: 'awaiting-hello', Open: 'open', Closed: 'closed' } as const;
 export type SessionState = (typeof SessionState)[keyof typeof SessionState];
@@ -27,13 +27,6 @@ export interface SessionHost {
 
 let nextId = 1;
 
-/** WebSocket close reasons are limited to 123 bytes of UTF-8. */
-function closeReason(text: string): string {
-  let out = text.slice(0, 123);
-  while (Buffer.byteLength(out) > 123) out = out.slice(0, -1);
-  return out;
-}
-
 export class Session implements Waiter {
   readonly id = nextId++;
   readonly peer: Peer;
@@ -43,7 +36,6 @@ export class Session implements Waiter {
   instance = '';
   host = '';
   sdk = '';
-  role: 'sdk' | 'dashboard' = 'sdk';
   /** this instance's bit in the aggregator's reporter bitmaps */
   reporter = 0;
   lastReport = 0;
@@ -98,11 +90,11 @@ export class Session implements Waiter {
     this.fail(new ProtocolError(ErrorCode.HelloTimeout, `no Hello within ${timeoutMs} ms`, CloseCode.HelloTimeout));
   }
 
-  /** Sends an Error frame and closes with the error's close code (1011 for a hub fault). */
+  /** Sends an Error frame and closes with the error's close code (CloseCode.InternalError for a hub fault). */
   fail(err: unknown): void {
     if (this.state === SessionState.Closed) return;
     this.state = SessionState.Closed;
-    const code = err instanceof ProtocolError ? err.closeCode : 1011;
+    const code = err instanceof ProtocolError ? err.closeCode : CloseCode.InternalError;
     try {
       this.#host.faulted(this, err);
       this.#host.closed(this);

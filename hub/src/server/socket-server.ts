@@ -8,8 +8,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { MAX_FRAME_BYTES } from '@hotkey/sdk/protocol';
-import type { HubCore } from './hub-core.ts';
-import type { Peer } from './peer.ts';
+import type { HubCore } from '../core/hub-core.ts';
+import type { Peer } from '../core/peer.ts';
 
 /** One connection on an endpoint: the adapter hands it every frame and the close. */
 export interface SocketConnection {

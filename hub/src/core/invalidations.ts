@@ -57,13 +57,13 @@ export class InvalidationTracker {
   /** Re-checks after a session applied something or closed. */
   settle(): void {
     while (this.pending > 0) {
-      const p = this.#queue[this.#head]!;
-      while (p.cursor < p.waiters.length) {
-        const w = p.waiters[p.cursor]!;
-        if (!w.closed && w.appliedSeq < p.seq) break;
-        p.cursor++;
+      const oldest = this.#queue[this.#head]!;
+      while (oldest.cursor < oldest.waiters.length) {
+        const waiter = oldest.waiters[oldest.cursor]!;
+        if (!waiter.closed && waiter.appliedSeq < oldest.seq) break;
+        oldest.cursor++;
       }
-      if (p.cursor < p.waiters.length) break;
+      if (oldest.cursor < oldest.waiters.length) break;
       this.#finishHead(false);
     }
   }
@@ -79,7 +79,7 @@ export class InvalidationTracker {
   }
 
   #finishHead(timedOut: boolean): void {
-    const p = this.#queue[this.#head]!;
+    const oldest = this.#queue[this.#head]!;
     this.#queue[this.#head] = undefined as never;
     this.#head++;
     if (this.#head > 1024 && this.#head * 2 > this.#queue.length) {
@@ -87,7 +87,7 @@ export class InvalidationTracker {
       this.#head = 0;
     }
     try {
-      p.done(timedOut);
+      oldest.done(timedOut);
     } catch {
       // the requester's socket may be gone: nothing else depends on this ack
     }

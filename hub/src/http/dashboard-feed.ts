@@ -14,20 +14,19 @@
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, decodeClientMessage, errorFrame, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { encodeFeed, MAX_FEED_HUBS, type FeedDelta, type FeedEvent, type FeedHotRow, type FeedHub, type FeedInstance } from '@hotkey/sdk/feed-protocol';
-import { tokenMatches } from './auth.ts';
-import { RuleSet, type Rule } from '@hotkey/sdk/rules';
-import type { Coordinator, HubEvent } from './coordinator.ts';
-import type { HotKeyRow, InstanceRow } from './hub-core.ts';
-import type { Peer } from './peer.ts';
+import { RULE_DEFAULTS, RuleSet, type Rule } from '@hotkey/sdk/rules';
+import type { HubEvent } from '../cluster/coordinator.ts';
+import { closeReason, type Peer } from '../core/peer.ts';
+import { tokenMatches } from '../server/auth.ts';
+import { DEFAULT_TUNABLES } from '../server/options.ts';
+import { clusterHotRows, clusterInstanceRows, rowId, type ClusterSource } from './cluster-view.ts';
 
 export const LIVE_PATH = '/live';
 
+const MIB = 1024 * 1024;
+
 /** What the feed reads from the hub (HubCore satisfies it). */
-export interface FeedSource {
-  readonly id: string;
-  readonly coordinator: Coordinator;
-  hotKeys(): HotKeyRow[];
-  instances(app?: string, limit?: number): InstanceRow[];
+export interface FeedSource extends ClusterSource {
   activeApps(): string[];
   recentEvents(since: number): HubEvent[];
 }
@@ -37,8 +36,9 @@ export interface FeedSource {
  * @param [maxRowsPerFrame=2000] hot rows (and removals) in one frame
  * @param [maxDashboards=32] live pages at once; more are refused with HK_ERR_OVER_CAPACITY, close 4009
  * @param [softBufferBytes=1 MiB] a page whose socket holds more unsent bytes skips deltas
- * @param [maxBufferBytes=8 MiB] ... and is dropped (HK_ERR_SLOW_CONSUMER, close 4008) above this
- * @param [helloTimeoutMs=5000] a page must send Hello within this
+ * @param [maxBufferBytes=8 MiB] ... and is dropped (HK_ERR_SLOW_CONSUMER, close 4008) above this;
+ *   the hub passes its `maxBufferedBytes` tunable
+ * @param [helloTimeoutMs=5000] a page must send Hello within this; the hub passes its `helloTimeoutMs` tunable
  * @param [maxEventsQueued=2000] events kept per page between frames (oldest dropped)
  * @param [maxInstances=5000] SDK connections listed
  * @param [snapshotEvents=500] recent events in the snapshot
@@ -61,6 +61,19 @@ export interface DashboardFeedOptions {
   log?: (message: string) => void;
 }
 
+/** The feed's defaults; the buffer and Hello limits are the hub's (DEFAULT_TUNABLES), so a feed built alone matches one built by startHub. */
+export const DEFAULT_FEED_OPTIONS = {
+  intervalMs: 250,
+  maxRowsPerFrame: 2000,
+  maxDashboards: 32,
+  softBufferBytes: MIB,
+  maxBufferBytes: DEFAULT_TUNABLES.maxBufferedBytes,
+  helloTimeoutMs: DEFAULT_TUNABLES.helloTimeoutMs,
+  maxEventsQueued: 2000,
+  maxInstances: 5000,
+  snapshotEvents: 500,
+} as const;
+
 /** What the socket adapter calls for one `/live` connection. */
 export interface FeedConnection {
   onFrame(bytes: Uint8Array, isBinary: boolean): void;
@@ -72,8 +85,6 @@ const FRAME_BYTE_BUDGET = 512 * 1024;
 const ROW_OVERHEAD_BYTES = 96;
 /** statuses and instances change slowly: refresh them every this many ticks */
 const SLOW_EVERY_TICKS = 4;
-
-const rowId = (app: string, key: string) => `${app}\u0000${key}`;
 
 /** true when the page should be sent the new values: QPS moved by > 2 % (or 1/s), or a field changed */
 function changed(a: FeedHotRow, b: FeedHotRow): boolean {
@@ -137,7 +148,7 @@ class Subscriber implements FeedConnection {
     const closeCode = err instanceof ProtocolError ? err.closeCode : CloseCode.Protocol;
     try {
       this.peer.send(errorFrame(err));
-      this.peer.close(closeCode, (err as Error).message.slice(0, 100));
+      this.peer.close(closeCode, closeReason((err as Error).message));
     } catch {
       // the socket is already gone
     }
@@ -162,7 +173,8 @@ export class DashboardFeed {
   readonly #subscribers = new Set<Subscriber>();
   #pendingEvents: FeedEvent[] = [];
   #timer: ReturnType<typeof setInterval> | undefined;
-  #tick = 0;
+  /** rounds sent so far: a row's `round` in `sent` says how long ago the page got it */
+  #round = 0;
   /** compiled rules per app, rebuilt when the app's rule list changes (for each row's window) */
   readonly #ruleSets = new Map<string, { rules: readonly Rule[]; set: RuleSet }>();
   #closed = false;
@@ -173,16 +185,17 @@ export class DashboardFeed {
     this.#source = options.source;
     this.#dashboardToken = options.dashboardToken;
     this.#adminToken = options.adminToken;
+    const d = DEFAULT_FEED_OPTIONS;
     this.#opts = {
-      intervalMs: options.intervalMs ?? 250,
-      maxRowsPerFrame: options.maxRowsPerFrame ?? 2000,
-      maxDashboards: options.maxDashboards ?? 32,
-      softBufferBytes: options.softBufferBytes ?? 1 << 20,
-      maxBufferBytes: options.maxBufferBytes ?? 8 << 20,
-      helloTimeoutMs: options.helloTimeoutMs ?? 5000,
-      maxEventsQueued: options.maxEventsQueued ?? 2000,
-      maxInstances: options.maxInstances ?? 5000,
-      snapshotEvents: options.snapshotEvents ?? 500,
+      intervalMs: options.intervalMs ?? d.intervalMs,
+      maxRowsPerFrame: options.maxRowsPerFrame ?? d.maxRowsPerFrame,
+      maxDashboards: options.maxDashboards ?? d.maxDashboards,
+      softBufferBytes: options.softBufferBytes ?? d.softBufferBytes,
+      maxBufferBytes: options.maxBufferBytes ?? d.maxBufferBytes,
+      helloTimeoutMs: options.helloTimeoutMs ?? d.helloTimeoutMs,
+      maxEventsQueued: options.maxEventsQueued ?? d.maxEventsQueued,
+      maxInstances: options.maxInstances ?? d.maxInstances,
+      snapshotEvents: options.snapshotEvents ?? d.snapshotEvents,
       now: options.now ?? Date.now,
       log: options.log ?? (() => {}),
     };
@@ -250,7 +263,7 @@ export class DashboardFeed {
     this.#timer = undefined;
     for (const sub of [...this.#subscribers]) {
       try {
-        sub.peer.close(code, reason);
+        sub.peer.close(code, closeReason(reason));
       } catch {
         // already closed
       }
@@ -260,7 +273,7 @@ export class DashboardFeed {
 
   // ---- what every page is shown ----
 
-  /** every hot key of the cluster, hottest first: ours exactly, other hubs' from their statuses */
+  /** the window of the rule that decides `key` (the rule defaults' when none matches) */
   #windowMs(app: string, key: string): number {
     const rules = this.#source.coordinator.rules(app);
     let cached = this.#ruleSets.get(app);
@@ -269,22 +282,12 @@ export class DashboardFeed {
       cached = { rules, set: new RuleSet(rules) };
       this.#ruleSets.set(app, cached);
     }
-    return cached.set.ruleFor(key)?.windowMs ?? 1000;
+    return cached.set.ruleFor(key)?.windowMs ?? RULE_DEFAULTS.windowMs;
   }
 
+  /** every hot key of the cluster, hottest first: ours exactly, other hubs' from their statuses */
   #hotRows(): FeedHotRow[] {
-    const rows = new Map<string, FeedHotRow>();
-    for (const r of this.#source.hotKeys()) {
-      rows.set(rowId(r.app, r.key), { app: r.app, key: r.key, qps: r.qps, threshold: r.threshold, windowMs: this.#windowMs(r.app, r.key), since: r.since, hub: r.owner, instances: r.instances });
-    }
-    for (const status of this.#source.coordinator.statuses()) {
-      if (status.id === this.#source.id) continue;
-      for (const h of status.hot) {
-        const id = rowId(h.app, h.key);
-        if (!rows.has(id)) rows.set(id, { app: h.app, key: h.key, qps: h.qps, threshold: h.threshold, windowMs: this.#windowMs(h.app, h.key), since: h.since, hub: status.id, instances: h.instances });
-      }
-    }
-    return [...rows.values()].sort((a, b) => b.qps - a.qps);
+    return clusterHotRows(this.#source).map((r) => ({ app: r.app, key: r.key, qps: r.qps, threshold: r.threshold, windowMs: this.#windowMs(r.app, r.key), since: r.since, hub: r.hub, instances: r.instances }));
   }
 
   #hubs(rows: readonly FeedHotRow[]): FeedHub[] {
@@ -303,22 +306,13 @@ export class DashboardFeed {
         rss: s.rss,
         redis: s.redis,
         hot: hotByHub.get(s.id) ?? 0,
-        instances: s.id === this.#source.id ? this.#source.instances(undefined, this.#opts.maxInstances).length : s.instances.length,
+        instances: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instanceRows.length,
         updatedAt: s.updatedAt,
       }));
   }
 
   #instances(): FeedInstance[] {
-    const max = this.#opts.maxInstances;
-    const out: FeedInstance[] = this.#source.instances(undefined, max).map((i) => ({ app: i.app, instance: i.instance, host: i.host, sdk: i.sdk, hub: i.hub, lastReport: i.lastReport, connectedAt: i.connectedAt }));
-    for (const status of this.#source.coordinator.statuses()) {
-      if (status.id === this.#source.id) continue;
-      for (const i of status.instances) {
-        if (out.length >= max) return out;
-        out.push({ app: i.app, instance: i.instance, host: i.host, sdk: i.sdk, hub: status.id, lastReport: i.lastReport, connectedAt: i.connectedAt });
-      }
-    }
-    return out;
+    return clusterInstanceRows(this.#source, undefined, this.#opts.maxInstances).map((i) => ({ app: i.app, instance: i.instance, host: i.host, sdk: i.sdk, hub: i.hub, lastReport: i.lastReport, connectedAt: i.connectedAt }));
   }
 
   #apps(): string[] {
@@ -333,7 +327,7 @@ export class DashboardFeed {
    */
   #diff(sub: Subscriber, rows: readonly FeedHotRow[]): { hot: FeedHotRow[]; gone: { app: string; key: string }[] } {
     const max = this.#opts.maxRowsPerFrame;
-    const round = this.#tick;
+    const round = this.#round;
     let budget = FRAME_BYTE_BUDGET;
     const current = new Set<string>();
     const fresh: [string, FeedHotRow][] = [];
@@ -389,13 +383,13 @@ export class DashboardFeed {
 
   /** One round of deltas to every live page (runs on the feed's timer; public for tests). */
   tick(): void {
-    const tick = this.#tick++;
+    const round = this.#round++;
     const events = this.#pendingEvents;
     this.#pendingEvents = [];
     const live = [...this.#subscribers].filter((s) => s.state === SubscriberState.Live);
     if (live.length === 0) return;
     const rows = this.#hotRows();
-    const slow = tick % SLOW_EVERY_TICKS === 0;
+    const slow = round % SLOW_EVERY_TICKS === 0;
     const hubs = slow ? this.#hubs(rows) : undefined;
     const instances = slow ? this.#instances() : undefined;
     const apps = slow ? this.#apps() : undefined;

@@ -10,11 +10,11 @@ import type { Peer } from './peer.ts';
 type Sequenced = Omit<Promote, 'seq'> | Omit<Invalidate, 'seq'> | Omit<Demote, 'seq'>;
 
 export interface BroadcasterOptions {
-  /** send-buffer bytes above which a socket is cut off as a slow consumer @default 8388608 */
-  maxBufferedBytes?: number;
+  /** send-buffer bytes above which a socket is cut off as a slow consumer (the hub's `maxBufferedBytes` tunable) */
+  maxBufferedBytes: number;
   /** called once per socket cut off */
   onSlowConsumer?: (peer: Peer) => void;
-  /** called when writing to a socket throws (the socket is then closed with 1011) */
+  /** called when writing to a socket throws (the socket is then closed with CloseCode.InternalError) */
   onSendError?: (peer: Peer, err: unknown) => void;
 }
 
@@ -25,8 +25,8 @@ export class Broadcaster {
   readonly #onSendError: ((peer: Peer, err: unknown) => void) | undefined;
   #seq = 0;
 
-  constructor(options: BroadcasterOptions = {}) {
-    this.#maxBuffered = options.maxBufferedBytes ?? 8 * 1024 * 1024;
+  constructor(options: BroadcasterOptions) {
+    this.#maxBuffered = options.maxBufferedBytes;
     this.#onSlow = options.onSlowConsumer;
     this.#onSendError = options.onSendError;
   }
@@ -65,7 +65,7 @@ export class Broadcaster {
       this.peers.delete(peer);
       this.#onSendError?.(peer, err);
       try {
-        peer.close(1011, 'internal hub error');
+        peer.close(CloseCode.InternalError, 'internal hub error');
       } catch {
         // already gone
       }

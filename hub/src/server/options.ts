@@ -1,8 +1,9 @@
 /**
- * Options of `startHub` and the tunables, each with its default. Kept apart from the server so
- * that the CLI, tests and the cluster engineer's code can read the defaults without a server.
+ * Options of `startHub` and the tunables, each with its default: the one home of the hub's
+ * defaults, kept apart from the server so that the CLI, the live feed and tests read them without
+ * starting one.
  */
-import type { Coordinator } from './coordinator.ts';
+import type { Coordinator } from '../cluster/coordinator.ts';
 
 /** The config file's shape before validation (rules get their defaults filled in). */
 export interface HubConfigInput {
@@ -40,6 +41,10 @@ export interface HubTunables {
   recentEvents: number;
 }
 
+/** where a hub listens unless told otherwise (`--port`, `--host`, `HubOptions`) */
+export const DEFAULT_PORT = 7070;
+export const DEFAULT_HOST = '127.0.0.1';
+
 export const DEFAULT_TUNABLES: HubTunables = {
   maxKeysPerApp: 100_000,
   maxApps: 1000,
@@ -57,9 +62,9 @@ export const DEFAULT_TUNABLES: HubTunables = {
 };
 
 export interface HubOptions {
-  /** TCP port; 0 picks a free one @default 7070 */
+  /** TCP port; 0 picks a free one @default DEFAULT_PORT (7070) */
   port?: number;
-  /** interface to listen on @default '127.0.0.1' */
+  /** interface to listen on @default DEFAULT_HOST ('127.0.0.1') */
   host?: string;
   /** parsed config JSON, validated like the file (wins over `configPath`); neither: open mode (any app, no token, default rule) */
   config?: HubConfigInput;

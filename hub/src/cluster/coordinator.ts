@@ -15,12 +15,15 @@ import type { Rule } from '@hotkey/sdk/rules';
  * feed's wire type, so what the hub records is exactly what the dashboard receives. */
 export type HubEvent = FeedEvent;
 
-/** Periodic status a hub shares so that any hub can show the whole cluster. */
+/**
+ * Periodic status a hub shares so that any hub can show the whole cluster. FeedHub's `hot` and
+ * `instances` are counts; here the lists have their own names.
+ */
 export interface HubStatus extends Omit<FeedHub, 'hot' | 'instances'> {
   /** hot keys this hub owns, top by QPS, bounded */
-  hot: { app: string; key: string; qps: number; since: number; instances: number; threshold: number }[];
-  /** SDK instances connected to this hub, bounded */
-  instances: { app: string; instance: string; host: string; sdk: string; lastReport: number; connectedAt: number }[];
+  hotKeys: { app: string; key: string; qps: number; since: number; instances: number; threshold: number }[];
+  /** SDK connections to this hub, bounded */
+  instanceRows: { app: string; instance: string; host: string; sdk: string; lastReport: number; connectedAt: number }[];
 }
 
 export interface AppAuth {
@@ -73,4 +76,20 @@ export interface Coordinator {
   statuses(): HubStatus[];
 
   health(): Health;
+  /** the shared store's loss counters for /metrics; undefined (or absent): nothing is shared */
+  stats?(): CoordinatorCounters;
+}
+
+/** What a coordinator over a shared store lost or refused, exported at /metrics as `hotkey_cluster_*`. */
+export interface CoordinatorCounters {
+  /** events that could not be published to the other hubs */
+  droppedEvents: number;
+  /** history entries dropped (buffer full) or lost (write failed) */
+  droppedHistory: number;
+  /** history entries waiting for the store */
+  bufferedHistory: number;
+  /** rule sets from the store that failed validation */
+  rejectedRules: number;
+  /** pub/sub messages from the store that were not a valid event or status */
+  badMessages: number;
 }

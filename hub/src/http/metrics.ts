@@ -2,6 +2,8 @@
  * Counters the hub exposes at `GET /metrics` in the Prometheus text format (version 0.0.4).
  * Plain numbers bumped inline on the hot path; gauges are read when scraped.
  */
+import type { CoordinatorCounters } from '../cluster/coordinator.ts';
+
 export class Metrics {
   reports = 0;
   records = 0;
@@ -49,8 +51,11 @@ function line(out: string[], name: string, type: 'counter' | 'gauge', help: stri
   out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${Number.isFinite(value) ? value : 0}`);
 }
 
-/** @param feed the dashboard feed's counters; omitted when the hub serves no live feed */
-export function renderMetrics(m: Metrics, g: Gauges, feed?: FeedCounters): string {
+/**
+ * @param feed the dashboard feed's counters; omitted when the hub serves no live feed
+ * @param cluster the coordinator's loss counters; omitted when the hub runs alone
+ */
+export function renderMetrics(m: Metrics, g: Gauges, feed?: FeedCounters, cluster?: CoordinatorCounters): string {
   const out: string[] = [];
   line(out, 'hotkey_connections', 'gauge', 'Open client connections (SDK sessions past Hello).', g.connections);
   line(out, 'hotkey_connections_accepted_total', 'counter', 'Client connections accepted.', m.connectionsAccepted);
@@ -78,6 +83,13 @@ export function renderMetrics(m: Metrics, g: Gauges, feed?: FeedCounters): strin
     line(out, 'hotkey_dashboard_slow_dropped_total', 'counter', 'Dashboard pages dropped for reading too slowly.', feed.slowDropped);
     line(out, 'hotkey_dashboard_skipped_rounds_total', 'counter', 'Feed rounds skipped for a page with a full socket buffer.', feed.skippedTicks);
     line(out, 'hotkey_dashboard_refused_total', 'counter', 'Dashboard pages refused (token, page limit).', feed.refused);
+  }
+  if (cluster !== undefined) {
+    line(out, 'hotkey_cluster_events_dropped_total', 'counter', 'Events that could not be published to the other hubs.', cluster.droppedEvents);
+    line(out, 'hotkey_cluster_history_dropped_total', 'counter', 'History entries dropped or lost on the way to Redis.', cluster.droppedHistory);
+    line(out, 'hotkey_cluster_history_buffered', 'gauge', 'History entries waiting for Redis.', cluster.bufferedHistory);
+    line(out, 'hotkey_cluster_rules_rejected_total', 'counter', 'Rule sets from Redis that failed validation.', cluster.rejectedRules);
+    line(out, 'hotkey_cluster_bad_messages_total', 'counter', 'Pub/sub messages from Redis that were not a valid event or status.', cluster.badMessages);
   }
   line(out, 'hotkey_heap_used_bytes', 'gauge', 'V8 heap in use.', g.heapUsed);
   line(out, 'hotkey_rss_bytes', 'gauge', 'Resident set size.', g.rss);

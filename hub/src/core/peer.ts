@@ -1,0 +1,20 @@
+/**
+ * The sending side of one client connection, as the hub core sees it. A `ws` WebSocket satisfies
+ * it directly; keeping the core on this interface keeps `ws` inside the socket adapter.
+ */
+export interface Peer {
+  send(data: Uint8Array): void;
+  close(code: number, reason: string): void;
+  /** bytes queued but not yet written to the network */
+  readonly bufferedAmount: number;
+}
+
+/** The WebSocket limit on a close reason, in bytes of UTF-8 (RFC 6455 §5.5: 125 minus the code). */
+const MAX_CLOSE_REASON_BYTES = 123;
+
+/** `text` cut to fit a close frame, on a character boundary; every close with a message goes through it. */
+export function closeReason(text: string): string {
+  let out = text.slice(0, MAX_CLOSE_REASON_BYTES);
+  while (Buffer.byteLength(out) > MAX_CLOSE_REASON_BYTES) out = out.slice(0, -1);
+  return out;
+}
