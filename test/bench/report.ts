@@ -111,9 +111,9 @@ export function textTable(rows: BenchRow[]): string {
 }
 
 export function markdownTable(rows: BenchRow[]): string {
-  const escape = (s: string) => s.replace(/\|/g, '\\|');
+  const escapePipes = (s: string) => s.replace(/\|/g, '\\|');
   const lines = [`| ${HEADERS.join(' | ')} |`, `|${HEADERS.map(() => ' --- ').join('|')}|`];
-  for (const row of rows) lines.push(`| ${cells(row).map(escape).join(' | ')} |`);
+  for (const row of rows) lines.push(`| ${cells(row).map(escapePipes).join(' | ')} |`);
   return lines.join('\n');
 }
 

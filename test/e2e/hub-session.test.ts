@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { startHub, type Hub } from '@hotkey/hub';
 import { CloseCode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { DEFAULT_RULE, localThreshold } from '@hotkey/sdk/rules';
