@@ -11,6 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { within } from '../support/wait.ts';
 
 /** One line of the results table. */
 export interface BenchRow {
@@ -124,28 +125,6 @@ export function processCpuMs(pid: number): number {
 const CLOCK_TICKS = 100;
 
 // ---------------------------------------------------------------- deadlines
-
-/** Rejects with a clear error when `promise` does not settle within `ms`. */
-export async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Polls `check` every `everyMs` until it returns true; throws after `ms`. */
-export async function waitUntil(check: () => boolean, ms: number, what: string, everyMs = 5): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`${what}: not reached within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
 
 // ---------------------------------------------------------------- child processes
 
@@ -313,7 +292,7 @@ export async function runBenchFile(
     worker.child.on('exit', (code, signal) => resolve({ rows: [], error: `exited (code ${code}, signal ${signal}) without rows` }));
   });
   try {
-    return await withDeadline(result, opts.timeoutMs, file);
+    return await within(file, result, opts.timeoutMs);
   } catch (err) {
     return { rows: [], error: (err as Error).message };
   } finally {

@@ -7,8 +7,9 @@
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { NaiveClient } from './baseline/naive-client.ts';
-import { benchMain, measureNsPerOp, waitUntil, type BenchRow, type NsPerOpOptions } from './harness.ts';
+import { benchMain, measureNsPerOp, type BenchRow, type NsPerOpOptions } from './harness.ts';
 import { startServer } from './server-process.ts';
+import { waitFor } from '../support/wait.ts';
 
 const HOT = 'item:hot';
 const COLD = 'item:cold';
@@ -39,7 +40,7 @@ benchMain(async ({ quick }) => {
   try {
     await client.ready({ signal: AbortSignal.timeout(10_000) });
     for (let i = 0; i < 200; i++) client.track(HOT);
-    await waitUntil(() => client.isHot(HOT), 5000, 'hub promotes the hot key');
+    await waitFor('hub promotes the hot key', () => client.isHot(HOT), 5000);
     await client.get(HOT, () => value); // load once: later gets hit the cache
     if (client.stats().loads !== 1) throw new Error(`expected one load, got ${client.stats().loads}`);
     const hitsBefore = client.stats().hits;
@@ -70,7 +71,7 @@ benchMain(async ({ quick }) => {
   let base: { get: number; trackCold: number; trackFlood: number };
   try {
     for (let i = 0; i < 200; i++) naive.track(HOT);
-    await waitUntil(() => naive.isHot(HOT), 5000, 'naive hub promotes the hot key');
+    await waitFor('naive hub promotes the hot key', () => naive.isHot(HOT), 5000);
     naive.get(HOT, () => value);
     const get = measureNsPerOp((n) => {
       let last: unknown;

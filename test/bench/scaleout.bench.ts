@@ -22,8 +22,9 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { HubProcess } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { benchMain, forkWorker, processCpuMs, withDeadline, type BenchRow, type Worker } from './harness.ts';
+import { benchMain, forkWorker, processCpuMs, type BenchRow, type Worker } from './harness.ts';
 import type { LoadDone } from './ingest-load.worker.ts';
+import { waitFor, within } from '../support/wait.ts';
 
 const GENERATORS = 2;
 const CONNECTIONS_PER_GENERATOR = 4;
@@ -80,21 +81,16 @@ async function counters(hub: HubProcess): Promise<Counters> {
 /** Resolves once every hub lists exactly `ids` as members (what a seed's Welcome will carry). */
 async function waitMembers(hubs: HubProcess[], ids: string[], ms = 15_000): Promise<void> {
   const want = [...ids].sort().join(',');
-  const end = Date.now() + ms;
-  for (const hub of hubs) {
-    let seen = '';
-    for (;;) {
-      try {
-        const res = await fetch(`${hub.httpUrl}/api/cluster`, { signal: AbortSignal.timeout(3000) });
-        seen = ((await res.json()) as { members: { id: string }[] }).members.map((m) => m.id).sort().join(',');
-      } catch {
-        // a hub still starting its HTTP side: poll again
-      }
-      if (seen === want) break;
-      if (Date.now() > end) throw new Error(`${hub.id} lists members [${seen}], want [${want}], after ${ms} ms`);
-      await new Promise((r) => setTimeout(r, 100));
+  const lists = async (hub: HubProcess): Promise<boolean> => {
+    try {
+      const res = await fetch(`${hub.httpUrl}/api/cluster`, { signal: AbortSignal.timeout(3000) });
+      const { members } = (await res.json()) as { members: { id: string }[] };
+      return members.map((m) => m.id).sort().join(',') === want;
+    } catch {
+      return false; // a hub still starting its HTTP side: poll again
     }
-  }
+  };
+  await waitFor(`every hub to list members [${want}]`, async () => (await Promise.all(hubs.map(lists))).every(Boolean), ms, 100);
 }
 
 async function measure(ids: string[], configPath: string, durationMs: number): Promise<Run> {
@@ -164,8 +160,8 @@ benchMain(async ({ quick }) => {
     const configPath = join(dir, 'config.json');
     const rule = { match: '*', threshold: THRESHOLD, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 };
     await writeFile(configPath, JSON.stringify({ apps: { bench: { rules: [rule] } } }));
-    const one = await withDeadline(measure(['solo'], configPath, durationMs), durationMs + 90_000, '1 hub');
-    const three = await withDeadline(measure(['h1', 'h2', 'h3'], configPath, durationMs), durationMs + 120_000, '3 hubs');
+    const one = await within('1 hub', measure(['solo'], configPath, durationMs), durationMs + 90_000);
+    const three = await within('3 hubs', measure(['h1', 'h2', 'h3'], configPath, durationMs), durationMs + 120_000);
     const cores = os.availableParallelism();
     // the busiest hub bounds the cluster however many cores there are
     const skewBound = 1 / Math.max(...three.shares);

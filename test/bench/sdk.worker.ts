@@ -11,6 +11,7 @@
 import { HotKeyClient } from '@hotkey/sdk';
 import { NaiveClient } from './baseline/naive-client.ts';
 import { fromParent, toParent } from './harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 interface Instance {
   track(key: string): void;
@@ -79,8 +80,8 @@ function surge(key: string, rate: number, startAt: number, durationMs: number): 
 }
 
 async function collect(key: string, deadlineMs: number): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while ((seen.get(key)?.size ?? 0) < instances.length && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  // past the deadline, report who did see it: the parent counts the missing ones
+  await waitFor(`every instance to see ${key} hot`, () => (seen.get(key)?.size ?? 0) >= instances.length, deadlineMs).catch(() => undefined);
   const times = [...(seen.get(key)?.values() ?? [])];
   toParent({ type: 'promoted', key, times, missing: instances.length - times.length });
 }

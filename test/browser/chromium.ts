@@ -80,25 +80,3 @@ export class Chromium {
   }
 }
 
-/** `promise`, or an error naming `what` after `ms` (for setup and teardown steps that may hang). */
-export async function within<T>(what: string, ms: number, promise: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Polls `check` in Node every 25 ms; throws with `what` after `timeoutMs`. Returns the ms it took. */
-export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<number> {
-  const started = performance.now();
-  for (;;) {
-    if (await check()) return performance.now() - started;
-    if (performance.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}

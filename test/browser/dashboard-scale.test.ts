@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { ARTIFACTS, Chromium, until, type WatchedPage } from './chromium.ts';
+import { ARTIFACTS, Chromium, type WatchedPage } from './chromium.ts';
+import { waitFor } from '../support/wait.ts';
 
 const KEYS = 10_000;
 const config = { apps: { big: { rules: [{ match: 'k:*', threshold: 5, windowMs: 1000, hotMs: 60_000, demoteWindows: 2 }] } } };
@@ -28,7 +29,7 @@ const keys = Array.from({ length: KEYS }, (_, i) => `k:${String(i).padStart(5, '
 /** `until`, with a screenshot of the page when the wait fails */
 async function step(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   try {
-    await until(what, check, timeoutMs);
+    await waitFor(what, check, timeoutMs);
   } catch (err) {
     await watched.page.screenshot({ path: join(ARTIFACTS, `dashboard-10k-failed-${what.replace(/\W+/g, '-')}.png`) });
     throw err;
@@ -60,7 +61,7 @@ test('10 000 hot keys: all counted, a bounded DOM, sortable and scrollable; all 
   const counts = keys.map((_, i) => 2 + (i % 5));
   reporter = setInterval(() => ws.send(encode({ t: MsgType.Report, keys, counts })), 100);
   watched = await browser.open(`${hub.httpUrl}/`);
-  await until('10 000 hot keys in the page', async () => (await hotCount()).endsWith(`${KEYS} hot`), 20_000);
+  await waitFor('10 000 hot keys in the page', async () => (await hotCount()).endsWith(`${KEYS} hot`), 20_000);
   const domRows = await watched.page.locator('.vt-rows .vt-row').count();
   assert.ok(domRows > 10 && domRows < 100, `${domRows} rows in the DOM`);
 

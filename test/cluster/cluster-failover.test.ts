@@ -6,7 +6,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Cluster, httpJson, sleep, waitFor } from './cluster-harness.ts';
+import { Cluster, httpJson } from './cluster-harness.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const SURVIVORS = ['hub-a', 'hub-b'];
@@ -89,7 +90,7 @@ test('the killed hub restarts with its id, rejoins and takes its keys back witho
   await cluster.startHub('hub-c', cluster.hub('hub-c').port);
   await cluster.waitMembers(IDS, 5000);
   await waitFor('every SDK to reconnect to hub-c', () => cluster.clients.every((c) => c.hubs().includes('hub-c')), 5000);
-  await sleep(2500); // hub-c aggregates its keys again, over several windows
+  await delay(2500); // hub-c aggregates its keys again, over several windows
   const events = (await cluster.history('hub-a', t0)).filter((e) => moved.includes(e.key));
   const promotions = events.filter((e) => e.type === 'promote');
   console.log(`# after the rejoin: ${JSON.stringify(events.map((e) => [e.type, e.key, e.hub, e.at - t0]))}`);

@@ -11,22 +11,10 @@ import { RedisServer } from '../support/redis-server.ts';
 import { HubProcess } from '../support/hub-process.ts';
 import type { HubEvent } from '../../hub/src/coordinator.ts';
 import { request } from '../support/http.ts';
+import { waitFor } from '../support/wait.ts';
 
 export const ADMIN = 'admin-secret';
 export const APP = 'shop';
-
-/** Polls `check` until it returns a truthy value; throws after the deadline with `what`. */
-export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 5000, everyMs = 25): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export function httpJson<T = any>(url: string, init: RequestInit = {}): Promise<{ status: number; body: T }> {
   return request<T>(url, init, 3000);

@@ -14,7 +14,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HubProcess } from '../support/hub-process.ts';
-import { ADMIN, APP, Cluster, httpJson, waitFor } from './cluster-harness.ts';
+import { ADMIN, APP, Cluster, httpJson } from './cluster-harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const RULES = [{ match: 'item:*', threshold: 200, windowMs: 1000, hotMs: 60_000 }];

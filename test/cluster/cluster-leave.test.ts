@@ -7,7 +7,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { ClientStatus, HotKeyClient } from '@hotkey/sdk';
 import { CloseCode } from '@hotkey/sdk';
-import { ADMIN, APP, Cluster, httpJson, waitFor } from './cluster-harness.ts';
+import { ADMIN, APP, Cluster, httpJson } from './cluster-harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const RULES = [{ match: 'item:*', threshold: 200, hotMs: 60_000, cacheTtlMs: 60_000 }];

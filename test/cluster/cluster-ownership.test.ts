@@ -6,7 +6,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { ADMIN, APP, Cluster, httpJson, sleep, waitFor } from './cluster-harness.ts';
+import { ADMIN, APP, Cluster, httpJson } from './cluster-harness.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const RULES = [{ match: 'item:*', threshold: 200, hotMs: 60_000, cacheTtlMs: 60_000 }];
@@ -42,7 +43,7 @@ test('a key hot only in aggregate is promoted once, by its owner, and every SDK 
   cluster.traffic(Object.fromEntries([...hot.map((k) => [k, 600] as const), ...cold.map((k) => [k, 50] as const)]));
   try {
     await waitFor('every SDK to see every hot key', () => cluster.clients.every((c) => hot.every((k) => c.isHot(k))), 8000);
-    await sleep(1500); // more windows over the threshold: a second decision would show up now
+    await delay(1500); // more windows over the threshold: a second decision would show up now
   } finally {
     cluster.stopTraffic();
   }
@@ -112,7 +113,7 @@ test('rules written straight into Redis apply everywhere; garbage there is ignor
   assert.ok(took < 2000, `a direct edit reached every hub and SDK in ${took} ms (target 1 s: 500 ms polls)`);
 
   await raw.hset('hotkey:rules', APP, '[{"match":"direct:*","threshold":"many"}]');
-  await sleep(1200); // two polls and more
+  await delay(1200); // two polls and more
   for (const id of IDS) {
     const { body } = await httpJson(`${cluster.hub(id).httpUrl}/api/apps/${APP}/rules`);
     assert.equal(body.rules.map((r: { match: string }) => r.match), ['direct:*'], `${id} kept its rules`);

@@ -6,7 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { freePort, RedisServer } from '../support/redis-server.ts';
 import { HubProcess } from '../support/hub-process.ts';
-import { httpJson, waitFor } from './cluster-harness.ts';
+import { httpJson } from './cluster-harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 let hub: HubProcess | undefined;
 let redis: RedisServer | undefined;

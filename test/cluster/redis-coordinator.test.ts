@@ -10,6 +10,7 @@ import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/re
 import type { HubEvent, HubStatus } from '../../hub/src/coordinator.ts';
 import { HotKeyError, ValidationError } from '@hotkey/sdk';
 import { DEFAULT_RULE, type Rule } from '@hotkey/sdk/rules';
+import { delay, waitFor } from '../support/wait.ts';
 
 let redis: RedisServer;
 let raw: Redis;
@@ -17,17 +18,6 @@ let prefixCounter = 0;
 const open: RedisCoordinator[] = [];
 
 const rule = (match: string, threshold: number): Rule => ({ ...DEFAULT_RULE, match, threshold });
-
-/** Polls `check` until it returns a truthy value or the deadline passes. */
-async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 3000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function hub(id: string, prefix: string, opts: Partial<RedisCoordinatorOptions> = {}, logs: string[] = []): RedisCoordinator {
   const c = new RedisCoordinator({
@@ -99,7 +89,7 @@ test('a hub that dies without leaving is swept at once, as soon as its connectio
   const t = Date.now();
   await waitFor('d to vouch for its subscription', async () => (await raw.hget(`${prefix}member-since`, 'd')) === '0', 900);
   assert.ok(Date.now() - t < 1000, 'vouched within one TTL');
-  await new Promise((r) => setTimeout(r, 300)); // a's heartbeats (200 ms) see d subscribed
+  await delay(300); // a's heartbeats (200 ms) see d subscribed
   assert.is(ids(a), 'a,d', 'a live hub, subscribed to its presence channel, stays');
   const epoch = a.members().epoch;
   const t0 = Date.now();
@@ -150,7 +140,7 @@ test('rules: seeded from config, changed through a hub or straight in Redis, gar
   assert.equal(b.rules('shop'), [rule('direct', 7)], 'old rules kept after garbage');
   assert.equal(b.rules('new-app'), [], 'an app whose only rules are garbage gets the default rule');
   const count = logsB.length;
-  await new Promise((r) => setTimeout(r, 700)); // a few more polls of the same garbage
+  await delay(700); // a few more polls of the same garbage
   assert.is(logsB.length, count, 'the same garbage is reported once, not every poll');
 });
 
@@ -208,7 +198,7 @@ test('the live feed reaches every hub once, and statuses show the whole cluster'
   const event: HubEvent = { type: 'promote', app: 'shop', key: 'item:1', qps: 5000, at: Date.now(), hub: 'b', latencyMs: 120 };
   hubs[1]!.publishEvent(event);
   await waitFor('every hub to see the event', () => [...got.values()].every((list) => list.length >= 1));
-  await new Promise((r) => setTimeout(r, 100)); // a duplicate would arrive within this
+  await delay(100); // a duplicate would arrive within this
   for (const [id, list] of got) assert.equal(list, [event], `hub ${id} saw it exactly once`);
 
   // Garbage on the channel is counted and ignored.

@@ -7,8 +7,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HotKeyClient } from '@hotkey/sdk';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { delay, drive, waitFor } from '../support/traffic.ts';
+import { drive } from '../support/traffic.ts';
 import { request } from '../support/http.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const RATE = 400;
 const READ = 'read-token-qps';

@@ -6,7 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HotKeyClient } from '@hotkey/sdk';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { delay, drive, waitFor } from '../support/traffic.ts';
+import { drive } from '../support/traffic.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const THRESHOLD = 300;
 const config = {

@@ -10,7 +10,8 @@ import WebSocket from 'ws';
 import { HotKeyClient } from '@hotkey/sdk';
 import { CloseCode, encode, MAX_FRAME_BYTES, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { drive, waitFor } from '../support/traffic.ts';
+import { drive } from '../support/traffic.ts';
+import { waitFor } from '../support/wait.ts';
 
 const THRESHOLD = 200;
 const config = { apps: { shop: { token: 'good-token', rules: [{ match: '*', threshold: THRESHOLD }] } } };

@@ -38,17 +38,3 @@ export function drive(clients: readonly HotKeyClient[], key: string, perSecond: 
   };
 }
 
-/** Polls `check` every 10 ms until it is true; throws after `timeoutMs` with `what`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<number> {
-  const started = performance.now();
-  for (;;) {
-    if (await check()) return performance.now() - started;
-    if (performance.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/** Resolves after `ms` (for letting traffic run a known time; never as a substitute for waitFor). */
-export function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
