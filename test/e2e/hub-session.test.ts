@@ -2,10 +2,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
 import type WebSocket from 'ws';
-import { startHub, type Hub } from '@hotkey/hub';
+import { startHub } from '@hotkey/hub';
 import { CloseCode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { DEFAULT_RULE, localThreshold } from '@hotkey/sdk/rules';
 import { RawClient } from '../support/raw-client.ts';
+import { hubInProcess } from '../support/e2e.ts';
 
 const config = {
   apps: {
@@ -14,34 +15,19 @@ const config = {
   },
 };
 
-let hub: Hub;
-const clients: RawClient[] = [];
-async function join(app: string, opts: { token?: string; instance?: string } = {}) {
-  const j = await RawClient.join(hub.url, app, opts);
-  clients.push(j.client);
-  return j;
-}
-async function connect() {
-  const c = await RawClient.connect(hub.url);
-  clients.push(c);
-  return c;
-}
-
-test.before(async () => {
-  hub = await startHub({ port: 0, config, tunables: { helloTimeoutMs: 20_000, invalidateAckTimeoutMs: 400, configDebounceMs: 20 }, log: () => {} });
-});
-test.after.each(() => {
-  for (const c of clients.splice(0)) c.close();
-});
-test.after(async () => {
-  await hub.close();
-});
+const e2e = hubInProcess(
+  test,
+  { config, tunables: { helloTimeoutMs: 20_000, invalidateAckTimeoutMs: 400, configDebounceMs: 20 } },
+  { closePeersAfterEach: true },
+);
+const join = (app: string, opts: { token?: string; instance?: string } = {}) => e2e.join(app, opts);
+const connect = () => e2e.connect();
 
 test('hello gets Welcome with rules, local thresholds, members and seq, then a Snapshot', async () => {
   const { welcome, snapshot } = await join('shop', { token: 's3cret', instance: 'a' });
   assert.is(welcome.v, PROTOCOL_VERSION);
-  assert.is(welcome.hub, hub.id);
-  assert.equal(welcome.members, [{ id: hub.id, url: hub.url }]);
+  assert.is(welcome.hub, e2e.hub.id);
+  assert.equal(welcome.members, [{ id: e2e.hub.id, url: e2e.hub.url }]);
   assert.is(welcome.rules.length, 1);
   assert.is(welcome.rules[0]!.match, 'item:*');
   assert.equal(welcome.local, [localThreshold(welcome.rules[0]!, 1)]);
@@ -166,7 +152,7 @@ test('an app at its connection limit refuses the next one with HK_ERR_OVER_CAPAC
     const second = await RawClient.join(h.url, 'capped', { instance: 'two' });
     const third = await RawClient.connect(h.url);
     const other = await RawClient.join(h.url, 'another-app', { instance: 'three' });
-    clients.push(first.client, second.client, third, other.client);
+    e2e.peers.push(first.client, second.client, third, other.client);
     third.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'capped', instance: 'three', sdk: 'raw-test' });
     const closed = await third.closeEvent(5000);
     assert.is(closed.code, CloseCode.OverCapacity);
@@ -185,7 +171,7 @@ test('silence past the hello timeout gets HK_ERR_HELLO_TIMEOUT and close 4006; a
   try {
     const healthy = await RawClient.join(h.url, 'app', { instance: 'healthy' });
     const silent = await RawClient.connect(h.url);
-    clients.push(healthy.client, silent);
+    e2e.peers.push(healthy.client, silent);
     const started = Date.now();
     const closed = await silent.closeEvent(5000);
     assert.is(closed.code, CloseCode.HelloTimeout);
@@ -223,7 +209,7 @@ test('a slow consumer is cut off with 4008 instead of silently missing broadcast
   try {
     const slow = await RawClient.join(slowHub.url, 's', { instance: 'slow' });
     const fast = await RawClient.join(slowHub.url, 's', { instance: 'fast' });
-    clients.push(slow.client, fast.client);
+    e2e.peers.push(slow.client, fast.client);
     (slow.client.ws as WebSocket & { _socket: { pause(): void } })._socket.pause();
     const long = 'k'.repeat(1000);
     // batches of ~200 KB of Promotes; the reading client drains each before the next, the paused
@@ -249,7 +235,7 @@ test('a peer that stops answering pings is dropped and leaves its app; live peer
   try {
     const live = await RawClient.join(h.url, 'app', { instance: 'live' });
     const dead = await RawClient.join(h.url, 'app', { instance: 'dead', autoPong: false });
-    clients.push(live.client, dead.client);
+    e2e.peers.push(live.client, dead.client);
     assert.is(dead.welcome.instances, 2);
     const closed = await dead.client.closeEvent(3000);
     assert.is(closed.code, 1006, 'terminated without a close frame');
@@ -264,7 +250,7 @@ test('a peer that stops answering pings is dropped and leaves its app; live peer
 test('graceful close sends 1001 to SDKs of a hub running alone', async () => {
   const h = await startHub({ port: 0, log: () => {} });
   const { client } = await RawClient.join(h.url, 'any');
-  clients.push(client);
+  e2e.peers.push(client);
   await h.close();
   const closed = await client.closeEvent();
   assert.is(closed.code, CloseCode.GoingAway);

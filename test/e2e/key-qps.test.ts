@@ -5,8 +5,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HotKeyClient } from '@hotkey/sdk';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import { hubProcess } from '../support/e2e.ts';
 import { drive } from '../support/traffic.ts';
 import { request } from '../support/http.ts';
 import { delay, waitFor } from '../support/wait.ts';
@@ -17,10 +16,7 @@ const config = {
   apps: { shop: { rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000 }, { match: 'cool:*', threshold: 100, windowMs: 500, demoteWindows: 2, hotMs: 30_000 }] } },
   dashboardToken: READ,
 };
-const configPath = writeConfig(config, 'hotkey-qps-');
-
-let hub: HubProcess;
-const clients: HotKeyClient[] = [];
+const e2e = hubProcess(test, { config });
 
 interface QpsAnswer {
   app: string;
@@ -31,30 +27,16 @@ interface QpsAnswer {
 }
 
 /** `token` null: no Authorization header */
-const get = (path: string, token: string | null = READ) => request(`${hub.httpUrl}${path}`, { token });
+const get = (path: string, token: string | null = READ) => request(`${e2e.hub.httpUrl}${path}`, { token });
 
 const qpsPath = (key: string) => `/api/apps/shop/keys/qps?key=${encodeURIComponent(key)}`;
 
-async function sdks(n: number): Promise<HotKeyClient[]> {
-  const list = Array.from({ length: n }, (_, i) => new HotKeyClient({ app: 'shop', hubs: [hub.url], host: `web-${i + 1}`, reconnectMaxMs: 300 }));
-  clients.push(...list);
-  await Promise.all(list.map((hk) => hk.ready({ signal: AbortSignal.timeout(5000) })));
-  return list;
-}
+const sdks = (n: number) => e2e.sdks(n, (i) => ({ host: `web-${i + 1}` }));
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
 }
-
-test.before(async () => {
-  hub = await HubProcess.start({ args: ['--config', configPath] });
-});
-
-test.after(async () => {
-  await Promise.all(clients.map((hk) => hk.close()));
-  await hub?.stop();
-});
 
 test('a key driven hot has one point per second near the driven rate', async () => {
   const group = await sdks(3);
@@ -72,7 +54,7 @@ test('a key driven hot has one point per second near the driven rate', async () 
   }
   assert.is(answer.app, 'shop');
   assert.is(answer.key, key);
-  assert.is(answer.hub, hub.id);
+  assert.is(answer.hub, e2e.hub.id);
   assert.is(answer.stepMs, 1000);
   const times = answer.points.map(([t]) => t);
   for (let i = 1; i < times.length; i++) {
@@ -118,7 +100,7 @@ test('a key never hot has no points; bad requests get clear errors', async () =>
   const app = await get('/api/apps/nosuch/keys/qps?key=a');
   assert.is(app.status, 404);
   assert.is(app.body.error.code, 'HK_ERR_UNKNOWN_APP');
-  const post = await fetch(`${hub.httpUrl}${qpsPath('a')}`, { method: 'POST', headers: { authorization: `Bearer ${READ}` }, signal: AbortSignal.timeout(5000) });
+  const post = await fetch(`${e2e.hub.httpUrl}${qpsPath('a')}`, { method: 'POST', headers: { authorization: `Bearer ${READ}` }, signal: AbortSignal.timeout(5000) });
   assert.is(post.status, 405);
 });
 
