@@ -60,7 +60,14 @@ function ensureSystemPackages() {
   if (!missing.length) return;
   if (process.getuid?.() === 0 && has('apt-get')) {
     console.log(`# installing ${missing.join(' ')} with apt-get`);
-    spawnSync('sh', ['-c', `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing.join(' ')} >/dev/null`], { stdio: 'inherit' });
+    spawnSync(
+      'sh',
+      [
+        '-c',
+        `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing.join(' ')} >/dev/null`,
+      ],
+      { stdio: 'inherit' },
+    );
   }
   for (const m of missing) {
     if (m === 'redis-server' ? !has('redis-server') : !existsSync('/usr/bin/chromium')) {
@@ -126,7 +133,12 @@ function runFile(file) {
       console.log(`${fileFailed ? 'FAIL' : 'ok  '} ${name} (${filePassed} passed, ${fileFailed} failed, ${secs} s)`);
       if (fileFailed) failures.push(name);
       if (fileFailed || process.env.VERBOSE) {
-        console.log(output.split('\n').map((l) => `  | ${l}`).join('\n'));
+        console.log(
+          output
+            .split('\n')
+            .map((l) => `  | ${l}`)
+            .join('\n'),
+        );
       }
       resolve();
     });

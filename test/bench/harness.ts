@@ -92,7 +92,13 @@ export function measureNsPerOp(body: (n: number) => unknown, opts: NsPerOpOption
     samples.push(Number(process.hrtime.bigint() - t0) / iterations);
   }
   const sorted = [...samples].sort((a, b) => a - b);
-  return { median: percentile(sorted, 50, true), min: sorted[0]!, max: sorted[sorted.length - 1]!, rounds: samples, iterations };
+  return {
+    median: percentile(sorted, 50, true),
+    min: sorted[0]!,
+    max: sorted[sorted.length - 1]!,
+    rounds: samples,
+    iterations,
+  };
 }
 
 /**
@@ -136,7 +142,11 @@ const TSX = ['--import', 'tsx'];
  */
 class Mailbox {
   readonly #inbox: Record<string, unknown>[] = [];
-  readonly #waiters = new Set<{ type: string; resolve: (m: Record<string, unknown>) => void; reject: (e: Error) => void }>();
+  readonly #waiters = new Set<{
+    type: string;
+    resolve: (m: Record<string, unknown>) => void;
+    reject: (e: Error) => void;
+  }>();
   #closed: Error | undefined;
 
   deliver(message: Record<string, unknown>): void {
@@ -268,7 +278,8 @@ export function benchMain(fn: (ctx: BenchContext) => Promise<BenchRow[]>): void 
     },
     (err: unknown) => {
       console.error(err);
-      if (process.send) process.send({ type: 'error', message: String((err as Error)?.stack ?? err) }, () => process.exit(1));
+      if (process.send)
+        process.send({ type: 'error', message: String((err as Error)?.stack ?? err) }, () => process.exit(1));
       else process.exit(1);
     },
   );
@@ -289,7 +300,9 @@ export async function runBenchFile(
       if (m.type === 'rows') resolve({ rows: m.rows ?? [] });
       if (m.type === 'error') resolve({ rows: [], error: m.message ?? 'unknown error' });
     });
-    worker.child.on('exit', (code, signal) => resolve({ rows: [], error: `exited (code ${code}, signal ${signal}) without rows` }));
+    worker.child.on('exit', (code, signal) =>
+      resolve({ rows: [], error: `exited (code ${code}, signal ${signal}) without rows` }),
+    );
   });
   try {
     return await within(file, result, opts.timeoutMs);

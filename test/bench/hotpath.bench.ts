@@ -19,7 +19,9 @@ function distinctKeys(n: number): string[] {
 }
 
 benchMain(async ({ quick }) => {
-  const opts: NsPerOpOptions = quick ? { warmupMs: 100, rounds: 3, roundMs: 30 } : { warmupMs: 500, rounds: 9, roundMs: 150 };
+  const opts: NsPerOpOptions = quick
+    ? { warmupMs: 100, rounds: 3, roundMs: 30 }
+    : { warmupMs: 500, rounds: 9, roundMs: 150 };
   const flood = distinctKeys(1 << 20);
   const mask = flood.length - 1;
   const value = { price: 42 };
@@ -95,7 +97,15 @@ benchMain(async ({ quick }) => {
   }
 
   const rows: BenchRow[] = [
-    { bench: '4 hot path', metric: 'get() hit on a hot key', ours: ours.get, baseline: base.get, unit: 'ns/op', better: 'lower', target: { reach: 150, aim: 100 } },
+    {
+      bench: '4 hot path',
+      metric: 'get() hit on a hot key',
+      ours: ours.get,
+      baseline: base.get,
+      unit: 'ns/op',
+      better: 'lower',
+      target: { reach: 150, aim: 100 },
+    },
     {
       bench: '4 hot path',
       metric: 'get() hit ÷ bare Map.get',
@@ -105,8 +115,24 @@ benchMain(async ({ quick }) => {
       target: { aim: 3 },
       note: `bare Map.get ${bare.median.toFixed(1)} ns/op`,
     },
-    { bench: '4 hot path', metric: 'track() on a cold key (has a counter)', ours: ours.trackCold, baseline: base.trackCold, unit: 'ns/op', better: 'lower', target: { reach: 80 } },
-    { bench: '4 hot path', metric: 'track() over 1M distinct keys', ours: ours.trackFlood, baseline: base.trackFlood, unit: 'ns/op', better: 'lower', note: 'naive flushes its map each round' },
+    {
+      bench: '4 hot path',
+      metric: 'track() on a cold key (has a counter)',
+      ours: ours.trackCold,
+      baseline: base.trackCold,
+      unit: 'ns/op',
+      better: 'lower',
+      target: { reach: 80 },
+    },
+    {
+      bench: '4 hot path',
+      metric: 'track() over 1M distinct keys',
+      ours: ours.trackFlood,
+      baseline: base.trackFlood,
+      unit: 'ns/op',
+      better: 'lower',
+      note: 'naive flushes its map each round',
+    },
   ];
   return rows;
 });

@@ -23,7 +23,12 @@ if (!gc) throw new Error('run with --expose-gc');
 let plantedPromoted = false;
 let client: { track(key: string): void; isHot(key: string): boolean; close(): Promise<void> };
 if (kind === 'naive') {
-  client = await NaiveClient.connect({ url: url!, app: 'bench', instance: 'memory', onPromote: (key) => key === PLANTED && (plantedPromoted = true) });
+  client = await NaiveClient.connect({
+    url: url!,
+    app: 'bench',
+    instance: 'memory',
+    onPromote: (key) => key === PLANTED && (plantedPromoted = true),
+  });
 } else {
   const c = new HotKeyClient({ app: 'bench', hubs: url!, instanceId: 'memory' });
   c.on('promote', (key) => key === PLANTED && (plantedPromoted = true));

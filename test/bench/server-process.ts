@@ -32,11 +32,17 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-export async function startServer(kind: ServerKind, opts: ServerOptions = {}, execArgv: string[] = []): Promise<ServerProcess> {
+export async function startServer(
+  kind: ServerKind,
+  opts: ServerOptions = {},
+  execArgv: string[] = [],
+): Promise<ServerProcess> {
   // BENCH_CPU_PROF=dir: profile every server under test into dir/<kind>/ (see profile-summary.ts);
   // one file per thread, the largest is the main thread
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}/${kind}`] : [];
-  const worker = forkWorker(new URL('./server.worker.ts', import.meta.url), [kind, JSON.stringify(opts)], { execArgv: ['--expose-gc', ...prof, ...execArgv] });
+  const worker = forkWorker(new URL('./server.worker.ts', import.meta.url), [kind, JSON.stringify(opts)], {
+    execArgv: ['--expose-gc', ...prof, ...execArgv],
+  });
   try {
     const ready = await worker.waitFor<{ url: string; pid: number }>('ready', 20_000);
     return {

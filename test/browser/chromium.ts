@@ -53,7 +53,10 @@ export class Chromium {
   }
 
   /** A new tab (its own sessionStorage), watched for problems. */
-  async open(url: string, opts: { expectStatus?: (url: string, status: number) => boolean } = {}): Promise<WatchedPage> {
+  async open(
+    url: string,
+    opts: { expectStatus?: (url: string, status: number) => boolean } = {},
+  ): Promise<WatchedPage> {
     const page = await this.#context.newPage();
     const problems: string[] = [];
     const urls: string[] = [];
@@ -68,7 +71,8 @@ export class Chromium {
     page.on('request', (r) => urls.push(r.url()));
     page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
     page.on('response', (r) => {
-      if (r.status() >= 400 && !(opts.expectStatus?.(r.url(), r.status()) ?? false)) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+      if (r.status() >= 400 && !(opts.expectStatus?.(r.url(), r.status()) ?? false))
+        problems.push(`HTTP ${r.status()}: ${r.url()}`);
     });
     await page.goto(url, { waitUntil: 'load' });
     return { page, problems, urls };
@@ -79,4 +83,3 @@ export class Chromium {
     rmSync(this.#profile, { recursive: true, force: true });
   }
 }
-

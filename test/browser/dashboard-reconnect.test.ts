@@ -34,7 +34,10 @@ test('the live feed reconnects to a restarted hub', async () => {
   assert.is.not(hub.id, first);
   await waitFor('live on the restarted hub', async () => (await badge()) === `live · ${hub!.id}`, 10_000);
   // the failed reconnect attempts while the hub was down are the only errors the page may log
-  assert.equal(problems.filter((p) => !p.includes('/live')), []);
+  assert.equal(
+    problems.filter((p) => !p.includes('/live')),
+    [],
+  );
 });
 
 test.run();

@@ -7,7 +7,8 @@ import { hubInProcess } from '../support/e2e.ts';
 
 const ADMIN = 'admin-secret';
 
-const http = (base: string, path: string, init: RequestInit & { token?: string } = {}) => request(base + path, init, 3000);
+const http = (base: string, path: string, init: RequestInit & { token?: string } = {}) =>
+  request(base + path, init, 3000);
 const e2e = hubInProcess(test, {
   adminToken: ADMIN,
   config: { apps: { shop: { token: 'app-token', rules: [{ match: 'item:*', threshold: 50 }] }, blog: {} } },
@@ -27,7 +28,18 @@ test('healthz, readyz and metrics', async () => {
   const m = await api('/metrics');
   assert.is(m.status, 200);
   assert.match(m.headers.get('content-type') ?? '', /text\/plain/);
-  for (const name of ['hotkey_connections', 'hotkey_reports_total', 'hotkey_records_ingested_total', 'hotkey_promotions_total', 'hotkey_demotions_total', 'hotkey_invalidations_total', 'hotkey_keys_tracked', 'hotkey_records_dropped_total', 'hotkey_slow_consumers_total', 'hotkey_heap_used_bytes']) {
+  for (const name of [
+    'hotkey_connections',
+    'hotkey_reports_total',
+    'hotkey_records_ingested_total',
+    'hotkey_promotions_total',
+    'hotkey_demotions_total',
+    'hotkey_invalidations_total',
+    'hotkey_keys_tracked',
+    'hotkey_records_dropped_total',
+    'hotkey_slow_consumers_total',
+    'hotkey_heap_used_bytes',
+  ]) {
     assert.match(m.text, new RegExp(`^${name} \\d+`, 'm'), name);
   }
 });
@@ -40,7 +52,10 @@ test('reports show up in metrics, /api/hot, /api/instances, /api/events and /api
   assert.is(hot.status, 200);
   assert.is(hot.body.hot.length, 1);
   const row = hot.body.hot[0];
-  assert.equal({ app: row.app, key: row.key, threshold: row.threshold, instances: row.instances, owner: row.owner }, { app: 'shop', key: 'item:1', threshold: 50, instances: 1, owner: e2e.hub.id });
+  assert.equal(
+    { app: row.app, key: row.key, threshold: row.threshold, instances: row.instances, owner: row.owner },
+    { app: 'shop', key: 'item:1', threshold: 50, instances: 1, owner: e2e.hub.id },
+  );
   // 50 accesses over the time the window covers: 9 slices of 100 ms plus 0..100 ms of the current one
   assert.ok(row.qps >= 50 && row.qps <= (50 * 1000) / 900, `qps ${row.qps}`);
   assert.ok(row.since > Date.now() - 5000);
@@ -66,7 +81,10 @@ test('reports show up in metrics, /api/hot, /api/instances, /api/events and /api
   assert.match(m.text, /^hotkey_connections 1$/m);
 
   const apps = await api('/api/apps');
-  assert.equal(apps.body.apps.map((a: any) => a.name), ['blog', 'shop']);
+  assert.equal(
+    apps.body.apps.map((a: any) => a.name),
+    ['blog', 'shop'],
+  );
   assert.is(apps.body.apps.find((a: any) => a.name === 'shop').instances, 1);
   const cluster = await api('/api/cluster');
   assert.is(cluster.body.self, e2e.hub.id);
@@ -86,7 +104,11 @@ test('rules: GET, PUT needs the admin token, bad rules are 400 naming the field 
   assert.is(wrong.status, 403);
   assert.is(wrong.body.error.code, 'HK_ERR_AUTH');
 
-  const bad = await api('/api/apps/shop/rules', { method: 'PUT', body: JSON.stringify([{ match: 'user:*', threshold: -1 }]), token: ADMIN });
+  const bad = await api('/api/apps/shop/rules', {
+    method: 'PUT',
+    body: JSON.stringify([{ match: 'user:*', threshold: -1 }]),
+    token: ADMIN,
+  });
   assert.is(bad.status, 400);
   assert.is(bad.body.error.code, 'HK_ERR_RULES');
   assert.is(bad.body.error.field, 'rules[0].threshold');
@@ -113,12 +135,20 @@ test('rules: GET, PUT needs the admin token, bad rules are 400 naming the field 
 
 test('invalidate and promote by hand reach the SDKs', async () => {
   const { client } = await e2e.join('blog', { instance: 'manual' });
-  const inv = await api('/api/apps/blog/invalidate', { method: 'POST', body: JSON.stringify({ key: 'post:1' }), token: ADMIN });
+  const inv = await api('/api/apps/blog/invalidate', {
+    method: 'POST',
+    body: JSON.stringify({ key: 'post:1' }),
+    token: ADMIN,
+  });
   assert.is(inv.status, 200);
   const msg = await client.next(MsgType.Invalidate);
   assert.equal({ key: msg.key, seq: msg.seq }, { key: 'post:1', seq: inv.body.seq });
 
-  const pro = await api('/api/apps/blog/promote', { method: 'POST', body: JSON.stringify({ key: 'post:2' }), token: ADMIN });
+  const pro = await api('/api/apps/blog/promote', {
+    method: 'POST',
+    body: JSON.stringify({ key: 'post:2' }),
+    token: ADMIN,
+  });
   assert.is(pro.status, 200);
   assert.is((await client.next(MsgType.Promote)).key, 'post:2');
   const events = (await api('/api/events?since=0')).body.events;
@@ -128,7 +158,11 @@ test('invalidate and promote by hand reach the SDKs', async () => {
   const noKey = await api('/api/apps/blog/promote', { method: 'POST', body: '{}', token: ADMIN });
   assert.is(noKey.status, 400);
   assert.is(noKey.body.error.field, 'key');
-  const longKey = await api('/api/apps/blog/invalidate', { method: 'POST', body: JSON.stringify({ key: 'x'.repeat(2000) }), token: ADMIN });
+  const longKey = await api('/api/apps/blog/invalidate', {
+    method: 'POST',
+    body: JSON.stringify({ key: 'x'.repeat(2000) }),
+    token: ADMIN,
+  });
   assert.is(longKey.status, 400);
   assert.is(longKey.body.error.code, 'HK_ERR_KEY_TOO_LONG');
   const noAuth = await api('/api/apps/blog/invalidate', { method: 'POST', body: JSON.stringify({ key: 'a' }) });
@@ -138,7 +172,11 @@ test('invalidate and promote by hand reach the SDKs', async () => {
 });
 
 test('body limit, unknown routes and JSON error shape', async () => {
-  const big = await api('/api/apps/blog/invalidate', { method: 'POST', body: JSON.stringify({ key: 'a', pad: 'x'.repeat(100_000) }), token: ADMIN });
+  const big = await api('/api/apps/blog/invalidate', {
+    method: 'POST',
+    body: JSON.stringify({ key: 'a', pad: 'x'.repeat(100_000) }),
+    token: ADMIN,
+  });
   assert.is(big.status, 413);
   assert.is(big.body.error.code, 'HK_ERR_BODY_TOO_LARGE');
   const missing = await api('/api/nothing');
@@ -162,7 +200,11 @@ test('without an admin token writes are refused with a hint; with a dashboard to
   assert.is(ok.status, 200);
   assert.equal(ok.body.hot, []);
   assert.is((await http(readOnly.hub.httpUrl, '/healthz')).status, 200, 'health stays open');
-  assert.is((await http(readOnly.hub.httpUrl, '/api/apps/anything/rules', { token: 'dash' })).status, 200, 'open mode: any app exists');
+  assert.is(
+    (await http(readOnly.hub.httpUrl, '/api/apps/anything/rules', { token: 'dash' })).status,
+    200,
+    'open mode: any app exists',
+  );
 });
 
 test('readyz reports not ready while closing', async () => {

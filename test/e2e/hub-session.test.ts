@@ -10,7 +10,10 @@ import { hubInProcess } from '../support/e2e.ts';
 
 const config = {
   apps: {
-    shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000 }] },
+    shop: {
+      token: 's3cret',
+      rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000 }],
+    },
     open: {},
   },
 };
@@ -54,7 +57,10 @@ test('reports crossing the threshold promote, broadcast to every SDK of the app 
   const other = await join('open', { instance: 'p-o' });
   a.client.send({ t: MsgType.Report, keys: ['item:p1', 'user:1'], counts: [60, 500] });
   await a.client.ping();
-  assert.not.ok(a.client.pending().some((m) => m.t === MsgType.Promote), '60 of 100 is not hot; user:1 matches no rule');
+  assert.not.ok(
+    a.client.pending().some((m) => m.t === MsgType.Promote),
+    '60 of 100 is not hot; user:1 matches no rule',
+  );
   b.client.send({ t: MsgType.Report, keys: ['item:p1'], counts: [40] });
   const pa = await a.client.next(MsgType.Promote);
   const pb = await b.client.next(MsgType.Promote);
@@ -67,7 +73,10 @@ test('reports crossing the threshold promote, broadcast to every SDK of the app 
   assert.is(pa.cache, true);
   assert.ok(pa.seq > 0);
   await other.client.ping();
-  assert.not.ok(other.client.received.some((m) => m.t === MsgType.Promote), 'other apps hear nothing');
+  assert.not.ok(
+    other.client.received.some((m) => m.t === MsgType.Promote),
+    'other apps hear nothing',
+  );
 
   const late = await join('shop', { token: 's3cret', instance: 'p-late' });
   assert.is(late.welcome.seq, pa.seq);
@@ -86,7 +95,10 @@ test('invalidation is acked only after every connected SDK applied it', async ()
   assert.is(iw.key, 'item:x');
   w.client.send({ t: MsgType.Applied, seq: iw.seq });
   await w.client.ping(); // the hub has processed the writer's Applied
-  assert.not.ok(w.client.pending().some((m) => m.t === MsgType.Ack), 'no ack while the reader has not applied');
+  assert.not.ok(
+    w.client.pending().some((m) => m.t === MsgType.Ack),
+    'no ack while the reader has not applied',
+  );
   r.client.send({ t: MsgType.Applied, seq: ir.seq });
   const ack = await w.client.next(MsgType.Ack, 2000);
   assert.equal(ack, { t: MsgType.Ack, id: 7, seq: iw.seq });
@@ -114,18 +126,73 @@ test('invalidation is acked after the timeout when an SDK never applies, and whe
 });
 
 const badInputs: { name: string; run: (c: RawClient) => void; code: number; error?: string }[] = [
-  { name: 'garbage bytes', run: (c) => c.sendRaw(new Uint8Array([0xc1, 0xff, 0x00, 0x13])), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
+  {
+    name: 'garbage bytes',
+    run: (c) => c.sendRaw(new Uint8Array([0xc1, 0xff, 0x00, 0x13])),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
   { name: 'a text frame', run: (c) => c.sendRaw('{"t":1}'), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a hub-only message type', run: (c) => c.sendRaw(pack({ t: MsgType.Promote, seq: 1, key: 'k' })), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a Report before Hello', run: (c) => c.send({ t: MsgType.Report, keys: ['a'], counts: [1] }), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a Hello with wrong field types', run: (c) => c.sendRaw(pack({ t: MsgType.Hello, v: '1', app: 'shop', instance: 'i', sdk: 'x' })), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a wrong protocol version', run: (c) => c.send({ t: MsgType.Hello, v: 99, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }), code: CloseCode.Version, error: 'HK_ERR_VERSION' },
-  { name: 'an unknown app', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'nope', instance: 'i', sdk: 'x' }), code: CloseCode.UnknownApp, error: 'HK_ERR_UNKNOWN_APP' },
-  { name: 'a wrong token', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3creT', instance: 'i', sdk: 'x' }), code: CloseCode.Auth, error: 'HK_ERR_AUTH' },
-  { name: 'a missing token', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', instance: 'i', sdk: 'x' }), code: CloseCode.Auth, error: 'HK_ERR_AUTH' },
-  { name: 'a dashboard hello', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x', role: 'dashboard' }), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a frame over MAX_FRAME_BYTES', run: (c) => c.sendRaw(new Uint8Array(MAX_FRAME_BYTES + 1)), code: CloseCode.FrameTooLarge, error: 'HK_ERR_FRAME_TOO_LARGE' },
-  { name: 'a frame over the ws limit', run: (c) => c.sendRaw(new Uint8Array(4 * MAX_FRAME_BYTES + 1)), code: CloseCode.MessageTooBig },
+  {
+    name: 'a hub-only message type',
+    run: (c) => c.sendRaw(pack({ t: MsgType.Promote, seq: 1, key: 'k' })),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
+  {
+    name: 'a Report before Hello',
+    run: (c) => c.send({ t: MsgType.Report, keys: ['a'], counts: [1] }),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
+  {
+    name: 'a Hello with wrong field types',
+    run: (c) => c.sendRaw(pack({ t: MsgType.Hello, v: '1', app: 'shop', instance: 'i', sdk: 'x' })),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
+  {
+    name: 'a wrong protocol version',
+    run: (c) => c.send({ t: MsgType.Hello, v: 99, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }),
+    code: CloseCode.Version,
+    error: 'HK_ERR_VERSION',
+  },
+  {
+    name: 'an unknown app',
+    run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'nope', instance: 'i', sdk: 'x' }),
+    code: CloseCode.UnknownApp,
+    error: 'HK_ERR_UNKNOWN_APP',
+  },
+  {
+    name: 'a wrong token',
+    run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3creT', instance: 'i', sdk: 'x' }),
+    code: CloseCode.Auth,
+    error: 'HK_ERR_AUTH',
+  },
+  {
+    name: 'a missing token',
+    run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', instance: 'i', sdk: 'x' }),
+    code: CloseCode.Auth,
+    error: 'HK_ERR_AUTH',
+  },
+  {
+    name: 'a dashboard hello',
+    run: (c) =>
+      c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x', role: 'dashboard' }),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
+  {
+    name: 'a frame over MAX_FRAME_BYTES',
+    run: (c) => c.sendRaw(new Uint8Array(MAX_FRAME_BYTES + 1)),
+    code: CloseCode.FrameTooLarge,
+    error: 'HK_ERR_FRAME_TOO_LARGE',
+  },
+  {
+    name: 'a frame over the ws limit',
+    run: (c) => c.sendRaw(new Uint8Array(4 * MAX_FRAME_BYTES + 1)),
+    code: CloseCode.MessageTooBig,
+  },
 ];
 
 for (const bad of badInputs) {
@@ -186,12 +253,28 @@ test('silence past the hello timeout gets HK_ERR_HELLO_TIMEOUT and close 4006; a
 
 test('errors after Hello: long key, duplicate Hello, Applied from the future', async () => {
   const healthy = await join('shop', { token: 's3cret', instance: 'after-healthy' });
-  const cases: [ (c: RawClient) => void, number, string ][] = [
-    [(c) => c.sendRaw(pack({ t: MsgType.Report, keys: ['item:' + 'x'.repeat(MAX_KEY_LENGTH)], counts: [1] })), CloseCode.KeyTooLong, 'HK_ERR_KEY_TOO_LONG'],
-    [(c) => c.sendRaw(pack({ t: MsgType.InvalidateRequest, id: 1, key: '' })), CloseCode.KeyTooLong, 'HK_ERR_KEY_TOO_LONG'],
-    [(c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }), CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
+  const cases: [(c: RawClient) => void, number, string][] = [
+    [
+      (c) => c.sendRaw(pack({ t: MsgType.Report, keys: [`item:${'x'.repeat(MAX_KEY_LENGTH)}`], counts: [1] })),
+      CloseCode.KeyTooLong,
+      'HK_ERR_KEY_TOO_LONG',
+    ],
+    [
+      (c) => c.sendRaw(pack({ t: MsgType.InvalidateRequest, id: 1, key: '' })),
+      CloseCode.KeyTooLong,
+      'HK_ERR_KEY_TOO_LONG',
+    ],
+    [
+      (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }),
+      CloseCode.Protocol,
+      'HK_ERR_PROTOCOL',
+    ],
     [(c) => c.send({ t: MsgType.Applied, seq: 1_000_000 }), CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
-    [(c) => c.sendRaw(pack({ t: MsgType.Report, keys: ['a', 'b'], counts: [1] })), CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
+    [
+      (c) => c.sendRaw(pack({ t: MsgType.Report, keys: ['a', 'b'], counts: [1] })),
+      CloseCode.Protocol,
+      'HK_ERR_PROTOCOL',
+    ],
   ];
   for (const [run, code, error] of cases) {
     const { client } = await join('shop', { token: 's3cret' });
@@ -205,7 +288,12 @@ test('errors after Hello: long key, duplicate Hello, Applied from the future', a
 });
 
 test('a slow consumer is cut off with 4008 instead of silently missing broadcasts', async () => {
-  const slowHub = await startHub({ port: 0, config: { apps: { s: { rules: [{ match: '*', threshold: 1 }] } } }, tunables: { maxBufferedBytes: 1024 * 1024 }, log: () => {} });
+  const slowHub = await startHub({
+    port: 0,
+    config: { apps: { s: { rules: [{ match: '*', threshold: 1 }] } } },
+    tunables: { maxBufferedBytes: 1024 * 1024 },
+    log: () => {},
+  });
   try {
     const slow = await RawClient.join(slowHub.url, 's', { instance: 'slow' });
     const fast = await RawClient.join(slowHub.url, 's', { instance: 'fast' });

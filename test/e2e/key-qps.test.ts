@@ -13,7 +13,14 @@ import { delay, waitFor } from '../support/wait.ts';
 const RATE = 400;
 const READ = 'read-token-qps';
 const config = {
-  apps: { shop: { rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000 }, { match: 'cool:*', threshold: 100, windowMs: 500, demoteWindows: 2, hotMs: 30_000 }] } },
+  apps: {
+    shop: {
+      rules: [
+        { match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000 },
+        { match: 'cool:*', threshold: 100, windowMs: 500, demoteWindows: 2, hotMs: 30_000 },
+      ],
+    },
+  },
   dashboardToken: READ,
 };
 const e2e = hubProcess(test, { config });
@@ -64,7 +71,9 @@ test('a key driven hot has one point per second near the driven rate', async () 
   assert.ok(times[0]! >= started - 1000 && times.at(-1)! <= Date.now(), 'points lie in the driven period');
   // the first sample may catch the window still filling; the rest sit near the driven rate
   const steady = median(answer.points.slice(1).map(([, q]) => q));
-  console.log(`# ${answer.points.length} points, median ${steady} qps for ${RATE} driven: ${answer.points.map(([, q]) => q).join(' ')}`);
+  console.log(
+    `# ${answer.points.length} points, median ${steady} qps for ${RATE} driven: ${answer.points.map(([, q]) => q).join(' ')}`,
+  );
   assert.ok(steady > RATE * 0.7 && steady < RATE * 1.3, `median ${steady} qps, driven ${RATE}`);
 });
 
@@ -74,7 +83,11 @@ test('a demoted key keeps its curve, which falls after the traffic stops', async
   const driver = drive(group, key, RATE);
   try {
     await waitFor(`${key} hot`, () => group.every((hk) => hk.isHot(key)), 5000);
-    await waitFor('2 points while hot', async () => ((await get(qpsPath(key))).body as QpsAnswer).points.length >= 2, 5000);
+    await waitFor(
+      '2 points while hot',
+      async () => ((await get(qpsPath(key))).body as QpsAnswer).points.length >= 2,
+      5000,
+    );
   } finally {
     driver.stop();
   }
@@ -100,7 +113,11 @@ test('a key never hot has no points; bad requests get clear errors', async () =>
   const app = await get('/api/apps/nosuch/keys/qps?key=a');
   assert.is(app.status, 404);
   assert.is(app.body.error.code, 'HK_ERR_UNKNOWN_APP');
-  const post = await fetch(`${e2e.hub.httpUrl}${qpsPath('a')}`, { method: 'POST', headers: { authorization: `Bearer ${READ}` }, signal: AbortSignal.timeout(5000) });
+  const post = await fetch(`${e2e.hub.httpUrl}${qpsPath('a')}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${READ}` },
+    signal: AbortSignal.timeout(5000),
+  });
   assert.is(post.status, 405);
 });
 
@@ -116,7 +133,14 @@ test('metrics count the keys with a history and export the dashboard feed counte
   assert.is(status, 200);
   const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
   assert.ok(value('hotkey_qps_history_keys') >= 2, 'both driven keys have a history');
-  for (const name of ['hotkey_dashboard_pages', 'hotkey_dashboard_frames_sent_total', 'hotkey_dashboard_bytes_sent_total', 'hotkey_dashboard_slow_dropped_total', 'hotkey_dashboard_skipped_rounds_total', 'hotkey_dashboard_refused_total']) {
+  for (const name of [
+    'hotkey_dashboard_pages',
+    'hotkey_dashboard_frames_sent_total',
+    'hotkey_dashboard_bytes_sent_total',
+    'hotkey_dashboard_slow_dropped_total',
+    'hotkey_dashboard_skipped_rounds_total',
+    'hotkey_dashboard_refused_total',
+  ]) {
     assert.ok(Number.isInteger(value(name)), `${name} exported`);
   }
 });

@@ -26,7 +26,9 @@ const e2e = hubProcess(test, { config, sdk: { token: 's3cret' } });
 test('a key over threshold is promoted at every SDK and then served without the loader', async () => {
   const group = await e2e.sdks(3);
   const driver = drive(group, 'item:over', THRESHOLD * 2);
-  const promoted = group.map((hk) => new Promise<number>((resolve) => hk.on('promote', (key, info) => key === 'item:over' && resolve(info.qps))));
+  const promoted = group.map(
+    (hk) => new Promise<number>((resolve) => hk.on('promote', (key, info) => key === 'item:over' && resolve(info.qps))),
+  );
   try {
     await waitFor('item:over hot at all 3 SDKs', () => group.every((hk) => hk.isHot('item:over')), 4000);
   } finally {
@@ -85,13 +87,22 @@ test('an invalidation from one SDK evicts the value at every other SDK before it
     const loader = async () => `v${version}`;
     for (const hk of group) assert.is(await hk.get('item:inv', loader), 'v1');
     for (const hk of group) assert.is(await hk.get('item:inv', loader), 'v1'); // cached
-    const seen = group.map((hk) => new Promise<void>((resolve) => hk.on('invalidate', (key) => key === 'item:inv' && resolve())));
+    const seen = group.map(
+      (hk) => new Promise<void>((resolve) => hk.on('invalidate', (key) => key === 'item:inv' && resolve())),
+    );
     version = 2; // the write
     await group[0]!.invalidate('item:inv');
     // consistency rule: once the writer holds the ack, no SDK serves the old value
     for (const hk of group) assert.is(await hk.get('item:inv', loader), 'v2');
-    await Promise.all(seen.slice(1).map((p) => Promise.race([p, delay(2000).then(() => Promise.reject(new Error('no invalidate event')))])));
-    assert.ok(group.every((hk) => hk.isHot('item:inv')), 'an invalidated key stays hot');
+    await Promise.all(
+      seen
+        .slice(1)
+        .map((p) => Promise.race([p, delay(2000).then(() => Promise.reject(new Error('no invalidate event')))])),
+    );
+    assert.ok(
+      group.every((hk) => hk.isHot('item:inv')),
+      'an invalidated key stays hot',
+    );
   } finally {
     driver.stop();
   }
@@ -100,10 +111,16 @@ test('an invalidation from one SDK evicts the value at every other SDK before it
 test('when traffic stops every SDK drops the key', async () => {
   const group = await e2e.sdks(3);
   const driver = drive(group, 'cool:flash', THRESHOLD * 2);
-  await waitFor('cool:flash hot everywhere', () => group.every((hk) => hk.isHot('cool:flash')), 4000).finally(() => driver.stop());
-  const demoted = group.map((hk) => new Promise<string>((resolve) => hk.on('demote', (key, info) => key === 'cool:flash' && resolve(info.reason))));
+  await waitFor('cool:flash hot everywhere', () => group.every((hk) => hk.isHot('cool:flash')), 4000).finally(() =>
+    driver.stop(),
+  );
+  const demoted = group.map(
+    (hk) =>
+      new Promise<string>((resolve) => hk.on('demote', (key, info) => key === 'cool:flash' && resolve(info.reason))),
+  );
   await waitFor('cool:flash demoted everywhere', () => group.every((hk) => !hk.isHot('cool:flash')), 5000);
-  for (const reason of await Promise.all(demoted)) assert.is(reason, 'demote', 'the hub demoted it (not a local expiry)');
+  for (const reason of await Promise.all(demoted))
+    assert.is(reason, 'demote', 'the hub demoted it (not a local expiry)');
   let loads = 0;
   await group[0]!.get('cool:flash', async () => ++loads);
   await group[0]!.get('cool:flash', async () => ++loads);
@@ -128,10 +145,16 @@ test('hub restart: SDKs keep working through the loader, reconnect and resynchro
     await e2e.start(port);
     // the new hub knows nothing: SDKs must resync (drop) and re-promote from live traffic
     await waitFor('SDKs reconnected', () => group.every((hk) => hk.hubs().length === 1), 6000);
-    await waitFor('item:restart promoted again by the new hub', async () => {
-      const { hot } = (await (await fetch(`${e2e.hub.httpUrl}/api/hot?app=shop`)).json()) as { hot: { key: string }[] };
-      return hot.some((h) => h.key === 'item:restart') && group.every((hk) => hk.isHot('item:restart'));
-    }, 6000);
+    await waitFor(
+      'item:restart promoted again by the new hub',
+      async () => {
+        const { hot } = (await (await fetch(`${e2e.hub.httpUrl}/api/hot?app=shop`)).json()) as {
+          hot: { key: string }[];
+        };
+        return hot.some((h) => h.key === 'item:restart') && group.every((hk) => hk.isHot('item:restart'));
+      },
+      6000,
+    );
   } finally {
     driver.stop();
   }

@@ -27,7 +27,16 @@ test.after(async () => {
   await hub?.stop('SIGKILL');
 });
 
-const hello = (over: Record<string, unknown> = {}) => encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 'good-token', instance: `x-${Math.random()}`, sdk: 'hostile', ...over } as never);
+const hello = (over: Record<string, unknown> = {}) =>
+  encode({
+    t: MsgType.Hello,
+    v: PROTOCOL_VERSION,
+    app: 'shop',
+    token: 'good-token',
+    instance: `x-${Math.random()}`,
+    sdk: 'hostile',
+    ...over,
+  } as never);
 
 /** Opens a socket, runs `attack`, and resolves with the close code the hub chose (deadline 15 s). */
 async function attack(name: string, act: (ws: WebSocket) => void): Promise<{ name: string; code: number }> {

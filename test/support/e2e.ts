@@ -79,7 +79,11 @@ export class E2e<H extends AnyHub> {
   }
 
   /** `n` clients, each welcomed by the hub within `timeoutMs`; `extra(i)` adds per-client options. */
-  async sdks(n: number, extra: (i: number) => Partial<ClientOptions> = () => ({}), timeoutMs = 5000): Promise<HotKeyClient[]> {
+  async sdks(
+    n: number,
+    extra: (i: number) => Partial<ClientOptions> = () => ({}),
+    timeoutMs = 5000,
+  ): Promise<HotKeyClient[]> {
     const list = Array.from({ length: n }, (_, i) => this.sdk(extra(i)));
     await Promise.all(list.map((hk) => hk.ready({ signal: AbortSignal.timeout(timeoutMs) })));
     return list;
@@ -138,7 +142,11 @@ export function hubProcess(
   return register(
     suite,
     options,
-    (port) => HubProcess.start({ ...rest, args: [...configArgs, ...args, ...(port === undefined ? [] : ['--port', String(port)])] }),
+    (port) =>
+      HubProcess.start({
+        ...rest,
+        args: [...configArgs, ...args, ...(port === undefined ? [] : ['--port', String(port)])],
+      }),
     (hub) => hub.stop(),
   );
 }

@@ -14,7 +14,12 @@ export interface Driver {
 }
 
 /** Starts paced reads of `key` through `hk.get` (or `track`) on every client, until stopped. */
-export function drive(clients: readonly HotKeyClient[], key: string, perSecond: number, mode: 'get' | 'track' = 'track'): Driver {
+export function drive(
+  clients: readonly HotKeyClient[],
+  key: string,
+  perSecond: number,
+  mode: 'get' | 'track' = 'track',
+): Driver {
   let sent = 0;
   let owed = 0;
   const started = performance.now();
@@ -37,4 +42,3 @@ export function drive(clients: readonly HotKeyClient[], key: string, perSecond: 
     stop: () => clearInterval(timer),
   };
 }
-

@@ -28,7 +28,10 @@ export async function waitFor<T>(
   const timedOut = () => new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
   for (;;) {
     const result = check();
-    const value = result instanceof Promise ? await within(what, result, Math.max(0, deadline - performance.now()), timedOut) : result;
+    const value =
+      result instanceof Promise
+        ? await within(what, result, Math.max(0, deadline - performance.now()), timedOut)
+        : result;
     if (value) return value as NonNullable<T>;
     if (performance.now() >= deadline) throw timedOut();
     await new Promise((resolve) => setTimeout(resolve, Math.min(everyMs, Math.max(0, deadline - performance.now()))));
