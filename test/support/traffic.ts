@@ -1,5 +1,5 @@
 /**
- * Paced traffic and deadline waits for end-to-end tests. `drive` spreads `perSecond` accesses of a
+ * Paced traffic for end-to-end tests (waits live in wait.ts). `drive` spreads `perSecond` accesses of a
  * key evenly over the given SDK clients in 20 ms ticks, so a test can put a key at an exact
  * cluster-wide rate (over, at half, or thinly spread under a threshold).
  */
