@@ -2,7 +2,9 @@
  * Parent side of server.worker.ts: starts a server under test in its own process and reads its
  * CPU time and heap, each request bounded by a deadline.
  */
+import { once } from 'node:events';
 import { forkWorker, type Worker } from './harness.ts';
+import { within } from '../support/wait.ts';
 
 /** Options of the server under test, passed to its process as JSON. */
 export interface ServerOptions {
@@ -61,7 +63,7 @@ export async function startServer(
       async stop() {
         // ask for a normal exit (profiles are written on exit), then make sure
         worker.send({ type: 'exit' });
-        await Promise.race([new Promise((r) => worker.child.once('exit', r)), new Promise((r) => setTimeout(r, 3000))]);
+        await within('the server worker to exit', once(worker.child, 'exit'), 3000).catch(() => undefined);
         await worker.kill();
       },
     };

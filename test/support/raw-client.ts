@@ -15,6 +15,7 @@ import {
   type Snapshot,
   type Welcome,
 } from '@hotkey/sdk/protocol';
+import { within } from './wait.ts';
 
 export interface Closed {
   code: number;
@@ -114,18 +115,8 @@ export class RawClient {
   }
 
   /** Resolves the close, failing after `timeoutMs`. */
-  async closeEvent(timeoutMs = 3000): Promise<Closed> {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        this.closed,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`socket not closed within ${timeoutMs} ms`)), timeoutMs);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+  closeEvent(timeoutMs = 3000): Promise<Closed> {
+    return within('the socket to close', this.closed, timeoutMs);
   }
 
   /** Round trip: Resync → Snapshot proves the connection is alive and its frames are processed in order. */
