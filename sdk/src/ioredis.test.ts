@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { HotKeyClient } from './client/client.ts';
 import { withHotKeys } from './ioredis.ts';
 import { MsgType } from './wire/protocol.ts';
-import { ProtocolPeer, until, type PeerSocket } from '../../test/support/protocol-peer.ts';
+import { ProtocolPeer, type PeerSocket } from '../../test/support/protocol-peer.ts';
+import { waitFor } from '../../test/support/wait.ts';
 import { RedisServer } from '../../test/support/redis-server.ts';
 
 const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 60_000, cache: true, at: 0 };
@@ -46,7 +47,7 @@ test.after(async () => {
 
 async function promote(key: string): Promise<void> {
   sock.send({ t: MsgType.Promote, seq: ++seq, key, ...P });
-  await until(() => hk.isHot(key));
+  await waitFor('hk.isHot(key)', () => hk.isHot(key));
 }
 
 test('reads of a hot key come from the local cache; writes invalidate', async () => {
