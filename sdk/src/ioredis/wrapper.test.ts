@@ -1,11 +1,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { HotKeyClient } from './client.ts';
-import { withHotKeys } from './ioredis.ts';
-import { MsgType } from './protocol.ts';
-import { ProtocolPeer, until, type PeerSocket } from './protocol-peer.test-helper.ts';
-import { RedisServer } from '../../test/support/redis-server.ts';
+import { HotKeyClient } from '../client.ts';
+import { withHotKeys } from '../ioredis.ts';
+import { MsgType } from '../protocol.ts';
+import { ProtocolPeer, until, type PeerSocket } from '../protocol-peer.test-helper.ts';
+import { RedisServer } from '../../../test/support/redis-server.ts';
 
 const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 60_000, cache: true, at: 0 };
 
@@ -14,6 +14,7 @@ let peer: ProtocolPeer;
 let sock: PeerSocket;
 let hk: HotKeyClient;
 let raw: Redis;
+let r: Redis;
 let seq = 0;
 
 test.before(async () => {
@@ -25,6 +26,7 @@ test.before(async () => {
   await hk.ready({ signal: AbortSignal.timeout(3000) });
   raw = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await raw.connect();
+  r = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk);
   // The peer acks every invalidation at once, broadcasting it back first like a hub would.
   sock.ws.on('message', () => {
     for (;;) {
@@ -39,6 +41,7 @@ test.before(async () => {
 
 test.after(async () => {
   raw?.disconnect();
+  r?.disconnect();
   await hk?.close();
   await peer?.close();
   await server?.stop();
@@ -50,7 +53,6 @@ async function promote(key: string): Promise<void> {
 }
 
 test('reads of a hot key come from the local cache; writes invalidate', async () => {
-  const r = withHotKeys(raw, hk);
   await raw.set('s', 'v1');
   assert.is(await r.get('s'), 'v1');
   await promote('s');
@@ -63,7 +65,6 @@ test('reads of a hot key come from the local cache; writes invalidate', async ()
 });
 
 test('hget on a hot hash loads it once for every field; hset and del invalidate', async () => {
-  const r = withHotKeys(raw, hk);
   await raw.hset('h', { a: '1', b: '2' });
   assert.is(await r.hget('h', 'a'), '1');
   await promote('h');
@@ -97,7 +98,6 @@ test('every command is counted once, also when queued before the connection is r
 });
 
 test('multi-key writes invalidate every key; other commands pass through', async () => {
-  const r = withHotKeys(raw, hk);
   await promote('m1');
   await promote('m2');
   await raw.mset('m1', 'a', 'm2', 'b');

@@ -1,0 +1,214 @@
+/**
+ * ioredis adapter: `withHotKeys(client, hk)` hooks a `Redis` or `Cluster` client's command
+ * dispatch so that reads of hot keys are answered from hk's local cache and writes invalidate
+ * the keys they wrote, cluster-wide. It returns the client itself.
+ *
+ * Design: every ioredis command — method or callback style, `call()`, `defineCommand` scripts,
+ * the offline queue's replay, pipelines and MULTI at `exec()` — becomes a `Command` that passes
+ * through `sendCommand(command, stream?, node?)`. The hook is that one method, on a prototype
+ * inserted between the client and its class (`client → hooked → Redis.prototype`):
+ * - nothing else changes, so built-ins, `instanceof`, `constructor`, `String()`, own-property
+ *   enumeration, events and their `this`, `status`, options and chaining (`on()` returns the
+ *   client) are the client's own, by construction;
+ * - the instance gets no own property, so a spy (`obj.del = spy(obj.del)`, `sinon.spy(obj,
+ *   'sendCommand')`) or shimmer wrapping of `sendCommand` on the instance or on `Redis.prototype`
+ *   wraps around or under the hook, never into a loop (the hook reads its base method from the
+ *   class prototype at each call);
+ * - callback and promise styles share one path, and commands not answered locally are sent
+ *   synchronously in call order, so replies keep plain ioredis's order;
+ * - `showFriendlyErrorStack` frames are taken by ioredis before dispatch, in the caller's frame.
+ *
+ * A read of a hot key (GET, HGET, HGETALL with a string reply encoding) is resolved through the
+ * Command's own `resolve` without being sent. Concurrent reads of a hot key that is not cached
+ * yet are merged into one command (hk's single-flight load): the point of the product.
+ * Each command is counted once: the hook marks what it dispatched, and ioredis re-sending a
+ * command (offline queue, reconnect, NOSCRIPT) passes straight through.
+ */
+import type { Cluster, Command, Redis } from 'ioredis';
+import type { HotKeyClient } from '../client.ts';
+import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './commands.ts';
+import { dbOf, deploymentOf, keyName } from './identity.ts';
+
+export interface WithHotKeysOptions {
+  /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
+  awaitInvalidation?: boolean;
+  /** hears invalidations that failed after a write (no hub, timeout); the local copy is dropped regardless @default ignore */
+  onInvalidateError?: (error: unknown, key: string) => void;
+}
+
+/** The fields of ioredis's Command the hook reads or replaces (public in JS, partly untyped). */
+interface Cmd {
+  name: string;
+  args: unknown[];
+  promise: Promise<unknown>;
+  replyEncoding?: string | null;
+  inTransaction?: boolean;
+  isReadOnly?: boolean;
+  getKeys: Command['getKeys'];
+  resolve: (value: unknown) => unknown;
+  reject: (error: Error) => void;
+}
+type Client = Redis | Cluster;
+type Send = (this: Client, command: Cmd, stream?: unknown, node?: unknown) => unknown;
+
+/** What a hot read caches: one entry per Redis key, tagged with the namespace it came from. */
+type Rec =
+  | { ns: string; kind: 'string'; value: unknown }
+  | { ns: string; kind: 'hash'; value: Readonly<Record<string, unknown>> }
+  | { ns: string; kind: 'field'; value: unknown };
+
+const HOOK: unique symbol = Symbol('hotkey.ioredis');
+interface Hooked {
+  [HOOK]: HotKeyClient;
+}
+
+/** Commands this module already handed to ioredis: re-sends of them pass straight through. */
+const dispatched = new WeakSet<object>();
+/** Keys written inside a MULTI, per pipeline write stream, invalidated when its EXEC replies. */
+const transactionKeys = new WeakMap<object, Set<string>>();
+
+/**
+ * Hooks `client` (a `Redis` or a `Redis.Cluster`) in place and returns it: hot reads answered
+ * locally, writes invalidated. Wrapping the same client twice with the same `hk` is a no-op;
+ * with another `hk` it throws TypeError. `duplicate()` returns a client wrapped the same way.
+ */
+export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, options: WithHotKeysOptions = {}): C {
+  if (typeof client !== 'object' || client === null || typeof (client as Partial<Client>).sendCommand !== 'function') {
+    throw new TypeError('withHotKeys: client must be an ioredis Redis or Cluster');
+  }
+  const already = (client as unknown as Partial<Hooked>)[HOOK];
+  if (already === hk) return client;
+  if (already !== undefined) throw new TypeError('withHotKeys: client is already wrapped with another HotKeyClient');
+
+  const awaitInvalidation = options.awaitInvalidation ?? true;
+  const onInvalidateError = options.onInvalidateError ?? (() => {});
+  const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
+  const deployment = deploymentOf(client);
+  const isCluster = (client as Partial<Cluster>).isCluster === true;
+
+  const invalidate = (keys: Iterable<string>): Promise<unknown> =>
+    Promise.all(
+      Array.from(keys, (key) =>
+        hk.invalidate(key).catch((err: unknown) => {
+          onInvalidateError(err, key);
+        }),
+      ),
+    );
+
+  function namesOf(command: Cmd): Set<string> {
+    const names = new Set<string>();
+    for (const arg of command.getKeys()) {
+      const name = keyName(arg);
+      if (name !== undefined) names.add(name);
+    }
+    return names;
+  }
+
+  /** The command settles (promise and callback alike) after its keys were invalidated. */
+  function settleAfterInvalidation(command: Cmd, keys: Set<string>): void {
+    if (keys.size === 0) return;
+    const resolve = command.resolve;
+    const reject = command.reject;
+    command.resolve = (value) => {
+      const done = invalidate(keys);
+      if (awaitInvalidation) void done.then(() => resolve(value));
+      else resolve(value);
+      return command.promise;
+    };
+    // a failed write may still have written (a script, EXEC): drop, but do not delay the error
+    command.reject = (error) => {
+      void invalidate(keys);
+      reject(error);
+    };
+  }
+
+  function read(client: Client, send: Send, command: Cmd, name: ReadName): unknown {
+    const key = keyName(command.args[0]);
+    const arity = name === 'hget' ? 2 : 1;
+    if (key === undefined || command.args.length !== arity) return send.call(client, command);
+    const ns = isCluster ? deployment : `${deployment}/${dbOf(client)}`;
+    const field = name === 'hget' ? String(command.args[1]) : undefined;
+    let sent = false;
+    let returned: unknown;
+    const loader = (): Promise<Rec> => {
+      if (name === 'hget' && hk.isHot(key)) {
+        // a hot hash is loaded once, whole, for every field
+        const Ctor = command.constructor as new (name: string, args: unknown[], opts: object) => Cmd;
+        const all = new Ctor('hgetall', [command.args[0]], { replyEncoding: 'utf8' });
+        dispatched.add(all);
+        void send.call(client, all);
+        return all.promise.then((value): Rec => ({ ns, kind: 'hash', value: Object.freeze(value as Record<string, unknown>) }));
+      }
+      sent = true;
+      returned = send.call(client, command);
+      const kind = name === 'hget' ? 'field' : READS[name];
+      return command.promise.then((value) => ({ ns, kind, value }) as Rec);
+    };
+    hk.get(key, loader).then(
+      (rec) => {
+        if (sent) return; // this very command went to Redis and settles itself
+        if (rec.ns === ns) {
+          if (name === 'get' && rec.kind === 'string') return void command.resolve(rec.value);
+          if (name === 'hgetall' && rec.kind === 'hash') return void command.resolve(rec.value);
+          if (name === 'hget' && rec.kind === 'hash') return void command.resolve(Object.hasOwn(rec.value, field!) ? rec.value[field!] : null);
+        }
+        void send.call(client, command); // another namespace's or another shape's entry: ask Redis
+      },
+      () => {
+        if (!sent) void send.call(client, command); // a shared load failed: this read tries itself
+      },
+    );
+    return sent ? returned : command.promise;
+  }
+
+  function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
+    const send = base.sendCommand as Send; // read at each call: patches of the class apply
+    if (dispatched.has(command)) return send.call(this, command, stream, node);
+    const name = command.name;
+    if (stream === undefined && isRead(name) && typeof command.replyEncoding === 'string' && this.status !== 'end' && !inSubscriberMode(this)) {
+      dispatched.add(command);
+      return read(this, send, command, name);
+    }
+    if (WRITES.has(name) && command.isReadOnly !== true) {
+      dispatched.add(command);
+      const keys = namesOf(command);
+      if (command.inTransaction === true && typeof stream === 'object' && stream !== null) {
+        // written when EXEC runs, not when QUEUED comes back
+        let pending = transactionKeys.get(stream);
+        if (pending === undefined) transactionKeys.set(stream, (pending = new Set()));
+        for (const key of keys) pending.add(key);
+      } else settleAfterInvalidation(command, keys);
+    } else if (name === 'exec' && typeof stream === 'object' && stream !== null) {
+      const pending = transactionKeys.get(stream);
+      if (pending !== undefined) {
+        transactionKeys.delete(stream);
+        dispatched.add(command);
+        settleAfterInvalidation(command, pending);
+      }
+    } else if (KEYSPACE_WRITES.has(name)) {
+      // TODO(protocol): "drop every key of this namespace" needs a hub message; passes through
+    }
+    return send.call(this, command, stream, node);
+  }
+
+  function duplicate(this: Client, ...args: unknown[]): Client {
+    const copy = (base.duplicate as (...a: unknown[]) => Client).apply(this, args);
+    const override = args[0] as { monitor?: boolean } | undefined;
+    // a MONITOR connection (redis.monitor()) carries no reads or writes of its own
+    if (!isCluster && override?.monitor === true) return copy;
+    return withHotKeys(copy, hk, options);
+  }
+
+  const hooked = Object.create(base, {
+    sendCommand: { value: sendCommand, writable: true, configurable: true },
+    duplicate: { value: duplicate, writable: true, configurable: true },
+    [HOOK]: { value: hk },
+  }) as object;
+  Object.setPrototypeOf(client, hooked);
+  return client;
+}
+
+/** A RESP2 subscriber connection rejects reads: let ioredis say so. */
+function inSubscriberMode(client: Client): boolean {
+  return Boolean((client as { condition?: { subscriber?: unknown } | null }).condition?.subscriber);
+}
