@@ -6,9 +6,10 @@
  *
  * `WRITES` is Redis 7.0's `COMMAND INFO`: every command flagged `write` with keys (fixed or
  * movable; subcommands such as `XGROUP CREATE` appear under their container, `xgroup`), plus the
- * scripts whose key specs are read-write (`eval`, `evalsha`, `fcall`: their declared keys are
- * treated as written; `eval_ro`, `evalsha_ro`, `fcall_ro` and `defineCommand({ readOnly: true })`
- * are not). `ioredis/commands.test.ts` asks a live redis-server and fails when one is missing.
+ * commands whose key specs are read-write: PFCOUNT, and the scripts `eval`, `evalsha`, `fcall`
+ * (their declared keys are treated as written; `eval_ro`, `evalsha_ro`, `fcall_ro` and
+ * `defineCommand({ readOnly: true })` are not). `commands.test.ts` asks a live redis-server
+ * and fails when one is missing.
  */
 export const WRITES: ReadonlySet<string> = new Set([
   'append', 'bitfield', 'bitop', 'blmove', 'blmpop', 'blpop', 'brpop', 'brpoplpush', 'bzmpop',
@@ -25,6 +26,8 @@ export const WRITES: ReadonlySet<string> = new Set([
   'zremrangebyrank', 'zremrangebyscore', 'zunionstore',
   // scripts and functions: declared keys are RW in their key specs
   'eval', 'evalsha', 'fcall',
+  // PFCOUNT may rewrite the HyperLogLog's cached cardinality (its key spec is RW): GET sees it
+  'pfcount',
   // newer servers (7.2+ / 8.x): harmless on 7.0, which rejects them
   'hgetdel', 'hgetex', 'hsetex', 'hexpire', 'hpexpire', 'hexpireat', 'hpexpireat', 'hpersist',
   'delex', 'msetex', 'vadd', 'vrem', 'vsetattr',
