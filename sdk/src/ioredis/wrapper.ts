@@ -164,7 +164,9 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
     const send = base.sendCommand as Send; // read at each call: patches of the class apply
     if (dispatched.has(command)) return send.call(this, command, stream, node);
-    const name = command.name;
+    let name = command.name;
+    // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
+    if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
     if (stream === undefined && isRead(name) && typeof command.replyEncoding === 'string' && this.status !== 'end' && !inSubscriberMode(this)) {
       dispatched.add(command);
       return read(this, send, command, name);
