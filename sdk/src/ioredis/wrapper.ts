@@ -28,6 +28,7 @@ import type { Cluster, Command, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client.ts';
 import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './commands.ts';
 import { dbOf, deploymentOf, keyName } from './identity.ts';
+import { MAX_KEY_LENGTH } from '../protocol.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
@@ -62,8 +63,20 @@ interface Hooked {
   [HOOK]: HotKeyClient;
 }
 
-/** Commands this module already handed to ioredis: re-sends of them pass straight through. */
-const dispatched = new WeakSet<object>();
+/**
+ * Marks a Command this module already handed to ioredis: re-sends of it (offline queue,
+ * reconnect, NOSCRIPT) pass straight through. A symbol property, not a WeakSet: one map
+ * transition shared by every Command, so checking and setting it cost a few ns.
+ */
+const SENT: unique symbol = Symbol('hotkey.sent');
+const dispatched = {
+  has: (command: object): boolean => (command as { [SENT]?: true })[SENT] === true,
+  add: (command: object): void => {
+    (command as { [SENT]?: true })[SENT] = true;
+  },
+};
+/** true while the GET fast path runs ioredis's own `get` (synchronous: no interleaving) */
+let bypass = false;
 /** Keys written inside a MULTI, per pipeline write stream, invalidated when its EXEC replies. */
 const transactionKeys = new WeakMap<object, Set<string>>();
 
@@ -122,11 +135,29 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     };
   }
 
+  let lastDb = -1;
+  let lastNs = deployment;
+  /** `host:port/db` (a Cluster has one database); memoised, the db rarely changes */
+  function namespaceOf(client: Client): string {
+    if (isCluster) return deployment;
+    const db = dbOf(client);
+    if (db !== lastDb) {
+      lastDb = db;
+      lastNs = `${deployment}/${db}`;
+    }
+    return lastNs;
+  }
+
   function read(client: Client, send: Send, command: Cmd, name: ReadName): unknown {
     const key = keyName(command.args[0]);
     const arity = name === 'hget' ? 2 : 1;
     if (key === undefined || command.args.length !== arity) return send.call(client, command);
-    const ns = isCluster ? deployment : `${deployment}/${dbOf(client)}`;
+    if (!hk.isHot(key)) {
+      // cold, the common case: counted, sent as is (no promise of ours in between)
+      hk.track(key);
+      return send.call(client, command);
+    }
+    const ns = namespaceOf(client);
     const field = name === 'hget' ? String(command.args[1]) : undefined;
     let sent = false;
     let returned: unknown;
@@ -163,6 +194,11 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
 
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
     const send = base.sendCommand as Send; // read at each call: patches of the class apply
+    if (bypass) {
+      // sent by the GET fast path below, which counted it already
+      dispatched.add(command);
+      return send.call(this, command, stream, node);
+    }
     if (dispatched.has(command)) return send.call(this, command, stream, node);
     let name = command.name;
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
@@ -193,6 +229,46 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     return send.call(this, command, stream, node);
   }
 
+  /** runs ioredis's own method with the hook passing its command straight through */
+  function bypassing(client: Client, method: (...a: unknown[]) => unknown, args: unknown[]): unknown {
+    bypass = true;
+    try {
+      return method.apply(client, args);
+    } finally {
+      bypass = false;
+    }
+  }
+
+  /**
+   * GET's fast path for hot keys: a hit resolves without building an ioredis Command (~10× cheaper).
+   * Everything else — a cold key, a callback, a Buffer key or prefix, a client not ready — is
+   * ioredis's own `get`, through the hook. Installed only without `showFriendlyErrorStack`, whose
+   * stacks must start at the caller (this frame would come first).
+   */
+  function get(this: Client, ...args: unknown[]): unknown {
+    const baseGet = base.get as (...a: unknown[]) => unknown;
+    const arg = args[0];
+    const prefix = this.options.keyPrefix;
+    if (args.length !== 1 || typeof arg !== 'string' || (prefix !== undefined && typeof prefix !== 'string') || this.status !== 'ready' || inSubscriberMode(this)) {
+      return baseGet.apply(this, args);
+    }
+    const key = prefix ? prefix + arg : arg;
+    if (!hk.isHot(key) || key.length > MAX_KEY_LENGTH) return baseGet.apply(this, args);
+    const ns = namespaceOf(this);
+    let returned: unknown;
+    let sent = false;
+    const loaded = hk.get(key, (): Promise<Rec> => {
+      sent = true;
+      returned = bypassing(this, baseGet, args);
+      return (returned as Promise<unknown>).then((value): Rec => ({ ns, kind: 'string', value }));
+    });
+    if (sent) return returned;
+    return loaded.then(
+      (rec) => (rec.ns === ns && rec.kind === 'string' ? rec.value : bypassing(this, baseGet, args)),
+      () => bypassing(this, baseGet, args),
+    );
+  }
+
   function duplicate(this: Client, ...args: unknown[]): Client {
     const copy = (base.duplicate as (...a: unknown[]) => Client).apply(this, args);
     const override = args[0] as { monitor?: boolean } | undefined;
@@ -201,9 +277,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     return withHotKeys(copy, hk, options);
   }
 
+  // shadows keep the enumerability of what they shadow, so for-in lists what it lists on a plain client
+  const shadow = (name: string, value: unknown): PropertyDescriptor => ({ value, writable: true, configurable: true, enumerable: isEnumerable(base, name) });
   const hooked = Object.create(base, {
-    sendCommand: { value: sendCommand, writable: true, configurable: true },
-    duplicate: { value: duplicate, writable: true, configurable: true },
+    sendCommand: shadow('sendCommand', sendCommand),
+    ...(client.options.showFriendlyErrorStack ? {} : { get: shadow('get', get) }),
+    duplicate: shadow('duplicate', duplicate),
     [HOOK]: { value: hk },
   }) as object;
   Object.setPrototypeOf(client, hooked);
@@ -213,4 +292,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
 /** A RESP2 subscriber connection rejects reads: let ioredis say so. */
 function inSubscriberMode(client: Client): boolean {
   return Boolean((client as { condition?: { subscriber?: unknown } | null }).condition?.subscriber);
+}
+
+function isEnumerable(proto: object | null, name: string): boolean {
+  for (let o = proto; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+    const d = Object.getOwnPropertyDescriptor(o, name);
+    if (d !== undefined) return d.enumerable === true;
+  }
+  return false;
 }
