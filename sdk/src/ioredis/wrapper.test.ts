@@ -112,6 +112,25 @@ test('multi-key writes invalidate every key; other commands pass through', async
   assert.is(await r.ping(), 'PONG');
 });
 
+test('a hot value never outlives its TTL in Redis (PTTL read with the value)', async () => {
+  await promote('ttl:s');
+  await promote('ttl:h');
+  await raw.set('ttl:s', 'v', 'PX', 300);
+  await raw.hset('ttl:h', { f: '1' });
+  await raw.pexpire('ttl:h', 300);
+  assert.is(await r.get('ttl:s'), 'v'); // loads, caches with expiresAt ≤ 300 ms
+  assert.is(await r.hget('ttl:h', 'f'), '1');
+  const hits = hk.stats().hits;
+  assert.is(await r.get('ttl:s'), 'v');
+  assert.is(await r.hget('ttl:h', 'f'), '1');
+  assert.is(hk.stats().hits - hits, 2, 'served locally while Redis still has them');
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.is(await raw.exists('ttl:s', 'ttl:h'), 0);
+  assert.is(await r.get('ttl:s'), null, 'the rule keeps values 60 s; Redis expired this one');
+  assert.is(await r.hget('ttl:h', 'f'), null);
+  assert.equal(await r.hgetall('ttl:h'), {});
+});
+
 test('a write succeeds even when the invalidation cannot reach a hub', async () => {
   const lonely = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1' });
   const errors: string[] = [];

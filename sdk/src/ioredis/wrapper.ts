@@ -52,11 +52,28 @@ interface Cmd {
 type Client = Redis | Cluster;
 type Send = (this: Client, command: Cmd, stream?: unknown, node?: unknown) => unknown;
 
-/** What a hot read caches: one entry per Redis key, tagged with the namespace it came from. */
+/**
+ * What a hot read caches: one entry per Redis key, tagged with the namespace it came from, and
+ * with the key's expiry in Redis (PTTL read in the same round trip, measured from before the
+ * read was sent, so the local copy always ends first; undefined: no TTL).
+ */
 type Rec =
-  | { ns: string; kind: 'string'; value: unknown }
-  | { ns: string; kind: 'hash'; value: Readonly<Record<string, unknown>> }
-  | { ns: string; kind: 'field'; value: unknown };
+  | { ns: string; kind: 'string'; value: unknown; expiresAt: number | undefined }
+  | { ns: string; kind: 'hash'; value: Readonly<Record<string, unknown>>; expiresAt: number | undefined }
+  | { ns: string; kind: 'field'; value: unknown; expiresAt: number | undefined };
+
+/** Whether a cached record may still be served: Redis has not expired the key. */
+function fresh(rec: Rec): boolean {
+  return rec.expiresAt === undefined || performance.now() < rec.expiresAt;
+}
+
+/** The record once both replies are in; a failed PTTL only means no TTL cap (the value is good). */
+function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec> {
+  return Promise.all([rec, Promise.resolve(pttl).catch(() => -1)]).then(([r, ms]) => {
+    if (typeof ms === 'number' && ms >= 0) r.expiresAt = askedAt + ms;
+    return r;
+  });
+}
 
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
 interface Hooked {
@@ -161,29 +178,39 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     const field = name === 'hget' ? String(command.args[1]) : undefined;
     let sent = false;
     let returned: unknown;
+    const Ctor = command.constructor as new (name: string, args: unknown[], opts: object) => Cmd;
+    /** PTTL of the key, sent right behind the read: same connection, same round trip */
+    const pttl = (): Promise<unknown> => {
+      const ttl = new Ctor('pttl', [command.args[0]], { replyEncoding: 'utf8' });
+      dispatched.add(ttl);
+      void send.call(client, ttl);
+      return ttl.promise;
+    };
     const loader = (): Promise<Rec> => {
+      const askedAt = performance.now();
       if (name === 'hget' && hk.isHot(key)) {
         // a hot hash is loaded once, whole, for every field
-        const Ctor = command.constructor as new (name: string, args: unknown[], opts: object) => Cmd;
         const all = new Ctor('hgetall', [command.args[0]], { replyEncoding: 'utf8' });
         dispatched.add(all);
         void send.call(client, all);
-        return all.promise.then((value): Rec => ({ ns, kind: 'hash', value: Object.freeze(value as Record<string, unknown>) }));
+        const rec = all.promise.then((value): Rec => ({ ns, kind: 'hash', value: Object.freeze(value as Record<string, unknown>), expiresAt: undefined }));
+        return withTtl(rec, pttl(), askedAt);
       }
       sent = true;
       returned = send.call(client, command);
       const kind = name === 'hget' ? 'field' : READS[name];
-      return command.promise.then((value) => ({ ns, kind, value }) as Rec);
+      const rec = command.promise.then((value) => ({ ns, kind, value, expiresAt: undefined }) as Rec);
+      return withTtl(rec, pttl(), askedAt);
     };
     hk.get(key, loader).then(
       (rec) => {
         if (sent) return; // this very command went to Redis and settles itself
-        if (rec.ns === ns) {
+        if (rec.ns === ns && fresh(rec)) {
           if (name === 'get' && rec.kind === 'string') return void command.resolve(rec.value);
           if (name === 'hgetall' && rec.kind === 'hash') return void command.resolve(rec.value);
           if (name === 'hget' && rec.kind === 'hash') return void command.resolve(Object.hasOwn(rec.value, field!) ? rec.value[field!] : null);
         }
-        void send.call(client, command); // another namespace's or another shape's entry: ask Redis
+        void send.call(client, command); // another namespace's, another shape's or an expired entry: ask Redis
       },
       () => {
         if (!sent) void send.call(client, command); // a shared load failed: this read tries itself
@@ -258,13 +285,15 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     let returned: unknown;
     let sent = false;
     const loaded = hk.get(key, (): Promise<Rec> => {
+      const askedAt = performance.now();
       sent = true;
       returned = bypassing(this, baseGet, args);
-      return (returned as Promise<unknown>).then((value): Rec => ({ ns, kind: 'string', value }));
+      const ttl = bypassing(this, base.pttl as (...a: unknown[]) => unknown, args); // same round trip
+      return withTtl((returned as Promise<unknown>).then((value): Rec => ({ ns, kind: 'string', value, expiresAt: undefined })), ttl, askedAt);
     });
     if (sent) return returned;
     return loaded.then(
-      (rec) => (rec.ns === ns && rec.kind === 'string' ? rec.value : bypassing(this, baseGet, args)),
+      (rec) => (rec.ns === ns && rec.kind === 'string' && fresh(rec) ? rec.value : bypassing(this, baseGet, args)),
       () => bypassing(this, baseGet, args),
     );
   }
