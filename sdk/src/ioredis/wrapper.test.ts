@@ -146,6 +146,20 @@ test('with enableAutoPipelining, hot GETs are still local and writes still inval
   }
 });
 
+test('withHotKeys returns the client itself; twice with one hk is a no-op, with another a TypeError', async () => {
+  const c = new Redis(server.url, { lazyConnect: true });
+  const other = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1' });
+  try {
+    assert.is(withHotKeys(c, hk), c);
+    assert.is(withHotKeys(c, hk), c);
+    assert.throws(() => withHotKeys(c, other), TypeError);
+    assert.throws(() => withHotKeys({} as Redis, hk), TypeError);
+  } finally {
+    c.disconnect();
+    await other.close();
+  }
+});
+
 test('a write succeeds even when the invalidation cannot reach a hub', async () => {
   const lonely = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1' });
   const errors: string[] = [];

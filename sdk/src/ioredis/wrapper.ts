@@ -5,8 +5,9 @@
  *
  * Design: every ioredis command — method or callback style, `call()`, `defineCommand` scripts,
  * the offline queue's replay, pipelines and MULTI at `exec()` — becomes a `Command` that passes
- * through `sendCommand(command, stream?, node?)`. The hook is that one method, on a prototype
- * inserted between the client and its class (`client → hooked → Redis.prototype`):
+ * through `sendCommand(command, stream?, node?)`. The hook is that one method (with `duplicate`,
+ * and GET's fast path for hot keys), on a prototype inserted between the client and its class
+ * (`client → hooked → Redis.prototype`):
  * - nothing else changes, so built-ins, `instanceof`, `constructor`, `String()`, own-property
  *   enumeration, events and their `this`, `status`, options and chaining (`on()` returns the
  *   client) are the client's own, by construction;
@@ -19,7 +20,7 @@
  * - `showFriendlyErrorStack` frames are taken by ioredis before dispatch, in the caller's frame.
  *
  * A read of a hot key (GET, HGET, HGETALL with a string reply encoding) is resolved through the
- * Command's own `resolve` without being sent. Concurrent reads of a hot key that is not cached
+ * Command's own `resolve` without being sent; a hot GET hit builds no Command at all. Concurrent reads of a hot key that is not cached
  * yet are merged into one command (hk's single-flight load): the point of the product.
  * Each command is counted once: the hook marks what it dispatched, and ioredis re-sending a
  * command (offline queue, reconnect, NOSCRIPT) passes straight through.
