@@ -19,7 +19,10 @@ export interface ClientOptions {
   flushIntervalMs?: number;
   /** hot values kept in the local cache @default 10000 */
   maxEntries?: number;
-  /** a hot key of a hub we are cut off from is served from cache at most this long @default 3000 */
+  /**
+   * a hot key of a hub we are cut off from stays hot (counted, its reads merged) at most this
+   * long; its cached value is served only while that hub's lease lasts (≤ its leaseMs) @default 3000
+   */
   maxStaleMs?: number;
   /** keys counted exactly (the rest only in a fixed-size sketch) @default 8192 */
   maxCandidates?: number;
@@ -33,7 +36,10 @@ export interface ClientOptions {
   pingIntervalMs?: number;
   /** a hub silent this long is dead @default 2000 */
   livenessTimeoutMs?: number;
-  /** `invalidate()` rejects with HK_ERR_TIMEOUT after this @default 3000 */
+  /**
+   * `invalidate()` rejects with HK_ERR_TIMEOUT after this. Must exceed the hubs' lease (leaseMs,
+   * 2000 by default), which bounds how long a hub waits for an instance it cannot reach @default 5000
+   */
   invalidateTimeoutMs?: number;
   /** invalidations awaiting their ack at most; more reject with HK_ERR_UNAVAILABLE @default 10000 */
   maxPendingInvalidations?: number;
@@ -60,7 +66,7 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
   reconnectMaxMs: 5000,
   pingIntervalMs: 1000,
   livenessTimeoutMs: 2000,
-  invalidateTimeoutMs: 3000,
+  invalidateTimeoutMs: 5000,
   maxPendingInvalidations: 10_000,
   maxBufferedBytes: 1 << 20,
   welcomeTimeoutMs: 5000,

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CloseCode, MsgType } from '@hotkey/sdk/protocol';
+import { CloseCode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { HubProcess, runHubCli } from '../support/hub-process.ts';
 import { RawClient } from '../support/raw-client.ts';
 
@@ -53,7 +53,7 @@ test('config file: tokens and rules apply, flags and env are honoured', async ()
     const { welcome } = await RawClient.join(hub.url, 'shop', { token: 's3cret' }).then((j) => (j.client.close(), j));
     assert.is(welcome.rules[0]!.threshold, 3);
     const refused = await RawClient.connect(hub.url);
-    refused.send({ t: MsgType.Hello, v: 1, app: 'other', instance: 'i', sdk: 'x' });
+    refused.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'other', instance: 'i', sdk: 'x' });
     assert.is((await refused.closeEvent()).code, CloseCode.UnknownApp);
     const noToken = await fetch(`${hub.httpUrl}/api/hot`, { signal: AbortSignal.timeout(3000) });
     assert.is(noToken.status, 401, 'HOTKEY_DASHBOARD_TOKEN applies');

@@ -20,7 +20,7 @@ const config = {
 
 const e2e = hubInProcess(
   test,
-  { config, tunables: { helloTimeoutMs: 20_000, invalidateAckTimeoutMs: 400, configDebounceMs: 20 } },
+  { config, tunables: { helloTimeoutMs: 20_000, leaseMs: 400, configDebounceMs: 20 } },
   { closePeersAfterEach: true },
 );
 const join = (app: string, opts: { token?: string; instance?: string } = {}) => e2e.join(app, opts);
@@ -88,6 +88,8 @@ test('reports crossing the threshold promote, broadcast to every SDK of the app 
 test('invalidation is acked only after every connected SDK applied it', async () => {
   const w = await join('shop', { token: 's3cret', instance: 'inv-w' });
   const r = await join('shop', { token: 's3cret', instance: 'inv-r' });
+  r.client.send({ t: MsgType.Lease, id: 1 });
+  assert.equal(await r.client.next(MsgType.Grant), { t: MsgType.Grant, id: 1, ms: 400 });
   w.client.send({ t: MsgType.InvalidateRequest, id: 7, key: 'item:x' });
   const iw = await w.client.next(MsgType.Invalidate);
   const ir = await r.client.next(MsgType.Invalidate);
@@ -97,32 +99,43 @@ test('invalidation is acked only after every connected SDK applied it', async ()
   await w.client.ping(); // the hub has processed the writer's Applied
   assert.not.ok(
     w.client.pending().some((m) => m.t === MsgType.Ack),
-    'no ack while the reader has not applied',
+    'no ack while the reader has not applied and its lease runs',
   );
   r.client.send({ t: MsgType.Applied, seq: ir.seq });
   const ack = await w.client.next(MsgType.Ack, 2000);
-  assert.equal(ack, { t: MsgType.Ack, id: 7, seq: iw.seq });
+  assert.equal({ ...ack, ms: 0 }, { t: MsgType.Ack, id: 7, seq: iw.seq, fenced: [], ms: 0 });
 });
 
-test('invalidation is acked after the timeout when an SDK never applies, and when it disconnects', async () => {
+test('an SDK that never applies is fenced once its lease lapsed (no renewal meanwhile); a closed one holds the ack until its lease lapses', async () => {
   const w = await join('shop', { token: 's3cret', instance: 'to-w' });
   const silent = await join('shop', { token: 's3cret', instance: 'to-s' });
+  silent.client.send({ t: MsgType.Lease, id: 1 });
+  await silent.client.next(MsgType.Grant);
   const started = Date.now();
   w.client.send({ t: MsgType.InvalidateRequest, id: 1, key: 'item:t' });
   const inv = await w.client.next(MsgType.Invalidate);
   w.client.send({ t: MsgType.Applied, seq: inv.seq });
+  await silent.client.next(MsgType.Invalidate);
+  silent.client.send({ t: MsgType.Lease, id: 2 }); // behind the pending invalidation: refused
   const ack = await w.client.next(MsgType.Ack, 3000);
   assert.is(ack.id, 1);
-  assert.ok(Date.now() - started >= 350, 'waited for the 400 ms ack timeout');
+  assert.equal(ack.fenced, ['to-s']);
+  assert.ok(Date.now() - started >= 350, 'waited out the 400 ms lease');
+  assert.not.ok(silent.client.pending().some((m) => m.t === MsgType.Grant), 'no lease renewal while behind the invalidation');
 
+  silent.client.send({ t: MsgType.Applied, seq: inv.seq });
+  silent.client.send({ t: MsgType.Lease, id: 3 });
+  assert.is((await silent.client.next(MsgType.Grant)).id, 3, 'granted again once it applied');
+  const t0 = Date.now();
+  silent.client.close();
+  await silent.client.closeEvent();
   w.client.send({ t: MsgType.InvalidateRequest, id: 2, key: 'item:t' });
   const inv2 = await w.client.next(MsgType.Invalidate);
   w.client.send({ t: MsgType.Applied, seq: inv2.seq });
-  const t0 = Date.now();
-  silent.client.close();
   const ack2 = await w.client.next(MsgType.Ack, 3000);
   assert.is(ack2.id, 2);
-  assert.ok(Date.now() - t0 < 350, 'a closed SDK no longer holds the ack');
+  assert.equal(ack2.fenced, ['to-s']);
+  assert.ok(Date.now() - t0 >= 350, 'a closed socket is no proof: its lease is waited out');
 });
 
 const badInputs: { name: string; run: (c: RawClient) => void; code: number; error?: string }[] = [
@@ -159,26 +172,26 @@ const badInputs: { name: string; run: (c: RawClient) => void; code: number; erro
   },
   {
     name: 'an unknown app',
-    run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'nope', instance: 'i', sdk: 'x' }),
+    run: (c) => c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'nope', instance: 'i', sdk: 'x' }),
     code: CloseCode.UnknownApp,
     error: 'HK_ERR_UNKNOWN_APP',
   },
   {
     name: 'a wrong token',
-    run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3creT', instance: 'i', sdk: 'x' }),
+    run: (c) => c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's3creT', instance: 'i', sdk: 'x' }),
     code: CloseCode.Auth,
     error: 'HK_ERR_AUTH',
   },
   {
     name: 'a missing token',
-    run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', instance: 'i', sdk: 'x' }),
+    run: (c) => c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', instance: 'i', sdk: 'x' }),
     code: CloseCode.Auth,
     error: 'HK_ERR_AUTH',
   },
   {
     name: 'a dashboard hello',
     run: (c) =>
-      c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x', role: 'dashboard' }),
+      c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x', role: 'dashboard' }),
     code: CloseCode.Protocol,
     error: 'HK_ERR_PROTOCOL',
   },
@@ -265,7 +278,7 @@ test('errors after Hello: long key, duplicate Hello, Applied from the future', a
       'HK_ERR_KEY_TOO_LONG',
     ],
     [
-      (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }),
+      (c) => c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }),
       CloseCode.Protocol,
       'HK_ERR_PROTOCOL',
     ],

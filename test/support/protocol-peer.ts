@@ -2,7 +2,7 @@
  * Test support only: a minimal hub-side protocol peer (a real `ws` server on 127.0.0.1:0 that
  * speaks protocol.ts frames) so the SDK's connection logic is tested against a real socket
  * whose every frame the test controls. It answers Hello with the Welcome the test configures and
- * otherwise only does what the test tells it to.
+ * grants every lease (unless told not to) and otherwise only does what the test tells it to.
  */
 import { once } from 'node:events';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -29,6 +29,11 @@ export interface PeerOptions {
   refuse?: { code: number; errorCode: string };
   /** send a Snapshot right after the Welcome @default true */
   snapshot?: boolean;
+  /**
+   * Lease requests are answered at once with a Grant of this many ms and not listed in
+   * `received`; false: they are listed and left unanswered (the test grants) @default 60000
+   */
+  leaseMs?: number | false;
 }
 
 export class ProtocolPeer {
@@ -117,6 +122,8 @@ export class ProtocolPeer {
         this.#waiters.shift()?.(socket);
         return;
       }
+      const leaseMs = this.opts.leaseMs ?? 60_000;
+      if (message.t === MsgType.Lease && leaseMs !== false) return socket.send({ t: MsgType.Grant, id: message.id, ms: leaseMs });
       const w = wanted.findIndex((x) => x.t === message.t);
       if (w >= 0) wanted.splice(w, 1)[0]!.resolve(message);
       else received.push(message);

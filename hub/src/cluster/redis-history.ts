@@ -42,6 +42,9 @@ export function parseHubEvent(raw: unknown): HubEvent | undefined {
   if (typeof e.latencyMs === 'number') event.latencyMs = e.latencyMs;
   if (typeof e.reason === 'string') event.reason = e.reason;
   if (typeof e.manual === 'boolean') event.manual = e.manual;
+  if (typeof e.ackMs === 'number') event.ackMs = e.ackMs;
+  if (Array.isArray(e.fenced)) event.fenced = e.fenced.filter((x): x is string => typeof x === 'string').slice(0, 64);
+  if (typeof e.acked === 'boolean') event.acked = e.acked;
   return event;
 }
 

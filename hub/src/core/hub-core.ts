@@ -8,6 +8,7 @@ import { Ownership } from '@hotkey/sdk/ownership';
 import {
   CloseCode,
   encode,
+  MAX_FENCED_IDS,
   MAX_FRAME_BYTES,
   MsgType,
   PROTOCOL_VERSION,
@@ -79,7 +80,9 @@ interface AppState {
   /** instance id -> how many sessions that SDK instance has open on this hub */
   sessionsByInstance: Map<string, number>;
   invalidations: InvalidationTracker;
-  /** sessions connected now, shared by consecutive invalidations until one joins or leaves */
+  /** closed sessions whose lease may still run: the instance may still serve (invalidations.ts) */
+  lingering: Set<Session>;
+  /** sessions connected now and lingering ones, shared by consecutive invalidations until one joins or leaves */
   waiters: Session[] | undefined;
   configTimer: NodeJS.Timeout | undefined;
   lastConfigAt: number;
@@ -93,6 +96,8 @@ export interface HubCoreOptions {
   log: (message: string) => void;
   /** the hot keys' recent QPS @default a QpsHistory with its defaults (5 min at 1 s, 2000 keys) */
   qpsHistory?: QpsHistory;
+  /** monotonic clock in ms for leases (a wall clock jumping forward would end them early) @default performance.now */
+  clock?: () => number;
 }
 
 const STATUS_HOT_MAX = 100;
@@ -112,6 +117,10 @@ export class HubCore implements SessionHost {
   readonly qpsHistory: QpsHistory;
   url = '';
   readonly #now: () => number;
+  /** monotonic: leases and ack latency */
+  readonly #clock: () => number;
+  /** no ack before this (monotonic): SDKs may hold leases from this hub's previous life */
+  readonly #ackNotBefore: number;
   readonly #log: (message: string) => void;
   readonly #apps = new Map<string, AppState>();
   readonly #awaitingHello = new Set<Session>();
@@ -132,6 +141,8 @@ export class HubCore implements SessionHost {
     this.coordinator = options.coordinator;
     this.tunables = options.tunables;
     this.#now = options.now;
+    this.#clock = options.clock ?? (() => performance.now());
+    this.#ackNotBefore = this.#clock() + this.tunables.leaseMs;
     this.#log = options.log;
     this.startedAt = this.#now();
     this.#lastStatusAt = this.startedAt;
@@ -237,12 +248,36 @@ export class HubCore implements SessionHost {
   invalidate(session: Session, request: InvalidateRequest): void {
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
-    const seq = this.#broadcastInvalidate(app, request.key, false);
-    app.waiters ??= [...app.sessions];
-    app.invalidations.track(seq, app.waiters, this.#now(), (timedOut) => {
-      if (timedOut) this.metrics.invalidationTimeouts++;
-      if (!session.closed) app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq }));
+    const at = this.#now();
+    const seq = this.#broadcastInvalidate(app, request.key, false, true);
+    app.waiters ??= [...app.sessions, ...app.lingering];
+    app.invalidations.track(seq, app.waiters, this.#clock(), (result) => {
+      const event: HubEvent = { type: 'invalidate', app: app.name, key: request.key, qps: 0, at, hub: this.id };
+      if (result === undefined) {
+        // dropped unacknowledged (pending bound, shutdown): the writer's invalidate() times out
+        this.metrics.invalidationsDropped++;
+        event.acked = false;
+      } else {
+        this.metrics.invalidationLag.observe(result.ms);
+        if (result.fenced.length > 0) this.metrics.invalidationsFenced++;
+        event.ackMs = Math.round(result.ms);
+        if (result.fenced.length > 0) event.fenced = result.fenced.slice(0, MAX_FENCED_IDS);
+        if (!session.closed) {
+          app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq, fenced: result.fenced.slice(0, MAX_FENCED_IDS), ms: result.ms }));
+        }
+      }
+      this.#publish(event);
     });
+  }
+
+  lease(session: Session, id: number): void {
+    const app = this.#apps.get(session.app);
+    if (app === undefined) return;
+    // A session behind the oldest pending invalidation gets no renewal: its lease must run out
+    // (or it must apply) before that ack; its next request, once it applied, is granted.
+    if (app.invalidations.blocks(session.appliedSeq)) return;
+    session.leaseUntil = this.#clock() + this.tunables.leaseMs;
+    app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Grant, id, ms: this.tunables.leaseMs }));
   }
 
   applied(session: Session, seq: number): void {
@@ -253,7 +288,7 @@ export class HubCore implements SessionHost {
     }
     if (seq > session.appliedSeq) {
       session.appliedSeq = seq;
-      app.invalidations.settle();
+      app.invalidations.settle(this.#clock());
     }
   }
 
@@ -270,13 +305,14 @@ export class HubCore implements SessionHost {
     app.sessionByPeer.delete(session.peer);
     app.broadcaster.peers.delete(session.peer);
     app.waiters = undefined;
+    if (session.leaseUntil > this.#clock()) app.lingering.add(session);
     const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
     if (sessionsLeft > 0) app.sessionsByInstance.set(session.instance, sessionsLeft);
     else {
       app.sessionsByInstance.delete(session.instance);
       this.#scheduleConfig(app);
     }
-    app.invalidations.settle();
+    app.invalidations.settle(this.#clock());
   }
 
   faulted(session: Session, err: unknown): void {
@@ -388,8 +424,14 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => {
         app.aggregator.tick(now);
-        app.invalidations.expire(now);
-        if (app.sessions.size === 0 && app.aggregator.stats.keys === 0 && app.invalidations.pending === 0) this.#dropApp(app);
+        const mono = this.#clock();
+        app.invalidations.settle(mono); // leases lapse with time: fencing needs no message
+        for (const session of app.lingering) {
+          if (session.leaseUntil > mono) continue;
+          app.lingering.delete(session);
+          app.waiters = undefined;
+        }
+        if (app.sessions.size === 0 && app.lingering.size === 0 && app.aggregator.stats.keys === 0 && app.invalidations.pending === 0) this.#dropApp(app);
       });
     }
     if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
@@ -421,7 +463,7 @@ export class HubCore implements SessionHost {
     this.coordinator.publishStatus(status);
   }
 
-  /** Closes every connection with `code` and acks pending invalidations. */
+  /** Closes every connection with `code`; pending invalidations are dropped unacknowledged (their writers time out or move on). */
   shutdown(code: number, reason: string): void {
     this.#closing = true;
     for (const session of [...this.#awaitingHello]) this.#closePeer(session, code, reason);
@@ -494,7 +536,8 @@ export class HubCore implements SessionHost {
       sessions: new Set(),
       sessionByPeer: new Map(),
       sessionsByInstance: new Map(),
-      invalidations: new InvalidationTracker({ timeoutMs: this.tunables.invalidateAckTimeoutMs }),
+      invalidations: new InvalidationTracker({ notBefore: this.#ackNotBefore }),
+      lingering: new Set(),
       waiters: undefined,
       configTimer: undefined,
       lastConfigAt: 0,
@@ -532,9 +575,11 @@ export class HubCore implements SessionHost {
     this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });
   }
 
-  #broadcastInvalidate(app: AppState, key: string, manual: boolean): number {
+  /** `acked`: the event is published when the ack is decided (with its time and fenced instances), not now. */
+  #broadcastInvalidate(app: AppState, key: string, manual: boolean, acked = false): number {
     const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key });
     this.metrics.invalidations++;
+    if (acked) return seq;
     const event: HubEvent = { type: 'invalidate', app: app.name, key, qps: 0, at: this.#now(), hub: this.id };
     if (manual) event.manual = true;
     this.#publish(event);

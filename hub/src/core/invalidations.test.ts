@@ -1,78 +1,108 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { InvalidationTracker, type Waiter } from './invalidations.ts';
+import { InvalidationTracker, type AckResult, type Waiter } from './invalidations.ts';
 
-const waiter = (appliedSeq = 0): Waiter => ({ appliedSeq, closed: false });
+/** a session with a lease until `leaseUntil` (hub clock) */
+const waiter = (instance: string, leaseUntil = 1000, appliedSeq = 0): Waiter => ({ appliedSeq, leaseUntil, instance });
 
-test('acks once every waiter applied, in seq order', () => {
-  const t = new InvalidationTracker({ timeoutMs: 1000 });
-  const a = waiter();
-  const b = waiter();
-  const done: [number, boolean][] = [];
-  t.track(1, [a, b], 0, (to) => done.push([1, to]));
-  t.track(2, [a, b], 0, (to) => done.push([2, to]));
+test('acks once every waiter applied, in seq order, naming nobody as fenced', () => {
+  const t = new InvalidationTracker();
+  const a = waiter('a');
+  const b = waiter('b');
+  const done: [number, AckResult | undefined][] = [];
+  t.track(1, [a, b], 0, (r) => done.push([1, r]));
+  t.track(2, [a, b], 0, (r) => done.push([2, r]));
   a.appliedSeq = 2;
-  t.settle();
+  t.settle(10);
   assert.equal(done, []);
   b.appliedSeq = 1;
-  t.settle();
-  assert.equal(done, [[1, false]]);
+  t.settle(20);
+  assert.equal(done, [[1, { fenced: [], ms: 20 }]]);
   b.appliedSeq = 2;
-  t.settle();
-  assert.equal(done, [[1, false], [2, false]]);
+  t.settle(30);
+  assert.equal(done, [[1, { fenced: [], ms: 20 }], [2, { fenced: [], ms: 30 }]]);
   assert.is(t.pending, 0);
 });
 
-test('closed waiters no longer hold an ack; an empty waiter list acks at once', () => {
+test('a waiter that never applies is fenced once its lease lapsed, not before; no ack on a plain timeout', () => {
   const t = new InvalidationTracker();
-  const a = waiter();
-  let acked = 0;
-  t.track(1, [a], 0, () => acked++);
-  a.closed = true;
-  t.settle();
-  assert.is(acked, 1);
-  t.track(2, [], 0, () => acked++);
-  assert.is(acked, 2);
+  const a = waiter('a', 1000);
+  const silent = waiter('silent', 1500);
+  const out: (AckResult | undefined)[] = [];
+  t.track(1, [a, silent], 100, (r) => out.push(r));
+  a.appliedSeq = 1;
+  t.settle(1499);
+  assert.equal(out, [], 'the silent lease still runs: no ack');
+  t.settle(1500);
+  assert.equal(out, [{ fenced: ['silent'], ms: 1400 }]);
 });
 
-test('expire acks overdue entries as timed out, with the injected clock', () => {
-  const t = new InvalidationTracker({ timeoutMs: 1000 });
-  const a = waiter();
-  const out: boolean[] = [];
-  t.track(1, [a], 0, (to) => out.push(to));
-  t.track(2, [a], 500, (to) => out.push(to));
-  t.expire(999);
+test('a waiter without a lease (closed before any grant, or never asked) is fenced at once; an empty list acks at once', () => {
+  const t = new InvalidationTracker();
+  const out: (AckResult | undefined)[] = [];
+  t.track(1, [waiter('x', 0)], 5, (r) => out.push(r));
+  t.track(2, [], 5, (r) => out.push(r));
+  assert.equal(out, [{ fenced: ['x'], ms: 0 }, { fenced: [], ms: 0 }]);
+});
+
+test('notBefore: a restarted hub acks nothing until one lease after its start, even with every waiter applied', () => {
+  const t = new InvalidationTracker({ notBefore: 2000 });
+  const out: (AckResult | undefined)[] = [];
+  t.track(1, [], 10, (r) => out.push(r));
+  t.settle(1999);
   assert.equal(out, []);
-  t.expire(1000);
-  assert.equal(out, [true]);
-  t.expire(1500);
-  assert.equal(out, [true, true]);
+  t.settle(2000);
+  assert.equal(out, [{ fenced: [], ms: 1990 }]);
 });
 
-test('bounded: beyond maxPending the oldest is acked early; a throwing callback does not stop others', () => {
+test('blocks: a session behind the oldest pending seq gets no lease renewal', () => {
+  const t = new InvalidationTracker();
+  const a = waiter('a', 1000);
+  assert.not.ok(t.blocks(0), 'nothing pending');
+  t.track(3, [a], 0, () => {});
+  assert.ok(t.blocks(2));
+  assert.not.ok(t.blocks(3));
+  a.appliedSeq = 3;
+  t.settle(1);
+  assert.not.ok(t.blocks(0));
+});
+
+test('one instance fenced through two sessions is named once', () => {
+  const t = new InvalidationTracker();
+  const out: (AckResult | undefined)[] = [];
+  t.track(1, [waiter('i', 10), waiter('i', 20)], 0, (r) => out.push(r));
+  t.settle(20);
+  assert.equal(out, [{ fenced: ['i'], ms: 20 }]);
+});
+
+test('bounded: beyond maxPending the oldest is dropped without an ack; flush drops the rest; a throwing callback does not stop others', () => {
   const t = new InvalidationTracker({ maxPending: 3 });
-  const a = waiter();
-  const out: number[] = [];
+  const a = waiter('a', 1000);
+  const out: [number, AckResult | undefined][] = [];
   for (let i = 1; i <= 5; i++) {
-    t.track(i, [a], 0, () => {
-      out.push(i);
+    t.track(i, [a], 0, (r) => {
+      out.push([i, r]);
       if (i === 1) throw new Error('requester gone');
     });
   }
-  assert.equal(out, [1, 2]);
+  assert.equal(out, [
+    [1, undefined],
+    [2, undefined],
+  ]);
   assert.is(t.pending, 3);
   t.flush();
-  assert.equal(out, [1, 2, 3, 4, 5]);
+  assert.equal(out.map(([i, r]) => [i, r]), [1, 2, 3, 4, 5].map((i) => [i, undefined]));
+  assert.is(t.dropped, 5);
 });
 
 test('20k pending invalidations x 200 waiters all settle when the waiters catch up', () => {
   const t = new InvalidationTracker({ maxPending: 1_000_000 });
-  const waiters = Array.from({ length: 200 }, () => waiter());
+  const waiters = Array.from({ length: 200 }, (_, i) => waiter(`w${i}`, 1e9));
   let acked = 0;
   for (let seq = 1; seq <= 20_000; seq++) t.track(seq, waiters, 0, () => acked++);
   for (const w of waiters) {
     w.appliedSeq = 20_000;
-    t.settle();
+    t.settle(1);
   }
   assert.is(acked, 20_000);
 });

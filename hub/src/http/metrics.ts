@@ -10,8 +10,12 @@ export class Metrics {
   promotions = 0;
   demotions = 0;
   invalidations = 0;
-  /** invalidation acks sent before every SDK applied (timeout or pending bound) */
-  invalidationTimeouts = 0;
+  /** SDK invalidations dropped without an ack (over the pending bound, or at shutdown): their writers time out */
+  invalidationsDropped = 0;
+  /** acks that fenced at least one instance (its lease lapsed instead of a confirmation) */
+  invalidationsFenced = 0;
+  /** ms from an SDK's InvalidateRequest to its Ack */
+  readonly invalidationLag = new Histogram([1, 5, 10, 25, 50, 100, 250, 500, 1000, 2000, 5000]);
   slowConsumers = 0;
   protocolErrors = 0;
   connectionsAccepted = 0;
@@ -47,6 +51,40 @@ export interface FeedCounters {
   refused: number;
 }
 
+/** A Prometheus histogram: cumulative `le` buckets, sum and count. */
+export class Histogram {
+  readonly bounds: readonly number[];
+  readonly counts: number[];
+  sum = 0;
+  count = 0;
+
+  constructor(bounds: readonly number[]) {
+    this.bounds = bounds;
+    this.counts = bounds.map(() => 0);
+  }
+
+  observe(value: number): void {
+    this.sum += value;
+    this.count++;
+    for (let i = 0; i < this.bounds.length; i++) {
+      if (value <= this.bounds[i]!) {
+        this.counts[i]!++;
+        return;
+      }
+    }
+  }
+
+  render(out: string[], name: string, help: string): void {
+    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
+    let cumulative = 0;
+    for (let i = 0; i < this.bounds.length; i++) {
+      cumulative += this.counts[i]!;
+      out.push(`${name}_bucket{le="${this.bounds[i]}"} ${cumulative}`);
+    }
+    out.push(`${name}_bucket{le="+Inf"} ${this.count}`, `${name}_sum ${this.sum}`, `${name}_count ${this.count}`);
+  }
+}
+
 function line(out: string[], name: string, type: 'counter' | 'gauge', help: string, value: number): void {
   out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${Number.isFinite(value) ? value : 0}`);
 }
@@ -66,7 +104,9 @@ export function renderMetrics(m: Metrics, g: Gauges, feed?: FeedCounters, cluste
   line(out, 'hotkey_promotions_total', 'counter', 'Keys promoted to hot.', m.promotions);
   line(out, 'hotkey_demotions_total', 'counter', 'Hot keys demoted.', m.demotions);
   line(out, 'hotkey_invalidations_total', 'counter', 'Invalidations broadcast.', m.invalidations);
-  line(out, 'hotkey_invalidation_ack_timeouts_total', 'counter', 'Invalidation acks sent before every SDK applied.', m.invalidationTimeouts);
+  line(out, 'hotkey_invalidations_dropped_total', 'counter', 'SDK invalidations dropped without an ack (pending bound, shutdown).', m.invalidationsDropped);
+  line(out, 'hotkey_invalidations_fenced_total', 'counter', 'Invalidation acks that fenced an instance (lease lapsed instead of a confirmation).', m.invalidationsFenced);
+  m.invalidationLag.render(out, 'hotkey_invalidation_lag_ms', 'Milliseconds from an SDK invalidation request to its ack (every instance applied it or was fenced).');
   line(out, 'hotkey_keys_tracked', 'gauge', 'Keys with a sliding window on this hub.', g.keysTracked);
   line(out, 'hotkey_hot_keys', 'gauge', 'Hot keys owned by this hub.', g.hotKeys);
   line(out, 'hotkey_records_dropped_total', 'counter', 'Records dropped because the key table was full of hot keys.', g.dropped);

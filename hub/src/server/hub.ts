@@ -25,6 +25,7 @@ function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   }
   if (!(t.localThresholdFraction > 0 && t.localThresholdFraction <= 1)) throw new TypeError('tunables.localThresholdFraction must be in (0, 1]');
   if (t.tickMs < 1) throw new TypeError('tunables.tickMs must be at least 1');
+  if (!(t.leaseMs >= 1 && t.leaseMs <= 3_600_000)) throw new TypeError('tunables.leaseMs must be between 1 and 3600000');
   return t;
 }
 

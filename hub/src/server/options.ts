@@ -3,6 +3,7 @@
  * defaults, kept apart from the server so that the CLI, the live feed and tests read them without
  * starting one.
  */
+import { DEFAULT_LEASE_MS } from '@hotkey/sdk/protocol';
 import type { Coordinator } from '../cluster/coordinator.ts';
 
 /** The config file's shape before validation (rules get their defaults filled in). */
@@ -23,8 +24,13 @@ export interface HubTunables {
   maxBufferedBytes: number;
   /** ms a new connection has to send Hello before Error + close 4006 @default 5000 */
   helloTimeoutMs: number;
-  /** ms after which an invalidation is acked even if some SDK has not applied it @default 1000 */
-  invalidateAckTimeoutMs: number;
+  /**
+   * ms of each lease granted to an SDK (protocol.ts DEFAULT_LEASE_MS): an SDK serves this hub's
+   * cached values only while its lease is current, so an invalidation that an SDK does not
+   * confirm is acked (naming it as fenced) once this has passed since its last renewal. The bound
+   * on write latency under a partition; keep it below the SDKs' invalidateTimeoutMs @default 2000
+   */
+  leaseMs: number;
   /** ms between demotion / expiry checks @default 100 */
   tickMs: number;
   /** ms between HubStatus publications @default 1000 */
@@ -51,7 +57,7 @@ export const DEFAULT_TUNABLES: HubTunables = {
   maxSessionsPerApp: 10_000,
   maxBufferedBytes: 8 * 1024 * 1024,
   helloTimeoutMs: 5000,
-  invalidateAckTimeoutMs: 1000,
+  leaseMs: DEFAULT_LEASE_MS,
   tickMs: 100,
   statusIntervalMs: 1000,
   configDebounceMs: 250,

@@ -19,6 +19,8 @@ export interface SessionHost {
   invalidate(session: Session, request: InvalidateRequest): void;
   applied(session: Session, seq: number): void;
   resync(session: Session): void;
+  /** the SDK asks for a lease (answered with a Grant, or not at all while it lags behind an invalidation) */
+  lease(session: Session, id: number): void;
   /** the session ended (idempotent) */
   closed(session: Session): void;
   /** a fault closed the session: count it, log unexpected ones */
@@ -40,6 +42,8 @@ export class Session implements Waiter {
   reporter = 0;
   lastReport = 0;
   appliedSeq = 0;
+  /** hub monotonic time its lease ends (0: none granted); outlives the socket (invalidations.ts) */
+  leaseUntil = 0;
   readonly #host: SessionHost;
 
   constructor(peer: Peer, host: SessionHost, connectedAt: number) {
@@ -75,6 +79,9 @@ export class Session implements Waiter {
           return;
         case MsgType.Resync:
           this.#host.resync(this);
+          return;
+        case MsgType.Lease:
+          this.#host.lease(this, msg.id);
           return;
         case MsgType.Hello:
           throw new ProtocolError(ErrorCode.Protocol, 'Hello was already received on this connection', CloseCode.Protocol);

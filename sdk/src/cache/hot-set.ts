@@ -7,10 +7,23 @@
  * the key stops being trustworthy (invalidation, resync); a load that started under an older
  * generation must not be cached. Bounded: past `maxKeys` the oldest promotion is dropped.
  *
+ * A cached value is served only while `lease.until` is ahead of the clock: the lease of the link
+ * to the hub that vouches for the key (client/links.ts), one object per link generation shared by
+ * all its keys, so a renewal is one write and a reconnect (a new lease object) orphans every value
+ * cached under the old link: a promotion or snapshot under the new one drops it.
+ *
  * An entry is also the key's local-cache slot (`CacheSlot`): one lookup here answers both "is it
  * hot?" and "what is its cached value?" on the `get()` hot path. The cache fills and empties it.
  */
 import type { CacheSlot } from './local-cache.ts';
+
+/** A hub link's lease as this instance sees it: values it vouches for are served while `until` > clock. */
+export interface Lease {
+  until: number;
+}
+
+/** The lease of an entry no link vouches for (never current). */
+export const NO_LEASE: Lease = Object.freeze({ until: Number.NEGATIVE_INFINITY });
 
 export interface HotState extends CacheSlot {
   key: string;
@@ -23,6 +36,8 @@ export interface HotState extends CacheSlot {
   /** cluster-wide accesses per second at promotion */
   qps: number;
   generation: number;
+  /** the lease of the link its hub promoted it on: its cached value is served only while current */
+  lease: Lease;
   /**
    * The key's counter slot in the client's access window when last counted (-1: none): a hint
    * that spares `get()` a second lookup, checked against the window on each use because slots
@@ -72,12 +87,21 @@ export class HotSet {
   }
 
   /**
-   * Marks `key` hot for `ttlMs` from `now`. A renewal keeps the generation (the cached value is
-   * still good) unless caching was switched off. Returns the entry and whether it is new.
+   * Marks `key` hot for `ttlMs` from `now`, vouched for by `lease`. A renewal under the same lease
+   * keeps the generation (the cached value is still good) unless caching was switched off; one
+   * under another lease (a reconnect, another hub) starts a new generation and says `reset`: the
+   * caller drops the cached value, which nobody vouches for any more. Returns the entry and
+   * whether it is new.
    */
-  promote(hub: string, key: string, p: Promotion, now: number): { state: HotState; added: boolean; evicted?: string } {
+  promote(hub: string, key: string, p: Promotion, now: number, lease: Lease = NO_LEASE): { state: HotState; added: boolean; evicted?: string; reset?: boolean } {
     const existing = this.#map.get(key);
     if (existing !== undefined) {
+      let reset = false;
+      if (existing.lease !== lease) {
+        existing.lease = lease;
+        existing.generation = ++this.#generation;
+        reset = true;
+      }
       existing.hub = hub;
       existing.until = now + p.ttlMs;
       if (existing.until < this.#nextExpiry) this.#nextExpiry = existing.until;
@@ -85,7 +109,7 @@ export class HotSet {
       existing.cache = p.cache;
       existing.cacheTtlMs = p.cacheTtlMs;
       existing.qps = p.qps;
-      return { state: existing, added: false };
+      return reset ? { state: existing, added: false, reset } : { state: existing, added: false };
     }
     let evicted: string | undefined;
     if (this.#map.size >= this.maxKeys) {
@@ -100,6 +124,7 @@ export class HotSet {
       cache: p.cache,
       qps: p.qps,
       generation: ++this.#generation,
+      lease,
       counterSlot: -1,
       value: undefined,
       promise: undefined,
@@ -142,7 +167,7 @@ export class HotSet {
    * Replaces every entry that came from `hub` with the snapshot's; returns the keys that were
    * dropped (hot before, absent from the snapshot) and all keys whose cached value must go.
    */
-  replaceHub(hub: string, entries: readonly { key: string; ttlMs: number; cacheTtlMs: number; cache: boolean; qps: number }[], now: number): { removed: string[]; touched: string[] } {
+  replaceHub(hub: string, entries: readonly { key: string; ttlMs: number; cacheTtlMs: number; cache: boolean; qps: number }[], now: number, lease: Lease = NO_LEASE): { removed: string[]; touched: string[] } {
     const previous = new Set(this.keysOf(hub));
     const touched = [...previous];
     for (const key of previous) this.#map.delete(key);
@@ -151,7 +176,7 @@ export class HotSet {
       if (this.#map.has(e.key)) touched.push(e.key);
       this.#map.delete(e.key);
       previous.delete(e.key);
-      this.promote(hub, e.key, { ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache, qps: e.qps }, now);
+      this.promote(hub, e.key, { ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache, qps: e.qps }, now, lease);
     }
     return { removed: [...previous], touched };
   }

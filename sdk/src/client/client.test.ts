@@ -381,7 +381,7 @@ test('cluster: connects to members, one report per hub with the keys it owns', a
   const done = s.hk.invalidate(key);
   const req = await bSock.next(MsgType.InvalidateRequest);
   assert.is(req.key, key);
-  bSock.send({ t: MsgType.Ack, id: req.id, seq: 1 });
+  bSock.send({ t: MsgType.Ack, id: req.id, seq: 1, fenced: [], ms: 0 });
   await done;
   // losing hub-b moves its keys to hub-a
   b.opts.members = undefined;
@@ -440,7 +440,7 @@ test('invalidate: ack, timeout, unavailable, closed', async () => {
   const s = await setup({ invalidateTimeoutMs: 50 });
   const p = s.hk.invalidate('k');
   const req = await s.sock.next(MsgType.InvalidateRequest);
-  s.sock.send({ t: MsgType.Ack, id: req.id, seq: 1 });
+  s.sock.send({ t: MsgType.Ack, id: req.id, seq: 1, fenced: [], ms: 0 });
   await p;
   const timedOut = await s.hk.invalidate('k2').catch((e: HotKeyError) => e);
   assert.is((timedOut as HotKeyError).code, ErrorCode.Timeout);

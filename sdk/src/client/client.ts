@@ -18,6 +18,7 @@ import { localThreshold, RuleSet, type Rule } from '../rules.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import { MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION, type Hello, type Member, type SdkDemoteReason, type ServerMessage, type Welcome } from '../wire/protocol.ts';
 import { PendingInvalidations } from './invalidations.ts';
+import { applyGrant, askLease, LEASE_SAFETY_MS } from './leases.ts';
 import { HUB_URL, HubLinks, type HubLink } from './links.ts';
 import { Reporter } from './reporter.ts';
 import { applySnapshot, inSequence } from './resync.ts';
@@ -44,6 +45,18 @@ export interface DemoteInfo {
 export interface InvalidateInfo {
   hub: string;
   seq: number;
+}
+/** What a resolved `invalidate()` says. */
+export interface InvalidateResult {
+  /** the hub that acknowledged */
+  hub: string;
+  /**
+   * instances that did not confirm the drop and were fenced instead: the hub waited until their
+   * lease lapsed (they can no longer serve the old value). Empty when everyone confirmed.
+   */
+  fenced: string[];
+  /** ms the hub took to acknowledge */
+  ms: number;
 }
 
 export interface ClientEvents {
@@ -109,8 +122,19 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   /** per-rule local thresholds scaled to this window, indexed like #rules.rules */
   #thresholds: number[] = [];
   #instances = 0;
-  /** coarse clock, refreshed by the tick and by every hub frame: no clock read per access */
+  /** coarse clock, refreshed by the tick, by every hub frame and once per task by get() */
   #clock: number;
+  /**
+   * #clock was read in this task: get() reads the real clock at most once per task (a microtask
+   * clears the flag), so a lease is never checked against a clock left stale by a stall (SIGSTOP,
+   * a long GC) whose first callbacks run before the tick refreshes it.
+   */
+  #fresh = false;
+  readonly #staleClock = (): void => {
+    this.#fresh = false;
+  };
+  /** shaved off every lease: one tick of clock staleness within a task, plus a safety allowance */
+  readonly #leaseMargin: number;
   #tickTimer: NodeJS.Timeout | undefined;
   #closed = false;
   #readySettled = false;
@@ -142,6 +166,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.instanceId = opts.instanceId;
     this.#now = now;
     this.#clock = now();
+    this.#leaseMargin = opts.flushIntervalMs + LEASE_SAFETY_MS;
     this.#window = new AccessWindow({ maxCandidates: opts.maxCandidates, now: this.#clock, onUrgent: () => this.#reporter.urgentSoon() });
     this.#cache = new LocalCache({ maxEntries: opts.maxEntries });
     this.#hot = new HotSet({ maxKeys: opts.maxHotKeys });
@@ -209,9 +234,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       // A hot key counts through the window slot it remembers: one Map lookup per hit, not two.
       if (!this.#window.trackAt(hot.counterSlot, key)) hot.counterSlot = this.#window.track(key);
       // The hit path: the hot entry is also the cache slot and holds a resolved promise of the
-      // value. Recency reaches the LRU once per key per coarse clock tick, not on every hit.
-      const clock = this.#clock;
-      if (hot.promise !== undefined && clock < hot.expiresAt && clock < hot.until && hot.cache) {
+      // value, served while the lease of its hub is current. Recency reaches the LRU once per key
+      // per coarse clock tick, not on every hit.
+      const clock = this.#fresh ? this.#clock : this.#refreshClock();
+      if (hot.promise !== undefined && clock < hot.lease.until && clock < hot.expiresAt && clock < hot.until && hot.cache) {
         if (hot.usedAt !== clock) {
           hot.usedAt = clock;
           this.#cache.touch(key);
@@ -225,6 +251,13 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return this.#getSlow(key, loader, hot);
   }
 
+  /** Reads the real clock; get() trusts it until this task ends. */
+  #refreshClock(): number {
+    this.#fresh = true;
+    queueMicrotask(this.#staleClock);
+    return (this.#clock = this.#now());
+  }
+
   /** get() past the hit path; a `hot` key's access is counted already. */
   #getSlow<T>(key: string, loader: (key: string) => T | PromiseLike<T>, hot: HotState | undefined): Promise<T> {
     if (this.#closed) return this.#callLoader(key, loader);
@@ -233,8 +266,9 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       this.#misses++;
       return this.#callLoader(key, loader);
     }
-    const clock = this.#clock;
-    if (hot.until <= clock || !hot.cache) {
+    const clock = this.#clock; // read in get() for this task already
+    if (hot.until <= clock || !hot.cache || hot.lease.until <= clock) {
+      // not hot any more, not cached by rule, or no current lease vouches for a cached value
       this.#misses++;
       return this.#callLoader(key, loader);
     }
@@ -282,18 +316,20 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   /**
    * Drops the key's cached value here, then asks its owner hub to drop it everywhere. Resolves
-   * once the hub acknowledged that every instance applied it; rejects with HK_ERR_TIMEOUT after
-   * `invalidateTimeoutMs`, HK_ERR_UNAVAILABLE at once when no hub is connected, HK_ERR_CLOSED
-   * after close().
+   * once the hub acknowledged that every instance applied it or was fenced (its lease lapsed:
+   * `fenced` names them); from then on no instance serves the old value. Rejects with
+   * HK_ERR_TIMEOUT after `invalidateTimeoutMs`, HK_ERR_UNAVAILABLE at once when no hub is
+   * connected, HK_ERR_CLOSED after close(): then instances of that hub may serve the old value
+   * for at most one lease (the hub's leaseMs, 2 s by default) from now.
    */
-  invalidate(key: string): Promise<void> {
+  invalidate(key: string): Promise<InvalidateResult> {
     checkKey(key);
     if (this.#closed) return Promise.reject(new HotKeyError(ErrorCode.Closed, 'client is closed'));
     this.#dropValue(key);
     this.#invalidationCount++;
     const hub = this.#links.owner(key);
     if (hub === undefined) return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to invalidate "${key}"`));
-    return this.#invalidations.add(key, hub, (id) => this.#links.get(hub)?.conn.send({ t: MsgType.InvalidateRequest, id, key }));
+    return this.#invalidations.add(key, hub, (id, to) => this.#links.get(to)?.conn.send({ t: MsgType.InvalidateRequest, id, key }));
   }
 
   /** An async iterator of connection state changes; it ends when the client closes. */
@@ -394,6 +430,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       this.#forget(state.key);
       this.emit('demote', state.key, { hub: state.hub, reason: 'expired' });
     }
+    for (const link of this.#links.links()) askLease(link, now);
     this.#reporter.flush(now);
   }
 
@@ -419,6 +456,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (this.#closed) return;
     this.#clock = this.#now();
     if (!this.#links.admit(conn, welcome)) return;
+    const link = this.#links.get(welcome.hub);
+    if (link !== undefined) askLease(link, this.#clock, true);
     this.#applyConfig(welcome.rules, welcome.local, welcome.instances);
     this.#status({ type: 'connect', hub: welcome.hub, url: conn.url });
     this.#applyMembers(welcome.epoch, welcome.members);
@@ -437,6 +476,9 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   /** A welcomed hub is gone: its keys moved to the other hubs and its hot keys go stale. */
   #onLinkLost(hub: string): void {
     this.#clock = this.#now();
+    // Loads in flight may have missed an invalidation: they must not fill. Values cached already
+    // stay servable under the old link's lease, which the hub waits out before any ack.
+    for (const key of this.#hot.invalidateHub(hub)) this.#flights.delete(key);
     const stale = this.#hot.markStale(hub, this.#clock, this.#opts.maxStaleMs);
     if (stale > 0) this.#status({ type: 'stale', hub, keys: stale });
     // Invalidations that hub will never ack go to the key's new owner, or fail now.
@@ -457,7 +499,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       case MsgType.Promote: {
         this.#sequence(link, message.seq);
         const promotion = { ttlMs: message.hotMs, cacheTtlMs: message.cacheTtlMs, cache: message.cache, qps: message.qps };
-        const { state, added, evicted } = this.#hot.promote(hub, message.key, promotion, this.#clock);
+        const { state, added, evicted, reset } = this.#hot.promote(hub, message.key, promotion, this.#clock, link.lease);
+        if (reset === true) this.#forget(message.key); // cached under an older link or another hub
         if (evicted !== undefined) {
           this.#forget(evicted);
           this.emit('demote', evicted, { hub, reason: 'evicted' });
@@ -491,7 +534,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         return;
       }
       case MsgType.Ack:
-        this.#invalidations.ack(message.id);
+        this.#invalidations.ack(message.id, { hub, fenced: message.fenced, ms: message.ms });
+        return;
+      case MsgType.Grant:
+        applyGrant(link, message, this.#leaseMargin);
         return;
       case MsgType.Config:
         this.#applyConfig(message.rules, message.local, message.instances);

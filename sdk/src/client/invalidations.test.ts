@@ -18,8 +18,8 @@ test('resolves on ack of the id it was sent with', async () => {
   let sent = -1;
   const p = pending.add('k', 'h1', (id) => (sent = id));
   assert.is(pending.size, 1);
-  pending.ack(sent);
-  await p;
+  pending.ack(sent, { hub: 'h1', fenced: ['i-2'], ms: 7 });
+  assert.equal(await p, { hub: 'h1', fenced: ['i-2'], ms: 7 });
   assert.is(pending.size, 0);
 });
 

@@ -6,10 +6,17 @@
  */
 import { ErrorCode, HotKeyError } from '../errors.ts';
 
+/** What an acknowledged invalidation resolves to (the client's InvalidateResult). */
+export interface AckInfo {
+  hub: string;
+  fenced: string[];
+  ms: number;
+}
+
 interface PendingInvalidation {
   key: string;
   hub: string;
-  resolve: () => void;
+  resolve: (info: AckInfo) => void;
   reject: (err: HotKeyError) => void;
   timer: NodeJS.Timeout;
 }
@@ -42,11 +49,11 @@ export class PendingInvalidations {
    * Registers an invalidation of `key` sent to `hub`; `send(id)` sends the request. Resolves on
    * `ack(id)`; rejects on timeout, when the queue is full, or when `failAll`/`hubLost` says so.
    */
-  add(key: string, hub: string, send: (id: number) => void): Promise<void> {
+  add(key: string, hub: string, send: (id: number, hub: string) => void): Promise<AckInfo> {
     if (this.#pending.size >= this.#maxPending) {
       return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `${this.#pending.size} invalidations already await their ack`));
     }
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<AckInfo>((resolve, reject) => {
       const id = ++this.#nextId;
       const timer = setTimeout(() => {
         this.#pending.delete(id);
@@ -54,16 +61,16 @@ export class PendingInvalidations {
         reject(new HotKeyError(ErrorCode.Timeout, `invalidation of "${key}" not acknowledged within ${this.#timeoutMs} ms`));
       }, this.#timeoutMs);
       this.#pending.set(id, { key, hub, resolve, reject, timer });
-      send(id);
+      send(id, hub);
     });
   }
 
-  ack(id: number): void {
+  ack(id: number, info: AckInfo): void {
     const p = this.#pending.get(id);
     if (p === undefined) return;
     clearTimeout(p.timer);
     this.#pending.delete(id);
-    p.resolve();
+    p.resolve(info);
   }
 
   /**

@@ -6,12 +6,24 @@
  */
 import { Ownership } from '../ownership.ts';
 import { HubConnection, type ConnectionHandler } from '../wire/connection.ts';
-import { CloseCode, type Hello, type Member, type Welcome } from '../wire/protocol.ts';
+import type { Lease } from '../cache/hot-set.ts';
+import { CloseCode, DEFAULT_LEASE_MS, type Hello, type Member, type Welcome } from '../wire/protocol.ts';
 
-/** A welcomed hub: its connection and where its broadcast sequence stands. */
+/** A welcomed hub: its connection, where its broadcast sequence stands, and its lease. */
 export interface HubLink {
   hub: string;
   conn: HubConnection;
+  /**
+   * This link's lease: a new object per Welcome, so values cached under an older link of the same
+   * hub are never served under this one. Values it vouches for are served while `until` > clock.
+   */
+  lease: Lease;
+  /** the lease the hub grants, learnt from its Grants (DEFAULT_LEASE_MS until the first) */
+  leaseMs: number;
+  /** Lease requests not answered yet, oldest first: id and the clock reading when sent */
+  leaseAsks: { id: number; sentAt: number }[];
+  /** clock reading of the last Lease request sent */
+  leaseAskedAt: number;
   /** seq of the last broadcast applied */
   lastSeq: number;
   /** a Resync was sent; its Snapshot has not arrived yet */
@@ -66,6 +78,11 @@ export class HubLinks {
     return this.#ownership.owner(key);
   }
 
+  /** Every welcomed link. */
+  links(): IterableIterator<HubLink> {
+    return this.#links.values();
+  }
+
   /** The only welcomed hub when there is exactly one (it owns every key). */
   single(): string | undefined {
     return this.#links.size === 1 ? this.#links.keys().next().value : undefined;
@@ -93,7 +110,16 @@ export class HubLinks {
       if (this.#seeds.includes(conn.url)) this.#dormantSeeds.add(conn.url);
       return false;
     }
-    this.#links.set(welcome.hub, { hub: welcome.hub, conn, lastSeq: welcome.seq, resyncing: false });
+    this.#links.set(welcome.hub, {
+      hub: welcome.hub,
+      conn,
+      lease: { until: Number.NEGATIVE_INFINITY },
+      leaseMs: DEFAULT_LEASE_MS,
+      leaseAsks: [],
+      leaseAskedAt: Number.NEGATIVE_INFINITY,
+      lastSeq: welcome.seq,
+      resyncing: false,
+    });
     this.#ownership = new Ownership(this.#links.keys());
     return true;
   }

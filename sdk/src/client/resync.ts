@@ -35,7 +35,7 @@ export interface SnapshotChanges {
 /** Makes the snapshot the hub's whole hot set here and ends the link's resync. */
 export function applySnapshot(hot: HotSet, link: HubLink, snapshot: Snapshot, now: number): SnapshotChanges {
   const before = new Set(snapshot.hot.map((e) => e.key).filter((k) => hot.get(k) !== undefined));
-  const { removed, touched } = hot.replaceHub(link.hub, snapshot.hot, now);
+  const { removed, touched } = hot.replaceHub(link.hub, snapshot.hot, now, link.lease);
   link.lastSeq = snapshot.seq;
   link.resyncing = false;
   return { removed, touched, promoted: snapshot.hot.filter((e) => !before.has(e.key)) };

@@ -35,7 +35,7 @@ test.before(async () => {
       if (i < 0) break;
       const req = sock.received.splice(i, 1)[0] as { id: number; key: string };
       sock.send({ t: MsgType.Invalidate, seq: ++seq, key: req.key });
-      sock.send({ t: MsgType.Ack, id: req.id, seq });
+      sock.send({ t: MsgType.Ack, id: req.id, seq, fenced: [], ms: 0 });
     }
   });
 });

@@ -43,7 +43,7 @@ test.before(async () => {
       const req = sock.received.splice(i, 1)[0] as { id: number; key: string };
       acked.push(req.key);
       sock.send({ t: MsgType.Invalidate, seq: ++seq, key: req.key });
-      sock.send({ t: MsgType.Ack, id: req.id, seq });
+      sock.send({ t: MsgType.Ack, id: req.id, seq, fenced: [], ms: 0 });
     }
   });
 });

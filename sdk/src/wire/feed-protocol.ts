@@ -6,7 +6,7 @@
  *   dashboard -> hub (/live) : Hello (role 'dashboard', app '*')
  *   hub -> dashboard         : FeedSnapshot, then FeedDelta every few hundred ms; Error + close
  */
-import { arr, assertKey, bool, decodeFrame, int, MAX_NAME_LENGTH, MsgType, num, obj, optStr, packFrame, protocolError, str, type ErrorMsg } from './protocol.ts';
+import { arr, assertKey, bool, decodeFrame, int, MAX_FENCED_IDS, MAX_NAME_LENGTH, MsgType, num, obj, optStr, packFrame, protocolError, str, type ErrorMsg } from './protocol.ts';
 
 // ---- dashboard live feed: hub -> dashboard over `/live` ----
 //
@@ -50,6 +50,12 @@ export interface FeedEvent {
   /** demote: 'cooled', 'expired' or 'manual' */
   reason?: string;
   manual?: boolean;
+  /** invalidate (an SDK's, awaiting acks): ms from the request to the ack */
+  ackMs?: number;
+  /** invalidate: instances fenced (their lease lapsed) instead of confirming the drop */
+  fenced?: string[];
+  /** invalidate: false when the hub dropped it unacknowledged (its pending bound, shutdown) */
+  acked?: boolean;
 }
 export interface FeedHub {
   id: string;
@@ -149,6 +155,10 @@ function feedEvent(x: unknown): FeedEvent {
   const reason = optStr(o, 'reason');
   if (reason !== undefined) event.reason = reason;
   if (o.manual !== undefined) event.manual = bool(o, 'manual');
+  const ackMs = optNum(o, 'ackMs');
+  if (ackMs !== undefined) event.ackMs = ackMs;
+  if (o.fenced !== undefined) event.fenced = arr(o, 'fenced', MAX_FENCED_IDS).map((x) => (typeof x === 'string' ? x.slice(0, MAX_NAME_LENGTH) : protocolError('"fenced" must hold instance ids')));
+  if (o.acked !== undefined) event.acked = bool(o, 'acked');
   return event;
 }
 function feedHub(x: unknown): FeedHub {

@@ -26,12 +26,13 @@ test('hello and report round-trip', () => {
 
 test('every server message round-trips through a fresh decoder', () => {
   const msgs = [
-    { t: MsgType.Welcome, v: 1, hub: 'h1', epoch: 3, members: [{ id: 'h1', url: 'ws://127.0.0.1:1' }], rules: [DEFAULT_RULE], local: [10], instances: 2, seq: 0 },
+    { t: MsgType.Welcome, v: PROTOCOL_VERSION, hub: 'h1', epoch: 3, members: [{ id: 'h1', url: 'ws://127.0.0.1:1' }], rules: [DEFAULT_RULE], local: [10], instances: 2, seq: 0 },
     { t: MsgType.Promote, seq: 1, key: 'k', qps: 1200.5, hotMs: 1000, cacheTtlMs: 500, cache: true, at: 1700000000000 },
     { t: MsgType.Invalidate, seq: 2, key: 'k' },
     { t: MsgType.Demote, seq: 3, key: 'k' },
     { t: MsgType.Snapshot, seq: 3, hot: [{ key: 'k', ttlMs: 10, cacheTtlMs: 5, cache: false, qps: 1 }] },
-    { t: MsgType.Ack, id: 7, seq: 2 },
+    { t: MsgType.Ack, id: 7, seq: 2, fenced: ['i-2'], ms: 12 },
+    { t: MsgType.Grant, id: 3, ms: 2000 },
     { t: MsgType.Error, code: 'HK_ERR_AUTH', message: 'bad token' },
   ] as const;
   for (const m of msgs) assert.equal(decodeServerMessage(encode(m as never)), m);
@@ -61,7 +62,7 @@ test('oversized frames and keys have their own codes', () => {
 });
 
 test('bad rules inside a Welcome are refused', () => {
-  const welcome = { t: MsgType.Welcome, v: 1, hub: 'h', epoch: 0, members: [], rules: [{ match: 'a', threshold: -1 }], local: [1], instances: 1, seq: 0 };
+  const welcome = { t: MsgType.Welcome, v: PROTOCOL_VERSION, hub: 'h', epoch: 0, members: [], rules: [{ match: 'a', threshold: -1 }], local: [1], instances: 1, seq: 0 };
   rejects(pack(welcome), 'HK_ERR_PROTOCOL', CloseCode.Protocol, decodeServerMessage);
 });
 

@@ -8,15 +8,16 @@
  * record structures), with a numeric `t` naming the message type. A connection opens with the
  * client's Hello, carrying PROTOCOL_VERSION; the hub answers Welcome or Error + close.
  *
- *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync
- *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Error
+ *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync, Lease
+ *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Grant, Error
  *   (the dashboard's /live messages: feed-protocol.ts)
  */
 import { Packr } from 'msgpackr';
 import { ErrorCode, ProtocolError } from '../errors.ts';
 import { parseRules, type Rule } from '../rules.ts';
 
-export const PROTOCOL_VERSION = 1;
+/** 2: leases (Lease, Grant) and fencing acks; a version-1 SDK would serve values no lease bounds */
+export const PROTOCOL_VERSION = 2;
 /** frames larger than this are refused with HK_ERR_FRAME_TOO_LARGE / close 4004 */
 export const MAX_FRAME_BYTES = 1 << 20;
 /** keys longer than this (UTF-16 code units) are refused with HK_ERR_KEY_TOO_LONG / close 4005 */
@@ -26,6 +27,15 @@ export const MAX_REPORT_KEYS = 65_536;
 const MAX_COUNT = 0x7fffffff;
 /** app, instance, host and hub names at most this long */
 export const MAX_NAME_LENGTH = 256;
+/**
+ * The lease a hub grants when not configured otherwise (its `leaseMs` tunable), and the one an
+ * SDK assumes to pace its first Lease requests. An SDK serves a hub's cached values only while its
+ * lease from that hub is current; a hub acks an invalidation for an SDK that did not apply it only
+ * once that SDK's lease surely lapsed — so this is the bound on write latency under a partition.
+ */
+export const DEFAULT_LEASE_MS = 2000;
+/** fenced instance ids listed in one Ack at most (the rest are counted, not named) */
+export const MAX_FENCED_IDS = 64;
 
 export const MsgType = {
   Hello: 1,
@@ -42,6 +52,10 @@ export const MsgType = {
   Ack: 12,
   Applied: 13,
   Resync: 14,
+  /** SDK -> hub: asks for a lease (every leaseMs / 4) */
+  Lease: 15,
+  /** hub -> SDK: answers Lease `id` with a lease of `ms` from when the SDK sent it */
+  Grant: 16,
   /** hub -> dashboard: the whole live state (replaces what the page had) */
   FeedSnapshot: 20,
   /** hub -> dashboard: what changed since the last feed frame */
@@ -194,11 +208,33 @@ export interface InvalidateRequest {
   id: number;
   key: string;
 }
-/** Answers InvalidateRequest `id` once every SDK of the app applied the invalidation or was cut off. */
+/**
+ * Answers InvalidateRequest `id` once every SDK session of the app that might serve the key has
+ * applied the invalidation or is fenced: its lease (the hub's view of it) lapsed first. There is
+ * no ack on a plain timeout.
+ */
 export interface Ack {
   t: typeof MsgType.Ack;
   id: number;
   seq: number;
+  /** instance ids fenced by lease expiry instead of confirming (at most MAX_FENCED_IDS) */
+  fenced: string[];
+  /** ms from the request's arrival to the ack, on the hub's clock */
+  ms: number;
+}
+/**
+ * Asks for a lease. The SDK's lease ends `ms` (from the Grant) after it SENT this request, less
+ * a margin; the hub's view ends `ms` after it RECEIVED it, so the SDK's view always ends first.
+ */
+export interface Lease {
+  t: typeof MsgType.Lease;
+  id: number;
+}
+/** Grants Lease `id` for `ms`. A hub grants nothing to a session that has not applied the oldest invalidation it waits on. */
+export interface Grant {
+  t: typeof MsgType.Grant;
+  id: number;
+  ms: number;
 }
 /** The SDK has applied every broadcast up to `seq` (sent for invalidations). */
 export interface Applied {
@@ -210,8 +246,8 @@ export interface Resync {
   t: typeof MsgType.Resync;
 }
 
-export type ClientMessage = Hello | Report | InvalidateRequest | Applied | Resync;
-export type ServerMessage = Welcome | Config | Members | Promote | Invalidate | Demote | Snapshot | ErrorMsg | Ack;
+export type ClientMessage = Hello | Report | InvalidateRequest | Applied | Resync | Lease;
+export type ServerMessage = Welcome | Config | Members | Promote | Invalidate | Demote | Snapshot | ErrorMsg | Ack | Grant;
 export type Message = ClientMessage | ServerMessage;
 
 // useRecords: false keeps every frame self-describing (a fresh decoder reads any frame).
@@ -356,6 +392,8 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       return { t: MsgType.Applied, seq: int(m, 'seq') };
     case MsgType.Resync:
       return { t: MsgType.Resync };
+    case MsgType.Lease:
+      return { t: MsgType.Lease, id: int(m, 'id') };
     default:
       protocolError(`message type ${m.t} is not one a client may send`);
   }
@@ -411,8 +449,15 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
     }
     case MsgType.Error:
       return { t: MsgType.Error, code: str(m, 'code'), message: str(m, 'message', 4096) };
-    case MsgType.Ack:
-      return { t: MsgType.Ack, id: int(m, 'id'), seq: int(m, 'seq') };
+    case MsgType.Ack: {
+      const fenced = m.fenced === undefined ? [] : arr(m, 'fenced', MAX_FENCED_IDS).map((x) => {
+        if (typeof x !== 'string' || x.length > MAX_NAME_LENGTH) protocolError('"fenced" must hold instance ids');
+        return x;
+      });
+      return { t: MsgType.Ack, id: int(m, 'id'), seq: int(m, 'seq'), fenced, ms: m.ms === undefined ? 0 : num(m, 'ms') };
+    }
+    case MsgType.Grant:
+      return { t: MsgType.Grant, id: int(m, 'id'), ms: int(m, 'ms', 0, 3_600_000) };
     default:
       protocolError(`message type ${m.t} is not one a hub sends`);
   }

@@ -1,0 +1,46 @@
+/**
+ * Leases: an instance serves the cached values a hub vouches for only while its lease from that
+ * hub is current (the Chubby / memcache-at-Facebook idea, applied to invalidation). The SDK asks
+ * every leaseMs / 4 (Lease{id}); the hub answers Grant{id, ms}. The SDK's lease ends at
+ *
+ *     (clock reading when it SENT that request) + ms − margin
+ *
+ * while the hub's view ends at (when it RECEIVED it) + ms, so the instance's view always ends
+ * first, by at least `margin` (one coarse-clock tick plus a safety allowance). A hub acks an
+ * invalidation an instance did not confirm only after its view of that instance's lease lapsed,
+ * so once `invalidate()` resolves nobody serves the old value, partitioned or not. A hub grants
+ * nothing to a session behind the oldest invalidation it waits on (a one-way partition cannot
+ * keep a lease alive). No timers here: the client's tick asks, Grants extend.
+ */
+import { MsgType, type Grant } from '../wire/protocol.ts';
+import type { HubLink } from './links.ts';
+
+/** Lease requests kept awaiting their Grant per link; older ones are forgotten (their grant, if it comes, is ignored). */
+const MAX_ASKS = 16;
+/** ms shaved off every lease on top of the tick: a task that runs this long still sees a current lease safely */
+export const LEASE_SAFETY_MS = 50;
+
+let nextLeaseId = 0;
+
+/** Sends a Lease request on `link` if one is due (every leaseMs / 4) or `force`d (a fresh link). */
+export function askLease(link: HubLink, now: number, force = false): void {
+  if (!force && now - link.leaseAskedAt < link.leaseMs / 4) return;
+  const id = ++nextLeaseId;
+  if (!link.conn.send({ t: MsgType.Lease, id })) return;
+  link.leaseAskedAt = now;
+  link.leaseAsks.push({ id, sentAt: now });
+  if (link.leaseAsks.length > MAX_ASKS) link.leaseAsks.shift();
+}
+
+/** A Grant arrived: the lease runs to the request's send time + ms − margin (never shortened). */
+export function applyGrant(link: HubLink, grant: Grant, margin: number): void {
+  const asks = link.leaseAsks;
+  let i = 0;
+  while (i < asks.length && asks[i]!.id !== grant.id) i++;
+  if (i === asks.length) return; // not ours, or forgotten: ignore
+  const { sentAt } = asks[i]!;
+  asks.splice(0, i + 1); // grants come in order: earlier asks were refused
+  link.leaseMs = grant.ms;
+  const until = sentAt + grant.ms - margin;
+  if (until > link.lease.until) link.lease.until = until;
+}
