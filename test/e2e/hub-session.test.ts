@@ -134,7 +134,7 @@ test('an SDK that never applies is fenced once its lease lapsed (no renewal mean
   w.client.send({ t: MsgType.Applied, seq: inv2.seq });
   const ack2 = await w.client.next(MsgType.Ack, 3000);
   assert.is(ack2.id, 2);
-  assert.equal(ack2.fenced, ['to-s']);
+  assert.ok(ack2.fenced.includes('to-s'), `fenced: ${ack2.fenced}`);
   assert.ok(Date.now() - t0 >= 350, 'a closed socket is no proof: its lease is waited out');
 });
 

@@ -12,8 +12,10 @@ import type { Rule } from '@hotkey/sdk/rules';
 export interface PeerSocket {
   ws: WebSocket;
   hello: Hello;
-  /** every frame after the Hello, decoded */
+  /** every frame after the Hello, decoded (Lease requests only when the peer does not grant them) */
   received: ClientMessage[];
+  /** Lease requests granted so far */
+  grants: number;
   send(message: ServerMessage): void;
   /** the next (or an already received, not yet taken) message of type `t`, within `timeoutMs` */
   next<T extends ClientMessage['t']>(t: T, timeoutMs?: number): Promise<Extract<ClientMessage, { t: T }>>;
@@ -95,6 +97,7 @@ export class ProtocolPeer {
           ws,
           hello: message,
           received,
+          grants: 0,
           send: (m) => ws.send(encode(m)),
           next: (t, timeoutMs = 3000) =>
             new Promise((resolve, reject) => {
@@ -123,7 +126,10 @@ export class ProtocolPeer {
         return;
       }
       const leaseMs = this.opts.leaseMs ?? 60_000;
-      if (message.t === MsgType.Lease && leaseMs !== false) return socket.send({ t: MsgType.Grant, id: message.id, ms: leaseMs });
+      if (message.t === MsgType.Lease && leaseMs !== false) {
+        socket.grants++;
+        return socket.send({ t: MsgType.Grant, id: message.id, ms: leaseMs });
+      }
       const w = wanted.findIndex((x) => x.t === message.t);
       if (w >= 0) wanted.splice(w, 1)[0]!.resolve(message);
       else received.push(message);

@@ -93,7 +93,8 @@ export class InvalidationTracker {
         const waiter = oldest.waiters[oldest.cursor]!;
         if (waiter.appliedSeq < oldest.seq) {
           if (now < waiter.leaseUntil) break;
-          (oldest.fenced ??= []).push(waiter.instance);
+          // never granted a lease: it could serve nothing, so it is not named
+          if (waiter.leaseUntil > 0) (oldest.fenced ??= []).push(waiter.instance);
         }
         oldest.cursor++;
       }

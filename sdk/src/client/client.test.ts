@@ -24,6 +24,8 @@ async function setup(opts: Partial<ClientOptions> = {}, peerOpts: Partial<Constr
   open.push({ hk, peer });
   const sock = await socketP;
   await hk.ready({ signal: AbortSignal.timeout(3000) });
+  // the Grant goes out before anything the test sends next on this socket
+  if (peerOpts.leaseMs !== false) await waitFor('the first lease granted', () => sock.grants >= 1);
   return { peer, hk, sock, clock };
 }
 
@@ -440,8 +442,8 @@ test('invalidate: ack, timeout, unavailable, closed', async () => {
   const s = await setup({ invalidateTimeoutMs: 50 });
   const p = s.hk.invalidate('k');
   const req = await s.sock.next(MsgType.InvalidateRequest);
-  s.sock.send({ t: MsgType.Ack, id: req.id, seq: 1, fenced: [], ms: 0 });
-  await p;
+  s.sock.send({ t: MsgType.Ack, id: req.id, seq: 1, fenced: ['i-9'], ms: 2001 });
+  assert.equal(await p, { hub: 'hub-a', fenced: ['i-9'], ms: 2001 }, 'the ack names the fenced instances');
   const timedOut = await s.hk.invalidate('k2').catch((e: HotKeyError) => e);
   assert.is((timedOut as HotKeyError).code, ErrorCode.Timeout);
   const pending = s.hk.invalidate('k3');
@@ -461,6 +463,95 @@ test('invalidate: ack, timeout, unavailable, closed', async () => {
   assert.is(await down.get('x', () => (cached++, 'loaded')), 'loaded', 'get never waits on the network');
   assert.is(cached, 1);
   await down.close();
+});
+
+test('lease: values are served only while the lease (send time + ms - margin) is current', async () => {
+  // a 100 ms margin: the lease granted at t=0 for 1000 ms ends at 900
+  const s = await setup({}, { leaseMs: 1000 });
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
+  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  let loads = 0;
+  const loader = () => `v${++loads}`;
+  assert.is(await s.hk.get('k', loader), 'v1');
+  s.clock.t = 899;
+  await new Promise((r) => setImmediate(r));
+  assert.is(await s.hk.get('k', loader), 'v1', 'within the lease: a hit');
+  s.clock.t = 900;
+  await new Promise((r) => setImmediate(r));
+  assert.is(await s.hk.get('k', loader), 'v2', 'lease over: the loader runs');
+  assert.is(await s.hk.get('k', loader), 'v3', 'and is not served from cache either');
+  await teardown(s);
+});
+
+test('lease: no grant, no cached value served; a refused renewal lets it lapse', async () => {
+  const s = await setup({}, { leaseMs: false });
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
+  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  let loads = 0;
+  const loader = () => `v${++loads}`;
+  assert.is(await s.hk.get('k', loader), 'v1');
+  assert.is(await s.hk.get('k', loader), 'v2', 'no lease: every read loads');
+  const ask = await s.sock.next(MsgType.Lease);
+  s.sock.send({ t: MsgType.Grant, id: ask.id, ms: 500 });
+  await waitFor('a hit under the lease', async () => (await s.hk.get('k', loader)) === `v${loads}` && s.hk.stats().hits > 0);
+  s.clock.t = 500; // the next ask is due at leaseMs / 4; the hub refuses it (no Grant)
+  await s.sock.next(MsgType.Lease);
+  await new Promise((r) => setImmediate(r));
+  const before = loads;
+  await s.hk.get('k', loader);
+  assert.is(loads, before + 1, 'the lease lapsed: the loader runs');
+  await teardown(s);
+});
+
+test('lease: the clock is read fresh on the first get() of a task, not left stale by a stall', async () => {
+  // no tick for a minute: only get() itself can notice that time moved (a SIGSTOP, a long GC)
+  const s = await setup({ flushIntervalMs: 60_000 }, { leaseMs: 1000 });
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
+  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  let loads = 0;
+  const loader = () => `v${++loads}`;
+  assert.is(await s.hk.get('k', loader), 'v1');
+  assert.is(await s.hk.get('k', loader), 'v1');
+  s.clock.t = 5000; // "resumed" long after the lease ended, before any timer ran
+  await new Promise((r) => setImmediate(r));
+  assert.is(await s.hk.get('k', loader), 'v2');
+  await teardown(s);
+});
+
+test('reconnect: a value cached under the old link is not served under the new one (promote or snapshot)', async () => {
+  const s = await setup({ reconnectMinMs: 10, reconnectMaxMs: 20 });
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'a', ...P });
+  s.sock.send({ t: MsgType.Promote, seq: 2, key: 'b', ...P });
+  await waitFor('hk.isHot(b)', () => s.hk.isHot('b'));
+  assert.is(await s.hk.get('a', () => 'old-a'), 'old-a');
+  assert.is(await s.hk.get('b', () => 'old-b'), 'old-b');
+  const next = s.peer.nextSocket();
+  s.peer.opts = { ...s.peer.opts, snapshot: false };
+  s.sock.ws.terminate();
+  const sock2 = await next;
+  await waitFor('granted again', () => sock2.grants >= 1);
+  sock2.send({ t: MsgType.Snapshot, seq: 0, hot: [{ key: 'a', ttlMs: 60_000, cacheTtlMs: 10_000, cache: true, qps: 1 }] });
+  sock2.send({ t: MsgType.Promote, seq: 1, key: 'b', ...P });
+  await waitFor('b promoted again', () => s.hk.isHot('b') && s.hk.isHot('a'));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.is(await s.hk.get('a', () => 'new-a'), 'new-a', 'the snapshot does not resurrect the old value');
+  assert.is(await s.hk.get('b', () => 'new-b'), 'new-b', 'a promotion does not extend the old entry with its value');
+  assert.is(await s.hk.get('b', () => 'loader'), 'new-b', 'the new value is cached under the new lease');
+  await teardown(s);
+});
+
+test('Lettuce #3481: an invalidation between a miss and its fill wins, also when the fill completes right after it', async () => {
+  const s = await setup();
+  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
+  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  const gate = deferred<string>();
+  const miss = s.hk.get('k', () => gate.promise); // the read went to Redis before the write
+  s.sock.send({ t: MsgType.Invalidate, seq: 2, key: 'k' });
+  await s.sock.next(MsgType.Applied);
+  gate.resolve('old'); // the old value arrives after the invalidation
+  assert.is(await miss, 'old', 'that caller gets what it read');
+  assert.is(await s.hk.get('k', () => 'new'), 'new', 'but the fill was discarded: the next read loads');
+  await teardown(s);
 });
 
 test('a dead hub is noticed within the liveness timeout', async () => {

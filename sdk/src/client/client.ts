@@ -18,7 +18,7 @@ import { localThreshold, RuleSet, type Rule } from '../rules.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import { MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION, type Hello, type Member, type SdkDemoteReason, type ServerMessage, type Welcome } from '../wire/protocol.ts';
 import { PendingInvalidations } from './invalidations.ts';
-import { applyGrant, askLease, LEASE_SAFETY_MS } from './leases.ts';
+import { applyGrant, askLease, LEASE_MARGIN_MS } from './leases.ts';
 import { HUB_URL, HubLinks, type HubLink } from './links.ts';
 import { Reporter } from './reporter.ts';
 import { applySnapshot, inSequence } from './resync.ts';
@@ -133,8 +133,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #staleClock = (): void => {
     this.#fresh = false;
   };
-  /** shaved off every lease: one tick of clock staleness within a task, plus a safety allowance */
-  readonly #leaseMargin: number;
+
   #tickTimer: NodeJS.Timeout | undefined;
   #closed = false;
   #readySettled = false;
@@ -166,7 +165,6 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.instanceId = opts.instanceId;
     this.#now = now;
     this.#clock = now();
-    this.#leaseMargin = opts.flushIntervalMs + LEASE_SAFETY_MS;
     this.#window = new AccessWindow({ maxCandidates: opts.maxCandidates, now: this.#clock, onUrgent: () => this.#reporter.urgentSoon() });
     this.#cache = new LocalCache({ maxEntries: opts.maxEntries });
     this.#hot = new HotSet({ maxKeys: opts.maxHotKeys });
@@ -537,7 +535,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         this.#invalidations.ack(message.id, { hub, fenced: message.fenced, ms: message.ms });
         return;
       case MsgType.Grant:
-        applyGrant(link, message, this.#leaseMargin);
+        applyGrant(link, message, LEASE_MARGIN_MS);
         return;
       case MsgType.Config:
         this.#applyConfig(message.rules, message.local, message.instances);
