@@ -1,0 +1,243 @@
+/**
+ * A Jepsen-style consistency checker. Three SDK processes (consistency-worker.ts) read hot keys
+ * through `withHotKeys` while writers change them: two wrapper writers (one of them behind the
+ * frozen link) and one plain-ioredis writer (an outside write), every value a growing version
+ * stored in a real redis-server, through a real hub process. Faults, one phase each: a frozen
+ * link (a TCP proxy that stops forwarding, in front of one process's hub connection), hub
+ * SIGSTOP/SIGCONT, hub SIGKILL and restart on the same port (writes acked as soon as the new hub
+ * may ack, one process reconnecting late), SIGSTOP of a reader process for longer than the lease,
+ * SIGKILL of a reader process (and a new one), a Redis restart.
+ *
+ * The check: a read is STALE when it returns a version older than one whose write was
+ * acknowledged before the read began (one clock for every process: performance.timeOrigin +
+ * performance.now()). Wrapper writes must have 0 stale reads, under every fault. Outside writes
+ * are counted and reported, not failed on (they are bounded once Redis tracking lands). The
+ * Lettuce #3481 race — an invalidation between a miss and its fill — is checked on a key read
+ * through hk.get with a deliberately slow fill (the value is read, then held 15 ms).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import { RedisServer } from '../support/redis-server.ts';
+import { TcpProxy } from '../support/tcp-proxy.ts';
+
+const WORKER = fileURLToPath(new URL('./consistency-worker.ts', import.meta.url));
+const now = (): number => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** fault phases are short: the whole file stays under about a minute on two busy cores */
+const PHASE_MS = Number(process.env.CK_PHASE_MS ?? 3500);
+
+const KEY_A = 'ck:a'; // wrapper writes, from worker w0 (direct link)
+const KEY_C = 'ck:c'; // wrapper writes, from worker w1 (behind the proxy)
+const KEY_B = 'ck:b'; // plain ioredis writes (outside the SDK), from worker w2
+const KEY_RACE = 'ck:race'; // wrapper writes from w0; read through hk.get with a slow fill
+const config = { apps: { ck: { rules: [{ match: 'ck:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000 }] } } };
+
+type Read = { key: string; v: number; start: number; end: number; proc: string };
+type Write = { key: string; v: number; start: number; end: number; acked: boolean; kind: string; proc: string };
+
+interface Worker {
+  id: string;
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+const reads: Read[] = [];
+const writes: Write[] = [];
+const phases: { name: string; from: number; to: number }[] = [];
+
+function startWorker(id: string, hubUrl: string, redisPort: number, extra: object): Promise<Worker> {
+  const cfg = { id, hub: hubUrl, redisPort, readKeys: [KEY_A, KEY_B, KEY_C], raceKey: KEY_RACE, readers: 2, writeEveryMs: 30, ...extra };
+  const child = fork(WORKER, [], { env: { ...process.env, CK_CONFIG: JSON.stringify(cfg) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.on('message', (msg: { type: string; records?: (string | number | boolean)[][] }) => {
+    if (msg.type !== 'records') return;
+    for (const r of msg.records!) {
+      if (r[0] === 'r') reads.push({ key: r[1] as string, v: r[2] as number, start: r[3] as number, end: r[4] as number, proc: id });
+      else writes.push({ key: r[1] as string, v: r[2] as number, start: r[3] as number, end: r[4] as number, acked: r[5] as boolean, kind: r[6] as string, proc: id });
+    }
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker ${id} not ready within 30 s`)), 30_000);
+    child.once('message', () => {
+      clearTimeout(timer);
+      resolve({ id, child, exited });
+    });
+  });
+}
+
+async function stopWorker(w: Worker): Promise<void> {
+  if (w.child.exitCode !== null || w.child.signalCode !== null) return;
+  w.child.kill('SIGCONT');
+  w.child.send({ type: 'stop' });
+  const timer = setTimeout(() => w.child.kill('SIGKILL'), 5000);
+  await w.exited;
+  clearTimeout(timer);
+}
+
+async function phase(name: string, run: () => Promise<void>): Promise<void> {
+  const from = now();
+  await run();
+  phases.push({ name, from, to: now() });
+  console.log(`  phase ${name}: ${((now() - from) / 1000).toFixed(1)} s, ${reads.length} reads, ${writes.length} writes so far`);
+}
+
+function pct(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+const fmt = (x: number) => (Number.isNaN(x) ? '—' : `${Math.round(x)}`);
+
+interface Verdict {
+  stale: Read[];
+  /** per write: ms from its start to the start of the last read that still returned an older version */
+  staleness: Map<Write, number>;
+}
+
+/**
+ * Stale reads of `key`: versions older than the newest write acknowledged before the read began.
+ * Absent values (version 0) after `redisLostAt` are Redis's lost data, not a stale cache.
+ */
+function judge(key: string, redisLostAt: number): Verdict {
+  const ws = writes.filter((w) => w.key === key).sort((a, b) => a.end - b.end);
+  const acked = ws.filter((w) => w.acked);
+  const rs = reads.filter((r) => r.key === key).sort((a, b) => a.start - b.start);
+  const stale: Read[] = [];
+  let i = 0;
+  let newestAcked = 0;
+  for (const r of rs) {
+    while (i < acked.length && acked[i]!.end < r.start) newestAcked = Math.max(newestAcked, acked[i++]!.v);
+    if (r.v === 0 && r.start >= redisLostAt) continue;
+    if (r.v < newestAcked) stale.push(r);
+  }
+  // staleness of each write: how long after it started did reads still see something older
+  const staleness = new Map<Write, number>();
+  const byStart = [...ws].sort((a, b) => a.start - b.start);
+  for (const w of byStart) staleness.set(w, 0);
+  for (const r of rs) {
+    if (r.v === 0 && r.start >= redisLostAt) continue;
+    // writes newer than r.v that started before r: r was stale for them (visibility lag)
+    for (let j = byStart.length - 1; j >= 0; j--) {
+      const w = byStart[j]!;
+      if (w.start > r.start) continue;
+      if (w.v <= r.v) break;
+      const lag = r.start - w.start;
+      if (lag > staleness.get(w)!) staleness.set(w, lag);
+      if (r.start - w.start > 30_000) break;
+    }
+  }
+  return { stale, staleness };
+}
+
+let redis: RedisServer | undefined;
+let hub: HubProcess | undefined;
+let proxy: TcpProxy | undefined;
+const workers: Worker[] = [];
+
+test.after(async () => {
+  await Promise.allSettled(workers.map(stopWorker));
+  if (hub) {
+    hub.child.kill('SIGCONT');
+    await hub.stop('SIGKILL').catch(() => {});
+  }
+  await proxy?.close();
+  await redis?.stop();
+});
+
+test('no read returns a version older than an acknowledged wrapper write, under every fault', async () => {
+  redis = await RedisServer.start();
+  const seed = new Redis({ port: redis.port, host: '127.0.0.1' });
+  for (const k of [KEY_A, KEY_B, KEY_C, KEY_RACE]) await seed.set(k, '1');
+  seed.disconnect();
+  const configPath = writeConfig(config, 'hotkey-ck-');
+  hub = await HubProcess.start({ args: ['--config', configPath] });
+  const hubPort = hub.port;
+  proxy = await TcpProxy.start(hubPort);
+  const direct = `ws://127.0.0.1:${hubPort}/ws`;
+  const proxied = `ws://127.0.0.1:${proxy.port}/ws`;
+  const [w0, w1, w2] = await Promise.all([
+    startWorker('w0', direct, redis.port, { wrapperWrites: [KEY_A, KEY_RACE] }),
+    startWorker('w1', proxied, redis.port, { wrapperWrites: [KEY_C] }),
+    startWorker('w2', direct, redis.port, { plainWrites: KEY_B }),
+  ]);
+  workers.push(w0!, w1!, w2!);
+  let redisLostAt = Infinity;
+
+  await phase('warm-up', () => sleep(2000));
+  await phase('connected', () => sleep(PHASE_MS));
+  await phase('frozen link (w1)', async () => {
+    proxy!.freeze();
+    await sleep(PHASE_MS);
+    proxy!.thaw();
+    await sleep(1000);
+  });
+  await phase('hub SIGSTOP', async () => {
+    hub!.child.kill('SIGSTOP');
+    await sleep(PHASE_MS);
+    hub!.child.kill('SIGCONT');
+    await sleep(1000);
+  });
+  await phase('hub SIGKILL + restart', async () => {
+    proxy!.freeze(); // w1 reconnects only well after the new hub is up
+    await hub!.stop('SIGKILL');
+    await sleep(1000);
+    hub = await HubProcess.start({ args: ['--config', configPath, '--port', String(hubPort)] });
+    await sleep(1500);
+    proxy!.thaw();
+    await sleep(PHASE_MS);
+  });
+  await phase('reader SIGSTOP (w2)', async () => {
+    w2!.child.kill('SIGSTOP');
+    await sleep(PHASE_MS);
+    w2!.child.kill('SIGCONT');
+    await sleep(1000);
+  });
+  await phase('reader SIGKILL (w2) + new reader', async () => {
+    w2!.child.kill('SIGKILL');
+    await w2!.exited;
+    const w3 = await startWorker('w3', direct, redis!.port, { plainWrites: KEY_B });
+    workers.push(w3);
+    await sleep(PHASE_MS);
+  });
+  await phase('Redis restart', async () => {
+    redisLostAt = now();
+    await redis!.restart();
+    await sleep(PHASE_MS);
+  });
+  await Promise.all(workers.map(stopWorker));
+
+  // ---- verdict ----
+  const wrapperKeys = [KEY_A, KEY_C];
+  const verdicts = new Map([KEY_A, KEY_B, KEY_C, KEY_RACE].map((k) => [k, judge(k, redisLostAt)] as const));
+  const phaseOf = (t: number) => phases.find((p) => t >= p.from && t < p.to)?.name ?? 'after';
+  console.log(`\n  ${reads.length} reads, ${writes.length} writes (${writes.filter((w) => w.acked).length} acknowledged)`);
+  console.log('  phase                              reads   stale(wrapper) stale(race) stale(outside)  write ms p50/p99 (wrapper, w0)  staleness ms p50/p99/max wrapper | outside');
+  for (const p of phases) {
+    const inP = (t: number) => t >= p.from && t < p.to;
+    const staleOf = (k: string) => verdicts.get(k)!.stale.filter((r) => inP(r.start)).length;
+    const lat = writes.filter((w) => w.kind === 'wrapper' && w.proc === 'w0' && w.key === KEY_A && w.acked && inP(w.start)).map((w) => w.end - w.start).sort((a, b) => a - b);
+    const stalenessOf = (keys: string[]) =>
+      keys
+        .flatMap((k) => [...verdicts.get(k)!.staleness].filter(([w]) => inP(w.start) && w.acked).map(([, ms]) => ms))
+        .sort((a, b) => a - b);
+    const sw = stalenessOf(wrapperKeys);
+    const so = stalenessOf([KEY_B]);
+    console.log(
+      `  ${p.name.padEnd(34)} ${String(reads.filter((r) => inP(r.start)).length).padStart(6)}   ${String(wrapperKeys.reduce((n, k) => n + staleOf(k), 0)).padStart(6)}        ${String(staleOf(KEY_RACE)).padStart(5)}      ${String(staleOf(KEY_B)).padStart(6)}         ${fmt(pct(lat, 50))}/${fmt(pct(lat, 99))} (n=${lat.length})`.padEnd(150) +
+        `${fmt(pct(sw, 50))}/${fmt(pct(sw, 99))}/${fmt(sw.at(-1) ?? Number.NaN)} | ${fmt(pct(so, 50))}/${fmt(pct(so, 99))}/${fmt(so.at(-1) ?? Number.NaN)}`,
+    );
+  }
+  for (const k of [...wrapperKeys, KEY_RACE]) {
+    for (const r of verdicts.get(k)!.stale.slice(0, 5)) console.log(`  STALE ${k} v${r.v} read by ${r.proc} at ${phaseOf(r.start)} +${Math.round(r.start - phases[0]!.from)} ms`);
+  }
+  const readsOf = (k: string) => reads.filter((r) => r.key === k).length;
+  for (const k of [KEY_A, KEY_B, KEY_C, KEY_RACE]) assert.ok(readsOf(k) > 1000, `${k}: only ${readsOf(k)} reads`);
+  assert.ok(writes.filter((w) => w.key === KEY_A && w.acked).length > 50, 'wrapper writes were acknowledged');
+  for (const k of wrapperKeys) assert.is(verdicts.get(k)!.stale.length, 0, `stale reads of ${k} (wrapper writes)`);
+  assert.is(verdicts.get(KEY_RACE)!.stale.length, 0, 'stale reads of the slow-fill key (Lettuce #3481 race)');
+});
+
+test.run();

@@ -1,0 +1,140 @@
+/**
+ * One process of the consistency checker (consistency-checker.test.ts): an SDK instance with an
+ * ioredis client wrapped by withHotKeys, running reader loops and, by role, a wrapper writer or
+ * a plain-ioredis (outside) writer. Every operation is recorded with times on one clock shared
+ * by every process of the machine (performance.timeOrigin + performance.now()) and sent to the
+ * parent in batches over IPC. Configured by the CK_CONFIG environment variable (JSON).
+ *
+ * Records (arrays, to keep IPC small):
+ *   ['r', key, version, start, end]                    a read (version 0: the key was absent)
+ *   ['w', key, version, start, end, acked, kind]       a write; acked: the call resolved and its
+ *                                                      invalidation was acknowledged
+ */
+import { HotKeyClient } from '@hotkey/sdk';
+import { withHotKeys } from '@hotkey/sdk/ioredis';
+import { Redis } from 'ioredis';
+
+interface Config {
+  id: string;
+  hub: string;
+  redisPort: number;
+  /** keys read through the wrapper */
+  readKeys: string[];
+  /** key read through hk.get with a slow loader (the fill race) */
+  raceKey?: string;
+  readers: number;
+  /** key this process writes through the wrapper */
+  wrapperWrites?: string[];
+  /** key this process writes with a plain ioredis client (outside the SDK) */
+  plainWrites?: string;
+  writeEveryMs: number;
+}
+
+const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
+const now = (): number => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const tick = () => new Promise<void>((r) => setImmediate(r));
+
+type Rec = (string | number | boolean)[];
+let batch: Rec[] = [];
+let running = true;
+
+const hk = new HotKeyClient({ app: 'ck', hubs: [cfg.hub], instanceId: cfg.id, reconnectMinMs: 50, reconnectMaxMs: 300 });
+hk.on('error', () => {});
+const redisOpts = { port: cfg.redisPort, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100, lazyConnect: false };
+let invalidateFailed = new Set<string>();
+const redis = withHotKeys(new Redis(redisOpts), hk, { onInvalidateError: (_err, key) => invalidateFailed.add(key) });
+const plain = new Redis(redisOpts);
+redis.on('error', () => {});
+plain.on('error', () => {});
+
+async function readLoop(): Promise<void> {
+  let n = 0;
+  while (running) {
+    for (const key of cfg.readKeys) {
+      const start = now();
+      try {
+        const v = await redis.get(key);
+        batch.push(['r', key, v === null ? 0 : Number(v), start, now()]);
+      } catch {
+        // Redis down: no read to judge
+      }
+    }
+    if (cfg.raceKey !== undefined) {
+      const key = cfg.raceKey;
+      const start = now();
+      try {
+        // a slow fill: the value is read, then held back — an invalidation lands in between
+        const v = await hk.get(key, async () => {
+          const value = await plain.get(key);
+          await sleep(15);
+          return value;
+        });
+        batch.push(['r', key, v === null ? 0 : Number(v), start, now()]);
+      } catch {
+        // Redis down
+      }
+    }
+    // yield to I/O: hot reads resolve as microtasks and would starve the sockets
+    if (++n % 8 === 0) await sleep(2);
+    else await tick();
+  }
+}
+
+async function wrapperWriter(key: string): Promise<void> {
+  let version = Math.floor(now()); // grows across restarts of this process
+  while (running) {
+    const v = ++version;
+    const start = now();
+    invalidateFailed.delete(key);
+    let acked = false;
+    try {
+      await redis.set(key, String(v));
+      acked = !invalidateFailed.has(key);
+    } catch {
+      acked = false;
+    }
+    batch.push(['w', key, v, start, now(), acked, 'wrapper']);
+    await sleep(cfg.writeEveryMs);
+  }
+}
+
+async function plainWriter(key: string): Promise<void> {
+  let version = Math.floor(now());
+  while (running) {
+    const v = ++version;
+    const start = now();
+    let ok = false;
+    try {
+      await plain.set(key, String(v));
+      ok = true;
+    } catch {
+      ok = false;
+    }
+    batch.push(['w', key, v, start, now(), ok, 'plain']);
+    await sleep(cfg.writeEveryMs);
+  }
+}
+
+const flusher = setInterval(() => {
+  if (batch.length === 0) return;
+  process.send?.({ type: 'records', records: batch });
+  batch = [];
+}, 100);
+
+process.on('message', (msg: { type: string }) => {
+  if (msg.type !== 'stop') return;
+  running = false;
+  clearInterval(flusher);
+  process.send?.({ type: 'records', records: batch }, () => {
+    batch = [];
+    void Promise.allSettled([hk.close(), redis.quit(), plain.quit()]).finally(() => process.exit(0));
+  });
+});
+
+const loops: Promise<void>[] = [];
+for (let i = 0; i < cfg.readers; i++) loops.push(readLoop());
+for (const key of cfg.wrapperWrites ?? []) loops.push(wrapperWriter(key));
+if (cfg.plainWrites !== undefined) loops.push(plainWriter(cfg.plainWrites));
+process.send?.({ type: 'ready' });
+void invalidateFailed;

@@ -1,0 +1,78 @@
+/**
+ * A TCP proxy on 127.0.0.1:0 in front of one upstream port, for fault tests: `freeze()` stops
+ * forwarding in both directions (bytes wait in the kernel buffers, the sockets stay open — a
+ * partition that neither side can tell from a slow peer), `thaw()` resumes. Connections accepted
+ * while frozen are held too. Every socket is destroyed on `close()`.
+ */
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { once } from 'node:events';
+
+export class TcpProxy {
+  readonly #server: Server;
+  readonly #pairs = new Set<[Socket, Socket]>();
+  #frozen = false;
+  port = 0;
+
+  private constructor(upstreamPort: () => number) {
+    this.#server = createServer((client) => {
+      const upstream = createConnection({ host: '127.0.0.1', port: upstreamPort() });
+      const pair: [Socket, Socket] = [client, upstream];
+      this.#pairs.add(pair);
+      client.pipe(upstream);
+      upstream.pipe(client);
+      const end = () => {
+        this.#pairs.delete(pair);
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('error', end).on('close', end);
+      upstream.on('error', end).on('close', end);
+      if (this.#frozen) this.#pause(pair);
+    });
+  }
+
+  /** `upstreamPort` is read per connection, so a restarted upstream on a new port is followed. */
+  static async start(upstreamPort: number | (() => number)): Promise<TcpProxy> {
+    const proxy = new TcpProxy(typeof upstreamPort === 'number' ? () => upstreamPort : upstreamPort);
+    proxy.#server.listen(0, '127.0.0.1');
+    await once(proxy.#server, 'listening');
+    proxy.port = (proxy.#server.address() as { port: number }).port;
+    return proxy;
+  }
+
+  get frozen(): boolean {
+    return this.#frozen;
+  }
+
+  freeze(): void {
+    this.#frozen = true;
+    for (const pair of this.#pairs) this.#pause(pair);
+  }
+
+  thaw(): void {
+    this.#frozen = false;
+    for (const [a, b] of this.#pairs) {
+      a.pipe(b);
+      b.pipe(a);
+      a.resume();
+      b.resume();
+    }
+  }
+
+  #pause([a, b]: [Socket, Socket]): void {
+    // unpipe first: a pipe resumes its source on 'drain'
+    a.unpipe(b);
+    b.unpipe(a);
+    a.pause();
+    b.pause();
+  }
+
+  async close(): Promise<void> {
+    for (const [a, b] of this.#pairs) {
+      a.destroy();
+      b.destroy();
+    }
+    this.#pairs.clear();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+}
