@@ -28,7 +28,7 @@ const WORKER = fileURLToPath(new URL('./consistency-worker.ts', import.meta.url)
 const now = (): number => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** fault phases are short: the whole file stays under about a minute on two busy cores */
-const PHASE_MS = Number(process.env.CK_PHASE_MS ?? 3500);
+const PHASE_MS = Number(process.env.CK_PHASE_MS ?? 3000);
 
 const KEY_A = 'ck:a'; // wrapper writes, from worker w0 (direct link)
 const KEY_C = 'ck:c'; // wrapper writes, from worker w1 (behind the proxy)
