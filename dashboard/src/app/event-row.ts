@@ -11,7 +11,7 @@ export function eventRow(e: FeedEvent, withKey = true): HTMLTableRowElement {
         : ''
       : e.type === 'demote'
         ? (e.reason ?? '')
-        : '';
+        : invalidationDetail(e);
   return el(
     'tr',
     { class: `ev ev-${e.type}`, 'data-testid': 'event-row' },
@@ -20,11 +20,22 @@ export function eventRow(e: FeedEvent, withKey = true): HTMLTableRowElement {
     withKey ? el('td', {}, e.app) : null,
     withKey ? el('td', { class: 'key' }, el('a', { href: `#/key/${encodeURIComponent(e.app)}/${encodeURIComponent(e.key)}` }, e.key)) : null,
     el('td', { class: 'num' }, e.type === 'invalidate' ? '' : formatQps(e.qps)),
-    el('td', { class: e.type === 'promote' ? 'latency' : 'muted' }, detail),
+    el('td', { class: e.type === 'promote' ? 'latency' : e.fenced !== undefined ? 'fenced' : 'muted', title: e.fenced !== undefined ? `fenced: ${e.fenced.join(', ')}` : '' }, detail),
     el('td', { class: 'muted' }, e.hub),
   );
 }
 
+/**
+ * An SDK's invalidation: when the hub acked it and which instances it fenced (their lease lapsed
+ * instead of a confirmation), or that it was never acked. A manual one is not acked at all.
+ */
+function invalidationDetail(e: FeedEvent): string {
+  if (e.acked === false) return 'not acked';
+  if (e.ackMs === undefined) return '';
+  const acked = `acked in ${Math.round(e.ackMs)} ms`;
+  return e.fenced === undefined || e.fenced.length === 0 ? acked : `${acked} · fenced ${e.fenced.join(', ')}`;
+}
+
 export function eventHeader(withKey = true): HTMLTableSectionElement {
-  return el('thead', {}, el('tr', {}, ...['Time', 'Event', ...(withKey ? ['App', 'Key'] : []), 'QPS', 'Latency / reason', 'Hub'].map((h) => el('th', { class: h === 'QPS' ? 'num' : '' }, h))));
+  return el('thead', {}, el('tr', {}, ...['Time', 'Event', ...(withKey ? ['App', 'Key'] : []), 'QPS', 'Latency / reason / ack', 'Hub'].map((h) => el('th', { class: h === 'QPS' ? 'num' : '' }, h))));
 }
