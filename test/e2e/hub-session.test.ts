@@ -136,6 +136,16 @@ test('an SDK that never applies is fenced once its lease lapsed (no renewal mean
   assert.is(ack2.id, 2);
   assert.ok(ack2.fenced.includes('to-s'), `fenced: ${ack2.fenced}`);
   assert.ok(Date.now() - t0 >= 350, 'a closed socket is no proof: its lease is waited out');
+
+  // visible: the event carries the ack time and the fenced instance; /metrics the lag histogram
+  const events = (await (await fetch(`${e2e.hub.httpUrl}/api/events?since=0`)).json()) as { events: { type: string; key: string; ackMs?: number; fenced?: string[] }[] };
+  const acked = events.events.filter((e) => e.type === 'invalidate' && e.key === 'item:t');
+  assert.is(acked.length, 2);
+  assert.ok(acked.every((e) => typeof e.ackMs === 'number' && e.ackMs >= 300 && e.fenced?.includes('to-s')), JSON.stringify(acked));
+  const metrics = await (await fetch(`${e2e.hub.httpUrl}/metrics`)).text();
+  assert.match(metrics, /# TYPE hotkey_invalidation_lag_ms histogram/);
+  assert.match(metrics, /hotkey_invalidation_lag_ms_bucket\{le="500"\} \d+/);
+  assert.match(metrics, /hotkey_invalidations_fenced_total [1-9]/);
 });
 
 const badInputs: { name: string; run: (c: RawClient) => void; code: number; error?: string }[] = [
