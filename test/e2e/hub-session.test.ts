@@ -116,11 +116,13 @@ test('an SDK that never applies is fenced once its lease lapsed (no renewal mean
   const inv = await w.client.next(MsgType.Invalidate);
   w.client.send({ t: MsgType.Applied, seq: inv.seq });
   await silent.client.next(MsgType.Invalidate);
-  silent.client.send({ t: MsgType.Lease, id: 2 }); // behind the pending invalidation: refused
+  await new Promise((r) => setTimeout(r, 100));
+  silent.client.send({ t: MsgType.Lease, id: 2 }); // behind an invalidation older than leaseMs / 8: refused
   const ack = await w.client.next(MsgType.Ack, 3000);
   assert.is(ack.id, 1);
   assert.ok(ack.fenced.includes('to-s') && !ack.fenced.includes('to-w'), `fenced: ${ack.fenced}`);
   assert.ok(Date.now() - started >= 350, 'waited out the 400 ms lease');
+  assert.ok(ack.ms >= 350 && ack.ms < 1000, `ack.ms ${ack.ms}`);
   assert.not.ok(silent.client.pending().some((m) => m.t === MsgType.Grant), 'no lease renewal while behind the invalidation');
 
   silent.client.send({ t: MsgType.Applied, seq: inv.seq });

@@ -273,10 +273,12 @@ export class HubCore implements SessionHost {
   lease(session: Session, id: number): void {
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
-    // A session behind the oldest pending invalidation gets no renewal: its lease must run out
-    // (or it must apply) before that ack; its next request, once it applied, is granted.
-    if (app.invalidations.blocks(session.appliedSeq)) return;
-    session.leaseUntil = this.#clock() + this.tunables.leaseMs;
+    // A session lagging behind an invalidation for longer than a round trip should take gets no
+    // renewal: its lease must run out (or it must apply) before that ack; once it applied, its
+    // next request is granted.
+    const now = this.#clock();
+    if (app.invalidations.blocks(session.appliedSeq, now)) return;
+    session.leaseUntil = now + this.tunables.leaseMs;
     app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Grant, id, ms: this.tunables.leaseMs }));
   }
 
@@ -536,7 +538,7 @@ export class HubCore implements SessionHost {
       sessions: new Set(),
       sessionByPeer: new Map(),
       sessionsByInstance: new Map(),
-      invalidations: new InvalidationTracker({ notBefore: this.#ackNotBefore }),
+      invalidations: new InvalidationTracker({ notBefore: this.#ackNotBefore, graceMs: this.tunables.leaseMs / 8 }),
       lingering: new Set(),
       waiters: undefined,
       configTimer: undefined,

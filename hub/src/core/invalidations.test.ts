@@ -55,16 +55,20 @@ test('notBefore: a restarted hub acks nothing until one lease after its start, e
   assert.equal(out, [{ fenced: [], ms: 1990 }]);
 });
 
-test('blocks: a session behind the oldest pending seq gets no lease renewal', () => {
-  const t = new InvalidationTracker();
-  const a = waiter('a', 1000);
-  assert.not.ok(t.blocks(0), 'nothing pending');
+test('blocks: no lease renewal for a session lagging behind an invalidation older than graceMs (any pending one, not only the oldest)', () => {
+  const t = new InvalidationTracker({ graceMs: 250 });
+  const a = waiter('a', 1e9);
+  assert.not.ok(t.blocks(0, 0), 'nothing pending');
   t.track(3, [a], 0, () => {});
-  assert.ok(t.blocks(2));
-  assert.not.ok(t.blocks(3));
-  a.appliedSeq = 3;
-  t.settle(1);
-  assert.not.ok(t.blocks(0));
+  assert.not.ok(t.blocks(2, 249), 'a fresh invalidation: a healthy session is just a round trip behind');
+  assert.ok(t.blocks(2, 250));
+  assert.not.ok(t.blocks(3, 1000), 'applied');
+  t.track(5, [a], 900, () => {});
+  assert.not.ok(t.blocks(3, 1000), 'behind only a fresh one');
+  assert.ok(t.blocks(3, 1150), 'behind the second, which is old now, though the first is applied');
+  a.appliedSeq = 5;
+  t.settle(1200);
+  assert.not.ok(t.blocks(0, 5000), 'all acked');
 });
 
 test('one instance fenced through two sessions is named once', () => {

@@ -13,8 +13,12 @@
  * Cheap at high rates: within an app seqs grow and each session's applied seq only grows, so a
  * later pending invalidation can never complete before an earlier one. Pending entries form a
  * FIFO; only the head is checked, with a cursor that moves past satisfied waiters once each. A
- * waiter passed by lease lapse stays passed: the hub grants no lease to a session that has not
- * applied the head's seq (`blocks`), so a lapsed lease is not renewed under the head's feet.
+ * waiter passed by lease lapse stays passed: the hub grants no lease to a session that lags
+ * behind an invalidation broadcast more than `graceMs` ago (`blocks`), so a partitioned session
+ * cannot keep renewing (a one-way partition, or a session that stopped applying) and a lapsed
+ * lease is not renewed under the head's feet. A healthy session lags only for its round trip, so
+ * under a steady stream of writes it is still renewed. The wait for an instance that does not
+ * apply is therefore at most graceMs + the lease.
  * Time is the caller's monotonic clock, passed in; no timers here (`settle(now)` runs each tick).
  * Consecutive entries share one waiter array while the app's sessions do not change.
  */
@@ -50,11 +54,14 @@ export interface InvalidationTrackerOptions {
   maxPending?: number;
   /** no ack before this time (hub start + one lease) @default 0 */
   notBefore?: number;
+  /** a session lagging behind an invalidation older than this gets no lease renewal @default 250 */
+  graceMs?: number;
 }
 
 export class InvalidationTracker {
   readonly #maxPending: number;
   readonly #notBefore: number;
+  readonly #graceMs: number;
   #queue: Pending[] = [];
   #head = 0;
   /** invalidations dropped unacknowledged (over maxPending, or hub shutdown) */
@@ -63,6 +70,7 @@ export class InvalidationTracker {
   constructor(options: InvalidationTrackerOptions = {}) {
     this.#maxPending = options.maxPending ?? 100_000;
     this.#notBefore = options.notBefore ?? 0;
+    this.#graceMs = options.graceMs ?? 250;
   }
 
   get pending(): number {
@@ -70,11 +78,21 @@ export class InvalidationTracker {
   }
 
   /**
-   * True when `session` must not get a lease now: it has not applied the oldest invalidation
-   * still waiting (renewing it would let a partitioned instance hold the ack off for ever).
+   * True when a session that applied up to `appliedSeq` must not get a lease at `now`: the oldest
+   * pending invalidation it has not applied was tracked over `graceMs` ago (renewing it would let
+   * a partitioned instance hold acks off for ever).
    */
-  blocks(appliedSeq: number): boolean {
-    return this.pending > 0 && appliedSeq < this.#queue[this.#head]!.seq;
+  blocks(appliedSeq: number, now: number): boolean {
+    const q = this.#queue;
+    let lo = this.#head;
+    let hi = q.length;
+    // seqs grow along the queue: the first entry the session has not applied
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (q[mid]!.seq <= appliedSeq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < q.length && now - q[lo]!.at >= this.#graceMs;
   }
 
   /** Waits for `waiters` to apply `seq` or be fenced; `done` is called exactly once. */
