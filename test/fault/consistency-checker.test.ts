@@ -18,6 +18,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
@@ -213,8 +214,13 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   const wrapperKeys = [KEY_A, KEY_C];
   const verdicts = new Map([KEY_A, KEY_B, KEY_C, KEY_RACE].map((k) => [k, judge(k, redisLostAt)] as const));
   const phaseOf = (t: number) => phases.find((p) => t >= p.from && t < p.to)?.name ?? 'after';
-  console.log(`\n  ${reads.length} reads, ${writes.length} writes (${writes.filter((w) => w.acked).length} acknowledged)`);
-  console.log('  phase                              reads   stale(wrapper) stale(race) stale(outside)  write ms p50/p99 (wrapper, w0)  staleness ms p50/p99/max wrapper | outside');
+  const report: string[] = [];
+  const log = (line: string) => {
+    report.push(line);
+    console.log(line);
+  };
+  log(`\n  ${reads.length} reads, ${writes.length} writes (${writes.filter((w) => w.acked).length} acknowledged)`);
+  log('  phase                              reads   stale(wrapper) stale(race) stale(outside)  write ms p50/p99 (wrapper, w0)  staleness ms p50/p99/max wrapper | outside');
   for (const p of phases) {
     const inP = (t: number) => t >= p.from && t < p.to;
     const staleOf = (k: string) => verdicts.get(k)!.stale.filter((r) => inP(r.start)).length;
@@ -225,14 +231,18 @@ test('no read returns a version older than an acknowledged wrapper write, under 
         .sort((a, b) => a - b);
     const sw = stalenessOf(wrapperKeys);
     const so = stalenessOf([KEY_B]);
-    console.log(
+    log(
       `  ${p.name.padEnd(34)} ${String(reads.filter((r) => inP(r.start)).length).padStart(6)}   ${String(wrapperKeys.reduce((n, k) => n + staleOf(k), 0)).padStart(6)}        ${String(staleOf(KEY_RACE)).padStart(5)}      ${String(staleOf(KEY_B)).padStart(6)}         ${fmt(pct(lat, 50))}/${fmt(pct(lat, 99))} (n=${lat.length})`.padEnd(150) +
         `${fmt(pct(sw, 50))}/${fmt(pct(sw, 99))}/${fmt(sw.at(-1) ?? Number.NaN)} | ${fmt(pct(so, 50))}/${fmt(pct(so, 99))}/${fmt(so.at(-1) ?? Number.NaN)}`,
     );
   }
   for (const k of [...wrapperKeys, KEY_RACE]) {
-    for (const r of verdicts.get(k)!.stale.slice(0, 5)) console.log(`  STALE ${k} v${r.v} read by ${r.proc} at ${phaseOf(r.start)} +${Math.round(r.start - phases[0]!.from)} ms`);
+    for (const r of verdicts.get(k)!.stale.slice(0, 5)) log(`  STALE ${k} v${r.v} read by ${r.proc} at ${phaseOf(r.start)} +${Math.round(r.start - phases[0]!.from)} ms`);
   }
+  // the figures outlive the run (the runner shows a passing file's output only on failure)
+  const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url));
+  mkdirSync(artifacts, { recursive: true });
+  writeFileSync(`${artifacts}consistency-checker.txt`, `${report.join('\n')}\n`);
   const readsOf = (k: string) => reads.filter((r) => r.key === k).length;
   for (const k of [KEY_A, KEY_B, KEY_C, KEY_RACE]) assert.ok(readsOf(k) > 1000, `${k}: only ${readsOf(k)} reads`);
   assert.ok(writes.filter((w) => w.key === KEY_A && w.acked).length > 50, 'wrapper writes were acknowledged');
