@@ -45,7 +45,7 @@ export class Hub {
   readonly #feed: DashboardFeed | undefined;
   readonly #host: string;
   readonly #advertiseUrl: string | undefined;
-  readonly #tick: NodeJS.Timeout;
+  readonly #tickTimer: NodeJS.Timeout; // drives core.tick(): demotions, sweeps, feed samples
   #closing: Promise<void> | undefined;
   ready = false;
 
@@ -60,8 +60,8 @@ export class Hub {
     this.#host = parts.host;
     this.#advertiseUrl = parts.advertiseUrl;
     this.open = parts.open;
-    this.#tick = setInterval(() => this.core.tick(), this.core.tunables.tickMs);
-    this.#tick.unref();
+    this.#tickTimer = setInterval(() => this.core.tick(), this.core.tunables.tickMs);
+    this.#tickTimer.unref();
   }
 
   get port(): number {
@@ -87,7 +87,7 @@ export class Hub {
 
   async #close(): Promise<void> {
     this.ready = false;
-    clearInterval(this.#tick);
+    clearInterval(this.#tickTimer);
     try {
       await this.coordinator.leave();
     } catch {
