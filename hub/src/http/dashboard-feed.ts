@@ -305,8 +305,8 @@ export class DashboardFeed {
         heapUsed: s.heapUsed,
         rss: s.rss,
         redis: s.redis,
-        hot: hotByHub.get(s.id) ?? 0,
-        instances: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instanceRows.length,
+        hotCount: hotByHub.get(s.id) ?? 0,
+        instanceCount: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instanceRows.length,
         updatedAt: s.updatedAt,
       }));
   }
