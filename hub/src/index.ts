@@ -9,6 +9,4 @@ export { loadHubConfig, parseHubConfig } from './server/config.ts';
 export type { AppConfig, HubConfig } from './server/config.ts';
 export { Aggregator } from './core/aggregator.ts';
 export type { AggregatorOptions, AggregatorListener, DemoteReason, HotKeyView } from './core/aggregator.ts';
-export { HttpErrorCode } from './http/http-api.ts';
-export type { ApiErrorCode } from './http/http-api.ts';
 export type { AppSummary, HotKeyRow, InstanceRow } from './core/hub-core.ts';

@@ -3,7 +3,7 @@
  * acks, Config/Members fan-out, periodic status. The socket adapter feeds it sessions; the HTTP API
  * reads and commands it. Talks to the rest of the cluster only through the Coordinator.
  */
-import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { AuthError, CapacityError, closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { Ownership } from '@hotkey/sdk/ownership';
 import {
   CloseCode,
@@ -180,12 +180,12 @@ export class HubCore implements SessionHost {
     const auth = isValidAppName(hello.app) ? this.coordinator.app(hello.app) : undefined;
     if (auth === undefined) refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `unknown app "${hello.app.slice(0, 64)}"`);
     if (auth.token !== undefined && !tokenMatches(hello.token, auth.token)) {
-      refuse(ErrorCode.Auth, CloseCode.Auth, hello.token === undefined ? `app "${hello.app}" requires a token` : `wrong token for app "${hello.app}"`);
+      throw new AuthError(hello.token === undefined ? `app "${hello.app}" requires a token` : `wrong token for app "${hello.app}"`, CloseCode.Auth);
     }
     const app = this.#app(hello.app);
     if (app === undefined) refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `this hub keeps state for at most ${this.tunables.maxApps} apps`);
     if (app.sessions.size >= this.tunables.maxSessionsPerApp) {
-      refuse(ErrorCode.OverCapacity, CloseCode.OverCapacity, `app "${hello.app}" has ${app.sessions.size} connections, the most this hub accepts`);
+      throw new CapacityError(`app "${hello.app}" has ${app.sessions.size} connections, the most this hub accepts`, CloseCode.OverCapacity);
     }
 
     this.#awaitingHello.delete(session);
@@ -281,7 +281,7 @@ export class HubCore implements SessionHost {
 
   faulted(session: Session, err: unknown): void {
     this.metrics.protocolErrors++;
-    if (!(err instanceof ProtocolError)) this.#log(`session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`);
+    if (closeCodeOf(err) === undefined) this.#log(`session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`);
   }
 
   // ---- commands from the API ----

@@ -16,36 +16,17 @@ import type { HubCore } from '../core/hub-core.ts';
 import { clusterHotRows, clusterInstanceRows } from './cluster-view.ts';
 import { renderMetrics, type FeedCounters } from './metrics.ts';
 
-/** Error codes only the HTTP API uses; with ErrorCode (@hotkey/sdk) they make up ApiErrorCode. */
-export const HttpErrorCode = {
-  /** no such route, or no such app */
-  NotFound: 'HK_ERR_NOT_FOUND',
-  /** the route exists but not for this method */
-  Method: 'HK_ERR_METHOD',
-  /** body is not valid JSON or lacks a field */
-  BadRequest: 'HK_ERR_BAD_REQUEST',
-  /** body over the hub's limit */
-  TooLarge: 'HK_ERR_BODY_TOO_LARGE',
-  /** a fault inside the hub (logged) */
-  Internal: 'HK_ERR_INTERNAL',
-  /** the hub that owns the key (its QPS history, its promotion) did not answer within 1 s, or answered garbage */
-  OwnerUnreachable: 'HK_ERR_OWNER_UNREACHABLE',
-} as const;
-export type HttpErrorCode = (typeof HttpErrorCode)[keyof typeof HttpErrorCode];
+const API_ERROR_CODES: ReadonlySet<string> = new Set<string>(Object.values(ErrorCode));
 
-/** Every code an API error answer can carry: one `HK_ERR_*` namespace. */
-export type ApiErrorCode = ErrorCode | HttpErrorCode;
-const API_ERROR_CODES: ReadonlySet<string> = new Set<string>([...Object.values(ErrorCode), ...Object.values(HttpErrorCode)]);
-
-/** An API refusal: its HTTP status, its `HK_ERR_*` code, and the field at fault when there is one. */
-export class HttpError extends Error {
+/** An API refusal: its HTTP status, its `HK_ERR_*` code (ErrorCode), and the field at fault when there is one. */
+export class HttpError extends HotKeyError {
   constructor(
     readonly status: number,
-    readonly code: ApiErrorCode,
+    code: ErrorCode,
     message: string,
     readonly field?: string,
   ) {
-    super(message);
+    super(code, message);
     this.name = 'HttpError';
   }
 }
@@ -114,20 +95,20 @@ function sendError(res: ServerResponse, err: HttpError): void {
 
 async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) throw new HttpError(413, HttpErrorCode.TooLarge, `body of ${declared} bytes exceeds ${limit}`);
+  if (Number.isFinite(declared) && declared > limit) throw new HttpError(413, ErrorCode.BodyTooLarge, `body of ${declared} bytes exceeds ${limit}`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > limit) throw new HttpError(413, HttpErrorCode.TooLarge, `body exceeds ${limit} bytes`);
+    if (size > limit) throw new HttpError(413, ErrorCode.BodyTooLarge, `body exceeds ${limit} bytes`);
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') throw new HttpError(400, HttpErrorCode.BadRequest, 'request body must be JSON');
+  if (text.trim() === '') throw new HttpError(400, ErrorCode.BadRequest, 'request body must be JSON');
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new HttpError(400, HttpErrorCode.BadRequest, `body is not valid JSON: ${(err as Error).message}`);
+    throw new HttpError(400, ErrorCode.BadRequest, `body is not valid JSON: ${(err as Error).message}`);
   }
 }
 
@@ -135,7 +116,7 @@ function intParam(params: URLSearchParams, name: string, fallback: number, max =
   const raw = params.get(name);
   if (raw === null || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > max) throw new HttpError(400, HttpErrorCode.BadRequest, `query parameter "${name}" must be an integer in [0, ${max}]`, name);
+  if (!Number.isInteger(n) || n < 0 || n > max) throw new HttpError(400, ErrorCode.BadRequest, `query parameter "${name}" must be an integer in [0, ${max}]`, name);
   return n;
 }
 
@@ -155,7 +136,7 @@ function checkedKey(key: unknown): string {
   try {
     assertKey(key);
   } catch (err) {
-    if (err instanceof ProtocolError) throw new HttpError(400, err.code === ErrorCode.KeyTooLong ? ErrorCode.KeyTooLong : HttpErrorCode.BadRequest, err.message, 'key');
+    if (err instanceof ProtocolError) throw new HttpError(400, err.code === ErrorCode.KeyTooLong ? ErrorCode.KeyTooLong : ErrorCode.BadRequest, err.message, 'key');
     throw err;
   }
   return key;
@@ -163,7 +144,7 @@ function checkedKey(key: unknown): string {
 
 function keyOf(body: unknown): string {
   const key = (body as { key?: unknown } | null)?.key;
-  if (typeof body !== 'object' || body === null || key === undefined) throw new HttpError(400, HttpErrorCode.BadRequest, 'body must be {"key": "…"}', 'key');
+  if (typeof body !== 'object' || body === null || key === undefined) throw new HttpError(400, ErrorCode.BadRequest, 'body must be {"key": "…"}', 'key');
   return checkedKey(key);
 }
 
@@ -171,7 +152,7 @@ function appOfPath(encoded: string): string {
   try {
     return decodeURIComponent(encoded);
   } catch {
-    throw new HttpError(400, HttpErrorCode.BadRequest, 'app name in the path is not valid percent-encoding');
+    throw new HttpError(400, ErrorCode.BadRequest, 'app name in the path is not valid percent-encoding');
   }
 }
 
@@ -239,7 +220,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     request: { path: string; body?: unknown; what: string; expected: (body: Record<string, unknown>) => boolean },
   ): Promise<unknown> {
     const base = httpBaseOf(owner.url);
-    if (base === undefined) throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" but advertises no usable URL (${owner.url.slice(0, 100) || 'none'})`);
+    if (base === undefined) throw new HttpError(502, ErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" but advertises no usable URL (${owner.url.slice(0, 100) || 'none'})`);
     const headers: Record<string, string> = { accept: 'application/json', [FORWARDED_HEADER]: core.id };
     if (req.headers.authorization !== undefined) headers.authorization = req.headers.authorization;
     const init: RequestInit = { headers, signal: AbortSignal.timeout(OWNER_TIMEOUT_MS) };
@@ -256,7 +237,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       text = await res.text();
     } catch (err) {
       const why = (err as Error).name === 'TimeoutError' ? `no answer within ${OWNER_TIMEOUT_MS} ms` : (err as Error).message;
-      throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" and must answer ${request.what}, but ${base} cannot be reached: ${why}`);
+      throw new HttpError(502, ErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" and must answer ${request.what}, but ${base} cannot be reached: ${why}`);
     }
     let body: { error?: { code?: unknown; message?: unknown } } | undefined;
     try {
@@ -267,9 +248,9 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     if (status === 200 && typeof body === 'object' && body !== null && request.expected(body as Record<string, unknown>)) return body;
     const error = body?.error;
     if (status !== 200 && typeof error?.code === 'string' && API_ERROR_CODES.has(error.code) && typeof error.message === 'string') {
-      throw new HttpError(status, error.code as ApiErrorCode, `hub ${owner.id}: ${error.message}`);
+      throw new HttpError(status, error.code as ErrorCode, `hub ${owner.id}: ${error.message}`);
     }
-    throw new HttpError(502, HttpErrorCode.OwnerUnreachable, `hub ${owner.id} (${base}) answered HTTP ${status} without ${request.what}`);
+    throw new HttpError(502, ErrorCode.OwnerUnreachable, `hub ${owner.id} (${base}) answered HTTP ${status} without ${request.what}`);
   }
 
   // ---- handlers ----
@@ -321,7 +302,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
   async function keyQps({ req, res, query, params }: RequestContext): Promise<void> {
     const app = knownApp(params[0]);
     const raw = query.get('key');
-    if (raw === null) throw new HttpError(400, HttpErrorCode.BadRequest, 'query parameter "key" is required (URL-encoded)', 'key');
+    if (raw === null) throw new HttpError(400, ErrorCode.BadRequest, 'query parameter "key" is required (URL-encoded)', 'key');
     const key = checkedKey(raw);
     const owner = remoteOwner(req, key);
     if (owner === undefined) return sendJson(res, 200, { app, key, hub: core.id, stepMs: core.qpsHistory.stepMs, points: core.qpsPoints(app, key) });
@@ -346,7 +327,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       sendJson(res, 200, { app, rules: await coordinator.setRules(app, body) });
     } catch (err) {
       if (err instanceof ValidationError) throw new HttpError(400, err.code, err.message, err.field);
-      if (err instanceof HotKeyError) throw new HttpError(STATUS_OF_CODE[err.code] ?? 400, err.code, err.message);
+      if (err instanceof HotKeyError && !(err instanceof HttpError)) throw new HttpError(STATUS_OF_CODE[err.code] ?? 400, err.code, err.message);
       throw err;
     }
   }
@@ -447,8 +428,8 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       return route.handler({ req, res, method, path, query: url.searchParams, params });
     }
     if (serveAsset(res, method, path)) return;
-    if (allowed.length > 0) throw new HttpError(405, HttpErrorCode.Method, `${method} ${path} is not supported; use ${allowed.join(' or ')}`);
-    throw new HttpError(404, HttpErrorCode.NotFound, `no route ${method} ${path}`);
+    if (allowed.length > 0) throw new HttpError(405, ErrorCode.Method, `${method} ${path} is not supported; use ${allowed.join(' or ')}`);
+    throw new HttpError(404, ErrorCode.NotFound, `no route ${method} ${path}`);
   }
 
   return (req, res) => {
@@ -459,7 +440,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         return sendError(res, err);
       }
       options.log(`HTTP ${req.method} ${req.url?.split('?')[0]} failed: ${(err as Error)?.stack ?? String(err)}`);
-      sendError(res, new HttpError(500, HttpErrorCode.Internal, 'internal hub error (logged)'));
+      sendError(res, new HttpError(500, ErrorCode.Internal, 'internal hub error (logged)'));
     });
   };
 }
