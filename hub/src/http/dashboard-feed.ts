@@ -17,8 +17,8 @@ import { encodeFeed, MAX_FEED_HUBS, type FeedDelta, type FeedEvent, type FeedHot
 import { RULE_DEFAULTS, RuleSet, type Rule } from '@hotkey/sdk/rules';
 import type { HubEvent } from '../cluster/coordinator.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
-import { tokenMatches } from '../server/auth.ts';
-import { DEFAULT_TUNABLES } from '../server/options.ts';
+import { tokenMatches } from '../core/auth.ts';
+import { DEFAULT_TUNABLES } from '../core/tunables.ts';
 import { clusterHotRows, clusterInstanceRows, rowId, type ClusterSource } from './cluster-view.ts';
 
 export const LIVE_PATH = '/live';

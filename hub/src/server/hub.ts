@@ -15,7 +15,8 @@ import { fallbackPageHtml } from '../http/fallback-page.ts';
 import { createHttpHandler } from '../http/http-api.ts';
 import { HubCore } from '../core/hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
-import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TUNABLES, type HubOptions, type HubTunables } from './options.ts';
+import { DEFAULT_HOST, DEFAULT_PORT, type HubOptions } from './options.ts';
+import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {

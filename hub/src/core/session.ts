@@ -6,8 +6,8 @@
  */
 import { closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, decodeClientMessage, errorFrame, MsgType, type Hello, type InvalidateRequest, type Report } from '@hotkey/sdk/protocol';
-import { closeReason, type Peer } from '../core/peer.ts';
-import type { Waiter } from '../core/invalidations.ts';
+import { closeReason, type Peer } from './peer.ts';
+import type { Waiter } from './invalidations.ts';
 
 export const SessionState = { AwaitingHello: 'awaiting-hello', Open: 'open', Closed: 'closed' } as const;
 export type SessionState = (typeof SessionState)[keyof typeof SessionState];
