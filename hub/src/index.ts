@@ -11,4 +11,4 @@ export { loadHubConfig, parseHubConfig } from './server/config.ts';
 export type { AppConfig, HubConfig } from './server/config.ts';
 export { Aggregator } from './core/aggregator.ts';
 export type { AggregatorOptions, AggregatorListener, DemoteReason, HotKeyView } from './core/aggregator.ts';
-export type { AppSummary, HotKeyRow, InstanceRow } from './core/hub-core.ts';
+export type { AppSummary, HotKeyRow, InstanceRow } from './core/apps.ts';

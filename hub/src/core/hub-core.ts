@@ -12,52 +12,13 @@ import type { Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import { reporterBit, type DemoteReason } from './aggregator.ts';
-import { Apps, type AppState } from './apps.ts';
+import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
 import { HubMetrics, type Gauges } from './hub-metrics.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
 import { closeReason, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
 import { Session, SessionState, type SessionHost } from './session.ts';
 import type { HubTunables } from './tunables.ts';
-
-/** A hot key as the API and status show it. */
-export interface HotKeyRow {
-  app: string;
-  key: string;
-  qps: number;
-  threshold: number;
-  /** ms since epoch of the promotion */
-  since: number;
-  /** distinct SDK instances reporting it: an estimate (the aggregator's reporter bits), not a count of rows */
-  instances: number;
-  /** id of the hub that owns (decides) the key */
-  hub: string;
-  /** ms the promotion lives without renewal (0 when another hub's status reported the row) */
-  ttlMs: number;
-}
-
-/** One SDK connection, on this hub or (from its status) another. */
-export interface InstanceRow {
-  app: string;
-  instance: string;
-  host: string;
-  sdk: string;
-  lastReport: number;
-  connectedAt: number;
-  hub: string;
-}
-
-/** One app on this hub, in numbers (GET /api/apps). */
-export interface AppSummary {
-  /** distinct SDK instances connected */
-  instanceCount: number;
-  /** SDK connections (an instance may hold more than one) */
-  connections: number;
-  keysTracked: number;
-  hotCount: number;
-  /** the app's last broadcast seq */
-  seq: number;
-}
 
 export interface HubCoreOptions {
   id: string;
@@ -247,36 +208,17 @@ export class HubCore implements SessionHost {
   }
 
   appSummary(appName: string): AppSummary | undefined {
-    const app = this.#apps.get(appName);
-    if (app === undefined) return undefined;
-    const stats = app.aggregator.stats;
-    return { instanceCount: app.sessionsByInstance.size, connections: app.sessions.size, keysTracked: stats.keys, hotCount: stats.hot, seq: app.broadcaster.seq };
+    return this.#apps.summary(appName);
   }
 
   /** hot keys this hub owns, highest QPS first */
   hotKeys(appName?: string): HotKeyRow[] {
-    const now = this.#now();
-    const rows: HotKeyRow[] = [];
-    for (const app of this.#apps.values()) {
-      if (appName !== undefined && app.name !== appName) continue;
-      for (const v of app.aggregator.hot(now)) {
-        rows.push({ app: app.name, key: v.key, qps: v.qps, threshold: v.threshold, since: v.since, instances: v.instances, hub: this.id, ttlMs: v.ttlMs });
-      }
-    }
-    return rows.sort((a, b) => b.qps - a.qps);
+    return this.#apps.hotKeys(this.id, this.#now(), appName);
   }
 
   /** SDK connections to this hub, at most `limit` */
   instanceRows(appName?: string, limit = Infinity): InstanceRow[] {
-    const rows: InstanceRow[] = [];
-    for (const app of this.#apps.values()) {
-      if (appName !== undefined && app.name !== appName) continue;
-      for (const session of app.sessions) {
-        if (rows.length >= limit) return rows;
-        rows.push({ app: app.name, instance: session.instance, host: session.host, sdk: session.sdk, lastReport: session.lastReport, connectedAt: session.connectedAt, hub: this.id });
-      }
-    }
-    return rows;
+    return this.#apps.instanceRows(this.id, appName, limit);
   }
 
   /** The member that owns (decides, and keeps the QPS history of) `key`; undefined with no members. */
