@@ -3,7 +3,6 @@
  * Prints a human line and one machine-readable `HOTKEY_READY {json}` line that tests parse.
  * Exit codes: 0 after a graceful SIGTERM/SIGINT, 1 bad config or start failure, 2 bad usage.
  */
-import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ValidationError } from '@hotkey/sdk';
 import { loadHubConfig, type HubConfig } from './config.ts';
@@ -65,32 +64,18 @@ function portOf(raw: string | undefined): number {
   return port;
 }
 
-/** The cluster seam: a RedisCoordinator when the cluster module is present. */
+/** Cluster mode: the Redis coordinator (and ioredis) load only when --redis is given. */
 async function clusterCoordinator(url: string, nodeId: string | undefined, config: HubConfig | undefined): Promise<Coordinator> {
   if (!/^rediss?:\/\//.test(url)) usageError(`--redis must be a redis:// URL, got "${url}"`);
-  const modulePath = new URL('./redis-coordinator.ts', import.meta.url);
-  if (!existsSync(modulePath)) {
-    process.stderr.write('hotkey-hub: cluster mode not available yet\n');
-    process.exit(2);
-  }
-  // typed loosely so that this file type-checks before the cluster module lands
-  type ClusterModule = { RedisCoordinator?: new (options: { url: string; nodeId?: string; apps: HubConfig['apps']; open: boolean }) => Coordinator };
-  const { RedisCoordinator } = (await import(modulePath.href)) as ClusterModule;
-  if (RedisCoordinator === undefined) throw new Error('redis-coordinator.ts does not export RedisCoordinator');
+  // a literal specifier, so that tsc rewrites it to .js in the build
+  const { RedisCoordinator } = await import('./redis-coordinator.ts');
   return new RedisCoordinator({ url, nodeId, apps: config?.apps ?? {}, open: config === undefined });
 }
 
-/** Hook for the demo traffic generator (./demo.ts, exporting `startDemo(hub)`), written separately. */
+/** The demo traffic generator (./demo.ts), loaded only with --demo. */
 async function startDemo(hub: Hub): Promise<void> {
-  const modulePath = new URL('./demo.ts', import.meta.url);
-  if (!existsSync(modulePath)) {
-    process.stderr.write('hotkey-hub: --demo is not available yet\n');
-    await hub.close();
-    process.exit(2);
-  }
-  const mod = (await import(modulePath.href)) as { startDemo?: (hub: Hub) => Promise<unknown> | unknown };
-  if (typeof mod.startDemo !== 'function') throw new Error('demo module does not export startDemo(hub)');
-  await mod.startDemo(hub);
+  const { startDemo: run } = await import('./demo.ts');
+  await run(hub);
 }
 
 async function main(): Promise<void> {

@@ -11,7 +11,7 @@
  * Not covered: commands with a callback argument, pipeline()/multi() and sendCommand()/call()
  * pass straight through (their writes are not invalidated).
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from './client.ts';
 import { MAX_KEY_LENGTH } from './protocol.ts';
 
@@ -44,8 +44,8 @@ function keyOf(arg: unknown): string | undefined {
 
 type Method = (...args: unknown[]) => Promise<unknown>;
 
-/** A view of `redis` with hot-key caching on reads and invalidation on writes. */
-export function withHotKeys<R extends Redis>(redis: R, hk: HotKeyClient, options: WithHotKeysOptions = {}): R {
+/** A view of `redis` (a `Redis` or a `Cluster` client) with hot-key caching on reads and invalidation on writes. */
+export function withHotKeys<R extends Redis | Cluster>(redis: R, hk: HotKeyClient, options: WithHotKeysOptions = {}): R {
   const awaitInvalidation = options.awaitInvalidation ?? true;
   const onInvalidateError = options.onInvalidateError ?? (() => {});
   const call = (name: string, args: unknown[]): Promise<unknown> => (redis as unknown as Record<string, Method>)[name]!(...args);

@@ -149,7 +149,7 @@ export async function waitUntil(check: () => boolean, ms: number, what: string, 
 
 // ---------------------------------------------------------------- child processes
 
-const TSX = ['--import', 'tsx'];
+const TSX = ['--conditions=@hotkey/source', '--import', 'tsx'];
 
 /**
  * IPC messages keyed by their `type`: a message nobody waits for yet is queued, a wait that times

@@ -13,6 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// Run with the test's own flags (`--conditions=@hotkey/source --import tsx` under test/run.mjs), the
+// bin loads the hub from its TypeScript sources; with none, from hub/dist (as installed).
 export const HUB_BIN = fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
 
 /** Writes a hub config to a fresh temporary file and returns its path, for `--config`. */
@@ -90,7 +92,7 @@ export class HubProcess {
   static async start(options: HubProcessOptions = {}): Promise<HubProcess> {
     const args = [...(options.args ?? [])];
     if (!args.includes('--port') && options.env?.HOTKEY_PORT === undefined) args.push('--port', '0');
-    const child = spawn(process.execPath, [HUB_BIN, ...args], { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...process.execArgv, HUB_BIN, ...args], { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const out = { stdout: '', stderr: '' };
     const timeoutMs = options.readyTimeoutMs ?? 30_000;
@@ -139,7 +141,7 @@ export class HubProcess {
 
 /** Runs the CLI to completion (for runs expected to exit); kills it after `timeoutMs`. */
 export async function runHubCli(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Exit & { stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [HUB_BIN, ...args], { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...process.execArgv, HUB_BIN, ...args], { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
