@@ -30,6 +30,7 @@ const GROUPS = {
   fault: ['test/fault'],
   cluster: ['test/cluster'],
   browser: ['test/browser'],
+  package: ['test/package'],
 };
 
 function findTests(dir) {
