@@ -16,7 +16,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
@@ -51,8 +51,12 @@ function run(cmd: string, args: string[], opts: { cwd: string; timeoutMs: number
 /** A registry for the @hotkey scope: packuments and tarballs of the packed packages. */
 async function startScopeRegistry(tarballs: Map<string, string>): Promise<{ server: Server; url: string }> {
   const packuments = new Map<string, object>();
+  const prefix = randomUUID();
   const server = createServer((req, res) => {
-    const path = decodeURIComponent(req.url ?? '/').slice(1);
+    // a path prefix of its own, so that npm never mixes this run's packuments with a cached one
+    const url = decodeURIComponent(req.url ?? '/');
+    if (!url.startsWith(`/${prefix}/`)) return void res.writeHead(404).end();
+    const path = url.slice(prefix.length + 2);
     const doc = packuments.get(path);
     if (doc) {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
@@ -64,7 +68,7 @@ async function startScopeRegistry(tarballs: Map<string, string>): Promise<{ serv
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/${prefix}/`;
   for (const [name, file] of tarballs) {
     const manifest = JSON.parse((await run('tar', ['-xzOf', file, 'package/package.json'], { cwd: ROOT, timeoutMs: 10_000 })).stdout) as { version: string };
     const bytes = readFileSync(file);
