@@ -9,7 +9,8 @@
  *   cjs  a CommonJS service: require('@hotkey/sdk') through Node's require(esm)
  *   ts   the README's "Use it from a service" snippet, verbatim, in a strict NodeNext project:
  *        `tsc --noEmit`, then compiled with tsc and run (plus withHotKeys on a Redis.Cluster)
- *   hub  `npx @hotkey/hub` serves the prebuilt dashboard; `npx hotkey-hub --help` works
+ *   hub  `npx @hotkey/hub` serves the prebuilt dashboard; `npx hotkey-hub --help` works, and so
+ *        does `hotkey-hub` after `npm install -g @hotkey/hub` (into a prefix of the test's own)
  *
  * Every child runs without the workspace's NODE_OPTIONS / npm_config_* and every wait has a deadline.
  */
@@ -232,6 +233,7 @@ test.after(async () => {
   if (hub) await stopGroup(hub.child);
   await redis?.stop();
   registry?.close();
+  registry?.closeAllConnections();
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
@@ -267,6 +269,7 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   const install = readmeInstallCommands();
   assert.equal(install[0], 'npm install @hotkey/sdk ioredis');
   assert.equal(install[1], 'npx @hotkey/hub');
+  assert.ok(install[2]?.startsWith('npm install -g @hotkey/hub && hotkey-hub '), install[2]);
   // the README's command, plus the hub (so npx runs the installed one) and the TypeScript tools
   await run('npm', ['install', '@hotkey/sdk', 'ioredis', '@hotkey/hub', 'typescript@~5.9.3', '@types/node@^20'], { cwd: app, timeoutMs: 120_000 });
   const installedAt = Date.now();
@@ -297,17 +300,24 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   assert.match(snippet, /import \{ Redis \} from 'ioredis';/);
   writeFileSync(join(ts, 'service.ts'), TS_PRELUDE + snippet + TS_EPILOGUE);
   const tsc = join(app, 'node_modules', 'typescript', 'bin', 'tsc');
-  const [help, , server] = await Promise.all([
+  // the README's global install, into a prefix of our own
+  const globalPrefix = join(work, 'global');
+  const globalHelp = async () => {
+    await run('npm', ['install', '-g', '@hotkey/hub', '--prefix', globalPrefix, `--@hotkey:registry=${reg.url}`, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: work, timeoutMs: 120_000 });
+    return run(join(globalPrefix, 'bin', 'hotkey-hub'), ['--help'], { cwd: work, timeoutMs: 30_000 });
+  };
+  const [help, , , global] = await Promise.all([
     run('npx', ['hotkey-hub', '--help'], { cwd: app, timeoutMs: 30_000 }),
-    run(process.execPath, [tsc, '--noEmit', '-p', '.'], { cwd: ts, timeoutMs: 60_000 }),
-    RedisServer.start(),
+    run(process.execPath, [tsc, '--noEmit', '-p', '.'], { cwd: ts, timeoutMs: 120_000 }),
+    RedisServer.start().then((server) => (redis = server)),
+    globalHelp(),
   ]);
-  redis = server;
   assert.match(help.stdout, /usage: hotkey-hub/);
+  assert.match(global.stdout, /usage: hotkey-hub/);
   // type-checked above; emit only (Node 20 cannot strip types)
-  await run(process.execPath, [tsc, '-p', '.', '--noCheck'], { cwd: ts, timeoutMs: 60_000 });
+  await run(process.execPath, [tsc, '-p', '.', '--noCheck'], { cwd: ts, timeoutMs: 120_000 });
 
-  const env = { HOTKEY_HUB: hub.url, HOTKEY_TOKEN: TOKEN, REDIS_URL: redis.url };
+  const env = { HOTKEY_HUB: hub.url, HOTKEY_TOKEN: TOKEN, REDIS_URL: redis!.url };
   const [esm, cjs, tsOut] = await Promise.all([
     run(process.execPath, ['service.mjs'], { cwd: join(app, 'esm'), timeoutMs: 30_000, env }),
     run(process.execPath, ['service.cjs'], { cwd: join(app, 'cjs'), timeoutMs: 30_000, env }),
