@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// The project's test command: type-check, then every uvu test file in its own process, then one
-// closing line `N passed, N failed` (uvu prints per-file totals only).
+// The project's test command: type-check and lint, then every uvu test file in its own process,
+// then one closing line `N passed, N failed` (uvu prints per-file totals only).
 //
-//   node test/run.mjs [--only unit|e2e|cluster|browser|fault] [--jobs N] [pattern]
+//   node test/run.mjs [--only unit|e2e|cluster|browser|fault] [--jobs N] [--timeout S] [--no-typecheck] [pattern]
+//
+// `--only` or a pattern runs those files alone (no typecheck, no lint); `--no-typecheck` skips both.
 //
 // Unit tests live beside their source (`*/src/**/*.test.ts`); integration tests under test/.
 // Redis and Chromium are real: when missing and we are root with apt-get, they are installed.
@@ -30,6 +32,7 @@ const GROUPS = {
   fault: ['test/fault'],
   cluster: ['test/cluster'],
   browser: ['test/browser'],
+  package: ['test/package'],
 };
 
 function findTests(dir) {
@@ -58,7 +61,14 @@ function ensureSystemPackages() {
   if (!missing.length) return;
   if (process.getuid?.() === 0 && has('apt-get')) {
     console.log(`# installing ${missing.join(' ')} with apt-get`);
-    spawnSync('sh', ['-c', `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing.join(' ')} >/dev/null`], { stdio: 'inherit' });
+    spawnSync(
+      'sh',
+      [
+        '-c',
+        `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${missing.join(' ')} >/dev/null`,
+      ],
+      { stdio: 'inherit' },
+    );
   }
   for (const m of missing) {
     if (m === 'redis-server' ? !has('redis-server') : !existsSync('/usr/bin/chromium')) {
@@ -71,23 +81,37 @@ let passed = 0;
 let failed = 0;
 const failures = [];
 
-function runTypecheck() {
+/** A whole-tree check (typecheck, lint) counts as one test; skipped when only some files run. */
+function runCheck(name, script) {
   if (values['no-typecheck'] || values.only || positionals.length) return;
   const started = Date.now();
-  const r = spawnSync('pnpm', ['-s', 'typecheck'], { cwd: root, encoding: 'utf8' });
+  const r = spawnSync('pnpm', ['-s', script], { cwd: root, encoding: 'utf8' });
   const ok = r.status === 0;
-  console.log(`${ok ? 'ok  ' : 'FAIL'} typecheck (${Date.now() - started} ms)`);
-  if (!ok) {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} (${Date.now() - started} ms)`);
+  if (ok) passed++;
+  else {
     console.log((r.stdout + r.stderr).trim());
-    failures.push('typecheck');
+    failures.push(name);
     failed++;
-  } else passed++;
+  }
+}
+
+/**
+ * uvu ends every run with `Total: N` (tests run, skips excluded) and `Passed: N`. A file that
+ * crashed or hung before that summary, exited non-zero after it, or ran no test counts as one
+ * failure.
+ */
+function tally(output, code) {
+  const summary = [...output.matchAll(/^\s*Total:\s+(\d+)\s+Passed:\s+(\d+)$/gm)].at(-1);
+  if (!summary) return { passed: 0, failed: 1 };
+  const [total, passed] = [Number(summary[1]), Number(summary[2])];
+  return { passed, failed: Math.max(total - passed, code !== 0 || total === 0 ? 1 : 0) };
 }
 
 function runFile(file) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+    const child = spawn(process.execPath, ['--conditions=@hotkey/source', '--import', 'tsx', file], {
       cwd: root,
       env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -102,26 +126,20 @@ function runFile(file) {
     }, limitMs);
     child.on('close', (code) => {
       clearTimeout(timer);
-      const num = (label) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(output)?.[1] ?? NaN);
-      const total = num('Total');
-      const ok = num('Passed');
-      const skipped = num('Skipped') || 0;
       const name = relative(root, file);
-      let filePassed = 0;
-      let fileFailed = 0;
-      if (Number.isFinite(total) && Number.isFinite(ok)) {
-        filePassed = ok;
-        fileFailed = total - ok - skipped;
-        if (code !== 0 && fileFailed === 0) fileFailed = 1; // crashed after its summary
-      } else fileFailed = 1; // crashed or hung before uvu summarised
-      if (total === 0 && code === 0) fileFailed = 1; // a test file that ran no test is a mistake
+      const { passed: filePassed, failed: fileFailed } = tally(output, code);
       passed += filePassed;
       failed += fileFailed;
       const secs = ((Date.now() - started) / 1000).toFixed(1);
       console.log(`${fileFailed ? 'FAIL' : 'ok  '} ${name} (${filePassed} passed, ${fileFailed} failed, ${secs} s)`);
       if (fileFailed) failures.push(name);
       if (fileFailed || process.env.VERBOSE) {
-        console.log(output.split('\n').map((l) => `  | ${l}`).join('\n'));
+        console.log(
+          output
+            .split('\n')
+            .map((l) => `  | ${l}`)
+            .join('\n'),
+        );
       }
       resolve();
     });
@@ -129,7 +147,8 @@ function runFile(file) {
 }
 
 ensureSystemPackages();
-runTypecheck();
+runCheck('typecheck', 'typecheck');
+runCheck('lint', 'lint');
 const queue = [...files];
 const jobs = Math.max(1, Number(values.jobs));
 await Promise.all(

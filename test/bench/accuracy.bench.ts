@@ -64,7 +64,8 @@ function runOurs(trace: Trace, instanceOf: Uint8Array): Set<string> {
     for (;;) {
       let who = -1;
       let when = nextTick <= t ? nextTick : Infinity;
-      for (let i = 0; i < INSTANCES; i++) if (nextFlush[i]! <= t && nextFlush[i]! < when) (when = nextFlush[i]!), (who = i);
+      for (let i = 0; i < INSTANCES; i++)
+        if (nextFlush[i]! <= t && nextFlush[i]! < when) (when = nextFlush[i]!), (who = i);
       if (when === Infinity) return;
       if (who < 0) {
         aggregator.tick(when);
@@ -101,7 +102,8 @@ function runNaive(trace: Trace, instanceOf: Uint8Array): Set<string> {
     for (;;) {
       let who = -1;
       let when = nextSweep <= t ? nextSweep : Infinity;
-      for (let i = 0; i < INSTANCES; i++) if (nextFlush[i]! <= t && nextFlush[i]! < when) (when = nextFlush[i]!), (who = i);
+      for (let i = 0; i < INSTANCES; i++)
+        if (nextFlush[i]! <= t && nextFlush[i]! < when) (when = nextFlush[i]!), (who = i);
       if (when === Infinity) return;
       if (who < 0) {
         windows.sweep(when);
@@ -152,7 +154,15 @@ benchMain(async ({ quick }) => {
         target: { aim: 0.99 },
         note: `${conditions}; ours below T: ${ours.belowKeys.join(' ') || 'none'}; naive: ${naive.belowKeys.join(' ') || 'none'}`,
       },
-      { bench: label, metric: 'recall', ours: ours.recall, baseline: naive.recall, unit: '', better: 'higher', target: { aim: 1 } },
+      {
+        bench: label,
+        metric: 'recall',
+        ours: ours.recall,
+        baseline: naive.recall,
+        unit: '',
+        better: 'higher',
+        target: { aim: 1 },
+      },
       {
         bench: label,
         metric: 'keys ≥1.2T missed + keys ≤0.8T promoted',
@@ -161,7 +171,13 @@ benchMain(async ({ quick }) => {
         unit: 'keys',
         better: 'lower',
         target: { reach: 0 },
-        note: `missed+false: ours ${ours.missedClear}+${ours.falseClear}${[...ours.missedClearKeys, ...ours.falseClearKeys].slice(0, 3).map((k) => ` ${k}`).join('')}, naive ${naive.missedClear}+${naive.falseClear}`,
+        note: `missed+false: ours ${ours.missedClear}+${ours.falseClear}${[
+          ...ours.missedClearKeys,
+          ...ours.falseClearKeys,
+        ]
+          .slice(0, 3)
+          .map((k) => ` ${k}`)
+          .join('')}, naive ${naive.missedClear}+${naive.falseClear}`,
       },
     );
   }

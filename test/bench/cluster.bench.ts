@@ -9,7 +9,8 @@
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { APP, Cluster } from '../cluster/cluster-harness.ts';
-import { benchMain, percentile, waitUntil, type BenchRow } from './harness.ts';
+import { benchMain, percentile, type BenchRow } from './harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 const THRESHOLD = 1000;
 const IDS = ['h1', 'h2', 'h3'];
@@ -23,7 +24,7 @@ async function round(r: number): Promise<number[]> {
   let surge: NodeJS.Timeout | undefined;
   try {
     await client.ready({ signal: AbortSignal.timeout(10_000) });
-    await waitUntil(() => client.hubs().length === IDS.length, 10_000, 'SDK connected to every hub');
+    await waitFor('SDK connected to every hub', () => client.hubs().length === IDS.length, 10_000);
     const keys = Cluster.keysOwnedBy(IDS, VICTIM, KEYS_PER_ROUND, `lost:${r}:`);
     const promotedAt = new Map<string, number>();
     client.on('promote', (key, info) => {
@@ -35,7 +36,7 @@ async function round(r: number): Promise<number[]> {
     surge = setInterval(() => {
       for (const key of keys) for (let i = 0; i < (10 * THRESHOLD * 5) / 1000; i++) client.track(key);
     }, 5);
-    await waitUntil(() => promotedAt.size === keys.length, 20_000, 'new owners promote every lost key');
+    await waitFor('new owners promote every lost key', () => promotedAt.size === keys.length, 20_000);
     return keys.map((k) => promotedAt.get(k)! - killedAt);
   } finally {
     clearInterval(surge);
@@ -58,7 +59,14 @@ benchMain(async ({ quick }) => {
       target: { aim: 2000 },
       note: `3 hubs + redis-server, ${rounds} rounds × ${KEYS_PER_ROUND} keys, surge 10× threshold from the kill`,
     },
-    { bench: '7 cluster failover', metric: 'same, max', ours: Math.max(...times), unit: 'ms', better: 'lower', target: { aim: 2000 } },
+    {
+      bench: '7 cluster failover',
+      metric: 'same, max',
+      ours: Math.max(...times),
+      unit: 'ms',
+      better: 'lower',
+      target: { aim: 2000 },
+    },
   ];
   return rows;
 });

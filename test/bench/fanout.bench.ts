@@ -20,11 +20,25 @@ async function trigger(url: string, kind: 'sdk' | 'naive'): Promise<(key: string
   const ws = new WebSocket(url, { perMessageDeflate: false });
   await once(ws, 'open', { signal: AbortSignal.timeout(10_000) });
   const greeted = once(ws, 'message', { signal: AbortSignal.timeout(10_000) });
-  if (kind === 'sdk') ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'bench', instance: 'trigger', sdk: 'bench-trigger', role: 'sdk' }));
+  if (kind === 'sdk')
+    ws.send(
+      encode({
+        t: MsgType.Hello,
+        v: PROTOCOL_VERSION,
+        app: 'bench',
+        instance: 'trigger',
+        sdk: 'bench-trigger',
+        role: 'sdk',
+      }),
+    );
   else ws.send(JSON.stringify({ type: 'hello', app: 'bench', instance: 'trigger' }));
   await greeted;
   return (key) =>
-    ws.send(kind === 'sdk' ? encode({ t: MsgType.Report, keys: [key], counts: [2 * THRESHOLD] }) : JSON.stringify({ type: 'report', keys: { [key]: 2 * THRESHOLD } }));
+    ws.send(
+      kind === 'sdk'
+        ? encode({ t: MsgType.Report, keys: [key], counts: [2 * THRESHOLD] })
+        : JSON.stringify({ type: 'report', keys: { [key]: 2 * THRESHOLD } }),
+    );
 }
 
 async function run(kind: 'sdk' | 'naive', sdks: number, promotions: number) {
@@ -54,7 +68,9 @@ async function run(kind: 'sdk' | 'naive', sdks: number, promotions: number) {
       const sentAt = performance.timeOrigin + performance.now();
       send(key);
       for (const w of workers) w.send({ type: 'collect', key, deadlineMs: 5000 });
-      const results = await Promise.all(workers.map((w) => w.waitFor<{ times: number[]; missing: number }>('promoted', 15_000)));
+      const results = await Promise.all(
+        workers.map((w) => w.waitFor<{ times: number[]; missing: number }>('promoted', 15_000)),
+      );
       const these: number[] = [];
       for (const r of results) {
         for (const t of r.times) these.push(t - sentAt);
@@ -92,8 +108,22 @@ benchMain(async ({ quick }) => {
       better: 'lower',
       note: `${promotions} promotions, ${WORKERS} SDK processes; ours ${ours.spread}, naive ${naive.spread}${ours.missing ? `; ${ours.missing} deliveries missing` : ''}${naive.missing ? `; naive missing ${naive.missing}` : ''}`,
     },
-    { bench: `3 fan-out ${sdks} SDKs`, metric: 'promotion delivery p50', ours: percentile(ours.delivery, 50), baseline: percentile(naive.delivery, 50), unit: 'ms', better: 'lower' },
-    { bench: `3 fan-out ${sdks} SDKs`, metric: 'hub CPU per delivery', ours: ours.cpuPerDeliveryUs, baseline: naive.cpuPerDeliveryUs, unit: 'µs', better: 'lower' },
+    {
+      bench: `3 fan-out ${sdks} SDKs`,
+      metric: 'promotion delivery p50',
+      ours: percentile(ours.delivery, 50),
+      baseline: percentile(naive.delivery, 50),
+      unit: 'ms',
+      better: 'lower',
+    },
+    {
+      bench: `3 fan-out ${sdks} SDKs`,
+      metric: 'hub CPU per delivery',
+      ours: ours.cpuPerDeliveryUs,
+      baseline: naive.cpuPerDeliveryUs,
+      unit: 'µs',
+      better: 'lower',
+    },
   ];
   return rows;
 });

@@ -11,6 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { within } from '../support/wait.ts';
 
 /** One line of the results table. */
 export interface BenchRow {
@@ -91,7 +92,13 @@ export function measureNsPerOp(body: (n: number) => unknown, opts: NsPerOpOption
     samples.push(Number(process.hrtime.bigint() - t0) / iterations);
   }
   const sorted = [...samples].sort((a, b) => a - b);
-  return { median: percentile(sorted, 50, true), min: sorted[0]!, max: sorted[sorted.length - 1]!, rounds: samples, iterations };
+  return {
+    median: percentile(sorted, 50, true),
+    min: sorted[0]!,
+    max: sorted[sorted.length - 1]!,
+    rounds: samples,
+    iterations,
+  };
 }
 
 /**
@@ -125,31 +132,9 @@ const CLOCK_TICKS = 100;
 
 // ---------------------------------------------------------------- deadlines
 
-/** Rejects with a clear error when `promise` does not settle within `ms`. */
-export async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Polls `check` every `everyMs` until it returns true; throws after `ms`. */
-export async function waitUntil(check: () => boolean, ms: number, what: string, everyMs = 5): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`${what}: not reached within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
-
 // ---------------------------------------------------------------- child processes
 
-const TSX = ['--import', 'tsx'];
+const TSX = ['--conditions=@hotkey/source', '--import', 'tsx'];
 
 /**
  * IPC messages keyed by their `type`: a message nobody waits for yet is queued, a wait that times
@@ -157,7 +142,11 @@ const TSX = ['--import', 'tsx'];
  */
 class Mailbox {
   readonly #inbox: Record<string, unknown>[] = [];
-  readonly #waiters = new Set<{ type: string; resolve: (m: Record<string, unknown>) => void; reject: (e: Error) => void }>();
+  readonly #waiters = new Set<{
+    type: string;
+    resolve: (m: Record<string, unknown>) => void;
+    reject: (e: Error) => void;
+  }>();
   #closed: Error | undefined;
 
   deliver(message: Record<string, unknown>): void {
@@ -289,7 +278,8 @@ export function benchMain(fn: (ctx: BenchContext) => Promise<BenchRow[]>): void 
     },
     (err: unknown) => {
       console.error(err);
-      if (process.send) process.send({ type: 'error', message: String((err as Error)?.stack ?? err) }, () => process.exit(1));
+      if (process.send)
+        process.send({ type: 'error', message: String((err as Error)?.stack ?? err) }, () => process.exit(1));
       else process.exit(1);
     },
   );
@@ -310,10 +300,12 @@ export async function runBenchFile(
       if (m.type === 'rows') resolve({ rows: m.rows ?? [] });
       if (m.type === 'error') resolve({ rows: [], error: m.message ?? 'unknown error' });
     });
-    worker.child.on('exit', (code, signal) => resolve({ rows: [], error: `exited (code ${code}, signal ${signal}) without rows` }));
+    worker.child.on('exit', (code, signal) =>
+      resolve({ rows: [], error: `exited (code ${code}, signal ${signal}) without rows` }),
+    );
   });
   try {
-    return await withDeadline(result, opts.timeoutMs, file);
+    return await within(file, result, opts.timeoutMs);
   } catch (err) {
     return { rows: [], error: (err as Error).message };
   } finally {

@@ -7,8 +7,9 @@
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { NaiveClient } from './baseline/naive-client.ts';
-import { benchMain, measureNsPerOp, waitUntil, type BenchRow, type NsPerOpOptions } from './harness.ts';
+import { benchMain, measureNsPerOp, type BenchRow, type NsPerOpOptions } from './harness.ts';
 import { startServer } from './server-process.ts';
+import { waitFor } from '../support/wait.ts';
 
 const HOT = 'item:hot';
 const COLD = 'item:cold';
@@ -18,7 +19,9 @@ function distinctKeys(n: number): string[] {
 }
 
 benchMain(async ({ quick }) => {
-  const opts: NsPerOpOptions = quick ? { warmupMs: 100, rounds: 3, roundMs: 30 } : { warmupMs: 500, rounds: 9, roundMs: 150 };
+  const opts: NsPerOpOptions = quick
+    ? { warmupMs: 100, rounds: 3, roundMs: 30 }
+    : { warmupMs: 500, rounds: 9, roundMs: 150 };
   const flood = distinctKeys(1 << 20);
   const mask = flood.length - 1;
   const value = { price: 42 };
@@ -39,7 +42,7 @@ benchMain(async ({ quick }) => {
   try {
     await client.ready({ signal: AbortSignal.timeout(10_000) });
     for (let i = 0; i < 200; i++) client.track(HOT);
-    await waitUntil(() => client.isHot(HOT), 5000, 'hub promotes the hot key');
+    await waitFor('hub promotes the hot key', () => client.isHot(HOT), 5000);
     await client.get(HOT, () => value); // load once: later gets hit the cache
     if (client.stats().loads !== 1) throw new Error(`expected one load, got ${client.stats().loads}`);
     const hitsBefore = client.stats().hits;
@@ -70,7 +73,7 @@ benchMain(async ({ quick }) => {
   let base: { get: number; trackCold: number; trackFlood: number };
   try {
     for (let i = 0; i < 200; i++) naive.track(HOT);
-    await waitUntil(() => naive.isHot(HOT), 5000, 'naive hub promotes the hot key');
+    await waitFor('naive hub promotes the hot key', () => naive.isHot(HOT), 5000);
     naive.get(HOT, () => value);
     const get = measureNsPerOp((n) => {
       let last: unknown;
@@ -94,7 +97,15 @@ benchMain(async ({ quick }) => {
   }
 
   const rows: BenchRow[] = [
-    { bench: '4 hot path', metric: 'get() hit on a hot key', ours: ours.get, baseline: base.get, unit: 'ns/op', better: 'lower', target: { reach: 150, aim: 100 } },
+    {
+      bench: '4 hot path',
+      metric: 'get() hit on a hot key',
+      ours: ours.get,
+      baseline: base.get,
+      unit: 'ns/op',
+      better: 'lower',
+      target: { reach: 150, aim: 100 },
+    },
     {
       bench: '4 hot path',
       metric: 'get() hit ÷ bare Map.get',
@@ -104,8 +115,24 @@ benchMain(async ({ quick }) => {
       target: { aim: 3 },
       note: `bare Map.get ${bare.median.toFixed(1)} ns/op`,
     },
-    { bench: '4 hot path', metric: 'track() on a cold key (has a counter)', ours: ours.trackCold, baseline: base.trackCold, unit: 'ns/op', better: 'lower', target: { reach: 80 } },
-    { bench: '4 hot path', metric: 'track() over 1M distinct keys', ours: ours.trackFlood, baseline: base.trackFlood, unit: 'ns/op', better: 'lower', note: 'naive flushes its map each round' },
+    {
+      bench: '4 hot path',
+      metric: 'track() on a cold key (has a counter)',
+      ours: ours.trackCold,
+      baseline: base.trackCold,
+      unit: 'ns/op',
+      better: 'lower',
+      target: { reach: 80 },
+    },
+    {
+      bench: '4 hot path',
+      metric: 'track() over 1M distinct keys',
+      ours: ours.trackFlood,
+      baseline: base.trackFlood,
+      unit: 'ns/op',
+      better: 'lower',
+      note: 'naive flushes its map each round',
+    },
   ];
   return rows;
 });

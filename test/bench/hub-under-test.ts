@@ -10,11 +10,30 @@ export interface HubUnderTestOptions {
   tunables?: Record<string, number>;
 }
 
-export async function startHubUnderTest(opts: HubUnderTestOptions = {}): Promise<{ url: string; close(): Promise<void> }> {
+export async function startHubUnderTest(
+  opts: HubUnderTestOptions = {},
+): Promise<{ url: string; close(): Promise<void> }> {
   const hub = await startHub({
     port: 0,
     host: '127.0.0.1',
-    config: { apps: { bench: { rules: [{ match: '*', threshold: opts.threshold ?? 1000, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 }] } } },
+    config: {
+      apps: {
+        bench: {
+          rules: [
+            {
+              match: '*',
+              threshold: opts.threshold ?? 1000,
+              windowMs: 1000,
+              hotMs: 30_000,
+              cacheTtlMs: 5000,
+              cache: true,
+              demoteRatio: 0.5,
+              demoteWindows: 3,
+            },
+          ],
+        },
+      },
+    },
     tunables: opts.tunables,
     log: () => undefined,
   });

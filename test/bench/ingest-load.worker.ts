@@ -58,7 +58,8 @@ interface Start {
 }
 
 const start = await fromParent<Start>('start', 30_000);
-if (start.route && (start.protocol !== 'msgpack' || start.distinct)) throw new TypeError('route needs protocol msgpack and pooled frames');
+if (start.route && (start.protocol !== 'msgpack' || start.distinct))
+  throw new TypeError('route needs protocol msgpack and pooled frames');
 
 /** Opens a socket to `url` and says Hello as SDK `instance`; resolves with the first reply. */
 async function connect(url: string, instance: string): Promise<[WebSocket, Buffer | string]> {
@@ -66,7 +67,8 @@ async function connect(url: string, instance: string): Promise<[WebSocket, Buffe
   ws.binaryType = 'nodebuffer';
   await once(ws, 'open', { signal: AbortSignal.timeout(10_000) });
   const greeted = once(ws, 'message', { signal: AbortSignal.timeout(10_000) });
-  if (start.protocol === 'msgpack') ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'bench', instance, sdk: 'bench-load', role: 'sdk' }));
+  if (start.protocol === 'msgpack')
+    ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'bench', instance, sdk: 'bench-load', role: 'sdk' }));
   else ws.send(JSON.stringify({ type: 'hello', app: 'bench', instance }));
   const [reply] = (await greeted) as [Buffer | string];
   return [ws, reply];
@@ -100,7 +102,10 @@ function routed(keys: string[], counts: number[]): [(Uint8Array | undefined)[], 
     part.keys.push(key);
     part.counts.push(count);
   }
-  return [parts.map((p) => (p.keys.length > 0 ? encode({ t: MsgType.Report, keys: p.keys, counts: p.counts }) : undefined)), merged.size];
+  return [
+    parts.map((p) => (p.keys.length > 0 ? encode({ t: MsgType.Report, keys: p.keys, counts: p.counts }) : undefined)),
+    merged.size,
+  ];
 }
 const zipf = new ZipfSampler({ n: KEYS, s: 1.1, seed: start.seed });
 const random = mulberry32(start.seed + 1);

@@ -14,12 +14,23 @@ import type { LoadDone } from './ingest-load.worker.ts';
 const GENERATORS = 2;
 const CONNECTIONS_PER_GENERATOR = 4;
 
-async function measure(kind: ServerKind, durationMs: number): Promise<{ rate: number; cpuPerRecordNs: number; closedEarly: number }> {
+async function measure(
+  kind: ServerKind,
+  durationMs: number,
+): Promise<{ rate: number; cpuPerRecordNs: number; closedEarly: number }> {
   const server = await startServer(kind, { threshold: 1000 });
-  const generators = Array.from({ length: GENERATORS }, () => forkWorker(new URL('./ingest-load.worker.ts', import.meta.url)));
+  const generators = Array.from({ length: GENERATORS }, () =>
+    forkWorker(new URL('./ingest-load.worker.ts', import.meta.url)),
+  );
   try {
     generators.forEach((g, i) =>
-      g.send({ type: 'start', url: server.url, protocol: kind === 'naive' ? 'json' : 'msgpack', connections: CONNECTIONS_PER_GENERATOR, seed: 100 + i }),
+      g.send({
+        type: 'start',
+        url: server.url,
+        protocol: kind === 'naive' ? 'json' : 'msgpack',
+        connections: CONNECTIONS_PER_GENERATOR,
+        seed: 100 + i,
+      }),
     );
     await Promise.all(generators.map((g) => g.waitFor('ready', 30_000)));
     const cpuBefore = (await server.stats()).cpuMs;

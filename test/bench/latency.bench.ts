@@ -15,7 +15,11 @@ const THRESHOLD = 1000;
 const SURGE_FACTOR = 10;
 const WORKERS = 2;
 
-async function run(kind: 'sdk' | 'naive', sdks: number, surges: number): Promise<{ latencies: number[]; missing: number }> {
+async function run(
+  kind: 'sdk' | 'naive',
+  sdks: number,
+  surges: number,
+): Promise<{ latencies: number[]; missing: number }> {
   const server = await startServer(kind === 'sdk' ? 'hub' : 'naive', { threshold: THRESHOLD });
   const workers: Worker[] = [];
   try {
@@ -30,7 +34,9 @@ async function run(kind: 'sdk' | 'naive', sdks: number, surges: number): Promise
       const rate = (SURGE_FACTOR * THRESHOLD) / sdks;
       for (const w of workers) w.send({ type: 'surge', key, rate, startAt, durationMs: 5000 });
       for (const w of workers) w.send({ type: 'collect', key, deadlineMs: 6000 });
-      const results = await Promise.all(workers.map((w) => w.waitFor<{ times: number[]; missing: number }>('promoted', 15_000)));
+      const results = await Promise.all(
+        workers.map((w) => w.waitFor<{ times: number[]; missing: number }>('promoted', 15_000)),
+      );
       for (const r of results) {
         for (const t of r.times) latencies.push(t - startAt);
         missing += r.missing;
@@ -62,7 +68,13 @@ benchMain(async ({ quick }) => {
         unit: 'ms',
         better: 'lower',
         target,
-        note: [`${surges} surges at ${SURGE_FACTOR}× threshold, flush 100 ms vs 500 ms`, miss(ours), naive.missing ? `naive ${miss(naive)}` : ''].filter(Boolean).join('; '),
+        note: [
+          `${surges} surges at ${SURGE_FACTOR}× threshold, flush 100 ms vs 500 ms`,
+          miss(ours),
+          naive.missing ? `naive ${miss(naive)}` : '',
+        ]
+          .filter(Boolean)
+          .join('; '),
       },
       {
         bench: `2 latency ${sdks} SDKs`,

@@ -9,7 +9,8 @@
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { NaiveClient } from './baseline/naive-client.ts';
-import { toParent, waitUntil } from './harness.ts';
+import { toParent } from './harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 const [kind, url, rateArg, durationArg, plantedArg] = process.argv.slice(2);
 const rate = Number(rateArg);
@@ -22,7 +23,12 @@ if (!gc) throw new Error('run with --expose-gc');
 let plantedPromoted = false;
 let client: { track(key: string): void; isHot(key: string): boolean; close(): Promise<void> };
 if (kind === 'naive') {
-  client = await NaiveClient.connect({ url: url!, app: 'bench', instance: 'memory', onPromote: (key) => key === PLANTED && (plantedPromoted = true) });
+  client = await NaiveClient.connect({
+    url: url!,
+    app: 'bench',
+    instance: 'memory',
+    onPromote: (key) => key === PLANTED && (plantedPromoted = true),
+  });
 } else {
   const c = new HotKeyClient({ app: 'bench', hubs: url!, instanceId: 'memory' });
   c.on('promote', (key) => key === PLANTED && (plantedPromoted = true));
@@ -62,7 +68,7 @@ await new Promise<void>((resolve) => {
 });
 const achievedRate = (sent * 1000) / (performance.now() - started);
 // the planted key must come through the flood: give the last flush time to land
-await waitUntil(() => plantedPromoted, 3000, 'planted key promoted').catch(() => undefined);
+await waitFor('planted key promoted', () => plantedPromoted, 3000).catch(() => undefined);
 const plantedHot = client.isHot(PLANTED);
 clearInterval(sampler);
 gc();

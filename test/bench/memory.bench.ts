@@ -25,9 +25,13 @@ interface SdkMemory {
 
 async function sdkFlood(kind: 'sdk' | 'naive', durationMs: number): Promise<SdkMemory> {
   const server = await startServer(kind === 'sdk' ? 'hub' : 'naive', { threshold: THRESHOLD });
-  const worker = forkWorker(new URL('./memory-sdk.worker.ts', import.meta.url), [kind, server.url, String(1_000_000), String(durationMs), String(3 * THRESHOLD)], {
-    execArgv: ['--expose-gc'],
-  });
+  const worker = forkWorker(
+    new URL('./memory-sdk.worker.ts', import.meta.url),
+    [kind, server.url, String(1_000_000), String(durationMs), String(3 * THRESHOLD)],
+    {
+      execArgv: ['--expose-gc'],
+    },
+  );
   try {
     return await worker.waitFor<SdkMemory>('memory', durationMs + 60_000);
   } finally {
@@ -56,14 +60,25 @@ async function hubFlood(kind: ServerKind, durationMs: number) {
     generator.send({ type: 'go', durationMs });
     let peak = heapBefore;
     let finished = false;
-    const done = generator.waitFor<{ records: number; startedAt: number; drainedAt: number; sawPlanted: boolean }>('done', durationMs + 120_000).finally(() => (finished = true));
+    const done = generator
+      .waitFor<{ records: number; startedAt: number; drainedAt: number; sawPlanted: boolean }>(
+        'done',
+        durationMs + 120_000,
+      )
+      .finally(() => (finished = true));
     while (!finished) {
       await new Promise((r) => setTimeout(r, 500));
       peak = Math.max(peak, (await server.stats()).heapUsed);
     }
     const result = await done;
     const heapAfter = await server.gcHeap();
-    return { heapBefore, heapAfter, peak, sawPlanted: result.sawPlanted, achievedRate: (result.records * 1000) / (result.drainedAt - result.startedAt) };
+    return {
+      heapBefore,
+      heapAfter,
+      peak,
+      sawPlanted: result.sawPlanted,
+      achievedRate: (result.records * 1000) / (result.drainedAt - result.startedAt),
+    };
   } finally {
     await generator.kill();
     await server.stop();
@@ -108,7 +123,15 @@ benchMain(async ({ quick }) => {
       target: { aim: 256 },
       note: `reached ${Math.round(hub.achievedRate / 1000)}k rec/s (naive ${Math.round(naiveHub.achievedRate / 1000)}k); planted key promoted: ${yes(hub.sawPlanted)} (naive ${yes(naiveHub.sawPlanted)}); start ${Math.round(hub.heapBefore / MB)} MB`,
     },
-    { bench: '5 memory hub', metric: 'peak heap', ours: hub.peak / MB, baseline: naiveHub.peak / MB, unit: 'MB', better: 'lower', target: { aim: 256 } },
+    {
+      bench: '5 memory hub',
+      metric: 'peak heap',
+      ours: hub.peak / MB,
+      baseline: naiveHub.peak / MB,
+      unit: 'MB',
+      better: 'lower',
+      target: { aim: 256 },
+    },
   ];
   return rows;
 });

@@ -27,7 +27,11 @@ const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfUs = new Map<number, number>();
 profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
 
-const short = (url: string) => url.replace(/^file:\/\//, '').replace(/^.*\/node_modules\/\.pnpm\/([^/]+)\/node_modules\//, '$1:').replace('/work/main/', '');
+const short = (url: string) =>
+  url
+    .replace(/^file:\/\//, '')
+    .replace(/^.*\/node_modules\/\.pnpm\/([^/]+)\/node_modules\//, '$1:')
+    .replace('/work/main/', '');
 const byFunction = new Map<string, number>();
 const byFile = new Map<string, number>();
 let total = 0;

@@ -58,7 +58,8 @@ export function formatNumber(value: number | undefined): string {
 export function advantage(row: BenchRow): number | undefined {
   const { ours, baseline } = row;
   // a ratio of counts at or below zero (0 errors each, a heap that shrank) says nothing
-  if (baseline === undefined || !Number.isFinite(baseline) || !Number.isFinite(ours) || ours <= 0 || baseline <= 0) return undefined;
+  if (baseline === undefined || !Number.isFinite(baseline) || !Number.isFinite(ours) || ours <= 0 || baseline <= 0)
+    return undefined;
   return row.better === 'higher' ? ours / baseline : baseline / ours;
 }
 
@@ -107,13 +108,20 @@ function cells(row: BenchRow): string[] {
 export function textTable(rows: BenchRow[]): string {
   const table = [HEADERS, ...rows.map(cells)];
   const widths = HEADERS.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
-  return table.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
+  return table
+    .map((r) =>
+      r
+        .map((cell, c) => cell.padEnd(widths[c]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export function markdownTable(rows: BenchRow[]): string {
-  const escape = (s: string) => s.replace(/\|/g, '\\|');
+  const escapePipes = (s: string) => s.replace(/\|/g, '\\|');
   const lines = [`| ${HEADERS.join(' | ')} |`, `|${HEADERS.map(() => ' --- ').join('|')}|`];
-  for (const row of rows) lines.push(`| ${cells(row).map(escape).join(' | ')} |`);
+  for (const row of rows) lines.push(`| ${cells(row).map(escapePipes).join(' | ')} |`);
   return lines.join('\n');
 }
 
@@ -132,6 +140,7 @@ export function markdownReport(rows: BenchRow[], machine: Machine, errors: strin
     markdownTable(rows),
     '',
   ];
-  if (errors.length) out.push('## Benchmarks that did not finish', '', ...errors.map((e) => `- ${e.split('\n')[0]}`), '');
+  if (errors.length)
+    out.push('## Benchmarks that did not finish', '', ...errors.map((e) => `- ${e.split('\n')[0]}`), '');
   return out.join('\n');
 }

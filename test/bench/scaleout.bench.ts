@@ -22,8 +22,9 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { HubProcess } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { benchMain, forkWorker, processCpuMs, withDeadline, type BenchRow, type Worker } from './harness.ts';
+import { benchMain, forkWorker, processCpuMs, type BenchRow, type Worker } from './harness.ts';
 import type { LoadDone } from './ingest-load.worker.ts';
+import { waitFor, within } from '../support/wait.ts';
 
 const GENERATORS = 2;
 const CONNECTIONS_PER_GENERATOR = 4;
@@ -80,21 +81,26 @@ async function counters(hub: HubProcess): Promise<Counters> {
 /** Resolves once every hub lists exactly `ids` as members (what a seed's Welcome will carry). */
 async function waitMembers(hubs: HubProcess[], ids: string[], ms = 15_000): Promise<void> {
   const want = [...ids].sort().join(',');
-  const end = Date.now() + ms;
-  for (const hub of hubs) {
-    let seen = '';
-    for (;;) {
-      try {
-        const res = await fetch(`${hub.httpUrl}/api/cluster`, { signal: AbortSignal.timeout(3000) });
-        seen = ((await res.json()) as { members: { id: string }[] }).members.map((m) => m.id).sort().join(',');
-      } catch {
-        // a hub still starting its HTTP side: poll again
-      }
-      if (seen === want) break;
-      if (Date.now() > end) throw new Error(`${hub.id} lists members [${seen}], want [${want}], after ${ms} ms`);
-      await new Promise((r) => setTimeout(r, 100));
+  const lists = async (hub: HubProcess): Promise<boolean> => {
+    try {
+      const res = await fetch(`${hub.httpUrl}/api/cluster`, { signal: AbortSignal.timeout(3000) });
+      const { members } = (await res.json()) as { members: { id: string }[] };
+      return (
+        members
+          .map((m) => m.id)
+          .sort()
+          .join(',') === want
+      );
+    } catch {
+      return false; // a hub still starting its HTTP side: poll again
     }
-  }
+  };
+  await waitFor(
+    `every hub to list members [${want}]`,
+    async () => (await Promise.all(hubs.map(lists))).every(Boolean),
+    ms,
+    100,
+  );
 }
 
 async function measure(ids: string[], configPath: string, durationMs: number): Promise<Run> {
@@ -104,17 +110,33 @@ async function measure(ids: string[], configPath: string, durationMs: number): P
   try {
     // started one after another: tsx start-up of several hubs at once on 2 cores only runs slower
     for (const id of ids) {
-      hubs.push(await HubProcess.start({ args: ['--redis', redis.url, '--node-id', id, '--config', configPath], readyTimeoutMs: 30_000 }));
+      hubs.push(
+        await HubProcess.start({
+          args: ['--redis', redis.url, '--node-id', id, '--config', configPath],
+          readyTimeoutMs: 30_000,
+        }),
+      );
     }
     await waitMembers(hubs, ids);
-    for (let i = 0; i < GENERATORS; i++) generators.push(forkWorker(new URL('./ingest-load.worker.ts', import.meta.url)));
+    for (let i = 0; i < GENERATORS; i++)
+      generators.push(forkWorker(new URL('./ingest-load.worker.ts', import.meta.url)));
     generators.forEach((g, i) =>
       // generator i is seeded with hub i (mod n) only, as SDKs are configured with one address
-      g.send({ type: 'start', url: hubs[i % hubs.length]!.url, protocol: 'msgpack', connections: CONNECTIONS_PER_GENERATOR, seed: 100 + i, route: true }),
+      g.send({
+        type: 'start',
+        url: hubs[i % hubs.length]!.url,
+        protocol: 'msgpack',
+        connections: CONNECTIONS_PER_GENERATOR,
+        seed: 100 + i,
+        route: true,
+      }),
     );
-    const ready = await Promise.all(generators.map((g) => g.waitFor<{ hubs: string[]; cpuMs: number }>('ready', 30_000)));
+    const ready = await Promise.all(
+      generators.map((g) => g.waitFor<{ hubs: string[]; cpuMs: number }>('ready', 30_000)),
+    );
     for (const r of ready) {
-      if ([...r.hubs].sort().join(',') !== [...ids].sort().join(',')) throw new Error(`a generator routes over [${r.hubs}], not [${ids}]`);
+      if ([...r.hubs].sort().join(',') !== [...ids].sort().join(','))
+        throw new Error(`a generator routes over [${r.hubs}], not [${ids}]`);
     }
     const before = await Promise.all(hubs.map(counters));
     const machineBefore = machineBusyMs();
@@ -162,10 +184,19 @@ benchMain(async ({ quick }) => {
   const dir = await mkdtemp(join(os.tmpdir(), 'hotkey-scaleout-'));
   try {
     const configPath = join(dir, 'config.json');
-    const rule = { match: '*', threshold: THRESHOLD, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 };
+    const rule = {
+      match: '*',
+      threshold: THRESHOLD,
+      windowMs: 1000,
+      hotMs: 30_000,
+      cacheTtlMs: 5000,
+      cache: true,
+      demoteRatio: 0.5,
+      demoteWindows: 3,
+    };
     await writeFile(configPath, JSON.stringify({ apps: { bench: { rules: [rule] } } }));
-    const one = await withDeadline(measure(['solo'], configPath, durationMs), durationMs + 90_000, '1 hub');
-    const three = await withDeadline(measure(['h1', 'h2', 'h3'], configPath, durationMs), durationMs + 120_000, '3 hubs');
+    const one = await within('1 hub', measure(['solo'], configPath, durationMs), durationMs + 90_000);
+    const three = await within('3 hubs', measure(['h1', 'h2', 'h3'], configPath, durationMs), durationMs + 120_000);
     const cores = os.availableParallelism();
     // the busiest hub bounds the cluster however many cores there are
     const skewBound = 1 / Math.max(...three.shares);

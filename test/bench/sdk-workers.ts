@@ -5,7 +5,14 @@
  */
 import { forkWorker, type Worker } from './harness.ts';
 
-export async function connectSdkWorkers(into: Worker[], url: string, sdks: number, kind: 'sdk' | 'naive', timeoutMs: number, processes = 2): Promise<void> {
+export async function connectSdkWorkers(
+  into: Worker[],
+  url: string,
+  sdks: number,
+  kind: 'sdk' | 'naive',
+  timeoutMs: number,
+  processes = 2,
+): Promise<void> {
   for (let w = 0; w < processes; w++) {
     const worker = forkWorker(new URL('./sdk.worker.ts', import.meta.url));
     into.push(worker);

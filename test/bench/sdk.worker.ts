@@ -11,6 +11,7 @@
 import { HotKeyClient } from '@hotkey/sdk';
 import { NaiveClient } from './baseline/naive-client.ts';
 import { fromParent, toParent } from './harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 interface Instance {
   track(key: string): void;
@@ -26,7 +27,10 @@ function mark(key: string, index: number): void {
   if (!m.has(index)) m.set(index, wallNow());
 }
 
-const connect = await fromParent<{ url: string; count: number; kind: 'sdk' | 'naive'; flushIntervalMs?: number }>('connect', 60_000);
+const connect = await fromParent<{ url: string; count: number; kind: 'sdk' | 'naive'; flushIntervalMs?: number }>(
+  'connect',
+  60_000,
+);
 const instances: Instance[] = [];
 const BATCH = 50; // connect in batches: a thundering herd of handshakes measures nothing useful
 for (let start = 0; start < connect.count; start += BATCH) {
@@ -35,9 +39,23 @@ for (let start = 0; start < connect.count; start += BATCH) {
       const index = start + j;
       const instanceId = `bench-${process.pid}-${index}`;
       if (connect.kind === 'naive') {
-        return NaiveClient.connect({ url: connect.url, app: 'bench', instance: instanceId, intervalMs: 500, onPromote: (key) => mark(key, index) }, 20_000);
+        return NaiveClient.connect(
+          {
+            url: connect.url,
+            app: 'bench',
+            instance: instanceId,
+            intervalMs: 500,
+            onPromote: (key) => mark(key, index),
+          },
+          20_000,
+        );
       }
-      const client = new HotKeyClient({ app: 'bench', hubs: connect.url, instanceId, flushIntervalMs: connect.flushIntervalMs ?? 100 });
+      const client = new HotKeyClient({
+        app: 'bench',
+        hubs: connect.url,
+        instanceId,
+        flushIntervalMs: connect.flushIntervalMs ?? 100,
+      });
       client.on('promote', (key) => mark(key, index));
       client.on('error', () => undefined);
       await client.ready({ signal: AbortSignal.timeout(30_000) });
@@ -79,8 +97,12 @@ function surge(key: string, rate: number, startAt: number, durationMs: number): 
 }
 
 async function collect(key: string, deadlineMs: number): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while ((seen.get(key)?.size ?? 0) < instances.length && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  // past the deadline, report who did see it: the parent counts the missing ones
+  await waitFor(
+    `every instance to see ${key} hot`,
+    () => (seen.get(key)?.size ?? 0) >= instances.length,
+    deadlineMs,
+  ).catch(() => undefined);
   const times = [...(seen.get(key)?.values() ?? [])];
   toParent({ type: 'promoted', key, times, missing: instances.length - times.length });
 }

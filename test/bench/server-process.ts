@@ -2,7 +2,9 @@
  * Parent side of server.worker.ts: starts a server under test in its own process and reads its
  * CPU time and heap, each request bounded by a deadline.
  */
+import { once } from 'node:events';
 import { forkWorker, type Worker } from './harness.ts';
+import { within } from '../support/wait.ts';
 
 /** Options of the server under test, passed to its process as JSON. */
 export interface ServerOptions {
@@ -32,11 +34,17 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-export async function startServer(kind: ServerKind, opts: ServerOptions = {}, execArgv: string[] = []): Promise<ServerProcess> {
+export async function startServer(
+  kind: ServerKind,
+  opts: ServerOptions = {},
+  execArgv: string[] = [],
+): Promise<ServerProcess> {
   // BENCH_CPU_PROF=dir: profile every server under test into dir/<kind>/ (see profile-summary.ts);
   // one file per thread, the largest is the main thread
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}/${kind}`] : [];
-  const worker = forkWorker(new URL('./server.worker.ts', import.meta.url), [kind, JSON.stringify(opts)], { execArgv: ['--expose-gc', ...prof, ...execArgv] });
+  const worker = forkWorker(new URL('./server.worker.ts', import.meta.url), [kind, JSON.stringify(opts)], {
+    execArgv: ['--expose-gc', ...prof, ...execArgv],
+  });
   try {
     const ready = await worker.waitFor<{ url: string; pid: number }>('ready', 20_000);
     return {
@@ -55,7 +63,7 @@ export async function startServer(kind: ServerKind, opts: ServerOptions = {}, ex
       async stop() {
         // ask for a normal exit (profiles are written on exit), then make sure
         worker.send({ type: 'exit' });
-        await Promise.race([new Promise((r) => worker.child.once('exit', r)), new Promise((r) => setTimeout(r, 3000))]);
+        await within('the server worker to exit', once(worker.child, 'exit'), 3000).catch(() => undefined);
         await worker.kill();
       },
     };

@@ -13,7 +13,6 @@ import type { ServerOptions } from './server-process.ts';
 import { startSink } from './sink.ts';
 import { startNaiveHub } from './baseline/naive-hub.ts';
 
-
 const kind = process.argv[2];
 const opts = JSON.parse(process.argv[3] ?? '{}') as ServerOptions;
 
@@ -50,7 +49,13 @@ process.on('message', (raw) => {
   } else if (message.type === 'stats') {
     const cpu = process.cpuUsage();
     const mem = process.memoryUsage();
-    toParent({ type: 'stats', cpuMs: (cpu.user + cpu.system) / 1000, heapUsed: mem.heapUsed, rss: mem.rss, records: records() });
+    toParent({
+      type: 'stats',
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      heapUsed: mem.heapUsed,
+      rss: mem.rss,
+      records: records(),
+    });
   }
 });
 // the IPC channel is this process's lifeline

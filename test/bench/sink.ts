@@ -22,7 +22,7 @@ export async function startSink(): Promise<Sink> {
   wss.on('connection', (ws) => {
     ws.on('message', (data) => {
       const bytes = data as Buffer;
-      let message;
+      let message: ReturnType<typeof decodeClientMessage>;
       try {
         message = decodeClientMessage(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
       } catch {

@@ -26,13 +26,20 @@ test('Zipf sampler frequencies follow 1/k^s', () => {
     for (let i = 0; i < draws; i++) counts[z.next()]!++;
     // rank 1 vs rank 2 ratio is 2^s; top ranks have enough draws for a 5% check
     const ratio = counts[0]! / counts[1]!;
-    assert.ok(Math.abs(ratio - Math.pow(2, s)) / Math.pow(2, s) < 0.05, `s=${s} ratio ${ratio}`);
+    assert.ok(Math.abs(ratio - 2 ** s) / 2 ** s < 0.05, `s=${s} ratio ${ratio}`);
     assert.ok(Math.abs(counts[0]! / draws - z.probability(0)) < 0.01);
   }
 });
 
 test('trace is time-ordered, deterministic, and flash keys hit their exact rate', () => {
-  const opts = { keys: 10_000, s: 1.1, rate: 50_000, durationMs: 2000, seed: 9, flash: [{ key: 'flash:a', rate: 1200, startMs: 500, endMs: 1500 }] };
+  const opts = {
+    keys: 10_000,
+    s: 1.1,
+    rate: 50_000,
+    durationMs: 2000,
+    seed: 9,
+    flash: [{ key: 'flash:a', rate: 1200, startMs: 500, endMs: 1500 }],
+  };
   const t1 = generateTrace(opts);
   const t2 = generateTrace(opts);
   assert.equal(Array.from(t1.ids.subarray(0, 100)), Array.from(t2.ids.subarray(0, 100)));

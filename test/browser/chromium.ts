@@ -53,7 +53,10 @@ export class Chromium {
   }
 
   /** A new tab (its own sessionStorage), watched for problems. */
-  async open(url: string, opts: { expectStatus?: (url: string, status: number) => boolean } = {}): Promise<WatchedPage> {
+  async open(
+    url: string,
+    opts: { expectStatus?: (url: string, status: number) => boolean } = {},
+  ): Promise<WatchedPage> {
     const page = await this.#context.newPage();
     const problems: string[] = [];
     const urls: string[] = [];
@@ -68,7 +71,8 @@ export class Chromium {
     page.on('request', (r) => urls.push(r.url()));
     page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
     page.on('response', (r) => {
-      if (r.status() >= 400 && !(opts.expectStatus?.(r.url(), r.status()) ?? false)) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+      if (r.status() >= 400 && !(opts.expectStatus?.(r.url(), r.status()) ?? false))
+        problems.push(`HTTP ${r.status()}: ${r.url()}`);
     });
     await page.goto(url, { waitUntil: 'load' });
     return { page, problems, urls };
@@ -77,28 +81,5 @@ export class Chromium {
   async close(): Promise<void> {
     await this.#context.close();
     rmSync(this.#profile, { recursive: true, force: true });
-  }
-}
-
-/** `promise`, or an error naming `what` after `ms` (for setup and teardown steps that may hang). */
-export async function within<T>(what: string, ms: number, promise: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Polls `check` in Node every 25 ms; throws with `what` after `timeoutMs`. Returns the ms it took. */
-export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<number> {
-  const started = performance.now();
-  for (;;) {
-    if (await check()) return performance.now() - started;
-    if (performance.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
   }
 }

@@ -11,10 +11,13 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { ARTIFACTS, Chromium, until, type WatchedPage } from './chromium.ts';
+import { ARTIFACTS, Chromium, type WatchedPage } from './chromium.ts';
+import { waitFor } from '../support/wait.ts';
 
 const KEYS = 10_000;
-const config = { apps: { big: { rules: [{ match: 'k:*', threshold: 5, windowMs: 1000, hotMs: 60_000, demoteWindows: 2 }] } } };
+const config = {
+  apps: { big: { rules: [{ match: 'k:*', threshold: 5, windowMs: 1000, hotMs: 60_000, demoteWindows: 2 }] } },
+};
 const configPath = writeConfig(config, 'hotkey-scale-');
 
 let hub: HubProcess;
@@ -28,7 +31,7 @@ const keys = Array.from({ length: KEYS }, (_, i) => `k:${String(i).padStart(5, '
 /** `until`, with a screenshot of the page when the wait fails */
 async function step(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   try {
-    await until(what, check, timeoutMs);
+    await waitFor(what, check, timeoutMs);
   } catch (err) {
     await watched.page.screenshot({ path: join(ARTIFACTS, `dashboard-10k-failed-${what.replace(/\W+/g, '-')}.png`) });
     throw err;
@@ -44,7 +47,16 @@ test.before(async () => {
   browser = await Chromium.launch();
   ws = new WebSocket(hub.url);
   await once(ws, 'open', { signal: AbortSignal.timeout(5000) });
-  ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'big', instance: 'load-1', sdk: 'raw-test', host: 'load-host' }));
+  ws.send(
+    encode({
+      t: MsgType.Hello,
+      v: PROTOCOL_VERSION,
+      app: 'big',
+      instance: 'load-1',
+      sdk: 'raw-test',
+      host: 'load-host',
+    }),
+  );
   await once(ws, 'message', { signal: AbortSignal.timeout(5000) });
 });
 
@@ -60,7 +72,7 @@ test('10 000 hot keys: all counted, a bounded DOM, sortable and scrollable; all 
   const counts = keys.map((_, i) => 2 + (i % 5));
   reporter = setInterval(() => ws.send(encode({ t: MsgType.Report, keys, counts })), 100);
   watched = await browser.open(`${hub.httpUrl}/`);
-  await until('10 000 hot keys in the page', async () => (await hotCount()).endsWith(`${KEYS} hot`), 20_000);
+  await waitFor('10 000 hot keys in the page', async () => (await hotCount()).endsWith(`${KEYS} hot`), 20_000);
   const domRows = await watched.page.locator('.vt-rows .vt-row').count();
   assert.ok(domRows > 10 && domRows < 100, `${domRows} rows in the DOM`);
 
@@ -69,15 +81,25 @@ test('10 000 hot keys: all counted, a bounded DOM, sortable and scrollable; all 
     function f(now) { gaps.push(now - last); last = now; if (now < end) requestAnimationFrame(f); else { gaps.sort((a, b) => a - b); resolve({ frames: gaps.length, p50: gaps[gaps.length >> 1], p99: gaps[Math.floor(gaps.length * 0.99)], max: gaps[gaps.length - 1] }); } }
     requestAnimationFrame(f);
   })`)) as { frames: number; p50: number; p99: number; max: number };
-  console.log(`# 10k hot keys, 3 s idle: ${timing.frames} frames, gap p50 ${timing.p50.toFixed(1)} ms, p99 ${timing.p99.toFixed(1)} ms, max ${timing.max.toFixed(1)} ms`);
+  console.log(
+    `# 10k hot keys, 3 s idle: ${timing.frames} frames, gap p50 ${timing.p50.toFixed(1)} ms, p99 ${timing.p99.toFixed(1)} ms, max ${timing.max.toFixed(1)} ms`,
+  );
   await watched.page.screenshot({ path: join(ARTIFACTS, 'dashboard-10k.png') });
 
   // sort by key ascending: the first row is k:00000
   await watched.page.locator('.vt-head .c-key').click();
-  await step('sorted by key', async () => (await watched.page.locator('.vt-rows .vt-row .c-key').first().textContent()) === 'k:00000', 6000);
+  await step(
+    'sorted by key',
+    async () => (await watched.page.locator('.vt-rows .vt-row .c-key').first().textContent()) === 'k:00000',
+    6000,
+  );
   // scroll to the end: the last key is rendered, and the DOM stays small
   await watched.page.evaluate(`document.querySelector('.vt-body').scrollTop = 1e9`);
-  await step('last key rendered', async () => (await watched.page.locator('.vt-rows .c-key', { hasText: 'k:09999' }).count()) === 1, 6000);
+  await step(
+    'last key rendered',
+    async () => (await watched.page.locator('.vt-rows .c-key', { hasText: 'k:09999' }).count()) === 1,
+    6000,
+  );
   assert.ok((await watched.page.locator('.vt-rows .vt-row').count()) < 100);
   await watched.page.screenshot({ path: join(ARTIFACTS, 'dashboard-10k-end.png') });
   // filtering narrows to matching keys

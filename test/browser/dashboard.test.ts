@@ -10,8 +10,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HotKeyClient } from '@hotkey/sdk';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { delay, drive } from '../support/traffic.ts';
-import { ARTIFACTS, Chromium, until, type WatchedPage } from './chromium.ts';
+import { drive } from '../support/traffic.ts';
+import { ARTIFACTS, Chromium, type WatchedPage } from './chromium.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const ADMIN = 'admin-s3cret-token';
 const config = {
@@ -29,7 +30,10 @@ let watched: WatchedPage;
 const clients: HotKeyClient[] = [];
 
 async function sdks(app: string, n: number): Promise<HotKeyClient[]> {
-  const list = Array.from({ length: n }, (_, i) => new HotKeyClient({ app, hubs: [hub.url], host: `web-${i + 1}`, reconnectMaxMs: 300 }));
+  const list = Array.from(
+    { length: n },
+    (_, i) => new HotKeyClient({ app, hubs: [hub.url], host: `web-${i + 1}`, reconnectMaxMs: 300 }),
+  );
   clients.push(...list);
   await Promise.all(list.map((hk) => hk.ready({ signal: AbortSignal.timeout(5000) })));
   return list;
@@ -46,7 +50,9 @@ async function isHot(app: string, key: string): Promise<boolean> {
 }
 
 function row(key: string) {
-  return watched.page.locator('.vt-rows .vt-row').filter({ has: watched.page.locator('.c-key', { hasText: new RegExp(`^${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
+  return watched.page.locator('.vt-rows .vt-row').filter({
+    has: watched.page.locator('.c-key', { hasText: new RegExp(`^${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }),
+  });
 }
 
 async function shot(name: string): Promise<void> {
@@ -57,7 +63,9 @@ test.before(async () => {
   hub = await HubProcess.start({ args: ['--config', configPath, '--admin-token', ADMIN] });
   browser = await Chromium.launch();
   // writes without the token are refused on purpose in these tests: 401/403 are expected answers
-  watched = await browser.open(`${hub.httpUrl}/`, { expectStatus: (url, status) => (status === 401 || status === 403 || status === 404) && url.includes('/api/apps/') });
+  watched = await browser.open(`${hub.httpUrl}/`, {
+    expectStatus: (url, status) => (status === 401 || status === 403 || status === 404) && url.includes('/api/apps/'),
+  });
 });
 
 test.after(async () => {
@@ -67,9 +75,17 @@ test.after(async () => {
 });
 
 test('the page loads from the hub alone, goes live, with no failed request or console error', async () => {
-  await until('live badge', async () => (await watched.page.getByTestId('live-state').textContent())?.startsWith('live') ?? false, 5000);
+  await waitFor(
+    'live badge',
+    async () => (await watched.page.getByTestId('live-state').textContent())?.startsWith('live') ?? false,
+    5000,
+  );
   assert.match((await watched.page.getByTestId('live-state').textContent()) ?? '', hub.id);
-  for (const url of watched.urls) assert.ok(url.startsWith(hub.httpUrl) || url.startsWith(hub.httpUrl.replace('http', 'ws')) || url.startsWith('data:'), `request left the hub: ${url}`);
+  for (const url of watched.urls)
+    assert.ok(
+      url.startsWith(hub.httpUrl) || url.startsWith(hub.httpUrl.replace('http', 'ws')) || url.startsWith('data:'),
+      `request left the hub: ${url}`,
+    );
   assert.equal(watched.problems, []);
 });
 
@@ -78,39 +94,78 @@ test('a key driven hot by SDK clients shows within 2 s of its promotion and leav
   const driver = drive(group, 'item:flash', 400);
   let seenAt = 0;
   try {
-    await until('item:flash in the table', async () => (await row('item:flash').count()) > 0, 10_000);
+    await waitFor('item:flash in the table', async () => (await row('item:flash').count()) > 0, 10_000);
     seenAt = Date.now();
     const { body } = await api('/api/events?since=0');
-    const promoted = (body.events as { type: string; key: string; at: number; latencyMs?: number }[]).find((e) => e.type === 'promote' && e.key === 'item:flash');
+    const promoted = (body.events as { type: string; key: string; at: number; latencyMs?: number }[]).find(
+      (e) => e.type === 'promote' && e.key === 'item:flash',
+    );
     assert.ok(promoted, 'the hub recorded the promotion');
     const lag = seenAt - promoted!.at;
-    console.log(`# item:flash on the page ${lag} ms after the hub promoted it (detection latency ${promoted!.latencyMs} ms)`);
+    console.log(
+      `# item:flash on the page ${lag} ms after the hub promoted it (detection latency ${promoted!.latencyMs} ms)`,
+    );
     assert.ok(lag < 2000, `row appeared ${lag} ms after promotion`);
     // the row carries live values: QPS near the driven rate, the rule's threshold, 3 instances
-    await until('3 instances reporting', async () => (await row('item:flash').locator('.c-instances').textContent()) === '3', 5000);
+    await waitFor(
+      '3 instances reporting',
+      async () => (await row('item:flash').locator('.c-instances').textContent()) === '3',
+      5000,
+    );
     assert.match((await row('item:flash').locator('.c-threshold').textContent()) ?? '', /^100\/500ms \(\d+\.\d×\)$/);
     await delay(2500); // let the sparkline collect a few samples for the screenshot
     await shot('hot');
     await row('item:flash').locator('.c-key').click();
-    await until('key detail', async () => (await watched.page.getByTestId('key-title').textContent())?.includes('item:flash') ?? false, 3000);
-    await until('rule shown', async () => (await watched.page.locator('.rule-box').textContent())?.includes('item:*') ?? false, 3000);
+    await waitFor(
+      'key detail',
+      async () => (await watched.page.getByTestId('key-title').textContent())?.includes('item:flash') ?? false,
+      3000,
+    );
+    await waitFor(
+      'rule shown',
+      async () => (await watched.page.locator('.rule-box').textContent())?.includes('item:*') ?? false,
+      3000,
+    );
     await delay(2000);
     await shot('key-detail');
   } finally {
     driver.stop();
   }
   await watched.page.goto(`${hub.httpUrl}/#/hot`);
-  await until('item:flash leaves the table after demotion', async () => (await row('item:flash').count()) === 0 && !(await isHot('shop', 'item:flash')), 15_000);
+  await waitFor(
+    'item:flash leaves the table after demotion',
+    async () => (await row('item:flash').count()) === 0 && !(await isHot('shop', 'item:flash')),
+    15_000,
+  );
   await watched.page.goto(`${hub.httpUrl}/#/events`);
-  await until('demotion listed', async () => (await watched.page.locator('[data-testid=event-row].ev-demote').filter({ hasText: 'item:flash' }).count()) > 0, 5000);
-  assert.ok((await watched.page.locator('[data-testid=event-row].ev-promote').filter({ hasText: 'item:flash' }).filter({ hasText: /detected in \d+ ms/ }).count()) > 0);
+  await waitFor(
+    'demotion listed',
+    async () =>
+      (await watched.page.locator('[data-testid=event-row].ev-demote').filter({ hasText: 'item:flash' }).count()) > 0,
+    5000,
+  );
+  assert.ok(
+    (await watched.page
+      .locator('[data-testid=event-row].ev-promote')
+      .filter({ hasText: 'item:flash' })
+      .filter({ hasText: /detected in \d+ ms/ })
+      .count()) > 0,
+  );
   await shot('events');
   await watched.page.goto(`${hub.httpUrl}/#/cluster`);
-  await until('SDK instances listed', async () => (await watched.page.getByTestId('instances-body').locator('tr').count()) >= 3, 5000);
+  await waitFor(
+    'SDK instances listed',
+    async () => (await watched.page.getByTestId('instances-body').locator('tr').count()) >= 3,
+    5000,
+  );
   assert.match((await watched.page.getByTestId('hubs-body').textContent()) ?? '', hub.id);
   await shot('cluster');
   await watched.page.goto(`${hub.httpUrl}/#/history`);
-  await until('history lists item:flash', async () => (await watched.page.getByTestId('history-body').textContent())?.includes('item:flash') ?? false, 5000);
+  await waitFor(
+    'history lists item:flash',
+    async () => (await watched.page.getByTestId('history-body').textContent())?.includes('item:flash') ?? false,
+    5000,
+  );
   const download = watched.page.waitForEvent('download', { timeout: 5000 });
   await watched.page.getByTestId('history-csv').click();
   const csv = readFileSync((await (await download).path())!, 'utf8');
@@ -122,7 +177,12 @@ test('a key driven hot by SDK clients shows within 2 s of its promotion and leav
 
 test('a write without the admin token is refused and changes nothing', async () => {
   // from Node: no token, then a wrong one
-  const put = (headers: Record<string, string>) => api('/api/apps/promo/rules', { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: '[{"match":"x","threshold":5}]' });
+  const put = (headers: Record<string, string>) =>
+    api('/api/apps/promo/rules', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: '[{"match":"x","threshold":5}]',
+    });
   assert.is((await put({})).status, 401);
   const wrong = await put({ authorization: 'Bearer nope' });
   assert.is(wrong.status, 403);
@@ -132,11 +192,11 @@ test('a write without the admin token is refused and changes nothing', async () 
   await watched.page.getByTestId('action-app').fill('shop');
   await watched.page.getByTestId('action-key').fill('item:nobody');
   await watched.page.getByTestId('action-invalidate').click();
-  await until('token dialog', async () => (await watched.page.getByTestId('token-dialog').count()) === 1, 3000);
+  await waitFor('token dialog', async () => (await watched.page.getByTestId('token-dialog').count()) === 1, 3000);
   assert.match((await watched.page.getByTestId('token-reason').textContent()) ?? '', /admin token/);
   await shot('token-prompt');
   await watched.page.getByRole('button', { name: 'Cancel' }).click();
-  await until('refusal shown', async () => (await watched.page.getByTestId('toast-error').count()) > 0, 3000);
+  await waitFor('refusal shown', async () => (await watched.page.getByTestId('toast-error').count()) > 0, 3000);
   const { body } = await api('/api/events?since=0');
   assert.not.ok((body.events as { key: string }[]).some((e) => e.key === 'item:nobody'));
   assert.equal((await api('/api/apps/promo/rules')).body.rules, []);
@@ -145,12 +205,20 @@ test('a write without the admin token is refused and changes nothing', async () 
 test('a bad rule shows an inline error and changes nothing', async () => {
   await watched.page.goto(`${hub.httpUrl}/#/rules/promo`);
   const editor = watched.page.getByTestId('rules-editor');
-  await until('rules loaded', async () => (await editor.inputValue()).trim() === '[]', 5000);
+  await waitFor('rules loaded', async () => (await editor.inputValue()).trim() === '[]', 5000);
   await editor.fill('[{"match":"deal:*","threshold":-5}]');
-  await until('inline error', async () => (await watched.page.getByTestId('rules-error').textContent())?.includes('rules[0].threshold') ?? false, 2000);
+  await waitFor(
+    'inline error',
+    async () => (await watched.page.getByTestId('rules-error').textContent())?.includes('rules[0].threshold') ?? false,
+    2000,
+  );
   assert.ok(await watched.page.getByTestId('rules-save').isDisabled());
   await editor.fill('[{"match":"deal:*","threshold":10,"windowMS":500}]');
-  await until('unknown field named', async () => (await watched.page.getByTestId('rules-error').textContent())?.includes('rules[0].windowMS') ?? false, 2000);
+  await waitFor(
+    'unknown field named',
+    async () => (await watched.page.getByTestId('rules-error').textContent())?.includes('rules[0].windowMS') ?? false,
+    2000,
+  );
   await shot('rules-error');
   // the hub's own refusal is shown the same way: a rule set for an app the hub does not know
   watched.page.once('dialog', () => {});
@@ -158,7 +226,11 @@ test('a bad rule shows an inline error and changes nothing', async () => {
   await watched.page.goto(`${hub.httpUrl}/#/rules/nosuchapp`);
   await editor.fill('[{"match":"a","threshold":10}]');
   await watched.page.getByTestId('rules-save').click();
-  await until('hub refusal inline', async () => (await watched.page.getByTestId('rules-error').textContent())?.includes('HK_ERR_UNKNOWN_APP') ?? false, 3000);
+  await waitFor(
+    'hub refusal inline',
+    async () => (await watched.page.getByTestId('rules-error').textContent())?.includes('HK_ERR_UNKNOWN_APP') ?? false,
+    3000,
+  );
   assert.equal((await api('/api/apps/promo/rules')).body.rules, []);
 });
 
@@ -171,15 +243,19 @@ test('a rule edit saves through the API and changes detection live', async () =>
     assert.not.ok(await isHot('promo', 'deal:1'), 'deal:1 hot under the default rule');
     await watched.page.goto(`${hub.httpUrl}/#/rules/promo`);
     const editor = watched.page.getByTestId('rules-editor');
-    await until('rules loaded', async () => (await editor.inputValue()).trim() === '[]', 5000);
+    await waitFor('rules loaded', async () => (await editor.inputValue()).trim() === '[]', 5000);
     await editor.fill('[{"match":"deal:*","threshold":100}]');
     await watched.page.getByTestId('rules-save').click();
-    await until('saved', async () => (await watched.page.getByTestId('rules-status').textContent())?.startsWith('saved') ?? false, 5000);
+    await waitFor(
+      'saved',
+      async () => (await watched.page.getByTestId('rules-status').textContent())?.startsWith('saved') ?? false,
+      5000,
+    );
     assert.is((await api('/api/apps/promo/rules')).body.rules[0].threshold, 100);
     assert.match(await editor.inputValue(), /"windowMs": 1000/); // defaults filled in by the hub
     await shot('rules');
     await watched.page.goto(`${hub.httpUrl}/#/hot`);
-    await until('deal:1 hot in the page after the edit', async () => (await row('deal:1').count()) > 0, 5000);
+    await waitFor('deal:1 hot in the page after the edit', async () => (await row('deal:1').count()) > 0, 5000);
   } finally {
     driver.stop();
   }
@@ -191,13 +267,20 @@ test('with the admin token, a key promoted by hand shows as hot and an invalidat
   await watched.page.getByTestId('action-app').fill('shop');
   await watched.page.getByTestId('action-key').fill('item:by-hand');
   await watched.page.getByTestId('action-promote').click();
-  await until('promoted row in the table', async () => (await row('item:by-hand').count()) === 1, 5000);
+  await waitFor('promoted row in the table', async () => (await row('item:by-hand').count()) === 1, 5000);
   await watched.page.getByTestId('action-invalidate').click();
   await watched.page.goto(`${hub.httpUrl}/#/events`);
-  await until('manual promotion and invalidation listed', async () => {
-    const events = watched.page.locator('[data-testid=event-row]').filter({ hasText: 'item:by-hand' });
-    return (await events.filter({ hasText: 'manual' }).filter({ hasText: 'promote' }).count()) === 1 && (await events.filter({ hasText: 'invalidate' }).count()) === 1;
-  }, 5000);
+  await waitFor(
+    'manual promotion and invalidation listed',
+    async () => {
+      const events = watched.page.locator('[data-testid=event-row]').filter({ hasText: 'item:by-hand' });
+      return (
+        (await events.filter({ hasText: 'manual' }).filter({ hasText: 'promote' }).count()) === 1 &&
+        (await events.filter({ hasText: 'invalidate' }).count()) === 1
+      );
+    },
+    5000,
+  );
   assert.equal(watched.problems, []);
 });
 
@@ -207,15 +290,29 @@ test('with --dashboard-token the page asks for it and sends it in the first fram
   try {
     const framesSent: string[] = [];
     const page = await browser.open(`${locked.httpUrl}/`, { expectStatus: () => false });
-    page.page.on('websocket', (ws) => ws.on('framesent', (f) => framesSent.push(typeof f.payload === 'string' ? f.payload : f.payload.toString('latin1'))));
-    await until('token asked', async () => (await page.page.getByTestId('token-dialog').count()) === 1, 5000);
+    page.page.on('websocket', (ws) =>
+      ws.on('framesent', (f) =>
+        framesSent.push(typeof f.payload === 'string' ? f.payload : f.payload.toString('latin1')),
+      ),
+    );
+    await waitFor('token asked', async () => (await page.page.getByTestId('token-dialog').count()) === 1, 5000);
     await page.page.getByTestId('token-input-read').fill(READ);
     await page.page.getByTestId('token-save').click();
-    await until('live with the token', async () => (await page.page.getByTestId('live-state').textContent())?.startsWith('live') ?? false, 5000);
-    assert.ok(framesSent.some((f) => f.includes(READ)), 'token sent in a frame');
+    await waitFor(
+      'live with the token',
+      async () => (await page.page.getByTestId('live-state').textContent())?.startsWith('live') ?? false,
+      5000,
+    );
+    assert.ok(
+      framesSent.some((f) => f.includes(READ)),
+      'token sent in a frame',
+    );
     for (const url of page.urls) assert.not.ok(url.includes(READ), `token in a URL: ${url}`);
     // the refused first attempt is the only error the page may have seen
-    assert.equal(page.problems.filter((p) => !p.includes('/live')), []);
+    assert.equal(
+      page.problems.filter((p) => !p.includes('/live')),
+      [],
+    );
     assert.not.ok(locked.stdout.includes(READ) || locked.stderr.includes(READ), 'token in the hub log');
     await page.page.close();
   } finally {

@@ -6,7 +6,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Cluster, httpJson, sleep, waitFor } from './cluster-harness.ts';
+import { Cluster, httpJson } from './cluster-harness.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const SURVIVORS = ['hub-a', 'hub-b'];
@@ -52,7 +53,11 @@ test('kill -9 of a hub: its keys move, promotions resume within a window and a f
   const kept = Cluster.keysOwnedBy(IDS, 'hub-a', 1, 'item:kept:');
   readAll([...before, ...lost, ...kept]);
   cluster.traffic(Object.fromEntries([...before, ...kept].map((k) => [k, 600])));
-  await waitFor('pre-kill keys hot everywhere', () => cluster.clients.every((c) => [...before, ...kept].every((k) => c.isHot(k))), 8000);
+  await waitFor(
+    'pre-kill keys hot everywhere',
+    () => cluster.clients.every((c) => [...before, ...kept].every((k) => c.isHot(k))),
+    8000,
+  );
 
   const t0 = Date.now();
   cluster.hub('hub-c').child.kill('SIGKILL');
@@ -72,11 +77,17 @@ test('kill -9 of a hub: its keys move, promotions resume within a window and a f
   );
   const firstPromotion = Math.min(...promoted.map((e) => e.at)) - t0;
   const lastPromotion = Math.max(...promoted.map((e) => e.at)) - t0;
-  console.log(`# kill -9 → SDKs dropped the hub after ${noticed} ms; lost keys promoted after ${firstPromotion}–${lastPromotion} ms`);
+  console.log(
+    `# kill -9 → SDKs dropped the hub after ${noticed} ms; lost keys promoted after ${firstPromotion}–${lastPromotion} ms`,
+  );
   assert.ok(noticed <= 2000, `SDKs notice within 2 s (${noticed} ms)`);
   assert.ok(lastPromotion <= 3000, `lost keys promoted within 3 s of the kill (${lastPromotion} ms)`);
   for (const e of promoted) assert.is(e.hub, Cluster.owner(SURVIVORS, e.key), `${e.key} decided by its new owner`);
-  await waitFor('every SDK to have the lost keys hot', () => cluster.clients.every((c) => lost.every((k) => c.isHot(k))), 3000);
+  await waitFor(
+    'every SDK to have the lost keys hot',
+    () => cluster.clients.every((c) => lost.every((k) => c.isHot(k))),
+    3000,
+  );
   await cluster.waitMembers(SURVIVORS, 4000);
   assert.is(getErrors, 0, 'get() never failed');
   assert.is(loaderErrors, 0, 'get() returned the right values');
@@ -88,18 +99,29 @@ test('the killed hub restarts with its id, rejoins and takes its keys back witho
   const t0 = Date.now();
   await cluster.startHub('hub-c', cluster.hub('hub-c').port);
   await cluster.waitMembers(IDS, 5000);
-  await waitFor('every SDK to reconnect to hub-c', () => cluster.clients.every((c) => c.hubs().includes('hub-c')), 5000);
-  await sleep(2500); // hub-c aggregates its keys again, over several windows
+  await waitFor(
+    'every SDK to reconnect to hub-c',
+    () => cluster.clients.every((c) => c.hubs().includes('hub-c')),
+    5000,
+  );
+  await delay(2500); // hub-c aggregates its keys again, over several windows
   const events = (await cluster.history('hub-a', t0)).filter((e) => moved.includes(e.key));
   const promotions = events.filter((e) => e.type === 'promote');
   console.log(`# after the rejoin: ${JSON.stringify(events.map((e) => [e.type, e.key, e.hub, e.at - t0]))}`);
   for (const key of moved) {
     const mine = promotions.filter((e) => e.key === key);
     assert.ok(mine.length <= 1, `${key}: ${mine.length} promotions after the rejoin (at most one handover)`);
-    assert.ok(mine.every((e) => e.hub === 'hub-c'), `${key} decided by hub-c again`);
+    assert.ok(
+      mine.every((e) => e.hub === 'hub-c'),
+      `${key} decided by hub-c again`,
+    );
   }
-  assert.not.ok(events.some((e) => e.type === 'demote'), `no demotion of keys still hot: ${JSON.stringify(events.filter((e) => e.type === 'demote'))}`);
-  for (const client of cluster.clients) for (const key of moved) assert.ok(client.isHot(key), `${key} still hot on ${client.instanceId}`);
+  assert.not.ok(
+    events.some((e) => e.type === 'demote'),
+    `no demotion of keys still hot: ${JSON.stringify(events.filter((e) => e.type === 'demote'))}`,
+  );
+  for (const client of cluster.clients)
+    for (const key of moved) assert.ok(client.isHot(key), `${key} still hot on ${client.instanceId}`);
   const { body } = await httpJson(`${cluster.hub('hub-c').httpUrl}/api/cluster`);
   assert.equal(body.members.map((m: { id: string }) => m.id).sort(), IDS);
   assert.is(getErrors, 0, 'get() never failed');

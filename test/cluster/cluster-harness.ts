@@ -11,22 +11,10 @@ import { RedisServer } from '../support/redis-server.ts';
 import { HubProcess } from '../support/hub-process.ts';
 import type { HubEvent } from '../../hub/src/cluster/coordinator.ts';
 import { request } from '../support/http.ts';
+import { waitFor } from '../support/wait.ts';
 
 export const ADMIN = 'admin-secret';
 export const APP = 'shop';
-
-/** Polls `check` until it returns a truthy value; throws after the deadline with `what`. */
-export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 5000, everyMs = 25): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export function httpJson<T = any>(url: string, init: RequestInit = {}): Promise<{ status: number; body: T }> {
   return request<T>(url, init, 3000);
@@ -63,7 +51,8 @@ export class Cluster {
     const cluster = await Cluster.start(ids, rules);
     try {
       await cluster.addClients(clients, ids);
-      for (const client of cluster.clients) await waitFor(`${client.instanceId} on all hubs`, () => client.hubs().length === ids.length, 10_000);
+      for (const client of cluster.clients)
+        await waitFor(`${client.instanceId} on all hubs`, () => client.hubs().length === ids.length, 10_000);
       return cluster;
     } catch (err) {
       console.error('# cluster setup failed:', err);
@@ -73,7 +62,18 @@ export class Cluster {
   }
 
   async startHub(id: string, port = 0): Promise<HubProcess> {
-    const args = ['--redis', this.redis.url, '--node-id', id, '--config', this.#config, '--admin-token', ADMIN, '--port', String(port)];
+    const args = [
+      '--redis',
+      this.redis.url,
+      '--node-id',
+      id,
+      '--config',
+      this.#config,
+      '--admin-token',
+      ADMIN,
+      '--port',
+      String(port),
+    ];
     // generous: on a loaded 2-core machine several tsx processes starting at once are slow
     const hub = await HubProcess.start({ args, readyTimeoutMs: 30_000 });
     this.hubs.set(id, hub);
@@ -90,10 +90,19 @@ export class Cluster {
   async waitMembers(ids: string[], timeoutMs = 5000): Promise<void> {
     const want = [...ids].sort().join(',');
     for (const id of ids) {
-      await waitFor(`${id} to list members ${want}`, async () => {
-        const { body } = await httpJson(`${this.hub(id).httpUrl}/api/cluster`);
-        return (body.members as { id: string }[]).map((m) => m.id).sort().join(',') === want;
-      }, timeoutMs);
+      await waitFor(
+        `${id} to list members ${want}`,
+        async () => {
+          const { body } = await httpJson(`${this.hub(id).httpUrl}/api/cluster`);
+          return (
+            (body.members as { id: string }[])
+              .map((m) => m.id)
+              .sort()
+              .join(',') === want
+          );
+        },
+        timeoutMs,
+      );
     }
   }
 
@@ -101,7 +110,13 @@ export class Cluster {
   async addClients(count: number, seeds: string[], opts: Partial<ClientOptions> = {}): Promise<HotKeyClient[]> {
     const made: HotKeyClient[] = [];
     for (let i = 0; i < count; i++) {
-      const client = new HotKeyClient({ app: APP, hubs: this.hub(seeds[i % seeds.length]!).url, instanceId: `sdk-${this.clients.length}`, flushIntervalMs: 50, ...opts });
+      const client = new HotKeyClient({
+        app: APP,
+        hubs: this.hub(seeds[i % seeds.length]!).url,
+        instanceId: `sdk-${this.clients.length}`,
+        flushIntervalMs: 50,
+        ...opts,
+      });
       client.on('error', () => {});
       this.clients.push(client);
       made.push(client);
@@ -145,7 +160,8 @@ export class Cluster {
   /** Keys whose owner over `ids` is `id`, from a family `prefix0`, `prefix1`, ... */
   static keysOwnedBy(ids: string[], id: string, count: number, prefix: string): string[] {
     const out: string[] = [];
-    for (let i = 0; out.length < count && i < 100_000; i++) if (Cluster.owner(ids, `${prefix}${i}`) === id) out.push(`${prefix}${i}`);
+    for (let i = 0; out.length < count && i < 100_000; i++)
+      if (Cluster.owner(ids, `${prefix}${i}`) === id) out.push(`${prefix}${i}`);
     return out;
   }
 

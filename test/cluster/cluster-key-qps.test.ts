@@ -14,7 +14,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HubProcess } from '../support/hub-process.ts';
-import { ADMIN, APP, Cluster, httpJson, waitFor } from './cluster-harness.ts';
+import { ADMIN, APP, Cluster, httpJson } from './cluster-harness.ts';
+import { waitFor } from '../support/wait.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const RULES = [{ match: 'item:*', threshold: 200, windowMs: 1000, hotMs: 60_000 }];
@@ -33,8 +34,13 @@ async function deadPort(): Promise<number> {
 
 /** POST /api/apps/shop/<action> {key} to `hub` with the admin token */
 const write = (hub: string, action: 'promote' | 'invalidate', key: string) =>
-  httpJson(`${cluster.hub(hub).httpUrl}/api/apps/${APP}/${action}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ key }) });
-const qps = (hub: string, key: string) => httpJson(`${cluster.hub(hub).httpUrl}/api/apps/${APP}/keys/qps?key=${encodeURIComponent(key)}`);
+  httpJson(`${cluster.hub(hub).httpUrl}/api/apps/${APP}/${action}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ key }),
+  });
+const qps = (hub: string, key: string) =>
+  httpJson(`${cluster.hub(hub).httpUrl}/api/apps/${APP}/keys/qps?key=${encodeURIComponent(key)}`);
 
 test.before(async () => {
   cluster = await Cluster.start(['hub-a', 'hub-b'], RULES);
@@ -42,13 +48,25 @@ test.before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'hotkey-cluster-qps-'));
     const config = join(dir, 'config.json');
     await writeFile(config, JSON.stringify({ apps: { [APP]: { rules: RULES } } }));
-    unreachable = await HubProcess.start({ args: ['--redis', cluster.redis.url, '--node-id', 'hub-c', '--config', config, '--advertise-url', `ws://127.0.0.1:${await deadPort()}/ws`] });
+    unreachable = await HubProcess.start({
+      args: [
+        '--redis',
+        cluster.redis.url,
+        '--node-id',
+        'hub-c',
+        '--config',
+        config,
+        '--advertise-url',
+        `ws://127.0.0.1:${await deadPort()}/ws`,
+      ],
+    });
     cluster.hubs.set('hub-c', unreachable); // its real HTTP port serves waitMembers; close() stops it
     await cluster.waitMembers(IDS, 10_000);
     // SDKs reach hub-a and hub-b; hub-c's keys simply never get reported
     await cluster.addClients(4, ['hub-a', 'hub-b']);
     // each SDK, whichever hub it was seeded with, connects to every hub it can reach
-    for (const client of cluster.clients) await waitFor(`${client.instanceId} on hub-a and hub-b`, () => client.hubs().length === 2, 10_000);
+    for (const client of cluster.clients)
+      await waitFor(`${client.instanceId} on hub-a and hub-b`, () => client.hubs().length === 2, 10_000);
   } catch (err) {
     console.error('# setup failed:', err);
     throw err;
@@ -65,7 +83,14 @@ test('a hub that does not own the key answers with the owner hub history', async
   const [key] = Cluster.keysOwnedBy(IDS, 'hub-b', 1, 'item:q/');
   cluster.traffic({ [key!]: 800 });
   try {
-    await waitFor(`${key} hot`, async () => ((await httpJson(`${cluster.hub('hub-b').httpUrl}/api/hot?app=${APP}`)).body.hot as { key: string }[]).some((h) => h.key === key), 10_000);
+    await waitFor(
+      `${key} hot`,
+      async () =>
+        ((await httpJson(`${cluster.hub('hub-b').httpUrl}/api/hot?app=${APP}`)).body.hot as { key: string }[]).some(
+          (h) => h.key === key,
+        ),
+      10_000,
+    );
     await waitFor('3 points at the owner', async () => (await qps('hub-b', key!)).body.points.length >= 3, 8000);
   } finally {
     cluster.stopTraffic();
@@ -75,7 +100,10 @@ test('a hub that does not own the key answers with the owner hub history', async
   assert.is(viaOther.status, 200);
   assert.is(viaOther.body.hub, 'hub-b', 'the owner answered');
   assert.is(viaOther.body.key, key);
-  assert.ok(viaOther.body.points.length >= viaOwner.body.points.length, `${viaOther.body.points.length} points via hub-a, ${viaOwner.body.points.length} at hub-b`);
+  assert.ok(
+    viaOther.body.points.length >= viaOwner.body.points.length,
+    `${viaOther.body.points.length} points via hub-a, ${viaOwner.body.points.length} at hub-b`,
+  );
   assert.equal(viaOther.body.points.slice(0, 3), viaOwner.body.points.slice(0, 3));
   const peak = Math.max(...(viaOther.body.points as [number, number][]).map(([, q]) => q));
   assert.ok(peak > 400, `peak ${peak} qps for 800 driven`);
@@ -99,7 +127,11 @@ test('promote by hand through a hub that does not own the key: the owner promote
   assert.is(res.status, 200, JSON.stringify(res.body));
   assert.equal(res.body, { app: APP, key, hub: 'hub-b' }, 'hub-b answered');
   await waitFor(`${key} hot at every SDK`, () => cluster.clients.every((c) => c.isHot(key!)), 5000);
-  const event = await waitFor('the promotion in history', async () => (await cluster.history('hub-a', since)).find((e) => e.type === 'promote' && e.key === key), 5000);
+  const event = await waitFor(
+    'the promotion in history',
+    async () => (await cluster.history('hub-a', since)).find((e) => e.type === 'promote' && e.key === key),
+    5000,
+  );
   assert.is(event.hub, 'hub-b', 'the owner hub decided it');
   assert.is(event.manual, true);
   const hot = (await httpJson(`${cluster.hub('hub-b').httpUrl}/api/hot?app=${APP}`)).body.hot as { key: string; hub: string }[];
@@ -121,7 +153,10 @@ test('promote through a hub whose key owner cannot be reached is 502 HK_ERR_OWNE
   assert.is(res.body.error.code, 'HK_ERR_OWNER_UNREACHABLE');
   assert.match(res.body.error.message, /hub-c/);
   assert.ok(ms < 2500, `answered in ${Math.round(ms)} ms`);
-  assert.not.ok(cluster.clients.some((c) => c.isHot(key!)), 'nobody promoted it');
+  assert.not.ok(
+    cluster.clients.some((c) => c.isHot(key!)),
+    'nobody promoted it',
+  );
   // an invalidation is not lost with the owner: the hub asked still broadcasts it, and says so
   const inv = await write('hub-a', 'invalidate', key!);
   assert.is(inv.status, 200, JSON.stringify(inv.body));

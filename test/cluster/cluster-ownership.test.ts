@@ -6,7 +6,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { ADMIN, APP, Cluster, httpJson, sleep, waitFor } from './cluster-harness.ts';
+import { ADMIN, APP, Cluster, httpJson } from './cluster-harness.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const RULES = [{ match: 'item:*', threshold: 200, hotMs: 60_000, cacheTtlMs: 60_000 }];
@@ -41,8 +42,12 @@ test('a key hot only in aggregate is promoted once, by its owner, and every SDK 
   const since = Date.now();
   cluster.traffic(Object.fromEntries([...hot.map((k) => [k, 600] as const), ...cold.map((k) => [k, 50] as const)]));
   try {
-    await waitFor('every SDK to see every hot key', () => cluster.clients.every((c) => hot.every((k) => c.isHot(k))), 8000);
-    await sleep(1500); // more windows over the threshold: a second decision would show up now
+    await waitFor(
+      'every SDK to see every hot key',
+      () => cluster.clients.every((c) => hot.every((k) => c.isHot(k))),
+      8000,
+    );
+    await delay(1500); // more windows over the threshold: a second decision would show up now
   } finally {
     cluster.stopTraffic();
   }
@@ -55,7 +60,11 @@ test('a key hot only in aggregate is promoted once, by its owner, and every SDK 
     assert.is(promotions.length, 1, `${key} promoted exactly once, got ${promotions.length}`);
     assert.is(promotions[0]!.hub, Cluster.owner(IDS, key), `${key} decided by its owner`);
   }
-  for (const key of cold) assert.not.ok(events.some((e) => e.key === key), `${key} is not hot`);
+  for (const key of cold)
+    assert.not.ok(
+      events.some((e) => e.key === key),
+      `${key} is not hot`,
+    );
   for (const client of cluster.clients) for (const key of cold) assert.not.ok(client.isHot(key));
 
   // Each hub's hot set (shared through its status) holds exactly the keys it owns.
@@ -70,7 +79,10 @@ test('a key hot only in aggregate is promoted once, by its owner, and every SDK 
 });
 
 test('a rule change through one hub reaches every hub and every SDK within 1 s', async () => {
-  const next = [{ match: 'item:*', threshold: 321 }, { match: 'user:*', threshold: 77 }];
+  const next = [
+    { match: 'item:*', threshold: 321 },
+    { match: 'user:*', threshold: 77 },
+  ];
   const t0 = Date.now();
   const put = await httpJson(`${cluster.hub('hub-a').httpUrl}/api/apps/${APP}/rules`, {
     method: 'PUT',
@@ -78,14 +90,23 @@ test('a rule change through one hub reaches every hub and every SDK within 1 s',
     body: JSON.stringify(next),
   });
   assert.is(put.status, 200);
-  await waitFor('every SDK to have the new rules', () => cluster.clients.every((c) => c.rules().length === 2 && c.rules()[0]!.threshold === 321), 3000, 10);
+  await waitFor(
+    'every SDK to have the new rules',
+    () => cluster.clients.every((c) => c.rules().length === 2 && c.rules()[0]!.threshold === 321),
+    3000,
+    10,
+  );
   const took = Date.now() - t0;
   console.log(`# PUT rules → every SDK had them after ${took} ms`);
   // the target is 1 s (pub/sub makes it tens of ms); the bound leaves room for a loaded machine
   assert.ok(took < 2000, `rules reached every SDK in ${took} ms`);
   for (const id of IDS) {
     const { body } = await httpJson(`${cluster.hub(id).httpUrl}/api/apps/${APP}/rules`);
-    assert.equal(body.rules.map((r: { threshold: number }) => r.threshold), [321, 77], `rules on ${id}`);
+    assert.equal(
+      body.rules.map((r: { threshold: number }) => r.threshold),
+      [321, 77],
+      `rules on ${id}`,
+    );
   }
 
   const bad = await httpJson(`${cluster.hub('hub-b').httpUrl}/api/apps/${APP}/rules`, {
@@ -100,27 +121,45 @@ test('a rule change through one hub reaches every hub and every SDK within 1 s',
 test('rules written straight into Redis apply everywhere; garbage there is ignored, old rules kept', async () => {
   const t0 = Date.now();
   await raw.hset('hotkey:rules', APP, JSON.stringify([{ match: 'direct:*', threshold: 55 }]));
-  await waitFor('every SDK to have the rules from Redis', () => cluster.clients.every((c) => c.rules()[0]?.match === 'direct:*'), 3000, 10);
+  await waitFor(
+    'every SDK to have the rules from Redis',
+    () => cluster.clients.every((c) => c.rules()[0]?.match === 'direct:*'),
+    3000,
+    10,
+  );
   for (const id of IDS) {
-    await waitFor(`${id} to have the rules from Redis`, async () => {
-      const { body } = await httpJson(`${cluster.hub(id).httpUrl}/api/apps/${APP}/rules`);
-      return body.rules[0]?.match === 'direct:*';
-    }, 2000, 10);
+    await waitFor(
+      `${id} to have the rules from Redis`,
+      async () => {
+        const { body } = await httpJson(`${cluster.hub(id).httpUrl}/api/apps/${APP}/rules`);
+        return body.rules[0]?.match === 'direct:*';
+      },
+      2000,
+      10,
+    );
   }
   const took = Date.now() - t0;
   console.log(`# HSET in Redis → every hub and SDK had the rules after ${took} ms`);
   assert.ok(took < 2000, `a direct edit reached every hub and SDK in ${took} ms (target 1 s: 500 ms polls)`);
 
   await raw.hset('hotkey:rules', APP, '[{"match":"direct:*","threshold":"many"}]');
-  await sleep(1200); // two polls and more
+  await delay(1200); // two polls and more
   for (const id of IDS) {
     const { body } = await httpJson(`${cluster.hub(id).httpUrl}/api/apps/${APP}/rules`);
-    assert.equal(body.rules.map((r: { match: string }) => r.match), ['direct:*'], `${id} kept its rules`);
+    assert.equal(
+      body.rules.map((r: { match: string }) => r.match),
+      ['direct:*'],
+      `${id} kept its rules`,
+    );
   }
   for (const client of cluster.clients) assert.is(client.rules()[0]?.threshold, 55);
   for (const id of IDS) {
     const hub = cluster.hub(id);
-    await waitFor(`${id} to log the rejected rules`, () => /rejected rules of app "shop".*rules\[0\]\.threshold/.test(hub.stderr + hub.stdout), 2000);
+    await waitFor(
+      `${id} to log the rejected rules`,
+      () => /rejected rules of app "shop".*rules\[0\]\.threshold/.test(hub.stderr + hub.stdout),
+      2000,
+    );
   }
 });
 

@@ -10,6 +10,7 @@ import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/cl
 import type { HubEvent, HubStatus } from '../../hub/src/cluster/coordinator.ts';
 import { HotKeyError, ValidationError } from '@hotkey/sdk';
 import { DEFAULT_RULE, type Rule } from '@hotkey/sdk/rules';
+import { delay, waitFor } from '../support/wait.ts';
 
 let redis: RedisServer;
 let raw: Redis;
@@ -18,18 +19,12 @@ const open: RedisCoordinator[] = [];
 
 const rule = (match: string, threshold: number): Rule => ({ ...DEFAULT_RULE, match, threshold });
 
-/** Polls `check` until it returns a truthy value or the deadline passes. */
-async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 3000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-function hub(id: string, prefix: string, opts: Partial<RedisCoordinatorOptions> = {}, logs: string[] = []): RedisCoordinator {
+function hub(
+  id: string,
+  prefix: string,
+  opts: Partial<RedisCoordinatorOptions> = {},
+  logs: string[] = [],
+): RedisCoordinator {
   const c = new RedisCoordinator({
     url: redis.url,
     nodeId: id,
@@ -48,7 +43,11 @@ async function startHub(c: RedisCoordinator): Promise<RedisCoordinator> {
   return c;
 }
 
-const ids = (c: RedisCoordinator) => c.members().members.map((m) => m.id).join(',');
+const ids = (c: RedisCoordinator) =>
+  c
+    .members()
+    .members.map((m) => m.id)
+    .join(',');
 const nextPrefix = () => `hk-test-${process.pid}-${++prefixCounter}:`;
 
 test.before(async () => {
@@ -97,9 +96,13 @@ test('a hub that dies without leaving is swept at once, as soon as its connectio
   // d's own heartbeat vouches for its presence subscription well within its first TTL, so even a
   // hub that dies a moment after joining is swept without waiting out the TTL
   const t = Date.now();
-  await waitFor('d to vouch for its subscription', async () => (await raw.hget(`${prefix}member-since`, 'd')) === '0', 900);
+  await waitFor(
+    'd to vouch for its subscription',
+    async () => (await raw.hget(`${prefix}member-since`, 'd')) === '0',
+    900,
+  );
   assert.ok(Date.now() - t < 1000, 'vouched within one TTL');
-  await new Promise((r) => setTimeout(r, 300)); // a's heartbeats (200 ms) see d subscribed
+  await delay(300); // a's heartbeats (200 ms) see d subscribed
   assert.is(ids(a), 'a,d', 'a live hub, subscribed to its presence channel, stays');
   const epoch = a.members().epoch;
   const t0 = Date.now();
@@ -116,7 +119,7 @@ test('rules: seeded from config, changed through a hub or straight in Redis, gar
   const logsB: string[] = [];
   const a = await startHub(hub('a', prefix, { apps: { shop: { rules: [rule('item:*', 100)] } } }));
   const b = await startHub(hub('b', prefix, { apps: { shop: { rules: [rule('other:*', 5)] } } }, logsB));
-  assert.equal(b.rules('shop'), [rule('item:*', 100)], 'what Redis holds (seeded by a) wins over b\'s config');
+  assert.equal(b.rules('shop'), [rule('item:*', 100)], "what Redis holds (seeded by a) wins over b's config");
   assert.equal(JSON.parse((await raw.hget(`${prefix}rules`, 'shop'))!), [rule('item:*', 100)]);
 
   const heard: [string, Rule[]][] = [];
@@ -140,17 +143,22 @@ test('rules: seeded from config, changed through a hub or straight in Redis, gar
 
   t0 = Date.now();
   await raw.hset(`${prefix}rules`, 'shop', JSON.stringify([{ match: 'direct', threshold: 7 }]));
-  await waitFor('a direct edit in Redis to reach both hubs', () => a.rules('shop')[0]?.match === 'direct' && b.rules('shop')[0]?.match === 'direct');
+  await waitFor(
+    'a direct edit in Redis to reach both hubs',
+    () => a.rules('shop')[0]?.match === 'direct' && b.rules('shop')[0]?.match === 'direct',
+  );
   assert.ok(Date.now() - t0 < 1000, `direct edit seen in ${Date.now() - t0} ms`);
 
   await raw.hset(`${prefix}rules`, 'shop', '[{"match":"z","threshold":"lots"}]');
   await raw.hset(`${prefix}rules`, 'new-app', 'not json');
-  await waitFor('b to log the bad rules', () => logsB.some((l) => l.includes('"shop"') && l.includes('rules[0].threshold')));
+  await waitFor('b to log the bad rules', () =>
+    logsB.some((l) => l.includes('"shop"') && l.includes('rules[0].threshold')),
+  );
   await waitFor('b to log the unparsable rules', () => logsB.some((l) => l.includes('"new-app"')));
   assert.equal(b.rules('shop'), [rule('direct', 7)], 'old rules kept after garbage');
   assert.equal(b.rules('new-app'), [], 'an app whose only rules are garbage gets the default rule');
   const count = logsB.length;
-  await new Promise((r) => setTimeout(r, 700)); // a few more polls of the same garbage
+  await delay(700); // a few more polls of the same garbage
   assert.is(logsB.length, count, 'the same garbage is reported once, not every poll');
 });
 
@@ -174,7 +182,14 @@ test('history: appended to a stream, read by app and since, oldest first', async
   const a = await startHub(hub('a', prefix));
   const b = await startHub(hub('b', prefix));
   const base = Date.now() - 10_000;
-  const ev = (app: string, key: string, at: number, type: HubEvent['type'] = 'promote'): HubEvent => ({ type, app, key, qps: 1234, at, hub: 'a' });
+  const ev = (app: string, key: string, at: number, type: HubEvent['type'] = 'promote'): HubEvent => ({
+    type,
+    app,
+    key,
+    qps: 1234,
+    at,
+    hub: 'a',
+  });
   a.publishEvent(ev('shop', 'k1', base + 1000));
   a.publishEvent(ev('feed', 'k2', base + 2000));
   a.publishEvent(ev('shop', 'k3', base + 3000, 'demote'));
@@ -182,21 +197,33 @@ test('history: appended to a stream, read by app and since, oldest first', async
   await waitFor('4 entries in the stream', async () => (await raw.xlen(`${prefix}history`)) === 4);
 
   const shop = await b.history('shop', base + 1500, 100);
-  assert.equal(shop.map((e) => e.key), ['k3', 'k4'], 'app and since filter, oldest first, read from any hub');
+  assert.equal(
+    shop.map((e) => e.key),
+    ['k3', 'k4'],
+    'app and since filter, oldest first, read from any hub',
+  );
   assert.is(shop[0]!.type, 'demote');
   assert.is(shop[0]!.qps, 1234);
   const all = await b.history(undefined, 0, 3);
-  assert.equal(all.map((e) => e.key), ['k1', 'k2', 'k3'], 'all apps, limited');
+  assert.equal(
+    all.map((e) => e.key),
+    ['k1', 'k2', 'k3'],
+    'all apps, limited',
+  );
   assert.equal(await b.history('nope', 0, 10), []);
 
   const capped = hub('c', prefix, { historyMaxLen: 50 });
   await startHub(capped);
   for (let i = 0; i < 500; i++) capped.publishEvent(ev('shop', `bulk${i}`, base + 5000 + i));
-  await waitFor('stream capped near 50', async () => {
-    const len = await raw.xlen(`${prefix}history`);
-    // MAXLEN ~ trims whole stream nodes (100 entries each), so "near" is within a node or two
-    return len > 0 && len <= 250 && (await b.history('shop', base + 5499, 10)).length === 1;
-  }, 6000);
+  await waitFor(
+    'stream capped near 50',
+    async () => {
+      const len = await raw.xlen(`${prefix}history`);
+      // MAXLEN ~ trims whole stream nodes (100 entries each), so "near" is within a node or two
+      return len > 0 && len <= 250 && (await b.history('shop', base + 5499, 10)).length === 1;
+    },
+    6000,
+  );
 });
 
 test('the live feed reaches every hub once, and statuses show the whole cluster', async () => {
@@ -205,10 +232,18 @@ test('the live feed reaches every hub once, and statuses show the whole cluster'
   for (const h of hubs) await waitFor(`${h.selfId} to see 3 members`, () => ids(h) === 'a,b,c');
   const got = new Map<string, HubEvent[]>(hubs.map((h) => [h.selfId, []]));
   for (const h of hubs) h.onEvent((e) => got.get(h.selfId)!.push(e));
-  const event: HubEvent = { type: 'promote', app: 'shop', key: 'item:1', qps: 5000, at: Date.now(), hub: 'b', latencyMs: 120 };
+  const event: HubEvent = {
+    type: 'promote',
+    app: 'shop',
+    key: 'item:1',
+    qps: 5000,
+    at: Date.now(),
+    hub: 'b',
+    latencyMs: 120,
+  };
   hubs[1]!.publishEvent(event);
   await waitFor('every hub to see the event', () => [...got.values()].every((list) => list.length >= 1));
-  await new Promise((r) => setTimeout(r, 100)); // a duplicate would arrive within this
+  await delay(100); // a duplicate would arrive within this
   for (const [id, list] of got) assert.equal(list, [event], `hub ${id} saw it exactly once`);
 
   // Garbage on the channel is counted and ignored.
@@ -219,9 +254,24 @@ test('the live feed reaches every hub once, and statuses show the whole cluster'
     id, url: `ws://127.0.0.1:1/${id}`, startedAt: Date.now(), ingestRate: 10, connections: 2, heapUsed: 1, rss: 1, redis: 'ok', hotKeys: [], instanceRows: [], updatedAt: Date.now(),
   });
   for (const h of hubs) h.publishStatus(status(h.selfId));
-  for (const h of hubs) await waitFor(`${h.selfId} to list 3 statuses`, () => h.statuses().map((s) => s.id).join(',') === 'a,b,c');
+  for (const h of hubs)
+    await waitFor(
+      `${h.selfId} to list 3 statuses`,
+      () =>
+        h
+          .statuses()
+          .map((s) => s.id)
+          .join(',') === 'a,b,c',
+    );
   await hubs[2]!.leave();
-  await waitFor('a to forget the status of the hub that left', () => hubs[0]!.statuses().map((s) => s.id).join(',') === 'a,b');
+  await waitFor(
+    'a to forget the status of the hub that left',
+    () =>
+      hubs[0]!
+        .statuses()
+        .map((s) => s.id)
+        .join(',') === 'a,b',
+  );
 });
 
 test('Redis restart: degraded while down, then re-registered, rules re-seeded, history flushed', async () => {
@@ -240,8 +290,15 @@ test('Redis restart: degraded while down, then re-registered, rules re-seeded, h
   assert.is(ids(a), 'a,b', 'last known members kept');
   assert.equal(b.rules('shop'), [rule('live:*', 9)], 'last known rules kept');
   a.publishEvent({ type: 'promote', app: 'shop', key: 'during-outage', qps: 1, at: Date.now(), hub: 'a' });
-  assert.equal((await a.history('shop', 0, 10)).map((e) => e.key), ['during-outage'], 'history answers from what the hub saw');
-  const refused = await a.setRules('shop', []).then(() => undefined, (err: unknown) => err);
+  assert.equal(
+    (await a.history('shop', 0, 10)).map((e) => e.key),
+    ['during-outage'],
+    'history answers from what the hub saw',
+  );
+  const refused = await a.setRules('shop', []).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   assert.instance(refused, HotKeyError);
   assert.is((refused as HotKeyError).code, 'HK_ERR_UNAVAILABLE', 'rules cannot be stored while Redis is down');
 
@@ -250,11 +307,21 @@ test('Redis restart: degraded while down, then re-registered, rules re-seeded, h
   await waitFor('a and b healthy again', () => a.health().state === 'ok' && b.health().state === 'ok', 5000);
   const recoveredIn = Date.now() - t0;
   assert.ok(recoveredIn < 3000, `recovered in ${recoveredIn} ms`);
-  await waitFor('both re-registered', async () => (await raw.zrange(`${prefix}members`, '0', '-1')).sort().join(',') === 'a,b');
+  await waitFor(
+    'both re-registered',
+    async () => (await raw.zrange(`${prefix}members`, '0', '-1')).sort().join(',') === 'a,b',
+  );
   assert.ok(a.members().epoch > epoch, 'the epoch never goes back, even though Redis restarted empty');
-  assert.equal(JSON.parse((await raw.hget(`${prefix}rules`, 'shop'))!), [rule('live:*', 9)], 'live rules re-seeded, not the config ones');
+  assert.equal(
+    JSON.parse((await raw.hget(`${prefix}rules`, 'shop'))!),
+    [rule('live:*', 9)],
+    'live rules re-seeded, not the config ones',
+  );
   await waitFor('buffered history flushed', async () => (await raw.xlen(`${prefix}history`)) === 1);
-  assert.equal((await b.history('shop', 0, 10)).map((e) => e.key), ['during-outage']);
+  assert.equal(
+    (await b.history('shop', 0, 10)).map((e) => e.key),
+    ['during-outage'],
+  );
 
   // The subscriber resubscribed: the live feed flows again.
   const feed: string[] = [];
@@ -272,14 +339,20 @@ test('a hub started while Redis is down resolves, retries, and joins when Redis 
   await late.start({ id: 'late', url: 'ws://127.0.0.1:1/late' });
   assert.ok(Date.now() - t0 < 1500, 'start() does not wait for Redis');
   assert.is(late.health().state, 'degraded');
-  assert.ok(logs.some((l) => l.includes('cannot reach Redis')), `says so clearly: ${logs.join(' | ')}`);
+  assert.ok(
+    logs.some((l) => l.includes('cannot reach Redis')),
+    `says so clearly: ${logs.join(' | ')}`,
+  );
   assert.is(ids(late), 'late');
   assert.equal(late.rules('shop'), [rule('item:*', 100)], 'serves the configured rules meanwhile');
 
   await redis.restart();
   await raw.ping().catch(() => undefined);
   await waitFor('late healthy', () => late.health().state === 'ok', 5000);
-  await waitFor('late registered', async () => (await raw.zrange(`${prefix}members`, '0', '-1').catch(() => [])).join(',') === 'late');
+  await waitFor(
+    'late registered',
+    async () => (await raw.zrange(`${prefix}members`, '0', '-1').catch(() => [])).join(',') === 'late',
+  );
   assert.ok(await raw.hget(`${prefix}rules`, 'shop'), 'config rules seeded');
 });
 

@@ -38,8 +38,14 @@ test('open mode: ready line, OPEN notice, SDK session, SIGTERM closes SDKs with 
 });
 
 test('config file: tokens and rules apply, flags and env are honoured', async () => {
-  const path = configFile('good.json', { apps: { shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 3 }] } }, adminToken: 'adm' });
-  const hub = await HubProcess.start({ args: ['--config', path, '--node-id', 'hub-cli-1'], env: { HOTKEY_DASHBOARD_TOKEN: 'dash' } });
+  const path = configFile('good.json', {
+    apps: { shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 3 }] } },
+    adminToken: 'adm',
+  });
+  const hub = await HubProcess.start({
+    args: ['--config', path, '--node-id', 'hub-cli-1'],
+    env: { HOTKEY_DASHBOARD_TOKEN: 'dash' },
+  });
   try {
     assert.is(hub.id, 'hub-cli-1');
     assert.not.match(hub.stdout, /OPEN/);
@@ -65,7 +71,10 @@ test('config file: tokens and rules apply, flags and env are honoured', async ()
 
 test('a bad config file exits 1 naming the field', async () => {
   const cases: [unknown, RegExp][] = [
-    [{ apps: { shop: { token: 's', rules: [{ match: 'item:*', threshold: 0 }] } } }, /config error: apps\.shop\.rules\[0\]\.threshold: must be/],
+    [
+      { apps: { shop: { token: 's', rules: [{ match: 'item:*', threshold: 0 }] } } },
+      /config error: apps\.shop\.rules\[0\]\.threshold: must be/,
+    ],
     [{ apps: {}, colour: 'red' }, /config error: colour: unknown field/],
     [{ apps: { shop: { tokn: 'x' } } }, /config error: apps\.shop\.tokn: unknown field/],
     [{ apps: { shop: { token: '' } } }, /config error: apps\.shop\.token: must be a non-empty string/],
@@ -73,7 +82,11 @@ test('a bad config file exits 1 naming the field', async () => {
     ['{ not json', /config error: config: .* is not valid JSON/],
   ];
   // in parallel: each run pays tsx start-up
-  const runs = await Promise.all(cases.map(([content], i) => runHubCli(['--port', '0', '--config', configFile(`bad${i}.json`, content)], { timeoutMs: 30_000 })));
+  const runs = await Promise.all(
+    cases.map(([content], i) =>
+      runHubCli(['--port', '0', '--config', configFile(`bad${i}.json`, content)], { timeoutMs: 30_000 }),
+    ),
+  );
   runs.forEach((r, i) => {
     assert.is(r.code, 1, `case ${i}: ${r.stderr}`);
     assert.match(r.stderr, cases[i]![1]);
@@ -84,7 +97,13 @@ test('a bad config file exits 1 naming the field', async () => {
 });
 
 test('bad usage exits 2 with the usage text', async () => {
-  const argsList = [['--bogus'], ['--port', 'abc'], ['--port', '70000'], ['--advertise-url', 'http://x'], ['--redis', 'nope']];
+  const argsList = [
+    ['--bogus'],
+    ['--port', 'abc'],
+    ['--port', '70000'],
+    ['--advertise-url', 'http://x'],
+    ['--redis', 'nope'],
+  ];
   const runs = await Promise.all(argsList.map((args) => runHubCli(args, { timeoutMs: 30_000 })));
   runs.forEach((r, i) => {
     assert.is(r.code, 2, `${argsList[i]!.join(' ')}: ${r.stderr}`);

@@ -1,60 +1,58 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startHub, type Hub } from '@hotkey/hub';
+import { startHub } from '@hotkey/hub';
 import { MsgType } from '@hotkey/sdk/protocol';
-import { RawClient } from '../support/raw-client.ts';
 import { request } from '../support/http.ts';
+import { hubInProcess } from '../support/e2e.ts';
 
 const ADMIN = 'admin-secret';
-let hub: Hub;
-let readOnly: Hub;
-const clients: RawClient[] = [];
 
-const http = (base: string, path: string, init: RequestInit & { token?: string } = {}) => request(base + path, init, 3000);
-const api = (path: string, init?: RequestInit & { token?: string }) => http(hub.httpUrl, path, init);
-
-test.before(async () => {
-  hub = await startHub({
-    port: 0,
-    adminToken: ADMIN,
-    config: { apps: { shop: { token: 'app-token', rules: [{ match: 'item:*', threshold: 50 }] }, blog: {} } },
-    tunables: { configDebounceMs: 10 },
-    log: () => {},
-  });
-  readOnly = await startHub({ port: 0, dashboardToken: 'dash', log: () => {} });
+const http = (base: string, path: string, init: RequestInit & { token?: string } = {}) =>
+  request(base + path, init, 3000);
+const e2e = hubInProcess(test, {
+  adminToken: ADMIN,
+  config: { apps: { shop: { token: 'app-token', rules: [{ match: 'item:*', threshold: 50 }] }, blog: {} } },
+  tunables: { configDebounceMs: 10 },
 });
-test.after(async () => {
-  for (const c of clients) c.close();
-  await hub.close();
-  await readOnly.close();
-});
+const readOnly = hubInProcess(test, { dashboardToken: 'dash' });
+const api = (path: string, init?: RequestInit & { token?: string }) => http(e2e.hub.httpUrl, path, init);
 
 test('healthz, readyz and metrics', async () => {
   const h = await api('/healthz');
   assert.is(h.status, 200);
   assert.is(h.body.status, 'ok');
-  assert.is(h.body.id, hub.id);
+  assert.is(h.body.id, e2e.hub.id);
   const r = await api('/readyz');
   assert.is(r.status, 200);
   assert.is(r.body.status, 'ready');
   const m = await api('/metrics');
   assert.is(m.status, 200);
   assert.match(m.headers.get('content-type') ?? '', /text\/plain/);
-  for (const name of ['hotkey_connections', 'hotkey_reports_total', 'hotkey_records_ingested_total', 'hotkey_promotions_total', 'hotkey_demotions_total', 'hotkey_invalidations_total', 'hotkey_keys_tracked', 'hotkey_records_dropped_total', 'hotkey_slow_consumers_total', 'hotkey_heap_used_bytes']) {
+  for (const name of [
+    'hotkey_connections',
+    'hotkey_reports_total',
+    'hotkey_records_ingested_total',
+    'hotkey_promotions_total',
+    'hotkey_demotions_total',
+    'hotkey_invalidations_total',
+    'hotkey_keys_tracked',
+    'hotkey_records_dropped_total',
+    'hotkey_slow_consumers_total',
+    'hotkey_heap_used_bytes',
+  ]) {
     assert.match(m.text, new RegExp(`^${name} \\d+`, 'm'), name);
   }
 });
 
 test('reports show up in metrics, /api/hot, /api/instances, /api/events and /api/history', async () => {
-  const { client } = await RawClient.join(hub.url, 'shop', { token: 'app-token', instance: 'inst-1', host: 'web-1' });
-  clients.push(client);
+  const { client } = await e2e.join('shop', { token: 'app-token', instance: 'inst-1', host: 'web-1' });
   client.send({ t: MsgType.Report, keys: ['item:1', 'item:2'], counts: [50, 10] });
   await client.next(MsgType.Promote);
   const hot = await api('/api/hot?app=shop');
   assert.is(hot.status, 200);
   assert.is(hot.body.hot.length, 1);
   const row = hot.body.hot[0];
-  assert.equal({ app: row.app, key: row.key, threshold: row.threshold, instances: row.instances, hub: row.hub }, { app: 'shop', key: 'item:1', threshold: 50, instances: 1, hub: hub.id });
+  assert.equal({ app: row.app, key: row.key, threshold: row.threshold, instances: row.instances, hub: row.hub }, { app: 'shop', key: 'item:1', threshold: 50, instances: 1, hub: e2e.hub.id });
   // 50 accesses over the time the window covers: 9 slices of 100 ms plus 0..100 ms of the current one
   assert.ok(row.qps >= 50 && row.qps <= (50 * 1000) / 900, `qps ${row.qps}`);
   assert.ok(row.since > Date.now() - 5000);
@@ -68,7 +66,7 @@ test('reports show up in metrics, /api/hot, /api/instances, /api/events and /api
   const events = await api('/api/events?since=0');
   const promote = events.body.events.find((e: any) => e.type === 'promote' && e.key === 'item:1');
   assert.ok(promote);
-  assert.is(promote.hub, hub.id);
+  assert.is(promote.hub, e2e.hub.id);
   assert.ok(promote.latencyMs >= 0);
   const hist = await api('/api/history?app=shop&since=0&limit=10');
   assert.ok(hist.body.events.some((e: any) => e.key === 'item:1'));
@@ -80,11 +78,14 @@ test('reports show up in metrics, /api/hot, /api/instances, /api/events and /api
   assert.match(m.text, /^hotkey_connections 1$/m);
 
   const apps = await api('/api/apps');
-  assert.equal(apps.body.apps.map((a: any) => a.name), ['blog', 'shop']);
+  assert.equal(
+    apps.body.apps.map((a: any) => a.name),
+    ['blog', 'shop'],
+  );
   assert.is(apps.body.apps.find((a: any) => a.name === 'shop').instances, 1);
   const cluster = await api('/api/cluster');
-  assert.is(cluster.body.self, hub.id);
-  assert.equal(cluster.body.members, [{ id: hub.id, url: hub.url }]);
+  assert.is(cluster.body.self, e2e.hub.id);
+  assert.equal(cluster.body.members, [{ id: e2e.hub.id, url: e2e.hub.url }]);
 });
 
 test('rules: GET, PUT needs the admin token, bad rules are 400 naming the field and change nothing', async () => {
@@ -100,7 +101,11 @@ test('rules: GET, PUT needs the admin token, bad rules are 400 naming the field 
   assert.is(wrong.status, 403);
   assert.is(wrong.body.error.code, 'HK_ERR_AUTH');
 
-  const bad = await api('/api/apps/shop/rules', { method: 'PUT', body: JSON.stringify([{ match: 'user:*', threshold: -1 }]), token: ADMIN });
+  const bad = await api('/api/apps/shop/rules', {
+    method: 'PUT',
+    body: JSON.stringify([{ match: 'user:*', threshold: -1 }]),
+    token: ADMIN,
+  });
   assert.is(bad.status, 400);
   assert.is(bad.body.error.code, 'HK_ERR_RULES');
   assert.is(bad.body.error.field, 'rules[0].threshold');
@@ -111,8 +116,7 @@ test('rules: GET, PUT needs the admin token, bad rules are 400 naming the field 
   assert.is(notJson.body.error.code, 'HK_ERR_BAD_REQUEST');
 
   // a connected SDK hears the new rules live through Config
-  const { client } = await RawClient.join(hub.url, 'shop', { token: 'app-token', instance: 'rules-sdk' });
-  clients.push(client);
+  const { client } = await e2e.join('shop', { token: 'app-token', instance: 'rules-sdk' });
   const ok = await api('/api/apps/shop/rules', { method: 'PUT', body, token: ADMIN });
   assert.is(ok.status, 200);
   assert.is(ok.body.rules[0].threshold, 5);
@@ -127,14 +131,21 @@ test('rules: GET, PUT needs the admin token, bad rules are 400 naming the field 
 });
 
 test('invalidate and promote by hand reach the SDKs', async () => {
-  const { client } = await RawClient.join(hub.url, 'blog', { instance: 'manual' });
-  clients.push(client);
-  const inv = await api('/api/apps/blog/invalidate', { method: 'POST', body: JSON.stringify({ key: 'post:1' }), token: ADMIN });
+  const { client } = await e2e.join('blog', { instance: 'manual' });
+  const inv = await api('/api/apps/blog/invalidate', {
+    method: 'POST',
+    body: JSON.stringify({ key: 'post:1' }),
+    token: ADMIN,
+  });
   assert.is(inv.status, 200);
   const msg = await client.next(MsgType.Invalidate);
   assert.equal({ key: msg.key, seq: msg.seq }, { key: 'post:1', seq: inv.body.seq });
 
-  const pro = await api('/api/apps/blog/promote', { method: 'POST', body: JSON.stringify({ key: 'post:2' }), token: ADMIN });
+  const pro = await api('/api/apps/blog/promote', {
+    method: 'POST',
+    body: JSON.stringify({ key: 'post:2' }),
+    token: ADMIN,
+  });
   assert.is(pro.status, 200);
   assert.is((await client.next(MsgType.Promote)).key, 'post:2');
   const events = (await api('/api/events?since=0')).body.events;
@@ -144,7 +155,11 @@ test('invalidate and promote by hand reach the SDKs', async () => {
   const noKey = await api('/api/apps/blog/promote', { method: 'POST', body: '{}', token: ADMIN });
   assert.is(noKey.status, 400);
   assert.is(noKey.body.error.field, 'key');
-  const longKey = await api('/api/apps/blog/invalidate', { method: 'POST', body: JSON.stringify({ key: 'x'.repeat(2000) }), token: ADMIN });
+  const longKey = await api('/api/apps/blog/invalidate', {
+    method: 'POST',
+    body: JSON.stringify({ key: 'x'.repeat(2000) }),
+    token: ADMIN,
+  });
   assert.is(longKey.status, 400);
   assert.is(longKey.body.error.code, 'HK_ERR_KEY_TOO_LONG');
   const noAuth = await api('/api/apps/blog/invalidate', { method: 'POST', body: JSON.stringify({ key: 'a' }) });
@@ -154,7 +169,11 @@ test('invalidate and promote by hand reach the SDKs', async () => {
 });
 
 test('body limit, unknown routes and JSON error shape', async () => {
-  const big = await api('/api/apps/blog/invalidate', { method: 'POST', body: JSON.stringify({ key: 'a', pad: 'x'.repeat(100_000) }), token: ADMIN });
+  const big = await api('/api/apps/blog/invalidate', {
+    method: 'POST',
+    body: JSON.stringify({ key: 'a', pad: 'x'.repeat(100_000) }),
+    token: ADMIN,
+  });
   assert.is(big.status, 413);
   assert.is(big.body.error.code, 'HK_ERR_BODY_TOO_LARGE');
   const missing = await api('/api/nothing');
@@ -168,17 +187,21 @@ test('body limit, unknown routes and JSON error shape', async () => {
 });
 
 test('without an admin token writes are refused with a hint; with a dashboard token reads need it', async () => {
-  const w = await http(readOnly.httpUrl, '/api/apps/x/rules', { method: 'PUT', body: '[]', token: 'anything' });
+  const w = await http(readOnly.hub.httpUrl, '/api/apps/x/rules', { method: 'PUT', body: '[]', token: 'anything' });
   assert.is(w.status, 403);
   assert.is(w.body.error.code, 'HK_ERR_AUTH');
   assert.match(w.body.error.message, /--admin-token/);
-  assert.is((await http(readOnly.httpUrl, '/api/hot')).status, 401);
-  assert.is((await http(readOnly.httpUrl, '/api/hot', { token: 'nope' })).status, 403);
-  const ok = await http(readOnly.httpUrl, '/api/hot', { token: 'dash' });
+  assert.is((await http(readOnly.hub.httpUrl, '/api/hot')).status, 401);
+  assert.is((await http(readOnly.hub.httpUrl, '/api/hot', { token: 'nope' })).status, 403);
+  const ok = await http(readOnly.hub.httpUrl, '/api/hot', { token: 'dash' });
   assert.is(ok.status, 200);
   assert.equal(ok.body.hot, []);
-  assert.is((await http(readOnly.httpUrl, '/healthz')).status, 200, 'health stays open');
-  assert.is((await http(readOnly.httpUrl, '/api/apps/anything/rules', { token: 'dash' })).status, 200, 'open mode: any app exists');
+  assert.is((await http(readOnly.hub.httpUrl, '/healthz')).status, 200, 'health stays open');
+  assert.is(
+    (await http(readOnly.hub.httpUrl, '/api/apps/anything/rules', { token: 'dash' })).status,
+    200,
+    'open mode: any app exists',
+  );
 });
 
 test('readyz reports not ready while closing', async () => {

@@ -1,47 +1,36 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
-import WebSocket from 'ws';
-import { startHub, type Hub } from '@hotkey/hub';
+import type WebSocket from 'ws';
+import { startHub } from '@hotkey/hub';
 import { CloseCode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { DEFAULT_RULE, localThreshold } from '@hotkey/sdk/rules';
 import { RawClient } from '../support/raw-client.ts';
+import { hubInProcess } from '../support/e2e.ts';
 
 const config = {
   apps: {
-    shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000 }] },
+    shop: {
+      token: 's3cret',
+      rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000 }],
+    },
     open: {},
   },
 };
 
-let hub: Hub;
-const clients: RawClient[] = [];
-async function join(app: string, opts: { token?: string; instance?: string } = {}) {
-  const j = await RawClient.join(hub.url, app, opts);
-  clients.push(j.client);
-  return j;
-}
-async function connect() {
-  const c = await RawClient.connect(hub.url);
-  clients.push(c);
-  return c;
-}
-
-test.before(async () => {
-  hub = await startHub({ port: 0, config, tunables: { helloTimeoutMs: 20_000, invalidateAckTimeoutMs: 400, configDebounceMs: 20 }, log: () => {} });
-});
-test.after.each(() => {
-  for (const c of clients.splice(0)) c.close();
-});
-test.after(async () => {
-  await hub.close();
-});
+const e2e = hubInProcess(
+  test,
+  { config, tunables: { helloTimeoutMs: 20_000, invalidateAckTimeoutMs: 400, configDebounceMs: 20 } },
+  { closePeersAfterEach: true },
+);
+const join = (app: string, opts: { token?: string; instance?: string } = {}) => e2e.join(app, opts);
+const connect = () => e2e.connect();
 
 test('hello gets Welcome with rules, local thresholds, members and seq, then a Snapshot', async () => {
   const { welcome, snapshot } = await join('shop', { token: 's3cret', instance: 'a' });
   assert.is(welcome.v, PROTOCOL_VERSION);
-  assert.is(welcome.hub, hub.id);
-  assert.equal(welcome.members, [{ id: hub.id, url: hub.url }]);
+  assert.is(welcome.hub, e2e.hub.id);
+  assert.equal(welcome.members, [{ id: e2e.hub.id, url: e2e.hub.url }]);
   assert.is(welcome.rules.length, 1);
   assert.is(welcome.rules[0]!.match, 'item:*');
   assert.equal(welcome.local, [localThreshold(welcome.rules[0]!, 1)]);
@@ -68,7 +57,10 @@ test('reports crossing the threshold promote, broadcast to every SDK of the app 
   const other = await join('open', { instance: 'p-o' });
   a.client.send({ t: MsgType.Report, keys: ['item:p1', 'user:1'], counts: [60, 500] });
   await a.client.ping();
-  assert.not.ok(a.client.pending().some((m) => m.t === MsgType.Promote), '60 of 100 is not hot; user:1 matches no rule');
+  assert.not.ok(
+    a.client.pending().some((m) => m.t === MsgType.Promote),
+    '60 of 100 is not hot; user:1 matches no rule',
+  );
   b.client.send({ t: MsgType.Report, keys: ['item:p1'], counts: [40] });
   const pa = await a.client.next(MsgType.Promote);
   const pb = await b.client.next(MsgType.Promote);
@@ -81,7 +73,10 @@ test('reports crossing the threshold promote, broadcast to every SDK of the app 
   assert.is(pa.cache, true);
   assert.ok(pa.seq > 0);
   await other.client.ping();
-  assert.not.ok(other.client.received.some((m) => m.t === MsgType.Promote), 'other apps hear nothing');
+  assert.not.ok(
+    other.client.received.some((m) => m.t === MsgType.Promote),
+    'other apps hear nothing',
+  );
 
   const late = await join('shop', { token: 's3cret', instance: 'p-late' });
   assert.is(late.welcome.seq, pa.seq);
@@ -100,7 +95,10 @@ test('invalidation is acked only after every connected SDK applied it', async ()
   assert.is(iw.key, 'item:x');
   w.client.send({ t: MsgType.Applied, seq: iw.seq });
   await w.client.ping(); // the hub has processed the writer's Applied
-  assert.not.ok(w.client.pending().some((m) => m.t === MsgType.Ack), 'no ack while the reader has not applied');
+  assert.not.ok(
+    w.client.pending().some((m) => m.t === MsgType.Ack),
+    'no ack while the reader has not applied',
+  );
   r.client.send({ t: MsgType.Applied, seq: ir.seq });
   const ack = await w.client.next(MsgType.Ack, 2000);
   assert.equal(ack, { t: MsgType.Ack, id: 7, seq: iw.seq });
@@ -128,18 +126,73 @@ test('invalidation is acked after the timeout when an SDK never applies, and whe
 });
 
 const badInputs: { name: string; run: (c: RawClient) => void; code: number; error?: string }[] = [
-  { name: 'garbage bytes', run: (c) => c.sendRaw(new Uint8Array([0xc1, 0xff, 0x00, 0x13])), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
+  {
+    name: 'garbage bytes',
+    run: (c) => c.sendRaw(new Uint8Array([0xc1, 0xff, 0x00, 0x13])),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
   { name: 'a text frame', run: (c) => c.sendRaw('{"t":1}'), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a hub-only message type', run: (c) => c.sendRaw(pack({ t: MsgType.Promote, seq: 1, key: 'k' })), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a Report before Hello', run: (c) => c.send({ t: MsgType.Report, keys: ['a'], counts: [1] }), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a Hello with wrong field types', run: (c) => c.sendRaw(pack({ t: MsgType.Hello, v: '1', app: 'shop', instance: 'i', sdk: 'x' })), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a wrong protocol version', run: (c) => c.send({ t: MsgType.Hello, v: 99, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }), code: CloseCode.Version, error: 'HK_ERR_VERSION' },
-  { name: 'an unknown app', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'nope', instance: 'i', sdk: 'x' }), code: CloseCode.UnknownApp, error: 'HK_ERR_UNKNOWN_APP' },
-  { name: 'a wrong token', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3creT', instance: 'i', sdk: 'x' }), code: CloseCode.Auth, error: 'HK_ERR_AUTH' },
-  { name: 'a missing token', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', instance: 'i', sdk: 'x' }), code: CloseCode.Auth, error: 'HK_ERR_AUTH' },
-  { name: 'a dashboard hello', run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x', role: 'dashboard' }), code: CloseCode.Protocol, error: 'HK_ERR_PROTOCOL' },
-  { name: 'a frame over MAX_FRAME_BYTES', run: (c) => c.sendRaw(new Uint8Array(MAX_FRAME_BYTES + 1)), code: CloseCode.FrameTooLarge, error: 'HK_ERR_FRAME_TOO_LARGE' },
-  { name: 'a frame over the ws limit', run: (c) => c.sendRaw(new Uint8Array(4 * MAX_FRAME_BYTES + 1)), code: CloseCode.MessageTooBig },
+  {
+    name: 'a hub-only message type',
+    run: (c) => c.sendRaw(pack({ t: MsgType.Promote, seq: 1, key: 'k' })),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
+  {
+    name: 'a Report before Hello',
+    run: (c) => c.send({ t: MsgType.Report, keys: ['a'], counts: [1] }),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
+  {
+    name: 'a Hello with wrong field types',
+    run: (c) => c.sendRaw(pack({ t: MsgType.Hello, v: '1', app: 'shop', instance: 'i', sdk: 'x' })),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
+  {
+    name: 'a wrong protocol version',
+    run: (c) => c.send({ t: MsgType.Hello, v: 99, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }),
+    code: CloseCode.Version,
+    error: 'HK_ERR_VERSION',
+  },
+  {
+    name: 'an unknown app',
+    run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'nope', instance: 'i', sdk: 'x' }),
+    code: CloseCode.UnknownApp,
+    error: 'HK_ERR_UNKNOWN_APP',
+  },
+  {
+    name: 'a wrong token',
+    run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3creT', instance: 'i', sdk: 'x' }),
+    code: CloseCode.Auth,
+    error: 'HK_ERR_AUTH',
+  },
+  {
+    name: 'a missing token',
+    run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', instance: 'i', sdk: 'x' }),
+    code: CloseCode.Auth,
+    error: 'HK_ERR_AUTH',
+  },
+  {
+    name: 'a dashboard hello',
+    run: (c) =>
+      c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x', role: 'dashboard' }),
+    code: CloseCode.Protocol,
+    error: 'HK_ERR_PROTOCOL',
+  },
+  {
+    name: 'a frame over MAX_FRAME_BYTES',
+    run: (c) => c.sendRaw(new Uint8Array(MAX_FRAME_BYTES + 1)),
+    code: CloseCode.FrameTooLarge,
+    error: 'HK_ERR_FRAME_TOO_LARGE',
+  },
+  {
+    name: 'a frame over the ws limit',
+    run: (c) => c.sendRaw(new Uint8Array(4 * MAX_FRAME_BYTES + 1)),
+    code: CloseCode.MessageTooBig,
+  },
 ];
 
 for (const bad of badInputs) {
@@ -166,7 +219,7 @@ test('an app at its connection limit refuses the next one with HK_ERR_OVER_CAPAC
     const second = await RawClient.join(h.url, 'capped', { instance: 'two' });
     const third = await RawClient.connect(h.url);
     const other = await RawClient.join(h.url, 'another-app', { instance: 'three' });
-    clients.push(first.client, second.client, third, other.client);
+    e2e.peers.push(first.client, second.client, third, other.client);
     third.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'capped', instance: 'three', sdk: 'raw-test' });
     const closed = await third.closeEvent(5000);
     assert.is(closed.code, CloseCode.OverCapacity);
@@ -185,7 +238,7 @@ test('silence past the hello timeout gets HK_ERR_HELLO_TIMEOUT and close 4006; a
   try {
     const healthy = await RawClient.join(h.url, 'app', { instance: 'healthy' });
     const silent = await RawClient.connect(h.url);
-    clients.push(healthy.client, silent);
+    e2e.peers.push(healthy.client, silent);
     const started = Date.now();
     const closed = await silent.closeEvent(5000);
     assert.is(closed.code, CloseCode.HelloTimeout);
@@ -200,12 +253,28 @@ test('silence past the hello timeout gets HK_ERR_HELLO_TIMEOUT and close 4006; a
 
 test('errors after Hello: long key, duplicate Hello, Applied from the future', async () => {
   const healthy = await join('shop', { token: 's3cret', instance: 'after-healthy' });
-  const cases: [ (c: RawClient) => void, number, string ][] = [
-    [(c) => c.sendRaw(pack({ t: MsgType.Report, keys: ['item:' + 'x'.repeat(MAX_KEY_LENGTH)], counts: [1] })), CloseCode.KeyTooLong, 'HK_ERR_KEY_TOO_LONG'],
-    [(c) => c.sendRaw(pack({ t: MsgType.InvalidateRequest, id: 1, key: '' })), CloseCode.KeyTooLong, 'HK_ERR_KEY_TOO_LONG'],
-    [(c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }), CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
+  const cases: [(c: RawClient) => void, number, string][] = [
+    [
+      (c) => c.sendRaw(pack({ t: MsgType.Report, keys: [`item:${'x'.repeat(MAX_KEY_LENGTH)}`], counts: [1] })),
+      CloseCode.KeyTooLong,
+      'HK_ERR_KEY_TOO_LONG',
+    ],
+    [
+      (c) => c.sendRaw(pack({ t: MsgType.InvalidateRequest, id: 1, key: '' })),
+      CloseCode.KeyTooLong,
+      'HK_ERR_KEY_TOO_LONG',
+    ],
+    [
+      (c) => c.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x' }),
+      CloseCode.Protocol,
+      'HK_ERR_PROTOCOL',
+    ],
     [(c) => c.send({ t: MsgType.Applied, seq: 1_000_000 }), CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
-    [(c) => c.sendRaw(pack({ t: MsgType.Report, keys: ['a', 'b'], counts: [1] })), CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
+    [
+      (c) => c.sendRaw(pack({ t: MsgType.Report, keys: ['a', 'b'], counts: [1] })),
+      CloseCode.Protocol,
+      'HK_ERR_PROTOCOL',
+    ],
   ];
   for (const [run, code, error] of cases) {
     const { client } = await join('shop', { token: 's3cret' });
@@ -219,11 +288,16 @@ test('errors after Hello: long key, duplicate Hello, Applied from the future', a
 });
 
 test('a slow consumer is cut off with 4008 instead of silently missing broadcasts', async () => {
-  const slowHub = await startHub({ port: 0, config: { apps: { s: { rules: [{ match: '*', threshold: 1 }] } } }, tunables: { maxBufferedBytes: 1024 * 1024 }, log: () => {} });
+  const slowHub = await startHub({
+    port: 0,
+    config: { apps: { s: { rules: [{ match: '*', threshold: 1 }] } } },
+    tunables: { maxBufferedBytes: 1024 * 1024 },
+    log: () => {},
+  });
   try {
     const slow = await RawClient.join(slowHub.url, 's', { instance: 'slow' });
     const fast = await RawClient.join(slowHub.url, 's', { instance: 'fast' });
-    clients.push(slow.client, fast.client);
+    e2e.peers.push(slow.client, fast.client);
     (slow.client.ws as WebSocket & { _socket: { pause(): void } })._socket.pause();
     const long = 'k'.repeat(1000);
     // batches of ~200 KB of Promotes; the reading client drains each before the next, the paused
@@ -249,7 +323,7 @@ test('a peer that stops answering pings is dropped and leaves its app; live peer
   try {
     const live = await RawClient.join(h.url, 'app', { instance: 'live' });
     const dead = await RawClient.join(h.url, 'app', { instance: 'dead', autoPong: false });
-    clients.push(live.client, dead.client);
+    e2e.peers.push(live.client, dead.client);
     assert.is(dead.welcome.instances, 2);
     const closed = await dead.client.closeEvent(3000);
     assert.is(closed.code, 1006, 'terminated without a close frame');
@@ -264,7 +338,7 @@ test('a peer that stops answering pings is dropped and leaves its app; live peer
 test('graceful close sends 1001 to SDKs of a hub running alone', async () => {
   const h = await startHub({ port: 0, log: () => {} });
   const { client } = await RawClient.join(h.url, 'any');
-  clients.push(client);
+  e2e.peers.push(client);
   await h.close();
   const closed = await client.closeEvent();
   assert.is(closed.code, CloseCode.GoingAway);

@@ -5,21 +5,25 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HotKeyClient } from '@hotkey/sdk';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { delay, drive, waitFor } from '../support/traffic.ts';
+import { hubProcess } from '../support/e2e.ts';
+import { drive } from '../support/traffic.ts';
 import { request } from '../support/http.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const RATE = 400;
 const READ = 'read-token-qps';
 const config = {
-  apps: { shop: { rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000 }, { match: 'cool:*', threshold: 100, windowMs: 500, demoteWindows: 2, hotMs: 30_000 }] } },
+  apps: {
+    shop: {
+      rules: [
+        { match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000 },
+        { match: 'cool:*', threshold: 100, windowMs: 500, demoteWindows: 2, hotMs: 30_000 },
+      ],
+    },
+  },
   dashboardToken: READ,
 };
-const configPath = writeConfig(config, 'hotkey-qps-');
-
-let hub: HubProcess;
-const clients: HotKeyClient[] = [];
+const e2e = hubProcess(test, { config });
 
 interface QpsAnswer {
   app: string;
@@ -30,30 +34,16 @@ interface QpsAnswer {
 }
 
 /** `token` null: no Authorization header */
-const get = (path: string, token: string | null = READ) => request(`${hub.httpUrl}${path}`, { token });
+const get = (path: string, token: string | null = READ) => request(`${e2e.hub.httpUrl}${path}`, { token });
 
 const qpsPath = (key: string) => `/api/apps/shop/keys/qps?key=${encodeURIComponent(key)}`;
 
-async function sdks(n: number): Promise<HotKeyClient[]> {
-  const list = Array.from({ length: n }, (_, i) => new HotKeyClient({ app: 'shop', hubs: [hub.url], host: `web-${i + 1}`, reconnectMaxMs: 300 }));
-  clients.push(...list);
-  await Promise.all(list.map((hk) => hk.ready({ signal: AbortSignal.timeout(5000) })));
-  return list;
-}
+const sdks = (n: number) => e2e.sdks(n, (i) => ({ host: `web-${i + 1}` }));
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
 }
-
-test.before(async () => {
-  hub = await HubProcess.start({ args: ['--config', configPath] });
-});
-
-test.after(async () => {
-  await Promise.all(clients.map((hk) => hk.close()));
-  await hub?.stop();
-});
 
 test('a key driven hot has one point per second near the driven rate', async () => {
   const group = await sdks(3);
@@ -71,7 +61,7 @@ test('a key driven hot has one point per second near the driven rate', async () 
   }
   assert.is(answer.app, 'shop');
   assert.is(answer.key, key);
-  assert.is(answer.hub, hub.id);
+  assert.is(answer.hub, e2e.hub.id);
   assert.is(answer.stepMs, 1000);
   const times = answer.points.map(([t]) => t);
   for (let i = 1; i < times.length; i++) {
@@ -81,7 +71,9 @@ test('a key driven hot has one point per second near the driven rate', async () 
   assert.ok(times[0]! >= started - 1000 && times.at(-1)! <= Date.now(), 'points lie in the driven period');
   // the first sample may catch the window still filling; the rest sit near the driven rate
   const steady = median(answer.points.slice(1).map(([, q]) => q));
-  console.log(`# ${answer.points.length} points, median ${steady} qps for ${RATE} driven: ${answer.points.map(([, q]) => q).join(' ')}`);
+  console.log(
+    `# ${answer.points.length} points, median ${steady} qps for ${RATE} driven: ${answer.points.map(([, q]) => q).join(' ')}`,
+  );
   assert.ok(steady > RATE * 0.7 && steady < RATE * 1.3, `median ${steady} qps, driven ${RATE}`);
 });
 
@@ -91,7 +83,11 @@ test('a demoted key keeps its curve, which falls after the traffic stops', async
   const driver = drive(group, key, RATE);
   try {
     await waitFor(`${key} hot`, () => group.every((hk) => hk.isHot(key)), 5000);
-    await waitFor('2 points while hot', async () => ((await get(qpsPath(key))).body as QpsAnswer).points.length >= 2, 5000);
+    await waitFor(
+      '2 points while hot',
+      async () => ((await get(qpsPath(key))).body as QpsAnswer).points.length >= 2,
+      5000,
+    );
   } finally {
     driver.stop();
   }
@@ -117,7 +113,11 @@ test('a key never hot has no points; bad requests get clear errors', async () =>
   const app = await get('/api/apps/nosuch/keys/qps?key=a');
   assert.is(app.status, 404);
   assert.is(app.body.error.code, 'HK_ERR_UNKNOWN_APP');
-  const post = await fetch(`${hub.httpUrl}${qpsPath('a')}`, { method: 'POST', headers: { authorization: `Bearer ${READ}` }, signal: AbortSignal.timeout(5000) });
+  const post = await fetch(`${e2e.hub.httpUrl}${qpsPath('a')}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${READ}` },
+    signal: AbortSignal.timeout(5000),
+  });
   assert.is(post.status, 405);
 });
 
@@ -133,7 +133,14 @@ test('metrics count the keys with a history and export the dashboard feed counte
   assert.is(status, 200);
   const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
   assert.ok(value('hotkey_qps_history_keys') >= 2, 'both driven keys have a history');
-  for (const name of ['hotkey_dashboard_pages', 'hotkey_dashboard_frames_sent_total', 'hotkey_dashboard_bytes_sent_total', 'hotkey_dashboard_slow_dropped_total', 'hotkey_dashboard_skipped_rounds_total', 'hotkey_dashboard_refused_total']) {
+  for (const name of [
+    'hotkey_dashboard_pages',
+    'hotkey_dashboard_frames_sent_total',
+    'hotkey_dashboard_bytes_sent_total',
+    'hotkey_dashboard_slow_dropped_total',
+    'hotkey_dashboard_skipped_rounds_total',
+    'hotkey_dashboard_refused_total',
+  ]) {
     assert.ok(Number.isInteger(value(name)), `${name} exported`);
   }
 });

@@ -10,7 +10,8 @@ import WebSocket from 'ws';
 import { HotKeyClient } from '@hotkey/sdk';
 import { CloseCode, encode, MAX_FRAME_BYTES, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { drive, waitFor } from '../support/traffic.ts';
+import { drive } from '../support/traffic.ts';
+import { waitFor } from '../support/wait.ts';
 
 const THRESHOLD = 200;
 const config = { apps: { shop: { token: 'good-token', rules: [{ match: '*', threshold: THRESHOLD }] } } };
@@ -26,7 +27,16 @@ test.after(async () => {
   await hub?.stop('SIGKILL');
 });
 
-const hello = (over: Record<string, unknown> = {}) => encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 'good-token', instance: `x-${Math.random()}`, sdk: 'hostile', ...over } as never);
+const hello = (over: Record<string, unknown> = {}) =>
+  encode({
+    t: MsgType.Hello,
+    v: PROTOCOL_VERSION,
+    app: 'shop',
+    token: 'good-token',
+    instance: `x-${Math.random()}`,
+    sdk: 'hostile',
+    ...over,
+  } as never);
 
 /** Opens a socket, runs `attack`, and resolves with the close code the hub chose (deadline 15 s). */
 async function attack(name: string, act: (ws: WebSocket) => void): Promise<{ name: string; code: number }> {

@@ -8,7 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HotKeyClient, HotKeyError, type ClientStatus } from '@hotkey/sdk';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { drive, waitFor } from '../support/traffic.ts';
+import { drive } from '../support/traffic.ts';
+import { waitFor } from '../support/wait.ts';
 
 const THRESHOLD = 200;
 const MAX_STALE_MS = 1500;
@@ -31,7 +32,15 @@ test.after(async () => {
 });
 
 test('a frozen hub: noticed by ping, stale values served only for maxStaleMs, then loader; resync on thaw', async () => {
-  const opts = { app: 'shop', hubs: [hub.url], maxStaleMs: MAX_STALE_MS, pingIntervalMs: 250, livenessTimeoutMs: LIVENESS_MS, reconnectMaxMs: 300, invalidateTimeoutMs: 800 };
+  const opts = {
+    app: 'shop',
+    hubs: [hub.url],
+    maxStaleMs: MAX_STALE_MS,
+    pingIntervalMs: 250,
+    livenessTimeoutMs: LIVENESS_MS,
+    reconnectMaxMs: 300,
+    invalidateTimeoutMs: 800,
+  };
   clients = [new HotKeyClient(opts), new HotKeyClient(opts)];
   await Promise.all(clients.map((hk) => hk.ready({ signal: AbortSignal.timeout(5000) })));
   const [a, b] = clients as [HotKeyClient, HotKeyClient];
@@ -52,23 +61,35 @@ test('a frozen hub: noticed by ping, stale values served only for maxStaleMs, th
 
   hub.child.kill('SIGSTOP');
   const frozenAt = performance.now();
-  const noticedMs = await waitFor('a notices the frozen hub', () => statuses.some((s) => s.type === 'disconnect'), LIVENESS_MS + 3000);
+  await waitFor('a notices the frozen hub', () => statuses.some((s) => s.type === 'disconnect'), LIVENESS_MS + 3000);
+  const noticedMs = performance.now() - frozenAt;
   assert.ok(noticedMs <= LIVENESS_MS + 2500, `noticed after ${noticedMs} ms`);
 
   // reads never wait on the frozen hub; the cached value may be served only within the stale bound
-  await waitFor('a falls back to the loader', async () => (await a.get('item:frozen', loader)) === 'v2', MAX_STALE_MS + LIVENESS_MS + 3000);
+  await waitFor(
+    'a falls back to the loader',
+    async () => (await a.get('item:frozen', loader)) === 'v2',
+    MAX_STALE_MS + LIVENESS_MS + 3000,
+  );
   const fellBackMs = performance.now() - frozenAt;
   assert.ok(fellBackMs >= MAX_STALE_MS * 0.8, `stale values were dropped too early (${fellBackMs} ms)`);
   assert.not.ok(a.isHot('item:frozen'));
 
   // a write while the owner is unreachable: the local copy goes, the caller learns it was not broadcast
-  const err = await b.invalidate('item:frozen').then(() => undefined, (e: unknown) => e);
+  const err = await b.invalidate('item:frozen').then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.instance(err, HotKeyError);
   assert.ok(['HK_ERR_UNAVAILABLE', 'HK_ERR_TIMEOUT'].includes((err as HotKeyError).code), (err as HotKeyError).code);
   assert.is(await b.get('item:frozen', loader), 'v2');
 
   hub.child.kill('SIGCONT');
-  await waitFor('a reconnects', () => statuses.some((s, i) => s.type === 'connect' && statuses.findIndex((d) => d.type === 'disconnect') < i), 8000);
+  await waitFor(
+    'a reconnects',
+    () => statuses.some((s, i) => s.type === 'connect' && statuses.findIndex((d) => d.type === 'disconnect') < i),
+    8000,
+  );
   const again = drive(clients, 'item:frozen', THRESHOLD * 3);
   try {
     // the thawed hub still believes the key is hot; SDKs resync from its snapshot or re-promotion

@@ -10,7 +10,11 @@ export interface HttpResult<T = any> {
 }
 
 /** @param init.token bearer token; undefined or null: no Authorization header */
-export async function request<T = any>(url: string, init: RequestInit & { token?: string | null } = {}, timeoutMs = 5000): Promise<HttpResult<T>> {
+export async function request<T = any>(
+  url: string,
+  init: RequestInit & { token?: string | null } = {},
+  timeoutMs = 5000,
+): Promise<HttpResult<T>> {
   const { token, ...rest } = init;
   const headers = new Headers(rest.headers);
   if (token !== undefined && token !== null) headers.set('authorization', `Bearer ${token}`);

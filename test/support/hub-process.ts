@@ -13,6 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// Run with the test's own flags (`--conditions=@hotkey/source --import tsx` under test/run.mjs), the
+// bin loads the hub from its TypeScript sources; with none, from hub/dist (as installed).
 export const HUB_BIN = fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
 
 /** Writes a hub config to a fresh temporary file and returns its path, for `--config`. */
@@ -58,7 +60,12 @@ export class HubProcess {
   #stdout: string;
   #stderr: string;
 
-  private constructor(child: ChildProcess, ready: HubReady, exited: Promise<Exit>, out: { stdout: string; stderr: string }) {
+  private constructor(
+    child: ChildProcess,
+    ready: HubReady,
+    exited: Promise<Exit>,
+    out: { stdout: string; stderr: string },
+  ) {
     this.child = child;
     this.ready = ready;
     this.exited = exited;
@@ -90,13 +97,19 @@ export class HubProcess {
   static async start(options: HubProcessOptions = {}): Promise<HubProcess> {
     const args = [...(options.args ?? [])];
     if (!args.includes('--port') && options.env?.HOTKEY_PORT === undefined) args.push('--port', '0');
-    const child = spawn(process.execPath, [HUB_BIN, ...args], { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...process.execArgv, HUB_BIN, ...args], {
+      env: childEnv(options.env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const out = { stdout: '', stderr: '' };
     const timeoutMs = options.readyTimeoutMs ?? 30_000;
     try {
       const ready = await new Promise<HubReady>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`hotkey-hub not ready after ${timeoutMs} ms\n${out.stdout}${out.stderr}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`hotkey-hub not ready after ${timeoutMs} ms\n${out.stdout}${out.stderr}`)),
+          timeoutMs,
+        );
         child.stdout!.on('data', (d) => {
           out.stdout += d;
           const match = /^HOTKEY_READY (\{.*\})$/m.exec(out.stdout);
@@ -138,8 +151,14 @@ export class HubProcess {
 }
 
 /** Runs the CLI to completion (for runs expected to exit); kills it after `timeoutMs`. */
-export async function runHubCli(args: string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Exit & { stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [HUB_BIN, ...args], { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runHubCli(
+  args: string[],
+  options: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<Exit & { stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [...process.execArgv, HUB_BIN, ...args], {
+    env: childEnv(options.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));

@@ -132,12 +132,3 @@ export class ProtocolPeer {
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
   }
 }
-
-/** Polls `check` every few ms until it holds, or rejects after `timeoutMs`. */
-export async function until(check: () => boolean, timeoutMs = 3000, what = 'condition'): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}

@@ -15,6 +15,7 @@ import {
   type Snapshot,
   type Welcome,
 } from '@hotkey/sdk/protocol';
+import { within } from './wait.ts';
 
 export interface Closed {
   code: number;
@@ -30,7 +31,9 @@ export class RawClient {
 
   private constructor(ws: WebSocket) {
     this.ws = ws;
-    this.closed = new Promise((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+    this.closed = new Promise((resolve) =>
+      ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
     ws.on('message', (data, isBinary) => {
       if (!isBinary) throw new Error('hub sent a text frame');
       this.received.push(decodeServerMessage(data as Buffer));
@@ -49,9 +52,21 @@ export class RawClient {
   }
 
   /** Connects and completes the Hello → Welcome + Snapshot handshake. */
-  static async join(url: string, app: string, opts: { token?: string; instance?: string; host?: string; autoPong?: boolean } = {}): Promise<{ client: RawClient; welcome: Welcome; snapshot: Snapshot }> {
+  static async join(
+    url: string,
+    app: string,
+    opts: { token?: string; instance?: string; host?: string; autoPong?: boolean } = {},
+  ): Promise<{ client: RawClient; welcome: Welcome; snapshot: Snapshot }> {
     const client = await RawClient.connect(url, 3000, opts.autoPong ?? true);
-    client.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app, token: opts.token, instance: opts.instance ?? `i-${Math.random().toString(36).slice(2)}`, sdk: 'raw-test', host: opts.host });
+    client.send({
+      t: MsgType.Hello,
+      v: PROTOCOL_VERSION,
+      app,
+      token: opts.token,
+      instance: opts.instance ?? `i-${Math.random().toString(36).slice(2)}`,
+      sdk: 'raw-test',
+      host: opts.host,
+    });
     const welcome = await client.next(MsgType.Welcome);
     const snapshot = await client.next(MsgType.Snapshot);
     return { client, welcome, snapshot };
@@ -66,7 +81,11 @@ export class RawClient {
   }
 
   /** The next message of type `t` (skipping others), within `timeoutMs`. */
-  async next<T extends ServerMessage['t']>(t: T, timeoutMs = 3000, where: (m: Extract<ServerMessage, { t: T }>) => boolean = () => true): Promise<Extract<ServerMessage, { t: T }>> {
+  async next<T extends ServerMessage['t']>(
+    t: T,
+    timeoutMs = 3000,
+    where: (m: Extract<ServerMessage, { t: T }>) => boolean = () => true,
+  ): Promise<Extract<ServerMessage, { t: T }>> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       while (this.#cursor < this.received.length) {
@@ -74,7 +93,10 @@ export class RawClient {
         if (m.t === t && where(m as Extract<ServerMessage, { t: T }>)) return m as Extract<ServerMessage, { t: T }>;
       }
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no message t=${t} within ${timeoutMs} ms; got ${JSON.stringify(this.received.map((m) => m.t))}`);
+      if (left <= 0)
+        throw new Error(
+          `no message t=${t} within ${timeoutMs} ms; got ${JSON.stringify(this.received.map((m) => m.t))}`,
+        );
       if (this.ws.readyState === WebSocket.CLOSED) throw new Error(`socket closed while waiting for t=${t}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
@@ -93,18 +115,8 @@ export class RawClient {
   }
 
   /** Resolves the close, failing after `timeoutMs`. */
-  async closeEvent(timeoutMs = 3000): Promise<Closed> {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        this.closed,
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`socket not closed within ${timeoutMs} ms`)), timeoutMs);
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+  closeEvent(timeoutMs = 3000): Promise<Closed> {
+    return within('the socket to close', this.closed, timeoutMs);
   }
 
   /** Round trip: Resync → Snapshot proves the connection is alive and its frames are processed in order. */

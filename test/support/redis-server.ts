@@ -41,13 +41,29 @@ export class RedisServer {
   async #spawn(timeoutMs: number): Promise<void> {
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--loglevel', 'notice'],
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--protected-mode',
+        'no',
+        '--loglevel',
+        'notice',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.#child = child;
     let output = '';
     const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`redis-server on ${this.port} not ready after ${timeoutMs} ms: ${output}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`redis-server on ${this.port} not ready after ${timeoutMs} ms: ${output}`)),
+        timeoutMs,
+      );
       const onData = (d: Buffer) => {
         output += d;
         if (output.includes('Ready to accept connections')) {
@@ -59,7 +75,9 @@ export class RedisServer {
       child.stderr!.on('data', onData);
       child.once('error', (err) => {
         clearTimeout(timer);
-        reject(new Error(`cannot start redis-server (is it installed? apt-get install -y redis-server): ${err.message}`));
+        reject(
+          new Error(`cannot start redis-server (is it installed? apt-get install -y redis-server): ${err.message}`),
+        );
       });
       child.once('exit', (code) => {
         clearTimeout(timer);

@@ -1,5 +1,5 @@
 /**
- * Paced traffic and deadline waits for end-to-end tests. `drive` spreads `perSecond` accesses of a
+ * Paced traffic for end-to-end tests (waits live in wait.ts). `drive` spreads `perSecond` accesses of a
  * key evenly over the given SDK clients in 20 ms ticks, so a test can put a key at an exact
  * cluster-wide rate (over, at half, or thinly spread under a threshold).
  */
@@ -14,7 +14,12 @@ export interface Driver {
 }
 
 /** Starts paced reads of `key` through `hk.get` (or `track`) on every client, until stopped. */
-export function drive(clients: readonly HotKeyClient[], key: string, perSecond: number, mode: 'get' | 'track' = 'track'): Driver {
+export function drive(
+  clients: readonly HotKeyClient[],
+  key: string,
+  perSecond: number,
+  mode: 'get' | 'track' = 'track',
+): Driver {
   let sent = 0;
   let owed = 0;
   const started = performance.now();
@@ -36,19 +41,4 @@ export function drive(clients: readonly HotKeyClient[], key: string, perSecond: 
     },
     stop: () => clearInterval(timer),
   };
-}
-
-/** Polls `check` every 10 ms until it is true; throws after `timeoutMs` with `what`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<number> {
-  const started = performance.now();
-  for (;;) {
-    if (await check()) return performance.now() - started;
-    if (performance.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/** Resolves after `ms` (for letting traffic run a known time; never as a substitute for waitFor). */
-export function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

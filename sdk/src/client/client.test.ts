@@ -4,7 +4,8 @@ import { HotKeyClient, type ClientOptions, type ClientStatus } from './client.ts
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Ownership } from '../ownership.ts';
 import { CloseCode, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '../wire/protocol.ts';
-import { ProtocolPeer, until, type PeerSocket } from '../../../test/support/protocol-peer.ts';
+import { ProtocolPeer, type PeerSocket } from '../../../test/support/protocol-peer.ts';
+import { waitFor } from '../../../test/support/wait.ts';
 
 const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 10_000, cache: true, at: 0 };
 
@@ -98,7 +99,7 @@ test('promote: hits come from the cache; concurrent loads share one loader call'
   };
   assert.is(await s.hk.get('item:1', () => 'cold'), 'cold'); // not hot: loader every time
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'item:1', ...P });
-  await until(() => s.hk.isHot('item:1'));
+  await waitFor('hk.isHot(item:1)', () => s.hk.isHot('item:1'));
   const a = s.hk.get('item:1', loader);
   const b = s.hk.get('item:1', loader);
   gate.resolve('v1');
@@ -119,7 +120,7 @@ test('__proto__ and constructor are ordinary hot keys', async () => {
   const s = await setup();
   for (const [i, key] of ['__proto__', 'constructor'].entries()) {
     s.sock.send({ t: MsgType.Promote, seq: i + 1, key, ...P });
-    await until(() => s.hk.isHot(key));
+    await waitFor('hk.isHot(key)', () => s.hk.isHot(key));
     assert.is(await s.hk.get(key, () => `v-${key}`), `v-${key}`);
     assert.is(await s.hk.get(key, () => 'reloaded'), `v-${key}`);
   }
@@ -131,7 +132,7 @@ test('__proto__ and constructor are ordinary hot keys', async () => {
 test('loader errors reach the caller and are not cached', async () => {
   const s = await setup();
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await until(() => s.hk.isHot('k'));
+  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
   const async = await s.hk.get('k', () => Promise.reject(new Error('db down'))).catch((e: Error) => e);
   assert.is((async as Error).message, 'db down');
   const err = await s.hk.get('k', () => {
@@ -146,7 +147,7 @@ test('loader errors reach the caller and are not cached', async () => {
 test('invalidation during a load: the loaded value is not cached; Applied is sent', async () => {
   const s = await setup();
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await until(() => s.hk.isHot('k'));
+  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
   const gate = deferred<string>();
   const inflight = s.hk.get('k', () => gate.promise);
   s.sock.send({ t: MsgType.Invalidate, seq: 2, key: 'k' });
@@ -168,7 +169,7 @@ test('invalidation during a load: the loaded value is not cached; Applied is sen
 test('sequence gap: cached values of that hub are dropped and Resync is sent', async () => {
   const s = await setup();
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'a', ...P });
-  await until(() => s.hk.isHot('a'));
+  await waitFor('hk.isHot(a)', () => s.hk.isHot('a'));
   await s.hk.get('a', () => 'A');
   assert.is(await s.hk.get('a', () => 'reloaded'), 'A');
   s.sock.send({ t: MsgType.Promote, seq: 3, key: 'b', ...P }); // seq 2 is missing
@@ -178,9 +179,9 @@ test('sequence gap: cached values of that hub are dropped and Resync is sent', a
   assert.is(s.hk.stats().resyncs, 1);
   // the snapshot answers the resync: it replaces the hub's hot set
   s.sock.send({ t: MsgType.Snapshot, seq: 3, hot: [{ key: 'b', ttlMs: 1000, cacheTtlMs: 500, cache: true, qps: 1 }] });
-  await until(() => !s.hk.isHot('a'));
+  await waitFor('!hk.isHot(a)', () => !s.hk.isHot('a'));
   s.sock.send({ t: MsgType.Promote, seq: 4, key: 'c', ...P });
-  await until(() => s.hk.isHot('c'));
+  await waitFor('hk.isHot(c)', () => s.hk.isHot('c'));
   assert.is(s.hk.stats().resyncs, 1, 'in sequence again');
   await teardown(s);
 });
@@ -194,7 +195,7 @@ test('demote drops the key and its value; events fire', async () => {
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
   s.sock.send({ t: MsgType.Invalidate, seq: 2, key: 'k' });
   s.sock.send({ t: MsgType.Demote, seq: 3, key: 'k' });
-  await until(() => events.length === 3);
+  await waitFor('events.length === 3', () => events.length === 3);
   assert.equal(events, ['promote k', 'invalidate k', 'demote k demote']);
   assert.not.ok(s.hk.isHot('k'));
   await teardown(s);
@@ -203,11 +204,11 @@ test('demote drops the key and its value; events fire', async () => {
 test('hot entries expire at hotMs on the injected clock', async () => {
   const s = await setup();
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P, hotMs: 1000 });
-  await until(() => s.hk.isHot('k'));
+  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
   s.clock.t = 999;
-  await until(() => s.hk.stats().hotKeys === 1);
+  await waitFor('hk.stats().hotKeys === 1', () => s.hk.stats().hotKeys === 1);
   s.clock.t = 1000;
-  await until(() => s.hk.stats().hotKeys === 0);
+  await waitFor('hk.stats().hotKeys === 0', () => s.hk.stats().hotKeys === 0);
   await teardown(s);
 });
 
@@ -216,7 +217,7 @@ test('cached values end at cacheTtlMs; a value the LRU evicted is loaded again',
   for (const [seq, key] of ['a', 'b', 'c'].entries()) s.sock.send({ t: MsgType.Promote, seq: seq + 1, key, ...P, cacheTtlMs: 500 });
   s.sock.send({ t: MsgType.Promote, seq: 4, key: 'probe-499', ...P, hotMs: 499 });
   s.sock.send({ t: MsgType.Promote, seq: 5, key: 'probe-500', ...P, hotMs: 500 });
-  await until(() => s.hk.isHot('probe-500'));
+  await waitFor('hk.isHot(probe-500)', () => s.hk.isHot('probe-500'));
   const loads: string[] = [];
   const loader = (key: string) => {
     loads.push(key);
@@ -231,10 +232,10 @@ test('cached values end at cacheTtlMs; a value the LRU evicted is loaded again',
   assert.is(await s.hk.get('b', loader), 'b4', 'the evicted value is not served');
   assert.equal(loads, ['a', 'b', 'c', 'b']);
   s.clock.t = 499;
-  await until(() => !s.hk.isHot('probe-499')); // the client's clock reads 499
+  await waitFor('!hk.isHot(probe-499)', () => !s.hk.isHot('probe-499')); // the client's clock reads 499
   assert.is(await s.hk.get('b', loader), 'b4');
   s.clock.t = 500;
-  await until(() => !s.hk.isHot('probe-500'));
+  await waitFor('!hk.isHot(probe-500)', () => !s.hk.isHot('probe-500'));
   assert.is(await s.hk.get('b', loader), 'b5', 'past cacheTtlMs the loader runs again');
   assert.ok(s.hk.stats().expirations >= 1);
   await teardown(s);
@@ -244,17 +245,17 @@ test('stale bound: cut off from the hub, cached values serve at most maxStaleMs'
   const s = await setup({ maxStaleMs: 3000, reconnectMinMs: 5000, reconnectMaxMs: 5000 });
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
   s.sock.send({ t: MsgType.Promote, seq: 2, key: 'probe', ...P, hotMs: 3050 });
-  await until(() => s.hk.isHot('k') && s.hk.isHot('probe'));
+  await waitFor('hk.isHot(k) && hk.isHot(probe)', () => s.hk.isHot('k') && s.hk.isHot('probe'));
   await s.hk.get('k', () => 'cached');
   s.clock.t = 100;
   s.sock.ws.terminate();
-  await until(() => s.hk.hubs().length === 0);
+  await waitFor('hk.hubs().length === 0', () => s.hk.hubs().length === 0);
   s.clock.t = 3099;
   // 'probe' expires at 3050: once it is gone, the client's clock has reached 3099
-  await until(() => !s.hk.isHot('probe'));
+  await waitFor('!hk.isHot(probe)', () => !s.hk.isHot('probe'));
   assert.is(await s.hk.get('k', () => 'loader'), 'cached', 'still within the bound');
   s.clock.t = 3100;
-  await until(() => !s.hk.isHot('k'));
+  await waitFor('!hk.isHot(k)', () => !s.hk.isHot('k'));
   assert.is(await s.hk.get('k', () => 'loader'), 'loader');
   await teardown(s);
 });
@@ -277,7 +278,7 @@ test('reports: keys over the local threshold, counts since the last report', asy
 test('get() on a hot key counts exactly, also after its counter slot went to another key', async () => {
   const s = await setup({}, { local: [10] });
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await until(() => s.hk.isHot('k'));
+  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
   /** report counts summed per key until every key in `keys` was reported (all accesses precede) */
   const reported = async (keys: string[]) => {
     const sums = new Map<string, number>();
@@ -296,7 +297,7 @@ test('get() on a hot key counts exactly, also after its counter slot went to ano
   assert.ok(s.hk.stats().hits >= 20);
   // the window empties: both slots are released, then taken by two new keys
   s.clock.t = 5000;
-  await until(() => s.hk.stats().candidates === 0);
+  await waitFor('hk.stats().candidates === 0', () => s.hk.stats().candidates === 0);
   for (let i = 0; i < 12; i++) s.hk.track('other-1');
   for (let i = 0; i < 12; i++) s.hk.track('other-2');
   for (let i = 0; i < 15; i++) await s.hk.get('k', () => 'v');
@@ -338,7 +339,7 @@ test('Config replaces rules and local thresholds; counted keys get their new rul
   for (let i = 0; i < 6; i++) s.hk.track('user:1');
   const rule = { threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 };
   s.sock.send({ t: MsgType.Config, rules: [{ match: 'item:*', ...rule }, { match: 'slow:*', ...rule, windowMs: 10_000 }], local: [3, 20], instances: 4 });
-  await until(() => s.hk.rules().length === 2);
+  await waitFor('hk.rules().length === 2', () => s.hk.rules().length === 2);
   assert.is(s.hk.stats().instances, 4);
   s.hk.track('user:1');
   s.hk.track('item:1');
@@ -365,7 +366,7 @@ test('cluster: connects to members, one report per hub with the keys it owns', a
   const s = await setup({}, { local: [1], members: (self) => [{ id: 'hub-a', url: self }, { id: 'hub-b', url: b.url }] });
   b.opts.members = () => [{ id: 'hub-a', url: s.peer.url }, { id: 'hub-b', url: b.url }];
   const bSock = await bSocketP;
-  await until(() => s.hk.hubs().length === 2);
+  await waitFor('hk.hubs().length === 2', () => s.hk.hubs().length === 2);
   assert.is(s.peer.sockets.length, 1, 'no duplicate connection to the seed');
   const own = new Ownership(['hub-a', 'hub-b']);
   const keys = Array.from({ length: 40 }, (_, i) => `key:${i}`);
@@ -385,7 +386,7 @@ test('cluster: connects to members, one report per hub with the keys it owns', a
   // losing hub-b moves its keys to hub-a
   b.opts.members = undefined;
   s.sock.send({ t: MsgType.Members, epoch: 2, members: [{ id: 'hub-a', url: s.peer.url }] });
-  await until(() => s.hk.hubs().length === 1);
+  await waitFor('hk.hubs().length === 1', () => s.hk.hubs().length === 1);
   for (const k of rb.keys) for (let i = 0; i < 3; i++) s.hk.track(k);
   const moved = await s.sock.next(MsgType.Report);
   assert.equal(moved.keys.sort(), [...rb.keys].sort());
@@ -411,18 +412,18 @@ test('a hub that comes back under a new URL is reached there, whether met as a m
       for await (const st of hk.status()) statuses.push(st);
     })();
     const [ySock] = await Promise.all([ySocketP, x1SocketP]);
-    await until(() => hk.hubs().length === 2, 3000, `both hubs welcomed (x is seed: ${xIsSeed})`);
+    await waitFor(`both hubs welcomed (x is seed: ${xIsSeed})`, () => hk.hubs().length === 2, 3000);
 
     // hub-x goes away from A (its port now refuses) and restarts at B
     await x1.close();
-    await until(() => hk.hubs().length === 1, 3000, 'hub-x lost');
+    await waitFor('hub-x lost', () => hk.hubs().length === 1, 3000);
     assert.equal(hk.hubs(), ['hub-y']);
     const x2 = await new ProtocolPeer({ id: 'hub-x', rules, members: (self) => members(self) }).listen();
     open.push({ hk, peer: x2 });
     const x2SocketP = x2.nextSocket();
     ySock.send({ t: MsgType.Members, epoch: 2, members: members(x2.url) });
     await x2SocketP;
-    await until(() => hk.hubs().length === 2, 3000, `hub-x welcomed at its new URL (x is seed: ${xIsSeed})`);
+    await waitFor(`hub-x welcomed at its new URL (x is seed: ${xIsSeed})`, () => hk.hubs().length === 2, 3000);
     assert.equal(hk.hubs().sort(), ['hub-x', 'hub-y']);
     assert.ok(statuses.some((st) => st.type === 'connect' && st.hub === 'hub-x' && st.url === x2.url), 'connect status names the new URL');
     assert.is(x2.sockets.length, 1, 'one connection to the new URL');
@@ -466,7 +467,7 @@ test('a dead hub is noticed within the liveness timeout', async () => {
   const s = await setup({ pingIntervalMs: 50, livenessTimeoutMs: 150, reconnectMinMs: 5000, reconnectMaxMs: 5000 });
   const started = performance.now();
   (s.sock.ws as unknown as { _socket: { pause(): void } })._socket.pause(); // no more pongs
-  await until(() => s.hk.hubs().length === 0, 2000, 'disconnect');
+  await waitFor('disconnect', () => s.hk.hubs().length === 0, 2000);
   assert.ok(performance.now() - started < 1000);
   await teardown(s);
 });

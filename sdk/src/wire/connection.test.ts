@@ -5,7 +5,8 @@ import { once } from 'node:events';
 import { HubConnection, type ConnectionHandler } from './connection.ts';
 import { HotKeyError } from '../errors.ts';
 import { MsgType, PROTOCOL_VERSION, type Hello } from './protocol.ts';
-import { ProtocolPeer, until } from '../../../test/support/protocol-peer.ts';
+import { ProtocolPeer } from '../../../test/support/protocol-peer.ts';
+import { waitFor } from '../../../test/support/wait.ts';
 
 const hello: Hello = { t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', instance: 'i', sdk: 'test' };
 
@@ -32,7 +33,7 @@ test('reconnect delays: capped exponential with full jitter, never under the flo
   const r = recorder();
   const conn = new HubConnection({ url: `ws://127.0.0.1:${port}`, hello, backoffMinMs: 2, backoffMaxMs: 16, random: () => 0.999 }, r.handler);
   conn.start();
-  await until(() => r.delays.length >= 7);
+  await waitFor('r.delays.length >= 7', () => r.delays.length >= 7);
   conn.close();
   server.close();
   // ceilings 2, 4, 8, 16, 16 ... times 0.999, floored, at least 2
@@ -40,7 +41,7 @@ test('reconnect delays: capped exponential with full jitter, never under the flo
   const low = recorder();
   const conn2 = new HubConnection({ url: `ws://127.0.0.1:${port}`, hello, backoffMinMs: 2, backoffMaxMs: 16, random: () => 0 }, low.handler);
   conn2.start();
-  await until(() => low.delays.length >= 3);
+  await waitFor('low.delays.length >= 3', () => low.delays.length >= 3);
   conn2.close();
   assert.equal(low.delays.slice(0, 3), [2, 2, 2]);
 });
@@ -52,11 +53,11 @@ test('an unreadable frame from the hub: error reported, socket dropped, reconnec
   const conn = new HubConnection({ url: peer.url, hello, backoffMinMs: 1, backoffMaxMs: 2 }, r.handler);
   conn.start();
   const sock = await first;
-  await until(() => r.log.includes('welcome hub-a'));
+  await waitFor('a welcome from hub-a', () => r.log.includes('welcome hub-a'));
   const second = peer.nextSocket();
   sock.ws.send(Buffer.from([0xc1])); // never valid msgpack
   await second;
-  await until(() => r.log.filter((l) => l === 'welcome hub-a').length === 2);
+  await waitFor('a second welcome from hub-a', () => r.log.filter((l) => l === 'welcome hub-a').length === 2);
   assert.ok(r.errors.some((e) => e instanceof HotKeyError && e.code === 'HK_ERR_PROTOCOL'));
   assert.ok(r.log.includes('down 4000'));
   conn.close();
@@ -69,7 +70,7 @@ test('send before welcome is refused; close is final', async () => {
   const conn = new HubConnection({ url: peer.url, hello }, r.handler);
   assert.not.ok(conn.send({ t: MsgType.Resync }));
   conn.start();
-  await until(() => conn.state === 'open');
+  await waitFor('conn.state === open', () => conn.state === 'open');
   assert.ok(conn.send({ t: MsgType.Resync }));
   await peer.sockets[0]!.next(MsgType.Resync);
   conn.close();

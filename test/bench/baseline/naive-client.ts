@@ -43,7 +43,9 @@ export class NaiveClient {
   static async connect(opts: NaiveClientOptions, timeoutMs = 5000): Promise<NaiveClient> {
     const ws = new WebSocket(opts.url, { perMessageDeflate: false });
     await once(ws, 'open', { signal: AbortSignal.timeout(timeoutMs) });
-    ws.send(JSON.stringify({ type: 'hello', app: opts.app, instance: opts.instance ?? Math.random().toString(36).slice(2) }));
+    ws.send(
+      JSON.stringify({ type: 'hello', app: opts.app, instance: opts.instance ?? Math.random().toString(36).slice(2) }),
+    );
     return new NaiveClient(ws, opts);
   }
 
@@ -55,7 +57,7 @@ export class NaiveClient {
   get<T>(key: string, loader: () => T): T {
     this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
     const entry = this.#hot.get(key);
-    if (entry !== undefined && entry.has) return entry.value as T;
+    if (entry?.has) return entry.value as T;
     const value = loader();
     if (entry !== undefined) {
       entry.value = value;

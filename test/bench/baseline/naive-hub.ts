@@ -77,7 +77,8 @@ export async function startNaiveHub(opts: NaiveHubOptions = {}): Promise<NaiveHu
         ws.send('{"type":"pong"}');
         return;
       }
-      if (message.type !== 'report' || app === undefined || typeof message.keys !== 'object' || message.keys === null) return;
+      if (message.type !== 'report' || app === undefined || typeof message.keys !== 'object' || message.keys === null)
+        return;
       const now = Date.now();
       const keys = message.keys as Record<string, number>;
       for (const key in keys) {
@@ -85,7 +86,13 @@ export async function startNaiveHub(opts: NaiveHubOptions = {}): Promise<NaiveHu
         const total = windows.add(key, keys[key]!, now);
         if (total >= 0) {
           promotions++;
-          broadcast(app, { type: 'promote', key, qps: (total * 1000) / windows.windowMs, at: Date.now(), ttlMs: 30_000 });
+          broadcast(app, {
+            type: 'promote',
+            key,
+            qps: (total * 1000) / windows.windowMs,
+            at: Date.now(),
+            ttlMs: 30_000,
+          });
         }
       }
     });

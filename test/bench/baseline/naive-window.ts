@@ -54,7 +54,11 @@ export class NaiveWindows {
     const slice = Math.floor(now / this.#sliceMs);
     let w = this.#windows.get(key);
     if (!w) {
-      w = { counts: new Array<number>(this.#slices).fill(0), stamps: new Array<number>(this.#slices).fill(-Infinity), hot: false };
+      w = {
+        counts: new Array<number>(this.#slices).fill(0),
+        stamps: new Array<number>(this.#slices).fill(-Infinity),
+        hot: false,
+      };
       this.#windows.set(key, w);
     }
     const i = slice % this.#slices;
