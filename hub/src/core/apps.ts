@@ -88,7 +88,14 @@ export interface AppsOptions {
   /** which keys this hub owns; undefined while it is the only member */
   accept: ((key: string) => boolean) | undefined;
   /** an app's aggregator promoted a key */
-  onPromote: (app: AppState, key: string, rule: Rule, qps: number, latencyMs: number | undefined, manual: boolean) => void;
+  onPromote: (
+    app: AppState,
+    key: string,
+    rule: Rule,
+    qps: number,
+    latencyMs: number | undefined,
+    manual: boolean,
+  ) => void;
   /** an app's aggregator demoted a key */
   onDemote: (app: AppState, key: string, qps: number, reason: DemoteReason) => void;
 }
@@ -135,7 +142,13 @@ export class Apps {
     const app = this.#byName.get(appName);
     if (app === undefined) return undefined;
     const stats = app.aggregator.stats;
-    return { instanceCount: app.sessionsByInstance.size, connections: app.sessions.size, keysTracked: stats.keys, hotCount: stats.hot, seq: app.broadcaster.seq };
+    return {
+      instanceCount: app.sessionsByInstance.size,
+      connections: app.sessions.size,
+      keysTracked: stats.keys,
+      hotCount: stats.hot,
+      seq: app.broadcaster.seq,
+    };
   }
 
   /** hot keys this hub owns, highest QPS first */
@@ -144,7 +157,16 @@ export class Apps {
     for (const app of this.#byName.values()) {
       if (appName !== undefined && app.name !== appName) continue;
       for (const v of app.aggregator.hot(now)) {
-        rows.push({ app: app.name, key: v.key, qps: v.qps, threshold: v.threshold, since: v.since, instances: v.instances, hub, ttlMs: v.ttlMs });
+        rows.push({
+          app: app.name,
+          key: v.key,
+          qps: v.qps,
+          threshold: v.threshold,
+          since: v.since,
+          instances: v.instances,
+          hub,
+          ttlMs: v.ttlMs,
+        });
       }
     }
     return rows.sort((a, b) => b.qps - a.qps);
@@ -157,7 +179,15 @@ export class Apps {
       if (appName !== undefined && app.name !== appName) continue;
       for (const session of app.sessions) {
         if (rows.length >= limit) return rows;
-        rows.push({ app: app.name, instance: session.instance, host: session.host, sdk: session.sdk, lastReport: session.lastReport, connectedAt: session.connectedAt, hub });
+        rows.push({
+          app: app.name,
+          instance: session.instance,
+          host: session.host,
+          sdk: session.sdk,
+          lastReport: session.lastReport,
+          connectedAt: session.connectedAt,
+          hub,
+        });
       }
     }
     return rows;
@@ -168,7 +198,8 @@ export class Apps {
     const existing = this.#byName.get(name);
     if (existing !== undefined) return existing;
     const { coordinator, tunables, metrics, log } = this.#opts;
-    if (!isValidAppName(name) || coordinator.app(name) === undefined || this.#byName.size >= tunables.maxApps) return undefined;
+    if (!isValidAppName(name) || coordinator.app(name) === undefined || this.#byName.size >= tunables.maxApps)
+      return undefined;
     const broadcaster = new Broadcaster({
       maxBufferedBytes: tunables.maxBufferedBytes,
       onSlowConsumer: (peer) => {
@@ -208,14 +239,26 @@ export class Apps {
   /** The app a Hello may join: throws the refusal (unknown app, AuthError, CapacityError) otherwise. */
   admit(hello: Hello): AppState {
     const auth = isValidAppName(hello.app) ? this.#opts.coordinator.app(hello.app) : undefined;
-    if (auth === undefined) refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `unknown app "${hello.app.slice(0, 64)}"`);
+    if (auth === undefined)
+      refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `unknown app "${hello.app.slice(0, 64)}"`);
     if (auth.token !== undefined && !tokenMatches(hello.token, auth.token)) {
-      throw new AuthError(hello.token === undefined ? `app "${hello.app}" requires a token` : `wrong token for app "${hello.app}"`, CloseCode.Auth);
+      throw new AuthError(
+        hello.token === undefined ? `app "${hello.app}" requires a token` : `wrong token for app "${hello.app}"`,
+        CloseCode.Auth,
+      );
     }
     const app = this.open(hello.app);
-    if (app === undefined) refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `this hub keeps state for at most ${this.#opts.tunables.maxApps} apps`);
+    if (app === undefined)
+      refuse(
+        ErrorCode.UnknownApp,
+        CloseCode.UnknownApp,
+        `this hub keeps state for at most ${this.#opts.tunables.maxApps} apps`,
+      );
     if (app.sessions.size >= this.#opts.tunables.maxSessionsPerApp) {
-      throw new CapacityError(`app "${hello.app}" has ${app.sessions.size} connections, the most this hub accepts`, CloseCode.OverCapacity);
+      throw new CapacityError(
+        `app "${hello.app}" has ${app.sessions.size} connections, the most this hub accepts`,
+        CloseCode.OverCapacity,
+      );
     }
     return app;
   }
@@ -257,7 +300,9 @@ export class Apps {
   /** Each rule's per-instance report threshold for the app's instance count now. */
   localThresholds(app: AppState): number[] {
     const instanceCount = app.sessionsByInstance.size;
-    return app.aggregator.rules.map((r) => localThreshold(r, instanceCount, this.#opts.tunables.localThresholdFraction));
+    return app.aggregator.rules.map((r) =>
+      localThreshold(r, instanceCount, this.#opts.tunables.localThresholdFraction),
+    );
   }
 
   rulesChanged(appName: string, rules: Rule[]): void {
@@ -297,7 +342,12 @@ export class Apps {
   }
 
   #sendConfig(app: AppState): void {
-    app.broadcaster.sendAll({ t: MsgType.Config, rules: [...app.aggregator.rules], local: this.localThresholds(app), instances: app.sessionsByInstance.size });
+    app.broadcaster.sendAll({
+      t: MsgType.Config,
+      rules: [...app.aggregator.rules],
+      local: this.localThresholds(app),
+      instances: app.sessionsByInstance.size,
+    });
   }
 
   /** The broadcaster gave up on a socket: the session leaves the app now, not when the close completes. */

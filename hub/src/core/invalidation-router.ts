@@ -39,7 +39,11 @@ export class InvalidationRouter {
   /** An SDK applied every broadcast up to `seq`: pending invalidations it held up may complete. */
   applied(app: AppState, session: Session, seq: number): void {
     if (seq > app.broadcaster.seq) {
-      throw new ProtocolError(ErrorCode.Protocol, `Applied seq ${seq} is ahead of the last broadcast seq ${app.broadcaster.seq}`, CloseCode.Protocol);
+      throw new ProtocolError(
+        ErrorCode.Protocol,
+        `Applied seq ${seq} is ahead of the last broadcast seq ${app.broadcaster.seq}`,
+        CloseCode.Protocol,
+      );
     }
     if (seq > session.appliedSeq) {
       session.appliedSeq = seq;
@@ -51,7 +55,14 @@ export class InvalidationRouter {
   broadcast(app: AppState, key: string, manual: boolean): number {
     const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key });
     this.#opts.metrics.invalidations++;
-    const event: HubEvent = { type: 'invalidate', app: app.name, key, qps: 0, at: this.#opts.now(), hub: this.#opts.hubId };
+    const event: HubEvent = {
+      type: 'invalidate',
+      app: app.name,
+      key,
+      qps: 0,
+      at: this.#opts.now(),
+      hub: this.#opts.hubId,
+    };
     if (manual) event.manual = true;
     this.#opts.publish(event);
     return seq;

@@ -47,7 +47,11 @@ export interface Route {
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
@@ -61,7 +65,8 @@ export function sendError(res: ServerResponse, err: HttpError): void {
 
 export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) throw new HttpError(413, ErrorCode.BodyTooLarge, `body of ${declared} bytes exceeds ${limit}`);
+  if (Number.isFinite(declared) && declared > limit)
+    throw new HttpError(413, ErrorCode.BodyTooLarge, `body of ${declared} bytes exceeds ${limit}`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -78,11 +83,17 @@ export async function readJson(req: IncomingMessage, limit: number): Promise<unk
   }
 }
 
-export function intParam(params: URLSearchParams, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+export function intParam(
+  params: URLSearchParams,
+  name: string,
+  fallback: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   const raw = params.get(name);
   if (raw === null || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > max) throw new HttpError(400, ErrorCode.BadRequest, `query parameter "${name}" must be an integer in [0, ${max}]`, name);
+  if (!Number.isInteger(n) || n < 0 || n > max)
+    throw new HttpError(400, ErrorCode.BadRequest, `query parameter "${name}" must be an integer in [0, ${max}]`, name);
   return n;
 }
 
@@ -90,7 +101,13 @@ export function checkedKey(key: unknown): string {
   try {
     assertKey(key);
   } catch (err) {
-    if (err instanceof ProtocolError) throw new HttpError(400, err.code === ErrorCode.KeyTooLong ? ErrorCode.KeyTooLong : ErrorCode.BadRequest, err.message, 'key');
+    if (err instanceof ProtocolError)
+      throw new HttpError(
+        400,
+        err.code === ErrorCode.KeyTooLong ? ErrorCode.KeyTooLong : ErrorCode.BadRequest,
+        err.message,
+        'key',
+      );
     throw err;
   }
   return key;
@@ -98,7 +115,8 @@ export function checkedKey(key: unknown): string {
 
 export function keyOf(body: unknown): string {
   const key = (body as { key?: unknown } | null)?.key;
-  if (typeof body !== 'object' || body === null || key === undefined) throw new HttpError(400, ErrorCode.BadRequest, 'body must be {"key": "…"}', 'key');
+  if (typeof body !== 'object' || body === null || key === undefined)
+    throw new HttpError(400, ErrorCode.BadRequest, 'body must be {"key": "…"}', 'key');
   return checkedKey(key);
 }
 

@@ -48,7 +48,12 @@ export async function forwardToOwner(
   request: { path: string; body?: unknown; what: string; expected: (body: Record<string, unknown>) => boolean },
 ): Promise<unknown> {
   const base = httpBaseOf(owner.url);
-  if (base === undefined) throw new HttpError(502, ErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" but advertises no usable URL (${owner.url.slice(0, 100) || 'none'})`);
+  if (base === undefined)
+    throw new HttpError(
+      502,
+      ErrorCode.OwnerUnreachable,
+      `hub ${owner.id} owns "${key.slice(0, 64)}" but advertises no usable URL (${owner.url.slice(0, 100) || 'none'})`,
+    );
   const headers: Record<string, string> = { accept: 'application/json', [FORWARDED_HEADER]: core.id };
   if (req.headers.authorization !== undefined) headers.authorization = req.headers.authorization;
   const init: RequestInit = { headers, signal: AbortSignal.timeout(OWNER_TIMEOUT_MS) };
@@ -64,8 +69,13 @@ export async function forwardToOwner(
     status = res.status;
     text = await res.text();
   } catch (err) {
-    const why = (err as Error).name === 'TimeoutError' ? `no answer within ${OWNER_TIMEOUT_MS} ms` : (err as Error).message;
-    throw new HttpError(502, ErrorCode.OwnerUnreachable, `hub ${owner.id} owns "${key.slice(0, 64)}" and must answer ${request.what}, but ${base} cannot be reached: ${why}`);
+    const why =
+      (err as Error).name === 'TimeoutError' ? `no answer within ${OWNER_TIMEOUT_MS} ms` : (err as Error).message;
+    throw new HttpError(
+      502,
+      ErrorCode.OwnerUnreachable,
+      `hub ${owner.id} owns "${key.slice(0, 64)}" and must answer ${request.what}, but ${base} cannot be reached: ${why}`,
+    );
   }
   let body: { error?: { code?: unknown; message?: unknown } } | undefined;
   try {
@@ -73,10 +83,20 @@ export async function forwardToOwner(
   } catch {
     body = undefined;
   }
-  if (status === 200 && typeof body === 'object' && body !== null && request.expected(body as Record<string, unknown>)) return body;
+  if (status === 200 && typeof body === 'object' && body !== null && request.expected(body as Record<string, unknown>))
+    return body;
   const error = body?.error;
-  if (status !== 200 && typeof error?.code === 'string' && API_ERROR_CODES.has(error.code) && typeof error.message === 'string') {
+  if (
+    status !== 200 &&
+    typeof error?.code === 'string' &&
+    API_ERROR_CODES.has(error.code) &&
+    typeof error.message === 'string'
+  ) {
     throw new HttpError(status, error.code as ErrorCode, `hub ${owner.id}: ${error.message}`);
   }
-  throw new HttpError(502, ErrorCode.OwnerUnreachable, `hub ${owner.id} (${base}) answered HTTP ${status} without ${request.what}`);
+  throw new HttpError(
+    502,
+    ErrorCode.OwnerUnreachable,
+    `hub ${owner.id} (${base}) answered HTTP ${status} without ${request.what}`,
+  );
 }

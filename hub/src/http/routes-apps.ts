@@ -20,7 +20,8 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
   /** The app named by the path's first capture, when the hub knows it; 404 otherwise. */
   function knownApp(encoded: string | undefined): string {
     const name = appOfPath(encoded ?? '');
-    if (!isValidAppName(name) || coordinator.app(name) === undefined) throw new HttpError(404, ErrorCode.UnknownApp, `unknown app "${name.slice(0, 64)}"`);
+    if (!isValidAppName(name) || coordinator.app(name) === undefined)
+      throw new HttpError(404, ErrorCode.UnknownApp, `unknown app "${name.slice(0, 64)}"`);
     return name;
   }
 
@@ -28,10 +29,18 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
   async function keyQps({ req, res, query, params }: RequestContext): Promise<void> {
     const app = knownApp(params[0]);
     const raw = query.get('key');
-    if (raw === null) throw new HttpError(400, ErrorCode.BadRequest, 'query parameter "key" is required (URL-encoded)', 'key');
+    if (raw === null)
+      throw new HttpError(400, ErrorCode.BadRequest, 'query parameter "key" is required (URL-encoded)', 'key');
     const key = checkedKey(raw);
     const owner = remoteOwner(core, req, key);
-    if (owner === undefined) return sendJson(res, 200, { app, key, hub: core.id, stepMs: core.qpsHistory.stepMs, points: core.qpsPoints(app, key) });
+    if (owner === undefined)
+      return sendJson(res, 200, {
+        app,
+        key,
+        hub: core.id,
+        stepMs: core.qpsHistory.stepMs,
+        points: core.qpsPoints(app, key),
+      });
     const answer = await forwardToOwner(core, req, owner, key, {
       path: `/api/apps/${encodeURIComponent(app)}/keys/qps?key=${encodeURIComponent(key)}`,
       what: 'a QPS history',
@@ -53,7 +62,8 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
       sendJson(res, 200, { app, rules: await coordinator.setRules(app, body) });
     } catch (err) {
       if (err instanceof ValidationError) throw new HttpError(400, err.code, err.message, err.field);
-      if (err instanceof HotKeyError && !(err instanceof HttpError)) throw new HttpError(STATUS_OF_CODE[err.code] ?? 400, err.code, err.message);
+      if (err instanceof HotKeyError && !(err instanceof HttpError))
+        throw new HttpError(STATUS_OF_CODE[err.code] ?? 400, err.code, err.message);
       throw err;
     }
   }
@@ -97,7 +107,12 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
       return sendJson(res, 200, answer);
     }
     if (!core.promote(app, key)) {
-      throw new HttpError(422, ErrorCode.Rules, `cannot promote "${key.slice(0, 64)}": no rule of app "${app}" matches it, or another hub of the cluster owns it`, 'key');
+      throw new HttpError(
+        422,
+        ErrorCode.Rules,
+        `cannot promote "${key.slice(0, 64)}": no rule of app "${app}" matches it, or another hub of the cluster owns it`,
+        'key',
+      );
     }
     sendJson(res, 200, { app, key, hub: core.id });
   }
