@@ -1,41 +1,9 @@
 /**
- * Counters the hub exposes at `GET /metrics` in the Prometheus text format (version 0.0.4).
- * Plain numbers bumped inline on the hot path; gauges are read when scraped.
+ * `GET /metrics` in the Prometheus text format (version 0.0.4): the core's counters and gauges
+ * (core/hub-metrics.ts), the live feed's and the coordinator's.
  */
 import type { CoordinatorCounters } from '../cluster/coordinator.ts';
-
-export class Metrics {
-  reports = 0;
-  records = 0;
-  promotions = 0;
-  demotions = 0;
-  invalidations = 0;
-  /** SDK invalidations dropped without an ack (over the pending bound, or at shutdown): their writers time out */
-  invalidationsDropped = 0;
-  /** acks that fenced at least one instance (its lease lapsed instead of a confirmation) */
-  invalidationsFenced = 0;
-  /** ms from an SDK's InvalidateRequest to its Ack */
-  readonly invalidationLag = new Histogram([1, 5, 10, 25, 50, 100, 250, 500, 1000, 2000, 5000]);
-  slowConsumers = 0;
-  protocolErrors = 0;
-  connectionsAccepted = 0;
-  httpRequests = 0;
-}
-
-export interface Gauges {
-  connections: number;
-  apps: number;
-  keysTracked: number;
-  hotKeys: number;
-  dropped: number;
-  evicted: number;
-  ignored: number;
-  heapUsed: number;
-  rss: number;
-  ingestRate: number;
-  /** keys with a QPS history for the key detail chart */
-  qpsHistoryKeys: number;
-}
+import type { Gauges, Histogram, HubMetrics } from '../core/hub-metrics.ts';
 
 /** The live dashboard feed's counters (DashboardFeed.stats plus the pages connected). */
 export interface FeedCounters {
@@ -51,38 +19,15 @@ export interface FeedCounters {
   refused: number;
 }
 
-/** A Prometheus histogram: cumulative `le` buckets, sum and count. */
-export class Histogram {
-  readonly bounds: readonly number[];
-  readonly counts: number[];
-  sum = 0;
-  count = 0;
-
-  constructor(bounds: readonly number[]) {
-    this.bounds = bounds;
-    this.counts = bounds.map(() => 0);
+/** A histogram in the text format: cumulative `le` buckets, then sum and count. */
+function histogram(out: string[], name: string, help: string, h: Histogram): void {
+  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
+  let cumulative = 0;
+  for (let i = 0; i < h.bounds.length; i++) {
+    cumulative += h.counts[i]!;
+    out.push(`${name}_bucket{le="${h.bounds[i]}"} ${cumulative}`);
   }
-
-  observe(value: number): void {
-    this.sum += value;
-    this.count++;
-    for (let i = 0; i < this.bounds.length; i++) {
-      if (value <= this.bounds[i]!) {
-        this.counts[i]!++;
-        return;
-      }
-    }
-  }
-
-  render(out: string[], name: string, help: string): void {
-    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
-    let cumulative = 0;
-    for (let i = 0; i < this.bounds.length; i++) {
-      cumulative += this.counts[i]!;
-      out.push(`${name}_bucket{le="${this.bounds[i]}"} ${cumulative}`);
-    }
-    out.push(`${name}_bucket{le="+Inf"} ${this.count}`, `${name}_sum ${this.sum}`, `${name}_count ${this.count}`);
-  }
+  out.push(`${name}_bucket{le="+Inf"} ${h.count}`, `${name}_sum ${h.sum}`, `${name}_count ${h.count}`);
 }
 
 function line(out: string[], name: string, type: 'counter' | 'gauge', help: string, value: number): void {
@@ -93,7 +38,7 @@ function line(out: string[], name: string, type: 'counter' | 'gauge', help: stri
  * @param feed the dashboard feed's counters; omitted when the hub serves no live feed
  * @param cluster the coordinator's loss counters; omitted when the hub runs alone
  */
-export function renderMetrics(m: Metrics, g: Gauges, feed?: FeedCounters, cluster?: CoordinatorCounters): string {
+export function renderMetrics(m: HubMetrics, g: Gauges, feed?: FeedCounters, cluster?: CoordinatorCounters): string {
   const out: string[] = [];
   line(out, 'hotkey_connections', 'gauge', 'Open client connections (SDK sessions past Hello).', g.connections);
   line(out, 'hotkey_connections_accepted_total', 'counter', 'Client connections accepted.', m.connectionsAccepted);
@@ -105,8 +50,8 @@ export function renderMetrics(m: Metrics, g: Gauges, feed?: FeedCounters, cluste
   line(out, 'hotkey_demotions_total', 'counter', 'Hot keys demoted.', m.demotions);
   line(out, 'hotkey_invalidations_total', 'counter', 'Invalidations broadcast.', m.invalidations);
   line(out, 'hotkey_invalidations_dropped_total', 'counter', 'SDK invalidations dropped without an ack (pending bound, shutdown).', m.invalidationsDropped);
-  line(out, 'hotkey_invalidations_fenced_total', 'counter', 'Invalidation acks that fenced an instance (lease lapsed instead of a confirmation).', m.invalidationsFenced);
-  m.invalidationLag.render(out, 'hotkey_invalidation_lag_ms', 'Milliseconds from an SDK invalidation request to its ack (every instance applied it or was fenced).');
+  line(out, 'hotkey_invalidations_fenced_total', 'counter', 'Invalidation acks that fenced an instance (its lease lapsed instead of a confirmation).', m.invalidationsFenced);
+  histogram(out, 'hotkey_invalidation_lag_ms', 'Milliseconds from an SDK invalidation request to its ack (every instance applied it or was fenced).', m.invalidationLag);
   line(out, 'hotkey_keys_tracked', 'gauge', 'Keys with a sliding window on this hub.', g.keysTracked);
   line(out, 'hotkey_hot_keys', 'gauge', 'Hot keys owned by this hub.', g.hotKeys);
   line(out, 'hotkey_records_dropped_total', 'counter', 'Records dropped because the key table was full of hot keys.', g.dropped);

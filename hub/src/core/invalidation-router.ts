@@ -1,0 +1,108 @@
+/**
+ * Invalidations through the hub: an SDK's InvalidateRequest (or the API's) is broadcast to every
+ * SDK of the app, and the writer's Ack waits until every session that might serve the key — those
+ * connected at that moment and closed ones whose lease may still run — has applied the broadcast
+ * seq or had its lease lapse (fenced: named in the Ack). No ack on a plain timeout. Leases are
+ * granted here too: a session lagging behind an invalidation gets none (invalidations.ts). The
+ * per-app InvalidationTracker keeps the pending ones; this module is the protocol around it.
+ */
+import { CloseCode, encode, MAX_FENCED_IDS, MsgType, type InvalidateRequest } from '@hotkey/sdk/protocol';
+import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import type { HubEvent } from '../cluster/coordinator.ts';
+import type { AppState } from './apps.ts';
+import type { HubMetrics } from './hub-metrics.ts';
+import type { Session } from './session.ts';
+
+export interface InvalidationRouterOptions {
+  hubId: string;
+  metrics: HubMetrics;
+  now: () => number;
+  /** monotonic clock for leases and ack latency */
+  clock: () => number;
+  /** the lease granted to each session */
+  leaseMs: number;
+  /** records the event (cluster-wide history, the live feed) */
+  publish: (event: HubEvent) => void;
+}
+
+export class InvalidationRouter {
+  readonly #opts: InvalidationRouterOptions;
+
+  constructor(options: InvalidationRouterOptions) {
+    this.#opts = options;
+  }
+
+  /**
+   * An SDK's request: broadcast now; Ack the writer once every session that might serve the key
+   * applied it or was fenced. Its event is published when the ack is decided, with its time.
+   */
+  request(app: AppState, session: Session, request: InvalidateRequest): void {
+    const { metrics } = this.#opts;
+    const at = this.#opts.now();
+    const seq = this.broadcast(app, request.key, false, false);
+    app.waiters ??= [...app.sessions, ...app.lingering];
+    app.invalidations.track(seq, app.waiters, this.#opts.clock(), (result) => {
+      const event: HubEvent = { type: 'invalidate', app: app.name, key: request.key, qps: 0, at, hub: this.#opts.hubId };
+      if (result === undefined) {
+        // dropped unacknowledged (pending bound, shutdown): the writer's invalidate() times out
+        metrics.invalidationsDropped++;
+        event.acked = false;
+      } else {
+        const fenced = result.fenced.slice(0, MAX_FENCED_IDS);
+        metrics.invalidationLag.observe(result.ms);
+        event.ackMs = Math.round(result.ms);
+        if (fenced.length > 0) {
+          metrics.invalidationsFenced++;
+          event.fenced = fenced;
+        }
+        if (!session.closed) app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq, fenced, ms: result.ms }));
+      }
+      this.#opts.publish(event);
+    });
+  }
+
+  /**
+   * An SDK asks for a lease. A session lagging behind an invalidation for longer than a round trip
+   * should take gets none: its lease must run out (or it must apply) before that ack; once it
+   * applied, its next request is granted.
+   */
+  lease(app: AppState, session: Session, id: number): void {
+    const now = this.#opts.clock();
+    if (app.invalidations.blocks(session.appliedSeq, now)) return;
+    session.leaseUntil = now + this.#opts.leaseMs;
+    app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Grant, id, ms: this.#opts.leaseMs }));
+  }
+
+  /** An SDK applied every broadcast up to `seq`: pending invalidations it held up may complete. */
+  applied(app: AppState, session: Session, seq: number): void {
+    if (seq > app.broadcaster.seq) {
+      throw new ProtocolError(
+        ErrorCode.Protocol,
+        `Applied seq ${seq} is ahead of the last broadcast seq ${app.broadcaster.seq}`,
+        CloseCode.Protocol,
+      );
+    }
+    if (seq > session.appliedSeq) {
+      session.appliedSeq = seq;
+      app.invalidations.settle(this.#opts.clock());
+    }
+  }
+
+  /** Broadcasts an invalidation of `key` to the app's SDKs; returns its seq. `publish` false: the caller publishes the event. */
+  broadcast(app: AppState, key: string, manual: boolean, publish = true): number {
+    const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key });
+    this.#opts.metrics.invalidations++;
+    if (!publish) return seq;
+    const event: HubEvent = {
+      type: 'invalidate',
+      app: app.name,
+      key,
+      qps: 0,
+      at: this.#opts.now(),
+      hub: this.#opts.hubId,
+    };
+    if (manual) event.manual = true;
+    this.#opts.publish(event);
+    return seq;
+  }
+}
