@@ -35,7 +35,9 @@ const KEY_A = 'ck:a'; // wrapper writes, from worker w0 (direct link)
 const KEY_C = 'ck:c'; // wrapper writes, from worker w1 (behind the proxy)
 const KEY_B = 'ck:b'; // plain ioredis writes (outside the SDK), from worker w2
 const KEY_RACE = 'ck:race'; // wrapper writes from w0; read through hk.get with a slow fill
-const config = { apps: { ck: { rules: [{ match: 'ck:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000 }] } } };
+const config = {
+  apps: { ck: { rules: [{ match: 'ck:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000 }] } },
+};
 
 type Read = { key: string; v: number; start: number; end: number; proc: string };
 type Write = { key: string; v: number; start: number; end: number; acked: boolean; kind: string; proc: string };
@@ -51,14 +53,36 @@ const writes: Write[] = [];
 const phases: { name: string; from: number; to: number }[] = [];
 
 function startWorker(id: string, hubUrl: string, redisPort: number, extra: object): Promise<Worker> {
-  const cfg = { id, hub: hubUrl, redisPort, readKeys: [KEY_A, KEY_B, KEY_C], raceKey: KEY_RACE, readers: 2, writeEveryMs: 30, ...extra };
-  const child = fork(WORKER, [], { env: { ...process.env, CK_CONFIG: JSON.stringify(cfg) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const cfg = {
+    id,
+    hub: hubUrl,
+    redisPort,
+    readKeys: [KEY_A, KEY_B, KEY_C],
+    raceKey: KEY_RACE,
+    readers: 2,
+    writeEveryMs: 30,
+    ...extra,
+  };
+  const child = fork(WORKER, [], {
+    env: { ...process.env, CK_CONFIG: JSON.stringify(cfg) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.on('message', (msg: { type: string; records?: (string | number | boolean)[][] }) => {
     if (msg.type !== 'records') return;
     for (const r of msg.records!) {
-      if (r[0] === 'r') reads.push({ key: r[1] as string, v: r[2] as number, start: r[3] as number, end: r[4] as number, proc: id });
-      else writes.push({ key: r[1] as string, v: r[2] as number, start: r[3] as number, end: r[4] as number, acked: r[5] as boolean, kind: r[6] as string, proc: id });
+      if (r[0] === 'r')
+        reads.push({ key: r[1] as string, v: r[2] as number, start: r[3] as number, end: r[4] as number, proc: id });
+      else
+        writes.push({
+          key: r[1] as string,
+          v: r[2] as number,
+          start: r[3] as number,
+          end: r[4] as number,
+          acked: r[5] as boolean,
+          kind: r[6] as string,
+          proc: id,
+        });
     }
   });
   return new Promise((resolve, reject) => {
@@ -83,7 +107,9 @@ async function phase(name: string, run: () => Promise<void>): Promise<void> {
   const from = now();
   await run();
   phases.push({ name, from, to: now() });
-  console.log(`  phase ${name}: ${((now() - from) / 1000).toFixed(1)} s, ${reads.length} reads, ${writes.length} writes so far`);
+  console.log(
+    `  phase ${name}: ${((now() - from) / 1000).toFixed(1)} s, ${reads.length} reads, ${writes.length} writes so far`,
+  );
 }
 
 function pct(sorted: number[], p: number): number {
@@ -220,11 +246,16 @@ test('no read returns a version older than an acknowledged wrapper write, under 
     console.log(line);
   };
   log(`\n  ${reads.length} reads, ${writes.length} writes (${writes.filter((w) => w.acked).length} acknowledged)`);
-  log('  phase                              reads   stale(wrapper) stale(race) stale(outside)  write ms p50/p99 (wrapper, w0)  staleness ms p50/p99/max wrapper | outside');
+  log(
+    '  phase                              reads   stale(wrapper) stale(race) stale(outside)  write ms p50/p99 (wrapper, w0)  staleness ms p50/p99/max wrapper | outside',
+  );
   for (const p of phases) {
     const inP = (t: number) => t >= p.from && t < p.to;
     const staleOf = (k: string) => verdicts.get(k)!.stale.filter((r) => inP(r.start)).length;
-    const lat = writes.filter((w) => w.kind === 'wrapper' && w.proc === 'w0' && w.key === KEY_A && w.acked && inP(w.start)).map((w) => w.end - w.start).sort((a, b) => a - b);
+    const lat = writes
+      .filter((w) => w.kind === 'wrapper' && w.proc === 'w0' && w.key === KEY_A && w.acked && inP(w.start))
+      .map((w) => w.end - w.start)
+      .sort((a, b) => a - b);
     const stalenessOf = (keys: string[]) =>
       keys
         .flatMap((k) => [...verdicts.get(k)!.staleness].filter(([w]) => inP(w.start) && w.acked).map(([, ms]) => ms))
@@ -232,12 +263,15 @@ test('no read returns a version older than an acknowledged wrapper write, under 
     const sw = stalenessOf(wrapperKeys);
     const so = stalenessOf([KEY_B]);
     log(
-      `  ${p.name.padEnd(34)} ${String(reads.filter((r) => inP(r.start)).length).padStart(6)}   ${String(wrapperKeys.reduce((n, k) => n + staleOf(k), 0)).padStart(6)}        ${String(staleOf(KEY_RACE)).padStart(5)}      ${String(staleOf(KEY_B)).padStart(6)}         ${fmt(pct(lat, 50))}/${fmt(pct(lat, 99))} (n=${lat.length})`.padEnd(150) +
+      `  ${p.name.padEnd(34)} ${String(reads.filter((r) => inP(r.start)).length).padStart(6)}   ${String(wrapperKeys.reduce((n, k) => n + staleOf(k), 0)).padStart(6)}        ${String(staleOf(KEY_RACE)).padStart(5)}      ${String(staleOf(KEY_B)).padStart(6)}         ${fmt(pct(lat, 50))}/${fmt(pct(lat, 99))} (n=${lat.length})`.padEnd(
+        150,
+      ) +
         `${fmt(pct(sw, 50))}/${fmt(pct(sw, 99))}/${fmt(sw.at(-1) ?? Number.NaN)} | ${fmt(pct(so, 50))}/${fmt(pct(so, 99))}/${fmt(so.at(-1) ?? Number.NaN)}`,
     );
   }
   for (const k of [...wrapperKeys, KEY_RACE]) {
-    for (const r of verdicts.get(k)!.stale.slice(0, 5)) log(`  STALE ${k} v${r.v} read by ${r.proc} at ${phaseOf(r.start)} +${Math.round(r.start - phases[0]!.from)} ms`);
+    for (const r of verdicts.get(k)!.stale.slice(0, 5))
+      log(`  STALE ${k} v${r.v} read by ${r.proc} at ${phaseOf(r.start)} +${Math.round(r.start - phases[0]!.from)} ms`);
   }
   // the figures outlive the run (the runner shows a passing file's output only on failure)
   const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url));

@@ -39,10 +39,22 @@ type Rec = (string | number | boolean)[];
 let batch: Rec[] = [];
 let running = true;
 
-const hk = new HotKeyClient({ app: 'ck', hubs: [cfg.hub], instanceId: cfg.id, reconnectMinMs: 50, reconnectMaxMs: 300 });
+const hk = new HotKeyClient({
+  app: 'ck',
+  hubs: [cfg.hub],
+  instanceId: cfg.id,
+  reconnectMinMs: 50,
+  reconnectMaxMs: 300,
+});
 hk.on('error', () => {});
-const redisOpts = { port: cfg.redisPort, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100, lazyConnect: false };
-let invalidateFailed = new Set<string>();
+const redisOpts = {
+  port: cfg.redisPort,
+  host: '127.0.0.1',
+  maxRetriesPerRequest: 1,
+  retryStrategy: () => 100,
+  lazyConnect: false,
+};
+const invalidateFailed = new Set<string>();
 const redis = withHotKeys(new Redis(redisOpts), hk, { onInvalidateError: (_err, key) => invalidateFailed.add(key) });
 const plain = new Redis(redisOpts);
 redis.on('error', () => {});
@@ -137,4 +149,3 @@ for (let i = 0; i < cfg.readers; i++) loops.push(readLoop());
 for (const key of cfg.wrapperWrites ?? []) loops.push(wrapperWriter(key));
 if (cfg.plainWrites !== undefined) loops.push(plainWriter(cfg.plainWrites));
 process.send?.({ type: 'ready' });
-void invalidateFailed;

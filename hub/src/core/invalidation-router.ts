@@ -42,7 +42,14 @@ export class InvalidationRouter {
     const seq = this.broadcast(app, request.key, false, false);
     app.waiters ??= [...app.sessions, ...app.lingering];
     app.invalidations.track(seq, app.waiters, this.#opts.clock(), (result) => {
-      const event: HubEvent = { type: 'invalidate', app: app.name, key: request.key, qps: 0, at, hub: this.#opts.hubId };
+      const event: HubEvent = {
+        type: 'invalidate',
+        app: app.name,
+        key: request.key,
+        qps: 0,
+        at,
+        hub: this.#opts.hubId,
+      };
       if (result === undefined) {
         // dropped unacknowledged (pending bound, shutdown): the writer's invalidate() times out
         metrics.invalidationsDropped++;
@@ -55,7 +62,8 @@ export class InvalidationRouter {
           metrics.invalidationsFenced++;
           event.fenced = fenced;
         }
-        if (!session.closed) app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq, fenced, ms: result.ms }));
+        if (!session.closed)
+          app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq, fenced, ms: result.ms }));
       }
       this.#opts.publish(event);
     });

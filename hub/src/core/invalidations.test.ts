@@ -20,7 +20,10 @@ test('acks once every waiter applied, in seq order, naming nobody as fenced', ()
   assert.equal(done, [[1, { fenced: [], ms: 20 }]]);
   b.appliedSeq = 2;
   t.settle(30);
-  assert.equal(done, [[1, { fenced: [], ms: 20 }], [2, { fenced: [], ms: 30 }]]);
+  assert.equal(done, [
+    [1, { fenced: [], ms: 20 }],
+    [2, { fenced: [], ms: 30 }],
+  ]);
   assert.is(t.pending, 0);
 });
 
@@ -42,7 +45,10 @@ test('a waiter never granted a lease holds nothing up and is not named; an empty
   const out: (AckResult | undefined)[] = [];
   t.track(1, [waiter('x', 0)], 5, (r) => out.push(r));
   t.track(2, [], 5, (r) => out.push(r));
-  assert.equal(out, [{ fenced: [], ms: 0 }, { fenced: [], ms: 0 }]);
+  assert.equal(out, [
+    { fenced: [], ms: 0 },
+    { fenced: [], ms: 0 },
+  ]);
 });
 
 test('notBefore: a restarted hub acks nothing until one lease after its start, even with every waiter applied', () => {
@@ -95,7 +101,10 @@ test('bounded: beyond maxPending the oldest is dropped without an ack; flush dro
   ]);
   assert.is(t.pending, 3);
   t.flush();
-  assert.equal(out.map(([i, r]) => [i, r]), [1, 2, 3, 4, 5].map((i) => [i, undefined]));
+  assert.equal(
+    out.map(([i, r]) => [i, r]),
+    [1, 2, 3, 4, 5].map((i) => [i, undefined]),
+  );
   assert.is(t.dropped, 5);
 });
 
