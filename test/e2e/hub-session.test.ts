@@ -123,7 +123,10 @@ test('an SDK that never applies is fenced once its lease lapsed (no renewal mean
   assert.ok(ack.fenced.includes('to-s') && !ack.fenced.includes('to-w'), `fenced: ${ack.fenced}`);
   assert.ok(Date.now() - started >= 350, 'waited out the 400 ms lease');
   assert.ok(ack.ms >= 350 && ack.ms < 1000, `ack.ms ${ack.ms}`);
-  assert.not.ok(silent.client.pending().some((m) => m.t === MsgType.Grant), 'no lease renewal while behind the invalidation');
+  assert.not.ok(
+    silent.client.pending().some((m) => m.t === MsgType.Grant),
+    'no lease renewal while behind the invalidation',
+  );
 
   silent.client.send({ t: MsgType.Applied, seq: inv.seq });
   silent.client.send({ t: MsgType.Lease, id: 3 });
@@ -140,10 +143,15 @@ test('an SDK that never applies is fenced once its lease lapsed (no renewal mean
   assert.ok(Date.now() - t0 >= 350, 'a closed socket is no proof: its lease is waited out');
 
   // visible: the event carries the ack time and the fenced instance; /metrics the lag histogram
-  const events = (await (await fetch(`${e2e.hub.httpUrl}/api/events?since=0`)).json()) as { events: { type: string; key: string; ackMs?: number; fenced?: string[] }[] };
+  const events = (await (await fetch(`${e2e.hub.httpUrl}/api/events?since=0`)).json()) as {
+    events: { type: string; key: string; ackMs?: number; fenced?: string[] }[];
+  };
   const acked = events.events.filter((e) => e.type === 'invalidate' && e.key === 'item:t');
   assert.is(acked.length, 2);
-  assert.ok(acked.every((e) => typeof e.ackMs === 'number' && e.ackMs >= 300 && e.fenced?.includes('to-s')), JSON.stringify(acked));
+  assert.ok(
+    acked.every((e) => typeof e.ackMs === 'number' && e.ackMs >= 300 && e.fenced?.includes('to-s')),
+    JSON.stringify(acked),
+  );
   const metrics = await (await fetch(`${e2e.hub.httpUrl}/metrics`)).text();
   assert.match(metrics, /# TYPE hotkey_invalidation_lag_ms histogram/);
   assert.match(metrics, /hotkey_invalidation_lag_ms_bucket\{le="500"\} \d+/);
@@ -190,7 +198,8 @@ const badInputs: { name: string; run: (c: RawClient) => void; code: number; erro
   },
   {
     name: 'a wrong token',
-    run: (c) => c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's3creT', instance: 'i', sdk: 'x' }),
+    run: (c) =>
+      c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's3creT', instance: 'i', sdk: 'x' }),
     code: CloseCode.Auth,
     error: 'HK_ERR_AUTH',
   },
@@ -203,7 +212,15 @@ const badInputs: { name: string; run: (c: RawClient) => void; code: number; erro
   {
     name: 'a dashboard hello',
     run: (c) =>
-      c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's3cret', instance: 'i', sdk: 'x', role: 'dashboard' }),
+      c.send({
+        t: MsgType.Hello,
+        v: PROTOCOL_VERSION,
+        app: 'shop',
+        token: 's3cret',
+        instance: 'i',
+        sdk: 'x',
+        role: 'dashboard',
+      }),
     code: CloseCode.Protocol,
     error: 'HK_ERR_PROTOCOL',
   },

@@ -69,11 +69,19 @@ test('a frozen hub: noticed by ping, cached values served only while the lease l
 
   // reads never wait on the frozen hub; the cached value is served only while the lease lasts:
   // asked every 500 ms for 2 s, it ends 1.4–1.9 s after the freeze
-  await waitFor('a falls back to the loader', async () => (await a.get('item:frozen', loader)) === 'v2', LEASE_MS + 3000);
+  await waitFor(
+    'a falls back to the loader',
+    async () => (await a.get('item:frozen', loader)) === 'v2',
+    LEASE_MS + 3000,
+  );
   const fellBackMs = performance.now() - frozenAt;
   assert.ok(fellBackMs >= LEASE_MS * 0.6, `cached values were dropped too early (${fellBackMs} ms)`);
   assert.ok(fellBackMs <= LEASE_MS + 1000, `cached values were served past the lease (${fellBackMs} ms)`);
-  await waitFor('the key is no longer hot past maxStaleMs', () => !a.isHot('item:frozen'), LIVENESS_MS + MAX_STALE_MS + 3000);
+  await waitFor(
+    'the key is no longer hot past maxStaleMs',
+    () => !a.isHot('item:frozen'),
+    LIVENESS_MS + MAX_STALE_MS + 3000,
+  );
 
   // a write while the owner is unreachable: the local copy goes, the caller learns it was not broadcast
   const err = await b.invalidate('item:frozen').then(
