@@ -9,6 +9,7 @@ import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { startDemo } from './demo/demo.ts';
 import { loadHubConfig, type HubConfig } from './server/config.ts';
 import { startHub } from './server/hub.ts';
+import { DEFAULT_TUNABLES } from './core/tunables.ts';
 import { DEFAULT_HOST, DEFAULT_PORT } from './server/options.ts';
 
 const USAGE = `usage: hotkey-hub [options]
@@ -21,6 +22,7 @@ const USAGE = `usage: hotkey-hub [options]
   --node-id ID          this hub's id in a cluster (env HOTKEY_NODE_ID, default random)
   --advertise-url URL   ws:// URL SDKs use to reach this hub (env HOTKEY_ADVERTISE_URL)
   --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS)
+  --lease-ms N          lease granted to each SDK: bounds write latency under a partition (env HOTKEY_LEASE_MS, default ${DEFAULT_TUNABLES.leaseMs})
   --demo                also run the built-in demo traffic
   --help                show this help
 `;
@@ -44,6 +46,7 @@ function parse() {
         'node-id': { type: 'string' },
         'advertise-url': { type: 'string' },
         redis: { type: 'string' },
+        'lease-ms': { type: 'string' },
         demo: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -87,6 +90,9 @@ async function main(): Promise<void> {
   const nodeId = nonEmpty('--node-id', args['node-id'] ?? env.HOTKEY_NODE_ID);
   const advertiseUrl = nonEmpty('--advertise-url', args['advertise-url'] ?? env.HOTKEY_ADVERTISE_URL);
   const redis = nonEmpty('--redis', args.redis ?? env.HOTKEY_REDIS);
+  const leaseRaw = nonEmpty('--lease-ms', args['lease-ms'] ?? env.HOTKEY_LEASE_MS);
+  const leaseMs = leaseRaw === undefined ? undefined : Number(leaseRaw);
+  if (leaseMs !== undefined && (!/^\d+$/.test(leaseRaw!) || leaseMs < 1 || leaseMs > 3_600_000)) usageError(`--lease-ms must be an integer from 1 to 3600000, got "${leaseRaw}"`);
   if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl)) usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
 
   let config: HubConfig | undefined;
@@ -101,7 +107,8 @@ async function main(): Promise<void> {
   }
   const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config);
 
-  const hub = await startHub({ port, host, config, coordinator, adminToken, dashboardToken, nodeId, advertiseUrl });
+  const tunables = leaseMs === undefined ? undefined : { leaseMs };
+  const hub = await startHub({ port, host, config, coordinator, adminToken, dashboardToken, nodeId, advertiseUrl, tunables });
   const pageUrl = `${hub.httpUrl}/`;
   process.stdout.write(`hotkey hub ${hub.id} listening on ${hub.url} — dashboard ${pageUrl}${redis ? ` — cluster via ${redis.replace(/\/\/[^@]*@/, '//***@')}` : ''}\n`);
   if (config === undefined) process.stdout.write('running OPEN: no --config, so any app is accepted without a token, with the default rule (1000 accesses per 1 s)\n');
