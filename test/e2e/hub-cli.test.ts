@@ -103,6 +103,7 @@ test('bad usage exits 2 with the usage text', async () => {
     ['--port', '70000'],
     ['--advertise-url', 'http://x'],
     ['--redis', 'nope'],
+    ['--lease-ms', '0'],
   ];
   const runs = await Promise.all(argsList.map((args) => runHubCli(args, { timeoutMs: 30_000 })));
   runs.forEach((r, i) => {
