@@ -480,6 +480,7 @@ test('lease: values are served only while the lease (send time + ms - margin) is
   await new Promise((r) => setImmediate(r));
   assert.is(await s.hk.get('k', loader), 'v2', 'lease over: the loader runs');
   assert.is(await s.hk.get('k', loader), 'v3', 'and is not served from cache either');
+  assert.is(s.hk.stats().unleased, 2);
   await teardown(s);
 });
 

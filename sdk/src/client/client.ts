@@ -70,8 +70,10 @@ export interface ClientEvents {
 export interface ClientStats {
   /** get() answered from the local cache */
   hits: number;
-  /** get() that called the loader because the key was not hot (or hot without caching) */
+  /** get() that called the loader because the key was not hot (or hot without caching, or unleased) */
   misses: number;
+  /** of those, hot keys whose hub's lease was not current (cut off, stalled, or refused a renewal) */
+  unleased: number;
   /** loads of hot keys (single flight: concurrent callers share one) */
   loads: number;
   /** get() calls that joined a load already in flight */
@@ -143,6 +145,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   #hits = 0;
   #misses = 0;
+  #unleased = 0;
   #loads = 0;
   #coalesced = 0;
   #loadErrors = 0;
@@ -268,6 +271,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (hot.until <= clock || !hot.cache || hot.lease.until <= clock) {
       // not hot any more, not cached by rule, or no current lease vouches for a cached value
       this.#misses++;
+      if (hot.until > clock && hot.cache) this.#unleased++;
       return this.#callLoader(key, loader);
     }
     const cached = this.#cache.get(key, clock); // drops (and counts) an expired value
@@ -340,6 +344,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return {
       hits: this.#hits,
       misses: this.#misses,
+      unleased: this.#unleased,
       loads: this.#loads,
       coalesced: this.#coalesced,
       loadErrors: this.#loadErrors,
