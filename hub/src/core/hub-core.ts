@@ -237,7 +237,7 @@ export class HubCore implements SessionHost {
   invalidate(session: Session, request: InvalidateRequest): void {
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
-    const seq = this.#broadcastInvalidate(app, request.key, false);
+    const seq = this.#broadcastInvalidate(app, request.key, false, request.flush === true);
     app.waiters ??= [...app.sessions];
     app.invalidations.track(seq, app.waiters, this.#now(), (timedOut) => {
       if (timedOut) this.metrics.invalidationTimeouts++;
@@ -532,8 +532,9 @@ export class HubCore implements SessionHost {
     this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });
   }
 
-  #broadcastInvalidate(app: AppState, key: string, manual: boolean): number {
-    const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key });
+  /** `flush`: `key` names a flushed namespace, and every SDK drops every value of it (the flag rides along). */
+  #broadcastInvalidate(app: AppState, key: string, manual: boolean, flush = false): number {
+    const seq = app.broadcaster.broadcast(flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key });
     this.metrics.invalidations++;
     const event: HubEvent = { type: 'invalidate', app: app.name, key, qps: 0, at: this.#now(), hub: this.id };
     if (manual) event.manual = true;
