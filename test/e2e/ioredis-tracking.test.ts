@@ -18,7 +18,7 @@ import { measureStaleness, readsNew, summary, warm, type Reader } from '../suppo
 import { delay, waitFor, within } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
-  config: { apps: { shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 600_000, cacheTtlMs: 600_000 }] } } },
+  config: { apps: { shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 }] } } },
 });
 
 let server: RedisServer;
