@@ -27,7 +27,10 @@ interface Setup {
 }
 
 async function setup(hub: Hub, connect: () => Redis | Cluster, wrap: WithHotKeysOptions): Promise<Setup> {
-  const hks = Array.from({ length: INSTANCES }, (_, i) => new HotKeyClient({ app: 'bench', hubs: hub.url, flushIntervalMs: 20, instanceId: `reader-${i}` }));
+  const hks = Array.from(
+    { length: INSTANCES },
+    (_, i) => new HotKeyClient({ app: 'bench', hubs: hub.url, flushIntervalMs: 20, instanceId: `reader-${i}` }),
+  );
   await Promise.all(hks.map((hk) => hk.ready({ signal: AbortSignal.timeout(5000) })));
   const readers = hks.map((hk) => ({ hk, redis: withHotKeys(connect(), hk, wrap) }));
   return {
@@ -45,7 +48,13 @@ async function promote(hub: Hub, readers: readonly Reader[], key: string): Promi
 }
 
 /** Ours: sequential outside writes over `keys`, each one's staleness. */
-async function tracked(hub: Hub, connect: () => Redis | Cluster, writer: Redis | Cluster, keys: string[], writes: number): Promise<number[]> {
+async function tracked(
+  hub: Hub,
+  connect: () => Redis | Cluster,
+  writer: Redis | Cluster,
+  keys: string[],
+  writes: number,
+): Promise<number[]> {
   const s = await setup(hub, connect, {});
   try {
     for (const key of keys) {
@@ -62,7 +71,13 @@ async function tracked(hub: Hub, connect: () => Redis | Cluster, writer: Redis |
  * Baseline, TTL-only: every key is cached on every reader, then written once at a random moment
  * of its cached life; the staleness is until every reader reads the new value (polled every 5 ms).
  */
-async function ttlOnly(hub: Hub, server: RedisServer, writer: Redis, keys: number, cacheTtlMs: number): Promise<number[]> {
+async function ttlOnly(
+  hub: Hub,
+  server: RedisServer,
+  writer: Redis,
+  keys: number,
+  cacheTtlMs: number,
+): Promise<number[]> {
   const s = await setup(hub, () => new Redis(server.url), { tracking: false });
   try {
     const names = Array.from({ length: keys }, (_, i) => `base:${i}`);
@@ -101,17 +116,38 @@ benchMain(async ({ quick }) => {
   const writer = new Redis(server.url);
   const clusterWriter = new Cluster(rc.nodes);
   try {
-    const standalone = summary(await tracked(hub, () => new Redis(server.url), writer, ['item:1', 'item:2', 'item:3'], writes));
+    const standalone = summary(
+      await tracked(hub, () => new Redis(server.url), writer, ['item:1', 'item:2', 'item:3'], writes),
+    );
     await clusterWriter.set('warm-up', '1');
     const clusterKeys = ['{a}item', '{b}item', '{c}item', '{d}item', '{e}item', '{f}item'];
     const cluster = summary(await tracked(hub, () => new Cluster(rc.nodes), clusterWriter, clusterKeys, writes));
     const baseline = summary(await ttlOnly(hub, server, writer, quick ? 10 : 40, cacheTtlMs));
     const note = `${INSTANCES} instances, ${writes} writes by plain ioredis, one at a time; baseline: tracking off, cacheTtlMs ${cacheTtlMs}, ${baseline.n} writes at random moments of the cached life`;
     const rows: BenchRow[] = [];
-    for (const [name, s] of [['standalone', standalone], ['cluster 3 masters', cluster]] as const) {
+    for (const [name, s] of [
+      ['standalone', standalone],
+      ['cluster 3 masters', cluster],
+    ] as const) {
       rows.push(
-        { bench: `8 outside writes ${name}`, metric: 'write reply → every instance reads the new value, p99', ours: s.p99, baseline: baseline.p99, unit: 'ms', better: 'lower', target: { reach: 50 }, note: `${note}; ours max ${s.max.toFixed(1)} ms` },
-        { bench: `8 outside writes ${name}`, metric: 'same, p50', ours: s.p50, baseline: baseline.p50, unit: 'ms', better: 'lower' },
+        {
+          bench: `8 outside writes ${name}`,
+          metric: 'write reply → every instance reads the new value, p99',
+          ours: s.p99,
+          baseline: baseline.p99,
+          unit: 'ms',
+          better: 'lower',
+          target: { reach: 50 },
+          note: `${note}; ours max ${s.max.toFixed(1)} ms`,
+        },
+        {
+          bench: `8 outside writes ${name}`,
+          metric: 'same, p50',
+          ours: s.p50,
+          baseline: baseline.p50,
+          unit: 'ms',
+          better: 'lower',
+        },
       );
     }
     return rows;

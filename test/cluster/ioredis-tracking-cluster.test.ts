@@ -17,7 +17,11 @@ import { measureStaleness, readsNew, summary, warm, type Reader } from '../suppo
 import { delay, waitFor, within } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
-  config: { apps: { shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 }] } } },
+  config: {
+    apps: {
+      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 }] },
+    },
+  },
 });
 
 let rc: RedisCluster;
@@ -83,9 +87,16 @@ test('outside writes (plain Cluster client) drop hot values of every master on e
     await plain.set(key, 'v0');
     await promote(key, group);
   }
-  const ms = await measureStaleness({ readers: group, keys, writes: 200, write: (key, value) => plain.set(key, value) });
+  const ms = await measureStaleness({
+    readers: group,
+    keys,
+    writes: 200,
+    write: (key, value) => plain.set(key, value),
+  });
   const s = summary(ms);
-  console.log(`# cluster (3 masters), plain Cluster writer → 3 instances: staleness p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms, max ${s.max.toFixed(2)} ms over ${s.n} writes`);
+  console.log(
+    `# cluster (3 masters), plain Cluster writer → 3 instances: staleness p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms, max ${s.max.toFixed(2)} ms over ${s.n} writes`,
+  );
   assert.is(s.n, 200);
   assert.ok(s.max < 2000, 'every write dropped within 2 s');
   // tracking state: each master tracks its own hot key (and no cold one)
@@ -110,11 +121,15 @@ test('redis-cli -c writes on any master are seen', async () => {
   }
 });
 
-test('a killed tracking connection of one master: its values are not served until it is back; the other masters\' still are', async () => {
+test("a killed tracking connection of one master: its values are not served until it is back; the other masters' still are", async () => {
   for (const c of opened.splice(1)) c.disconnect();
   await e2e.closeClients();
   const [victimPort, victimKey] = [...keyOn][0]!;
-  await waitFor('earlier tracking connections gone', async () => (await named(victimPort, 'hotkey-invalidations')).length === 0, 5000);
+  await waitFor(
+    'earlier tracking connections gone',
+    async () => (await named(victimPort, 'hotkey-invalidations')).length === 0,
+    5000,
+  );
   const [r] = await readers(1);
   for (const key of keyOn.values()) {
     await plain.set(key, 'v0');
@@ -137,13 +152,17 @@ test('a killed tracking connection of one master: its values are not served unti
   } finally {
     await admin.config('SET', 'maxclients', '10000');
   }
-  await waitFor('the subscriber back', async () => (await named(victimPort, 'hotkey-invalidations')).length === 1, 5000);
+  await waitFor(
+    'the subscriber back',
+    async () => (await named(victimPort, 'hotkey-invalidations')).length === 1,
+    5000,
+  );
   await warm(r!, victimKey, 5000);
   await plain.set(victimKey, 'after');
   await readsNew(r!, victimKey, 'after', 2000);
 });
 
-test('FLUSHDB on one master from outside drops that node\'s values on every instance', async () => {
+test("FLUSHDB on one master from outside drops that node's values on every instance", async () => {
   const group = await readers(2);
   for (const key of keyOn.values()) {
     await plain.set(key, 'v');

@@ -18,7 +18,11 @@ import { measureStaleness, readsNew, summary, warm, type Reader } from '../suppo
 import { delay, waitFor, within } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
-  config: { apps: { shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 }] } } },
+  config: {
+    apps: {
+      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 }] },
+    },
+  },
 });
 
 let server: RedisServer;
@@ -74,9 +78,16 @@ test('outside writes (plain ioredis) drop a hot value on every instance: 200 wri
     await plain.set(key, 'v0');
     await promote(key, group);
   }
-  const ms = await measureStaleness({ readers: group, keys, writes: 200, write: (key, value) => plain.set(key, value) });
+  const ms = await measureStaleness({
+    readers: group,
+    keys,
+    writes: 200,
+    write: (key, value) => plain.set(key, value),
+  });
   const s = summary(ms);
-  console.log(`# standalone, plain ioredis writer → 3 instances: staleness p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms, max ${s.max.toFixed(2)} ms over ${s.n} writes`);
+  console.log(
+    `# standalone, plain ioredis writer → 3 instances: staleness p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms, max ${s.max.toFixed(2)} ms over ${s.n} writes`,
+  );
   assert.is(s.n, 200);
   assert.ok(s.max < 2000, 'every write dropped within 2 s');
   // the reads in between were local: the keys were really cached between writes
@@ -89,12 +100,17 @@ test('hot hashes and redis-cli writers too', async () => {
   await promote('user:7', group);
   for (const r of group) {
     assert.is(await r.redis.hget('user:7', 'name'), 'ann');
-    await waitFor('user:7 cached', async () => {
-      const hits = r.hk.stats().hits;
-      await r.redis.hget('user:7', 'name');
-      await r.redis.hgetall('user:7');
-      return r.hk.stats().hits - hits === 2;
-    }, 3000, 2);
+    await waitFor(
+      'user:7 cached',
+      async () => {
+        const hits = r.hk.stats().hits;
+        await r.redis.hget('user:7', 'name');
+        await r.redis.hgetall('user:7');
+        return r.hk.stats().hits - hits === 2;
+      },
+      3000,
+      2,
+    );
   }
   await plain.hset('user:7', 'name', 'bob');
   for (const r of group) {
@@ -131,16 +147,28 @@ test('Redis-side tracking state holds hot keys only; the user connection never t
   assert.ok(readersNow.length >= 1 && subs.length >= 1);
   const info = readersNow.map((c) => c.line).find((line) => line.includes('flags=t'));
   assert.ok(info, 'a tracking reader (CLIENT LIST flags t)');
-  assert.ok(subs.every((c) => /sub=1/.test(c.line)), 'subscribers are subscribed');
-  assert.equal(((await r!.redis.call('CLIENT', 'TRACKINGINFO')) as unknown[]).slice(0, 2), ['flags', ['off']], 'the user connection does not track');
+  assert.ok(
+    subs.every((c) => /sub=1/.test(c.line)),
+    'subscribers are subscribed',
+  );
+  assert.equal(
+    ((await r!.redis.call('CLIENT', 'TRACKINGINFO')) as unknown[]).slice(0, 2),
+    ['flags', ['off']],
+    'the user connection does not track',
+  );
 });
 
-test('a killed tracking connection: that node\'s values are not served until it is back', async () => {
+test("a killed tracking connection: that node's values are not served until it is back", async () => {
   for (const role of ['hotkey-invalidations', 'hotkey-tracking']) {
     // one instance's tracking connections only, so that CLIENT LIST names the victim
     for (const c of opened.splice(1)) c.disconnect();
     await e2e.closeClients();
-    await waitFor('earlier tracking connections gone', async () => (await connections('hotkey-tracking')).length + (await connections('hotkey-invalidations')).length === 0, 5000);
+    await waitFor(
+      'earlier tracking connections gone',
+      async () =>
+        (await connections('hotkey-tracking')).length + (await connections('hotkey-invalidations')).length === 0,
+      5000,
+    );
     const [r] = await readers(1);
     await plain.set('kill:k', 'v0');
     await promote('kill:k', [r!]);

@@ -39,7 +39,24 @@ export class RedisCluster {
       mkdirSync(d, { recursive: true });
       return spawn(
         'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(d, 'nodes.conf'), '--dir', d, '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(d, 'nodes.conf'),
+          '--dir',
+          d,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--protected-mode',
+          'no',
+        ],
         { stdio: 'ignore' },
       );
     });
@@ -48,10 +65,19 @@ export class RedisCluster {
       for (const port of ports) {
         await waitFor(`redis ${port} up`, () => cli(port, 'ping').includes('PONG'), timeoutMs);
       }
-      const created = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: timeoutMs });
-      if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
+      const created = spawnSync(
+        'redis-cli',
+        ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+        { encoding: 'utf8', timeout: timeoutMs },
+      );
+      if (created.status !== 0)
+        throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
       for (const port of ports) {
-        await waitFor(`cluster_state:ok on ${port}`, () => cli(port, 'cluster', 'info').includes('cluster_state:ok'), timeoutMs);
+        await waitFor(
+          `cluster_state:ok on ${port}`,
+          () => cli(port, 'cluster', 'info').includes('cluster_state:ok'),
+          timeoutMs,
+        );
       }
     } catch (err) {
       await cluster.stop();

@@ -41,7 +41,8 @@ export async function readsNew(reader: Reader, key: string, value: string, timeo
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     if ((await reader.redis.get(key)) === value) return performance.now();
-    if (performance.now() > deadline) throw new Error(`${reader.hk.instanceId} still serves a stale ${key} ${timeoutMs} ms after the write`);
+    if (performance.now() > deadline)
+      throw new Error(`${reader.hk.instanceId} still serves a stale ${key} ${timeoutMs} ms after the write`);
     await tick();
   }
 }
