@@ -200,10 +200,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
    * to one master: the whole Cluster is named, too much rather than too little).
    */
   function flushedBy(client: Client, name: string, args: unknown[]): Set<string> {
-    if (isCluster) return new Set([deployment]);
-    if (name === 'flushall') return new Set([`${deployment}/*`]);
-    if (name === 'swapdb') return new Set(args.slice(0, 2).map((db) => `${deployment}/${String(db)}`));
-    return new Set([namespaceOf(client)]);
+    // a name for the hub and events only (every instance drops its whole cache): keep it a valid key
+    const clip = (ns: string) => (ns.length > MAX_KEY_LENGTH ? `${ns.slice(0, MAX_KEY_LENGTH - 1)}…` : ns);
+    if (isCluster) return new Set([clip(deployment)]);
+    if (name === 'flushall') return new Set([clip(`${deployment}/*`)]);
+    if (name === 'swapdb') return new Set(args.slice(0, 2).map((db) => clip(`${deployment}/${String(db)}`)));
+    return new Set([clip(namespaceOf(client))]);
   }
 
   let lastDb = -1;
