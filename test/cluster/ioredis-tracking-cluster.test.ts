@@ -177,4 +177,17 @@ test("FLUSHDB on one master from outside drops that node's values on every insta
   }
 });
 
+test('FLUSHDB through a wrapped Cluster (one master, ioredis picks it): no instance serves a flushed value after it resolves', async () => {
+  const group = await readers(2);
+  for (const key of keyOn.values()) {
+    await plain.set(key, 'v');
+    await promote(key, group);
+    for (const r of group) await warm(r, key);
+  }
+  assert.is(await group[0]!.redis.flushdb(), 'OK');
+  for (const r of group) {
+    for (const key of keyOn.values()) assert.is(await r.redis.get(key), await plain.get(key), `${key} as Redis has it`);
+  }
+});
+
 test.run();
