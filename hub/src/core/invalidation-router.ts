@@ -39,7 +39,7 @@ export class InvalidationRouter {
   request(app: AppState, session: Session, request: InvalidateRequest): void {
     const { metrics } = this.#opts;
     const at = this.#opts.now();
-    const seq = this.broadcast(app, request.key, false, false);
+    const seq = this.broadcast(app, request.key, false, request.flush === true, false);
     app.waiters ??= [...app.sessions, ...app.lingering];
     app.invalidations.track(seq, app.waiters, this.#opts.clock(), (result) => {
       const event: HubEvent = {
@@ -96,9 +96,13 @@ export class InvalidationRouter {
     }
   }
 
-  /** Broadcasts an invalidation of `key` to the app's SDKs; returns its seq. `publish` false: the caller publishes the event. */
-  broadcast(app: AppState, key: string, manual: boolean, publish = true): number {
-    const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key });
+  /**
+   * Broadcasts an invalidation of `key` to the app's SDKs; returns its seq. `flush`: `key` names a
+   * flushed namespace and every SDK drops every cached value of it (the flag rides along).
+   * `publish` false: the caller publishes the event (an SDK's request, once its ack is decided).
+   */
+  broadcast(app: AppState, key: string, manual: boolean, flush = false, publish = true): number {
+    const seq = app.broadcaster.broadcast(flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key });
     this.#opts.metrics.invalidations++;
     if (!publish) return seq;
     const event: HubEvent = {
