@@ -102,7 +102,9 @@ export class InvalidationRouter {
    * `publish` false: the caller publishes the event (an SDK's request, once its ack is decided).
    */
   broadcast(app: AppState, key: string, manual: boolean, flush = false, publish = true): number {
-    const seq = app.broadcaster.broadcast(flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key });
+    const seq = app.broadcaster.broadcast(
+      flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key },
+    );
     this.#opts.metrics.invalidations++;
     if (!publish) return seq;
     const event: HubEvent = {
