@@ -325,8 +325,9 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    * once the hub acknowledged that every instance applied it or was fenced (its lease lapsed:
    * `fenced` names them); from then on no instance serves the old value. Rejects with
    * HK_ERR_TIMEOUT after `invalidateTimeoutMs`, HK_ERR_UNAVAILABLE at once when no hub is
-   * connected, HK_ERR_CLOSED after close(): then instances of that hub may serve the old value
-   * for at most one lease (the hub's leaseMs, 2 s by default) from now.
+   * connected, HK_ERR_CLOSED after close(). A rejection promises nothing: instances the hub did
+   * tell stop serving the old value within one lease (its leaseMs, 2 s by default), but if the hub
+   * never heard of it, instances connected to it keep the value until cacheTtlMs — retry.
    */
   invalidate(key: string): Promise<InvalidateResult> {
     checkKey(key);
