@@ -51,6 +51,8 @@ interface Worker {
 const reads: Read[] = [];
 const writes: Write[] = [];
 const phases: { name: string; from: number; to: number }[] = [];
+/** every worker process ever started: killed in test.after whatever happened */
+const children: ChildProcess[] = [];
 
 function startWorker(id: string, hubUrl: string, redisPort: number, extra: object): Promise<Worker> {
   const cfg = {
@@ -67,6 +69,7 @@ function startWorker(id: string, hubUrl: string, redisPort: number, extra: objec
     env: { ...process.env, CK_CONFIG: JSON.stringify(cfg) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  children.push(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.on('message', (msg: { type: string; records?: (string | number | boolean)[][] }) => {
     if (msg.type !== 'records') return;
@@ -86,7 +89,8 @@ function startWorker(id: string, hubUrl: string, redisPort: number, extra: objec
     }
   });
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker ${id} not ready within 30 s`)), 30_000);
+    // tsx start-up on two busy cores can take a while
+    const timer = setTimeout(() => reject(new Error(`worker ${id} not ready within 60 s`)), 60_000);
     child.once('message', () => {
       clearTimeout(timer);
       resolve({ id, child, exited });
@@ -166,6 +170,7 @@ const workers: Worker[] = [];
 
 test.after(async () => {
   await Promise.allSettled(workers.map(stopWorker));
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   if (hub) {
     hub.child.kill('SIGCONT');
     await hub.stop('SIGKILL').catch(() => {});

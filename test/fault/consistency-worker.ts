@@ -144,6 +144,9 @@ process.on('message', (msg: { type: string }) => {
   });
 });
 
+// the parent is gone (or its test failed): nobody reads our records, stop
+process.on('disconnect', () => process.exit(0));
+
 const loops: Promise<void>[] = [];
 for (let i = 0; i < cfg.readers; i++) loops.push(readLoop());
 for (const key of cfg.wrapperWrites ?? []) loops.push(wrapperWriter(key));
