@@ -129,7 +129,7 @@ async function plainWriter(key: string): Promise<void> {
 }
 
 const flusher = setInterval(() => {
-  if (batch.length === 0) return;
+  if (batch.length === 0 || !process.connected) return;
   process.send?.({ type: 'records', records: batch });
   batch = [];
 }, 100);
