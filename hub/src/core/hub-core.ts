@@ -26,6 +26,7 @@ import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts
 import { InvalidationTracker } from './invalidations.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import { Metrics, type Gauges } from '../http/metrics.ts';
+import type { Logger } from '../server/logger.ts';
 import type { HubTunables } from '../server/options.ts';
 import { closeReason, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
@@ -90,7 +91,10 @@ export interface HubCoreOptions {
   coordinator: Coordinator;
   tunables: HubTunables;
   now: () => number;
-  log: (message: string) => void;
+  /** every event of this hub's decisions goes here, as fields (`{ evt: 'promote', app, key, qps }`) */
+  logger: Logger;
+  /** the hub's metrics @default a Metrics with no cap on app labels */
+  metrics?: Metrics;
   /** the hot keys' recent QPS @default a QpsHistory with its defaults (5 min at 1 s, 2000 keys) */
   qpsHistory?: QpsHistory;
 }
@@ -104,7 +108,7 @@ function refuse(code: ErrorCode, closeCode: number, message: string): never {
 
 export class HubCore implements SessionHost {
   readonly id: string;
-  readonly metrics = new Metrics();
+  readonly metrics: Metrics;
   readonly startedAt: number;
   readonly coordinator: Coordinator;
   readonly tunables: HubTunables;
@@ -112,7 +116,7 @@ export class HubCore implements SessionHost {
   readonly qpsHistory: QpsHistory;
   url = '';
   readonly #now: () => number;
-  readonly #log: (message: string) => void;
+  readonly #logger: Logger;
   readonly #apps = new Map<string, AppState>();
   readonly #awaitingHello = new Set<Session>();
   #connections = 0;
@@ -132,7 +136,8 @@ export class HubCore implements SessionHost {
     this.coordinator = options.coordinator;
     this.tunables = options.tunables;
     this.#now = options.now;
-    this.#log = options.log;
+    this.#logger = options.logger;
+    this.metrics = options.metrics ?? new Metrics();
     this.startedAt = this.#now();
     this.#lastStatusAt = this.startedAt;
     const membership = this.coordinator.members();
@@ -224,13 +229,15 @@ export class HubCore implements SessionHost {
     if (app.sessionsByInstance.size !== instanceCountBefore) this.#scheduleConfig(app);
   }
 
-  report(session: Session, report: Report): void {
+  /** @param [bytes] the frame's size, for the report frame size histogram */
+  report(session: Session, report: Report, bytes?: number): void {
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
     const now = this.#now();
     session.lastReport = now;
     this.metrics.reports++;
     this.metrics.records += report.keys.length;
+    if (bytes !== undefined) this.metrics.reportFrame(app.name, bytes);
     app.aggregator.ingest(report.keys, report.counts, session.reporter, now);
   }
 
@@ -239,8 +246,10 @@ export class HubCore implements SessionHost {
     if (app === undefined) return;
     const seq = this.#broadcastInvalidate(app, request.key, false);
     app.waiters ??= [...app.sessions];
-    app.invalidations.track(seq, app.waiters, this.#now(), (timedOut) => {
+    const started = this.#now();
+    app.invalidations.track(seq, app.waiters, started, (timedOut) => {
       if (timedOut) this.metrics.invalidationTimeouts++;
+      this.metrics.invalidationAcked(app.name, this.#now() - started);
       if (!session.closed) app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq }));
     });
   }
@@ -281,7 +290,9 @@ export class HubCore implements SessionHost {
 
   faulted(session: Session, err: unknown): void {
     this.metrics.protocolErrors++;
-    if (!(err instanceof ProtocolError)) this.#log(`session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`);
+    const who = { session: session.id, app: session.app || undefined, instance: session.instance || undefined };
+    if (err instanceof ProtocolError) this.#logger.warn({ evt: 'refused', ...who, code: err.code, close: err.closeCode, reason: err.message }, 'connection refused');
+    else this.#logger.error({ evt: 'session_error', ...who, err }, 'internal error in a session');
   }
 
   // ---- commands from the API ----
@@ -458,7 +469,7 @@ export class HubCore implements SessionHost {
     try {
       fn();
     } catch (err) {
-      this.#log(`${what} failed: ${(err as Error)?.stack ?? String(err)}`);
+      this.#logger.error({ evt: 'internal_error', what, err }, `${what} failed`);
     }
   }
 
@@ -471,10 +482,11 @@ export class HubCore implements SessionHost {
       maxBufferedBytes: this.tunables.maxBufferedBytes,
       onSlowConsumer: (peer) => {
         this.metrics.slowConsumers++;
+        this.#logger.warn({ evt: 'slow_consumer', app: name, session: app.sessionByPeer.get(peer)?.id, close: CloseCode.SlowConsumer }, 'socket closed: send buffer full');
         this.#cutOff(app, peer);
       },
       onSendError: (peer, err) => {
-        this.#log(`app ${name}: send failed, closing the socket: ${(err as Error)?.stack ?? String(err)}`);
+        this.#logger.error({ evt: 'send_failed', app: name, err }, 'send failed, closing the socket');
         this.#cutOff(app, peer);
       },
     });
@@ -518,8 +530,12 @@ export class HubCore implements SessionHost {
 
   #onPromote(app: AppState, key: string, rule: Rule, qps: number, latencyMs: number | undefined, manual: boolean): void {
     const at = this.#now();
+    const started = performance.now();
     app.broadcaster.broadcast({ t: MsgType.Promote, key, qps, hotMs: rule.hotMs, cacheTtlMs: rule.cacheTtlMs, cache: rule.cache, at });
+    const fanoutMs = performance.now() - started;
     this.metrics.promotions++;
+    this.metrics.promoted(app.name, fanoutMs, latencyMs);
+    this.#logger.info({ evt: 'promote', app: app.name, key, qps, threshold: rule.threshold, rule: rule.match, latencyMs, fanoutMs: Math.round(fanoutMs * 1000) / 1000, sockets: app.broadcaster.peers.size, manual: manual || undefined }, 'key promoted');
     const event: HubEvent = { type: 'promote', app: app.name, key, qps, at, hub: this.id };
     if (latencyMs !== undefined) event.latencyMs = latencyMs;
     if (manual) event.manual = true;
@@ -529,6 +545,7 @@ export class HubCore implements SessionHost {
   #onDemote(app: AppState, key: string, qps: number, reason: DemoteReason): void {
     app.broadcaster.broadcast({ t: MsgType.Demote, key });
     this.metrics.demotions++;
+    this.#logger.info({ evt: 'demote', app: app.name, key, qps, reason }, 'key demoted');
     this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });
   }
 
@@ -545,7 +562,7 @@ export class HubCore implements SessionHost {
     try {
       this.coordinator.publishEvent(event);
     } catch (err) {
-      this.#log(`publishEvent failed: ${(err as Error).message}`);
+      this.#logger.error({ evt: 'publish_failed', type: event.type, app: event.app, err }, 'publishing an event failed');
     }
   }
 
@@ -591,6 +608,7 @@ export class HubCore implements SessionHost {
   }
 
   #rulesChanged(appName: string, rules: Rule[]): void {
+    this.#logger.info({ evt: 'rules', app: appName, rules: rules.length, matches: rules.map((r) => r.match) }, 'rules changed');
     const app = this.#apps.get(appName);
     if (app === undefined) return;
     app.aggregator.setRules(rules, this.#now());
@@ -598,6 +616,7 @@ export class HubCore implements SessionHost {
   }
 
   #membersChanged(epoch: number, members: Member[]): void {
+    this.#logger.info({ evt: 'members', epoch, members: members.map((m) => m.id), joined: members.filter((m) => !this.#members.some((o) => o.id === m.id)).map((m) => m.id), left: this.#members.filter((o) => !members.some((m) => m.id === o.id)).map((o) => o.id) }, 'cluster members changed');
     this.#epoch = epoch;
     this.#members = members;
     const ownership = new Ownership(members.map((m) => m.id));

@@ -18,6 +18,7 @@ import { RULE_DEFAULTS, RuleSet, type Rule } from '@hotkey/sdk/rules';
 import type { HubEvent } from '../cluster/coordinator.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
 import { tokenMatches } from '../server/auth.ts';
+import { silentLogger, type Logger } from '../server/logger.ts';
 import { DEFAULT_TUNABLES } from '../server/options.ts';
 import { clusterHotRows, clusterInstanceRows, rowId, type ClusterSource } from './cluster-view.ts';
 
@@ -58,7 +59,8 @@ export interface DashboardFeedOptions {
   maxInstances?: number;
   snapshotEvents?: number;
   now?: () => number;
-  log?: (message: string) => void;
+  /** refusals and send failures @default silent */
+  logger?: Logger;
 }
 
 /** The feed's defaults; the buffer and Hello limits are the hub's (DEFAULT_TUNABLES), so a feed built alone matches one built by startHub. */
@@ -146,6 +148,7 @@ class Subscriber implements FeedConnection {
   fail(err: unknown): void {
     if (this.state === SubscriberState.Closed) return;
     const closeCode = err instanceof ProtocolError ? err.closeCode : CloseCode.Protocol;
+    this.#feed.faulted(err, closeCode);
     try {
       this.peer.send(errorFrame(err));
       this.peer.close(closeCode, closeReason((err as Error).message));
@@ -197,7 +200,7 @@ export class DashboardFeed {
       maxInstances: options.maxInstances ?? d.maxInstances,
       snapshotEvents: options.snapshotEvents ?? d.snapshotEvents,
       now: options.now ?? Date.now,
-      log: options.log ?? (() => {}),
+      logger: options.logger ?? silentLogger,
     };
     this.#source.coordinator.onEvent((event) => {
       if (this.#subscribers.size === 0) return;
@@ -222,6 +225,13 @@ export class DashboardFeed {
     }
     this.#subscribers.add(sub);
     return sub;
+  }
+
+  /** @internal a page's connection is being closed for `err` */
+  faulted(err: unknown, closeCode: number): void {
+    if (closeCode === CloseCode.GoingAway) return; // the hub is closing: not a refusal
+    const code = err instanceof ProtocolError ? err.code : ErrorCode.Protocol;
+    this.#opts.logger.warn({ evt: 'refused', endpoint: LIVE_PATH, code, close: closeCode, reason: (err as Error)?.message }, 'dashboard connection refused');
   }
 
   /** @internal called by a Subscriber on a valid Hello */
@@ -364,7 +374,7 @@ export class DashboardFeed {
       this.stats.framesSent++;
       this.stats.bytesSent += bytes.byteLength;
     } catch (err) {
-      this.#opts.log(`live feed send failed: ${(err as Error).message}`);
+      this.#opts.logger.warn({ evt: 'feed_send_failed', err }, 'live feed send failed');
       sub.onClose();
     }
   }

@@ -14,7 +14,8 @@ import { bearerToken, tokenMatches } from '../server/auth.ts';
 import { isValidAppName } from '../server/config.ts';
 import type { HubCore } from '../core/hub-core.ts';
 import { clusterHotRows, clusterInstanceRows } from './cluster-view.ts';
-import { renderMetrics, type FeedCounters } from './metrics.ts';
+import type { FeedCounters } from './metrics.ts';
+import type { Logger } from '../server/logger.ts';
 
 /** Error codes only the HTTP API uses; with ErrorCode (@hotkey/sdk) they make up ApiErrorCode. */
 export const HttpErrorCode = {
@@ -71,7 +72,8 @@ export interface HttpApiOptions {
   page: () => string;
   /** the dashboard's files by path ('/', '/assets/…'); undefined: serve `page()` at `/` */
   asset?: (path: string) => { body: Uint8Array; type: string } | undefined;
-  log: (message: string) => void;
+  /** request failures, and one `api_write` event per admin write (its app, key, status) */
+  logger: Logger;
   /** the live dashboard feed's counters for /metrics; undefined: none exported */
   feedCounters?: () => FeedCounters;
 }
@@ -84,6 +86,8 @@ interface RequestContext {
   path: string;
   query: URLSearchParams;
   params: string[];
+  /** what a write route adds to its `api_write` log event (e.g. the key) */
+  fields: Record<string, unknown>;
 }
 
 /** 'none': anyone; 'read': the dashboard (or admin) token when one is set; 'write': the admin token. */
@@ -172,6 +176,15 @@ function appOfPath(encoded: string): string {
     return decodeURIComponent(encoded);
   } catch {
     throw new HttpError(400, HttpErrorCode.BadRequest, 'app name in the path is not valid percent-encoding');
+  }
+}
+
+/** The app name for a log line: never throws, and bounded. */
+function safeDecode(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded).slice(0, 256);
+  } catch {
+    return encoded.slice(0, 256);
   }
 }
 
@@ -285,9 +298,9 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     sendJson(res, status === 'ready' ? 200 : 503, { status, detail: h.detail, id: core.id });
   }
 
-  function metrics({ res }: RequestContext): void {
-    const text = renderMetrics(core.metrics, core.gauges(), options.feedCounters?.(), coordinator.stats?.());
-    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' });
+  async function metrics({ res }: RequestContext): Promise<void> {
+    const text = await core.metrics.render({ gauges: core.gauges(), feed: options.feedCounters?.(), cluster: coordinator.stats?.() });
+    res.writeHead(200, { 'content-type': core.metrics.contentType, 'cache-control': 'no-store' });
     res.end(text);
   }
 
@@ -339,9 +352,10 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     sendJson(res, 200, { app, rules, effective: rules.length > 0 ? rules : [DEFAULT_RULE] });
   }
 
-  async function putRules({ req, res, params }: RequestContext): Promise<void> {
+  async function putRules({ req, res, params, fields }: RequestContext): Promise<void> {
     const app = knownApp(params[0]);
     const body = await readJson(req, options.maxBodyBytes);
+    if (Array.isArray(body)) fields.rules = body.length;
     try {
       sendJson(res, 200, { app, rules: await coordinator.setRules(app, body) });
     } catch (err) {
@@ -351,9 +365,10 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     }
   }
 
-  async function invalidate({ req, res, params }: RequestContext): Promise<void> {
+  async function invalidate({ req, res, params, fields }: RequestContext): Promise<void> {
     const app = knownApp(params[0]);
     const key = keyOf(await readJson(req, options.maxBodyBytes));
+    fields.key = key;
     const seq = core.invalidateKey(app, key);
     if (seq === undefined) throw new HttpError(503, ErrorCode.Unavailable, 'this hub keeps state for no more apps');
     // Also at the owner: an SDK cut off from this hub but still connected to the owner must hear
@@ -376,9 +391,10 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
   }
 
   /** Only the owner decides a key (its aggregator tracks it and broadcasts the promotion). */
-  async function promote({ req, res, params }: RequestContext): Promise<void> {
+  async function promote({ req, res, params, fields }: RequestContext): Promise<void> {
     const app = knownApp(params[0]);
     const key = keyOf(await readJson(req, options.maxBodyBytes));
+    fields.key = key;
     const owner = remoteOwner(req, key);
     if (owner !== undefined) {
       const answer = await forwardToOwner(req, owner, key, {
@@ -443,8 +459,17 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         allowed.push(route.method);
         continue;
       }
+      const fields: Record<string, unknown> = {};
+      if (route.auth === 'write') {
+        // refused writes (401/403) too: an admin write is one event whatever its outcome
+        res.once('finish', () => {
+          const app = params[0] === undefined ? undefined : safeDecode(params[0]);
+          const forwardedBy = req.headers['x-hotkey-forwarded-by'];
+          options.logger.info({ evt: 'api_write', method, path, app, ...fields, status: res.statusCode, forwardedBy }, 'admin API write');
+        });
+      }
       authorize(route.auth, req);
-      return route.handler({ req, res, method, path, query: url.searchParams, params });
+      return route.handler({ req, res, method, path, query: url.searchParams, params, fields });
     }
     if (serveAsset(res, method, path)) return;
     if (allowed.length > 0) throw new HttpError(405, HttpErrorCode.Method, `${method} ${path} is not supported; use ${allowed.join(' or ')}`);
@@ -458,7 +483,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         if (err.status === 413) res.setHeader('connection', 'close');
         return sendError(res, err);
       }
-      options.log(`HTTP ${req.method} ${req.url?.split('?')[0]} failed: ${(err as Error)?.stack ?? String(err)}`);
+      options.logger.error({ evt: 'http_error', method: req.method, path: req.url?.split('?')[0], err }, 'HTTP request failed');
       sendError(res, new HttpError(500, HttpErrorCode.Internal, 'internal hub error (logged)'));
     });
   };

@@ -1,3 +1,4 @@
+import { loggerFromFunction } from './logger.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
@@ -30,7 +31,7 @@ function setup() {
   const config = parseHubConfig({ apps: { shop: { token: 'tok', rules: [{ match: 'item:*', threshold: 10 }] } } });
   const coordinator = new LocalCoordinator({ selfId: 'h1', config });
   const logs: string[] = [];
-  const core = new HubCore({ id: 'h1', coordinator, tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 }, now: () => now, log: (m) => logs.push(m) });
+  const core = new HubCore({ id: 'h1', coordinator, tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 }, now: () => now, logger: loggerFromFunction((m) => logs.push(m)) });
   const open = (frames: (Message | Uint8Array | string)[] = []) => {
     const peer = new MemoryPeer();
     const session = core.attach(peer);
