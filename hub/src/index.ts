@@ -1,7 +1,9 @@
 /** @hotkey/hub: the hot-key hub. Explicit exports only. */
 export { startHub, Hub } from './server/hub.ts';
 export { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TUNABLES } from './server/options.ts';
-export type { HubConfigInput, HubOptions, HubTunables } from './server/options.ts';
+export type { HubConfigInput, HubOptions, HubTlsOptions, HubTunables } from './server/options.ts';
+export { createLogger } from './server/logger.ts';
+export type { Logger, LoggerOptions, LogLevel } from './server/logger.ts';
 export { LocalCoordinator } from './cluster/local-coordinator.ts';
 export type { LocalCoordinatorOptions } from './cluster/local-coordinator.ts';
 export type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubStatus } from './cluster/coordinator.ts';

@@ -33,6 +33,8 @@ export const ErrorCode = {
   Timeout: 'HK_ERR_TIMEOUT',
   /** no hub is reachable for the request */
   Unavailable: 'HK_ERR_UNAVAILABLE',
+  /** the TLS handshake with a wss:// hub failed (an untrusted or wrong certificate, TLS on one side only) */
+  Tls: 'HK_ERR_TLS',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
