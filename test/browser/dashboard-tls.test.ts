@@ -25,8 +25,25 @@ let driver: Driver | undefined;
 
 test.before(async () => {
   pki = makeTestPki();
-  hub = await within('hub start', HubProcess.start({ args: ['--config', writeConfig(config, 'hotkey-browser-tls-'), '--tls-cert', pki.serverCert, '--tls-key', pki.serverKey] }), 40_000);
-  browser = await within('chromium launch', Chromium.launch({ args: [`--ignore-certificate-errors-spki-list=${pki.spki}`] }), 40_000);
+  hub = await within(
+    'hub start',
+    HubProcess.start({
+      args: [
+        '--config',
+        writeConfig(config, 'hotkey-browser-tls-'),
+        '--tls-cert',
+        pki.serverCert,
+        '--tls-key',
+        pki.serverKey,
+      ],
+    }),
+    40_000,
+  );
+  browser = await within(
+    'chromium launch',
+    Chromium.launch({ args: [`--ignore-certificate-errors-spki-list=${pki.spki}`] }),
+    40_000,
+  );
 });
 
 test.after(async () => {
@@ -40,7 +57,11 @@ test('the dashboard loads over https:// and goes live over wss://, showing a key
   assert.match(hub.httpUrl, /^https:\/\/127\.0\.0\.1:\d+$/);
   const watched = await browser.open(`${hub.httpUrl}/`);
   assert.is(new URL(watched.page.url()).protocol, 'https:');
-  await waitFor('live', async () => (await watched.page.getByTestId('live-state').textContent())?.startsWith('live') ?? false, 10_000);
+  await waitFor(
+    'live',
+    async () => (await watched.page.getByTestId('live-state').textContent())?.startsWith('live') ?? false,
+    10_000,
+  );
 
   hk = new HotKeyClient({ app: 'shop', hubs: [hub.url], tls: { ca: pki.ca } });
   await hk.ready({ signal: AbortSignal.timeout(5000) });

@@ -194,8 +194,8 @@ test('logs: JSON lines, one event with fields per promotion, refusal (with its c
 test('--log-pretty: one human line per event', async () => {
   const hub = await HubProcess.start({ args: ['--log-pretty'] });
   try {
-    assert.match(hub.stdout, /^\d\d:\d\d:\d\d\.\d{3} INFO  listening: hotkey hub \S+ listening on ws:\/\/127\.0\.0\.1:\d+\/ws/m);
-    assert.match(hub.stdout, /^\d\d:\d\d:\d\d\.\d{3} WARN  open_mode: running OPEN/m);
+    assert.match(hub.stdout, /^\d\d:\d\d:\d\d\.\d{3} INFO {2}listening: hotkey hub \S+ listening on ws:\/\/127\.0\.0\.1:\d+\/ws/m);
+    assert.match(hub.stdout, /^\d\d:\d\d:\d\d\.\d{3} WARN {2}open_mode: running OPEN/m);
   } finally {
     await hub.stop();
   }

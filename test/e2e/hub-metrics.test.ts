@@ -42,7 +42,12 @@ const OLD_SERIES = [
   'hotkey_heap_used_bytes',
   'hotkey_rss_bytes',
 ];
-const HISTOGRAMS = ['hotkey_detection_latency_seconds', 'hotkey_promotion_fanout_seconds', 'hotkey_invalidation_ack_seconds', 'hotkey_report_frame_bytes'];
+const HISTOGRAMS = [
+  'hotkey_detection_latency_seconds',
+  'hotkey_promotion_fanout_seconds',
+  'hotkey_invalidation_ack_seconds',
+  'hotkey_report_frame_bytes',
+];
 
 interface Sample {
   name: string;
@@ -125,12 +130,19 @@ test('old series keep their names, new histograms have per-app labels, process m
   const hk = new HotKeyClient({ app: 'shop', hubs: [hub.url] });
   const blog = new HotKeyClient({ app: 'blog', hubs: [hub.url] });
   clients.push(hk, blog);
-  await Promise.all([hk.ready({ signal: AbortSignal.timeout(5000) }), blog.ready({ signal: AbortSignal.timeout(5000) })]);
+  await Promise.all([
+    hk.ready({ signal: AbortSignal.timeout(5000) }),
+    blog.ready({ signal: AbortSignal.timeout(5000) }),
+  ]);
   for (let i = 0; i < 100; i++) hk.track('item:m');
   for (let i = 0; i < 500; i++) blog.track('post:1'); // reported (over 200 per instance), not promoted (under 1000)
   await waitFor('item:m hot', () => hk.isHot('item:m'), 4000);
   await hk.invalidate('item:m');
-  await waitFor('a report from blog', async () => appLabels(await scrape(hub), 'hotkey_report_frame_bytes').has('blog'), 4000);
+  await waitFor(
+    'a report from blog',
+    async () => appLabels(await scrape(hub), 'hotkey_report_frame_bytes').has('blog'),
+    4000,
+  );
 
   const x = await scrape(hub);
   for (const name of OLD_SERIES) {
@@ -144,15 +156,22 @@ test('old series keep their names, new histograms have per-app labels, process m
   assert.is(x.samples.find((s) => s.name === 'hotkey_connections')!.value, 2);
   assert.not.ok(x.types.has('hotkey_cluster_events_dropped_total'), 'cluster series only with a cluster coordinator');
   for (const name of HISTOGRAMS) assert.is(x.types.get(name), 'histogram', name);
-  const count = (name: string, app: string) => x.samples.find((s) => s.name === `${name}_count` && s.labels.app === app)?.value ?? 0;
+  const count = (name: string, app: string) =>
+    x.samples.find((s) => s.name === `${name}_count` && s.labels.app === app)?.value ?? 0;
   assert.is(count('hotkey_detection_latency_seconds', 'shop'), 1);
   assert.is(count('hotkey_promotion_fanout_seconds', 'shop'), 1);
   assert.is(count('hotkey_invalidation_ack_seconds', 'shop'), 1);
   assert.ok(count('hotkey_report_frame_bytes', 'shop') >= 1);
   assert.ok(count('hotkey_report_frame_bytes', 'blog') >= 1, 'every configured app is labelled, past maxAppLabels');
-  const inf = x.samples.find((s) => s.name === 'hotkey_report_frame_bytes_bucket' && s.labels.app === 'shop' && s.labels.le === '+Inf');
+  const inf = x.samples.find(
+    (s) => s.name === 'hotkey_report_frame_bytes_bucket' && s.labels.app === 'shop' && s.labels.le === '+Inf',
+  );
   assert.is(inf?.value, count('hotkey_report_frame_bytes', 'shop'), 'buckets end in +Inf = count');
-  for (const name of ['nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes', 'process_cpu_user_seconds_total']) {
+  for (const name of [
+    'nodejs_eventloop_lag_seconds',
+    'nodejs_heap_size_used_bytes',
+    'process_cpu_user_seconds_total',
+  ]) {
     assert.ok(x.types.has(name), `process metric ${name}`);
   }
 
@@ -160,7 +179,11 @@ test('old series keep their names, new histograms have per-app labels, process m
   const other = await startHub({ port: 0, log: () => {} });
   hubs.push(other);
   const y = await scrape(other);
-  assert.is(y.samples.find((s) => s.name === 'hotkey_promotions_total')!.value, 0, "the other hub's counters are its own");
+  assert.is(
+    y.samples.find((s) => s.name === 'hotkey_promotions_total')!.value,
+    0,
+    "the other hub's counters are its own",
+  );
   assert.is(appLabels(y, 'hotkey_report_frame_bytes').size, 0);
 });
 
@@ -172,7 +195,11 @@ test('open mode caps the app label set: past maxAppLabels apps share app="other"
     peers.push(client);
     client.send({ t: MsgType.Report, keys: ['k'], counts: [1] });
   }
-  await waitFor('6 reports ingested', async () => (await scrape(hub)).samples.find((s) => s.name === 'hotkey_reports_total')?.value === 6, 4000);
+  await waitFor(
+    '6 reports ingested',
+    async () => (await scrape(hub)).samples.find((s) => s.name === 'hotkey_reports_total')?.value === 6,
+    4000,
+  );
   const labels = appLabels(await scrape(hub), 'hotkey_report_frame_bytes');
   assert.is(labels.size, 4, [...labels].join(','));
   assert.ok(labels.has('other'));

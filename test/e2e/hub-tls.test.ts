@@ -25,7 +25,12 @@ const config = { apps: { shop: { rules: [{ match: 'item:*', threshold: 20 }] } }
 
 test.before(async () => {
   pki = makeTestPki();
-  hub = await startHub({ port: 0, config, log: () => {}, tls: { cert: readFileSync(pki.serverCert), key: readFileSync(pki.serverKey) } });
+  hub = await startHub({
+    port: 0,
+    config,
+    log: () => {},
+    tls: { cert: readFileSync(pki.serverCert), key: readFileSync(pki.serverKey) },
+  });
 });
 test.after(async () => {
   for (const c of clients) c.close();
@@ -90,18 +95,38 @@ test('without the CA, ready() rejects with HK_ERR_TLS and status() says why', as
   void (async () => {
     for await (const s of hk.status()) statuses.push(s);
   })();
-  const err = await within('ready() to reject', hk.ready().then(() => undefined, (e: unknown) => e), 5000);
+  const err = await within(
+    'ready() to reject',
+    hk.ready().then(
+      () => undefined,
+      (e: unknown) => e,
+    ),
+    5000,
+  );
   assert.instance(err, HotKeyError);
   assert.is((err as HotKeyError).code, ErrorCode.Tls);
   assert.match((err as Error).message, /TLS with wss:\/\/127\.0\.0\.1:\d+\/ws failed: .*tls\.ca/);
-  await waitFor('an error status', () => statuses.some((s) => s.type === 'error' && (s.error as HotKeyError).code === ErrorCode.Tls), 2000);
+  await waitFor(
+    'an error status',
+    () => statuses.some((s) => s.type === 'error' && (s.error as HotKeyError).code === ErrorCode.Tls),
+    2000,
+  );
   assert.not.ok(statuses.some((s) => s.type === 'connect'));
 });
 
 test('tls options are checked at construction', () => {
-  assert.throws(() => new HotKeyClient({ app: 'shop', hubs: [hub.url], tls: { cafile: 'x' } as never }), /options\.tls\.cafile is not a TLS option/);
-  assert.throws(() => new HotKeyClient({ app: 'shop', hubs: [hub.url], tls: { cert: 'x' } }), /cert and options\.tls\.key go together/);
-  assert.throws(() => new HotKeyClient({ app: 'shop', hubs: [hub.url], logger: { info() {} } as never }), /options\.logger must have/);
+  assert.throws(
+    () => new HotKeyClient({ app: 'shop', hubs: [hub.url], tls: { cafile: 'x' } as never }),
+    /options\.tls\.cafile is not a TLS option/,
+  );
+  assert.throws(
+    () => new HotKeyClient({ app: 'shop', hubs: [hub.url], tls: { cert: 'x' } }),
+    /cert and options\.tls\.key go together/,
+  );
+  assert.throws(
+    () => new HotKeyClient({ app: 'shop', hubs: [hub.url], logger: { info() {} } as never }),
+    /options\.logger must have/,
+  );
 });
 
 test('a client certificate is presented when given (checked against a server that asks for one)', async () => {
@@ -109,17 +134,25 @@ test('a client certificate is presented when given (checked against a server tha
   const { createServer } = await import('node:https');
   const seen: string[] = [];
   const server = createServer(
-    { cert: readFileSync(pki.serverCert), key: readFileSync(pki.serverKey), ca: pki.ca, requestCert: true, rejectUnauthorized: true },
-    (req, res) => res.end(),
+    {
+      cert: readFileSync(pki.serverCert),
+      key: readFileSync(pki.serverKey),
+      ca: pki.ca,
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
+    (_req, res) => res.end(),
   );
   server.on('upgrade', (req, socket) => {
-    seen.push((req.socket as import('node:tls').TLSSocket).getPeerCertificate().subject?.CN ?? '');
+    seen.push(String((req.socket as import('node:tls').TLSSocket).getPeerCertificate().subject?.CN ?? ''));
     socket.destroy();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   try {
-    const hk = client(`wss://127.0.0.1:${port}/ws`, { tls: { ca: pki.ca, cert: readFileSync(pki.clientCert), key: readFileSync(pki.clientKey) } });
+    const hk = client(`wss://127.0.0.1:${port}/ws`, {
+      tls: { ca: pki.ca, cert: readFileSync(pki.clientCert), key: readFileSync(pki.clientKey) },
+    });
     await waitFor('the upgrade with a client certificate', () => seen.length > 0, 4000);
     assert.is(seen[0], 'hotkey-test-client');
     hk.close();
@@ -160,10 +193,19 @@ test('CLI: a missing, unreadable or mismatched cert or key is one line naming th
   const badConfig = join(pki.dir, 'bad-tls.json');
   writeFileSync(badConfig, JSON.stringify({ ...config, tls: { cert: 'nope.pem', key: 'server.key' } }));
   const cases: [string[], RegExp][] = [
-    [['--tls-cert', join(pki.dir, 'missing.pem'), '--tls-key', pki.serverKey], /^config error: --tls-cert: cannot read .*missing\.pem: ENOENT\n$/],
-    [['--tls-cert', pki.serverCert, '--tls-key', join(pki.dir, 'missing.key')], /^config error: --tls-key: cannot read .*missing\.key: ENOENT\n$/],
+    [
+      ['--tls-cert', join(pki.dir, 'missing.pem'), '--tls-key', pki.serverKey],
+      /^config error: --tls-cert: cannot read .*missing\.pem: ENOENT\n$/,
+    ],
+    [
+      ['--tls-cert', pki.serverCert, '--tls-key', join(pki.dir, 'missing.key')],
+      /^config error: --tls-key: cannot read .*missing\.key: ENOENT\n$/,
+    ],
     [['--tls-cert', pki.serverCert, '--tls-key', pki.dir], /^config error: --tls-key: cannot read .*: EISDIR\n$/],
-    [['--tls-cert', pki.serverCert, '--tls-key', pki.otherKey], /^config error: --tls-key: does not match the certificate in --tls-cert/],
+    [
+      ['--tls-cert', pki.serverCert, '--tls-key', pki.otherKey],
+      /^config error: --tls-key: does not match the certificate in --tls-cert/,
+    ],
     [['--tls-cert', garbage, '--tls-key', pki.serverKey], /^config error: --tls-cert: not a PEM certificate/],
     [['--tls-cert', pki.serverCert, '--tls-key', garbage], /^config error: --tls-key: not a PEM private key/],
     [['--config', badConfig], /^config error: tls\.cert: cannot read .*nope\.pem: ENOENT\n$/],
@@ -181,12 +223,38 @@ test('CLI: a missing, unreadable or mismatched cert or key is one line naming th
 
 test('rediss://: a cluster hub reaches Redis over TLS with the CA', async () => {
   const redis = await RedisServer.start({
-    args: (port) => ['--port', '0', '--tls-port', String(port), '--tls-cert-file', pki.serverCert, '--tls-key-file', pki.serverKey, '--tls-ca-cert-file', pki.caCert, '--tls-auth-clients', 'no'],
+    args: (port) => [
+      '--port',
+      '0',
+      '--tls-port',
+      String(port),
+      '--tls-cert-file',
+      pki.serverCert,
+      '--tls-key-file',
+      pki.serverKey,
+      '--tls-ca-cert-file',
+      pki.caCert,
+      '--tls-auth-clients',
+      'no',
+    ],
   });
   const url = `rediss://127.0.0.1:${redis.port}`;
   const logs: string[] = [];
-  const trusted = new RedisCoordinator({ url, nodeId: 'tls-a', prefix: 'tls:', tls: { ca: pki.ca }, startTimeoutMs: 3000, log: (m) => logs.push(m) });
-  const untrusted = new RedisCoordinator({ url, nodeId: 'tls-b', prefix: 'tls:', startTimeoutMs: 1000, log: (m) => logs.push(m) });
+  const trusted = new RedisCoordinator({
+    url,
+    nodeId: 'tls-a',
+    prefix: 'tls:',
+    tls: { ca: pki.ca },
+    startTimeoutMs: 3000,
+    log: (m) => logs.push(m),
+  });
+  const untrusted = new RedisCoordinator({
+    url,
+    nodeId: 'tls-b',
+    prefix: 'tls:',
+    startTimeoutMs: 1000,
+    log: (m) => logs.push(m),
+  });
   let a: Hub | undefined;
   let b: Hub | undefined;
   try {

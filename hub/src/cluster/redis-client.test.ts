@@ -14,7 +14,9 @@ test('an IP address is not sent as SNI (node:tls refuses it) but is still verifi
 });
 
 test('the caller’s TLS options (a private CA) are passed through, for rediss:// only', () => {
-  assert.equal(redisTlsOptions('rediss://:pw@r.example:6380', { ca: 'PEM', rejectUnauthorized: true }), { tls: { servername: 'r.example', ca: 'PEM', rejectUnauthorized: true } });
+  assert.equal(redisTlsOptions('rediss://:pw@r.example:6380', { ca: 'PEM', rejectUnauthorized: true }), {
+    tls: { servername: 'r.example', ca: 'PEM', rejectUnauthorized: true },
+  });
   assert.equal(redisTlsOptions('redis://r.example:6379', { ca: 'PEM' }), {});
 });
 

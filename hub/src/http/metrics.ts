@@ -75,40 +75,177 @@ interface AppObservers {
 }
 
 type Snapshot = { m: Metrics; s: MetricsSources };
-type Family = { name: string; type: 'counter' | 'gauge'; help: string; read: (x: Snapshot) => number | undefined; group?: 'feed' | 'cluster' };
+type Family = {
+  name: string;
+  type: 'counter' | 'gauge';
+  help: string;
+  read: (x: Snapshot) => number | undefined;
+  group?: 'feed' | 'cluster';
+};
 
 /** The series every earlier version exported, same names, no labels; `undefined` omits one. */
 const CORE_FAMILIES: Family[] = [
-  { name: 'hotkey_connections', type: 'gauge', help: 'Open client connections (SDK sessions past Hello).', read: (x) => x.s.gauges.connections },
-  { name: 'hotkey_connections_accepted_total', type: 'counter', help: 'Client connections accepted.', read: (x) => x.m.connectionsAccepted },
+  {
+    name: 'hotkey_connections',
+    type: 'gauge',
+    help: 'Open client connections (SDK sessions past Hello).',
+    read: (x) => x.s.gauges.connections,
+  },
+  {
+    name: 'hotkey_connections_accepted_total',
+    type: 'counter',
+    help: 'Client connections accepted.',
+    read: (x) => x.m.connectionsAccepted,
+  },
   { name: 'hotkey_apps', type: 'gauge', help: 'Apps with state on this hub.', read: (x) => x.s.gauges.apps },
   { name: 'hotkey_reports_total', type: 'counter', help: 'Report frames received.', read: (x) => x.m.reports },
-  { name: 'hotkey_records_ingested_total', type: 'counter', help: 'Key records received in reports.', read: (x) => x.m.records },
-  { name: 'hotkey_ingest_rate', type: 'gauge', help: 'Records ingested per second over the last status period.', read: (x) => x.s.gauges.ingestRate },
+  {
+    name: 'hotkey_records_ingested_total',
+    type: 'counter',
+    help: 'Key records received in reports.',
+    read: (x) => x.m.records,
+  },
+  {
+    name: 'hotkey_ingest_rate',
+    type: 'gauge',
+    help: 'Records ingested per second over the last status period.',
+    read: (x) => x.s.gauges.ingestRate,
+  },
   { name: 'hotkey_promotions_total', type: 'counter', help: 'Keys promoted to hot.', read: (x) => x.m.promotions },
   { name: 'hotkey_demotions_total', type: 'counter', help: 'Hot keys demoted.', read: (x) => x.m.demotions },
-  { name: 'hotkey_invalidations_total', type: 'counter', help: 'Invalidations broadcast.', read: (x) => x.m.invalidations },
-  { name: 'hotkey_invalidation_ack_timeouts_total', type: 'counter', help: 'Invalidation acks sent before every SDK applied.', read: (x) => x.m.invalidationTimeouts },
-  { name: 'hotkey_keys_tracked', type: 'gauge', help: 'Keys with a sliding window on this hub.', read: (x) => x.s.gauges.keysTracked },
+  {
+    name: 'hotkey_invalidations_total',
+    type: 'counter',
+    help: 'Invalidations broadcast.',
+    read: (x) => x.m.invalidations,
+  },
+  {
+    name: 'hotkey_invalidation_ack_timeouts_total',
+    type: 'counter',
+    help: 'Invalidation acks sent before every SDK applied.',
+    read: (x) => x.m.invalidationTimeouts,
+  },
+  {
+    name: 'hotkey_keys_tracked',
+    type: 'gauge',
+    help: 'Keys with a sliding window on this hub.',
+    read: (x) => x.s.gauges.keysTracked,
+  },
   { name: 'hotkey_hot_keys', type: 'gauge', help: 'Hot keys owned by this hub.', read: (x) => x.s.gauges.hotKeys },
-  { name: 'hotkey_records_dropped_total', type: 'counter', help: 'Records dropped because the key table was full of hot keys.', read: (x) => x.s.gauges.dropped },
-  { name: 'hotkey_keys_evicted_total', type: 'counter', help: 'Keys evicted from a full key table.', read: (x) => x.s.gauges.evicted },
-  { name: 'hotkey_records_ignored_total', type: 'counter', help: 'Records whose key matches no rule.', read: (x) => x.s.gauges.ignored },
-  { name: 'hotkey_slow_consumers_total', type: 'counter', help: 'Sockets closed because their send buffer overflowed.', read: (x) => x.m.slowConsumers },
-  { name: 'hotkey_protocol_errors_total', type: 'counter', help: 'Connections closed for a protocol error.', read: (x) => x.m.protocolErrors },
+  {
+    name: 'hotkey_records_dropped_total',
+    type: 'counter',
+    help: 'Records dropped because the key table was full of hot keys.',
+    read: (x) => x.s.gauges.dropped,
+  },
+  {
+    name: 'hotkey_keys_evicted_total',
+    type: 'counter',
+    help: 'Keys evicted from a full key table.',
+    read: (x) => x.s.gauges.evicted,
+  },
+  {
+    name: 'hotkey_records_ignored_total',
+    type: 'counter',
+    help: 'Records whose key matches no rule.',
+    read: (x) => x.s.gauges.ignored,
+  },
+  {
+    name: 'hotkey_slow_consumers_total',
+    type: 'counter',
+    help: 'Sockets closed because their send buffer overflowed.',
+    read: (x) => x.m.slowConsumers,
+  },
+  {
+    name: 'hotkey_protocol_errors_total',
+    type: 'counter',
+    help: 'Connections closed for a protocol error.',
+    read: (x) => x.m.protocolErrors,
+  },
   { name: 'hotkey_http_requests_total', type: 'counter', help: 'HTTP requests served.', read: (x) => x.m.httpRequests },
-  { name: 'hotkey_qps_history_keys', type: 'gauge', help: 'Keys with a recent QPS history kept for the key detail chart.', read: (x) => x.s.gauges.qpsHistoryKeys },
-  { name: 'hotkey_dashboard_pages', type: 'gauge', help: 'Dashboard pages connected to the live feed.', read: (x) => x.s.feed?.pages, group: 'feed' },
-  { name: 'hotkey_dashboard_frames_sent_total', type: 'counter', help: 'Live feed frames sent to dashboard pages.', read: (x) => x.s.feed?.framesSent, group: 'feed' },
-  { name: 'hotkey_dashboard_bytes_sent_total', type: 'counter', help: 'Live feed bytes sent to dashboard pages.', read: (x) => x.s.feed?.bytesSent, group: 'feed' },
-  { name: 'hotkey_dashboard_slow_dropped_total', type: 'counter', help: 'Dashboard pages dropped for reading too slowly.', read: (x) => x.s.feed?.slowDropped, group: 'feed' },
-  { name: 'hotkey_dashboard_skipped_rounds_total', type: 'counter', help: 'Feed rounds skipped for a page with a full socket buffer.', read: (x) => x.s.feed?.skippedTicks, group: 'feed' },
-  { name: 'hotkey_dashboard_refused_total', type: 'counter', help: 'Dashboard pages refused (token, page limit).', read: (x) => x.s.feed?.refused, group: 'feed' },
-  { name: 'hotkey_cluster_events_dropped_total', type: 'counter', help: 'Events that could not be published to the other hubs.', read: (x) => x.s.cluster?.droppedEvents, group: 'cluster' },
-  { name: 'hotkey_cluster_history_dropped_total', type: 'counter', help: 'History entries dropped or lost on the way to Redis.', read: (x) => x.s.cluster?.droppedHistory, group: 'cluster' },
-  { name: 'hotkey_cluster_history_buffered', type: 'gauge', help: 'History entries waiting for Redis.', read: (x) => x.s.cluster?.bufferedHistory, group: 'cluster' },
-  { name: 'hotkey_cluster_rules_rejected_total', type: 'counter', help: 'Rule sets from Redis that failed validation.', read: (x) => x.s.cluster?.rejectedRules, group: 'cluster' },
-  { name: 'hotkey_cluster_bad_messages_total', type: 'counter', help: 'Pub/sub messages from Redis that were not a valid event or status.', read: (x) => x.s.cluster?.badMessages, group: 'cluster' },
+  {
+    name: 'hotkey_qps_history_keys',
+    type: 'gauge',
+    help: 'Keys with a recent QPS history kept for the key detail chart.',
+    read: (x) => x.s.gauges.qpsHistoryKeys,
+  },
+  {
+    name: 'hotkey_dashboard_pages',
+    type: 'gauge',
+    help: 'Dashboard pages connected to the live feed.',
+    read: (x) => x.s.feed?.pages,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_frames_sent_total',
+    type: 'counter',
+    help: 'Live feed frames sent to dashboard pages.',
+    read: (x) => x.s.feed?.framesSent,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_bytes_sent_total',
+    type: 'counter',
+    help: 'Live feed bytes sent to dashboard pages.',
+    read: (x) => x.s.feed?.bytesSent,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_slow_dropped_total',
+    type: 'counter',
+    help: 'Dashboard pages dropped for reading too slowly.',
+    read: (x) => x.s.feed?.slowDropped,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_skipped_rounds_total',
+    type: 'counter',
+    help: 'Feed rounds skipped for a page with a full socket buffer.',
+    read: (x) => x.s.feed?.skippedTicks,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_refused_total',
+    type: 'counter',
+    help: 'Dashboard pages refused (token, page limit).',
+    read: (x) => x.s.feed?.refused,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_cluster_events_dropped_total',
+    type: 'counter',
+    help: 'Events that could not be published to the other hubs.',
+    read: (x) => x.s.cluster?.droppedEvents,
+    group: 'cluster',
+  },
+  {
+    name: 'hotkey_cluster_history_dropped_total',
+    type: 'counter',
+    help: 'History entries dropped or lost on the way to Redis.',
+    read: (x) => x.s.cluster?.droppedHistory,
+    group: 'cluster',
+  },
+  {
+    name: 'hotkey_cluster_history_buffered',
+    type: 'gauge',
+    help: 'History entries waiting for Redis.',
+    read: (x) => x.s.cluster?.bufferedHistory,
+    group: 'cluster',
+  },
+  {
+    name: 'hotkey_cluster_rules_rejected_total',
+    type: 'counter',
+    help: 'Rule sets from Redis that failed validation.',
+    read: (x) => x.s.cluster?.rejectedRules,
+    group: 'cluster',
+  },
+  {
+    name: 'hotkey_cluster_bad_messages_total',
+    type: 'counter',
+    help: 'Pub/sub messages from Redis that were not a valid event or status.',
+    read: (x) => x.s.cluster?.badMessages,
+    group: 'cluster',
+  },
   { name: 'hotkey_heap_used_bytes', type: 'gauge', help: 'V8 heap in use.', read: (x) => x.s.gauges.heapUsed },
   { name: 'hotkey_rss_bytes', type: 'gauge', help: 'Resident set size.', read: (x) => x.s.gauges.rss },
 ];
@@ -262,6 +399,11 @@ export class Metrics {
   }
 
   #labelled(app: string): AppObservers {
-    return { detection: this.#detection.labels(app), fanout: this.#fanout.labels(app), ack: this.#ack.labels(app), frame: this.#frame.labels(app) };
+    return {
+      detection: this.#detection.labels(app),
+      fanout: this.#fanout.labels(app),
+      ack: this.#ack.labels(app),
+      frame: this.#frame.labels(app),
+    };
   }
 }

@@ -14,7 +14,10 @@ test('JSON lines: level name, ISO time, the event fields, the message', () => {
   assert.is(lines.length, 1);
   assert.ok(lines[0]!.endsWith('\n'));
   const rec = JSON.parse(lines[0]!);
-  assert.equal({ ...rec, time: undefined }, { level: 'info', time: undefined, evt: 'promote', app: 'shop', key: 'item:1', qps: 1200, msg: 'key promoted' });
+  assert.equal(
+    { ...rec, time: undefined },
+    { level: 'info', time: undefined, evt: 'promote', app: 'shop', key: 'item:1', qps: 1200, msg: 'key promoted' },
+  );
   assert.match(rec.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 });
 
@@ -34,8 +37,14 @@ test('the level filters', () => {
 
 test('pretty: one human line per event, the event name first', () => {
   const { lines, out } = capture();
-  createLogger({ out, pretty: true }).warn({ evt: 'refused', app: 'shop', close: 4003, reason: 'wrong token' }, 'connection refused');
-  assert.match(lines[0]!, /^\d\d:\d\d:\d\d\.\d{3} WARN  refused: connection refused app=shop close=4003 reason="wrong token"\n$/);
+  createLogger({ out, pretty: true }).warn(
+    { evt: 'refused', app: 'shop', close: 4003, reason: 'wrong token' },
+    'connection refused',
+  );
+  assert.match(
+    lines[0]!,
+    /^\d\d:\d\d:\d\d\.\d{3} WARN {2}refused: connection refused app=shop close=4003 reason="wrong token"\n$/,
+  );
   assert.is(formatPretty('not json'), 'not json\n');
 });
 

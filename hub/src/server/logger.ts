@@ -89,7 +89,8 @@ function formatFields(msg: string | undefined, obj: object): string {
   for (const [name, value] of Object.entries(obj)) {
     if (value === undefined) continue;
     if (value instanceof Error) parts.push(`${name}=${JSON.stringify(value.stack ?? value.message)}`);
-    else if (typeof value === 'string') parts.push(`${name}=${/^[^\s"=]+$/.test(value) ? value : JSON.stringify(value)}`);
+    else if (typeof value === 'string')
+      parts.push(`${name}=${/^[^\s"=]+$/.test(value) ? value : JSON.stringify(value)}`);
     else parts.push(`${name}=${JSON.stringify(value)}`);
   }
   return parts.join(' ');

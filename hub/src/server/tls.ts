@@ -22,7 +22,10 @@ function fail(field: string, message: string): never {
  * Reads both files. `names` says what to call them in errors (`--tls-cert` for a flag,
  * `tls.cert` for the config file) @default { cert: 'tls.cert', key: 'tls.key' }
  */
-export async function loadTls(files: TlsFiles, names: TlsFiles = { cert: 'tls.cert', key: 'tls.key' }): Promise<HubTlsOptions> {
+export async function loadTls(
+  files: TlsFiles,
+  names: TlsFiles = { cert: 'tls.cert', key: 'tls.key' },
+): Promise<HubTlsOptions> {
   const read = async (path: string, field: string) => {
     try {
       return await readFile(path);
@@ -37,7 +40,8 @@ export async function loadTls(files: TlsFiles, names: TlsFiles = { cert: 'tls.ce
 
 /** Throws ValidationError (HK_ERR_CONFIG) naming the field unless node:tls accepts the pair and the key is the certificate's. */
 export function checkTls(tls: HubTlsOptions, names: TlsFiles = { cert: 'tls.cert', key: 'tls.key' }): void {
-  if (typeof tls !== 'object' || tls === null || tls.cert === undefined || tls.key === undefined) throw new TypeError('options.tls must be { cert, key } (PEM)');
+  if (typeof tls !== 'object' || tls === null || tls.cert === undefined || tls.key === undefined)
+    throw new TypeError('options.tls must be { cert, key } (PEM)');
   try {
     createSecureContext({ cert: tls.cert });
   } catch (err) {
