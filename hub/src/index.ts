@@ -1,7 +1,9 @@
 /** @hotkey/hub: the hot-key hub. Explicit exports only. */
 export { startHub, Hub } from './server/hub.ts';
-export { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TUNABLES } from './server/options.ts';
-export type { HubConfigInput, HubOptions, HubTlsOptions, HubTunables } from './server/options.ts';
+export { DEFAULT_HOST, DEFAULT_PORT } from './server/options.ts';
+export type { HubConfigInput, HubOptions, HubTlsOptions } from './server/options.ts';
+export { DEFAULT_TUNABLES } from './core/tunables.ts';
+export type { HubTunables } from './core/tunables.ts';
 export { createLogger } from './server/logger.ts';
 export type { Logger, LoggerOptions, LogLevel } from './server/logger.ts';
 export { LocalCoordinator } from './cluster/local-coordinator.ts';
@@ -11,6 +13,4 @@ export { loadHubConfig, parseHubConfig } from './server/config.ts';
 export type { AppConfig, HubConfig } from './server/config.ts';
 export { Aggregator } from './core/aggregator.ts';
 export type { AggregatorOptions, AggregatorListener, DemoteReason, HotKeyView } from './core/aggregator.ts';
-export { HttpErrorCode } from './http/http-api.ts';
-export type { ApiErrorCode } from './http/http-api.ts';
-export type { AppSummary, HotKeyRow, InstanceRow } from './core/hub-core.ts';
+export type { AppSummary, HotKeyRow, InstanceRow } from './core/apps.ts';

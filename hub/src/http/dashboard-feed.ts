@@ -11,15 +11,15 @@
  * its socket buffer is over `softBufferBytes` and dropped (close 4008) over `maxBufferBytes`:
  * a slow dashboard never holds memory in the hub.
  */
-import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { AuthError, CapacityError, closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, decodeClientMessage, errorFrame, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { encodeFeed, MAX_FEED_HUBS, type FeedDelta, type FeedEvent, type FeedHotRow, type FeedHub, type FeedInstance } from '@hotkey/sdk/feed-protocol';
 import { RULE_DEFAULTS, RuleSet, type Rule } from '@hotkey/sdk/rules';
 import type { HubEvent } from '../cluster/coordinator.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
-import { tokenMatches } from '../server/auth.ts';
+import { tokenMatches } from '../core/auth.ts';
+import { DEFAULT_TUNABLES } from '../core/tunables.ts';
 import { silentLogger, type Logger } from '../server/logger.ts';
-import { DEFAULT_TUNABLES } from '../server/options.ts';
 import { clusterHotRows, clusterInstanceRows, rowId, type ClusterSource } from './cluster-view.ts';
 
 export const LIVE_PATH = '/live';
@@ -147,7 +147,7 @@ class Subscriber implements FeedConnection {
 
   fail(err: unknown): void {
     if (this.state === SubscriberState.Closed) return;
-    const closeCode = err instanceof ProtocolError ? err.closeCode : CloseCode.Protocol;
+    const closeCode = closeCodeOf(err) ?? CloseCode.Protocol;
     this.#feed.faulted(err, closeCode);
     try {
       this.peer.send(errorFrame(err));
@@ -230,7 +230,7 @@ export class DashboardFeed {
   /** @internal a page's connection is being closed for `err` */
   faulted(err: unknown, closeCode: number): void {
     if (closeCode === CloseCode.GoingAway) return; // the hub is closing: not a refusal
-    const code = err instanceof ProtocolError ? err.code : ErrorCode.Protocol;
+    const code = (err as { code?: unknown }).code ?? ErrorCode.Protocol;
     this.#opts.logger.warn({ evt: 'refused', endpoint: LIVE_PATH, code, close: closeCode, reason: (err as Error)?.message }, 'dashboard connection refused');
   }
 
@@ -240,12 +240,12 @@ export class DashboardFeed {
       const ok = tokenMatches(token || undefined, this.#dashboardToken) || (this.#adminToken !== undefined && tokenMatches(token || undefined, this.#adminToken));
       if (!ok) {
         this.stats.refused++;
-        throw new ProtocolError(ErrorCode.Auth, token ? 'wrong dashboard token' : 'this hub requires the dashboard token', CloseCode.Auth);
+        throw new AuthError(token ? 'wrong dashboard token' : 'this hub requires the dashboard token', CloseCode.Auth);
       }
     }
     if (this.dashboards >= this.#opts.maxDashboards) {
       this.stats.refused++;
-      throw new ProtocolError(ErrorCode.OverCapacity, `this hub serves at most ${this.#opts.maxDashboards} live dashboards`, CloseCode.OverCapacity);
+      throw new CapacityError(`this hub serves at most ${this.#opts.maxDashboards} live dashboards`, CloseCode.OverCapacity);
     }
     clearTimeout(sub.helloTimer);
     sub.state = SubscriberState.Live;
@@ -315,8 +315,8 @@ export class DashboardFeed {
         heapUsed: s.heapUsed,
         rss: s.rss,
         redis: s.redis,
-        hot: hotByHub.get(s.id) ?? 0,
-        instances: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instanceRows.length,
+        hotCount: hotByHub.get(s.id) ?? 0,
+        instanceCount: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instanceRows.length,
         updatedAt: s.updatedAt,
       }));
   }

@@ -3,8 +3,8 @@
  * in a registry of its own per hub: several hubs run in one test process, and an embedder's global
  * registry stays theirs.
  *
- * Counters on the hot path stay plain numbers bumped inline; the `hotkey_*` series read them (and
- * the gauges) when scraped, under the names and without the labels they always had. Histograms are
+ * The core's counters stay plain numbers bumped inline (core/hub-metrics.ts); the `hotkey_*`
+ * series read them (and the gauges) when scraped, under the names and without the labels they always had. Histograms are
  * observed at most once per frame or per decision, never per record, and carry an `app` label:
  * apps come from the config, so the label set is bounded; in open mode (any app name) the first
  * `maxAppLabels` apps get their own label and the rest share `app="other"`. Process metrics
@@ -12,21 +12,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { CoordinatorCounters } from '../cluster/coordinator.ts';
-
-export interface Gauges {
-  connections: number;
-  apps: number;
-  keysTracked: number;
-  hotKeys: number;
-  dropped: number;
-  evicted: number;
-  ignored: number;
-  heapUsed: number;
-  rss: number;
-  ingestRate: number;
-  /** keys with a QPS history for the key detail chart */
-  qpsHistoryKeys: number;
-}
+import type { Gauges, HubMetrics, MetricsObserver } from '../core/hub-metrics.ts';
 
 /** The live dashboard feed's counters (DashboardFeed.stats plus the pages connected). */
 export interface FeedCounters {
@@ -74,7 +60,7 @@ interface AppObservers {
   frame: Observer;
 }
 
-type Snapshot = { m: Metrics; s: MetricsSources };
+type Snapshot = { m: HubMetrics; s: MetricsSources };
 type Family = {
   name: string;
   type: 'counter' | 'gauge';
@@ -250,19 +236,8 @@ const CORE_FAMILIES: Family[] = [
   { name: 'hotkey_rss_bytes', type: 'gauge', help: 'Resident set size.', read: (x) => x.s.gauges.rss },
 ];
 
-export class Metrics {
-  reports = 0;
-  records = 0;
-  promotions = 0;
-  demotions = 0;
-  invalidations = 0;
-  /** invalidation acks sent before every SDK applied (timeout or pending bound) */
-  invalidationTimeouts = 0;
-  slowConsumers = 0;
-  protocolErrors = 0;
-  connectionsAccepted = 0;
-  httpRequests = 0;
-
+/** The hub's /metrics registry; the core's MetricsObserver (startHub plugs it in). */
+export class MetricsRegistry implements MetricsObserver {
   readonly registry = new Registry();
   readonly #maxAppLabels: number;
   readonly #detection: Histogram<'app'>;
@@ -331,21 +306,21 @@ export class Metrics {
     return this.registry.contentType;
   }
 
-  /** The Prometheus text of every series, reading `sources` for the gauges. */
-  render(sources: MetricsSources): Promise<string> {
+  /** The Prometheus text of every series: the core's counters `m`, and `sources` for the rest. */
+  render(m: HubMetrics, sources: MetricsSources): Promise<string> {
     // one scrape at a time: the collect() callbacks read the snapshot across awaits
-    const run = this.#scrapes.then(() => this.#render(sources));
+    const run = this.#scrapes.then(() => this.#render(m, sources));
     this.#scrapes = run.catch(() => {});
     return run;
   }
 
-  async #render(sources: MetricsSources): Promise<string> {
+  async #render(m: HubMetrics, sources: MetricsSources): Promise<string> {
     for (const group of ['feed', 'cluster'] as const) {
       if (sources[group] === undefined || this.#groups.has(group)) continue;
       this.#groups.add(group);
       this.#register(group);
     }
-    this.#snapshot = { m: this, s: sources };
+    this.#snapshot = { m, s: sources };
     try {
       return await this.registry.metrics();
     } finally {

@@ -16,9 +16,10 @@ import { fallbackPageHtml } from '../http/fallback-page.ts';
 import { createHttpHandler } from '../http/http-api.ts';
 import { HubCore } from '../core/hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
-import { Metrics } from '../http/metrics.ts';
+import { MetricsRegistry } from '../http/metrics.ts';
 import { createLogger, loggerFromFunction, type Logger } from './logger.ts';
-import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TUNABLES, type HubOptions, type HubTunables } from './options.ts';
+import { DEFAULT_HOST, DEFAULT_PORT, type HubOptions } from './options.ts';
+import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
 import { checkTls, loadTls } from './tls.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
 
@@ -53,7 +54,7 @@ export class Hub {
   readonly #feed: DashboardFeed | undefined;
   readonly #host: string;
   readonly #advertiseUrl: string | undefined;
-  readonly #tick: NodeJS.Timeout;
+  readonly #tickTimer: NodeJS.Timeout; // drives core.tick(): demotions, sweeps, feed samples
   #closing: Promise<void> | undefined;
   ready = false;
 
@@ -70,8 +71,8 @@ export class Hub {
     this.#host = parts.host;
     this.#advertiseUrl = parts.advertiseUrl;
     this.open = parts.open;
-    this.#tick = setInterval(() => this.core.tick(), this.core.tunables.tickMs);
-    this.#tick.unref();
+    this.#tickTimer = setInterval(() => this.core.tick(), this.core.tunables.tickMs);
+    this.#tickTimer.unref();
   }
 
   get port(): number {
@@ -97,7 +98,7 @@ export class Hub {
 
   async #close(): Promise<void> {
     this.ready = false;
-    clearInterval(this.#tick);
+    clearInterval(this.#tickTimer);
     try {
       await this.coordinator.leave();
     } catch {
@@ -134,8 +135,9 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   const id = options.coordinator?.selfId ?? options.nodeId ?? `hub-${randomBytes(4).toString('hex')}`;
   const coordinator = options.coordinator ?? new LocalCoordinator({ selfId: id, config, maxApps: tunables.maxApps });
   const open = config === undefined;
-  const metrics = new Metrics({ maxAppLabels: open ? tunables.maxAppLabels : Infinity });
-  const core = new HubCore({ id, coordinator, tunables, now, logger, metrics });
+  const metrics = new MetricsRegistry({ maxAppLabels: open ? tunables.maxAppLabels : Infinity });
+  const core = new HubCore({ id, coordinator, tunables, now, logger });
+  core.metrics.observer = metrics;
   const adminToken = options.adminToken ?? config?.adminToken;
   const dashboardToken = options.dashboardToken ?? config?.dashboardToken;
   const feed = new DashboardFeed({
@@ -163,6 +165,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     page: () => fallbackPageHtml(id),
     asset: (path) => dashboard?.get(path),
     feedCounters: () => ({ pages: feed.dashboards, ...feed.stats }),
+    metrics,
     logger,
   });
   // node:https is a node:http Server underneath: the ws upgrade handling below is the same

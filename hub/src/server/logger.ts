@@ -9,14 +9,9 @@
  * The interface is pino's calling convention, so an embedder may pass a pino logger of their own.
  */
 import { pino, type DestinationStream } from 'pino';
+import type { Logger } from '../core/logger.ts';
 
-/** What the hub calls: pino-compatible (`logger.warn({ evt, ...fields }, 'message')`). */
-export interface Logger {
-  error(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  debug(obj: object, msg?: string): void;
-}
+export type { Logger };
 
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

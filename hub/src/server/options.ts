@@ -1,9 +1,9 @@
 /**
- * Options of `startHub` and the tunables, each with its default: the one home of the hub's
- * defaults, kept apart from the server so that the CLI, the live feed and tests read them without
- * starting one.
+ * Options of `startHub`, each with its default (the tunables' defaults are in core/tunables.ts),
+ * kept apart from the server so that the CLI and tests read them without starting one.
  */
 import type { Coordinator } from '../cluster/coordinator.ts';
+import type { HubTunables } from '../core/tunables.ts';
 import type { Logger } from './logger.ts';
 
 /** The config file's shape before validation (rules get their defaults filled in). */
@@ -13,57 +13,11 @@ export interface HubConfigInput {
   dashboardToken?: string;
 }
 
-export interface HubTunables {
-  /** keys with a sliding window per app; more evict the smallest non-hot key @default 100000 */
-  maxKeysPerApp: number;
-  /** apps the hub keeps state for (bounds open mode, where any app name is accepted) @default 1000 */
-  maxApps: number;
-  /** SDK connections per app @default 10000 */
-  maxSessionsPerApp: number;
-  /** send-buffer bytes per socket above which it is closed with 4008 @default 8388608 (8 MiB) */
-  maxBufferedBytes: number;
-  /** ms a new connection has to send Hello before Error + close 4006 @default 5000 */
-  helloTimeoutMs: number;
-  /** ms after which an invalidation is acked even if some SDK has not applied it @default 1000 */
-  invalidateAckTimeoutMs: number;
-  /** ms between demotion / expiry checks @default 100 */
-  tickMs: number;
-  /** ms between HubStatus publications @default 1000 */
-  statusIntervalMs: number;
-  /** minimum ms between Config frames to one app (debounce of instance-count changes) @default 250 */
-  configDebounceMs: number;
-  /** share of a rule's threshold the cluster may leave unreported by per-instance pre-filtering @default 0.2 */
-  localThresholdFraction: number;
-  /** ms between WebSocket pings; a socket that answered none of the last is dropped (dead peer) @default 15000 */
-  pingIntervalMs: number;
-  /** largest HTTP request body accepted @default 65536 */
-  maxBodyBytes: number;
-  /** events kept for GET /api/events @default 1000 */
-  recentEvents: number;
-  /** open mode only: distinct `app` label values in /metrics histograms; later apps are `app="other"` (configured apps are all labelled) @default 100 */
-  maxAppLabels: number;
-}
 
 /** where a hub listens unless told otherwise (`--port`, `--host`, `HubOptions`) */
 export const DEFAULT_PORT = 7070;
 export const DEFAULT_HOST = '127.0.0.1';
 
-export const DEFAULT_TUNABLES: HubTunables = {
-  maxKeysPerApp: 100_000,
-  maxApps: 1000,
-  maxSessionsPerApp: 10_000,
-  maxBufferedBytes: 8 * 1024 * 1024,
-  helloTimeoutMs: 5000,
-  invalidateAckTimeoutMs: 1000,
-  tickMs: 100,
-  statusIntervalMs: 1000,
-  configDebounceMs: 250,
-  localThresholdFraction: 0.2,
-  pingIntervalMs: 15_000,
-  maxBodyBytes: 64 * 1024,
-  recentEvents: 1000,
-  maxAppLabels: 100,
-};
 
 /** A certificate and its private key, PEM (what node:https takes). */
 export interface HubTlsOptions {

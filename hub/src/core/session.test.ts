@@ -1,13 +1,12 @@
-import { loggerFromFunction } from './logger.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
 import { CloseCode, decodeServerMessage, encode, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION, type Message, type ServerMessage } from '@hotkey/sdk/protocol';
-import { parseHubConfig } from './config.ts';
-import { HubCore } from '../core/hub-core.ts';
+import { parseHubConfig } from '../server/config.ts';
+import { HubCore } from './hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
-import { DEFAULT_TUNABLES } from './options.ts';
-import type { Peer } from '../core/peer.ts';
+import { DEFAULT_TUNABLES } from './tunables.ts';
+import type { Peer } from './peer.ts';
 
 /** An in-memory end of a connection: what the hub sent, and how it closed. */
 class MemoryPeer implements Peer {
@@ -31,7 +30,7 @@ function setup() {
   const config = parseHubConfig({ apps: { shop: { token: 'tok', rules: [{ match: 'item:*', threshold: 10 }] } } });
   const coordinator = new LocalCoordinator({ selfId: 'h1', config });
   const logs: string[] = [];
-  const core = new HubCore({ id: 'h1', coordinator, tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 }, now: () => now, logger: loggerFromFunction((m) => logs.push(m)) });
+  const core = new HubCore({ id: 'h1', coordinator, tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 }, now: () => now, logger: { debug() {}, info() {}, warn: (_o: object, m?: string) => void logs.push(m ?? ''), error: (_o: object, m?: string) => void logs.push(m ?? '') } });
   const open = (frames: (Message | Uint8Array | string)[] = []) => {
     const peer = new MemoryPeer();
     const session = core.attach(peer);
