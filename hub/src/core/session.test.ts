@@ -30,7 +30,9 @@ function setup() {
   const config = parseHubConfig({ apps: { shop: { token: 'tok', rules: [{ match: 'item:*', threshold: 10 }] } } });
   const coordinator = new LocalCoordinator({ selfId: 'h1', config });
   const logs: string[] = [];
-  const core = new HubCore({ id: 'h1', coordinator, tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 }, now: () => now, logger: { debug() {}, info() {}, warn: (_o: object, m?: string) => void logs.push(m ?? ''), error: (_o: object, m?: string) => void logs.push(m ?? '') } });
+  // warnings and errors as one line: the message and the error it carries
+  const line = (o: object, m?: string) => void logs.push(`${m ?? ''} ${String((o as { err?: unknown }).err ?? '')}`);
+  const core = new HubCore({ id: 'h1', coordinator, tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 }, now: () => now, logger: { debug() {}, info() {}, warn: line, error: line } });
   const open = (frames: (Message | Uint8Array | string)[] = []) => {
     const peer = new MemoryPeer();
     const session = core.attach(peer);
