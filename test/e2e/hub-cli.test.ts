@@ -139,8 +139,8 @@ function events(stdout: string): Record<string, any>[] {
 test('logs: JSON lines, one event with fields per promotion, refusal (with its close code), rule change and admin write', async () => {
   const path = configFile('logs.json', { apps: { shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 3 }] } }, adminToken: 'adm' });
   const [hub, quiet] = await Promise.all([
-    HubProcess.start({ args: ['--config', path] }),
-    HubProcess.start({ args: ['--config', path], env: { HOTKEY_LOG_LEVEL: 'warn' } }),
+    HubProcess.start({ args: ['--config', path], readyTimeoutMs: 90_000 }),
+    HubProcess.start({ args: ['--config', path], env: { HOTKEY_LOG_LEVEL: 'warn' }, readyTimeoutMs: 90_000 }),
   ]);
   try {
     for (const h of [hub, quiet]) {
@@ -192,7 +192,7 @@ test('logs: JSON lines, one event with fields per promotion, refusal (with its c
 });
 
 test('--log-pretty: one human line per event', async () => {
-  const hub = await HubProcess.start({ args: ['--log-pretty'] });
+  const hub = await HubProcess.start({ args: ['--log-pretty'], readyTimeoutMs: 90_000 });
   try {
     assert.match(hub.stdout, /^\d\d:\d\d:\d\d\.\d{3} INFO {2}listening: hotkey hub \S+ listening on ws:\/\/127\.0\.0\.1:\d+\/ws/m);
     assert.match(hub.stdout, /^\d\d:\d\d:\d\d\.\d{3} WARN {2}open_mode: running OPEN/m);
