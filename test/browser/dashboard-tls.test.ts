@@ -36,8 +36,9 @@ test.before(async () => {
         '--tls-key',
         pki.serverKey,
       ],
+      readyTimeoutMs: 90_000,
     }),
-    40_000,
+    100_000,
   );
   browser = await within(
     'chromium launch',
