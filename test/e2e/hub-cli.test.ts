@@ -204,7 +204,7 @@ test('--log-pretty: one human line per event', async () => {
 test('a busy port fails start-up with exit 1', async () => {
   const hub = await HubProcess.start();
   try {
-    const r = await runHubCli(['--port', String(hub.port)]);
+    const r = await runHubCli(['--port', String(hub.port)], { timeoutMs: 60_000 });
     assert.is(r.code, 1);
     assert.match(r.stderr, /EADDRINUSE/);
   } finally {
