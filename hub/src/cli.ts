@@ -83,8 +83,21 @@ function portOf(raw: string | undefined): number {
 }
 
 /** The cluster seam: with `--redis`, hubs share members, rules and history through Redis. */
-function clusterCoordinator(url: string, nodeId: string | undefined, config: HubConfig | undefined, logger: Logger, ca: Buffer | undefined): RedisCoordinator {
-  return new RedisCoordinator({ url, nodeId, apps: config?.apps ?? {}, open: config === undefined, logger, ...(ca === undefined ? {} : { tls: { ca } }) });
+function clusterCoordinator(
+  url: string,
+  nodeId: string | undefined,
+  config: HubConfig | undefined,
+  logger: Logger,
+  ca: Buffer | undefined,
+): RedisCoordinator {
+  return new RedisCoordinator({
+    url,
+    nodeId,
+    apps: config?.apps ?? {},
+    open: config === undefined,
+    logger,
+    ...(ca === undefined ? {} : { tls: { ca } }),
+  });
 }
 
 /** A bad file or value behind a flag: one line naming it, exit 1 (like a bad config file). */
@@ -113,11 +126,17 @@ async function main(): Promise<void> {
   const tlsKey = nonEmpty('--tls-key', args['tls-key'] ?? env.HOTKEY_TLS_KEY);
   const logLevel = nonEmpty('--log-level', args['log-level'] ?? env.HOTKEY_LOG_LEVEL) ?? 'info';
   if (!isLogLevel(logLevel)) usageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
-  const pretty = args['log-pretty'] || env.HOTKEY_LOG_PRETTY === '1' || (env.HOTKEY_LOG_PRETTY !== '0' && process.stdout.isTTY === true);
-  if ((tlsCert === undefined) !== (tlsKey === undefined)) usageError(tlsCert === undefined ? '--tls-key needs --tls-cert' : '--tls-cert needs --tls-key');
-  if (redis !== undefined && !/^rediss?:\/\//.test(redis)) usageError(`--redis must be a redis:// or rediss:// URL, got "${redis}"`);
+  const pretty =
+    args['log-pretty'] ||
+    env.HOTKEY_LOG_PRETTY === '1' ||
+    (env.HOTKEY_LOG_PRETTY !== '0' && process.stdout.isTTY === true);
+  if ((tlsCert === undefined) !== (tlsKey === undefined))
+    usageError(tlsCert === undefined ? '--tls-key needs --tls-cert' : '--tls-cert needs --tls-key');
+  if (redis !== undefined && !/^rediss?:\/\//.test(redis))
+    usageError(`--redis must be a redis:// or rediss:// URL, got "${redis}"`);
   if (redisCa !== undefined && redis === undefined) usageError('--redis-ca needs --redis');
-  if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl)) usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
+  if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl))
+    usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
 
   let config: HubConfig | undefined;
   try {
@@ -129,29 +148,54 @@ async function main(): Promise<void> {
   // flags (or their env twins) win over the config file's tls; errors name where the path came from
   let tls: HubTlsOptions | undefined;
   try {
-    if (tlsCert !== undefined && tlsKey !== undefined) tls = await loadTls({ cert: tlsCert, key: tlsKey }, { cert: '--tls-cert', key: '--tls-key' });
+    if (tlsCert !== undefined && tlsKey !== undefined)
+      tls = await loadTls({ cert: tlsCert, key: tlsKey }, { cert: '--tls-cert', key: '--tls-key' });
     else if (config?.tls !== undefined) tls = await loadTls(config.tls);
   } catch (err) {
     if (err instanceof ValidationError) configError(err.message);
     throw err;
   }
   let ca: Buffer | undefined;
-  if (redisCa !== undefined) ca = await readFile(redisCa).catch((err: NodeJS.ErrnoException) => configError(`--redis-ca: cannot read ${redisCa}: ${err.code ?? err.message}`));
+  if (redisCa !== undefined)
+    ca = await readFile(redisCa).catch((err: NodeJS.ErrnoException) =>
+      configError(`--redis-ca: cannot read ${redisCa}: ${err.code ?? err.message}`),
+    );
 
   const logger = createLogger({ level: logLevel, pretty });
   const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config, logger, ca);
   const safeRedis = redis?.replace(/\/\/[^@/]*@/, '//***@');
 
-  const hub = await startHub({ port, host, config, coordinator, adminToken, dashboardToken, nodeId, advertiseUrl, logger, ...(tls === undefined ? {} : { tls }) });
+  const hub = await startHub({
+    port,
+    host,
+    config,
+    coordinator,
+    adminToken,
+    dashboardToken,
+    nodeId,
+    advertiseUrl,
+    logger,
+    ...(tls === undefined ? {} : { tls }),
+  });
   const pageUrl = `${hub.httpUrl}/`;
   logger.info(
     { evt: 'listening', id: hub.id, url: hub.url, http: hub.httpUrl, tls: hub.tls, cluster: safeRedis },
     `hotkey hub ${hub.id} listening on ${hub.url} — dashboard ${pageUrl}${safeRedis ? ` — cluster via ${safeRedis}` : ''}`,
   );
-  if (config === undefined) logger.warn({ evt: 'open_mode' }, 'running OPEN: no --config, so any app is accepted without a token, with the default rule (1000 accesses per 1 s)');
-  if (adminToken === undefined && config?.adminToken === undefined) logger.info({ evt: 'api_writes_disabled' }, 'API writes are disabled: set --admin-token to change rules, invalidate or promote over HTTP');
+  if (config === undefined)
+    logger.warn(
+      { evt: 'open_mode' },
+      'running OPEN: no --config, so any app is accepted without a token, with the default rule (1000 accesses per 1 s)',
+    );
+  if (adminToken === undefined && config?.adminToken === undefined)
+    logger.info(
+      { evt: 'api_writes_disabled' },
+      'API writes are disabled: set --admin-token to change rules, invalidate or promote over HTTP',
+    );
   // the one line that is not JSON: what supervisors and tests wait for
-  process.stdout.write(`HOTKEY_READY ${JSON.stringify({ id: hub.id, port: hub.port, url: hub.url, http: hub.httpUrl })}\n`);
+  process.stdout.write(
+    `HOTKEY_READY ${JSON.stringify({ id: hub.id, port: hub.port, url: hub.url, http: hub.httpUrl })}\n`,
+  );
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -77,7 +77,9 @@ export interface ClientOptions {
 }
 
 /** The numeric options, each with a default. */
-export type ClientTunables = Required<Omit<ClientOptions, 'app' | 'hubs' | 'token' | 'instanceId' | 'host' | 'now' | 'tls' | 'logger'>>;
+export type ClientTunables = Required<
+  Omit<ClientOptions, 'app' | 'hubs' | 'token' | 'instanceId' | 'host' | 'now' | 'tls' | 'logger'>
+>;
 
 /**
  * Every default of the client and its connections. `welcomeTimeoutMs` is not a client option:
@@ -100,7 +102,14 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
 });
 
 /** The options after validation, every default filled in. */
-export type ResolvedClientOptions = ClientTunables & { app: string; token: string | undefined; instanceId: string; host: string; tls: ClientTlsOptions | undefined; logger: ClientLogger };
+export type ResolvedClientOptions = ClientTunables & {
+  app: string;
+  token: string | undefined;
+  instanceId: string;
+  host: string;
+  tls: ClientTlsOptions | undefined;
+  logger: ClientLogger;
+};
 
 const SILENT: ClientLogger = Object.freeze({ debug() {}, info() {}, warn() {}, error() {} });
 const TLS_FIELDS = new Set(['ca', 'cert', 'key', 'rejectUnauthorized', 'servername']);
@@ -109,22 +118,42 @@ const TLS_FIELDS = new Set(['ca', 'cert', 'key', 'rejectUnauthorized', 'serverna
  * Validates `options` (TypeError at once on misuse) and fills in the defaults. `hubs` and `now`
  * are checked by the caller, which keeps them apart.
  */
-export function resolveClientOptions(options: ClientOptions, defaultHost: () => string, defaultInstanceId: (host: string) => string): ResolvedClientOptions {
+export function resolveClientOptions(
+  options: ClientOptions,
+  defaultHost: () => string,
+  defaultInstanceId: (host: string) => string,
+): ResolvedClientOptions {
   const { app, token } = options;
-  if (typeof app !== 'string' || app.length === 0 || app.length > 256) throw new TypeError('options.app must be a non-empty string of at most 256 characters');
-  if (token !== undefined && (typeof token !== 'string' || token.length > 256)) throw new TypeError('options.token must be a string of at most 256 characters');
+  if (typeof app !== 'string' || app.length === 0 || app.length > 256)
+    throw new TypeError('options.app must be a non-empty string of at most 256 characters');
+  if (token !== undefined && (typeof token !== 'string' || token.length > 256))
+    throw new TypeError('options.token must be a string of at most 256 characters');
   const host = options.host ?? defaultHost();
   const instanceId = options.instanceId ?? defaultInstanceId(host);
-  if (typeof instanceId !== 'string' || instanceId.length === 0 || instanceId.length > 256) throw new TypeError('options.instanceId must be a non-empty string of at most 256 characters');
-  if (typeof host !== 'string' || host.length > 256) throw new TypeError('options.host must be a string of at most 256 characters');
+  if (typeof instanceId !== 'string' || instanceId.length === 0 || instanceId.length > 256)
+    throw new TypeError('options.instanceId must be a non-empty string of at most 256 characters');
+  if (typeof host !== 'string' || host.length > 256)
+    throw new TypeError('options.host must be a string of at most 256 characters');
   const { tls, logger } = options;
   if (tls !== undefined) {
-    if (typeof tls !== 'object' || tls === null || Array.isArray(tls)) throw new TypeError('options.tls must be an object: { ca, cert, key, rejectUnauthorized, servername }');
-    for (const name of Object.keys(tls)) if (!TLS_FIELDS.has(name)) throw new TypeError(`options.tls.${name} is not a TLS option (ca, cert, key, rejectUnauthorized, servername)`);
-    if (tls.rejectUnauthorized !== undefined && typeof tls.rejectUnauthorized !== 'boolean') throw new TypeError('options.tls.rejectUnauthorized must be a boolean');
-    if ((tls.cert === undefined) !== (tls.key === undefined)) throw new TypeError('options.tls.cert and options.tls.key go together');
+    if (typeof tls !== 'object' || tls === null || Array.isArray(tls))
+      throw new TypeError('options.tls must be an object: { ca, cert, key, rejectUnauthorized, servername }');
+    for (const name of Object.keys(tls))
+      if (!TLS_FIELDS.has(name))
+        throw new TypeError(`options.tls.${name} is not a TLS option (ca, cert, key, rejectUnauthorized, servername)`);
+    if (tls.rejectUnauthorized !== undefined && typeof tls.rejectUnauthorized !== 'boolean')
+      throw new TypeError('options.tls.rejectUnauthorized must be a boolean');
+    if ((tls.cert === undefined) !== (tls.key === undefined))
+      throw new TypeError('options.tls.cert and options.tls.key go together');
   }
-  if (logger !== undefined && (typeof logger !== 'object' || logger === null || !['debug', 'info', 'warn', 'error'].every((l) => typeof (logger as unknown as Record<string, unknown>)[l] === 'function'))) {
+  if (
+    logger !== undefined &&
+    (typeof logger !== 'object' ||
+      logger === null ||
+      !['debug', 'info', 'warn', 'error'].every(
+        (l) => typeof (logger as unknown as Record<string, unknown>)[l] === 'function',
+      ))
+  ) {
     throw new TypeError('options.logger must have debug, info, warn and error methods (pino-compatible)');
   }
   const d = DEFAULT_CLIENT_OPTIONS;
@@ -145,21 +174,28 @@ export function resolveClientOptions(options: ClientOptions, defaultHost: () => 
     pingIntervalMs: posInt(options.pingIntervalMs, d.pingIntervalMs, 'pingIntervalMs'),
     livenessTimeoutMs: posInt(options.livenessTimeoutMs, d.livenessTimeoutMs, 'livenessTimeoutMs'),
     invalidateTimeoutMs: posInt(options.invalidateTimeoutMs, d.invalidateTimeoutMs, 'invalidateTimeoutMs'),
-    maxPendingInvalidations: posInt(options.maxPendingInvalidations, d.maxPendingInvalidations, 'maxPendingInvalidations'),
+    maxPendingInvalidations: posInt(
+      options.maxPendingInvalidations,
+      d.maxPendingInvalidations,
+      'maxPendingInvalidations',
+    ),
     maxBufferedBytes: posInt(options.maxBufferedBytes, d.maxBufferedBytes, 'maxBufferedBytes'),
   };
-  if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');
+  if (resolved.reconnectMaxMs < resolved.reconnectMinMs)
+    throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');
   return resolved;
 }
 
 function posInt(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`options.${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new TypeError(`options.${name} must be a positive integer, got ${String(value)}`);
   return value;
 }
 
 function nonNegInt(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 0) throw new TypeError(`options.${name} must be a non-negative integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new TypeError(`options.${name} must be a non-negative integer, got ${String(value)}`);
   return value;
 }

@@ -137,7 +137,10 @@ function events(stdout: string): Record<string, any>[] {
 }
 
 test('logs: JSON lines, one event with fields per promotion, refusal (with its close code), rule change and admin write', async () => {
-  const path = configFile('logs.json', { apps: { shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 3 }] } }, adminToken: 'adm' });
+  const path = configFile('logs.json', {
+    apps: { shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 3 }] } },
+    adminToken: 'adm',
+  });
   const [hub, quiet] = await Promise.all([
     HubProcess.start({ args: ['--config', path], readyTimeoutMs: 90_000 }),
     HubProcess.start({ args: ['--config', path], env: { HOTKEY_LOG_LEVEL: 'warn' }, readyTimeoutMs: 90_000 }),
@@ -155,13 +158,27 @@ test('logs: JSON lines, one event with fields per promotion, refusal (with its c
       wrong.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 'nope', instance: 'i', sdk: 'x' });
       assert.is((await wrong.closeEvent()).code, CloseCode.Auth);
     }
-    const put = await fetch(`${hub.httpUrl}/api/apps/shop/rules`, { method: 'PUT', headers: { authorization: 'Bearer adm' }, body: '[{"match":"x:*","threshold":7}]', signal: AbortSignal.timeout(3000) });
+    const put = await fetch(`${hub.httpUrl}/api/apps/shop/rules`, {
+      method: 'PUT',
+      headers: { authorization: 'Bearer adm' },
+      body: '[{"match":"x:*","threshold":7}]',
+      signal: AbortSignal.timeout(3000),
+    });
     assert.is(put.status, 200);
-    const denied = await fetch(`${hub.httpUrl}/api/apps/shop/invalidate`, { method: 'POST', body: '{"key":"item:7"}', signal: AbortSignal.timeout(3000) });
+    const denied = await fetch(`${hub.httpUrl}/api/apps/shop/invalidate`, {
+      method: 'POST',
+      body: '{"key":"item:7"}',
+      signal: AbortSignal.timeout(3000),
+    });
     assert.is(denied.status, 401);
 
-    const find = (evt: string, pred: (e: Record<string, any>) => boolean = () => true) => events(hub.stdout).find((e) => e.evt === evt && pred(e));
-    await waitFor('the rule change and the refused write logged', () => find('rules') !== undefined && find('api_write', (e) => e.status === 401) !== undefined, 5000);
+    const find = (evt: string, pred: (e: Record<string, any>) => boolean = () => true) =>
+      events(hub.stdout).find((e) => e.evt === evt && pred(e));
+    await waitFor(
+      'the rule change and the refused write logged',
+      () => find('rules') !== undefined && find('api_write', (e) => e.status === 401) !== undefined,
+      5000,
+    );
     const promote = find('promote')!;
     assert.ok(promote, hub.stdout);
     assert.is(promote.level, 'info');
@@ -178,14 +195,28 @@ test('logs: JSON lines, one event with fields per promotion, refusal (with its c
     assert.equal(find('rules')!.matches, ['x:*']);
     const write = find('api_write', (e) => e.method === 'PUT')!;
     assert.equal([write.path, write.app, write.status, write.rules], ['/api/apps/shop/rules', 'shop', 200, 1]);
-    assert.is(find('api_write', (e) => e.status === 401)!.key, undefined, 'a refused write is logged before its body is read');
+    assert.is(
+      find('api_write', (e) => e.status === 401)!.key,
+      undefined,
+      'a refused write is logged before its body is read',
+    );
     assert.ok(find('listening'), 'start-up is an event too');
     assert.not.match(hub.stdout, /s3cret|Bearer|"adm"/, 'tokens are never logged');
 
-    await waitFor('the quiet hub logged the refusals', () => events(quiet.stdout).filter((e) => e.evt === 'refused').length >= 2, 5000);
+    await waitFor(
+      'the quiet hub logged the refusals',
+      () => events(quiet.stdout).filter((e) => e.evt === 'refused').length >= 2,
+      5000,
+    );
     const quietEvents = events(quiet.stdout);
-    assert.not.ok(quietEvents.some((e) => e.evt === 'promote'), 'HOTKEY_LOG_LEVEL=warn drops info events');
-    assert.ok(quietEvents.every((e) => e.level === 'warn' || e.level === 'error'), quiet.stdout);
+    assert.not.ok(
+      quietEvents.some((e) => e.evt === 'promote'),
+      'HOTKEY_LOG_LEVEL=warn drops info events',
+    );
+    assert.ok(
+      quietEvents.every((e) => e.level === 'warn' || e.level === 'error'),
+      quiet.stdout,
+    );
   } finally {
     await Promise.all([hub.stop(), quiet.stop()]);
   }
@@ -194,7 +225,10 @@ test('logs: JSON lines, one event with fields per promotion, refusal (with its c
 test('--log-pretty: one human line per event', async () => {
   const hub = await HubProcess.start({ args: ['--log-pretty'], readyTimeoutMs: 90_000 });
   try {
-    assert.match(hub.stdout, /^\d\d:\d\d:\d\d\.\d{3} INFO {2}listening: hotkey hub \S+ listening on ws:\/\/127\.0\.0\.1:\d+\/ws/m);
+    assert.match(
+      hub.stdout,
+      /^\d\d:\d\d:\d\d\.\d{3} INFO {2}listening: hotkey hub \S+ listening on ws:\/\/127\.0\.0\.1:\d+\/ws/m,
+    );
     assert.match(hub.stdout, /^\d\d:\d\d:\d\d\.\d{3} WARN {2}open_mode: running OPEN/m);
   } finally {
     await hub.stop();

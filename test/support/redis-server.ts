@@ -36,7 +36,9 @@ export class RedisServer {
   }
 
   /** @param [opts.args] extra arguments, given the port: `(port) => ['--port', '0', '--tls-port', String(port), …]` serves TLS only */
-  static async start(opts: { port?: number; timeoutMs?: number; args?: (port: number) => string[] } = {}): Promise<RedisServer> {
+  static async start(
+    opts: { port?: number; timeoutMs?: number; args?: (port: number) => string[] } = {},
+  ): Promise<RedisServer> {
     const port = opts.port ?? (await freePort());
     const server = new RedisServer(port, opts.args?.(port));
     await server.#spawn(opts.timeoutMs ?? 10_000);

@@ -335,7 +335,10 @@ export class Apps {
       try {
         this.#sendConfig(app);
       } catch (err) {
-        this.#opts.logger.error({ evt: 'internal_error', what: `config of app ${app.name}`, err }, 'sending Config failed');
+        this.#opts.logger.error(
+          { evt: 'internal_error', what: `config of app ${app.name}`, err },
+          'sending Config failed',
+        );
       }
     }, delay);
     app.configTimer.unref();

@@ -81,7 +81,8 @@ export function parseHubConfig(input: unknown): HubConfig {
     const tls = input.tls;
     if (!isPlainObject(tls)) fail('tls', 'must be { "cert": "file.pem", "key": "file.pem" }');
     for (const k of Object.keys(tls)) if (k !== 'cert' && k !== 'key') fail(`tls.${k}`, 'unknown field');
-    for (const k of ['cert', 'key'] as const) if (typeof tls[k] !== 'string' || tls[k] === '') fail(`tls.${k}`, 'must be the path of a PEM file');
+    for (const k of ['cert', 'key'] as const)
+      if (typeof tls[k] !== 'string' || tls[k] === '') fail(`tls.${k}`, 'must be the path of a PEM file');
     config.tls = { cert: tls.cert as string, key: tls.key as string };
   }
   return config;
@@ -102,6 +103,7 @@ export async function loadHubConfig(path: string): Promise<HubConfig> {
     fail('config', `${path} is not valid JSON: ${(err as Error).message}`);
   }
   const config = parseHubConfig(parsed);
-  if (config.tls !== undefined) config.tls = { cert: resolve(dirname(path), config.tls.cert), key: resolve(dirname(path), config.tls.key) };
+  if (config.tls !== undefined)
+    config.tls = { cert: resolve(dirname(path), config.tls.cert), key: resolve(dirname(path), config.tls.key) };
   return config;
 }

@@ -26,9 +26,11 @@ import { SocketServer, WS_PATH } from './socket-server.ts';
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   const t = { ...DEFAULT_TUNABLES, ...input };
   for (const [name, value] of Object.entries(t)) {
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new TypeError(`tunables.${name} must be a non-negative finite number, got ${String(value)}`);
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      throw new TypeError(`tunables.${name} must be a non-negative finite number, got ${String(value)}`);
   }
-  if (!(t.localThresholdFraction > 0 && t.localThresholdFraction <= 1)) throw new TypeError('tunables.localThresholdFraction must be in (0, 1]');
+  if (!(t.localThresholdFraction > 0 && t.localThresholdFraction <= 1))
+    throw new TypeError('tunables.localThresholdFraction must be in (0, 1]');
   if (t.tickMs < 1) throw new TypeError('tunables.tickMs must be at least 1');
   return t;
 }
@@ -59,7 +61,19 @@ export class Hub {
   ready = false;
 
   /** @internal use startHub */
-  constructor(parts: { id: string; core: HubCore; coordinator: Coordinator; httpServer: Server; sockets: SocketServer; feed?: DashboardFeed; host: string; advertiseUrl?: string; open: boolean; tls: boolean; logger: Logger }) {
+  constructor(parts: {
+    id: string;
+    core: HubCore;
+    coordinator: Coordinator;
+    httpServer: Server;
+    sockets: SocketServer;
+    feed?: DashboardFeed;
+    host: string;
+    advertiseUrl?: string;
+    open: boolean;
+    tls: boolean;
+    logger: Logger;
+  }) {
     this.tls = parts.tls;
     this.logger = parts.logger;
     this.id = parts.id;
@@ -122,7 +136,11 @@ export class Hub {
 /** Starts a hub; resolves once it listens and has joined its cluster. Bad config throws ValidationError (HK_ERR_CONFIG). */
 export async function startHub(options: HubOptions = {}): Promise<Hub> {
   const tunables = checkTunables(options.tunables);
-  const logger = options.logger ?? (options.log !== undefined ? loggerFromFunction(options.log) : createLogger({ level: 'warn', out: process.stderr }));
+  const logger =
+    options.logger ??
+    (options.log !== undefined
+      ? loggerFromFunction(options.log)
+      : createLogger({ level: 'warn', out: process.stderr }));
   const now = options.now ?? Date.now;
   let config: HubConfig | undefined;
   if (options.config !== undefined) config = parseHubConfig(options.config);
@@ -169,7 +187,8 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     logger,
   });
   // node:https is a node:http Server underneath: the ws upgrade handling below is the same
-  const httpServer: Server = tls === undefined ? createServer(handler) : createTlsServer({ cert: tls.cert, key: tls.key }, handler);
+  const httpServer: Server =
+    tls === undefined ? createServer(handler) : createTlsServer({ cert: tls.cert, key: tls.key }, handler);
   httpServer.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   httpServer.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
@@ -186,11 +205,26 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   if (tls !== undefined) {
     // a client that fails the handshake (a CA it does not trust, plain HTTP on the TLS port) is worth a line
     httpServer.on('tlsClientError', (err: Error & { code?: string }, socket) => {
-      logger.info({ evt: 'tls_refused', code: err.code, reason: err.message, remote: socket.remoteAddress }, 'TLS handshake failed');
+      logger.info(
+        { evt: 'tls_refused', code: err.code, reason: err.message, remote: socket.remoteAddress },
+        'TLS handshake failed',
+      );
     });
   }
 
-  hub = new Hub({ id, core, coordinator, httpServer, sockets, feed, host, advertiseUrl: options.advertiseUrl, open: open && options.coordinator === undefined, tls: tls !== undefined, logger });
+  hub = new Hub({
+    id,
+    core,
+    coordinator,
+    httpServer,
+    sockets,
+    feed,
+    host,
+    advertiseUrl: options.advertiseUrl,
+    open: open && options.coordinator === undefined,
+    tls: tls !== undefined,
+    logger,
+  });
   core.url = hub.url;
   try {
     await coordinator.start({ id, url: hub.url });

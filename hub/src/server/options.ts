@@ -13,11 +13,9 @@ export interface HubConfigInput {
   dashboardToken?: string;
 }
 
-
 /** where a hub listens unless told otherwise (`--port`, `--host`, `HubOptions`) */
 export const DEFAULT_PORT = 7070;
 export const DEFAULT_HOST = '127.0.0.1';
-
 
 /** A certificate and its private key, PEM (what node:https takes). */
 export interface HubTlsOptions {
