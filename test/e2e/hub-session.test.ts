@@ -167,8 +167,8 @@ test('an SDK that never applies is fenced once its lease lapsed (no renewal mean
     JSON.stringify(acked),
   );
   const metrics = await (await fetch(`${e2e.hub.httpUrl}/metrics`)).text();
-  assert.match(metrics, /# TYPE hotkey_invalidation_lag_ms histogram/);
-  assert.match(metrics, /hotkey_invalidation_lag_ms_bucket\{le="500"\} \d+/);
+  assert.match(metrics, /# TYPE hotkey_invalidation_ack_seconds histogram/);
+  assert.match(metrics, /hotkey_invalidation_ack_seconds_bucket\{le="0.5",app="shop"\} \d+/);
   assert.match(metrics, /hotkey_invalidations_fenced_total [1-9]/);
 });
 

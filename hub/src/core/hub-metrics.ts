@@ -1,31 +1,25 @@
 /**
  * What the hub core counts as it works: plain numbers bumped inline on the hot path (HubMetrics)
- * and the gauges read when scraped. http/metrics.ts renders both at `GET /metrics`.
+ * and the gauges read when scraped; timings and sizes go to an observer (http/metrics.ts feeds
+ * them to prom-client histograms), at most once per frame or decision, never per record.
+ * http/metrics.ts renders all of it at `GET /metrics`.
  */
 
-/** A histogram with fixed upper bounds (Prometheus `le` buckets, rendered cumulative by http/metrics.ts). */
-export class Histogram {
-  readonly bounds: readonly number[];
-  /** observations per bucket (not cumulative); the last slot counts those over every bound */
-  readonly counts: number[];
-  sum = 0;
-  count = 0;
-
-  constructor(bounds: readonly number[]) {
-    this.bounds = bounds;
-    this.counts = new Array<number>(bounds.length + 1).fill(0);
-  }
-
-  observe(value: number): void {
-    this.sum += value;
-    this.count++;
-    let i = 0;
-    while (i < this.bounds.length && value > this.bounds[i]!) i++;
-    this.counts[i]!++;
-  }
+/** Where the core's timings and sizes go. */
+export interface MetricsObserver {
+  /** a promotion went out: its fan-out time and, for an automatic one, its detection latency */
+  promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void;
+  /** an SDK's invalidation was acked this long after its request */
+  invalidationAcked(app: string, ms: number): void;
+  /** a report frame of this many bytes arrived */
+  reportFrame(app: string, bytes: number): void;
 }
 
+const NO_OBSERVER: MetricsObserver = { promoted() {}, invalidationAcked() {}, reportFrame() {} };
+
 export class HubMetrics {
+  /** set by startHub to the /metrics registry @default none (nothing observed) */
+  observer: MetricsObserver = NO_OBSERVER;
   reports = 0;
   records = 0;
   promotions = 0;
@@ -35,12 +29,22 @@ export class HubMetrics {
   invalidationsDropped = 0;
   /** acks that fenced at least one instance (its lease lapsed instead of a confirmation) */
   invalidationsFenced = 0;
-  /** ms from an SDK's InvalidateRequest to its Ack */
-  readonly invalidationLag = new Histogram([1, 5, 10, 25, 50, 100, 250, 500, 1000, 2000, 5000]);
   slowConsumers = 0;
   protocolErrors = 0;
   connectionsAccepted = 0;
   httpRequests = 0;
+
+  promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void {
+    this.observer.promoted(app, fanoutMs, detectionMs);
+  }
+
+  invalidationAcked(app: string, ms: number): void {
+    this.observer.invalidationAcked(app, ms);
+  }
+
+  reportFrame(app: string, bytes: number): void {
+    this.observer.reportFrame(app, bytes);
+  }
 }
 
 export interface Gauges {

@@ -56,7 +56,7 @@ export class InvalidationRouter {
         event.acked = false;
       } else {
         const fenced = result.fenced.slice(0, MAX_FENCED_IDS);
-        metrics.invalidationLag.observe(result.ms);
+        metrics.invalidationAcked(app.name, result.ms);
         event.ackMs = Math.round(result.ms);
         if (fenced.length > 0) {
           metrics.invalidationsFenced++;

@@ -70,7 +70,8 @@ export class HotSet {
 
   constructor(options: HotSetOptions = {}) {
     const maxKeys = options.maxKeys ?? 65_536;
-    if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new TypeError(`maxKeys must be a positive integer, got ${String(maxKeys)}`);
+    if (!Number.isInteger(maxKeys) || maxKeys < 1)
+      throw new TypeError(`maxKeys must be a positive integer, got ${String(maxKeys)}`);
     this.maxKeys = maxKeys;
   }
 
@@ -93,7 +94,13 @@ export class HotSet {
    * caller drops the cached value, which nobody vouches for any more. Returns the entry and
    * whether it is new.
    */
-  promote(hub: string, key: string, p: Promotion, now: number, lease: Lease = NO_LEASE): { state: HotState; added: boolean; evicted?: string; reset?: boolean } {
+  promote(
+    hub: string,
+    key: string,
+    p: Promotion,
+    now: number,
+    lease: Lease = NO_LEASE,
+  ): { state: HotState; added: boolean; evicted?: string; reset?: boolean } {
     const existing = this.#map.get(key);
     if (existing !== undefined) {
       let reset = false;
@@ -167,7 +174,12 @@ export class HotSet {
    * Replaces every entry that came from `hub` with the snapshot's; returns the keys that were
    * dropped (hot before, absent from the snapshot) and all keys whose cached value must go.
    */
-  replaceHub(hub: string, entries: readonly { key: string; ttlMs: number; cacheTtlMs: number; cache: boolean; qps: number }[], now: number, lease: Lease = NO_LEASE): { removed: string[]; touched: string[] } {
+  replaceHub(
+    hub: string,
+    entries: readonly { key: string; ttlMs: number; cacheTtlMs: number; cache: boolean; qps: number }[],
+    now: number,
+    lease: Lease = NO_LEASE,
+  ): { removed: string[]; touched: string[] } {
     const previous = new Set(this.keysOf(hub));
     const touched = [...previous];
     for (const key of previous) this.#map.delete(key);

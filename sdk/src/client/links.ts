@@ -8,6 +8,7 @@ import { Ownership } from '../ownership.ts';
 import { HubConnection, type ConnectionHandler } from '../wire/connection.ts';
 import type { Lease } from '../cache/hot-set.ts';
 import { CloseCode, DEFAULT_LEASE_MS, type Hello, type Member, type Welcome } from '../wire/protocol.ts';
+import type { ClientTlsOptions } from '../options.ts';
 
 /** A welcomed hub: its connection, where its broadcast sequence stands, and its lease. */
 export interface HubLink {
@@ -37,6 +38,8 @@ export interface HubLinksOptions {
   livenessTimeoutMs: number;
   reconnectMinMs: number;
   reconnectMaxMs: number;
+  /** for wss:// hubs */
+  tls?: ClientTlsOptions | undefined;
   handler: ConnectionHandler;
   /** a welcomed hub is gone: its link is removed and its keys have moved to the other hubs */
   onLost: (hub: string) => void;
@@ -195,6 +198,7 @@ export class HubLinks {
         livenessTimeoutMs: o.livenessTimeoutMs,
         backoffMinMs: o.reconnectMinMs,
         backoffMaxMs: o.reconnectMaxMs,
+        ...(o.tls === undefined ? {} : { tls: o.tls }),
       },
       o.handler,
     );

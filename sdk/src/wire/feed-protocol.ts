@@ -6,7 +6,23 @@
  *   dashboard -> hub (/live) : Hello (role 'dashboard', app '*')
  *   hub -> dashboard         : FeedSnapshot, then FeedDelta every few hundred ms; Error + close
  */
-import { arr, assertKey, bool, decodeFrame, int, MAX_FENCED_IDS, MAX_NAME_LENGTH, MsgType, num, obj, optStr, packFrame, protocolError, str, type ErrorMsg } from './protocol.ts';
+import {
+  arr,
+  assertKey,
+  bool,
+  decodeFrame,
+  int,
+  MAX_FENCED_IDS,
+  MAX_NAME_LENGTH,
+  MsgType,
+  num,
+  obj,
+  optStr,
+  packFrame,
+  protocolError,
+  str,
+  type ErrorMsg,
+} from './protocol.ts';
 
 // ---- dashboard live feed: hub -> dashboard over `/live` ----
 //
@@ -149,7 +165,14 @@ function feedEvent(x: unknown): FeedEvent {
   const o = obj(x, 'event');
   const type = str(o, 'type');
   if (!FEED_EVENT_TYPES.has(type)) protocolError('event "type" must be promote, demote or invalidate');
-  const event: FeedEvent = { type: type as FeedEvent['type'], app: str(o, 'app'), key: feedKey(o), qps: num(o, 'qps'), at: num(o, 'at'), hub: str(o, 'hub') };
+  const event: FeedEvent = {
+    type: type as FeedEvent['type'],
+    app: str(o, 'app'),
+    key: feedKey(o),
+    qps: num(o, 'qps'),
+    at: num(o, 'at'),
+    hub: str(o, 'hub'),
+  };
   const latencyMs = optNum(o, 'latencyMs');
   if (latencyMs !== undefined) event.latencyMs = latencyMs;
   const reason = optStr(o, 'reason');
@@ -157,7 +180,10 @@ function feedEvent(x: unknown): FeedEvent {
   if (o.manual !== undefined) event.manual = bool(o, 'manual');
   const ackMs = optNum(o, 'ackMs');
   if (ackMs !== undefined) event.ackMs = ackMs;
-  if (o.fenced !== undefined) event.fenced = arr(o, 'fenced', MAX_FENCED_IDS).map((x) => (typeof x === 'string' ? x.slice(0, MAX_NAME_LENGTH) : protocolError('"fenced" must hold instance ids')));
+  if (o.fenced !== undefined)
+    event.fenced = arr(o, 'fenced', MAX_FENCED_IDS).map((x) =>
+      typeof x === 'string' ? x.slice(0, MAX_NAME_LENGTH) : protocolError('"fenced" must hold instance ids'),
+    );
   if (o.acked !== undefined) event.acked = bool(o, 'acked');
   return event;
 }
@@ -193,7 +219,8 @@ function feedInstance(x: unknown): FeedInstance {
 }
 function feedApps(m: Record<string, unknown>): string[] {
   return arr(m, 'apps', MAX_FEED_ROWS).map((x, i) => {
-    if (typeof x !== 'string' || x.length > MAX_NAME_LENGTH) protocolError(`apps[${i}] must be a string of at most ${MAX_NAME_LENGTH} characters`);
+    if (typeof x !== 'string' || x.length > MAX_NAME_LENGTH)
+      protocolError(`apps[${i}] must be a string of at most ${MAX_NAME_LENGTH} characters`);
     return x;
   });
 }
