@@ -153,10 +153,10 @@ test('logs: JSON lines, one event with fields per promotion, refusal (with its c
       assert.is((await client.next(MsgType.Promote)).key, 'item:7');
       client.close();
       const unknown = await RawClient.connect(h.url);
-      unknown.send({ t: MsgType.Hello, v: 1, app: 'other', instance: 'i', sdk: 'x' });
+      unknown.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'other', instance: 'i', sdk: 'x' });
       assert.is((await unknown.closeEvent()).code, CloseCode.UnknownApp);
       const wrong = await RawClient.connect(h.url);
-      wrong.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 'nope', instance: 'i', sdk: 'x' });
+      wrong.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 'nope', instance: 'i', sdk: 'x' });
       assert.is((await wrong.closeEvent()).code, CloseCode.Auth);
     }
     const put = await fetch(`${hub.httpUrl}/api/apps/shop/rules`, {
