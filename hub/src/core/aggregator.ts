@@ -238,10 +238,10 @@ export class Aggregator {
       promote = renew;
     } else if (mode === MODE_TOPK) {
       const detector = this.#detectors[r] as TopKDetector;
-      const inTop = detector.observe(key, count, now);
+      detector.observe(key, count, now);
       if (total >= this.#rThreshold[r]!) {
         renew = hot && !detector.outranked(key);
-        promote = !hot && inTop;
+        promote = !hot && detector.entersTop(key, now);
         if (promote) this.#level[slot] = this.#rThreshold[r]!;
       }
     } else {

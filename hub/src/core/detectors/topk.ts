@@ -171,6 +171,8 @@ export class TopKDetector {
   #enter = 0;
   /** ⌈1.5k⌉-th largest count at the last refresh (0: fewer keys) */
   #exit = 0;
+  /** counts changed since the cuts were computed */
+  #dirty = false;
   /** hot keys of this rule, kept by the aggregator */
   hot = 0;
 
@@ -180,18 +182,33 @@ export class TopKDetector {
     this.summary = new SpaceSaving(Math.max(64, 4 * this.k), rule.windowMs, now);
   }
 
-  /** Adds reported counts; true when the key now ranks within the top k (as of the last refresh). */
-  observe(key: string, count: number, now: number): boolean {
+  /** Adds reported counts of a key. */
+  observe(key: string, count: number, now: number): void {
     const scale = this.summary.maybeRescale(now);
     if (scale !== 1) {
       this.#enter *= scale;
       this.#exit *= scale;
     }
-    return this.summary.add(key, count, now) >= this.#enter && this.hot < this.exitRank;
+    this.summary.add(key, count, now);
+    this.#dirty = true;
+  }
+
+  /**
+   * Whether a key that is not hot ranks within the top k now. Counts grow between ticks, so a
+   * key over the last cut triggers a fresh cut (one sort, only when counts changed since); below it, one
+   * compare.
+   */
+  entersTop(key: string, now: number): boolean {
+    if (this.hot >= this.exitRank) return false;
+    const c = this.summary.raw(key);
+    if (c === undefined || c < this.#enter) return false;
+    if (this.#dirty) this.refresh(now);
+    return c >= this.#enter;
   }
 
   /** Recomputes the cuts; call every tick. */
   refresh(now: number): void {
+    this.#dirty = false;
     this.summary.maybeRescale(now);
     const sorted = this.summary.sortedCounts();
     this.#enter = sorted[this.k - 1] ?? 0;
