@@ -218,7 +218,10 @@ export function parseTime(value: unknown, field: string): number {
       fail(field, 'must be an ISO 8601 date with a time zone (2026-11-30T20:00:00Z) or ms since epoch');
     }
     ms = Date.parse(value);
-    if (Number.isNaN(ms)) fail(field, 'is not a valid date');
+    // Date.parse rolls 02-30 over into March: check the calendar fields themselves
+    const [y, mo, d, h, mi, sec] = value.split(/[-T:.Z+]/).map(Number) as number[];
+    const days = new Date(Date.UTC(y!, mo!, 0)).getUTCDate();
+    if (Number.isNaN(ms) || mo! < 1 || mo! > 12 || d! < 1 || d! > days || h! > 23 || mi! > 59 || (sec ?? 0) > 59) fail(field, 'is not a valid date');
   } else fail(field, 'must be an ISO 8601 date or ms since epoch');
   if (ms < 0 || ms > MAX_TIME) fail(field, 'is out of range');
   return ms;

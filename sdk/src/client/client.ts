@@ -142,7 +142,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.instanceId = opts.instanceId;
     this.#now = now;
     this.#clock = now();
-    this.#window = new AccessWindow({ maxCandidates: opts.maxCandidates, now: this.#clock, onUrgent: () => this.#reporter.urgentSoon() });
+    this.#window = new AccessWindow({ maxCandidates: opts.maxCandidates, sampleRate: opts.sampleRate, now: this.#clock, onUrgent: () => this.#reporter.urgentSoon() });
     this.#cache = new LocalCache({ maxEntries: opts.maxEntries });
     this.#hot = new HotSet({ maxKeys: opts.maxHotKeys });
     this.#invalidations = new PendingInvalidations({ timeoutMs: opts.invalidateTimeoutMs, maxPending: opts.maxPendingInvalidations });
