@@ -32,6 +32,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'hotpath', file: here('./hotpath.bench.ts'), timeoutMs: 60_000 },
   { name: 'memory', file: here('./memory.bench.ts'), timeoutMs: 120_000, execArgv: ['--expose-gc'] },
   { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
+  { name: 'modes', file: here('./modes.bench.ts'), timeoutMs: 300_000 },
   { name: 'cluster', file: here('./cluster.bench.ts'), timeoutMs: 120_000 },
   { name: 'scaleout', file: here('./scaleout.bench.ts'), timeoutMs: 180_000 },
 ];

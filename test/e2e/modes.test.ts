@@ -116,7 +116,7 @@ test('topk rule: the busiest key is hot, the second is not; sampled SDKs still g
   let b: ReturnType<typeof drive> | undefined;
   try {
     await waitFor('top:a hot', () => group.every((hk) => hk.isHot('top:a')), 3000);
-    b = drive(group, 'top:b', 200);
+    b = drive(group, 'top:b', 100);
     await new Promise((r) => setTimeout(r, 1000));
     assert.not.ok(group.some((hk) => hk.isHot('top:b')));
   } finally {

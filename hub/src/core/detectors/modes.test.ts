@@ -87,6 +87,18 @@ test('topk: the k busiest keys are hot; a key leaves only out of the top 1.5k (o
   assert.ok(s.agg.stats.hot <= 3);
 });
 
+test('topk: a landmark rescale between ticks does not let a smaller key in', () => {
+  const s = setup([{ match: '*', mode: 'topk', k: 1, minQps: 1, windowMs: 100 }]);
+  drive(s, { a: 1000 }, 0, 2950); // τ = 100 ms: the landmark moves every 3 s
+  assert.equal(s.promotes.map((p) => p.key), ['a']);
+  for (let t = 2950; t < 6000; t += 50) {
+    s.setClock(t);
+    s.agg.ingest(['a', 'b'], [100, 20], 0, t); // b's entry check may run right after a rescale
+    if (t % 100 === 0) s.agg.tick(t);
+  }
+  assert.equal(s.promotes.map((p) => p.key), ['a']);
+});
+
 test('topk: the floor keeps quiet keys cold even when they are the top k', () => {
   const s = setup([{ match: '*', mode: 'topk', k: 5, minQps: 100 }]);
   drive(s, { a: 50, b: 20 }, 0, 5000);

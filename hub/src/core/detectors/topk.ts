@@ -202,8 +202,9 @@ export class TopKDetector {
     if (this.hot >= this.exitRank) return false;
     const c = this.summary.raw(key);
     if (c === undefined || c < this.#enter) return false;
-    if (this.#dirty) this.refresh(now);
-    return c >= this.#enter;
+    if (!this.#dirty) return true;
+    this.refresh(now); // may move the landmark: read the count again
+    return this.summary.raw(key)! >= this.#enter;
   }
 
   /** Recomputes the cuts; call every tick. */
