@@ -123,6 +123,8 @@ export class AccessWindow {
   #skip = 1;
   /** some rule samples below the client rate: thin those slots' counted accesses */
   #thinning = false;
+  /** neither sampling nor thinning: the counting path is the unsampled one */
+  #plain = true;
   /** per rule: effective sample rate; [rules.length] is for keys matching no rule */
   #ruleRate = new Float64Array(1).fill(1);
   /** per slot: share of counted accesses kept (rule rate / client rate) */
@@ -141,7 +143,10 @@ export class AccessWindow {
     this.maxCandidates = positiveInt(options.maxCandidates ?? 8192, 'maxCandidates');
     this.sliceMs = positiveInt(options.sliceMs ?? 100, 'sliceMs');
     this.slices = positiveInt(options.slices ?? WINDOW_SLICES, 'slices');
-    this.#admission = positiveInt(options.admission ?? 2, 'admission');
+    // Sampled, one counted access stands for 1 / sampleRate: a key must not need two of them (at
+    // a sampled rate under ~1 per window the halving sketch would never admit it, and the hub
+    // would see mid-rate keys only now and then)
+    this.#admission = (options.sampleRate ?? 1) < 1 ? 1 : positiveInt(options.admission ?? 2, 'admission');
     this.#samples = positiveInt(options.evictionSamples ?? 5, 'evictionSamples');
     this.#sketch = new CountMinSketch({
       depth: positiveInt(options.sketchDepth ?? 4, 'sketchDepth'),
@@ -183,10 +188,21 @@ export class AccessWindow {
    * keeps the slot can count the key's next access with `trackAt`, without a lookup.
    */
   track(key: string): number {
-    if (this.#sampling && this.#sampledOut()) return -1;
+    if (!this.#plain) return this.#trackSampled(key);
     const slot = this.#slotOf.get(key);
     if (slot !== undefined) {
       this.#count(slot);
+      return slot;
+    }
+    return this.#trackCold(key);
+  }
+
+  /** track() when sampling or thinning: kept apart so that the unsampled path stays as small as it was. */
+  #trackSampled(key: string): number {
+    if (this.#sampling && this.#sampledOut()) return -1;
+    const slot = this.#slotOf.get(key);
+    if (slot !== undefined) {
+      this.#countThinned(slot);
       return slot;
     }
     return this.#trackCold(key);
@@ -199,13 +215,18 @@ export class AccessWindow {
    */
   trackAt(slot: number, key: string): boolean {
     if (slot < 0 || this.#keys[slot] !== key) return false;
-    if (this.#sampling && this.#sampledOut()) return true;
-    this.#count(slot);
+    if (this.#plain) this.#count(slot);
+    else if (!this.#sampling || !this.#sampledOut()) this.#countThinned(slot);
     return true;
   }
 
-  #count(slot: number): void {
+  /** A counted access of a sampled or thinned window: a rule with a lower rate drops some. */
+  #countThinned(slot: number): void {
     if (this.#thinning && this.#slotKeep[slot]! < 1 && this.#random() >= this.#slotKeep[slot]!) return;
+    this.#count(slot);
+  }
+
+  #count(slot: number): void {
     this.#sliceCounts[slot * this.slices + this.#currentSlice]!++;
     this.#pending[slot]!++;
     if (++this.#totals[slot]! === this.#crossAt[slot]) this.#cross(slot);
@@ -243,6 +264,7 @@ export class AccessWindow {
       if (rate < this.#sampleRate) this.#thinning = true;
     });
     this.#ruleRate[rules.length] = this.#sampleRate;
+    this.#plain = !this.#sampling && !this.#thinning;
   }
 
   /** effective sample rate of a rule index (-1: no rule) */

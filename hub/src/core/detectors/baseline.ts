@@ -20,8 +20,9 @@
  * was, by the report guarantee, below `reportFraction × floor` cluster-wide in every earlier
  * window; its baseline starts there (mean = variance = that bound). That bound is only sound when
  * this hub has been watching: for `baselineWindows` windows after the detector starts (hub start,
- * rule change, ownership change) a new key is not judged until one whole window of it was seen,
- * and that window seeds its baseline. Windows without reports count as zero.
+ * rule change, ownership change) a new key is not judged until three whole windows of it were
+ * seen: the first seeds its baseline, the next two refine it. Windows without reports count as
+ * zero.
  *
  * Pure: no timers; time comes in as `now` (ms).
  */
@@ -34,8 +35,10 @@ interface Baseline {
   /** tumbling window number the accumulator counts into */
   gen: number;
   acc: number;
-  /** has a baseline to judge by */
+  /** has a baseline */
   seeded: boolean;
+  /** windows folded into the baseline (judged from SEED_WINDOWS on) */
+  seen: number;
   /** the accumulator covers only part of window `gen` (first seen mid-window during warm-up) */
   partial: boolean;
   level: number;
@@ -48,6 +51,8 @@ export interface BaselineOptions {
   reportFraction?: number;
 }
 
+/** a baseline seeded in the warm-up judges only after this many whole windows (one is too noisy) */
+const SEED_WINDOWS = 3;
 /** at most this many empty windows are folded one by one; beyond, the baseline has decayed anyway */
 const MAX_FOLD = 200;
 
@@ -127,6 +132,7 @@ export class BaselineDetector {
       gen,
       acc: 0,
       seeded: !warming,
+      seen: warming ? 0 : SEED_WINDOWS,
       partial: warming && now - gen * this.#windowMs > 0,
       level: Infinity,
     };
@@ -143,13 +149,15 @@ export class BaselineDetector {
           b.mean = b.acc;
           b.variance = b.acc;
           b.seeded = true;
+          b.seen = 1;
         }
         b.partial = false;
       } else {
         this.#fold(b, b.acc);
+        b.seen++;
       }
       if (b.seeded) for (let i = 0; i < Math.min(missed, MAX_FOLD); i++) this.#fold(b, 0);
-      if (b.seeded) b.level = this.#levelOf(b);
+      if (b.seeded && b.seen >= SEED_WINDOWS) b.level = this.#levelOf(b);
     }
     b.acc = 0;
     b.gen = gen;
