@@ -87,7 +87,8 @@ async function main(): Promise<void> {
   const nodeId = nonEmpty('--node-id', args['node-id'] ?? env.HOTKEY_NODE_ID);
   const advertiseUrl = nonEmpty('--advertise-url', args['advertise-url'] ?? env.HOTKEY_ADVERTISE_URL);
   const redis = nonEmpty('--redis', args.redis ?? env.HOTKEY_REDIS);
-  if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl)) usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
+  if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl))
+    usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
 
   let config: HubConfig | undefined;
   try {
@@ -103,10 +104,20 @@ async function main(): Promise<void> {
 
   const hub = await startHub({ port, host, config, coordinator, adminToken, dashboardToken, nodeId, advertiseUrl });
   const pageUrl = `${hub.httpUrl}/`;
-  process.stdout.write(`hotkey hub ${hub.id} listening on ${hub.url} — dashboard ${pageUrl}${redis ? ` — cluster via ${redis.replace(/\/\/[^@]*@/, '//***@')}` : ''}\n`);
-  if (config === undefined) process.stdout.write('running OPEN: no --config, so any app is accepted without a token, with the default rule (1000 accesses per 1 s)\n');
-  if (adminToken === undefined && config?.adminToken === undefined) process.stdout.write('API writes are disabled: set --admin-token to change rules, invalidate or promote over HTTP\n');
-  process.stdout.write(`HOTKEY_READY ${JSON.stringify({ id: hub.id, port: hub.port, url: hub.url, http: hub.httpUrl })}\n`);
+  process.stdout.write(
+    `hotkey hub ${hub.id} listening on ${hub.url} — dashboard ${pageUrl}${redis ? ` — cluster via ${redis.replace(/\/\/[^@]*@/, '//***@')}` : ''}\n`,
+  );
+  if (config === undefined)
+    process.stdout.write(
+      'running OPEN: no --config, so any app is accepted without a token, with the default rule (1000 accesses per 1 s)\n',
+    );
+  if (adminToken === undefined && config?.adminToken === undefined)
+    process.stdout.write(
+      'API writes are disabled: set --admin-token to change rules, invalidate or promote over HTTP\n',
+    );
+  process.stdout.write(
+    `HOTKEY_READY ${JSON.stringify({ id: hub.id, port: hub.port, url: hub.url, http: hub.httpUrl })}\n`,
+  );
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -95,7 +95,9 @@ export class CapacityError extends HotKeyError {
  * side that caught it, not of its peer.
  */
 export function closeCodeOf(err: unknown): number | undefined {
-  return err instanceof HotKeyError && 'closeCode' in err && typeof err.closeCode === 'number' ? err.closeCode : undefined;
+  return err instanceof HotKeyError && 'closeCode' in err && typeof err.closeCode === 'number'
+    ? err.closeCode
+    : undefined;
 }
 
 /** A rule or config that does not validate; `field` names the offending field (`rules[2].threshold`). */

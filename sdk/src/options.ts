@@ -74,20 +74,33 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
 });
 
 /** The options after validation, every default filled in. */
-export type ResolvedClientOptions = ClientTunables & { app: string; token: string | undefined; instanceId: string; host: string };
+export type ResolvedClientOptions = ClientTunables & {
+  app: string;
+  token: string | undefined;
+  instanceId: string;
+  host: string;
+};
 
 /**
  * Validates `options` (TypeError at once on misuse) and fills in the defaults. `hubs` and `now`
  * are checked by the caller, which keeps them apart.
  */
-export function resolveClientOptions(options: ClientOptions, defaultHost: () => string, defaultInstanceId: (host: string) => string): ResolvedClientOptions {
+export function resolveClientOptions(
+  options: ClientOptions,
+  defaultHost: () => string,
+  defaultInstanceId: (host: string) => string,
+): ResolvedClientOptions {
   const { app, token } = options;
-  if (typeof app !== 'string' || app.length === 0 || app.length > 256) throw new TypeError('options.app must be a non-empty string of at most 256 characters');
-  if (token !== undefined && (typeof token !== 'string' || token.length > 256)) throw new TypeError('options.token must be a string of at most 256 characters');
+  if (typeof app !== 'string' || app.length === 0 || app.length > 256)
+    throw new TypeError('options.app must be a non-empty string of at most 256 characters');
+  if (token !== undefined && (typeof token !== 'string' || token.length > 256))
+    throw new TypeError('options.token must be a string of at most 256 characters');
   const host = options.host ?? defaultHost();
   const instanceId = options.instanceId ?? defaultInstanceId(host);
-  if (typeof instanceId !== 'string' || instanceId.length === 0 || instanceId.length > 256) throw new TypeError('options.instanceId must be a non-empty string of at most 256 characters');
-  if (typeof host !== 'string' || host.length > 256) throw new TypeError('options.host must be a string of at most 256 characters');
+  if (typeof instanceId !== 'string' || instanceId.length === 0 || instanceId.length > 256)
+    throw new TypeError('options.instanceId must be a non-empty string of at most 256 characters');
+  if (typeof host !== 'string' || host.length > 256)
+    throw new TypeError('options.host must be a string of at most 256 characters');
   const d = DEFAULT_CLIENT_OPTIONS;
   const resolved: ResolvedClientOptions = {
     app,
@@ -104,28 +117,36 @@ export function resolveClientOptions(options: ClientOptions, defaultHost: () => 
     pingIntervalMs: posInt(options.pingIntervalMs, d.pingIntervalMs, 'pingIntervalMs'),
     livenessTimeoutMs: posInt(options.livenessTimeoutMs, d.livenessTimeoutMs, 'livenessTimeoutMs'),
     invalidateTimeoutMs: posInt(options.invalidateTimeoutMs, d.invalidateTimeoutMs, 'invalidateTimeoutMs'),
-    maxPendingInvalidations: posInt(options.maxPendingInvalidations, d.maxPendingInvalidations, 'maxPendingInvalidations'),
+    maxPendingInvalidations: posInt(
+      options.maxPendingInvalidations,
+      d.maxPendingInvalidations,
+      'maxPendingInvalidations',
+    ),
     maxBufferedBytes: posInt(options.maxBufferedBytes, d.maxBufferedBytes, 'maxBufferedBytes'),
     sampleRate: rate(options.sampleRate, d.sampleRate),
   };
-  if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');
+  if (resolved.reconnectMaxMs < resolved.reconnectMinMs)
+    throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');
   return resolved;
 }
 
 function posInt(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`options.${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new TypeError(`options.${name} must be a positive integer, got ${String(value)}`);
   return value;
 }
 
 function rate(value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !(value > 0 && value <= 1)) throw new TypeError(`options.sampleRate must be a number in (0, 1], got ${String(value)}`);
+  if (typeof value !== 'number' || !(value > 0 && value <= 1))
+    throw new TypeError(`options.sampleRate must be a number in (0, 1], got ${String(value)}`);
   return value;
 }
 
 function nonNegInt(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 0) throw new TypeError(`options.${name} must be a non-negative integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new TypeError(`options.${name} must be a non-negative integer, got ${String(value)}`);
   return value;
 }

@@ -127,16 +127,21 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
   if (typeof match !== 'string' || match.length === 0) fail(`${field}.match`, 'must be a non-empty string');
   if (match.length > MAX_MATCH_LENGTH) fail(`${field}.match`, `must be at most ${MAX_MATCH_LENGTH} characters`);
   const mode = raw.mode === undefined ? 'fixed' : raw.mode;
-  if (typeof mode !== 'string' || !RULE_MODES.includes(mode as RuleMode)) fail(`${field}.mode`, `must be one of ${RULE_MODES.map((m) => `'${m}'`).join(', ')}`);
+  if (typeof mode !== 'string' || !RULE_MODES.includes(mode as RuleMode))
+    fail(`${field}.mode`, `must be one of ${RULE_MODES.map((m) => `'${m}'`).join(', ')}`);
   for (const m of RULE_MODES) {
     if (m === mode) continue;
     for (const name of MODE_FIELDS[m]) {
-      if (raw[name] !== undefined && !MODE_FIELDS[mode as RuleMode].includes(name)) fail(`${field}.${name}`, `is not used in mode '${mode}'`);
+      if (raw[name] !== undefined && !MODE_FIELDS[mode as RuleMode].includes(name))
+        fail(`${field}.${name}`, `is not used in mode '${mode}'`);
     }
   }
   if (mode === 'fixed' && raw.threshold === undefined) fail(`${field}.threshold`, 'is required');
   const rule: Rule = { match, threshold: 0, ...RULE_DEFAULTS };
-  for (const [name, [min, max]] of Object.entries(INTEGER_FIELDS) as [keyof typeof INTEGER_FIELDS, readonly [number, number]][]) {
+  for (const [name, [min, max]] of Object.entries(INTEGER_FIELDS) as [
+    keyof typeof INTEGER_FIELDS,
+    readonly [number, number],
+  ][]) {
     const value = raw[name];
     if (value === undefined || (name === 'threshold' && mode !== 'fixed')) continue;
     if (typeof value !== 'number' || !Number.isInteger(value)) fail(`${field}.${name}`, 'must be an integer');
@@ -149,7 +154,8 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
   }
   if (raw.demoteRatio !== undefined) {
     const ratio = raw.demoteRatio;
-    if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1)) fail(`${field}.demoteRatio`, 'must be a number in (0, 1]');
+    if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1))
+      fail(`${field}.demoteRatio`, 'must be a number in (0, 1]');
     rule.demoteRatio = ratio;
   }
   if (mode !== 'fixed') parseModeFields(raw, rule, mode as RuleMode, field);
@@ -178,7 +184,8 @@ function parseModeFields(raw: Record<string, unknown>, rule: Rule, mode: RuleMod
       if (fallback === undefined) fail(`${field}.${name}`, `is required in mode '${mode}'`);
       return fallback;
     }
-    if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value))) fail(`${field}.${name}`, integer ? 'must be an integer' : 'must be a number');
+    if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value)))
+      fail(`${field}.${name}`, integer ? 'must be an integer' : 'must be a number');
     if (value < min || value > max) fail(`${field}.${name}`, `must be between ${min} and ${max}`);
     return value;
   };
@@ -221,7 +228,8 @@ export function parseTime(value: unknown, field: string): number {
     // Date.parse rolls 02-30 over into March: check the calendar fields themselves
     const [y, mo, d, h, mi, sec] = value.split(/[-T:.Z+]/).map(Number) as number[];
     const days = new Date(Date.UTC(y!, mo!, 0)).getUTCDate();
-    if (Number.isNaN(ms) || mo! < 1 || mo! > 12 || d! < 1 || d! > days || h! > 23 || mi! > 59 || (sec ?? 0) > 59) fail(field, 'is not a valid date');
+    if (Number.isNaN(ms) || mo! < 1 || mo! > 12 || d! < 1 || d! > days || h! > 23 || mi! > 59 || (sec ?? 0) > 59)
+      fail(field, 'is not a valid date');
   } else fail(field, 'must be an ISO 8601 date or ms since epoch');
   if (ms < 0 || ms > MAX_TIME) fail(field, 'is out of range');
   return ms;

@@ -126,7 +126,8 @@ function simulate(trace: Trace, rule: unknown, sampleRate: number): Run {
     for (;;) {
       let who = -1;
       let when = Math.min(nextTick <= t ? nextTick : Infinity, isTopk && nextSample <= t ? nextSample : Infinity);
-      for (let i = 0; i < INSTANCES; i++) if (nextFlush[i]! <= t && nextFlush[i]! < when) (when = nextFlush[i]!), (who = i);
+      for (let i = 0; i < INSTANCES; i++)
+        if (nextFlush[i]! <= t && nextFlush[i]! < when) (when = nextFlush[i]!), (who = i);
       if (when === Infinity) return;
       clock = when;
       if (who >= 0) {
@@ -141,7 +142,12 @@ function simulate(trace: Trace, rule: unknown, sampleRate: number): Run {
         nextTick += TICK_MS;
       } else {
         if (when >= WARMUP_MS / 3) {
-          const truth = new Set([...exact].sort((a, b) => b[1] - a[1]).slice(0, K).map(([key]) => key));
+          const truth = new Set(
+            [...exact]
+              .sort((a, b) => b[1] - a[1])
+              .slice(0, K)
+              .map(([key]) => key),
+          );
           const hot = aggregator.hot(when).map((v) => v.key);
           const hits = hot.filter((key) => truth.has(key)).length;
           samples.push({ precision: hot.length === 0 ? 1 : hits / hot.length, recall: hits / K });
@@ -226,7 +232,9 @@ benchMain(async ({ quick }) => {
         ours: g.latencies.length ? percentile(g.latencies, 50) : NaN,
         unit: 'ms',
         better: 'lower',
-        note: g.latencies.length ? `max ${Math.round(Math.max(...g.latencies))} ms, ${g.latencies.length} detected` : 'none detected',
+        note: g.latencies.length
+          ? `max ${Math.round(Math.max(...g.latencies))} ms, ${g.latencies.length} detected`
+          : 'none detected',
       },
     );
   }
@@ -234,7 +242,8 @@ benchMain(async ({ quick }) => {
   for (const rate of [1, 0.01]) {
     const run = simulate(trace, { match: '*', mode: 'topk', k: K, minQps: 20 }, rate);
     const samples = run.topk ?? [];
-    const avg = (f: (s: { precision: number; recall: number }) => number) => samples.reduce((a, s) => a + f(s), 0) / Math.max(1, samples.length);
+    const avg = (f: (s: { precision: number; recall: number }) => number) =>
+      samples.reduce((a, s) => a + f(s), 0) / Math.max(1, samples.length);
     const bench = `8 modes top-K k=${K}${rate < 1 ? ', 1 % sampled' : ''}`;
     rows.push(
       {

@@ -329,7 +329,11 @@ test('a pre-declared hot window shows on the rules page with a badge while it is
   assert.is(res.status, 200, JSON.stringify(res.body));
   await watched.page.goto(`${hub.httpUrl}/#/rules/shop`);
   const cell = watched.page.getByTestId('predeclared-window');
-  await waitFor('pre-declared window row', async () => ((await cell.count()) === 1 ? ((await cell.textContent()) ?? '').includes('hot now') : false), 5000);
+  await waitFor(
+    'pre-declared window row',
+    async () => ((await cell.count()) === 1 ? ((await cell.textContent()) ?? '').includes('hot now') : false),
+    5000,
+  );
   await shot('rules-predeclared');
 });
 

@@ -19,7 +19,10 @@ test.after(async () => {
   await cluster?.close();
 });
 
-const predeclared = (hub: string) => httpJson(`${cluster.hub(hub).httpUrl}/api/apps/${APP}/predeclared`, { headers: { authorization: `Bearer ${ADMIN}` } });
+const predeclared = (hub: string) =>
+  httpJson(`${cluster.hub(hub).httpUrl}/api/apps/${APP}/predeclared`, {
+    headers: { authorization: `Bearer ${ADMIN}` },
+  });
 
 test('a window declared on one hub is promoted by the owner at its start and survives restarts of every hub', async () => {
   const from = Date.now() + 1500;
@@ -30,7 +33,11 @@ test('a window declared on one hub is promoted by the owner at its start and sur
     body: JSON.stringify({ match: 'item:launch', from, until }),
   });
   assert.is(res.status, 200, JSON.stringify(res.body));
-  await waitFor('hub-b lists the window', async () => (await predeclared('hub-b')).body.predeclared?.length === 1, 5000);
+  await waitFor(
+    'hub-b lists the window',
+    async () => (await predeclared('hub-b')).body.predeclared?.length === 1,
+    5000,
+  );
   assert.not.ok(cluster.clients.some((hk) => hk.isHot('item:launch')));
   await waitFor('item:launch hot at every SDK', () => cluster.clients.every((hk) => hk.isHot('item:launch')), 5000);
 

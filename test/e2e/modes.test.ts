@@ -26,8 +26,14 @@ const e2e = hubInProcess(test, {
   },
   tunables: { configDebounceMs: 10 },
 });
-const api = (path: string, init: RequestInit & { token?: string } = {}) => request(e2e.hub.httpUrl + path, { token: ADMIN, ...init }, 3000);
-const post = (body: unknown) => api('/api/apps/shop/predeclared', { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+const api = (path: string, init: RequestInit & { token?: string } = {}) =>
+  request(e2e.hub.httpUrl + path, { token: ADMIN, ...init }, 3000);
+const post = (body: unknown) =>
+  api('/api/apps/shop/predeclared', {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
 
 test('pre-declared exact key: hot at every SDK at its window start, with no traffic at all', async () => {
   const group = await e2e.sdks(2);
@@ -35,7 +41,10 @@ test('pre-declared exact key: hot at every SDK at its window start, with no traf
   const answer = await post({ match: 'item:sale-1', from: new Date(from).toISOString(), until: from + 60_000 });
   assert.is(answer.status, 200, JSON.stringify(answer.body));
   assert.equal(answer.body.predeclared, [{ match: 'item:sale-1', from, until: from + 60_000, active: false }]);
-  assert.not.ok(group.some((hk) => hk.isHot('item:sale-1')), 'not before its window');
+  assert.not.ok(
+    group.some((hk) => hk.isHot('item:sale-1')),
+    'not before its window',
+  );
   await waitFor('item:sale-1 hot at both SDKs', () => group.every((hk) => hk.isHot('item:sale-1')), 3000);
   assert.ok(Date.now() >= from);
   const listed = await api('/api/apps/shop/predeclared');
@@ -43,7 +52,9 @@ test('pre-declared exact key: hot at every SDK at its window start, with no traf
   const rules = await api('/api/apps/shop/rules');
   const rule = rules.body.rules.find((r: { match: string }) => r.match === 'item:sale-1');
   assert.is(rule.threshold, 100_000, 'copies the detection of the rule that covered it');
-  const deleted = await api(`/api/apps/shop/predeclared?match=${encodeURIComponent('item:sale-1')}`, { method: 'DELETE' });
+  const deleted = await api(`/api/apps/shop/predeclared?match=${encodeURIComponent('item:sale-1')}`, {
+    method: 'DELETE',
+  });
   assert.is(deleted.status, 200);
   assert.equal(deleted.body.predeclared, []);
 });
@@ -79,7 +90,11 @@ test('pre-declared: bad input is a 400 HK_ERR_RULES naming the field; nothing ch
   const denied = await api('/api/apps/shop/predeclared', { method: 'POST', token: 'wrong', body: '{}' });
   assert.ok(denied.status === 401 || denied.status === 403, `status ${denied.status}`);
   assert.is((await post({ match: 'item:x', from: 1, until: 2 })).status, 200);
-  assert.equal((await api('/api/apps/shop/rules')).body.rules.length, before.length + 1, 'only the valid window above was added');
+  assert.equal(
+    (await api('/api/apps/shop/rules')).body.rules.length,
+    before.length + 1,
+    'only the valid window above was added',
+  );
   const removed = await api(`/api/apps/shop/predeclared?match=${encodeURIComponent('item:x')}`, { method: 'DELETE' });
   assert.is(removed.status, 200);
   assert.is((await api('/api/apps/shop/predeclared?match=nope', { method: 'DELETE' })).status, 404);
@@ -88,7 +103,11 @@ test('pre-declared: bad input is a 400 HK_ERR_RULES naming the field; nothing ch
 test('baseline rule: a key that jumps far above its own normal is promoted; a busy steady key is not', async () => {
   const group = await e2e.sdks(1);
   // a new rule starts a new warm-up: keys seen in it seed their baseline from what they show
-  const rules = (await api('/api/apps/shop/rules')).body.rules.map((r: { match: string }) => (r.match === 'feed:*' ? { match: 'feed:*', mode: 'baseline', minQps: 50, factor: 3, baselineWindows: 4, windowMs: 500 } : r));
+  const rules = (await api('/api/apps/shop/rules')).body.rules.map((r: { match: string }) =>
+    r.match === 'feed:*'
+      ? { match: 'feed:*', mode: 'baseline', minQps: 50, factor: 3, baselineWindows: 4, windowMs: 500 }
+      : r,
+  );
   assert.is((await api('/api/apps/shop/rules', { method: 'PUT', body: JSON.stringify(rules) })).status, 200);
   await new Promise((r) => setTimeout(r, 100));
   const busy = drive(group, 'feed:busy', 400);

@@ -82,29 +82,42 @@ export class RedisCoordinator implements Coordinator {
   badMessages = 0;
 
   constructor(opts: RedisCoordinatorOptions) {
-    if (typeof opts.url !== 'string' || !/^rediss?:\/\//.test(opts.url)) throw new TypeError(`redis url must start with redis:// or rediss://, got ${String(opts.url)}`);
+    if (typeof opts.url !== 'string' || !/^rediss?:\/\//.test(opts.url))
+      throw new TypeError(`redis url must start with redis:// or rediss://, got ${String(opts.url)}`);
     this.selfId = opts.nodeId ?? `hub-${Math.random().toString(36).slice(2, 10)}`;
     this.#url = opts.url;
     this.#prefix = opts.prefix ?? 'hotkey:';
     this.#open = opts.open ?? false;
     this.#heartbeatMs = opts.heartbeatMs ?? 500;
     this.#ttlMs = opts.memberTtlMs ?? 2000;
-    if (this.#ttlMs <= this.#heartbeatMs) throw new TypeError(`memberTtlMs (${this.#ttlMs}) must exceed heartbeatMs (${this.#heartbeatMs})`);
+    if (this.#ttlMs <= this.#heartbeatMs)
+      throw new TypeError(`memberTtlMs (${this.#ttlMs}) must exceed heartbeatMs (${this.#heartbeatMs})`);
     this.#rulesPollMs = opts.rulesPollMs ?? 500;
     this.#startTimeoutMs = opts.startTimeoutMs ?? 2000;
     this.#statusStaleMs = opts.statusStaleMs ?? 10_000;
     this.#log = opts.log ?? ((message) => console.warn(`[hotkey-hub] ${message}`));
     // A reply slower than the member TTL is useless anyway: by then the others dropped this hub.
-    const clientOpts = { url: opts.url, maxBackoffMs: opts.maxBackoffMs, commandTimeoutMs: Math.min(1000, this.#ttlMs) };
+    const clientOpts = {
+      url: opts.url,
+      maxBackoffMs: opts.maxBackoffMs,
+      commandTimeoutMs: Math.min(1000, this.#ttlMs),
+    };
     this.#client = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}` });
     this.#subscriber = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}:sub`, subscriber: true });
     this.#rules = new RedisRules({ client: this.#client, prefix: this.#prefix, apps: opts.apps ?? {}, log: this.#log });
-    this.#history = new RedisHistory({ client: this.#client, prefix: this.#prefix, maxLen: opts.historyMaxLen, maxBuffered: opts.historyBuffer, log: this.#log });
+    this.#history = new RedisHistory({
+      client: this.#client,
+      prefix: this.#prefix,
+      maxLen: opts.historyMaxLen,
+      maxBuffered: opts.historyBuffer,
+      log: this.#log,
+    });
   }
 
   async start(self: Member): Promise<void> {
     if (this.#membership) throw new TypeError('start() was already called');
-    if (self.id !== this.selfId) throw new TypeError(`start(self): self.id "${self.id}" differs from selfId "${this.selfId}"`);
+    if (self.id !== this.selfId)
+      throw new TypeError(`start(self): self.id "${self.id}" differs from selfId "${this.selfId}"`);
     const membership = new RedisMembership({ client: this.#client, prefix: this.#prefix, self, ttlMs: this.#ttlMs });
     this.#membership = membership;
     membership.onChange((epoch, members) => {
@@ -116,7 +129,15 @@ export class RedisCoordinator implements Coordinator {
     this.#subscriber.on('ready', () => this.#maybeRecovered());
     this.#subscriber.on('close', () => this.#markDown());
     this.#subscriber.on('message', (channel: string, message: string) => this.#onMessage(channel, message));
-    this.#subscriber.subscribe(membership.channel, membership.aliveChannel, this.#rules.channel, this.#channel('events'), this.#channel('status')).catch(() => {});
+    this.#subscriber
+      .subscribe(
+        membership.channel,
+        membership.aliveChannel,
+        this.#rules.channel,
+        this.#channel('events'),
+        this.#channel('status'),
+      )
+      .catch(() => {});
     connectInBackground(this.#client);
     connectInBackground(this.#subscriber);
 
@@ -131,7 +152,9 @@ export class RedisCoordinator implements Coordinator {
       });
     });
     if (!(await synced) && !this.#closed) {
-      this.#log(`cannot reach Redis at ${this.#url}: serving alone with the configured rules and retrying in the background`);
+      this.#log(
+        `cannot reach Redis at ${this.#url}: serving alone with the configured rules and retrying in the background`,
+      );
     }
   }
 
@@ -141,7 +164,9 @@ export class RedisCoordinator implements Coordinator {
     try {
       await membership.leave();
     } catch (err) {
-      this.#log(`could not remove this hub from the member list in Redis (${(err as Error).message}); it expires within ${this.#ttlMs} ms`);
+      this.#log(
+        `could not remove this hub from the member list in Redis (${(err as Error).message}); it expires within ${this.#ttlMs} ms`,
+      );
     }
   }
 
@@ -193,7 +218,9 @@ export class RedisCoordinator implements Coordinator {
       this.droppedEvents++;
       return;
     }
-    this.#client.publish(this.#channel('events'), JSON.stringify({ from: this.selfId, event })).catch(() => this.droppedEvents++);
+    this.#client
+      .publish(this.#channel('events'), JSON.stringify({ from: this.selfId, event }))
+      .catch(() => this.droppedEvents++);
   }
 
   onEvent(listener: (event: HubEvent) => void): void {
@@ -215,18 +242,28 @@ export class RedisCoordinator implements Coordinator {
     // Listed only while their hub is a member; kept meanwhile, since a status may arrive before
     // the membership change that announces its hub.
     const live = new Set(this.members().members.map((m) => m.id));
-    return [...this.#statuses.values()].filter((s) => s.id === this.selfId || live.has(s.id)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.#statuses.values()]
+      .filter((s) => s.id === this.selfId || live.has(s.id))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   health(): Health {
     if (!this.#membership) return { state: 'degraded', detail: 'not started' };
     if (this.#closed) return { state: 'degraded', detail: 'closed' };
     const beatAge = Date.now() - this.#membership.lastBeatAt;
-    if (isReady(this.#client) && isReady(this.#subscriber) && this.#synced && (this.#membership.left || beatAge < this.#ttlMs)) {
+    if (
+      isReady(this.#client) &&
+      isReady(this.#subscriber) &&
+      this.#synced &&
+      (this.#membership.left || beatAge < this.#ttlMs)
+    ) {
       return { state: 'ok', detail: `redis ${this.#url}` };
     }
     const since = this.#downSince === undefined ? '' : ` since ${new Date(this.#downSince).toISOString()}`;
-    return { state: 'degraded', detail: `redis ${this.#url} unreachable${since}: serving the last known members and rules, reconnecting` };
+    return {
+      state: 'degraded',
+      detail: `redis ${this.#url} unreachable${since}: serving the last known members and rules, reconnecting`,
+    };
   }
 
   /** counters exported at /metrics as `hotkey_cluster_*` */
@@ -329,7 +366,13 @@ export class RedisCoordinator implements Coordinator {
       this.#emitEvent(event);
     } else if (channel === this.#channel('status')) {
       const status = parseJson(message) as HubStatus | undefined;
-      if (typeof status !== 'object' || status === null || typeof status.id !== 'string' || typeof status.updatedAt !== 'number') return void this.badMessages++;
+      if (
+        typeof status !== 'object' ||
+        status === null ||
+        typeof status.id !== 'string' ||
+        typeof status.updatedAt !== 'number'
+      )
+        return void this.badMessages++;
       if (status.id === this.selfId) return;
       if (!this.#statuses.has(status.id) && this.#statuses.size >= MAX_MEMBERS) return;
       this.#statuses.set(status.id, status);

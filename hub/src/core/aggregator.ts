@@ -186,7 +186,13 @@ export class Aggregator {
   }
 
   get stats(): AggregatorStats {
-    return { keys: this.#slotOf.size, hot: this.#hotSlots.size, dropped: this.#dropped, evicted: this.#evicted, ignored: this.#ignored };
+    return {
+      keys: this.#slotOf.size,
+      hot: this.#hotSlots.size,
+      dropped: this.#dropped,
+      evicted: this.#evicted,
+      ignored: this.#ignored,
+    };
   }
 
   /**
@@ -424,7 +430,8 @@ export class Aggregator {
     this.#accept = accept;
     this.#negative.clear();
     // keys this hub did not watch may arrive now: their baselines need a fresh warm-up
-    for (const detector of this.#detectors) if (detector instanceof BaselineDetector) detector.restartWarmup(this.#lastNow);
+    for (const detector of this.#detectors)
+      if (detector instanceof BaselineDetector) detector.restartWarmup(this.#lastNow);
     if (accept === undefined) return 0;
     let removed = 0;
     for (const [key, slot] of [...this.#slotOf]) {
@@ -476,7 +483,10 @@ export class Aggregator {
       const id = mode === MODE_FIXED ? '' : JSON.stringify(detection);
       let detector = kept.get(id);
       if (id !== '' && detector === undefined) {
-        detector = mode === MODE_BASELINE ? new BaselineDetector(rule, now, { maxKeys: this.#maxKeys, reportFraction: this.#reportFraction }) : new TopKDetector(rule, now);
+        detector =
+          mode === MODE_BASELINE
+            ? new BaselineDetector(rule, now, { maxKeys: this.#maxKeys, reportFraction: this.#reportFraction })
+            : new TopKDetector(rule, now);
       }
       if (detector instanceof TopKDetector) detector.hot = 0; // recounted by setRules
       kept.delete(id);
@@ -534,7 +544,8 @@ export class Aggregator {
     const tick = this.#tick[slot]!;
     const base = slot * WINDOW_SLICES;
     for (let age = WINDOW_SLICES - 1; age > 0; age--) {
-      if (this.#slices[base + ((tick - age) % WINDOW_SLICES + WINDOW_SLICES) % WINDOW_SLICES]! > 0) return Math.max(0, now - (tick - age) * sliceMs);
+      if (this.#slices[base + ((((tick - age) % WINDOW_SLICES) + WINDOW_SLICES) % WINDOW_SLICES)]! > 0)
+        return Math.max(0, now - (tick - age) * sliceMs);
     }
     return Math.max(0, now - tick * sliceMs);
   }
@@ -559,7 +570,8 @@ export class Aggregator {
     if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
     const base = slot * REPORTER_WORDS;
     let ones = 0;
-    for (let w = 0; w < REPORTER_WORDS; w++) ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
+    for (let w = 0; w < REPORTER_WORDS; w++)
+      ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
     const zeros = REPORTER_BITS - ones;
     if (zeros === 0) return Math.round(REPORTER_BITS * Math.log(REPORTER_BITS));
     return Math.round(-REPORTER_BITS * Math.log(zeros / REPORTER_BITS));
@@ -574,7 +586,8 @@ export class Aggregator {
       this.#hotSince[slot] = now;
       const detector = this.#detectors[r];
       if (detector instanceof TopKDetector) detector.hot++;
-      if (this.#rMode[r] !== MODE_FIXED && !(this.#level[slot]! > 0 && this.#level[slot]! < Infinity)) this.#level[slot] = this.#rThreshold[r]!;
+      if (this.#rMode[r] !== MODE_FIXED && !(this.#level[slot]! > 0 && this.#level[slot]! < Infinity))
+        this.#level[slot] = this.#rThreshold[r]!;
     }
     const latency = manual ? undefined : this.#accumulatedFor(slot, now);
     let rule = this.#ruleSet.rules[r]!;

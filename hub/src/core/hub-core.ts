@@ -7,7 +7,18 @@
  */
 import { ErrorCode, ProtocolError, closeCodeOf } from '@hotkey/sdk';
 import { Ownership } from '@hotkey/sdk/ownership';
-import { CloseCode, encode, MAX_FRAME_BYTES, MsgType, PROTOCOL_VERSION, type HotEntry, type Hello, type InvalidateRequest, type Member, type Report } from '@hotkey/sdk/protocol';
+import {
+  CloseCode,
+  encode,
+  MAX_FRAME_BYTES,
+  MsgType,
+  PROTOCOL_VERSION,
+  type HotEntry,
+  type Hello,
+  type InvalidateRequest,
+  type Member,
+  type Report,
+} from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
@@ -83,12 +94,20 @@ export class HubCore implements SessionHost {
       onPromote: (app, key, rule, qps, latencyMs, manual) => this.#onPromote(app, key, rule, qps, latencyMs, manual),
       onDemote: (app, key, qps, reason) => this.#onDemote(app, key, qps, reason),
     });
-    this.#invalidations = new InvalidationRouter({ hubId: this.id, metrics: this.metrics, now: this.#now, publish: (event) => this.#publish(event) });
+    this.#invalidations = new InvalidationRouter({
+      hubId: this.id,
+      metrics: this.metrics,
+      now: this.#now,
+      publish: (event) => this.#publish(event),
+    });
     this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#apps.rulesChanged(app, rules)));
-    this.coordinator.onMembers((epoch, members) => this.#guard('members change', () => this.#membersChanged(epoch, members)));
+    this.coordinator.onMembers((epoch, members) =>
+      this.#guard('members change', () => this.#membersChanged(epoch, members)),
+    );
     this.coordinator.onEvent((event) => {
       this.#recent.push(event);
-      if (this.#recent.length > this.tunables.recentEvents * 2) this.#recent = this.#recent.slice(-this.tunables.recentEvents);
+      if (this.#recent.length > this.tunables.recentEvents * 2)
+        this.#recent = this.#recent.slice(-this.tunables.recentEvents);
     });
   }
 
@@ -104,7 +123,13 @@ export class HubCore implements SessionHost {
     const session = new Session(peer, this, this.#now());
     this.metrics.connectionsAccepted++;
     if (this.#closing) {
-      session.fail(new ProtocolError(ErrorCode.Unavailable, 'hub is shutting down', this.clustered ? CloseCode.Leaving : CloseCode.GoingAway));
+      session.fail(
+        new ProtocolError(
+          ErrorCode.Unavailable,
+          'hub is shutting down',
+          this.clustered ? CloseCode.Leaving : CloseCode.GoingAway,
+        ),
+      );
       return session;
     }
     this.#awaitingHello.add(session);
@@ -113,7 +138,11 @@ export class HubCore implements SessionHost {
 
   hello(session: Session, hello: Hello): void {
     if (hello.v !== PROTOCOL_VERSION) {
-      throw new ProtocolError(ErrorCode.Version, `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`, CloseCode.Version);
+      throw new ProtocolError(
+        ErrorCode.Version,
+        `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`,
+        CloseCode.Version,
+      );
     }
     if (hello.role === 'dashboard') {
       // pages get the live feed on LIVE_PATH (http/dashboard-feed.ts), not on the SDK endpoint
@@ -179,7 +208,10 @@ export class HubCore implements SessionHost {
 
   faulted(session: Session, err: unknown): void {
     this.metrics.protocolErrors++;
-    if (closeCodeOf(err) === undefined) this.#log(`session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`);
+    if (closeCodeOf(err) === undefined)
+      this.#log(
+        `session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`,
+      );
   }
 
   // ---- commands from the API ----
@@ -253,7 +285,19 @@ export class HubCore implements SessionHost {
       ignored += stats.ignored;
     }
     const mem = process.memoryUsage();
-    return { connections: this.#apps.connections, apps: this.#apps.size, keysTracked, hotKeys, dropped, evicted, ignored, heapUsed: mem.heapUsed, rss: mem.rss, ingestRate: this.#ingestRate, qpsHistoryKeys: this.qpsHistory.size };
+    return {
+      connections: this.#apps.connections,
+      apps: this.#apps.size,
+      keysTracked,
+      hotKeys,
+      dropped,
+      evicted,
+      ignored,
+      heapUsed: mem.heapUsed,
+      rss: mem.rss,
+      ingestRate: this.#ingestRate,
+      qpsHistoryKeys: this.qpsHistory.size,
+    };
   }
 
   // ---- time ----
@@ -262,18 +306,21 @@ export class HubCore implements SessionHost {
   tick(): void {
     const now = this.#now();
     for (const session of this.#awaitingHello) {
-      if (now - session.connectedAt >= this.tunables.helloTimeoutMs) session.helloTimedOut(this.tunables.helloTimeoutMs);
+      if (now - session.connectedAt >= this.tunables.helloTimeoutMs)
+        session.helloTimedOut(this.tunables.helloTimeoutMs);
     }
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => {
         app.aggregator.tick(now);
         if (app.aggregator.transitionDue(now)) this.#apps.scheduleConfig(app); // a pre-declared window opened or closed
         app.invalidations.expire(now);
-        if (app.sessions.size === 0 && app.aggregator.stats.keys === 0 && app.invalidations.pending === 0) this.#apps.drop(app);
+        if (app.sessions.size === 0 && app.aggregator.stats.keys === 0 && app.invalidations.pending === 0)
+          this.#apps.drop(app);
       });
     }
     if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
-    if (now - this.#lastStatusAt >= this.tunables.statusIntervalMs) this.#guard('status', () => this.publishStatus(now));
+    if (now - this.#lastStatusAt >= this.tunables.statusIntervalMs)
+      this.#guard('status', () => this.publishStatus(now));
   }
 
   publishStatus(now = this.#now()): void {
@@ -316,7 +363,8 @@ export class HubCore implements SessionHost {
 
   #sampleHistory(now: number): void {
     const hot: QpsSample[] = [];
-    for (const app of this.#apps.values()) for (const v of app.aggregator.hot(now)) hot.push({ app: app.name, key: v.key, qps: v.qps });
+    for (const app of this.#apps.values())
+      for (const v of app.aggregator.hot(now)) hot.push({ app: app.name, key: v.key, qps: v.qps });
     this.qpsHistory.sample(now, hot, (appName, key) => this.#coldQps(appName, key, now));
   }
 
@@ -342,9 +390,24 @@ export class HubCore implements SessionHost {
     }
   }
 
-  #onPromote(app: AppState, key: string, rule: Rule, qps: number, latencyMs: number | undefined, manual: boolean): void {
+  #onPromote(
+    app: AppState,
+    key: string,
+    rule: Rule,
+    qps: number,
+    latencyMs: number | undefined,
+    manual: boolean,
+  ): void {
     const at = this.#now();
-    app.broadcaster.broadcast({ t: MsgType.Promote, key, qps, hotMs: rule.hotMs, cacheTtlMs: rule.cacheTtlMs, cache: rule.cache, at });
+    app.broadcaster.broadcast({
+      t: MsgType.Promote,
+      key,
+      qps,
+      hotMs: rule.hotMs,
+      cacheTtlMs: rule.cacheTtlMs,
+      cache: rule.cache,
+      at,
+    });
     this.metrics.promotions++;
     const event: HubEvent = { type: 'promote', app: app.name, key, qps, at, hub: this.id };
     if (latencyMs !== undefined) event.latencyMs = latencyMs;
@@ -379,7 +442,13 @@ export class HubCore implements SessionHost {
     for (const v of views) {
       bytes += 3 * v.key.length + 80; // worst-case UTF-8 key + field names and numbers
       if (bytes > MAX_FRAME_BYTES) break;
-      hot.push({ key: v.key, ttlMs: Math.ceil(v.ttlMs), cacheTtlMs: v.rule.cacheTtlMs, cache: v.rule.cache, qps: v.qps });
+      hot.push({
+        key: v.key,
+        ttlMs: Math.ceil(v.ttlMs),
+        cacheTtlMs: v.rule.cacheTtlMs,
+        cache: v.rule.cache,
+        qps: v.qps,
+      });
     }
     app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Snapshot, seq: app.broadcaster.seq, hot }));
   }

@@ -56,7 +56,9 @@ export class InvalidationRouter {
    * flushed namespace and every SDK drops every cached value of it (the flag rides along).
    */
   broadcast(app: AppState, key: string, manual: boolean, flush = false): number {
-    const seq = app.broadcaster.broadcast(flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key });
+    const seq = app.broadcaster.broadcast(
+      flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key },
+    );
     this.#opts.metrics.invalidations++;
     const event: HubEvent = {
       type: 'invalidate',

@@ -79,11 +79,14 @@ export function predeclaredRows(rules: readonly Rule[], now: number): Predeclare
  * Throws ValidationError (HK_ERR_RULES) naming `match`, `from` or `until`.
  */
 export function predeclaredRules(current: readonly Rule[], body: unknown): unknown[] {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) bad('body', 'must be {"match", "from", "until"}');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    bad('body', 'must be {"match", "from", "until"}');
   const raw = body as Record<string, unknown>;
-  for (const name of Object.keys(raw)) if (name !== 'match' && name !== 'from' && name !== 'until') bad(name, 'unknown field');
+  for (const name of Object.keys(raw))
+    if (name !== 'match' && name !== 'from' && name !== 'until') bad(name, 'unknown field');
   const match = raw.match;
-  if (typeof match !== 'string' || match.length === 0) bad('match', 'must be a non-empty string (an exact key or a glob)');
+  if (typeof match !== 'string' || match.length === 0)
+    bad('match', 'must be a non-empty string (an exact key or a glob)');
   if (match.length > MAX_MATCH_LENGTH) bad('match', `must be at most ${MAX_MATCH_LENGTH} characters`);
   checkPredeclaredMatch(match, 'match');
   if (raw.from === undefined) bad('from', 'is required');

@@ -91,10 +91,12 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
   async function deletePredeclared({ res, query, params }: RequestContext): Promise<void> {
     const app = knownApp(params[0]);
     const match = query.get('match');
-    if (match === null) throw new HttpError(400, ErrorCode.BadRequest, 'query parameter "match" is required (URL-encoded)', 'match');
+    if (match === null)
+      throw new HttpError(400, ErrorCode.BadRequest, 'query parameter "match" is required (URL-encoded)', 'match');
     const current = coordinator.rules(app);
     const next = withoutPredeclared(current, match);
-    if (next === undefined) throw new HttpError(404, ErrorCode.NotFound, `no pre-declared window for "${match.slice(0, 64)}"`, 'match');
+    if (next === undefined)
+      throw new HttpError(404, ErrorCode.NotFound, `no pre-declared window for "${match.slice(0, 64)}"`, 'match');
     const rules = await storeRules(app, () => next);
     sendJson(res, 200, { app, predeclared: predeclaredRows(rules, Date.now()) });
   }

@@ -22,9 +22,11 @@ import { SocketServer, WS_PATH } from './socket-server.ts';
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   const t = { ...DEFAULT_TUNABLES, ...input };
   for (const [name, value] of Object.entries(t)) {
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new TypeError(`tunables.${name} must be a non-negative finite number, got ${String(value)}`);
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      throw new TypeError(`tunables.${name} must be a non-negative finite number, got ${String(value)}`);
   }
-  if (!(t.localThresholdFraction > 0 && t.localThresholdFraction <= 1)) throw new TypeError('tunables.localThresholdFraction must be in (0, 1]');
+  if (!(t.localThresholdFraction > 0 && t.localThresholdFraction <= 1))
+    throw new TypeError('tunables.localThresholdFraction must be in (0, 1]');
   if (t.tickMs < 1) throw new TypeError('tunables.tickMs must be at least 1');
   return t;
 }
@@ -51,7 +53,17 @@ export class Hub {
   ready = false;
 
   /** @internal use startHub */
-  constructor(parts: { id: string; core: HubCore; coordinator: Coordinator; httpServer: Server; sockets: SocketServer; feed?: DashboardFeed; host: string; advertiseUrl?: string; open: boolean }) {
+  constructor(parts: {
+    id: string;
+    core: HubCore;
+    coordinator: Coordinator;
+    httpServer: Server;
+    sockets: SocketServer;
+    feed?: DashboardFeed;
+    host: string;
+    advertiseUrl?: string;
+    open: boolean;
+  }) {
     this.id = parts.id;
     this.core = parts.core;
     this.coordinator = parts.coordinator;
@@ -165,7 +177,17 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   });
   httpServer.on('error', (err) => log(`http server error: ${err.message}`));
 
-  hub = new Hub({ id, core, coordinator, httpServer, sockets, feed, host, advertiseUrl: options.advertiseUrl, open: config === undefined && options.coordinator === undefined });
+  hub = new Hub({
+    id,
+    core,
+    coordinator,
+    httpServer,
+    sockets,
+    feed,
+    host,
+    advertiseUrl: options.advertiseUrl,
+    open: config === undefined && options.coordinator === undefined,
+  });
   core.url = hub.url;
   try {
     await coordinator.start({ id, url: hub.url });

@@ -12,11 +12,9 @@ export interface HubConfigInput {
   dashboardToken?: string;
 }
 
-
 /** where a hub listens unless told otherwise (`--port`, `--host`, `HubOptions`) */
 export const DEFAULT_PORT = 7070;
 export const DEFAULT_HOST = '127.0.0.1';
-
 
 export interface HubOptions {
   /** TCP port; 0 picks a free one @default DEFAULT_PORT (7070) */

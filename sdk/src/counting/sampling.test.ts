@@ -40,7 +40,12 @@ test('sampleRate: trackAt on a remembered slot samples too, and a sampled-out ac
 });
 
 test("a rule's sampleRate lowers the rate for its keys only", () => {
-  const rules = new RuleSet(parseRules([{ match: 'cheap:*', threshold: 10, sampleRate: 0.05 }, { match: '*', threshold: 10 }]));
+  const rules = new RuleSet(
+    parseRules([
+      { match: 'cheap:*', threshold: 10, sampleRate: 0.05 },
+      { match: '*', threshold: 10 },
+    ]),
+  );
   const w = new AccessWindow({ admission: 1, now: 0, rules });
   w.setThresholds([1, 1]);
   times(w, 'cheap:1', 20_000);
@@ -54,9 +59,27 @@ test("a rule's sampleRate lowers the rate for its keys only", () => {
 
 test('sampleRate is validated: client option and rule field', () => {
   assert.throws(() => new AccessWindow({ sampleRate: 0 }), /sampleRate/);
-  assert.throws(() => resolveClientOptions({ app: 'a', hubs: [], sampleRate: 1.5 }, () => 'h', () => 'i'), /options\.sampleRate must be a number in \(0, 1\]/);
-  assert.is(resolveClientOptions({ app: 'a', hubs: [] }, () => 'h', () => 'i').sampleRate, 1);
-  assert.throws(() => parseRules([{ match: '*', threshold: 1, sampleRate: -1 }]), /rules\[0\]\.sampleRate: must be a number in \(0, 1\]/);
+  assert.throws(
+    () =>
+      resolveClientOptions(
+        { app: 'a', hubs: [], sampleRate: 1.5 },
+        () => 'h',
+        () => 'i',
+      ),
+    /options\.sampleRate must be a number in \(0, 1\]/,
+  );
+  assert.is(
+    resolveClientOptions(
+      { app: 'a', hubs: [] },
+      () => 'h',
+      () => 'i',
+    ).sampleRate,
+    1,
+  );
+  assert.throws(
+    () => parseRules([{ match: '*', threshold: 1, sampleRate: -1 }]),
+    /rules\[0\]\.sampleRate: must be a number in \(0, 1\]/,
+  );
 });
 
 test.run();

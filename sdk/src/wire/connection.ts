@@ -8,7 +8,18 @@
 import WebSocket from 'ws';
 import { AuthError, closeCodeOf, ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
 import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
-import { CloseCode, decodeServerMessage, encode, FATAL_CLOSE_CODES, MAX_FRAME_BYTES, MsgType, type ClientMessage, type Hello, type ServerMessage, type Welcome } from './protocol.ts';
+import {
+  CloseCode,
+  decodeServerMessage,
+  encode,
+  FATAL_CLOSE_CODES,
+  MAX_FRAME_BYTES,
+  MsgType,
+  type ClientMessage,
+  type Hello,
+  type ServerMessage,
+  type Welcome,
+} from './protocol.ts';
 
 export interface ConnectionHandler {
   /** the hub accepted the Hello; `conn.hubId` is set */
@@ -150,7 +161,10 @@ export class HubConnection {
     } catch (err) {
       // a malformed URL: nothing will ever connect
       this.state = 'closed';
-      this.#handler.fatal(this, new HotKeyError(ErrorCode.Config, `bad hub URL ${this.url}: ${(err as Error).message}`, { cause: err }));
+      this.#handler.fatal(
+        this,
+        new HotKeyError(ErrorCode.Config, `bad hub URL ${this.url}: ${(err as Error).message}`, { cause: err }),
+      );
       return;
     }
     this.#ws = ws;
@@ -172,18 +186,30 @@ export class HubConnection {
     this.#lastSeen = performance.now();
     ws.send(encode(this.#hello), { binary: true });
     this.#welcomeTimer = setTimeout(() => {
-      this.#handler.error(this, new HotKeyError(ErrorCode.Timeout, `no Welcome from ${this.url} within ${this.#welcomeTimeoutMs} ms`));
+      this.#handler.error(
+        this,
+        new HotKeyError(ErrorCode.Timeout, `no Welcome from ${this.url} within ${this.#welcomeTimeoutMs} ms`),
+      );
       this.drop(CloseCode.Normal, 'no welcome');
     }, this.#welcomeTimeoutMs);
     this.#lastPing = this.#lastSeen;
     // check more often than we ping, so a dead hub is noticed soon after the timeout, not a ping later
-    this.#pingTimer = setInterval(() => this.#checkLiveness(ws), Math.max(10, Math.min(this.#pingIntervalMs, this.#livenessTimeoutMs / 4)));
+    this.#pingTimer = setInterval(
+      () => this.#checkLiveness(ws),
+      Math.max(10, Math.min(this.#pingIntervalMs, this.#livenessTimeoutMs / 4)),
+    );
   }
 
   #checkLiveness(ws: WebSocket): void {
     if (this.#ws !== ws) return;
     if (performance.now() - this.#lastSeen > this.#livenessTimeoutMs) {
-      this.#handler.error(this, new HotKeyError(ErrorCode.Timeout, `hub ${this.hubId ?? this.url} silent for over ${this.#livenessTimeoutMs} ms`));
+      this.#handler.error(
+        this,
+        new HotKeyError(
+          ErrorCode.Timeout,
+          `hub ${this.hubId ?? this.url} silent for over ${this.#livenessTimeoutMs} ms`,
+        ),
+      );
       // a dead peer never completes a closing handshake: cut the socket now
       ws.terminate();
       return;
@@ -215,7 +241,10 @@ export class HubConnection {
     }
     if (this.state === 'handshake') {
       if (message.t !== MsgType.Welcome) {
-        this.#handler.error(this, new ProtocolError(ErrorCode.Protocol, `expected Welcome, got message type ${message.t}`, CloseCode.Protocol));
+        this.#handler.error(
+          this,
+          new ProtocolError(ErrorCode.Protocol, `expected Welcome, got message type ${message.t}`, CloseCode.Protocol),
+        );
         this.drop(CloseCode.Protocol, 'expected welcome');
         return;
       }
@@ -243,7 +272,10 @@ export class HubConnection {
       this.state = 'closed';
       const errCode = FATAL_CODE_ERRORS[code] ?? ErrorCode.Protocol;
       const message = `hub ${this.url} refused the connection: ${hubError?.message || reason || errCode} (close ${code})`;
-      this.#handler.fatal(this, errCode === ErrorCode.Auth ? new AuthError(message, code) : new HotKeyError(errCode, message));
+      this.#handler.fatal(
+        this,
+        errCode === ErrorCode.Auth ? new AuthError(message, code) : new HotKeyError(errCode, message),
+      );
       return;
     }
     // full jitter over a capped exponential ceiling, never under the floor

@@ -117,7 +117,9 @@ export class BaselineDetector {
   /** mean and σ of a key's baseline, for tests and the benchmark */
   baseline(key: string): { mean: number; sigma: number; seeded: boolean } | undefined {
     const b = this.#keys.get(key);
-    return b === undefined ? undefined : { mean: b.mean, sigma: Math.sqrt(Math.max(b.variance, b.mean)), seeded: b.seeded };
+    return b === undefined
+      ? undefined
+      : { mean: b.mean, sigma: Math.sqrt(Math.max(b.variance, b.mean)), seeded: b.seeded };
   }
 
   #create(key: string, gen: number, now: number): Baseline {
