@@ -9,6 +9,7 @@ export type {
   PromoteInfo,
 } from './client/client.ts';
 export { DEFAULT_CLIENT_OPTIONS } from './options.ts';
+export type { ClientLogger, ClientTlsOptions } from './options.ts';
 export {
   AuthError,
   CapacityError,

@@ -4,6 +4,35 @@
  * DEFAULT_REDIS_OPTIONS is the model.
  */
 
+/**
+ * TLS for `wss://` hubs, handed to ws (and so to node:tls): trust a private CA, present a client
+ * certificate. Without it the system's CAs verify the hub.
+ */
+export interface ClientTlsOptions {
+  /** CA certificate(s) the hub's certificate must chain to, PEM @default the system CAs */
+  ca?: string | Buffer | Array<string | Buffer>;
+  /** client certificate chain, PEM, for hubs that ask for one */
+  cert?: string | Buffer | Array<string | Buffer>;
+  /** private key of `cert`, PEM */
+  key?: string | Buffer | Array<string | Buffer>;
+  /** false accepts any certificate: for tests only @default true */
+  rejectUnauthorized?: boolean;
+  /** name checked against the hub's certificate @default the URL's host */
+  servername?: string;
+}
+
+/**
+ * Where the client logs connects, disconnects, refusals and faults: pino's calling convention
+ * (`logger.warn({ evt: 'disconnect', hub, code }, 'hub disconnected')`), so a pino logger (or a
+ * child of one) fits as is.
+ */
+export interface ClientLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
 export interface ClientOptions {
   /** the application name the hub knows this service by (required) */
   app: string;
@@ -45,12 +74,18 @@ export interface ClientOptions {
    * for its keys) @default 1
    */
   sampleRate?: number;
+  /** TLS options for `wss://` hubs (CA, client certificate) @default undefined: the system CAs */
+  tls?: ClientTlsOptions;
+  /** pino-compatible logger for connects, disconnects and refusals @default silent */
+  logger?: ClientLogger;
   /** monotonic clock in ms; tests inject one @default performance.now */
   now?: () => number;
 }
 
 /** The numeric options, each with a default. */
-export type ClientTunables = Required<Omit<ClientOptions, 'app' | 'hubs' | 'token' | 'instanceId' | 'host' | 'now'>>;
+export type ClientTunables = Required<
+  Omit<ClientOptions, 'app' | 'hubs' | 'token' | 'instanceId' | 'host' | 'now' | 'tls' | 'logger'>
+>;
 
 /**
  * Every default of the client and its connections. `welcomeTimeoutMs` is not a client option:
@@ -79,7 +114,12 @@ export type ResolvedClientOptions = ClientTunables & {
   token: string | undefined;
   instanceId: string;
   host: string;
+  tls: ClientTlsOptions | undefined;
+  logger: ClientLogger;
 };
+
+const SILENT: ClientLogger = Object.freeze({ debug() {}, info() {}, warn() {}, error() {} });
+const TLS_FIELDS = new Set(['ca', 'cert', 'key', 'rejectUnauthorized', 'servername']);
 
 /**
  * Validates `options` (TypeError at once on misuse) and fills in the defaults. `hubs` and `now`
@@ -101,12 +141,36 @@ export function resolveClientOptions(
     throw new TypeError('options.instanceId must be a non-empty string of at most 256 characters');
   if (typeof host !== 'string' || host.length > 256)
     throw new TypeError('options.host must be a string of at most 256 characters');
+  const { tls, logger } = options;
+  if (tls !== undefined) {
+    if (typeof tls !== 'object' || tls === null || Array.isArray(tls))
+      throw new TypeError('options.tls must be an object: { ca, cert, key, rejectUnauthorized, servername }');
+    for (const name of Object.keys(tls))
+      if (!TLS_FIELDS.has(name))
+        throw new TypeError(`options.tls.${name} is not a TLS option (ca, cert, key, rejectUnauthorized, servername)`);
+    if (tls.rejectUnauthorized !== undefined && typeof tls.rejectUnauthorized !== 'boolean')
+      throw new TypeError('options.tls.rejectUnauthorized must be a boolean');
+    if ((tls.cert === undefined) !== (tls.key === undefined))
+      throw new TypeError('options.tls.cert and options.tls.key go together');
+  }
+  if (
+    logger !== undefined &&
+    (typeof logger !== 'object' ||
+      logger === null ||
+      !['debug', 'info', 'warn', 'error'].every(
+        (l) => typeof (logger as unknown as Record<string, unknown>)[l] === 'function',
+      ))
+  ) {
+    throw new TypeError('options.logger must have debug, info, warn and error methods (pino-compatible)');
+  }
   const d = DEFAULT_CLIENT_OPTIONS;
   const resolved: ResolvedClientOptions = {
     app,
     token,
     instanceId,
     host,
+    tls,
+    logger: logger ?? SILENT,
     flushIntervalMs: posInt(options.flushIntervalMs, d.flushIntervalMs, 'flushIntervalMs'),
     maxEntries: posInt(options.maxEntries, d.maxEntries, 'maxEntries'),
     maxStaleMs: nonNegInt(options.maxStaleMs, d.maxStaleMs, 'maxStaleMs'),

@@ -22,6 +22,7 @@ import {
 import type { Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import type { Logger } from './logger.ts';
 import { reporterBit, type DemoteReason } from './aggregator.ts';
 import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
 import { HubMetrics, type Gauges } from './hub-metrics.ts';
@@ -36,7 +37,8 @@ export interface HubCoreOptions {
   coordinator: Coordinator;
   tunables: HubTunables;
   now: () => number;
-  log: (message: string) => void;
+  /** every event of this hub's decisions goes here, as fields (`{ evt: 'promote', app, key, qps }`) */
+  logger: Logger;
   /** the hot keys' recent QPS @default a QpsHistory with its defaults (5 min at 1 s, 2000 keys) */
   qpsHistory?: QpsHistory;
 }
@@ -54,7 +56,7 @@ export class HubCore implements SessionHost {
   readonly qpsHistory: QpsHistory;
   url = '';
   readonly #now: () => number;
-  readonly #log: (message: string) => void;
+  readonly #logger: Logger;
   readonly #apps: Apps;
   readonly #invalidations: InvalidationRouter;
   readonly #awaitingHello = new Set<Session>();
@@ -74,7 +76,7 @@ export class HubCore implements SessionHost {
     this.coordinator = options.coordinator;
     this.tunables = options.tunables;
     this.#now = options.now;
-    this.#log = options.log;
+    this.#logger = options.logger;
     this.startedAt = this.#now();
     this.#lastStatusAt = this.startedAt;
     const membership = this.coordinator.members();
@@ -89,7 +91,7 @@ export class HubCore implements SessionHost {
       tunables: this.tunables,
       metrics: this.metrics,
       now: this.#now,
-      log: this.#log,
+      logger: this.#logger,
       accept: this.#accept,
       onPromote: (app, key, rule, qps, latencyMs, manual) => this.#onPromote(app, key, rule, qps, latencyMs, manual),
       onDemote: (app, key, qps, reason) => this.#onDemote(app, key, qps, reason),
@@ -100,7 +102,15 @@ export class HubCore implements SessionHost {
       now: this.#now,
       publish: (event) => this.#publish(event),
     });
-    this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#apps.rulesChanged(app, rules)));
+    this.coordinator.onRules((app, rules) =>
+      this.#guard('rules change', () => {
+        this.#logger.info(
+          { evt: 'rules', app, rules: rules.length, matches: rules.map((r) => r.match) },
+          'rules changed',
+        );
+        this.#apps.rulesChanged(app, rules);
+      }),
+    );
     this.coordinator.onMembers((epoch, members) =>
       this.#guard('members change', () => this.#membersChanged(epoch, members)),
     );
@@ -176,13 +186,15 @@ export class HubCore implements SessionHost {
     this.#sendSnapshot(app, session);
   }
 
-  report(session: Session, report: Report): void {
+  /** @param [bytes] the frame's size, for the report frame size histogram */
+  report(session: Session, report: Report, bytes?: number): void {
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
     const now = this.#now();
     session.lastReport = now;
     this.metrics.reports++;
     this.metrics.records += report.keys.length;
+    if (bytes !== undefined) this.metrics.reportFrame(app.name, bytes);
     app.aggregator.ingest(report.keys, report.counts, session.reporter, now);
   }
 
@@ -208,10 +220,14 @@ export class HubCore implements SessionHost {
 
   faulted(session: Session, err: unknown): void {
     this.metrics.protocolErrors++;
-    if (closeCodeOf(err) === undefined)
-      this.#log(
-        `session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`,
+    const close = closeCodeOf(err);
+    const who = { session: session.id, app: session.app || undefined, instance: session.instance || undefined };
+    if (close !== undefined)
+      this.#logger.warn(
+        { evt: 'refused', ...who, code: (err as { code?: string }).code, close, reason: (err as Error).message },
+        'connection refused',
       );
+    else this.#logger.error({ evt: 'session_error', ...who, err }, 'internal error in a session');
   }
 
   // ---- commands from the API ----
@@ -386,7 +402,7 @@ export class HubCore implements SessionHost {
     try {
       fn();
     } catch (err) {
-      this.#log(`${what} failed: ${(err as Error)?.stack ?? String(err)}`);
+      this.#logger.error({ evt: 'internal_error', what, err }, `${what} failed`);
     }
   }
 
@@ -399,6 +415,7 @@ export class HubCore implements SessionHost {
     manual: boolean,
   ): void {
     const at = this.#now();
+    const started = performance.now();
     app.broadcaster.broadcast({
       t: MsgType.Promote,
       key,
@@ -408,7 +425,24 @@ export class HubCore implements SessionHost {
       cache: rule.cache,
       at,
     });
+    const fanoutMs = performance.now() - started;
     this.metrics.promotions++;
+    this.metrics.promoted(app.name, fanoutMs, latencyMs);
+    this.#logger.info(
+      {
+        evt: 'promote',
+        app: app.name,
+        key,
+        qps,
+        threshold: rule.threshold,
+        rule: rule.match,
+        latencyMs,
+        fanoutMs: Math.round(fanoutMs * 1000) / 1000,
+        sockets: app.broadcaster.peers.size,
+        manual: manual || undefined,
+      },
+      'key promoted',
+    );
     const event: HubEvent = { type: 'promote', app: app.name, key, qps, at, hub: this.id };
     if (latencyMs !== undefined) event.latencyMs = latencyMs;
     if (manual) event.manual = true;
@@ -418,6 +452,7 @@ export class HubCore implements SessionHost {
   #onDemote(app: AppState, key: string, qps: number, reason: DemoteReason): void {
     app.broadcaster.broadcast({ t: MsgType.Demote, key });
     this.metrics.demotions++;
+    this.#logger.info({ evt: 'demote', app: app.name, key, qps, reason }, 'key demoted');
     this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });
   }
 
@@ -425,7 +460,10 @@ export class HubCore implements SessionHost {
     try {
       this.coordinator.publishEvent(event);
     } catch (err) {
-      this.#log(`publishEvent failed: ${(err as Error).message}`);
+      this.#logger.error(
+        { evt: 'publish_failed', type: event.type, app: event.app, err },
+        'publishing an event failed',
+      );
     }
   }
 
@@ -454,6 +492,16 @@ export class HubCore implements SessionHost {
   }
 
   #membersChanged(epoch: number, members: Member[]): void {
+    this.#logger.info(
+      {
+        evt: 'members',
+        epoch,
+        members: members.map((m) => m.id),
+        joined: members.filter((m) => !this.#members.some((o) => o.id === m.id)).map((m) => m.id),
+        left: this.#members.filter((o) => !members.some((m) => m.id === o.id)).map((o) => o.id),
+      },
+      'cluster members changed',
+    );
     this.#epoch = epoch;
     this.#members = members;
     const ownership = new Ownership(members.map((m) => m.id));

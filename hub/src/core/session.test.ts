@@ -39,12 +39,14 @@ function setup() {
   const config = parseHubConfig({ apps: { shop: { token: 'tok', rules: [{ match: 'item:*', threshold: 10 }] } } });
   const coordinator = new LocalCoordinator({ selfId: 'h1', config });
   const logs: string[] = [];
+  // warnings and errors as one line: the message and the error it carries
+  const line = (o: object, m?: string) => void logs.push(`${m ?? ''} ${String((o as { err?: unknown }).err ?? '')}`);
   const core = new HubCore({
     id: 'h1',
     coordinator,
     tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 },
     now: () => now,
-    log: (m) => logs.push(m),
+    logger: { debug() {}, info() {}, warn: line, error: line },
   });
   const open = (frames: (Message | Uint8Array | string)[] = []) => {
     const peer = new MemoryPeer();

@@ -23,7 +23,8 @@ export type SessionState = (typeof SessionState)[keyof typeof SessionState];
 /** What a session needs from the hub core. Refusals throw ProtocolError, AuthError or CapacityError (each with its close code). */
 export interface SessionHost {
   hello(session: Session, hello: Hello): void;
-  report(session: Session, report: Report): void;
+  /** `bytes`: the frame's size */
+  report(session: Session, report: Report, bytes: number): void;
   invalidate(session: Session, request: InvalidateRequest): void;
   applied(session: Session, seq: number): void;
   resync(session: Session): void;
@@ -83,7 +84,7 @@ export class Session implements Waiter {
       }
       switch (msg.t) {
         case MsgType.Report:
-          this.#host.report(this, msg);
+          this.#host.report(this, msg, data.byteLength);
           return;
         case MsgType.InvalidateRequest:
           this.#host.invalidate(this, msg);

@@ -30,6 +30,8 @@ export interface HubTunables {
   maxBodyBytes: number;
   /** events kept for GET /api/events @default 1000 */
   recentEvents: number;
+  /** open mode only: distinct `app` label values in /metrics histograms; later apps are `app="other"` (configured apps are all labelled) @default 100 */
+  maxAppLabels: number;
 }
 
 export const DEFAULT_TUNABLES: HubTunables = {
@@ -46,4 +48,5 @@ export const DEFAULT_TUNABLES: HubTunables = {
   pingIntervalMs: 15_000,
   maxBodyBytes: 64 * 1024,
   recentEvents: 1000,
+  maxAppLabels: 100,
 };

@@ -27,6 +27,7 @@ import type { HubEvent } from '../cluster/coordinator.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
 import { tokenMatches } from '../core/auth.ts';
 import { DEFAULT_TUNABLES } from '../core/tunables.ts';
+import { silentLogger, type Logger } from '../server/logger.ts';
 import { clusterHotRows, clusterInstanceRows, rowId, type ClusterSource } from './cluster-view.ts';
 
 export const LIVE_PATH = '/live';
@@ -66,7 +67,8 @@ export interface DashboardFeedOptions {
   maxInstances?: number;
   snapshotEvents?: number;
   now?: () => number;
-  log?: (message: string) => void;
+  /** refusals and send failures @default silent */
+  logger?: Logger;
 }
 
 /** The feed's defaults; the buffer and Hello limits are the hub's (DEFAULT_TUNABLES), so a feed built alone matches one built by startHub. */
@@ -177,6 +179,7 @@ class Subscriber implements FeedConnection {
   fail(err: unknown): void {
     if (this.state === SubscriberState.Closed) return;
     const closeCode = closeCodeOf(err) ?? CloseCode.Protocol;
+    this.#feed.faulted(err, closeCode);
     try {
       this.peer.send(errorFrame(err));
       this.peer.close(closeCode, closeReason((err as Error).message));
@@ -228,7 +231,7 @@ export class DashboardFeed {
       maxInstances: options.maxInstances ?? d.maxInstances,
       snapshotEvents: options.snapshotEvents ?? d.snapshotEvents,
       now: options.now ?? Date.now,
-      log: options.log ?? (() => {}),
+      logger: options.logger ?? silentLogger,
     };
     this.#source.coordinator.onEvent((event) => {
       if (this.#subscribers.size === 0) return;
@@ -254,6 +257,16 @@ export class DashboardFeed {
     }
     this.#subscribers.add(sub);
     return sub;
+  }
+
+  /** @internal a page's connection is being closed for `err` */
+  faulted(err: unknown, closeCode: number): void {
+    if (closeCode === CloseCode.GoingAway) return; // the hub is closing: not a refusal
+    const code = (err as { code?: unknown }).code ?? ErrorCode.Protocol;
+    this.#opts.logger.warn(
+      { evt: 'refused', endpoint: LIVE_PATH, code, close: closeCode, reason: (err as Error)?.message },
+      'dashboard connection refused',
+    );
   }
 
   /** @internal called by a Subscriber on a valid Hello */
@@ -421,7 +434,7 @@ export class DashboardFeed {
       this.stats.framesSent++;
       this.stats.bytesSent += bytes.byteLength;
     } catch (err) {
-      this.#opts.log(`live feed send failed: ${(err as Error).message}`);
+      this.#opts.logger.warn({ evt: 'feed_send_failed', err }, 'live feed send failed');
       sub.onClose();
     }
   }

@@ -21,7 +21,8 @@ import {
   type RequestContext,
   type Route,
 } from './http-request.ts';
-import { renderMetrics, type FeedCounters } from './metrics.ts';
+import type { FeedCounters, MetricsRegistry } from './metrics.ts';
+import type { Logger } from '../server/logger.ts';
 import { appRoutes } from './routes-apps.ts';
 
 /** what the dashboard's static files may do in the browser */
@@ -38,7 +39,10 @@ export interface HttpApiOptions {
   page: () => string;
   /** the dashboard's files by path ('/', '/assets/…'); undefined: serve `page()` at `/` */
   asset?: (path: string) => { body: Uint8Array; type: string } | undefined;
-  log: (message: string) => void;
+  /** request failures, and one `api_write` event per admin write (its app, key, status) */
+  logger: Logger;
+  /** renders /metrics */
+  metrics: MetricsRegistry;
   /** the live dashboard feed's counters for /metrics; undefined: none exported */
   feedCounters?: () => FeedCounters;
 }
@@ -107,9 +111,14 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     sendJson(res, status === 'ready' ? 200 : 503, { status, detail: h.detail, id: core.id });
   }
 
-  function metrics({ res }: RequestContext): void {
-    const text = renderMetrics(core.metrics, core.gauges(), options.feedCounters?.(), coordinator.stats?.());
-    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' });
+  async function metrics({ res }: RequestContext): Promise<void> {
+    const registry = options.metrics;
+    const text = await registry.render(core.metrics, {
+      gauges: core.gauges(),
+      feed: options.feedCounters?.(),
+      cluster: coordinator.stats?.(),
+    });
+    res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' });
     res.end(text);
   }
 
@@ -229,8 +238,20 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         allowed.push(route.method);
         continue;
       }
+      const fields: Record<string, unknown> = {};
+      if (route.auth === 'write') {
+        // refused writes (401/403) too: an admin write is one event whatever its outcome
+        res.once('finish', () => {
+          const app = params[0] === undefined ? undefined : safeDecode(params[0]);
+          const forwardedBy = req.headers['x-hotkey-forwarded-by'];
+          options.logger.info(
+            { evt: 'api_write', method, path, app, ...fields, status: res.statusCode, forwardedBy },
+            'admin API write',
+          );
+        });
+      }
       authorize(route.auth, req);
-      return route.handler({ req, res, method, path, query: url.searchParams, params });
+      return route.handler({ req, res, method, path, query: url.searchParams, params, fields });
     }
     if (serveAsset(res, method, path)) return;
     if (allowed.length > 0)
@@ -245,8 +266,20 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         if (err.status === 413) res.setHeader('connection', 'close');
         return sendError(res, err);
       }
-      options.log(`HTTP ${req.method} ${req.url?.split('?')[0]} failed: ${(err as Error)?.stack ?? String(err)}`);
+      options.logger.error(
+        { evt: 'http_error', method: req.method, path: req.url?.split('?')[0], err },
+        'HTTP request failed',
+      );
       sendError(res, new HttpError(500, ErrorCode.Internal, 'internal hub error (logged)'));
     });
   };
+}
+
+/** The app name of a path, for a log line: never throws, and bounded. */
+function safeDecode(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded).slice(0, 256);
+  } catch {
+    return encoded.slice(0, 256);
+  }
 }

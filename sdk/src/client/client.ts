@@ -190,6 +190,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       livenessTimeoutMs: opts.livenessTimeoutMs,
       reconnectMinMs: opts.reconnectMinMs,
       reconnectMaxMs: opts.reconnectMaxMs,
+      tls: opts.tls,
       handler: this.#makeHandler(),
       onLost: (hub) => this.#onLinkLost(hub),
     });
@@ -212,8 +213,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   /**
    * Resolves once a hub welcomed this instance (rules received). Rejects with a HotKeyError
-   * HK_ERR_AUTH (an AuthError) / HK_ERR_UNKNOWN_APP / HK_ERR_VERSION when a hub refuses it, HK_ERR_CLOSED when
-   * the client is closed first, or the signal's reason when `signal` aborts.
+   * HK_ERR_AUTH (an AuthError) / HK_ERR_UNKNOWN_APP / HK_ERR_VERSION when a hub refuses it, HK_ERR_TLS
+   * when the TLS handshake with a wss:// hub fails (an untrusted certificate: see `tls.ca`; the
+   * connection keeps retrying in the background, so a hub whose certificate is fixed is still
+   * reached), HK_ERR_CLOSED when the client is closed first, or the signal's reason when `signal` aborts.
    */
   ready(options: { signal?: AbortSignal } = {}): Promise<void> {
     const { signal } = options;
@@ -513,10 +516,17 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       message: (conn, message) => this.#onMessage(conn, message),
       down: (conn, code, reason, welcomed) => this.#onDown(conn, code, reason, welcomed),
       reconnecting: (conn, delayMs) => this.#status({ type: 'reconnecting', url: conn.url, delayMs }),
-      error: (conn, error) => this.#fault(error, conn.url),
+      error: (conn, error) => {
+        this.#fault(error, conn.url);
+        // not fatal (a fixed certificate heals it), but ready() must not wait forever on a trust problem
+        if (error instanceof HotKeyError && error.code === ErrorCode.Tls && !this.#readySettled) {
+          this.#readySettled = true;
+          this.#rejectReady(error);
+        }
+      },
       fatal: (conn, error) => {
         this.#links.forget(conn);
-        this.#fault(error, conn.url);
+        this.#fault(error, conn.url, true);
         if (!this.#readySettled) {
           this.#readySettled = true;
           this.#rejectReady(error);
@@ -660,13 +670,54 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (this.#links.applyMembers(epoch, members)) this.#status({ type: 'members', epoch, members });
   }
 
-  #fault(error: Error, url?: string): void {
+  #fault(error: Error, url?: string, refused = false): void {
+    const code = (error as { code?: unknown }).code;
+    if (refused)
+      this.#opts.logger.error(
+        { evt: 'refused', url, code, err: error.message },
+        'hub refused this client; not retrying',
+      );
+    else this.#opts.logger.warn({ evt: 'error', url, code, err: error.message }, 'hub connection fault');
     this.#status(url === undefined ? { type: 'error', error } : { type: 'error', error, url });
     // EventEmitter throws on 'error' without listeners: a network fault must never do that.
     if (this.listenerCount('error') > 0) this.emit('error', error);
   }
 
   #status(status: ClientStatus): void {
+    const log = this.#opts.logger;
+    switch (status.type) {
+      case 'connect':
+        log.info({ evt: 'connect', app: this.app, hub: status.hub, url: status.url }, 'connected to hub');
+        break;
+      case 'disconnect':
+        log.warn(
+          {
+            evt: 'disconnect',
+            app: this.app,
+            hub: status.hub,
+            url: status.url,
+            code: status.code,
+            reason: status.reason,
+          },
+          'hub disconnected',
+        );
+        break;
+      case 'reconnecting':
+        log.debug({ evt: 'reconnecting', url: status.url, delayMs: status.delayMs }, 'reconnecting');
+        break;
+      case 'members':
+        log.debug({ evt: 'members', epoch: status.epoch, members: status.members.map((m) => m.id) }, 'cluster members');
+        break;
+      case 'stale':
+        log.warn({ evt: 'stale', hub: status.hub, keys: status.keys }, 'hot keys of a lost hub served stale');
+        break;
+      case 'resync':
+        log.info({ evt: 'resync', hub: status.hub, reason: status.reason }, 'resynchronising the hot set');
+        break;
+      case 'closed':
+        log.info({ evt: 'closed', app: this.app }, 'client closed');
+        break;
+    }
     this.#statusFeed.push(status);
   }
 }

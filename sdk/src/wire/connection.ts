@@ -7,7 +7,7 @@
  */
 import WebSocket from 'ws';
 import { AuthError, closeCodeOf, ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
-import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
+import { DEFAULT_CLIENT_OPTIONS, type ClientTlsOptions } from '../options.ts';
 import {
   CloseCode,
   decodeServerMessage,
@@ -51,6 +51,22 @@ export interface HubConnectionOptions {
   welcomeTimeoutMs?: number;
   /** random source for jitter, in [0, 1) @default Math.random */
   random?: () => number;
+  /** TLS options for a wss:// URL, handed to ws @default undefined (the system CAs) */
+  tls?: ClientTlsOptions;
+}
+
+/** node:tls / OpenSSL error codes of a failed handshake or certificate check. */
+const TLS_ERROR = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|EPROTO$)/;
+
+/** A socket error that is the TLS handshake failing, as HK_ERR_TLS with what to do about it; else the error itself. */
+export function tlsError(url: string, err: Error & { code?: string }): Error {
+  if (typeof err.code !== 'string' || !TLS_ERROR.test(err.code)) return err;
+  const hint = /CERT|UNABLE_TO|SELF_SIGNED|DEPTH_ZERO/.test(err.code)
+    ? ": the hub's certificate is not trusted here; pass the CA that signed it as options.tls.ca"
+    : err.code.startsWith('ERR_TLS_CERT_ALTNAME')
+      ? ': the certificate does not name this host'
+      : ': is the hub serving TLS on this port?';
+  return new HotKeyError(ErrorCode.Tls, `TLS with ${url} failed: ${err.message} (${err.code})${hint}`, { cause: err });
 }
 
 export type ConnectionState = 'idle' | 'connecting' | 'handshake' | 'open' | 'waiting' | 'closed';
@@ -76,6 +92,7 @@ export class HubConnection {
   readonly #backoffMaxMs: number;
   readonly #welcomeTimeoutMs: number;
   readonly #random: () => number;
+  readonly #tls: ClientTlsOptions | undefined;
 
   #ws: WebSocket | undefined;
   #attempt = 0;
@@ -98,6 +115,7 @@ export class HubConnection {
     this.#backoffMaxMs = options.backoffMaxMs ?? d.reconnectMaxMs;
     this.#welcomeTimeoutMs = options.welcomeTimeoutMs ?? d.welcomeTimeoutMs;
     this.#random = options.random ?? Math.random;
+    this.#tls = options.tls;
   }
 
   start(): void {
@@ -154,6 +172,7 @@ export class HubConnection {
     let ws: WebSocket;
     try {
       ws = new WebSocket(this.url, {
+        ...this.#tls,
         perMessageDeflate: false,
         maxPayload: 4 * MAX_FRAME_BYTES,
         handshakeTimeout: this.#livenessTimeoutMs + this.#pingIntervalMs,
@@ -175,7 +194,7 @@ export class HubConnection {
       this.#lastSeen = performance.now();
     });
     ws.on('error', (err) => {
-      if (this.#ws === ws) this.#handler.error(this, err);
+      if (this.#ws === ws) this.#handler.error(this, tlsError(this.url, err));
     });
     ws.on('close', (code, reason) => this.#onClose(ws, code, reason.toString()));
   }
