@@ -92,7 +92,7 @@ export class HubCore implements SessionHost {
     });
     this.#invalidations = new InvalidationRouter({ hubId: this.id, metrics: this.metrics, now: this.#now, publish: (event) => this.#publish(event) });
     const t = this.tunables;
-    this.intake = new Intake({ turnMs: t.intakeTurnMs, quantumMs: t.intakeQuantumMs, maxQueuedBytes: t.maxQueuedBytesPerConnection });
+    this.intake = new Intake({ turnMs: t.intakeTurnMs, quantumMs: t.intakeQuantumMs, maxQueuedBytes: t.maxQueuedBytesPerConnection, maxTotalQueuedBytes: t.maxQueuedBytes });
     this.invalidationBudget = new InvalidationBudget({
       rate: t.invalidateRate,
       burst: t.invalidateBurst,

@@ -12,14 +12,21 @@
  * to the back of the old list. A drain runs at most `turnMs` and then yields to the event loop
  * (setImmediate), so timers, /healthz and new frames get in between batches.
  *
- * While nothing is queued a frame runs inline, as if there were no scheduler, until this event
- * loop turn has spent `turnMs`; after that frames queue. The common case costs two clock reads.
+ * While nothing is queued a frame of up to 64 KiB runs inline, as if there were no scheduler, until
+ * this event loop turn has spent `turnMs`; after that frames queue. Larger frames always queue:
+ * decoding one can take tens of ms, and another connection's small frame read in the same poll
+ * phase must not wait for it. The common case costs two clock reads.
  *
- * Memory: a flow holding more than `maxQueuedBytes` is paused (its socket stops being read, so TCP
- * pushes back on the sender) and resumed once it is under half of that.
+ * Memory and receive cost: a flow holding more than `maxQueuedBytes`, or more than a small frame
+ * while all flows together hold more than `maxTotalQueuedBytes`, is paused (its socket stops being
+ * read, so TCP pushes back on the sender) until its queue is empty. Receiving is not free either
+ * (ws unmasks and copies every byte), so a connection is not read much faster than it is served.
  *
  * Items are opaque here: `IntakeFlow.run` gets one and returns what is left of it, if anything.
  */
+
+/** a flow holding no more than this is never paused for the others' backlog (a legit SDK's reports) */
+const SMALL_QUEUE_BYTES = 64 * 1024;
 
 export interface IntakeFlow {
   /** Does (part of) one item's work; returns the rest when it stopped early, else undefined. */
@@ -36,8 +43,10 @@ export interface IntakeOptions {
   turnMs?: number;
   /** ms of work a flow may do per visit @default 0.5 */
   quantumMs?: number;
-  /** bytes queued per flow above which its socket is paused @default 4194304 (4 MiB) */
+  /** bytes queued per flow above which its socket is paused @default 1048576 (1 MiB) */
   maxQueuedBytes?: number;
+  /** bytes queued by all flows above which a flow holding more than 64 KiB is paused @default 16777216 (16 MiB) */
+  maxTotalQueuedBytes?: number;
   /** monotonic ms @default performance.now */
   clock?: () => number;
   /** runs `fn` after pending I/O @default setImmediate */
@@ -80,6 +89,7 @@ export class Intake {
   readonly #turnMs: number;
   readonly #quantumMs: number;
   readonly #maxQueuedBytes: number;
+  readonly #maxTotalQueuedBytes: number;
   readonly #clock: () => number;
   readonly #defer: (fn: () => void) => void;
   #new: FlowQueue[] = [];
@@ -94,7 +104,8 @@ export class Intake {
   constructor(options: IntakeOptions = {}) {
     this.#turnMs = options.turnMs ?? 4;
     this.#quantumMs = options.quantumMs ?? 0.5;
-    this.#maxQueuedBytes = options.maxQueuedBytes ?? 4 * 1024 * 1024;
+    this.#maxQueuedBytes = options.maxQueuedBytes ?? 1024 * 1024;
+    this.#maxTotalQueuedBytes = options.maxTotalQueuedBytes ?? 16 * 1024 * 1024;
     this.#clock = options.clock ?? (() => performance.now());
     this.#defer = options.defer ?? ((fn) => setImmediate(fn));
   }
@@ -115,7 +126,7 @@ export class Intake {
   /** An item of `bytes` bytes arrived on `flow`: runs now, or queues behind the flow's own. */
   submit(flow: FlowQueue, item: unknown, bytes: number): void {
     if (flow.closed) return;
-    if (!flow.active && this.backlog === 0 && this.#inlineSpent < this.#turnMs) {
+    if (!flow.active && bytes <= SMALL_QUEUE_BYTES && this.backlog === 0 && this.#inlineSpent < this.#turnMs) {
       const t0 = this.#clock();
       let rest: unknown;
       try {
@@ -160,7 +171,7 @@ export class Intake {
       flow.deficit = this.#quantumMs;
       this.#new.push(flow);
     }
-    if (!flow.paused && flow.bytes > this.#maxQueuedBytes) {
+    if (!flow.paused && (flow.bytes > this.#maxQueuedBytes || (this.#queuedBytes > this.#maxTotalQueuedBytes && flow.bytes > SMALL_QUEUE_BYTES))) {
       flow.paused = true;
       this.#stats.paused++;
       flow.owner.pause();
@@ -247,7 +258,7 @@ export class Intake {
   }
 
   #resumeIfDrained(flow: FlowQueue): void {
-    if (flow.paused && flow.bytes <= this.#maxQueuedBytes / 2) {
+    if (flow.paused && flow.bytes === 0) {
       flow.paused = false;
       flow.owner.resume();
     }

@@ -40,8 +40,10 @@ export interface HubTunables {
   intakeTurnMs: number;
   /** ms of frame processing one connection gets per round of the fair intake @default 0.5 */
   intakeQuantumMs: number;
-  /** bytes of frames queued per connection above which its socket is paused @default 4194304 (4 MiB) */
+  /** bytes of frames queued per connection above which its socket is paused until its queue is empty @default 1048576 (1 MiB) */
   maxQueuedBytesPerConnection: number;
+  /** bytes of frames queued by all connections above which any holding over 64 KiB is paused @default 16777216 (16 MiB) */
+  maxQueuedBytes: number;
   /** hot keys per app at most; a stronger candidate (more reporters, then more QPS) displaces the weakest @default 10000 */
   maxHotKeysPerApp: number;
   /** promotions per second one connection may carry alone (keys no other instance reports) @default 32 */
@@ -69,7 +71,8 @@ export const DEFAULT_TUNABLES: HubTunables = {
   maxQueuedInvalidations: 10_000,
   intakeTurnMs: 4,
   intakeQuantumMs: 0.5,
-  maxQueuedBytesPerConnection: 4 * 1024 * 1024,
+  maxQueuedBytesPerConnection: 1024 * 1024,
+  maxQueuedBytes: 16 * 1024 * 1024,
   maxHotKeysPerApp: 10_000,
   soloPromotionRate: 32,
   soloPromotionBurst: 256,
