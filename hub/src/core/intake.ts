@@ -20,7 +20,10 @@
  * Memory and receive cost: a flow holding more than `maxQueuedBytes`, or more than a small frame
  * while all flows together hold more than `maxTotalQueuedBytes`, is paused (its socket stops being
  * read, so TCP pushes back on the sender) until its queue is empty. Receiving is not free either
- * (ws unmasks and copies every byte), so a connection is not read much faster than it is served.
+ * (ws unmasks and copies every byte, and a resumed socket delivers all the kernel buffered for it
+ * at once), so a connection is not read much faster than it is served, and paused flows are
+ * resumed one per event loop turn, only while the intake holds under half of
+ * `maxTotalQueuedBytes`: 48 resumed floods must not land in one poll phase.
  *
  * Items are opaque here: `IntakeFlow.run` gets one and returns what is left of it, if anything.
  */
@@ -45,7 +48,7 @@ export interface IntakeOptions {
   quantumMs?: number;
   /** bytes queued per flow above which its socket is paused @default 1048576 (1 MiB) */
   maxQueuedBytes?: number;
-  /** bytes queued by all flows above which a flow holding more than 64 KiB is paused @default 16777216 (16 MiB) */
+  /** bytes queued by all flows above which a flow holding more than 64 KiB is paused @default 4194304 (4 MiB) */
   maxTotalQueuedBytes?: number;
   /** monotonic ms @default performance.now */
   clock?: () => number;
@@ -93,6 +96,8 @@ export class Intake {
   readonly #clock: () => number;
   readonly #defer: (fn: () => void) => void;
   #new: FlowQueue[] = [];
+  /** paused flows whose queue emptied, resumed one per turn */
+  #toResume: FlowQueue[] = [];
   #old: FlowQueue[] = [];
   #drainScheduled = false;
   /** work done inline in the current turn, and whether its reset is scheduled */
@@ -105,7 +110,7 @@ export class Intake {
     this.#turnMs = options.turnMs ?? 4;
     this.#quantumMs = options.quantumMs ?? 0.5;
     this.#maxQueuedBytes = options.maxQueuedBytes ?? 1024 * 1024;
-    this.#maxTotalQueuedBytes = options.maxTotalQueuedBytes ?? 16 * 1024 * 1024;
+    this.#maxTotalQueuedBytes = options.maxTotalQueuedBytes ?? 4 * 1024 * 1024;
     this.#clock = options.clock ?? (() => performance.now());
     this.#defer = options.defer ?? ((fn) => setImmediate(fn));
   }
@@ -232,10 +237,23 @@ export class Intake {
       }
       if (now - start >= this.#turnMs) break;
     }
-    if (this.backlog > 0) {
-      this.#stats.yields++;
+    this.#resumeOne();
+    if (this.backlog > 0 || this.#toResume.length > 0) {
+      if (this.backlog > 0) this.#stats.yields++;
       this.#drainScheduled = true;
       this.#defer(() => this.#drain());
+    }
+  }
+
+  #resumeOne(): void {
+    if (this.#queuedBytes >= this.#maxTotalQueuedBytes / 2) return;
+    for (;;) {
+      const flow = this.#toResume.shift();
+      if (flow === undefined) return;
+      if (flow.closed || !flow.paused) continue;
+      flow.paused = false;
+      flow.owner.resume();
+      return;
     }
   }
 
@@ -258,9 +276,6 @@ export class Intake {
   }
 
   #resumeIfDrained(flow: FlowQueue): void {
-    if (flow.paused && flow.bytes === 0) {
-      flow.paused = false;
-      flow.owner.resume();
-    }
+    if (flow.paused && flow.bytes === 0) this.#toResume.push(flow);
   }
 }

@@ -42,7 +42,7 @@ export interface HubTunables {
   intakeQuantumMs: number;
   /** bytes of frames queued per connection above which its socket is paused until its queue is empty @default 1048576 (1 MiB) */
   maxQueuedBytesPerConnection: number;
-  /** bytes of frames queued by all connections above which any holding over 64 KiB is paused @default 16777216 (16 MiB) */
+  /** bytes of frames queued by all connections above which any holding over 64 KiB is paused @default 4194304 (4 MiB) */
   maxQueuedBytes: number;
   /** hot keys per app at most; a stronger candidate (more reporters, then more QPS) displaces the weakest @default 10000 */
   maxHotKeysPerApp: number;
@@ -72,7 +72,7 @@ export const DEFAULT_TUNABLES: HubTunables = {
   intakeTurnMs: 4,
   intakeQuantumMs: 0.5,
   maxQueuedBytesPerConnection: 1024 * 1024,
-  maxQueuedBytes: 16 * 1024 * 1024,
+  maxQueuedBytes: 4 * 1024 * 1024,
   maxHotKeysPerApp: 10_000,
   soloPromotionRate: 32,
   soloPromotionBurst: 256,
