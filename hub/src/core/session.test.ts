@@ -25,12 +25,13 @@ class MemoryPeer implements Peer {
   }
 }
 
+// intakeTurnMs: these tests run many frames in one event loop turn and read the results synchronously
 function setup() {
   let now = 1_000_000;
   const config = parseHubConfig({ apps: { shop: { token: 'tok', rules: [{ match: 'item:*', threshold: 10 }] } } });
   const coordinator = new LocalCoordinator({ selfId: 'h1', config });
   const logs: string[] = [];
-  const core = new HubCore({ id: 'h1', coordinator, tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 }, now: () => now, log: (m) => logs.push(m) });
+  const core = new HubCore({ id: 'h1', coordinator, tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000, intakeTurnMs: 60_000 }, now: () => now, log: (m) => logs.push(m) });
   const open = (frames: (Message | Uint8Array | string)[] = []) => {
     const peer = new MemoryPeer();
     const session = core.attach(peer);

@@ -172,6 +172,8 @@ export class Session implements Waiter, IntakeFlow {
       // the socket may already be gone; closing below still matters
     }
     try {
+      // a socket the intake paused must read again, or the close handshake waits for ws's 30 s timeout
+      this.peer.resume?.();
       this.peer.close(closeCode ?? CloseCode.InternalError, closeReason(peerFault ? (err as Error).message : 'internal hub error'));
     } catch {
       // already closed
