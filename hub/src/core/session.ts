@@ -5,7 +5,16 @@
  * escapes into the socket layer (a bad connection never affects others).
  */
 import { closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
-import { CloseCode, decodeClientMessage, errorFrame, MsgType, type ClientMessage, type Hello, type InvalidateRequest, type Report } from '@hotkey/sdk/protocol';
+import {
+  CloseCode,
+  decodeClientMessage,
+  errorFrame,
+  MsgType,
+  type ClientMessage,
+  type Hello,
+  type InvalidateRequest,
+  type Report,
+} from '@hotkey/sdk/protocol';
 import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
 import type { Waiter } from './invalidations.ts';
 import { closeReason, type Peer } from './peer.ts';
@@ -17,8 +26,11 @@ export type SessionState = (typeof SessionState)[keyof typeof SessionState];
 /** What a session needs from the hub core. Refusals throw ProtocolError, AuthError or CapacityError (each with its close code). */
 export interface SessionHost {
   hello(session: Session, hello: Hello): void;
-  /** ingests `report.keys[from..]`, stopping after `max` records; returns the index it stopped at */
-  report(session: Session, report: Report, from: number, max: number): number;
+  /**
+   * Ingests `report.keys[from..]`, stopping after `max` records; returns the index it stopped at.
+   * `bytes`: the frame's size, on its first step when known.
+   */
+  report(session: Session, report: Report, from: number, max: number, bytes?: number): number;
   invalidate(session: Session, request: InvalidateRequest): void;
   applied(session: Session, seq: number): void;
   resync(session: Session): void;
@@ -86,16 +98,16 @@ export class Session implements Waiter, IntakeFlow {
         this.#host.hello(this, msg);
         return;
       }
-      let item: Uint8Array | ClientMessage = data;
       if (data.byteLength <= SMALL_FRAME_BYTES) {
-        item = decodeClientMessage(data);
-        if (item.t === MsgType.Applied) {
-          this.#host.applied(this, item.seq);
+        // decoded twice when not Applied: at this size that costs less than carrying both forms
+        const msg = decodeClientMessage(data);
+        if (msg.t === MsgType.Applied) {
+          this.#host.applied(this, msg.seq);
           return;
         }
       }
       this.#flow ??= this.#host.intake.flow(this);
-      this.#host.intake.submit(this.#flow, item, data.byteLength);
+      this.#host.intake.submit(this.#flow, data, data.byteLength);
     } catch (err) {
       this.fail(err);
     }
@@ -104,11 +116,13 @@ export class Session implements Waiter, IntakeFlow {
   /** IntakeFlow: one queued frame (raw or decoded) or the rest of a report; returns what is left. */
   run(item: unknown): unknown {
     if (this.state !== SessionState.Open) return undefined;
-    if ((item as ReportRest).report !== undefined) return this.#report((item as ReportRest).report, (item as ReportRest).from);
-    const msg = item instanceof Uint8Array ? decodeClientMessage(item) : (item as ClientMessage);
+    if ((item as ReportRest).report !== undefined)
+      return this.#report((item as ReportRest).report, (item as ReportRest).from);
+    const raw = item instanceof Uint8Array;
+    const msg = raw ? decodeClientMessage(item) : (item as ClientMessage);
     switch (msg.t) {
       case MsgType.Report:
-        return this.#report(msg, 0);
+        return this.#report(msg, 0, raw ? item.byteLength : undefined);
       case MsgType.InvalidateRequest:
         this.#host.invalidate(this, msg);
         return undefined;
@@ -138,8 +152,8 @@ export class Session implements Waiter, IntakeFlow {
     this.fail(err);
   }
 
-  #report(report: Report, from: number): ReportRest | undefined {
-    const next = this.#host.report(this, report, from, REPORT_STEP_RECORDS);
+  #report(report: Report, from: number, bytes?: number): ReportRest | undefined {
+    const next = this.#host.report(this, report, from, REPORT_STEP_RECORDS, bytes);
     return next < report.keys.length ? { report, from: next } : undefined;
   }
 
@@ -174,7 +188,10 @@ export class Session implements Waiter, IntakeFlow {
     try {
       // a socket the intake paused must read again, or the close handshake waits for ws's 30 s timeout
       this.peer.resume?.();
-      this.peer.close(closeCode ?? CloseCode.InternalError, closeReason(peerFault ? (err as Error).message : 'internal hub error'));
+      this.peer.close(
+        closeCode ?? CloseCode.InternalError,
+        closeReason(peerFault ? (err as Error).message : 'internal hub error'),
+      );
     } catch {
       // already closed
     }

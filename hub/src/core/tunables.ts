@@ -50,6 +50,8 @@ export interface HubTunables {
   soloPromotionRate: number;
   /** promotions one connection may carry alone at once before its rate applies @default 256 */
   soloPromotionBurst: number;
+  /** open mode only: distinct `app` label values in /metrics histograms; later apps are `app="other"` (configured apps are all labelled) @default 100 */
+  maxAppLabels: number;
 }
 
 export const DEFAULT_TUNABLES: HubTunables = {
@@ -76,4 +78,5 @@ export const DEFAULT_TUNABLES: HubTunables = {
   maxHotKeysPerApp: 10_000,
   soloPromotionRate: 32,
   soloPromotionBurst: 256,
+  maxAppLabels: 100,
 };

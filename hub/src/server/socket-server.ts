@@ -64,7 +64,8 @@ export class SocketServer {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const path = (req.url ?? '').split('?')[0];
-    const attach: SocketEndpoint | undefined = path === WS_PATH || path === '/' ? (peer) => this.#core.attach(peer) : this.#endpoints.get(path ?? '');
+    const attach: SocketEndpoint | undefined =
+      path === WS_PATH || path === '/' ? (peer) => this.#core.attach(peer) : this.#endpoints.get(path ?? '');
     if (attach === undefined) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
@@ -77,7 +78,11 @@ export class SocketServer {
     ws.on('pong', () => this.#unanswered.delete(ws));
     ws.on('message', (data, isBinary) => {
       this.#unanswered.delete(ws);
-      const bytes = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+      const bytes = Array.isArray(data)
+        ? Buffer.concat(data)
+        : data instanceof ArrayBuffer
+          ? new Uint8Array(data)
+          : data;
       session.onFrame(bytes, isBinary);
     });
     ws.on('close', () => session.onClose());

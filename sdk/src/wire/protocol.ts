@@ -94,12 +94,26 @@ export const DemoteReason = {
 } as const;
 export type DemoteReason = (typeof DemoteReason)[keyof typeof DemoteReason];
 /** the reasons a hub decides */
-export type HubDemoteReason = typeof DemoteReason.Cooled | typeof DemoteReason.Expired | typeof DemoteReason.Manual | typeof DemoteReason.Rules | typeof DemoteReason.Evicted;
+export type HubDemoteReason =
+  | typeof DemoteReason.Cooled
+  | typeof DemoteReason.Expired
+  | typeof DemoteReason.Manual
+  | typeof DemoteReason.Rules
+  | typeof DemoteReason.Evicted;
 /** the reasons an SDK's 'demote' event carries */
-export type SdkDemoteReason = typeof DemoteReason.Demote | typeof DemoteReason.Expired | typeof DemoteReason.Stale | typeof DemoteReason.Snapshot | typeof DemoteReason.Evicted;
+export type SdkDemoteReason =
+  | typeof DemoteReason.Demote
+  | typeof DemoteReason.Expired
+  | typeof DemoteReason.Stale
+  | typeof DemoteReason.Snapshot
+  | typeof DemoteReason.Evicted;
 
 /** Close codes after which a client must not reconnect: retrying cannot succeed. */
-export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([CloseCode.Version, CloseCode.UnknownApp, CloseCode.Auth]);
+export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
+  CloseCode.Version,
+  CloseCode.UnknownApp,
+  CloseCode.Auth,
+]);
 
 export interface Member {
   id: string;
@@ -166,6 +180,8 @@ export interface Invalidate {
   t: typeof MsgType.Invalidate;
   seq: number;
   key: string;
+  /** `key` names a namespace (a Redis database, as the writer's ioredis wrapper names it) that was flushed: drop every cached value of it */
+  flush?: true;
 }
 export interface Demote {
   t: typeof MsgType.Demote;
@@ -195,6 +211,8 @@ export interface InvalidateRequest {
   t: typeof MsgType.InvalidateRequest;
   id: number;
   key: string;
+  /** `key` names a flushed namespace (FLUSHDB, FLUSHALL, SWAPDB): the broadcast carries the flag, acks as for a key */
+  flush?: true;
 }
 /** Answers InvalidateRequest `id` once every SDK of the app applied the invalidation or was cut off. */
 export interface Ack {
@@ -236,7 +254,11 @@ export function protocolError(message: string): never {
 /** msgpack bytes to a plain object with a numeric `t`, or a ProtocolError. */
 export function decodeFrame(bytes: Uint8Array): Record<string, unknown> & { t: number } {
   if (bytes.byteLength > MAX_FRAME_BYTES) {
-    throw new ProtocolError(ErrorCode.FrameTooLarge, `frame of ${bytes.byteLength} bytes exceeds ${MAX_FRAME_BYTES}`, CloseCode.FrameTooLarge);
+    throw new ProtocolError(
+      ErrorCode.FrameTooLarge,
+      `frame of ${bytes.byteLength} bytes exceeds ${MAX_FRAME_BYTES}`,
+      CloseCode.FrameTooLarge,
+    );
   }
   let value: unknown;
   try {
@@ -265,7 +287,8 @@ export function optStr(m: Record<string, unknown>, field: string): string | unde
 }
 export function int(m: Record<string, unknown>, field: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const v = m[field];
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) protocolError(`"${field}" must be an integer in [${min}, ${max}]`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+    protocolError(`"${field}" must be an integer in [${min}, ${max}]`);
   return v;
 }
 export function num(m: Record<string, unknown>, field: string): number {
@@ -293,7 +316,11 @@ export function obj(v: unknown, what: string): Record<string, unknown> {
 export function assertKey(key: unknown, what = 'key'): asserts key is string {
   if (typeof key !== 'string') protocolError(`${what} must be a string`);
   if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new ProtocolError(ErrorCode.KeyTooLong, `${what} must be 1 to ${MAX_KEY_LENGTH} characters, got ${key.length}`, CloseCode.KeyTooLong);
+    throw new ProtocolError(
+      ErrorCode.KeyTooLong,
+      `${what} must be 1 to ${MAX_KEY_LENGTH} characters, got ${key.length}`,
+      CloseCode.KeyTooLong,
+    );
   }
 }
 
@@ -311,7 +338,8 @@ function rules(m: Record<string, unknown>): { rules: Rule[]; local: number[] } {
     protocolError(`bad rules (${(err as Error).message})`);
   }
   const local = arr(m, 'local', parsed.length).map((x) => {
-    if (typeof x !== 'number' || !Number.isInteger(x) || x < 1) protocolError('"local" thresholds must be positive integers');
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < 1)
+      protocolError('"local" thresholds must be positive integers');
     return x;
   });
   if (local.length !== parsed.length) protocolError('"local" must have one threshold per rule');
@@ -320,13 +348,21 @@ function rules(m: Record<string, unknown>): { rules: Rule[]; local: number[] } {
 
 // ---- message guards: decode, then check every field a handler reads ----
 
+/** The optional `flush` flag of InvalidateRequest / Invalidate: absent, or `true` (false reads as absent). */
+function flush(m: Record<string, unknown>): { flush?: true } {
+  if (m.flush === undefined || m.flush === false) return {};
+  if (m.flush !== true) protocolError('"flush" must be a boolean');
+  return { flush: true };
+}
+
 /** Decodes and validates a frame an SDK or dashboard sent to the hub. */
 export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
   const m = decodeFrame(bytes);
   switch (m.t) {
     case MsgType.Hello: {
       const role = m.role === undefined ? undefined : str(m, 'role');
-      if (role !== undefined && role !== 'sdk' && role !== 'dashboard') protocolError('"role" must be "sdk" or "dashboard"');
+      if (role !== undefined && role !== 'sdk' && role !== 'dashboard')
+        protocolError('"role" must be "sdk" or "dashboard"');
       return {
         t: MsgType.Hello,
         v: int(m, 'v'),
@@ -345,14 +381,15 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       for (let i = 0; i < keys.length; i++) {
         assertKey(keys[i], `keys[${i}]`);
         const c = counts[i];
-        if (typeof c !== 'number' || !(c >= 0 && c <= MAX_COUNT) || Math.floor(c) !== c) protocolError(`counts[${i}] must be a non-negative integer`);
+        if (typeof c !== 'number' || !(c >= 0 && c <= MAX_COUNT) || Math.floor(c) !== c)
+          protocolError(`counts[${i}] must be a non-negative integer`);
       }
       return { t: MsgType.Report, keys: keys as string[], counts: counts as number[] };
     }
     case MsgType.InvalidateRequest: {
       const key = m.key;
       assertKey(key);
-      return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key };
+      return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key, ...flush(m) };
     }
     case MsgType.Applied:
       return { t: MsgType.Applied, seq: int(m, 'seq') };
@@ -396,18 +433,28 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
         at: num(m, 'at'),
       };
     }
-    case MsgType.Invalidate:
+    case MsgType.Invalidate: {
+      const key = m.key;
+      assertKey(key);
+      return { t: MsgType.Invalidate, seq: int(m, 'seq'), key, ...flush(m) };
+    }
     case MsgType.Demote: {
       const key = m.key;
       assertKey(key);
-      return { t: m.t, seq: int(m, 'seq'), key };
+      return { t: MsgType.Demote, seq: int(m, 'seq'), key };
     }
     case MsgType.Snapshot: {
       const hot = arr(m, 'hot', 10_000_000).map((x): HotEntry => {
         const o = obj(x, 'hot entry');
         const key = o.key;
         assertKey(key);
-        return { key, ttlMs: int(o, 'ttlMs'), cacheTtlMs: int(o, 'cacheTtlMs'), cache: bool(o, 'cache'), qps: num(o, 'qps') };
+        return {
+          key,
+          ttlMs: int(o, 'ttlMs'),
+          cacheTtlMs: int(o, 'cacheTtlMs'),
+          cache: bool(o, 'cache'),
+          qps: num(o, 'qps'),
+        };
       });
       return { t: MsgType.Snapshot, seq: int(m, 'seq'), hot };
     }
