@@ -21,7 +21,15 @@ interface AttackSpec {
 }
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as AttackSpec;
-const stats = { framesSent: 0, recordsSent: 0, requestsSent: 0, acks: 0, promotesReceived: 0, closeCodes: [] as number[], skippedRounds: 0 };
+const stats = {
+  framesSent: 0,
+  recordsSent: 0,
+  requestsSent: 0,
+  acks: 0,
+  promotesReceived: 0,
+  closeCodes: [] as number[],
+  skippedRounds: 0,
+};
 const sockets: WebSocket[] = [];
 
 function connect(instance: string): Promise<WebSocket> {
@@ -29,7 +37,9 @@ function connect(instance: string): Promise<WebSocket> {
     // a zero mask: ws skips masking, so the attacker spends its CPU on sending, not on XOR
     const ws = new WebSocket(spec.url, { perMessageDeflate: false, generateMask: (mask) => mask.fill(0) });
     const timer = setTimeout(() => reject(new Error('no Welcome within 10 s')), 10_000);
-    ws.on('open', () => ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: spec.app, instance, sdk: 'flood-attacker' })));
+    ws.on('open', () =>
+      ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: spec.app, instance, sdk: 'flood-attacker' })),
+    );
     ws.on('message', (data) => {
       const msg = decodeServerMessage(data as Buffer);
       if (msg.t === MsgType.Welcome) {
@@ -62,12 +72,23 @@ process.on('SIGTERM', finish);
 async function main(): Promise<void> {
   const n = spec.mode === 'frames' ? (spec.connections ?? 48) : 1;
   for (let i = 0; i < n; i++) sockets.push(await connect(`attacker-${process.pid}-${i}`));
-  const frames = spec.mode === 'frames' ? Array.from({ length: 8 }, (_, f) => reportFrame(Array.from({ length: 65_536 }, (_, i) => `f${f}:${i.toString(36).padStart(8, '0')}`), 1)) : [];
+  const frames =
+    spec.mode === 'frames'
+      ? Array.from({ length: 8 }, (_, f) =>
+          reportFrame(
+            Array.from({ length: 65_536 }, (_, i) => `f${f}:${i.toString(36).padStart(8, '0')}`),
+            1,
+          ),
+        )
+      : [];
   stopAt = Date.now() + spec.seconds * 1000;
   process.stdout.write('ATTACK_READY\n');
   if (spec.mode === 'promote') {
     const keys = Array.from({ length: 131_072 }, (_, i) => `junk:${i}`);
-    const frames = [reportFrame(keys.slice(0, 65_536), spec.threshold ?? 1000), reportFrame(keys.slice(65_536), spec.threshold ?? 1000)];
+    const frames = [
+      reportFrame(keys.slice(0, 65_536), spec.threshold ?? 1000),
+      reportFrame(keys.slice(65_536), spec.threshold ?? 1000),
+    ];
     const ws = sockets[0]!;
     const round = () => {
       if (stopped || Date.now() >= stopAt) return finish();
@@ -83,7 +104,9 @@ async function main(): Promise<void> {
     };
     round();
   } else if (spec.mode === 'invalidate') {
-    const batch = Array.from({ length: 1000 }, (_, i) => encode({ t: MsgType.InvalidateRequest, id: i + 1, key: `inv:${i}` }));
+    const batch = Array.from({ length: 1000 }, (_, i) =>
+      encode({ t: MsgType.InvalidateRequest, id: i + 1, key: `inv:${i}` }),
+    );
     const ws = sockets[0]!;
     const pump = () => {
       if (stopped || Date.now() >= stopAt || ws.readyState !== WebSocket.OPEN) return finish();

@@ -9,10 +9,15 @@ import { parseArgs } from 'node:util';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { floodConfig, measureAttack, type AttackMode } from './floods.ts';
 
-const { values } = parseArgs({ options: { 'hub-bin': { type: 'string' }, only: { type: 'string' }, seconds: { type: 'string' } } });
+const { values } = parseArgs({
+  options: { 'hub-bin': { type: 'string' }, only: { type: 'string' }, seconds: { type: 'string' } },
+});
 const modes = (values.only ?? 'promote,invalidate,frames').split(',') as AttackMode[];
 for (const mode of modes) {
-  const hub = await HubProcess.start({ args: ['--config', writeConfig(floodConfig, 'hotkey-floods-')], bin: values['hub-bin'] });
+  const hub = await HubProcess.start({
+    args: ['--config', writeConfig(floodConfig, 'hotkey-floods-')],
+    bin: values['hub-bin'],
+  });
   try {
     const f = await measureAttack(hub, mode, { attackSeconds: Number(values.seconds ?? 6) });
     console.log(JSON.stringify(f));

@@ -62,7 +62,12 @@ function quantile(sorted: number[], q: number): number {
 
 function figures(samples: number[]): LatencyFigures {
   const ok = samples.filter(Number.isFinite).sort((a, b) => a - b);
-  return { probes: samples.length, p50: Math.round(quantile(ok, 0.5)), p95: Math.round(quantile(ok, 0.95)), lost: samples.length - ok.length };
+  return {
+    probes: samples.length,
+    p50: Math.round(quantile(ok, 0.5)),
+    p95: Math.round(quantile(ok, 0.95)),
+    lost: samples.length - ok.length,
+  };
 }
 
 function rssMb(pid: number): number {
@@ -113,7 +118,9 @@ async function probes(clients: HotKeyClient[], tag: string, count: number, until
 
 function startAttacker(mode: AttackMode, hub: HubProcess, seconds: number, connections: number) {
   const spec = { mode, url: hub.url, app: FLOOD_APP, seconds, connections, threshold: FLOOD_THRESHOLD };
-  const child = spawn(process.execPath, [...process.execArgv, ATTACKER, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...process.execArgv, ATTACKER, JSON.stringify(spec)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => (err += d));
@@ -138,10 +145,17 @@ function startAttacker(mode: AttackMode, hub: HubProcess, seconds: number, conne
  * everything watched. Two legit SDK instances, so legit keys have two reporters as in any real
  * deployment of more than one instance.
  */
-export async function measureAttack(hub: HubProcess, mode: AttackMode, options: { attackSeconds?: number; connections?: number; baselineProbes?: number } = {}): Promise<AttackFigures> {
+export async function measureAttack(
+  hub: HubProcess,
+  mode: AttackMode,
+  options: { attackSeconds?: number; connections?: number; baselineProbes?: number } = {},
+): Promise<AttackFigures> {
   const attackSeconds = options.attackSeconds ?? 6;
   const opts = { app: FLOOD_APP, hubs: [hub.url], reconnectMaxMs: 300 };
-  const clients = [new HotKeyClient({ ...opts, instanceId: `legit-a-${mode}` }), new HotKeyClient({ ...opts, instanceId: `legit-b-${mode}` })];
+  const clients = [
+    new HotKeyClient({ ...opts, instanceId: `legit-a-${mode}` }),
+    new HotKeyClient({ ...opts, instanceId: `legit-b-${mode}` }),
+  ];
   const pid = hub.child.pid!;
   const watchers: NodeJS.Timeout[] = [];
   try {

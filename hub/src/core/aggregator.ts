@@ -197,7 +197,15 @@ export class Aggregator {
    * instance's bit from `reporterBit`; `solo` is its connection's budget for keys only it reports
    * (none: unlimited). Promotes synchronously. Allocates nothing per record for tracked keys.
    */
-  ingest(keys: readonly string[], counts: readonly number[], reporter: number, now: number, solo?: PromotionBudget, from = 0, to = keys.length): void {
+  ingest(
+    keys: readonly string[],
+    counts: readonly number[],
+    reporter: number,
+    now: number,
+    solo?: PromotionBudget,
+    from = 0,
+    to = keys.length,
+  ): void {
     const word = reporter >>> 5;
     const bit = 1 << (reporter & 31);
     const n = Math.min(to, keys.length);
@@ -486,7 +494,8 @@ export class Aggregator {
   #reporterBitCount(slot: number): number {
     const base = slot * REPORTER_WORDS;
     let ones = 0;
-    for (let w = 0; w < REPORTER_WORDS; w++) ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
+    for (let w = 0; w < REPORTER_WORDS; w++)
+      ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
     return ones;
   }
 

@@ -110,7 +110,12 @@ export class HubCore implements SessionHost {
       publish: (event) => this.#publish(event),
     });
     const t = this.tunables;
-    this.intake = new Intake({ turnMs: t.intakeTurnMs, quantumMs: t.intakeQuantumMs, maxQueuedBytes: t.maxQueuedBytesPerConnection, maxTotalQueuedBytes: t.maxQueuedBytes });
+    this.intake = new Intake({
+      turnMs: t.intakeTurnMs,
+      quantumMs: t.intakeQuantumMs,
+      maxQueuedBytes: t.maxQueuedBytesPerConnection,
+      maxTotalQueuedBytes: t.maxQueuedBytes,
+    });
     this.invalidationBudget = new InvalidationBudget({
       rate: t.invalidateRate,
       burst: t.invalidateBurst,
@@ -188,7 +193,11 @@ export class HubCore implements SessionHost {
     session.sdk = hello.sdk;
     session.reporter = reporterBit(hello.instance);
     session.appliedSeq = app.broadcaster.seq;
-    session.soloBudget = new TokenBucket(this.tunables.soloPromotionRate, this.tunables.soloPromotionBurst, this.#now());
+    session.soloBudget = new TokenBucket(
+      this.tunables.soloPromotionRate,
+      this.tunables.soloPromotionBurst,
+      this.#now(),
+    );
     this.#apps.join(app, session);
     app.broadcaster.sendTo(
       session.peer,

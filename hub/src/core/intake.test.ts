@@ -51,7 +51,10 @@ test('a sparse flow is served before a backlogged one, whose frames keep their o
   assert.is(log[before], 'legit:report', 'the new flow goes first at the next turn');
   for (let i = 0; i < 20; i++) turn();
   const floodOrder = log.filter((l) => l.startsWith('flood:')).map((l) => Number(l.slice(6)));
-  assert.equal(floodOrder, [...floodOrder].sort((x, y) => x - y));
+  assert.equal(
+    floodOrder,
+    [...floodOrder].sort((x, y) => x - y),
+  );
   assert.is(floodOrder.length, 20);
 });
 

@@ -176,7 +176,11 @@ export class Intake {
       flow.deficit = this.#quantumMs;
       this.#new.push(flow);
     }
-    if (!flow.paused && (flow.bytes > this.#maxQueuedBytes || (this.#queuedBytes > this.#maxTotalQueuedBytes && flow.bytes > SMALL_QUEUE_BYTES))) {
+    if (
+      !flow.paused &&
+      (flow.bytes > this.#maxQueuedBytes ||
+        (this.#queuedBytes > this.#maxTotalQueuedBytes && flow.bytes > SMALL_QUEUE_BYTES))
+    ) {
       flow.paused = true;
       this.#stats.paused++;
       flow.owner.pause();

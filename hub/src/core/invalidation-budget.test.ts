@@ -9,8 +9,21 @@ const req = (id: number): InvalidateRequest => ({ t: MsgType.InvalidateRequest, 
 
 function setup(rate: number, burst: number, maxQueued: number) {
   const routed: string[] = [];
-  const budget = new InvalidationBudget({ rate, burst, maxQueued, now: () => Date.now(), route: (from, r) => routed.push(`${(from as Requester & { name: string }).name}:${r.id}`) });
-  const requester = (name: string) => ({ name, closed: false, failed: undefined as unknown, fail(err: unknown) { this.failed = err; } });
+  const budget = new InvalidationBudget({
+    rate,
+    burst,
+    maxQueued,
+    now: () => Date.now(),
+    route: (from, r) => routed.push(`${(from as Requester & { name: string }).name}:${r.id}`),
+  });
+  const requester = (name: string) => ({
+    name,
+    closed: false,
+    failed: undefined as unknown,
+    fail(err: unknown) {
+      this.failed = err;
+    },
+  });
   return { budget, routed, requester };
 }
 
@@ -21,7 +34,10 @@ test('within the burst requests route at once; beyond it they wait and are relea
   assert.is(routed.length, 5);
   assert.is(budget.stats.queued, 20);
   await waitFor('the queue to drain at 1000/s', () => routed.length === 25, 2000);
-  assert.equal(routed, Array.from({ length: 25 }, (_, i) => `a:${i + 1}`));
+  assert.equal(
+    routed,
+    Array.from({ length: 25 }, (_, i) => `a:${i + 1}`),
+  );
   budget.close();
 });
 

@@ -116,10 +116,13 @@ export class InvalidationBudget {
 
   #schedule(waitMs: number): void {
     if (this.#immediate || this.#timer !== undefined) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#release();
-    }, Math.max(1, waitMs));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.#release();
+      },
+      Math.max(1, waitMs),
+    );
     this.#timer.unref();
   }
 

@@ -91,10 +91,20 @@ export class Session implements Waiter, IntakeFlow {
   onFrame(data: Uint8Array, binary: boolean): void {
     if (this.state === SessionState.Closed) return;
     try {
-      if (!binary) throw new ProtocolError(ErrorCode.Protocol, 'text frames are not part of the protocol: send binary msgpack frames', CloseCode.Protocol);
+      if (!binary)
+        throw new ProtocolError(
+          ErrorCode.Protocol,
+          'text frames are not part of the protocol: send binary msgpack frames',
+          CloseCode.Protocol,
+        );
       if (this.state === SessionState.AwaitingHello) {
         const msg = decodeClientMessage(data);
-        if (msg.t !== MsgType.Hello) throw new ProtocolError(ErrorCode.Protocol, `the first frame must be Hello (t=${MsgType.Hello}), got t=${msg.t}`, CloseCode.Protocol);
+        if (msg.t !== MsgType.Hello)
+          throw new ProtocolError(
+            ErrorCode.Protocol,
+            `the first frame must be Hello (t=${MsgType.Hello}), got t=${msg.t}`,
+            CloseCode.Protocol,
+          );
         this.#host.hello(this, msg);
         return;
       }
@@ -133,7 +143,11 @@ export class Session implements Waiter, IntakeFlow {
         this.#host.resync(this);
         return undefined;
       case MsgType.Hello:
-        throw new ProtocolError(ErrorCode.Protocol, 'Hello was already received on this connection', CloseCode.Protocol);
+        throw new ProtocolError(
+          ErrorCode.Protocol,
+          'Hello was already received on this connection',
+          CloseCode.Protocol,
+        );
     }
     return undefined;
   }
