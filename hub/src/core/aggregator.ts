@@ -12,6 +12,15 @@
  * demotes those below `threshold * demoteRatio` for `demoteWindows` whole windows ('cooled') or not
  * renewed within `hotMs` ('expired').
  *
+ * Hot-set admission (issue 11.1: one reporter must not fill every SDK's hot set): a key whose
+ * window only one instance reported (one reporter bit) is promoted only if the reporting
+ * connection's solo budget (`PromotionBudget`, a token bucket per connection) has a token; and the
+ * hot set holds at most `maxHot` keys: at the cap a candidate must beat the weakest of a random
+ * sample of hot keys (more reporters, then more QPS), which is demoted ('evicted') to make room.
+ * Keys many instances report therefore always get in, and junk carried by one connection stays
+ * within that connection's budget. A refused key stays tracked and is reconsidered on its next
+ * crossing.
+ *
  * Memory is bounded by `maxKeys`: once full, a new key replaces the smallest non-hot key among a
  * random sample (sampled eviction, as in Redis' approximated LRU), so any key cardinality keeps the
  * slab at its cap. Distinct reporters of a key are estimated by linear counting over a 128-bit
@@ -61,6 +70,13 @@ export interface AggregatorOptions {
   reportFraction?: number;
   /** ms since epoch at construction (starts the baseline warm-up) @default 0 */
   now?: number;
+  /** hot keys at most; at the cap a stronger candidate displaces the weakest sampled one @default Infinity */
+  maxHot?: number;
+}
+
+/** What one connection may still promote alone (a TokenBucket fits). */
+export interface PromotionBudget {
+  take(now: number): boolean;
 }
 
 export interface HotKeyView {
@@ -85,6 +101,12 @@ export interface AggregatorStats {
   evicted: number;
   /** records whose key matches no rule, or that another hub owns */
   ignored: number;
+  /** crossings not promoted: the only reporter's connection was out of solo budget */
+  soloRefused: number;
+  /** crossings not promoted: the hot set was at `maxHot` and the key was not stronger than the weakest sampled */
+  capRefused: number;
+  /** hot keys demoted to make room for a stronger one */
+  displaced: number;
 }
 
 const REPORTER_WORDS = 4; // 128 bits
@@ -161,11 +183,18 @@ export class Aggregator {
   #reporterBitsCurrent = new Uint32Array(0);
   #reporterBitsPrevious = new Uint32Array(0);
   readonly #hotSlots = new Set<number>();
+  // the hot slots again, as an array for uniform sampling (slot -> index in #hotPos)
+  readonly #hotList: number[] = [];
+  #hotPos = new Int32Array(0);
+  readonly #maxHot: number;
   #sweepAt = 0;
 
   #dropped = 0;
   #evicted = 0;
   #ignored = 0;
+  #soloRefused = 0;
+  #capRefused = 0;
+  #displaced = 0;
 
   constructor(options: AggregatorOptions) {
     this.#listener = options.listener;
@@ -175,6 +204,7 @@ export class Aggregator {
     this.#random = options.random ?? Math.random;
     this.#accept = options.accept;
     this.#reportFraction = options.reportFraction ?? 0.2;
+    this.#maxHot = Math.max(1, options.maxHot ?? Infinity);
     this.#ruleSet = new RuleSet(options.rules);
     this.#compileRules(options.now ?? 0);
     this.#grow(Math.min(this.#maxKeys, Math.max(1, options.initialCapacity ?? 1024)));
@@ -192,19 +222,31 @@ export class Aggregator {
       dropped: this.#dropped,
       evicted: this.#evicted,
       ignored: this.#ignored,
+      soloRefused: this.#soloRefused,
+      capRefused: this.#capRefused,
+      displaced: this.#displaced,
     };
   }
 
   /**
-   * Adds `counts[i]` accesses of `keys[i]` at `now`. `reporter` is the sending instance's bit from
-   * `reporterBit`. Promotes synchronously. Allocates nothing per record for tracked keys.
+   * Adds `counts[i]` accesses of `keys[i]` at `now`, for i in [from, to). `reporter` is the sending
+   * instance's bit from `reporterBit`; `solo` is its connection's budget for keys only it reports
+   * (none: unlimited). Promotes synchronously. Allocates nothing per record for tracked keys.
    */
-  ingest(keys: readonly string[], counts: readonly number[], reporter: number, now: number): void {
+  ingest(
+    keys: readonly string[],
+    counts: readonly number[],
+    reporter: number,
+    now: number,
+    solo?: PromotionBudget,
+    from = 0,
+    to = keys.length,
+  ): void {
     this.#lastNow = now;
     const word = reporter >>> 5;
     const bit = 1 << (reporter & 31);
-    const n = keys.length;
-    for (let i = 0; i < n; i++) {
+    const n = Math.min(to, keys.length);
+    for (let i = from; i < n; i++) {
       const count = counts[i]!;
       if (!(count > 0)) continue;
       const key = keys[i]!;
@@ -226,7 +268,7 @@ export class Aggregator {
       else if (total >= this.#rThreshold[r]!) {
         this.#hotUntil[slot] = now + this.#rHotMs[r]!;
         this.#lowSince[slot] = NONE;
-        if (this.#hot[slot] === 0) this.#promote(slot, now, false);
+        if (this.#hot[slot] === 0 && this.#admitHot(slot, solo, now)) this.#promote(slot, now, false);
       }
     }
   }
@@ -437,7 +479,7 @@ export class Aggregator {
     for (const [key, slot] of [...this.#slotOf]) {
       if (accept(key)) continue;
       if (this.#hot[slot] === 1) this.#hotGone(slot);
-      this.#hotSlots.delete(slot);
+      this.#removeHot(slot);
       this.#release(slot);
       removed++;
     }
@@ -580,9 +622,9 @@ export class Aggregator {
   #promote(slot: number, now: number, manual: boolean): void {
     const wasHot = this.#hot[slot] === 1;
     this.#hot[slot] = 1;
-    this.#hotSlots.add(slot);
     const r = this.#rule[slot]!;
     if (!wasHot) {
+      this.#addHot(slot);
       this.#hotSince[slot] = now;
       const detector = this.#detectors[r];
       if (detector instanceof TopKDetector) detector.hot++;
@@ -600,9 +642,89 @@ export class Aggregator {
     this.#hotGone(slot);
     this.#level[slot] = 0;
     this.#hot[slot] = 0;
-    this.#hotSlots.delete(slot);
+    this.#removeHot(slot);
     this.#lowSince[slot] = NONE;
     this.#listener.demote(this.#keys[slot]!, this.#qps(slot, now), reason);
+  }
+
+  #addHot(slot: number): void {
+    if (this.#hotSlots.has(slot)) return;
+    this.#hotSlots.add(slot);
+    this.#hotPos[slot] = this.#hotList.length;
+    this.#hotList.push(slot);
+  }
+
+  #removeHot(slot: number): void {
+    if (!this.#hotSlots.delete(slot)) return;
+    const i = this.#hotPos[slot]!;
+    const last = this.#hotList.pop()!;
+    if (last !== slot) {
+      this.#hotList[i] = last;
+      this.#hotPos[last] = i;
+    }
+  }
+
+  /** distinct reporter bits of the slot over the current and previous window (1: one instance alone) */
+  #reporterBitCount(slot: number): number {
+    const base = slot * REPORTER_WORDS;
+    let ones = 0;
+    for (let w = 0; w < REPORTER_WORDS; w++)
+      ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
+    return ones;
+  }
+
+  /** May the crossing key in `slot` become hot? See the design note at the top. */
+  #admitHot(slot: number, solo: PromotionBudget | undefined, now: number): boolean {
+    const reporters = this.#reporterBitCount(slot);
+    let victim = -1;
+    if (this.#hotSlots.size >= this.#maxHot) {
+      victim = this.#weakestHot(now);
+      if (victim < 0 || !this.#stronger(slot, reporters, victim, now)) {
+        this.#capRefused++;
+        return false;
+      }
+    }
+    if (reporters <= 1 && solo !== undefined && !solo.take(now)) {
+      this.#soloRefused++;
+      return false;
+    }
+    if (victim >= 0) {
+      this.#displaced++;
+      this.#demote(victim, 'evicted', now);
+    }
+    return true;
+  }
+
+  #stronger(slot: number, reporters: number, victim: number, now: number): boolean {
+    const victimReporters = this.#reporterBitCount(victim);
+    if (reporters !== victimReporters) return reporters > victimReporters;
+    return this.#qps(slot, now) > this.#qps(victim, now);
+  }
+
+  /** The weakest (fewest reporters, then lowest QPS) of a random sample of hot slots. */
+  #weakestHot(now: number): number {
+    const n = this.#hotList.length;
+    if (n === 0) return -1;
+    let best = -1;
+    let bestReporters = Infinity;
+    let bestQps = Infinity;
+    for (let k = 0; k < this.#samples; k++) {
+      const slot = this.#hotList[Math.floor(this.#random() * n)]!;
+      this.#rollReporterWindow(slot, now);
+      const reporters = this.#reporterBitCount(slot);
+      const qps = this.#qps(slot, now);
+      if (reporters < bestReporters || (reporters === bestReporters && qps < bestQps)) {
+        best = slot;
+        bestReporters = reporters;
+        bestQps = qps;
+      }
+    }
+    return best;
+  }
+
+  #rollReporterWindow(slot: number, now: number): void {
+    const gen = Math.floor(now / this.#rWindowMs[this.#rule[slot]!]!);
+    if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
   }
 
   #admit(key: string, now: number): number {
@@ -706,6 +828,9 @@ export class Aggregator {
     const hot = new Uint8Array(capacity);
     hot.set(this.#hot);
     this.#hot = hot;
+    const hotPos = new Int32Array(capacity);
+    hotPos.set(this.#hotPos);
+    this.#hotPos = hotPos;
     this.#tick = copyF(this.#tick);
     this.#slices = copyF(this.#slices, WINDOW_SLICES);
     this.#total = copyF(this.#total);

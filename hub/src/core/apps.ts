@@ -223,6 +223,7 @@ export class Apps {
       aggregator: new Aggregator({
         rules: coordinator.rules(name),
         maxKeys: tunables.maxKeysPerApp,
+        maxHot: tunables.maxHotKeysPerApp,
         initialCapacity: 64,
         accept: this.#accept,
         reportFraction: tunables.localThresholdFraction,
