@@ -24,6 +24,8 @@ export const ErrorCode = {
   SlowConsumer: 'HK_ERR_SLOW_CONSUMER',
   /** the hub is at a connection limit (close 4009); the client retries with backoff */
   OverCapacity: 'HK_ERR_OVER_CAPACITY',
+  /** a connection sent more work than the hub's per-connection budget holds (close 4012); the client reconnects with backoff */
+  RateLimited: 'HK_ERR_RATE_LIMITED',
   /** a rule or rule set that does not validate */
   Rules: 'HK_ERR_RULES',
   /** a config file or option that does not validate */

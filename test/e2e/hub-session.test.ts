@@ -347,7 +347,8 @@ test('a slow consumer is cut off with 4008 instead of silently missing broadcast
   const slowHub = await startHub({
     port: 0,
     config: { apps: { s: { rules: [{ match: '*', threshold: 1 }] } } },
-    tunables: { maxBufferedBytes: 1024 * 1024 },
+    // one instance promotes thousands of keys alone here: lift the flood budgets, this is about sending
+    tunables: { maxBufferedBytes: 1024 * 1024, soloPromotionBurst: 1e9, maxHotKeysPerApp: 1e9 },
     log: () => {},
   });
   try {

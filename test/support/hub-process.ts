@@ -40,6 +40,8 @@ export interface HubProcessOptions {
   env?: Record<string, string>;
   /** start-up includes tsx and the dashboard bundle: slow on a loaded 2-core box @default 30000 */
   readyTimeoutMs?: number;
+  /** the CLI to run (another checkout's, to compare) @default HUB_BIN */
+  bin?: string;
 }
 
 export interface Exit {
@@ -97,7 +99,7 @@ export class HubProcess {
   static async start(options: HubProcessOptions = {}): Promise<HubProcess> {
     const args = [...(options.args ?? [])];
     if (!args.includes('--port') && options.env?.HOTKEY_PORT === undefined) args.push('--port', '0');
-    const child = spawn(process.execPath, [...process.execArgv, HUB_BIN, ...args], {
+    const child = spawn(process.execPath, [...process.execArgv, options.bin ?? HUB_BIN, ...args], {
       env: childEnv(options.env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });

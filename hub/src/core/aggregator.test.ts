@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
+import { TokenBucket } from './token-bucket.ts';
 import { Aggregator, reporterBit, type AggregatorListener, type DemoteReason } from './aggregator.ts';
 
 interface Recorded {
@@ -8,7 +9,7 @@ interface Recorded {
   demotes: { key: string; qps: number; reason: DemoteReason }[];
 }
 
-function setup(rules: unknown, options: { maxKeys?: number; random?: () => number } = {}) {
+function setup(rules: unknown, options: { maxKeys?: number; random?: () => number; maxHot?: number } = {}) {
   const rec: Recorded = { promotes: [], demotes: [] };
   const listener: AggregatorListener = {
     promote: (key, rule, qps, latencyMs, manual) => rec.promotes.push({ key, rule, qps, latencyMs, manual }),
@@ -288,6 +289,40 @@ test('ownership: foreign keys are not admitted, and are forgotten when ownership
   agg.setAccept(undefined);
   one(agg, 'a', 10, 2);
   assert.ok(agg.isHot('a'), 'accepted again after the change');
+});
+
+test('one reporter alone promotes only within its solo budget; a key two instances report needs none', () => {
+  const { agg, rec } = setup([{ match: '*', threshold: 10 }]);
+  const flooder = new TokenBucket(0, 3, 0); // 3 promotions, no refill
+  for (let i = 0; i < 100; i++) agg.ingest([`junk:${i}`], [10], 7, 50, flooder);
+  assert.is(rec.promotes.length, 3, 'the budget of the only reporter caps its promotions');
+  assert.is(agg.stats.soloRefused, 97);
+  // a real key: two instances each report half; the flooder's empty budget is irrelevant
+  agg.ingest(['real'], [5], 1, 60, new TokenBucket(0, 1, 0));
+  agg.ingest(['real'], [5], 2, 70, flooder);
+  assert.ok(agg.isHot('real'));
+  // a refused key is reconsidered on its next crossing once the budget allows
+  const refill = new TokenBucket(0, 1, 0);
+  agg.ingest(['junk:50'], [1], 7, 80, refill);
+  assert.ok(agg.isHot('junk:50'));
+});
+
+test('at maxHot a stronger key (more reporters, then more QPS) displaces the weakest; a weaker one is refused', () => {
+  let r = 0;
+  const { agg, rec } = setup([{ match: '*', threshold: 10 }], { maxHot: 3, random: () => (r = (r + 0.37) % 1) });
+  for (let i = 0; i < 3; i++) agg.ingest([`solo:${i}`], [10 + i], 7, 0);
+  assert.is(agg.stats.hot, 3);
+  agg.ingest(['weak'], [10], 8, 10); // one reporter, lowest QPS: refused
+  assert.not.ok(agg.isHot('weak'));
+  assert.is(agg.stats.capRefused, 1);
+  agg.ingest(['real'], [5], 1, 20);
+  agg.ingest(['real'], [5], 2, 20); // two reporters beat any solo key
+  assert.ok(agg.isHot('real'));
+  assert.is(agg.stats.hot, 3);
+  assert.is(agg.stats.displaced, 1);
+  const evicted = rec.demotes.filter((d) => d.reason === 'evicted');
+  assert.is(evicted.length, 1);
+  assert.ok(evicted[0]!.key.startsWith('solo:'));
 });
 
 test.run();

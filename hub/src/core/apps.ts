@@ -229,8 +229,11 @@ export class Apps {
       aggregator: new Aggregator({
         rules: coordinator.rules(name),
         maxKeys: tunables.maxKeysPerApp,
+        maxHot: tunables.maxHotKeysPerApp,
         initialCapacity: 64,
         accept: this.#accept,
+        reportFraction: tunables.localThresholdFraction,
+        now: this.#opts.now(),
         listener: {
           promote: (key, rule, qps, latencyMs, manual) => this.#opts.onPromote(app, key, rule, qps, latencyMs, manual),
           demote: (key, qps, reason) => this.#opts.onDemote(app, key, qps, reason),
@@ -327,8 +330,9 @@ export class Apps {
   /** Each rule's per-instance report threshold for the app's instance count now. */
   localThresholds(app: AppState): number[] {
     const instanceCount = app.sessionsByInstance.size;
+    const now = this.#opts.now();
     return app.aggregator.rules.map((r) =>
-      localThreshold(r, instanceCount, this.#opts.tunables.localThresholdFraction),
+      localThreshold(r, instanceCount, this.#opts.tunables.localThresholdFraction, now),
     );
   }
 

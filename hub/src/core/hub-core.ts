@@ -26,10 +26,13 @@ import type { Logger } from './logger.ts';
 import { reporterBit, type DemoteReason } from './aggregator.ts';
 import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
 import { HubMetrics, type Gauges } from './hub-metrics.ts';
+import { Intake } from './intake.ts';
+import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
 import { closeReason, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
 import { Session, SessionState, type SessionHost } from './session.ts';
+import { TokenBucket } from './token-bucket.ts';
 import type { HubTunables } from './tunables.ts';
 
 export interface HubCoreOptions {
@@ -56,6 +59,10 @@ export class HubCore implements SessionHost {
   readonly tunables: HubTunables;
   /** recent QPS of the hot keys this hub owns (GET /api/apps/:app/keys/qps) */
   readonly qpsHistory: QpsHistory;
+  /** the fair scheduler of every SDK connection's frames (intake.ts) */
+  readonly intake: Intake;
+  /** per-connection InvalidateRequest budgets (invalidation-budget.ts) */
+  readonly invalidationBudget: InvalidationBudget;
   url = '';
   readonly #now: () => number;
   readonly #logger: Logger;
@@ -109,6 +116,24 @@ export class HubCore implements SessionHost {
       clock,
       leaseMs: this.tunables.leaseMs,
       publish: (event) => this.#publish(event),
+    });
+    const t = this.tunables;
+    this.intake = new Intake({
+      turnMs: t.intakeTurnMs,
+      quantumMs: t.intakeQuantumMs,
+      maxQueuedBytes: t.maxQueuedBytesPerConnection,
+      maxTotalQueuedBytes: t.maxQueuedBytes,
+    });
+    this.invalidationBudget = new InvalidationBudget({
+      rate: t.invalidateRate,
+      burst: t.invalidateBurst,
+      maxQueued: t.maxQueuedInvalidations,
+      now: this.#now,
+      route: (from, request) => {
+        const session = from as Session;
+        const app = this.#apps.get(session.app);
+        if (app !== undefined && !session.closed) this.#invalidations.request(app, session, request);
+      },
     });
     this.coordinator.onRules((app, rules) =>
       this.#guard('rules change', () => {
@@ -176,6 +201,11 @@ export class HubCore implements SessionHost {
     session.sdk = hello.sdk;
     session.reporter = reporterBit(hello.instance);
     session.appliedSeq = app.broadcaster.seq;
+    session.soloBudget = new TokenBucket(
+      this.tunables.soloPromotionRate,
+      this.tunables.soloPromotionBurst,
+      this.#now(),
+    );
     this.#apps.join(app, session);
     app.broadcaster.sendTo(
       session.peer,
@@ -194,21 +224,27 @@ export class HubCore implements SessionHost {
     this.#sendSnapshot(app, session);
   }
 
-  /** @param [bytes] the frame's size, for the report frame size histogram */
-  report(session: Session, report: Report, bytes?: number): void {
+  /**
+   * Ingests `report.keys[from..]`, at most `max` records (the fair intake's step); returns the index
+   * it stopped at. @param [bytes] the frame's size, for the report frame size histogram (first step only)
+   */
+  report(session: Session, report: Report, from: number, max: number, bytes?: number): number {
     const app = this.#apps.get(session.app);
-    if (app === undefined) return;
+    if (app === undefined) return report.keys.length;
     const now = this.#now();
+    const to = Math.min(report.keys.length, from + max);
     session.lastReport = now;
-    this.metrics.reports++;
-    this.metrics.records += report.keys.length;
-    if (bytes !== undefined) this.metrics.reportFrame(app.name, bytes);
-    app.aggregator.ingest(report.keys, report.counts, session.reporter, now);
+    if (from === 0) {
+      this.metrics.reports++;
+      if (bytes !== undefined) this.metrics.reportFrame(app.name, bytes);
+    }
+    this.metrics.records += to - from;
+    app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
+    return to;
   }
 
   invalidate(session: Session, request: InvalidateRequest): void {
-    const app = this.#apps.get(session.app);
-    if (app !== undefined) this.#invalidations.request(app, session, request);
+    if (this.#apps.get(session.app) !== undefined) this.invalidationBudget.request(session, request);
   }
 
   applied(session: Session, seq: number): void {
@@ -228,6 +264,7 @@ export class HubCore implements SessionHost {
 
   closed(session: Session): void {
     this.#awaitingHello.delete(session);
+    this.invalidationBudget.closed(session);
     this.#apps.leave(session);
   }
 
@@ -341,7 +378,8 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => {
         app.aggregator.tick(now);
-        this.#apps.settle(app);
+        if (app.aggregator.transitionDue(now)) this.#apps.scheduleConfig(app); // a pre-declared window opened or closed
+        this.#apps.settle(app); // leases lapse with time: fencing needs no message
         if (
           app.sessions.size === 0 &&
           app.lingering.size === 0 &&
@@ -385,6 +423,7 @@ export class HubCore implements SessionHost {
   shutdown(code: number, reason: string): void {
     this.#closing = true;
     this.#apps.close();
+    this.invalidationBudget.close();
     for (const session of [...this.#awaitingHello]) this.#closePeer(session, code, reason);
     for (const app of this.#apps.values()) {
       app.invalidations.flush();

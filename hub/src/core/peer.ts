@@ -7,6 +7,9 @@ export interface Peer {
   close(code: number, reason: string): void;
   /** bytes queued but not yet written to the network */
   readonly bufferedAmount: number;
+  /** stop / restart reading from the connection (the fair intake's backpressure); a ws WebSocket has both */
+  pause?(): void;
+  resume?(): void;
 }
 
 /** The WebSocket limit on a close reason, in bytes of UTF-8 (RFC 6455 §5.5: 125 minus the code). */

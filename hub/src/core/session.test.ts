@@ -34,6 +34,7 @@ class MemoryPeer implements Peer {
   }
 }
 
+// intakeTurnMs: these tests run many frames in one event loop turn and read the results synchronously
 function setup() {
   let now = 1_000_000;
   const config = parseHubConfig({ apps: { shop: { token: 'tok', rules: [{ match: 'item:*', threshold: 10 }] } } });
@@ -44,7 +45,7 @@ function setup() {
   const core = new HubCore({
     id: 'h1',
     coordinator,
-    tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 },
+    tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000, intakeTurnMs: 60_000 },
     now: () => now,
     logger: { debug() {}, info() {}, warn: line, error: line },
   });

@@ -10,12 +10,15 @@ import {
   decodeClientMessage,
   errorFrame,
   MsgType,
+  type ClientMessage,
   type Hello,
   type InvalidateRequest,
   type Report,
 } from '@hotkey/sdk/protocol';
-import { closeReason, type Peer } from './peer.ts';
+import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
 import type { Waiter } from './invalidations.ts';
+import { closeReason, type Peer } from './peer.ts';
+import type { TokenBucket } from './token-bucket.ts';
 
 export const SessionState = { AwaitingHello: 'awaiting-hello', Open: 'open', Closed: 'closed' } as const;
 export type SessionState = (typeof SessionState)[keyof typeof SessionState];
@@ -23,8 +26,11 @@ export type SessionState = (typeof SessionState)[keyof typeof SessionState];
 /** What a session needs from the hub core. Refusals throw ProtocolError, AuthError or CapacityError (each with its close code). */
 export interface SessionHost {
   hello(session: Session, hello: Hello): void;
-  /** `bytes`: the frame's size */
-  report(session: Session, report: Report, bytes: number): void;
+  /**
+   * Ingests `report.keys[from..]`, stopping after `max` records; returns the index it stopped at.
+   * `bytes`: the frame's size, on its first step when known.
+   */
+  report(session: Session, report: Report, from: number, max: number, bytes?: number): number;
   invalidate(session: Session, request: InvalidateRequest): void;
   applied(session: Session, seq: number): void;
   resync(session: Session): void;
@@ -34,11 +40,24 @@ export interface SessionHost {
   closed(session: Session): void;
   /** a fault closed the session: count it, log unexpected ones */
   faulted(session: Session, err: unknown): void;
+  /** the fair scheduler every open session's frames go through */
+  readonly intake: Intake;
+}
+
+/** records of one report ingested per scheduling step: a 64k-key report is 16 steps, not one */
+export const REPORT_STEP_RECORDS = 4096;
+/** frames this small are decoded on arrival, so Applied (cheap, and others' acks wait on it) skips the queue */
+const SMALL_FRAME_BYTES = 64;
+
+/** What is left of a report that did not fit in one scheduling step. */
+interface ReportRest {
+  report: Report;
+  from: number;
 }
 
 let nextId = 1;
 
-export class Session implements Waiter {
+export class Session implements Waiter, IntakeFlow {
   readonly id = nextId++;
   readonly peer: Peer;
   readonly connectedAt: number;
@@ -53,7 +72,10 @@ export class Session implements Waiter {
   appliedSeq = 0;
   /** hub monotonic time its lease ends (0: none granted); outlives the socket (invalidations.ts) */
   leaseUntil = 0;
+  /** promotions this connection may still carry alone (the aggregator's solo budget), set on Hello */
+  soloBudget: TokenBucket | undefined;
   readonly #host: SessionHost;
+  #flow: FlowQueue | undefined;
 
   constructor(peer: Peer, host: SessionHost, connectedAt: number) {
     this.peer = peer;
@@ -65,7 +87,11 @@ export class Session implements Waiter {
     return this.state === SessionState.Closed;
   }
 
-  /** A frame arrived. `binary` is false for WebSocket text frames, which the protocol forbids. */
+  /**
+   * A frame arrived. `binary` is false for WebSocket text frames, which the protocol forbids.
+   * Hello is handled at once; after it, frames go through the hub's fair intake (intake.ts), which
+   * runs them now or after other connections' turns. Applied skips the queue.
+   */
   onFrame(data: Uint8Array, binary: boolean): void {
     if (this.state === SessionState.Closed) return;
     try {
@@ -75,8 +101,8 @@ export class Session implements Waiter {
           'text frames are not part of the protocol: send binary msgpack frames',
           CloseCode.Protocol,
         );
-      const msg = decodeClientMessage(data);
       if (this.state === SessionState.AwaitingHello) {
+        const msg = decodeClientMessage(data);
         if (msg.t !== MsgType.Hello)
           throw new ProtocolError(
             ErrorCode.Protocol,
@@ -86,32 +112,71 @@ export class Session implements Waiter {
         this.#host.hello(this, msg);
         return;
       }
-      switch (msg.t) {
-        case MsgType.Report:
-          this.#host.report(this, msg, data.byteLength);
-          return;
-        case MsgType.InvalidateRequest:
-          this.#host.invalidate(this, msg);
-          return;
-        case MsgType.Applied:
+      if (data.byteLength <= SMALL_FRAME_BYTES) {
+        // decoded twice when not Applied: at this size that costs less than carrying both forms
+        const msg = decodeClientMessage(data);
+        if (msg.t === MsgType.Applied) {
           this.#host.applied(this, msg.seq);
           return;
-        case MsgType.Resync:
-          this.#host.resync(this);
-          return;
-        case MsgType.Lease:
-          this.#host.lease(this, msg.id);
-          return;
-        case MsgType.Hello:
-          throw new ProtocolError(
-            ErrorCode.Protocol,
-            'Hello was already received on this connection',
-            CloseCode.Protocol,
-          );
+        }
       }
+      this.#flow ??= this.#host.intake.flow(this);
+      this.#host.intake.submit(this.#flow, data, data.byteLength);
     } catch (err) {
       this.fail(err);
     }
+  }
+
+  /** IntakeFlow: one queued frame (raw or decoded) or the rest of a report; returns what is left. */
+  run(item: unknown): unknown {
+    if (this.state !== SessionState.Open) return undefined;
+    if ((item as ReportRest).report !== undefined)
+      return this.#report((item as ReportRest).report, (item as ReportRest).from);
+    const raw = item instanceof Uint8Array;
+    const msg = raw ? decodeClientMessage(item) : (item as ClientMessage);
+    switch (msg.t) {
+      case MsgType.Report:
+        return this.#report(msg, 0, raw ? item.byteLength : undefined);
+      case MsgType.InvalidateRequest:
+        this.#host.invalidate(this, msg);
+        return undefined;
+      case MsgType.Applied:
+        this.#host.applied(this, msg.seq);
+        return undefined;
+      case MsgType.Resync:
+        this.#host.resync(this);
+        return undefined;
+      case MsgType.Lease:
+        // queued behind earlier frames: the hub's view of the lease starts late, never early (safe)
+        this.#host.lease(this, msg.id);
+        return undefined;
+      case MsgType.Hello:
+        throw new ProtocolError(
+          ErrorCode.Protocol,
+          'Hello was already received on this connection',
+          CloseCode.Protocol,
+        );
+    }
+    return undefined;
+  }
+
+  /** IntakeFlow: too much queued, stop reading the socket (TCP pushes back on the sender) */
+  pause(): void {
+    this.peer.pause?.();
+  }
+
+  resume(): void {
+    if (this.state !== SessionState.Closed) this.peer.resume?.();
+  }
+
+  /** IntakeFlow: running a frame threw */
+  fault(err: unknown): void {
+    this.fail(err);
+  }
+
+  #report(report: Report, from: number, bytes?: number): ReportRest | undefined {
+    const next = this.#host.report(this, report, from, REPORT_STEP_RECORDS, bytes);
+    return next < report.keys.length ? { report, from: next } : undefined;
   }
 
   /** The hello deadline passed without a Hello. */
@@ -128,6 +193,7 @@ export class Session implements Waiter {
   fail(err: unknown): void {
     if (this.state === SessionState.Closed) return;
     this.state = SessionState.Closed;
+    if (this.#flow !== undefined) this.#host.intake.close(this.#flow);
     const closeCode = closeCodeOf(err);
     const peerFault = closeCode !== undefined;
     try {
@@ -142,6 +208,8 @@ export class Session implements Waiter {
       // the socket may already be gone; closing below still matters
     }
     try {
+      // a socket the intake paused must read again, or the close handshake waits for ws's 30 s timeout
+      this.peer.resume?.();
       this.peer.close(
         closeCode ?? CloseCode.InternalError,
         closeReason(peerFault ? (err as Error).message : 'internal hub error'),
@@ -155,6 +223,7 @@ export class Session implements Waiter {
   onClose(): void {
     if (this.state === SessionState.Closed) return;
     this.state = SessionState.Closed;
+    if (this.#flow !== undefined) this.#host.intake.close(this.#flow);
     this.#host.closed(this);
   }
 }

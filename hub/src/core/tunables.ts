@@ -36,6 +36,26 @@ export interface HubTunables {
   maxBodyBytes: number;
   /** events kept for GET /api/events @default 1000 */
   recentEvents: number;
+  /** InvalidateRequests per second one connection may put through; more wait in its queue @default 5000 */
+  invalidateRate: number;
+  /** InvalidateRequests one connection may send at once before its rate applies @default 5000 */
+  invalidateBurst: number;
+  /** InvalidateRequests waiting for one connection's budget at most; one more closes it with 4012 @default 10000 */
+  maxQueuedInvalidations: number;
+  /** ms of frame processing per event loop turn before the fair intake yields @default 4 */
+  intakeTurnMs: number;
+  /** ms of frame processing one connection gets per round of the fair intake @default 0.5 */
+  intakeQuantumMs: number;
+  /** bytes of frames queued per connection above which its socket is paused until its queue is empty @default 1048576 (1 MiB) */
+  maxQueuedBytesPerConnection: number;
+  /** bytes of frames queued by all connections above which any holding over 64 KiB is paused @default 4194304 (4 MiB) */
+  maxQueuedBytes: number;
+  /** hot keys per app at most; a stronger candidate (more reporters, then more QPS) displaces the weakest @default 10000 */
+  maxHotKeysPerApp: number;
+  /** promotions per second one connection may carry alone (keys no other instance reports) @default 32 */
+  soloPromotionRate: number;
+  /** promotions one connection may carry alone at once before its rate applies @default 256 */
+  soloPromotionBurst: number;
   /** open mode only: distinct `app` label values in /metrics histograms; later apps are `app="other"` (configured apps are all labelled) @default 100 */
   maxAppLabels: number;
 }
@@ -54,5 +74,15 @@ export const DEFAULT_TUNABLES: HubTunables = {
   pingIntervalMs: 15_000,
   maxBodyBytes: 64 * 1024,
   recentEvents: 1000,
+  invalidateRate: 5000,
+  invalidateBurst: 5000,
+  maxQueuedInvalidations: 10_000,
+  intakeTurnMs: 4,
+  intakeQuantumMs: 0.5,
+  maxQueuedBytesPerConnection: 1024 * 1024,
+  maxQueuedBytes: 4 * 1024 * 1024,
+  maxHotKeysPerApp: 10_000,
+  soloPromotionRate: 32,
+  soloPromotionBurst: 256,
   maxAppLabels: 100,
 };

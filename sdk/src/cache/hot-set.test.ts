@@ -120,7 +120,16 @@ test('invalidateHub after a sequence gap', () => {
   assert.is(hot.get('b')!.generation, genB);
 });
 
-test('bounded: the oldest promotion leaves', () => {
+test('bounded: the least valuable of the oldest promotions leaves, not a real hot key', () => {
+  const hot = new HotSet({ maxKeys: 3 });
+  hot.promote('h', 'real', { ...P, qps: 5000 }, 0);
+  hot.promote('h', 'junk1', { ...P, qps: 10 }, 0);
+  hot.promote('h', 'junk2', { ...P, qps: 10 }, 0);
+  assert.is(hot.promote('h', 'new', { ...P, qps: 800 }, 0).evicted, 'junk1', 'lowest QPS, oldest among equals');
+  assert.equal([...hot.keys()].sort(), ['junk2', 'new', 'real']);
+});
+
+test('bounded: among equals the oldest promotion leaves', () => {
   const hot = new HotSet({ maxKeys: 2 });
   hot.promote('h', 'a', P, 0);
   hot.promote('h', 'b', P, 0);

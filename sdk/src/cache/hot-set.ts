@@ -5,7 +5,7 @@
  * shortened to `now + maxStaleMs` when its hub is cut off, so that a value nobody can invalidate
  * any more is served for a bounded time only. `generation` changes whenever the cached value of
  * the key stops being trustworthy (invalidation, resync); a load that started under an older
- * generation must not be cached. Bounded: past `maxKeys` the oldest promotion is dropped.
+ * generation must not be cached. Bounded: past `maxKeys` the lowest-QPS of the oldest promotions is dropped.
  *
  * A cached value is served only while `lease.until` is ahead of the clock: the lease of the link
  * to the hub that vouches for the key (client/links.ts), one object per link generation shared by
@@ -47,6 +47,8 @@ export interface HotState extends CacheSlot {
 }
 
 const NONE: readonly HotState[] = Object.freeze([]);
+/** oldest entries compared when one must go for a new promotion */
+const EVICTION_SAMPLE = 16;
 
 export interface Promotion {
   /** ms the promotion lives from now without renewal */
@@ -57,7 +59,7 @@ export interface Promotion {
 }
 
 export interface HotSetOptions {
-  /** hot keys kept at most; a promotion past it drops the oldest entry @default 65536 */
+  /** hot keys kept at most; a promotion past it drops the lowest-QPS of the 16 oldest entries @default 65536 */
   maxKeys?: number;
 }
 
@@ -120,7 +122,7 @@ export class HotSet {
     }
     let evicted: string | undefined;
     if (this.#map.size >= this.maxKeys) {
-      evicted = this.#map.keys().next().value as string;
+      evicted = this.#leastValuable();
       this.#map.delete(evicted);
     }
     const state: HotState = {
@@ -141,6 +143,21 @@ export class HotSet {
     this.#map.set(key, state);
     if (state.until < this.#nextExpiry) this.#nextExpiry = state.until;
     return evicted === undefined ? { state, added: true } : { state, added: true, evicted };
+  }
+
+  /**
+   * The entry to drop for a new one: the lowest-QPS of the EVICTION_SAMPLE oldest promotions (the
+   * oldest among equals). Dropping the oldest alone would drop a long-hot real key for any newcomer;
+   * the hub already caps what one reporter can promote, so this only orders what is left.
+   */
+  #leastValuable(): string {
+    let victim: HotState | undefined;
+    let n = 0;
+    for (const state of this.#map.values()) {
+      if (victim === undefined || state.qps < victim.qps) victim = state;
+      if (++n >= EVICTION_SAMPLE) break;
+    }
+    return victim!.key;
   }
 
   /** Drops the key; returns whether it was hot. */

@@ -84,13 +84,15 @@ export const CloseCode = {
   OverCapacity: 4009,
   /** the hub leaves the cluster (SIGTERM): reconnect elsewhere, its keys move */
   Leaving: 4010,
+  /** the connection sent more than its budget allows (e.g. queued invalidations): reconnect with backoff, send less */
+  RateLimited: 4012,
 } as const;
 
 /**
  * Why a key stops being hot: one set for the hub and the SDK. The hub decides 'cooled' (its window
  * stayed under the demotion level), 'expired' (no renewal within the rule's hotMs), 'manual' (an
  * operator demoted it) and 'rules' (a rule change left it unmatched); the dashboard feed carries
- * them. An SDK's 'demote' event says 'demote' (the hub's Demote frame), 'expired' (the promotion
+ * them, and 'evicted' (the app's hot set was at the hub's cap and a stronger key took the place). An SDK's 'demote' event says 'demote' (the hub's Demote frame), 'expired' (the promotion
  * ran out here), 'stale' (cut off from its hub past maxStaleMs), 'snapshot' (absent from a resync
  * snapshot) or 'evicted' (over maxHotKeys).
  */
@@ -110,7 +112,8 @@ export type HubDemoteReason =
   | typeof DemoteReason.Cooled
   | typeof DemoteReason.Expired
   | typeof DemoteReason.Manual
-  | typeof DemoteReason.Rules;
+  | typeof DemoteReason.Rules
+  | typeof DemoteReason.Evicted;
 /** the reasons an SDK's 'demote' event carries */
 export type SdkDemoteReason =
   | typeof DemoteReason.Demote

@@ -1,0 +1,27 @@
+/**
+ * Prints the flood figures (floods.ts) for a hub checkout, one fresh hub process per attack:
+ *
+ *   node --conditions=@hotkey/source --import tsx test/fault/floods-measure.ts [--hub-bin PATH] [--only promote,invalidate,frames]
+ *
+ * `--hub-bin` runs another checkout's CLI (e.g. main's hub/bin/hotkey-hub.js) to compare.
+ */
+import { parseArgs } from 'node:util';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import { floodConfig, measureAttack, type AttackMode } from './floods.ts';
+
+const { values } = parseArgs({
+  options: { 'hub-bin': { type: 'string' }, only: { type: 'string' }, seconds: { type: 'string' } },
+});
+const modes = (values.only ?? 'promote,invalidate,frames').split(',') as AttackMode[];
+for (const mode of modes) {
+  const hub = await HubProcess.start({
+    args: ['--config', writeConfig(floodConfig, 'hotkey-floods-')],
+    bin: values['hub-bin'],
+  });
+  try {
+    const f = await measureAttack(hub, mode, { attackSeconds: Number(values.seconds ?? 6) });
+    console.log(JSON.stringify(f));
+  } finally {
+    await hub.stop('SIGKILL');
+  }
+}

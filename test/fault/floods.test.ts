@@ -1,0 +1,46 @@
+/**
+ * Issue 11, findings 1 and 2 and the fairness observation, against a real hub process: one
+ * connection reporting 131,072 unique keys at the threshold, one pipelining InvalidateRequests as
+ * fast as its socket drains, and 48 pipelining ~900 KiB Report frames (floods.ts measures; the
+ * attacker is its own process). Legit SDKs must keep detecting, keep their real hot key, and the
+ * hub must keep answering /healthz. The figures are printed for the record; on this shared 2-core
+ * box latencies are noisy, so the bounds are loose and the structural properties exact.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import { floodConfig, measureAttack, type AttackMode } from './floods.ts';
+
+async function run(mode: AttackMode) {
+  const hub = await HubProcess.start({ args: ['--config', writeConfig(floodConfig, 'hotkey-floods-')] });
+  try {
+    const f = await measureAttack(hub, mode, { attackSeconds: 5, baselineProbes: 4 });
+    console.log(`  ${mode}: ${JSON.stringify(f)}`);
+    assert.is(f.healthzFailed, 0, '/healthz answered within 5 s throughout');
+    assert.is(f.realKeyMissing, 0, 'the real hot key stayed hot on every legit SDK');
+    assert.ok(f.attack.lost <= 1, `legit promotions kept happening (${f.attack.lost} of ${f.attack.probes} lost)`);
+    assert.ok(f.attack.probes >= 2, 'probes ran during the attack');
+    return f;
+  } finally {
+    await hub.stop('SIGKILL');
+  }
+}
+
+test('promotion flood: one connection cannot fill legit hot sets (solo budget), real keys stay', async () => {
+  const f = await run('promote');
+  // 256 burst + 32/s over the attack, plus the probes' and the real key: not the 65,536 of before
+  assert.ok(f.legitHotKeysMax < 1000, `legit hot set held ${f.legitHotKeysMax} keys`);
+  assert.ok(f.promotions < 1000, `${f.promotions} promotions during the attack`);
+});
+
+test('invalidate flood: legit invalidate() keeps succeeding, the hub keeps answering', async () => {
+  const f = await run('invalidate');
+  assert.is(f.legitInvalidations.failed, 0, 'no legit invalidate() failed');
+  assert.ok(f.legitInvalidations.ok > 0);
+});
+
+test('48 connections pipelining ~900 KiB reports: a legit SDK is not queued behind them', async () => {
+  await run('frames');
+});
+
+test.run();

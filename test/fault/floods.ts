@@ -1,0 +1,250 @@
+/**
+ * The flood attacks of issue 11 (findings 1, 2 and the fairness observation) as a measurement:
+ * legit SDKs probe promotion latency before and during an attack by flood-attacker.ts (its own
+ * process) on a real hub process, while /healthz latency, the hub's RSS, its counters and the
+ * legit clients' hot sets are watched. floods.test.ts asserts on the figures; floods-measure.ts
+ * prints them for any hub checkout (`--hub-bin`), to compare before and after.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { HotKeyClient } from '@hotkey/sdk';
+import type { HubProcess } from '../support/hub-process.ts';
+import { drive } from '../support/traffic.ts';
+import { delay, waitFor, within } from '../support/wait.ts';
+
+export type AttackMode = 'promote' | 'invalidate' | 'frames';
+
+export const FLOOD_THRESHOLD = 200;
+export const FLOOD_APP = 'shop';
+/** one rule for every key: the attack's junk and the probes' keys alike */
+export const floodConfig = {
+  apps: { [FLOOD_APP]: { rules: [{ match: '*', threshold: FLOOD_THRESHOLD, hotMs: 30_000, cacheTtlMs: 5000 }] } },
+};
+
+const ATTACKER = fileURLToPath(new URL('./flood-attacker.ts', import.meta.url));
+
+export interface LatencyFigures {
+  probes: number;
+  p50: number;
+  p95: number;
+  /** probes not promoted within their deadline */
+  lost: number;
+}
+
+export interface AttackFigures {
+  mode: AttackMode;
+  baseline: LatencyFigures;
+  attack: LatencyFigures;
+  healthzWorstMs: number;
+  /** /healthz requests that failed or took over 5 s */
+  healthzFailed: number;
+  rssBeforeMb: number;
+  rssPeakMb: number;
+  /** hub counters over the attack */
+  recordsIngested: number;
+  recordsDropped: number;
+  promotions: number;
+  invalidations: number;
+  /** most hot keys a legit client held during the attack (junk included) */
+  legitHotKeysMax: number;
+  /** samples (every 100 ms) in which the long-running real hot key was not hot on some legit client */
+  realKeyMissing: number;
+  /** legit invalidate() calls during the attack: ok / failed, and the slowest */
+  legitInvalidations: { ok: number; failed: number; worstMs: number };
+  attacker: Record<string, unknown>;
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+function figures(samples: number[]): LatencyFigures {
+  const ok = samples.filter(Number.isFinite).sort((a, b) => a - b);
+  return {
+    probes: samples.length,
+    p50: Math.round(quantile(ok, 0.5)),
+    p95: Math.round(quantile(ok, 0.95)),
+    lost: samples.length - ok.length,
+  };
+}
+
+function rssMb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+async function metrics(hub: HubProcess): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  try {
+    const text = await (await fetch(`${hub.httpUrl}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+    for (const line of text.split('\n')) {
+      const m = /^(hotkey_[a-z_]+)(?:\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
+      if (m) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
+    }
+  } catch {
+    // a hub that cannot answer in 10 s: the deltas read as NaN
+  }
+  return out;
+}
+
+/** ms from the first read of a fresh key (at 10 × threshold / s over `clients`) until every client holds it hot. */
+async function probe(clients: HotKeyClient[], key: string, deadlineMs: number): Promise<number> {
+  const t0 = performance.now();
+  const driver = drive(clients, key, FLOOD_THRESHOLD * 10);
+  try {
+    await waitFor(`${key} hot on every legit client`, () => clients.every((hk) => hk.isHot(key)), deadlineMs, 5);
+    return performance.now() - t0;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  } finally {
+    driver.stop();
+  }
+}
+
+async function probes(clients: HotKeyClient[], tag: string, count: number, untilMs: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < count && performance.now() < untilMs; i++) {
+    out.push(await probe(clients, `legit:${tag}:${i}`, 4000));
+    await delay(100);
+  }
+  return out;
+}
+
+function startAttacker(mode: AttackMode, hub: HubProcess, seconds: number, connections: number) {
+  const spec = { mode, url: hub.url, app: FLOOD_APP, seconds, connections, threshold: FLOOD_THRESHOLD };
+  const child = spawn(process.execPath, [...process.execArgv, ATTACKER, JSON.stringify(spec)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('ATTACK_READY')) resolve();
+    });
+    child.once('exit', () => reject(new Error(`attacker exited before it was ready: ${err}`)));
+  });
+  const done = new Promise<Record<string, unknown>>((resolve) => {
+    child.once('exit', () => {
+      const m = /ATTACK_DONE (\{.*\})/.exec(out);
+      resolve(m ? (JSON.parse(m[1]!) as Record<string, unknown>) : { error: err.slice(0, 500) });
+    });
+  });
+  return { child, ready: within('the attacker to connect', ready, 15_000), done };
+}
+
+/**
+ * Baseline probes, then `mode`'s attack for `attackSeconds` with probes during it (after 1 s),
+ * everything watched. Two legit SDK instances, so legit keys have two reporters as in any real
+ * deployment of more than one instance.
+ */
+export async function measureAttack(
+  hub: HubProcess,
+  mode: AttackMode,
+  options: { attackSeconds?: number; connections?: number; baselineProbes?: number } = {},
+): Promise<AttackFigures> {
+  const attackSeconds = options.attackSeconds ?? 6;
+  const opts = { app: FLOOD_APP, hubs: [hub.url], reconnectMaxMs: 300 };
+  const clients = [
+    new HotKeyClient({ ...opts, instanceId: `legit-a-${mode}` }),
+    new HotKeyClient({ ...opts, instanceId: `legit-b-${mode}` }),
+  ];
+  const pid = hub.child.pid!;
+  const watchers: NodeJS.Timeout[] = [];
+  try {
+    await Promise.all(clients.map((hk) => hk.ready({ signal: AbortSignal.timeout(10_000) })));
+    // a real hot key, kept hot all along: the attack must not evict it from legit hot sets
+    const realKey = `real:${mode}`;
+    const realDriver = drive(clients, realKey, FLOOD_THRESHOLD * 3);
+    await waitFor(`${realKey} hot`, () => clients.every((hk) => hk.isHot(realKey)), 5000);
+    const baseline = await probes(clients, `${mode}:base`, options.baselineProbes ?? 6, performance.now() + 8000);
+
+    const rssBeforeMb = rssMb(pid);
+    const before = await metrics(hub);
+    let rssPeakMb = rssBeforeMb;
+    let legitHotKeysMax = 0;
+    let realKeyMissing = 0;
+    watchers.push(
+      setInterval(() => {
+        rssPeakMb = Math.max(rssPeakMb, rssMb(pid));
+        for (const hk of clients) legitHotKeysMax = Math.max(legitHotKeysMax, hk.stats().hotKeys);
+        if (!clients.every((hk) => hk.isHot(realKey))) realKeyMissing++;
+      }, 100),
+    );
+    let healthzWorstMs = 0;
+    let healthzFailed = 0;
+    let watching = true;
+    const healthz = (async () => {
+      while (watching) {
+        const t0 = performance.now();
+        try {
+          const res = await fetch(`${hub.httpUrl}/healthz`, { signal: AbortSignal.timeout(5000) });
+          await res.text();
+          if (!res.ok) healthzFailed++;
+        } catch {
+          healthzFailed++;
+        }
+        healthzWorstMs = Math.max(healthzWorstMs, performance.now() - t0);
+        await delay(100);
+      }
+    })();
+    const legitInvalidations = { ok: 0, failed: 0, worstMs: 0 };
+    let invalidating = mode === 'invalidate';
+    const invalidator = (async () => {
+      let i = 0;
+      while (invalidating) {
+        const t0 = performance.now();
+        try {
+          await clients[0]!.invalidate(`legit-write:${i++}`);
+          legitInvalidations.ok++;
+        } catch {
+          legitInvalidations.failed++;
+        }
+        legitInvalidations.worstMs = Math.max(legitInvalidations.worstMs, Math.round(performance.now() - t0));
+        await delay(100);
+      }
+    })();
+
+    const attacker = startAttacker(mode, hub, attackSeconds, options.connections ?? 48);
+    await attacker.ready;
+    const attackEnds = performance.now() + attackSeconds * 1000;
+    await delay(1000);
+    const during = await probes(clients, `${mode}:attack`, 50, attackEnds - 500);
+    invalidating = false;
+    const attackerStats = await within('the attacker to finish', attacker.done, attackSeconds * 1000 + 10_000);
+    await delay(500);
+    watching = false;
+    await within('the /healthz watcher', healthz, 6000);
+    await within('the legit invalidations', invalidator, 6000);
+    realDriver.stop();
+    const after = await metrics(hub);
+    const delta = (name: string) => (after[name] ?? Number.NaN) - (before[name] ?? Number.NaN);
+    return {
+      mode,
+      baseline: figures(baseline),
+      attack: figures(during),
+      healthzWorstMs: Math.round(healthzWorstMs),
+      healthzFailed,
+      rssBeforeMb,
+      rssPeakMb,
+      recordsIngested: delta('hotkey_records_ingested_total'),
+      recordsDropped: delta('hotkey_records_dropped_total'),
+      promotions: delta('hotkey_promotions_total'),
+      invalidations: delta('hotkey_invalidations_total'),
+      legitHotKeysMax,
+      realKeyMissing,
+      legitInvalidations,
+      attacker: attackerStats,
+    };
+  } finally {
+    for (const w of watchers) clearInterval(w);
+    await Promise.all(clients.map((hk) => hk.close()));
+  }
+}
