@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { ValidationError } from '@hotkey/sdk';
 import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { startDemo } from './demo/demo.ts';
-import { loadHubConfig, type HubConfig } from './server/config.ts';
+import { loadHubConfig, parseOrigins, type HubConfig } from './server/config.ts';
 import { startHub } from './server/hub.ts';
 import { DEFAULT_HOST, DEFAULT_PORT } from './server/options.ts';
 
@@ -21,6 +21,8 @@ const USAGE = `usage: hotkey-hub [options]
   --node-id ID          this hub's id in a cluster (env HOTKEY_NODE_ID, default random)
   --advertise-url URL   ws:// URL SDKs use to reach this hub (env HOTKEY_ADVERTISE_URL)
   --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS)
+  --allow-origin O      browser origin allowed to open /ws and /live, e.g. https://ops.example.com or *;
+                        repeatable (env HOTKEY_ALLOW_ORIGIN, comma-separated; config allowedOrigins)
   --demo                also run the built-in demo traffic
   --help                show this help
 `;
@@ -44,6 +46,7 @@ function parse() {
         'node-id': { type: 'string' },
         'advertise-url': { type: 'string' },
         redis: { type: 'string' },
+        'allow-origin': { type: 'string', multiple: true },
         demo: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -99,9 +102,16 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  const originsRaw = args['allow-origin'] ?? env.HOTKEY_ALLOW_ORIGIN?.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  let allowedOrigins: string[] | undefined;
+  try {
+    if (originsRaw !== undefined) allowedOrigins = parseOrigins(originsRaw, '--allow-origin');
+  } catch (err) {
+    usageError((err as Error).message);
+  }
   const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config);
 
-  const hub = await startHub({ port, host, config, coordinator, adminToken, dashboardToken, nodeId, advertiseUrl });
+  const hub = await startHub({ port, host, config, coordinator, adminToken, dashboardToken, nodeId, advertiseUrl, allowedOrigins });
   const pageUrl = `${hub.httpUrl}/`;
   process.stdout.write(`hotkey hub ${hub.id} listening on ${hub.url} — dashboard ${pageUrl}${redis ? ` — cluster via ${redis.replace(/\/\/[^@]*@/, '//***@')}` : ''}\n`);
   if (config === undefined) process.stdout.write('running OPEN: no --config, so any app is accepted without a token, with the default rule (1000 accesses per 1 s)\n');

@@ -17,6 +17,7 @@ import { HubCore } from '../core/hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TUNABLES, type HubOptions, type HubTunables } from './options.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
+import { guardHttpServer, httpServerOptions } from './admission.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   const t = { ...DEFAULT_TUNABLES, ...input };
@@ -130,7 +131,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     maxBufferBytes: tunables.maxBufferedBytes,
     log,
   });
-  const sockets = new SocketServer(core, { [LIVE_PATH]: (peer) => feed.attach(peer) });
+  const sockets = new SocketServer(core, { [LIVE_PATH]: (peer) => feed.attach(peer) }, { allowedOrigins: options.allowedOrigins ?? config?.allowedOrigins });
   const host = options.host ?? DEFAULT_HOST;
   // the page is bundled in memory at start (~100 ms); without it the fallback page still works
   const dashboard = await buildDashboard().catch((err: unknown) => {
@@ -149,7 +150,8 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     feedCounters: () => ({ pages: feed.dashboards, ...feed.stats }),
     log,
   });
-  const httpServer = createServer(handler);
+  const httpServer = createServer(httpServerOptions(tunables), handler);
+  guardHttpServer(httpServer, tunables);
   httpServer.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   httpServer.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');

@@ -39,6 +39,25 @@ export interface HubTunables {
   maxBodyBytes: number;
   /** events kept for GET /api/events @default 1000 */
   recentEvents: number;
+  // ---- admission: what a connection may cost before it has shown a token (server/admission.ts) ----
+  /** bytes a WebSocket may send before its Hello is accepted; more: close 4004 (HK_ERR_FRAME_TOO_LARGE) @default 16384 */
+  preHelloBytes: number;
+  /** WebSockets open without an accepted Hello, hub-wide; past it the oldest is closed with 4009 @default 256 */
+  maxUnauthenticatedSockets: number;
+  /** the same per remote address, so one address cannot push out every other's handshakes @default 64 */
+  maxUnauthenticatedPerAddress: number;
+  /** TCP connections that have not completed their first HTTP request; past it the oldest is closed @default 1024 */
+  maxPendingConnections: number;
+  /** TCP connections in all (node:http `server.maxConnections`); 0 = the process's open-file limit minus 128 when it can be read @default 0 */
+  maxConnections: number;
+  /** ms to receive a request's headers (node:http `headersTimeout`) @default 10000 */
+  headersTimeoutMs: number;
+  /** ms to receive a whole request (node:http `requestTimeout`) @default 30000 */
+  requestTimeoutMs: number;
+  /** ms an idle keep-alive connection is kept (node:http `keepAliveTimeout`) @default 5000 */
+  keepAliveTimeoutMs: number;
+  /** a connection's Resyncs are answered at most once per this many ms (later ones are coalesced into one) @default 1000 */
+  minResyncIntervalMs: number;
 }
 
 /** where a hub listens unless told otherwise (`--port`, `--host`, `HubOptions`) */
@@ -59,6 +78,15 @@ export const DEFAULT_TUNABLES: HubTunables = {
   pingIntervalMs: 15_000,
   maxBodyBytes: 64 * 1024,
   recentEvents: 1000,
+  preHelloBytes: 16 * 1024,
+  maxUnauthenticatedSockets: 256,
+  maxUnauthenticatedPerAddress: 64,
+  maxPendingConnections: 1024,
+  maxConnections: 0,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5000,
+  minResyncIntervalMs: 1000,
 };
 
 export interface HubOptions {
@@ -80,6 +108,12 @@ export interface HubOptions {
   nodeId?: string;
   /** ws:// URL SDKs use to reach this hub @default `ws://<host>:<port>/ws` */
   advertiseUrl?: string;
+  /**
+   * browser origins (`https://ops.example.com`, or `*` for any) allowed to open `/ws` and `/live`.
+   * A request without an Origin header (SDKs in Node) is always allowed; the hub's own origin
+   * (same host:port) is allowed on `/live`. @default []
+   */
+  allowedOrigins?: readonly string[];
   /** performance and safety knobs */
   tunables?: Partial<HubTunables>;
   /** wall clock in ms @default Date.now */

@@ -19,6 +19,8 @@ export interface SessionHost {
   invalidate(session: Session, request: InvalidateRequest): void;
   applied(session: Session, seq: number): void;
   resync(session: Session): void;
+  /** `minResyncIntervalMs`: Resyncs closer together than this are coalesced */
+  readonly tunables: { readonly minResyncIntervalMs: number };
   /** the session ended (idempotent) */
   closed(session: Session): void;
   /** a fault closed the session: count it, log unexpected ones */
@@ -40,16 +42,28 @@ export class Session implements Waiter {
   reporter = 0;
   lastReport = 0;
   appliedSeq = 0;
+  /** Resyncs answered and coalesced away, for tests */
+  readonly resyncs = { answered: 0, coalesced: 0 };
   readonly #host: SessionHost;
+  readonly #now: () => number;
+  #lastResyncAt = -Infinity;
+  #resyncTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(peer: Peer, host: SessionHost, connectedAt: number) {
+  /** @param [now=Date.now] clock for the Resync rate limit */
+  constructor(peer: Peer, host: SessionHost, connectedAt: number, now: () => number = Date.now) {
     this.peer = peer;
     this.#host = host;
     this.connectedAt = connectedAt;
+    this.#now = now;
   }
 
   get closed(): boolean {
     return this.state === SessionState.Closed;
+  }
+
+  /** true once Hello was accepted (the socket layer's pre-Hello limits stop applying) */
+  get admitted(): boolean {
+    return this.state === SessionState.Open;
   }
 
   /** A frame arrived. `binary` is false for WebSocket text frames, which the protocol forbids. */
@@ -74,7 +88,7 @@ export class Session implements Waiter {
           this.#host.applied(this, msg.seq);
           return;
         case MsgType.Resync:
-          this.#host.resync(this);
+          this.#resync();
           return;
         case MsgType.Hello:
           throw new ProtocolError(ErrorCode.Protocol, 'Hello was already received on this connection', CloseCode.Protocol);
@@ -82,6 +96,37 @@ export class Session implements Waiter {
     } catch (err) {
       this.fail(err);
     }
+  }
+
+  /**
+   * A Resync costs the hub a whole hot-set Snapshot (hundreds of KiB) for 3 bytes in: answer at
+   * most one per `minResyncIntervalMs`. A Resync inside the interval is not refused (an SDK may see
+   * two gaps in a row) but coalesced: one Snapshot goes out when the interval ends, however many
+   * Resyncs arrived meanwhile, and it reflects the hot set at that time.
+   */
+  #resync(): void {
+    const interval = this.#host.tunables.minResyncIntervalMs;
+    const wait = this.#lastResyncAt + interval - this.#now();
+    if (wait <= 0) {
+      this.#lastResyncAt = this.#now();
+      this.resyncs.answered++;
+      this.#host.resync(this);
+      return;
+    }
+    this.resyncs.coalesced++;
+    if (this.#resyncTimer !== undefined) return;
+    this.#resyncTimer = setTimeout(() => {
+      this.#resyncTimer = undefined;
+      if (this.state !== SessionState.Open) return;
+      try {
+        this.#lastResyncAt = this.#now();
+        this.resyncs.answered++;
+        this.#host.resync(this);
+      } catch (err) {
+        this.fail(err);
+      }
+    }, wait);
+    this.#resyncTimer.unref?.();
   }
 
   /** The hello deadline passed without a Hello. */
@@ -94,6 +139,7 @@ export class Session implements Waiter {
   fail(err: unknown): void {
     if (this.state === SessionState.Closed) return;
     this.state = SessionState.Closed;
+    clearTimeout(this.#resyncTimer);
     const code = err instanceof ProtocolError ? err.closeCode : CloseCode.InternalError;
     try {
       this.#host.faulted(this, err);
@@ -115,6 +161,7 @@ export class Session implements Waiter {
 
   /** The socket closed (either side). */
   onClose(): void {
+    clearTimeout(this.#resyncTimer);
     if (this.state === SessionState.Closed) return;
     this.state = SessionState.Closed;
     this.#host.closed(this);
