@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { pack } from 'msgpackr';
+import { Packr, pack } from 'msgpackr';
 import { CloseCode, decodeClientMessage, decodeServerMessage, encode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from './protocol.ts';
 import { ProtocolError } from '../errors.ts';
 import { DEFAULT_RULE } from '../rules.ts';
@@ -63,6 +63,37 @@ test('oversized frames and keys have their own codes', () => {
 test('bad rules inside a Welcome are refused', () => {
   const welcome = { t: MsgType.Welcome, v: 1, hub: 'h', epoch: 0, members: [], rules: [{ match: 'a', threshold: -1 }], local: [1], instances: 1, seq: 0 };
   rejects(pack(welcome), 'HK_ERR_PROTOCOL', CloseCode.Protocol, decodeServerMessage);
+});
+
+test('msgpackr extension types are refused with HK_ERR_PROTOCOL before anything is built', () => {
+  const clone = new Packr({ useRecords: false, moreTypes: true, structuredClone: true, useBigIntExtension: true });
+  const extras: [string, unknown][] = [
+    ['Date', new Date(0)],
+    ['Set', new Set(['a'])],
+    ['RegExp', /x+/],
+    ['Error', new Error('boom')],
+    ['Uint8Array', new Uint8Array([1, 2])],
+    ['Float64Array', new Float64Array([1])],
+    ['BigInt', 2n ** 70n],
+    ['undefined', undefined],
+  ];
+  for (const [name, value] of extras) {
+    const bytes = clone.pack({ t: MsgType.Report, keys: ['a'], counts: [1], extra: value });
+    try {
+      decodeClientMessage(bytes);
+      assert.unreachable(`${name} was accepted`);
+    } catch (err) {
+      assert.instance(err, ProtocolError, name);
+      assert.is((err as ProtocolError).code, 'HK_ERR_PROTOCOL', name);
+      assert.is((err as ProtocolError).closeCode, CloseCode.Protocol, name);
+      assert.match((err as Error).message, /extension/, name);
+    }
+  }
+  // a record definition (msgpackr's 0x72 extension) too
+  rejects(new Packr({ useRecords: true }).pack({ t: MsgType.Resync }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  // plain values of every width still pass: 64-bit ints, floats, str 8/16, nested maps
+  const plain = { t: MsgType.Report, keys: ['k'.repeat(300), 'x'.repeat(70_000).slice(0, 1024)], counts: [0x7fffffff, 0], extra: { a: [1.5, null, true, 'y'.repeat(40)], big: 2 ** 40, neg: -(2 ** 40) } };
+  assert.equal(decodeClientMessage(pack(plain)), { t: MsgType.Report, keys: plain.keys, counts: plain.counts });
 });
 
 test.run();

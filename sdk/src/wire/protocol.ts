@@ -5,7 +5,7 @@
  * imports, `Uint8Array` in and out) so that the dashboard bundles it for the browser.
  *
  * Frames are binary WebSocket messages, each one msgpack map decodable on its own (no shared
- * record structures), with a numeric `t` naming the message type. A connection opens with the
+ * record structures, no extension types: plain-msgpack.ts), with a numeric `t` naming the message type. A connection opens with the
  * client's Hello, carrying PROTOCOL_VERSION; the hub answers Welcome or Error + close.
  *
  *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync
@@ -15,6 +15,7 @@
 import { Packr } from 'msgpackr';
 import { ErrorCode, ProtocolError } from '../errors.ts';
 import { parseRules, type Rule } from '../rules.ts';
+import { findExtension } from './plain-msgpack.ts';
 
 export const PROTOCOL_VERSION = 1;
 /** frames larger than this are refused with HK_ERR_FRAME_TOO_LARGE / close 4004 */
@@ -236,6 +237,9 @@ export function decodeFrame(bytes: Uint8Array): Record<string, unknown> & { t: n
   if (bytes.byteLength > MAX_FRAME_BYTES) {
     throw new ProtocolError(ErrorCode.FrameTooLarge, `frame of ${bytes.byteLength} bytes exceeds ${MAX_FRAME_BYTES}`, CloseCode.FrameTooLarge);
   }
+  // msgpackr would build Dates, Sets, typed arrays, BigInts … from ext tokens: refuse them unbuilt
+  const ext = findExtension(bytes);
+  if (ext >= 0) protocolError(`msgpack extension types are not part of the protocol (byte 0x${bytes[ext]!.toString(16)} at offset ${ext})`);
   let value: unknown;
   try {
     value = packr.unpack(bytes);
