@@ -32,6 +32,7 @@ const GROUPS = {
   fault: ['test/fault'],
   cluster: ['test/cluster'],
   browser: ['test/browser'],
+  package: ['test/package'],
 };
 
 function findTests(dir) {
@@ -110,7 +111,7 @@ function tally(output, code) {
 function runFile(file) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+    const child = spawn(process.execPath, ['--conditions=@hotkey/source', '--import', 'tsx', file], {
       cwd: root,
       env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],

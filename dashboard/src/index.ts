@@ -1,15 +1,14 @@
 /**
- * The dashboard as files a hub can serve: `buildDashboard()` bundles the page (TypeScript, CSS,
- * uPlot and the shared protocol / rules modules) with esbuild in memory, once per process, so the
- * page needs nothing from the internet and nothing is built ahead of time.
+ * The dashboard as files a hub can serve. The package's build bundles the page ahead of time into
+ * dist/assets/ (scripts/build-assets.ts); `buildDashboard()` reads those files once per process.
+ * Run from its TypeScript sources (inside the workspace, through tsx) it bundles in memory
+ * instead, so a page edited in development is never served stale.
  *
  *   /               index.html
  *   /assets/app.js  the page script (ES module)
  *   /assets/app.css the page styles with uPlot's
  */
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 
 export interface DashboardFile {
   body: Uint8Array;
@@ -17,18 +16,26 @@ export interface DashboardFile {
   type: string;
 }
 
-const APP_DIR = fileURLToPath(new URL('./app/', import.meta.url));
+// the same directory from src/index.ts and from dist/index.js
+const ASSETS = new URL('../dist/assets/', import.meta.url);
+const FROM_SOURCE = import.meta.url.endsWith('.ts');
+/** The files under assets/ and their Content-Type. */
+export const ASSET_TYPES: Readonly<Record<string, string>> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
 
 let cached: Promise<Map<string, DashboardFile>> | undefined;
 
 /**
- * The page's files by URL path ('/', '/assets/app.js', '/assets/app.css'). Built on first call
- * (about 100 ms), then cached; a failed build is not cached, so the next call retries.
- * @param [opts.minify=true] minify script and styles
+ * The page's files by URL path ('/', '/assets/app.js', '/assets/app.css'). Read on first call,
+ * then cached; a failed read is not cached, so the next call retries.
+ * @param [opts.minify=true] minify script and styles (only when bundling from source)
  */
 export function buildDashboard(opts: { minify?: boolean } = {}): Promise<Map<string, DashboardFile>> {
   if (cached) return cached;
-  const result = bundle(opts.minify ?? true);
+  const result = (FROM_SOURCE ? bundleFromSource(opts.minify ?? true) : readAssets()).then(byUrlPath);
   cached = result;
   result.catch(() => {
     if (cached === result) cached = undefined;
@@ -36,31 +43,27 @@ export function buildDashboard(opts: { minify?: boolean } = {}): Promise<Map<str
   return result;
 }
 
-async function bundle(minify: boolean): Promise<Map<string, DashboardFile>> {
-  const [out, html] = await Promise.all([
-    build({
-      entryPoints: { app: `${APP_DIR}main.ts` },
-      bundle: true,
-      write: false,
-      format: 'esm',
-      platform: 'browser',
-      target: ['chrome110', 'firefox115', 'safari16'],
-      minify,
-      sourcemap: false,
-      outdir: '/assets',
-      logLevel: 'silent',
-      legalComments: 'none',
-      // the protocol module's msgpackr import must take the browser build (no Node addon)
-      conditions: ['browser'],
-    }),
-    readFile(`${APP_DIR}index.html`),
-  ]);
+async function readAssets(): Promise<Map<string, DashboardFile>> {
   const files = new Map<string, DashboardFile>();
-  files.set('/', { body: new Uint8Array(html), type: 'text/html; charset=utf-8' });
-  for (const file of out.outputFiles) {
-    const name = file.path.slice(file.path.lastIndexOf('/') + 1);
-    const type = name.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8';
-    files.set(`/assets/${name}`, { body: file.contents, type });
-  }
+  await Promise.all(
+    Object.entries(ASSET_TYPES).map(async ([name, type]) => {
+      files.set(name, { body: new Uint8Array(await readFile(new URL(name, ASSETS))), type });
+    }),
+  );
   return files;
+}
+
+type Bundler = { bundleDashboard(opts: { minify?: boolean }): Promise<Map<string, DashboardFile>> };
+
+async function bundleFromSource(minify: boolean): Promise<Map<string, DashboardFile>> {
+  // a computed specifier: the build neither follows nor ships the esbuild-based bundler
+  const bundler = new URL('./bundle.ts', import.meta.url).href;
+  const { bundleDashboard } = (await import(bundler)) as Bundler;
+  return bundleDashboard({ minify });
+}
+
+function byUrlPath(files: Map<string, DashboardFile>): Map<string, DashboardFile> {
+  const out = new Map<string, DashboardFile>();
+  for (const [name, file] of files) out.set(name === 'index.html' ? '/' : `/assets/${name}`, file);
+  return out;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The hub is written in TypeScript and run through tsx, so the bin needs no build step.
-import { register } from 'tsx/esm/api';
-register();
-await import('../src/cli.ts');
+// Runs the compiled CLI (dist/cli.js): no TypeScript loader at run time. Inside the workspace,
+// `node --conditions=@hotkey/source --import tsx` makes '#cli' the TypeScript source instead
+// (see "imports" in package.json), which is how the tests run hubs.
+import '#cli';

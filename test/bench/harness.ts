@@ -134,7 +134,7 @@ const CLOCK_TICKS = 100;
 
 // ---------------------------------------------------------------- child processes
 
-const TSX = ['--import', 'tsx'];
+const TSX = ['--conditions=@hotkey/source', '--import', 'tsx'];
 
 /**
  * IPC messages keyed by their `type`: a message nobody waits for yet is queued, a wait that times

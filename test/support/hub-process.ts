@@ -13,6 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// Run with the test's own flags (`--conditions=@hotkey/source --import tsx` under test/run.mjs), the
+// bin loads the hub from its TypeScript sources; with none, from hub/dist (as installed).
 export const HUB_BIN = fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
 
 /** Writes a hub config to a fresh temporary file and returns its path, for `--config`. */
@@ -95,7 +97,7 @@ export class HubProcess {
   static async start(options: HubProcessOptions = {}): Promise<HubProcess> {
     const args = [...(options.args ?? [])];
     if (!args.includes('--port') && options.env?.HOTKEY_PORT === undefined) args.push('--port', '0');
-    const child = spawn(process.execPath, [HUB_BIN, ...args], {
+    const child = spawn(process.execPath, [...process.execArgv, HUB_BIN, ...args], {
       env: childEnv(options.env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -153,7 +155,7 @@ export async function runHubCli(
   args: string[],
   options: { env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<Exit & { stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [HUB_BIN, ...args], {
+  const child = spawn(process.execPath, [...process.execArgv, HUB_BIN, ...args], {
     env: childEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,12 +1,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { HotKeyClient } from './client/client.ts';
-import { withHotKeys } from './ioredis.ts';
-import { MsgType } from './wire/protocol.ts';
-import { ProtocolPeer, type PeerSocket } from '../../test/support/protocol-peer.ts';
-import { waitFor } from '../../test/support/wait.ts';
-import { RedisServer } from '../../test/support/redis-server.ts';
+import { HotKeyClient } from '../client/client.ts';
+import { withHotKeys } from '../ioredis.ts';
+import { MsgType } from '../wire/protocol.ts';
+import { ProtocolPeer, type PeerSocket } from '../../../test/support/protocol-peer.ts';
+import { waitFor } from '../../../test/support/wait.ts';
+import { RedisServer } from '../../../test/support/redis-server.ts';
 
 const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 60_000, cache: true, at: 0 };
 
@@ -15,6 +15,7 @@ let peer: ProtocolPeer;
 let sock: PeerSocket;
 let hk: HotKeyClient;
 let raw: Redis;
+let r: Redis;
 let seq = 0;
 
 test.before(async () => {
@@ -26,6 +27,7 @@ test.before(async () => {
   await hk.ready({ signal: AbortSignal.timeout(3000) });
   raw = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await raw.connect();
+  r = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk);
   // The peer acks every invalidation at once, broadcasting it back first like a hub would.
   sock.ws.on('message', () => {
     for (;;) {
@@ -40,6 +42,7 @@ test.before(async () => {
 
 test.after(async () => {
   raw?.disconnect();
+  r?.disconnect();
   await hk?.close();
   await peer?.close();
   await server?.stop();
@@ -51,7 +54,6 @@ async function promote(key: string): Promise<void> {
 }
 
 test('reads of a hot key come from the local cache; writes invalidate', async () => {
-  const r = withHotKeys(raw, hk);
   await raw.set('s', 'v1');
   assert.is(await r.get('s'), 'v1');
   await promote('s');
@@ -60,11 +62,10 @@ test('reads of a hot key come from the local cache; writes invalidate', async ()
   assert.is(await r.get('s'), 'v1', 'served locally');
   await r.set('s', 'v2'); // resolves after the cluster-wide ack
   assert.is(await r.get('s'), 'v2');
-  assert.ok(hk.stats().hits >= 1);
+  assert.ok(hk.stats().hits + hk.stats().coalesced >= 1); // coalesced: the load may still wait for its PTTL
 });
 
 test('hget on a hot hash loads it once for every field; hset and del invalidate', async () => {
-  const r = withHotKeys(raw, hk);
   await raw.hset('h', { a: '1', b: '2' });
   assert.is(await r.hget('h', 'a'), '1');
   await promote('h');
@@ -84,6 +85,8 @@ test('hget on a hot hash loads it once for every field; hset and del invalidate'
 test('every command is counted once, also when queued before the connection is ready', async () => {
   const lazy = new Redis(server.url, { lazyConnect: true });
   const r = withHotKeys(lazy, hk);
+  // hot keys go through hk.get (counted in its stats); cold ones through hk.track
+  for (const key of ['q1', 'q2', 'q3']) await promote(key);
   const before = hk.stats().misses + hk.stats().hits + hk.stats().loads + hk.stats().coalesced;
   try {
     assert.is(lazy.status, 'wait');
@@ -98,7 +101,6 @@ test('every command is counted once, also when queued before the connection is r
 });
 
 test('multi-key writes invalidate every key; other commands pass through', async () => {
-  const r = withHotKeys(raw, hk);
   await promote('m1');
   await promote('m2');
   await raw.mset('m1', 'a', 'm2', 'b');
@@ -109,6 +111,54 @@ test('multi-key writes invalidate every key; other commands pass through', async
   assert.is(await r.get('m2'), 'B');
   assert.is(await r.exists('m1'), 1);
   assert.is(await r.ping(), 'PONG');
+});
+
+test('a hot value never outlives its TTL in Redis (PTTL read with the value)', async () => {
+  await promote('ttl:s');
+  await promote('ttl:h');
+  await raw.set('ttl:s', 'v', 'PX', 300);
+  await raw.hset('ttl:h', { f: '1' });
+  await raw.pexpire('ttl:h', 300);
+  assert.is(await r.get('ttl:s'), 'v'); // loads, caches with expiresAt ≤ 300 ms
+  assert.is(await r.hget('ttl:h', 'f'), '1');
+  const hits = hk.stats().hits;
+  assert.is(await r.get('ttl:s'), 'v');
+  assert.is(await r.hget('ttl:h', 'f'), '1');
+  assert.is(hk.stats().hits - hits, 2, 'served locally while Redis still has them');
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.is(await raw.exists('ttl:s', 'ttl:h'), 0);
+  assert.is(await r.get('ttl:s'), null, 'the rule keeps values 60 s; Redis expired this one');
+  assert.is(await r.hget('ttl:h', 'f'), null);
+  assert.equal(await r.hgetall('ttl:h'), {});
+});
+
+test('with enableAutoPipelining, hot GETs are still local and writes still invalidate', async () => {
+  const auto = withHotKeys(new Redis(server.url, { enableAutoPipelining: true, maxRetriesPerRequest: 1 }), hk);
+  try {
+    await promote('auto:1');
+    await auto.set('auto:1', 'a');
+    assert.equal(await Promise.all([auto.get('auto:1'), auto.get('auto:1'), auto.get('auto:0')]), ['a', 'a', null]);
+    await raw.set('auto:1', 'behind-our-back');
+    assert.is(await auto.get('auto:1'), 'a', 'served locally');
+    await auto.set('auto:1', 'b');
+    assert.is(await auto.get('auto:1'), 'b');
+  } finally {
+    auto.disconnect();
+  }
+});
+
+test('withHotKeys returns the client itself; twice with one hk is a no-op, with another a TypeError', async () => {
+  const c = new Redis(server.url, { lazyConnect: true });
+  const other = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1' });
+  try {
+    assert.is(withHotKeys(c, hk), c);
+    assert.is(withHotKeys(c, hk), c);
+    assert.throws(() => withHotKeys(c, other), TypeError);
+    assert.throws(() => withHotKeys({} as Redis, hk), TypeError);
+  } finally {
+    c.disconnect();
+    await other.close();
+  }
 });
 
 test('a write succeeds even when the invalidation cannot reach a hub', async () => {

@@ -1,0 +1,333 @@
+/**
+ * ioredis adapter: `withHotKeys(client, hk)` hooks a `Redis` or `Cluster` client's command
+ * dispatch so that reads of hot keys are answered from hk's local cache and writes invalidate
+ * the keys they wrote, cluster-wide. It returns the client itself.
+ *
+ * Design: every ioredis command — method or callback style, `call()`, `defineCommand` scripts,
+ * the offline queue's replay, pipelines and MULTI at `exec()` — becomes a `Command` that passes
+ * through `sendCommand(command, stream?, node?)`. The hook is that one method (with `duplicate`,
+ * and GET's fast path for hot keys), on a prototype inserted between the client and its class
+ * (`client → hooked → Redis.prototype`):
+ * - nothing else changes, so built-ins, `instanceof`, `constructor`, `String()`, own-property
+ *   enumeration, events and their `this`, `status`, options and chaining (`on()` returns the
+ *   client) are the client's own, by construction;
+ * - the instance gets no own property, so a spy (`obj.del = spy(obj.del)`, `sinon.spy(obj,
+ *   'sendCommand')`) or shimmer wrapping of `sendCommand` on the instance or on `Redis.prototype`
+ *   wraps around or under the hook, never into a loop (the hook reads its base method from the
+ *   class prototype at each call);
+ * - callback and promise styles share one path, and commands not answered locally are sent
+ *   synchronously in call order, so replies keep plain ioredis's order;
+ * - `showFriendlyErrorStack` frames are taken by ioredis before dispatch, in the caller's frame.
+ *
+ * A read of a hot key (GET, HGET, HGETALL with a string reply encoding) is resolved through the
+ * Command's own `resolve` without being sent; a hot GET hit builds no Command at all. Concurrent reads of a hot key that is not cached
+ * yet are merged into one command (hk's single-flight load): the point of the product.
+ * Each command is counted once: the hook marks what it dispatched, and ioredis re-sending a
+ * command (offline queue, reconnect, NOSCRIPT) passes straight through.
+ */
+import type { Cluster, Command, Redis } from 'ioredis';
+import type { HotKeyClient } from '../client/client.ts';
+import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './commands.ts';
+import { dbOf, deploymentOf, keyName } from './identity.ts';
+import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
+
+export interface WithHotKeysOptions {
+  /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
+  awaitInvalidation?: boolean;
+  /** hears invalidations that failed after a write (no hub, timeout); the local copy is dropped regardless @default ignore */
+  onInvalidateError?: (error: unknown, key: string) => void;
+}
+
+/** The fields of ioredis's Command the hook reads or replaces (public in JS, partly untyped). */
+interface Cmd {
+  name: string;
+  args: unknown[];
+  promise: Promise<unknown>;
+  replyEncoding?: string | null;
+  inTransaction?: boolean;
+  isReadOnly?: boolean;
+  getKeys: Command['getKeys'];
+  resolve: (value: unknown) => unknown;
+  reject: (error: Error) => void;
+}
+type Client = Redis | Cluster;
+type Send = (this: Client, command: Cmd, stream?: unknown, node?: unknown) => unknown;
+
+/**
+ * What a hot read caches: one entry per Redis key, tagged with the namespace it came from, and
+ * with the key's expiry in Redis (PTTL read in the same round trip, measured from before the
+ * read was sent, so the local copy always ends first; undefined: no TTL).
+ */
+type Rec =
+  | { ns: string; kind: 'string'; value: unknown; expiresAt: number | undefined }
+  | { ns: string; kind: 'hash'; value: Readonly<Record<string, unknown>>; expiresAt: number | undefined }
+  | { ns: string; kind: 'field'; value: unknown; expiresAt: number | undefined };
+
+/** Whether a cached record may still be served: Redis has not expired the key. */
+function fresh(rec: Rec): boolean {
+  return rec.expiresAt === undefined || performance.now() < rec.expiresAt;
+}
+
+/** The record once both replies are in; a failed PTTL only means no TTL cap (the value is good). */
+function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec> {
+  return Promise.all([rec, Promise.resolve(pttl).catch(() => -1)]).then(([r, ms]) => {
+    if (typeof ms === 'number' && ms >= 0) r.expiresAt = askedAt + ms;
+    return r;
+  });
+}
+
+const HOOK: unique symbol = Symbol('hotkey.ioredis');
+interface Hooked {
+  [HOOK]: HotKeyClient;
+}
+
+/**
+ * Marks a Command this module already handed to ioredis: re-sends of it (offline queue,
+ * reconnect, NOSCRIPT) pass straight through. A symbol property, not a WeakSet: one map
+ * transition shared by every Command, so checking and setting it cost a few ns.
+ */
+const SENT: unique symbol = Symbol('hotkey.sent');
+const dispatched = {
+  has: (command: object): boolean => (command as { [SENT]?: true })[SENT] === true,
+  add: (command: object): void => {
+    (command as { [SENT]?: true })[SENT] = true;
+  },
+};
+/** true while the GET fast path runs ioredis's own `get` (synchronous: no interleaving) */
+let bypass = false;
+/** Keys written inside a MULTI, per pipeline write stream, invalidated when its EXEC replies. */
+const transactionKeys = new WeakMap<object, Set<string>>();
+
+/**
+ * Hooks `client` (a `Redis` or a `Redis.Cluster`) in place and returns it: hot reads answered
+ * locally, writes invalidated. Wrapping the same client twice with the same `hk` is a no-op;
+ * with another `hk` it throws TypeError. `duplicate()` returns a client wrapped the same way.
+ */
+export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, options: WithHotKeysOptions = {}): C {
+  if (typeof client !== 'object' || client === null || typeof (client as Partial<Client>).sendCommand !== 'function') {
+    throw new TypeError('withHotKeys: client must be an ioredis Redis or Cluster');
+  }
+  const already = (client as unknown as Partial<Hooked>)[HOOK];
+  if (already === hk) return client;
+  if (already !== undefined) throw new TypeError('withHotKeys: client is already wrapped with another HotKeyClient');
+
+  const awaitInvalidation = options.awaitInvalidation ?? true;
+  const onInvalidateError = options.onInvalidateError ?? (() => {});
+  const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
+  const deployment = deploymentOf(client);
+  const isCluster = (client as Partial<Cluster>).isCluster === true;
+
+  const invalidate = (keys: Iterable<string>): Promise<unknown> =>
+    Promise.all(
+      Array.from(keys, (key) =>
+        hk.invalidate(key).catch((err: unknown) => {
+          onInvalidateError(err, key);
+        }),
+      ),
+    );
+
+  function namesOf(command: Cmd): Set<string> {
+    const names = new Set<string>();
+    for (const arg of command.getKeys()) {
+      const name = keyName(arg);
+      if (name !== undefined) names.add(name);
+    }
+    return names;
+  }
+
+  /** The command settles (promise and callback alike) after its keys were invalidated. */
+  function settleAfterInvalidation(command: Cmd, keys: Set<string>): void {
+    if (keys.size === 0) return;
+    const resolve = command.resolve;
+    const reject = command.reject;
+    command.resolve = (value) => {
+      const done = invalidate(keys);
+      if (awaitInvalidation) void done.then(() => resolve(value));
+      else resolve(value);
+      return command.promise;
+    };
+    // a failed write may still have written (a script, EXEC): drop, but do not delay the error
+    command.reject = (error) => {
+      void invalidate(keys);
+      reject(error);
+    };
+  }
+
+  let lastDb = -1;
+  let lastNs = deployment;
+  /** `host:port/db` (a Cluster has one database); memoised, the db rarely changes */
+  function namespaceOf(client: Client): string {
+    if (isCluster) return deployment;
+    const db = dbOf(client);
+    if (db !== lastDb) {
+      lastDb = db;
+      lastNs = `${deployment}/${db}`;
+    }
+    return lastNs;
+  }
+
+  function read(client: Client, send: Send, command: Cmd, name: ReadName): unknown {
+    const key = keyName(command.args[0]);
+    const arity = name === 'hget' ? 2 : 1;
+    if (key === undefined || command.args.length !== arity) return send.call(client, command);
+    if (!hk.isHot(key)) {
+      // cold, the common case: counted, sent as is (no promise of ours in between)
+      hk.track(key);
+      return send.call(client, command);
+    }
+    const ns = namespaceOf(client);
+    const field = name === 'hget' ? String(command.args[1]) : undefined;
+    let sent = false;
+    let returned: unknown;
+    const Ctor = command.constructor as new (name: string, args: unknown[], opts: object) => Cmd;
+    /** PTTL of the key, sent right behind the read: same connection, same round trip */
+    const pttl = (): Promise<unknown> => {
+      const ttl = new Ctor('pttl', [command.args[0]], { replyEncoding: 'utf8' });
+      dispatched.add(ttl);
+      void send.call(client, ttl);
+      return ttl.promise;
+    };
+    const loader = (): Promise<Rec> => {
+      const askedAt = performance.now();
+      if (name === 'hget' && hk.isHot(key)) {
+        // a hot hash is loaded once, whole, for every field
+        const all = new Ctor('hgetall', [command.args[0]], { replyEncoding: 'utf8' });
+        dispatched.add(all);
+        void send.call(client, all);
+        const rec = all.promise.then((value): Rec => ({ ns, kind: 'hash', value: Object.freeze(value as Record<string, unknown>), expiresAt: undefined }));
+        return withTtl(rec, pttl(), askedAt);
+      }
+      sent = true;
+      returned = send.call(client, command);
+      const kind = name === 'hget' ? 'field' : READS[name];
+      const rec = command.promise.then((value) => ({ ns, kind, value, expiresAt: undefined }) as Rec);
+      return withTtl(rec, pttl(), askedAt);
+    };
+    hk.get(key, loader).then(
+      (rec) => {
+        if (sent) return; // this very command went to Redis and settles itself
+        if (rec.ns === ns && fresh(rec)) {
+          if (name === 'get' && rec.kind === 'string') return void command.resolve(rec.value);
+          if (name === 'hgetall' && rec.kind === 'hash') return void command.resolve(rec.value);
+          if (name === 'hget' && rec.kind === 'hash') return void command.resolve(Object.hasOwn(rec.value, field!) ? rec.value[field!] : null);
+        }
+        void send.call(client, command); // another namespace's, another shape's or an expired entry: ask Redis
+      },
+      () => {
+        if (!sent) void send.call(client, command); // a shared load failed: this read tries itself
+      },
+    );
+    return sent ? returned : command.promise;
+  }
+
+  function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
+    const send = base.sendCommand as Send; // read at each call: patches of the class apply
+    if (bypass) {
+      // sent by the GET fast path below, which counted it already
+      dispatched.add(command);
+      return send.call(this, command, stream, node);
+    }
+    if (dispatched.has(command)) return send.call(this, command, stream, node);
+    let name = command.name;
+    // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
+    if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
+    if (stream === undefined && isRead(name) && typeof command.replyEncoding === 'string' && this.status !== 'end' && !inSubscriberMode(this)) {
+      dispatched.add(command);
+      return read(this, send, command, name);
+    }
+    if (WRITES.has(name) && command.isReadOnly !== true) {
+      dispatched.add(command);
+      const keys = namesOf(command);
+      if (command.inTransaction === true && typeof stream === 'object' && stream !== null) {
+        // written when EXEC runs, not when QUEUED comes back
+        let pending = transactionKeys.get(stream);
+        if (pending === undefined) transactionKeys.set(stream, (pending = new Set()));
+        for (const key of keys) pending.add(key);
+      } else settleAfterInvalidation(command, keys);
+    } else if (name === 'exec' && typeof stream === 'object' && stream !== null) {
+      const pending = transactionKeys.get(stream);
+      if (pending !== undefined) {
+        transactionKeys.delete(stream);
+        dispatched.add(command);
+        settleAfterInvalidation(command, pending);
+      }
+    } else if (KEYSPACE_WRITES.has(name)) {
+      // TODO(protocol): "drop every key of this namespace" needs a hub message; passes through
+    }
+    return send.call(this, command, stream, node);
+  }
+
+  /** runs ioredis's own method with the hook passing its command straight through */
+  function bypassing(client: Client, method: (...a: unknown[]) => unknown, args: unknown[]): unknown {
+    bypass = true;
+    try {
+      return method.apply(client, args);
+    } finally {
+      bypass = false;
+    }
+  }
+
+  /**
+   * GET's fast path for hot keys: a hit resolves without building an ioredis Command (~10× cheaper).
+   * Everything else — a cold key, a callback, a Buffer key or prefix, a client not ready — is
+   * ioredis's own `get`, through the hook. Installed only without `showFriendlyErrorStack`, whose
+   * stacks must start at the caller (this frame would come first).
+   */
+  function get(this: Client, ...args: unknown[]): unknown {
+    const baseGet = base.get as (...a: unknown[]) => unknown;
+    const arg = args[0];
+    const prefix = this.options.keyPrefix;
+    if (args.length !== 1 || typeof arg !== 'string' || (prefix !== undefined && typeof prefix !== 'string') || this.status !== 'ready' || inSubscriberMode(this)) {
+      return baseGet.apply(this, args);
+    }
+    const key = prefix ? prefix + arg : arg;
+    if (!hk.isHot(key) || key.length > MAX_KEY_LENGTH) return baseGet.apply(this, args);
+    const ns = namespaceOf(this);
+    let returned: unknown;
+    let sent = false;
+    const loaded = hk.get(key, (): Promise<Rec> => {
+      const askedAt = performance.now();
+      sent = true;
+      returned = bypassing(this, baseGet, args);
+      const ttl = bypassing(this, base.pttl as (...a: unknown[]) => unknown, args); // same round trip
+      return withTtl((returned as Promise<unknown>).then((value): Rec => ({ ns, kind: 'string', value, expiresAt: undefined })), ttl, askedAt);
+    });
+    if (sent) return returned;
+    return loaded.then(
+      (rec) => (rec.ns === ns && rec.kind === 'string' && fresh(rec) ? rec.value : bypassing(this, baseGet, args)),
+      () => bypassing(this, baseGet, args),
+    );
+  }
+
+  function duplicate(this: Client, ...args: unknown[]): Client {
+    const copy = (base.duplicate as (...a: unknown[]) => Client).apply(this, args);
+    const override = args[0] as { monitor?: boolean } | undefined;
+    // a MONITOR connection (redis.monitor()) carries no reads or writes of its own
+    if (!isCluster && override?.monitor === true) return copy;
+    return withHotKeys(copy, hk, options);
+  }
+
+  // shadows keep the enumerability of what they shadow, so for-in lists what it lists on a plain client
+  const shadow = (name: string, value: unknown): PropertyDescriptor => ({ value, writable: true, configurable: true, enumerable: isEnumerable(base, name) });
+  const hooked = Object.create(base, {
+    sendCommand: shadow('sendCommand', sendCommand),
+    ...(client.options.showFriendlyErrorStack ? {} : { get: shadow('get', get) }),
+    duplicate: shadow('duplicate', duplicate),
+    [HOOK]: { value: hk },
+  }) as object;
+  Object.setPrototypeOf(client, hooked);
+  return client;
+}
+
+/** A RESP2 subscriber connection rejects reads: let ioredis say so. */
+function inSubscriberMode(client: Client): boolean {
+  return Boolean((client as { condition?: { subscriber?: unknown } | null }).condition?.subscriber);
+}
+
+function isEnumerable(proto: object | null, name: string): boolean {
+  for (let o = proto; o !== null; o = Object.getPrototypeOf(o) as object | null) {
+    const d = Object.getOwnPropertyDescriptor(o, name);
+    if (d !== undefined) return d.enumerable === true;
+  }
+  return false;
+}

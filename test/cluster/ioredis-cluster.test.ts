@@ -1,0 +1,128 @@
+/**
+ * `withHotKeys` on a `Redis.Cluster`, against a real 3-master Redis Cluster started here
+ * (`redis-server --cluster-enabled yes` ×3 + `redis-cli --cluster create`) and a real hub:
+ * the wrapped cluster is the cluster (instanceof, events, duplicate), hot reads on any slot are
+ * local, writes (direct, pipeline, multi) invalidate, and a plain cluster client sees the same
+ * results for everything else.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Cluster, Redis } from 'ioredis';
+import { HotKeyClient } from '@hotkey/sdk';
+import { withHotKeys } from '@hotkey/sdk/ioredis';
+import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import { freePort } from '../support/redis-server.ts';
+import { delay, waitFor } from '../support/wait.ts';
+import { request } from '../support/http.ts';
+
+const ADMIN = 'admin-cluster-ioredis';
+const configPath = writeConfig(
+  { apps: { shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 }] } }, adminToken: ADMIN },
+  'hotkey-ioredis-cluster-',
+);
+
+let dir: string;
+const nodes: ChildProcess[] = [];
+let ports: number[] = [];
+let hub: HubProcess;
+let hk: HotKeyClient;
+const opened: Cluster[] = [];
+
+async function startRedisCluster(): Promise<void> {
+  dir = mkdtempSync(join(tmpdir(), 'hotkey-rc-'));
+  ports = [await freePort(), await freePort(), await freePort()];
+  for (const port of ports) {
+    const d = join(dir, String(port));
+    spawnSync('mkdir', ['-p', d]);
+    const child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(d, 'nodes.conf'), '--dir', d, '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+      { stdio: 'ignore' },
+    );
+    nodes.push(child);
+  }
+  for (const port of ports) {
+    await waitFor(`redis ${port} up`, () => spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.includes('PONG'), 10_000);
+  }
+  const created = spawnSync('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
+  assert.is(created.status, 0, created.stdout + created.stderr);
+  for (const port of ports) {
+    await waitFor(`cluster_state:ok on ${port}`, () => spawnSync('redis-cli', ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8' }).stdout.includes('cluster_state:ok'), 20_000);
+  }
+}
+
+function cluster(): Cluster {
+  const c = new Cluster(ports.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 1 } });
+  opened.push(c);
+  return c;
+}
+
+async function promote(key: string): Promise<void> {
+  const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, { method: 'POST', body: JSON.stringify({ key }), token: ADMIN });
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  await waitFor(`${key} hot`, () => hk.isHot(key));
+}
+
+test.before(async () => {
+  await startRedisCluster();
+  hub = await HubProcess.start({ args: ['--config', configPath] });
+  hk = new HotKeyClient({ app: 'shop', hubs: [hub.url], flushIntervalMs: 20 });
+  await hk.ready({ signal: AbortSignal.timeout(5000) });
+});
+
+test.after(async () => {
+  for (const c of opened) c.disconnect();
+  await hk?.close();
+  await hub?.stop();
+  for (const child of nodes) child.kill('SIGKILL');
+  await delay(50);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('a wrapped Cluster is the Cluster: instanceof, events, chaining, duplicate', async () => {
+  const plain = cluster();
+  const wrapped: Cluster = withHotKeys(cluster(), hk);
+  await Promise.all([plain.set('x', '1'), wrapped.set('x', '1')]);
+  assert.ok(wrapped instanceof Cluster);
+  assert.is(wrapped.constructor, plain.constructor);
+  assert.is(String(wrapped), String(plain));
+  assert.equal(Object.keys(wrapped).sort(), Object.keys(plain).sort());
+  assert.ok(wrapped.on('error', () => {}) === wrapped);
+  assert.is(wrapped.status, plain.status);
+  const dup = wrapped.duplicate();
+  opened.push(dup);
+  assert.ok(dup instanceof Cluster);
+  assert.is(await dup.get('x'), '1');
+  assert.not.ok(wrapped instanceof Redis);
+});
+
+test('hot reads on keys of every master are local; writes, pipelines and multi invalidate', async () => {
+  const plain = cluster();
+  const wrapped = withHotKeys(cluster(), hk);
+  const keys = ['{a}k', '{b}k', '{c}k', '{d}k', '{e}k']; // spread over slots, so over the masters
+  for (const key of keys) {
+    await plain.set(key, 'v1');
+    await promote(key);
+    assert.is(await wrapped.get(key), 'v1');
+    await plain.set(key, 'behind-our-back');
+    assert.is(await wrapped.get(key), 'v1', `${key} served locally`);
+    assert.is(await plain.get(key), 'behind-our-back');
+  }
+  await wrapped.set('{a}k', 'v2');
+  assert.is(await wrapped.get('{a}k'), 'v2');
+  await wrapped.pipeline().set('{b}k', 'v3').exec();
+  assert.is(await wrapped.get('{b}k'), 'v3');
+  await wrapped.multi().set('{c}k', 'v4').exec();
+  assert.is(await wrapped.get('{c}k'), 'v4');
+  await wrapped.del('{d}k');
+  assert.is(await wrapped.get('{d}k'), null);
+  // everything not served locally answers as the plain cluster client does
+  assert.equal(await wrapped.mget('{e}k', '{e}z'), await plain.mget('{e}k', '{e}z'));
+  assert.equal(await wrapped.exists('{a}k'), await plain.exists('{a}k'));
+});
+
+test.run();
