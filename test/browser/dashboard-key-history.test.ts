@@ -113,9 +113,9 @@ test('a key address with bad percent-encoding shows an error state, throws nothi
   assert.is(await page.page.getByTestId('key-title').textContent(), 'Key not found');
   assert.is(await page.page.getByTestId('key-chart').isVisible(), false, 'no chart for a key that is not named');
   // a good address afterwards renders the key as usual
-  await page.page.evaluate(() => {
-    location.hash = `#/key/shop/${encodeURIComponent('item:quiet')}`;
-  });
+  await page.page.evaluate((hash) => {
+    (globalThis as unknown as { location: { hash: string } }).location.hash = hash;
+  }, `#/key/shop/${encodeURIComponent('item:quiet')}`);
   await waitFor('the good key shown', async () => (await page.page.getByTestId('key-title').textContent())?.includes('item:quiet') ?? false, 5000);
   assert.is(await page.page.getByTestId('key-error').isVisible(), false);
   assert.equal(page.problems, [], 'no URIError or other page error');
