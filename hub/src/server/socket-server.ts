@@ -153,21 +153,25 @@ export class SocketServer {
       socket.off('data', onData);
       this.#counters.preHelloOverBudget++;
       this.#handshakes.leave(ws);
-      socket.pause(); // ws buffers no more of it while the close frame goes out
-      this.#refuse(ws, new ProtocolError(ErrorCode.FrameTooLarge, `more than ${budget} bytes before Hello`, CloseCode.FrameTooLarge));
+      // no lingering close handshake: while it waited, the peer's unread bytes would fill kernel
+      // buffers (megabytes per socket, TCP memory pressure for every connection); the Error and
+      // close frames are written now and the socket is dropped on the next turn
+      socket.pause();
+      this.#refuse(ws, new ProtocolError(ErrorCode.FrameTooLarge, `more than ${budget} bytes before Hello`, CloseCode.FrameTooLarge), 0);
     };
     socket.on('data', onData);
   }
 
   /** Error frame + close, then drop the socket shortly after whether or not the peer answers. */
-  #refuse(ws: WebSocket, err: ProtocolError): void {
+  #refuse(ws: WebSocket, err: ProtocolError, lingerMs = REFUSED_LINGER_MS): void {
     try {
       ws.send(errorFrame(err));
       ws.close(err.closeCode, closeReason(err.message));
     } catch {
       // already closing
     }
-    setTimeout(() => ws.terminate(), REFUSED_LINGER_MS).unref();
+    if (lingerMs === 0) setImmediate(() => ws.terminate());
+    else setTimeout(() => ws.terminate(), lingerMs).unref();
   }
 
   /** Waits up to `timeoutMs` for clients to finish closing, then drops the rest. */
