@@ -37,6 +37,8 @@ export interface ProbeFigures {
   healthzWorstMs: number;
   healthzFailures: number;
   healthzSamples: number;
+  /** the first few failures, for the figures */
+  healthzErrors: string[];
   /** hub RSS before the attack and its peak during it (MiB) */
   rssBeforeMiB: number;
   rssPeakMiB: number;
@@ -56,6 +58,7 @@ export class Probe {
   #worst = 0;
   #failures = 0;
   #samples = 0;
+  readonly #errors: string[] = [];
   #running = true;
   readonly #loops: Promise<void>[];
 
@@ -76,9 +79,11 @@ export class Probe {
         await res.arrayBuffer();
         if (res.status !== 200) this.#failures++;
         this.#worst = Math.max(this.#worst, performance.now() - started);
-      } catch {
+      } catch (err) {
         this.#failures++;
-        this.#worst = Math.max(this.#worst, timeoutMs);
+        this.#worst = Math.max(this.#worst, performance.now() - started);
+        const e = err as Error & { cause?: { code?: string } };
+        if (this.#errors.length < 3) this.#errors.push(`${e.name}: ${e.cause?.code ?? e.message}`);
       }
       this.#samples++;
       await delay(100);
@@ -100,6 +105,7 @@ export class Probe {
       healthzWorstMs: Math.round(this.#worst),
       healthzFailures: this.#failures,
       healthzSamples: this.#samples,
+      healthzErrors: this.#errors,
       rssBeforeMiB: this.#rssBefore,
       rssPeakMiB: this.#rssPeak,
       hubCpuS: Math.round((cpuSeconds(this.#pid) - this.#cpuBefore) * 10) / 10,
@@ -152,6 +158,9 @@ export function rawWebSocket(port: number, path = '/ws', opts: { localAddress?: 
       if (!head.includes('\r\n\r\n')) return;
       socket.off('data', onData);
       clearTimeout(timer);
+      // frames that came in the same read as the 101 go back for the caller's reader
+      const rest = Buffer.from(head.slice(head.indexOf('\r\n\r\n') + 4), 'latin1');
+      if (rest.length > 0) socket.unshift(rest);
       if (head.startsWith('HTTP/1.1 101')) resolve(socket);
       else {
         socket.destroy();

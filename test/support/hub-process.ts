@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 // Run with the test's own flags (`--conditions=@hotkey/source --import tsx` under test/run.mjs), the
 // bin loads the hub from its TypeScript sources; with none, from hub/dist (as installed).
 // HOTKEY_TEST_HUB_BIN runs the fault tests against another checkout's hub (before/after figures).
-export const HUB_BIN = process.env.HOTKEY_TEST_HUB_BIN ?? fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
+export const HUB_BIN = process.env.HOTKEY_TEST_HUB_BIN || fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
 
 /** Writes a hub config to a fresh temporary file and returns its path, for `--config`. */
 export function writeConfig(config: object, prefix = 'hotkey-config-'): string {

@@ -9,13 +9,15 @@
  *   connections that have not completed their first request. Past that the *oldest* such
  *   connection is closed, not the new one: a slowloris that holds thousands of half-sent requests
  *   only pushes out its own, and an SDK that sends its upgrade request in a few milliseconds gets
- *   in (refusing the newcomer, as `server.maxConnections` alone does, would lock SDKs out).
+ *   in (refusing the newcomer, as `server.maxConnections` alone does, would lock SDKs out). The
+ *   oldest is spared while younger than MIN_PENDING_AGE_MS, up to twice the cap.
  * - Origin (`OriginPolicy`): browsers always send `Origin` on a WebSocket handshake, Node SDKs
  *   never do. `/ws` refuses any browser origin not allow-listed; `/live` also admits the hub's own
  *   page (Origin host equal to the Host header). Refused with HTTP 403 before the upgrade.
  * - Before Hello (`HandshakePool` and the byte budget in socket-server.ts): at most
  *   `maxUnauthenticatedSockets` WebSockets without an accepted Hello (`maxUnauthenticatedPerAddress`
- *   per remote address), oldest closed first with 4009, and each may send `preHelloBytes` before
+ *   per remote address), oldest closed first with 4009 (spared while younger than
+ *   MIN_PENDING_AGE_MS, up to twice the cap), and each may send `preHelloBytes` before
  *   its Hello is accepted (close 4004 past it). ws has one `maxPayload` per server and no
  *   documented way to change it on an open socket (websockets/ws#1473 was declined), so the budget
  *   is counted on the raw socket's reads: ws buffers at most the budget plus one read chunk.
@@ -29,6 +31,12 @@ import type { HubTunables } from './options.ts';
 
 /** descriptors kept free for Redis, files and the runtime when the connection cap is derived */
 const RESERVED_FDS = 128;
+/**
+ * A waiting connection younger than this is closed to make room only past twice the cap: node
+ * accepts connections in batches before reading any of them, so the oldest of a batch may simply
+ * not have been read yet. A slowloris holds its connections for seconds and is past this age.
+ */
+export const MIN_PENDING_AGE_MS = 1000;
 
 /** This process's soft open-file limit (Linux `/proc/self/limits`), or undefined elsewhere. */
 export function openFileLimit(): number | undefined {
@@ -69,15 +77,19 @@ export function guardHttpServer(server: Server, t: HubTunables): () => HttpGuard
   server.keepAliveTimeout = t.keepAliveTimeoutMs;
   const maxConnections = connectionCap(t);
   if (Number.isFinite(maxConnections)) server.maxConnections = maxConnections;
-  // a cap on pending connections above a quarter of the ceiling would let them crowd out SDKs
+  // pending connections may reach twice this in a burst: at most half the ceiling, never all of it
   const maxPending = Math.max(1, Math.min(t.maxPendingConnections, Math.floor(maxConnections / 4)));
-  const pending = new Set<Socket>(); // insertion order: oldest first
+  const pending = new Map<Socket, number>(); // socket -> accepted at; insertion order: oldest first
   let evicted = 0;
   server.on('connection', (socket: Socket) => {
-    pending.add(socket);
+    const now = performance.now();
+    pending.set(socket, now);
     socket.once('close', () => pending.delete(socket));
-    if (pending.size > maxPending) {
-      const oldest = pending.values().next().value as Socket;
+    // over the cap, the oldest goes once it has had its chance to be read; over twice the cap,
+    // whatever its age (a burst of fresh connections)
+    while (pending.size > maxPending) {
+      const [oldest, since] = pending.entries().next().value as [Socket, number];
+      if (pending.size <= 2 * maxPending && now - since < MIN_PENDING_AGE_MS) break;
       pending.delete(oldest);
       evicted++;
       oldest.destroy();
@@ -129,13 +141,12 @@ function originHost(origin: string): string | undefined {
 
 /**
  * Connections admitted but not yet authenticated, oldest first, with a hub-wide and a per-address
- * cap. `enter` returns the entries that must now be closed to keep both caps (never the new one
- * unless a cap is 0).
+ * cap.
  */
 export class HandshakePool<T> {
   readonly #max: number;
   readonly #maxPerAddress: number;
-  readonly #all = new Map<T, string>(); // insertion order: oldest first
+  readonly #all = new Map<T, { address: string; since: number }>(); // insertion order: oldest first
   readonly #byAddress = new Map<string, Set<T>>();
 
   constructor(max: number, maxPerAddress: number) {
@@ -147,28 +158,32 @@ export class HandshakePool<T> {
     return this.#all.size;
   }
 
-  enter(item: T, address: string): T[] {
-    this.#all.set(item, address);
+  /**
+   * Adds `item`; returns the entries to close to keep both caps, oldest first (one younger than
+   * MIN_PENDING_AGE_MS is spared until its pool holds twice its cap).
+   */
+  enter(item: T, address: string, now = performance.now()): T[] {
+    this.#all.set(item, { address, since: now });
     let mine = this.#byAddress.get(address);
     if (mine === undefined) this.#byAddress.set(address, (mine = new Set()));
     mine.add(item);
     const out: T[] = [];
-    while (mine.size > this.#maxPerAddress) {
-      const oldest = mine.values().next().value as T;
-      this.leave(oldest);
-      out.push(oldest);
-    }
-    while (this.#all.size > this.#max) {
-      const oldest = this.#all.keys().next().value as T;
-      this.leave(oldest);
-      out.push(oldest);
-    }
+    const trim = (pool: { size: number; keys(): IterableIterator<T> }, cap: number) => {
+      while (pool.size > cap) {
+        const oldest = pool.keys().next().value as T;
+        if (pool.size <= 2 * cap && now - this.#all.get(oldest)!.since < MIN_PENDING_AGE_MS) return;
+        this.leave(oldest);
+        out.push(oldest);
+      }
+    };
+    trim(mine, this.#maxPerAddress);
+    trim(this.#all, this.#max);
     return out;
   }
 
   /** The entry authenticated or closed (idempotent). */
   leave(item: T): void {
-    const address = this.#all.get(item);
+    const address = this.#all.get(item)?.address;
     if (address === undefined) return;
     this.#all.delete(item);
     const mine = this.#byAddress.get(address);

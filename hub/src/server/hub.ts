@@ -159,7 +159,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   });
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
-    httpServer.listen(options.port ?? DEFAULT_PORT, host, () => {
+    httpServer.listen({ port: options.port ?? DEFAULT_PORT, host, backlog: tunables.listenBacklog }, () => {
       httpServer.off('error', reject);
       resolve();
     });

@@ -50,6 +50,8 @@ export interface HubTunables {
   maxPendingConnections: number;
   /** TCP connections in all (node:http `server.maxConnections`); 0 = the process's open-file limit minus 128 when it can be read @default 0 */
   maxConnections: number;
+  /** connections the kernel queues before the hub accepts them (capped by net.core.somaxconn): a burst past it is dropped and its clients wait on SYN retries (1 s, 3 s …) @default 4096 */
+  listenBacklog: number;
   /** ms to receive a request's headers (node:http `headersTimeout`) @default 10000 */
   headersTimeoutMs: number;
   /** ms to receive a whole request (node:http `requestTimeout`) @default 30000 */
@@ -83,6 +85,7 @@ export const DEFAULT_TUNABLES: HubTunables = {
   maxUnauthenticatedPerAddress: 64,
   maxPendingConnections: 1024,
   maxConnections: 0,
+  listenBacklog: 4096,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5000,
