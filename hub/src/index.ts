@@ -1,7 +1,9 @@
 /** @hotkey/hub: the hot-key hub. Explicit exports only. */
 export { startHub, Hub } from './server/hub.ts';
-export { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TUNABLES } from './server/options.ts';
-export type { HubConfigInput, HubOptions, HubTunables } from './server/options.ts';
+export { DEFAULT_HOST, DEFAULT_PORT } from './server/options.ts';
+export type { HubConfigInput, HubOptions } from './server/options.ts';
+export { DEFAULT_TUNABLES } from './core/tunables.ts';
+export type { HubTunables } from './core/tunables.ts';
 export { LocalCoordinator } from './cluster/local-coordinator.ts';
 export type { LocalCoordinatorOptions } from './cluster/local-coordinator.ts';
 export type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubStatus } from './cluster/coordinator.ts';
@@ -9,6 +11,4 @@ export { loadHubConfig, parseHubConfig } from './server/config.ts';
 export type { AppConfig, HubConfig } from './server/config.ts';
 export { Aggregator } from './core/aggregator.ts';
 export type { AggregatorOptions, AggregatorListener, DemoteReason, HotKeyView } from './core/aggregator.ts';
-export { HttpErrorCode } from './http/http-api.ts';
-export type { ApiErrorCode } from './http/http-api.ts';
-export type { AppSummary, HotKeyRow, InstanceRow } from './core/hub-core.ts';
+export type { AppSummary, HotKeyRow, InstanceRow } from './core/apps.ts';

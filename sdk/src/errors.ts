@@ -1,7 +1,8 @@
 /**
  * One error base class with string codes. Misuse throws `TypeError` at once; network faults are
  * emitted as events (never thrown into the caller of `get()`). Protocol faults (ProtocolError)
- * and refusals (AuthError, CapacityError) carry the close code the socket closes with.
+ * and refusals (AuthError, CapacityError) carry the close code the socket closes with
+ * (closeCodeOf). The hub's HTTP API answers with the same codes (its HttpError extends HotKeyError).
  */
 
 export const ErrorCode = {
@@ -33,6 +34,19 @@ export const ErrorCode = {
   Timeout: 'HK_ERR_TIMEOUT',
   /** no hub is reachable for the request */
   Unavailable: 'HK_ERR_UNAVAILABLE',
+  // The hub's HTTP API answers with these too (HttpError); the ones above keep their meaning there.
+  /** HTTP: no such route, or no such app */
+  NotFound: 'HK_ERR_NOT_FOUND',
+  /** HTTP: the route exists but not for this method */
+  Method: 'HK_ERR_METHOD',
+  /** HTTP: the body is not valid JSON or lacks a field */
+  BadRequest: 'HK_ERR_BAD_REQUEST',
+  /** HTTP: the body is over the hub's limit */
+  BodyTooLarge: 'HK_ERR_BODY_TOO_LARGE',
+  /** HTTP: a fault inside the hub (logged) */
+  Internal: 'HK_ERR_INTERNAL',
+  /** HTTP: the hub that owns the key did not answer within its deadline, or answered garbage */
+  OwnerUnreachable: 'HK_ERR_OWNER_UNREACHABLE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -73,6 +87,15 @@ export class CapacityError extends HotKeyError {
     this.name = 'CapacityError';
     this.closeCode = closeCode;
   }
+}
+
+/**
+ * The close code a socket closes with for this error: set on every refusal or protocol fault
+ * (ProtocolError, AuthError, CapacityError); undefined for anything else, which is a fault of the
+ * side that caught it, not of its peer.
+ */
+export function closeCodeOf(err: unknown): number | undefined {
+  return err instanceof HotKeyError && 'closeCode' in err && typeof err.closeCode === 'number' ? err.closeCode : undefined;
 }
 
 /** A rule or config that does not validate; `field` names the offending field (`rules[2].threshold`). */

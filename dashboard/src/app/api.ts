@@ -1,7 +1,7 @@
 /**
  * The hub's REST API as the page uses it. Tokens travel in the Authorization header only; an
  * error answer `{error: {code, field?, message}}` becomes an ApiError the views show inline; its
- * code is always one of the hub's HK_ERR_* codes (ErrorCode in @hotkey/sdk, HttpErrorCode in the hub).
+ * code is always one of the hub's HK_ERR_* codes (ErrorCode in @hotkey/sdk).
  */
 import { getToken, readToken } from './token-store.ts';
 

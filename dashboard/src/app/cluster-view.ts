@@ -74,7 +74,7 @@ export class ClusterView implements View {
           el('td', {}, formatDuration(now - h.startedAt)),
           el('td', { class: 'num' }, h.ingestRate >= 1e4 ? formatQps(h.ingestRate) : String(Math.round(h.ingestRate))),
           el('td', { class: 'num' }, String(h.connections)),
-          el('td', { class: 'num' }, String(h.hot)),
+          el('td', { class: 'num' }, String(h.hotCount)),
           el('td', { class: 'num' }, formatBytes(h.heapUsed)),
           el('td', { class: 'num' }, formatBytes(h.rss)),
           el('td', {}, el('span', { class: `badge redis-${h.redis}` }, h.redis)),

@@ -7,7 +7,7 @@ import { FeedState } from './feed-state.ts';
 import { rowId } from './row-id.ts';
 
 const row = (key: string, qps: number, app = 'shop'): FeedHotRow => ({ app, key, qps, threshold: 100, windowMs: 1000, since: 1000, hub: 'h1', instances: 2 });
-const hub = { id: 'h1', url: 'ws://127.0.0.1:1', startedAt: 1, ingestRate: 10, connections: 3, heapUsed: 1e6, rss: 2e6, redis: 'none', hot: 2, instances: 1, updatedAt: 5 } as const;
+const hub = { id: 'h1', url: 'ws://127.0.0.1:1', startedAt: 1, ingestRate: 10, connections: 3, heapUsed: 1e6, rss: 2e6, redis: 'none', hotCount: 2, instanceCount: 1, updatedAt: 5 } as const;
 const snapshot = (hot: FeedHotRow[]): FeedSnapshot => ({
   t: MsgType.FeedSnapshot,
   hub: 'h1',

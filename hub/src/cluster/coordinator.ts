@@ -16,10 +16,10 @@ import type { Rule } from '@hotkey/sdk/rules';
 export type HubEvent = FeedEvent;
 
 /**
- * Periodic status a hub shares so that any hub can show the whole cluster. FeedHub's `hot` and
- * `instances` are counts; here the lists have their own names.
+ * Periodic status a hub shares so that any hub can show the whole cluster. The feed's `hotCount` and
+ * `instanceCount` (FeedHub) are counted from these lists.
  */
-export interface HubStatus extends Omit<FeedHub, 'hot' | 'instances'> {
+export interface HubStatus extends Omit<FeedHub, 'hotCount' | 'instanceCount'> {
   /** hot keys this hub owns, top by QPS, bounded */
   hotKeys: { app: string; key: string; qps: number; since: number; instances: number; threshold: number }[];
   /** SDK connections to this hub, bounded */

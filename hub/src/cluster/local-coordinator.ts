@@ -7,7 +7,8 @@ import type { Member } from '@hotkey/sdk/protocol';
 import { ErrorCode, HotKeyError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
 import type { AppAuth, Coordinator, Health, HubEvent, HubStatus } from './coordinator.ts';
-import { isValidAppName, type HubConfig } from '../server/config.ts';
+import { isValidAppName } from '../core/apps.ts';
+import type { HubConfig } from '../server/config.ts';
 
 export interface LocalCoordinatorOptions {
   /** this hub's id */

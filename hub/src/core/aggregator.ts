@@ -72,7 +72,6 @@ export interface AggregatorStats {
   ignored: number;
 }
 
-const S = WINDOW_SLICES;
 const REPORTER_WORDS = 4; // 128 bits
 const REPORTER_BITS = REPORTER_WORDS * 32;
 const NEGATIVE_CACHE_MAX = 10_000;
@@ -121,9 +120,11 @@ export class Aggregator {
   #hotUntil = new Float64Array(0);
   #hotSince = new Float64Array(0);
   #lowSince = new Float64Array(0);
-  #repGen = new Float64Array(0);
-  #repCur = new Uint32Array(0);
-  #repPrev = new Uint32Array(0);
+  // which instances reported the key (a 128-bit linear-counting bitmap per slot) in the current
+  // window-length period (#reporterWindow = floor(now / windowMs)) and the one before it
+  #reporterWindow = new Float64Array(0);
+  #reporterBitsCurrent = new Uint32Array(0);
+  #reporterBitsPrevious = new Uint32Array(0);
   readonly #hotSlots = new Set<number>();
   #sweepAt = 0;
 
@@ -171,12 +172,12 @@ export class Aggregator {
       }
       this.#rotate(slot, now);
       const r = this.#rule[slot]!;
-      this.#slices[slot * S + (this.#tick[slot]! % S)]! += count;
+      this.#slices[slot * WINDOW_SLICES + (this.#tick[slot]! % WINDOW_SLICES)]! += count;
       const total = (this.#total[slot]! += count);
 
       const gen = Math.floor(now / this.#rWindowMs[r]!);
-      if (gen !== this.#repGen[slot]) this.#rollReporters(slot, gen);
-      this.#repCur[slot * REPORTER_WORDS + word]! |= bit;
+      if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
+      this.#reporterBitsCurrent[slot * REPORTER_WORDS + word]! |= bit;
 
       if (total >= this.#rThreshold[r]!) {
         this.#hotUntil[slot] = now + this.#rHotMs[r]!;
@@ -318,7 +319,7 @@ export class Aggregator {
     rules.forEach((rule, i) => {
       this.#rThreshold[i] = rule.threshold;
       this.#rWindowMs[i] = rule.windowMs;
-      this.#rSliceMs[i] = rule.windowMs / S;
+      this.#rSliceMs[i] = rule.windowMs / WINDOW_SLICES;
       this.#rHotMs[i] = rule.hotMs;
       this.#rDemoteLevel[i] = rule.threshold * rule.demoteRatio;
       this.#rDemoteMs[i] = rule.windowMs * rule.demoteWindows;
@@ -327,28 +328,28 @@ export class Aggregator {
 
   /**
    * Accesses per second over the time the window's slices actually cover: the total holds the
-   * current slice, partly elapsed, and S - 1 full ones, so dividing by the whole window would read
-   * up to 1/S low for a steady rate.
+   * current slice, partly elapsed, and WINDOW_SLICES - 1 full ones, so dividing by the whole window would read
+   * up to 1/WINDOW_SLICES low for a steady rate.
    */
   #qps(slot: number, now: number): number {
     this.#rotate(slot, now);
     const sliceMs = this.#rSliceMs[this.#rule[slot]!]!;
     // clamped: a clock that stepped back leaves `now` before the slot's current slice
     const elapsed = Math.min(sliceMs, Math.max(0, now - this.#tick[slot]! * sliceMs));
-    return (this.#total[slot]! * 1000) / ((S - 1) * sliceMs + elapsed);
+    return (this.#total[slot]! * 1000) / ((WINDOW_SLICES - 1) * sliceMs + elapsed);
   }
 
   #rotate(slot: number, now: number): void {
     const cur = Math.floor(now / this.#rSliceMs[this.#rule[slot]!]!);
     const last = this.#tick[slot]!;
     if (cur <= last) return; // same slice, or the clock stepped back: keep counting in place
-    if (cur - last >= S) {
+    if (cur - last >= WINDOW_SLICES) {
       this.#clearWindow(slot);
     } else {
-      const base = slot * S;
+      const base = slot * WINDOW_SLICES;
       let total = this.#total[slot]!;
       for (let s = last + 1; s <= cur; s++) {
-        const i = base + (s % S);
+        const i = base + (s % WINDOW_SLICES);
         total -= this.#slices[i]!;
         this.#slices[i] = 0;
       }
@@ -365,34 +366,34 @@ export class Aggregator {
   #accumulatedFor(slot: number, now: number): number {
     const sliceMs = this.#rSliceMs[this.#rule[slot]!]!;
     const tick = this.#tick[slot]!;
-    const base = slot * S;
-    for (let age = S - 1; age > 0; age--) {
-      if (this.#slices[base + ((tick - age) % S + S) % S]! > 0) return Math.max(0, now - (tick - age) * sliceMs);
+    const base = slot * WINDOW_SLICES;
+    for (let age = WINDOW_SLICES - 1; age > 0; age--) {
+      if (this.#slices[base + ((tick - age) % WINDOW_SLICES + WINDOW_SLICES) % WINDOW_SLICES]! > 0) return Math.max(0, now - (tick - age) * sliceMs);
     }
     return Math.max(0, now - tick * sliceMs);
   }
 
   #clearWindow(slot: number): void {
-    this.#slices.fill(0, slot * S, slot * S + S);
+    this.#slices.fill(0, slot * WINDOW_SLICES, slot * WINDOW_SLICES + WINDOW_SLICES);
     this.#total[slot] = 0;
   }
 
   #rollReporters(slot: number, gen: number): void {
     const base = slot * REPORTER_WORDS;
-    const adjacent = gen === this.#repGen[slot]! + 1;
+    const adjacent = gen === this.#reporterWindow[slot]! + 1;
     for (let w = 0; w < REPORTER_WORDS; w++) {
-      this.#repPrev[base + w] = adjacent ? this.#repCur[base + w]! : 0;
-      this.#repCur[base + w] = 0;
+      this.#reporterBitsPrevious[base + w] = adjacent ? this.#reporterBitsCurrent[base + w]! : 0;
+      this.#reporterBitsCurrent[base + w] = 0;
     }
-    this.#repGen[slot] = gen;
+    this.#reporterWindow[slot] = gen;
   }
 
   #reporters(slot: number, now: number): number {
     const gen = Math.floor(now / this.#rWindowMs[this.#rule[slot]!]!);
-    if (gen !== this.#repGen[slot]) this.#rollReporters(slot, gen);
+    if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
     const base = slot * REPORTER_WORDS;
     let ones = 0;
-    for (let w = 0; w < REPORTER_WORDS; w++) ones += popcount32((this.#repCur[base + w]! | this.#repPrev[base + w]!) >>> 0);
+    for (let w = 0; w < REPORTER_WORDS; w++) ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
     const zeros = REPORTER_BITS - ones;
     if (zeros === 0) return Math.round(REPORTER_BITS * Math.log(REPORTER_BITS));
     return Math.round(-REPORTER_BITS * Math.log(zeros / REPORTER_BITS));
@@ -449,9 +450,9 @@ export class Aggregator {
     this.#hotUntil[slot] = 0;
     this.#hotSince[slot] = 0;
     this.#lowSince[slot] = NONE;
-    this.#repGen[slot] = Math.floor(now / this.#rWindowMs[r]!);
-    this.#repCur.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
-    this.#repPrev.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
+    this.#reporterWindow[slot] = Math.floor(now / this.#rWindowMs[r]!);
+    this.#reporterBitsCurrent.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
+    this.#reporterBitsPrevious.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
     return slot;
   }
 
@@ -515,14 +516,14 @@ export class Aggregator {
     hot.set(this.#hot);
     this.#hot = hot;
     this.#tick = copyF(this.#tick);
-    this.#slices = copyF(this.#slices, S);
+    this.#slices = copyF(this.#slices, WINDOW_SLICES);
     this.#total = copyF(this.#total);
     this.#hotUntil = copyF(this.#hotUntil);
     this.#hotSince = copyF(this.#hotSince);
     this.#lowSince = copyF(this.#lowSince);
-    this.#repGen = copyF(this.#repGen);
-    this.#repCur = copyU32(this.#repCur, REPORTER_WORDS);
-    this.#repPrev = copyU32(this.#repPrev, REPORTER_WORDS);
+    this.#reporterWindow = copyF(this.#reporterWindow);
+    this.#reporterBitsCurrent = copyU32(this.#reporterBitsCurrent, REPORTER_WORDS);
+    this.#reporterBitsPrevious = copyU32(this.#reporterBitsPrevious, REPORTER_WORDS);
     // push, not `length =`: a length jump turns the array into a slow dictionary-mode array
     for (let i = this.#keys.length; i < capacity; i++) this.#keys.push(undefined);
     this.#capacity = capacity;

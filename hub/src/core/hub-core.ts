@@ -1,89 +1,24 @@
 /**
- * The hub's decisions without the network: apps, sessions, aggregation, broadcasts, invalidation
- * acks, Config/Members fan-out, periodic status. The socket adapter feeds it sessions; the HTTP API
- * reads and commands it. Talks to the rest of the cluster only through the Coordinator.
+ * The hub's decisions without the network, and the façade the server and the HTTP API use: the
+ * session protocol (Hello, reports, resync), promotions and demotions as broadcasts and events,
+ * Members fan-out, periodic status, the API's reads and commands. Per-app state, admission and
+ * Config fan-out live in apps.ts; invalidations and their acks in invalidation-router.ts. Talks
+ * to the rest of the cluster only through the Coordinator.
  */
-import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { ErrorCode, ProtocolError, closeCodeOf } from '@hotkey/sdk';
 import { Ownership } from '@hotkey/sdk/ownership';
-import {
-  CloseCode,
-  encode,
-  MAX_FRAME_BYTES,
-  MsgType,
-  PROTOCOL_VERSION,
-  type HotEntry,
-  type Hello,
-  type InvalidateRequest,
-  type Member,
-  type Report,
-} from '@hotkey/sdk/protocol';
-import { localThreshold, type Rule } from '@hotkey/sdk/rules';
-import { Aggregator, reporterBit, type DemoteReason } from './aggregator.ts';
-import { tokenMatches } from '../server/auth.ts';
-import { Broadcaster } from './broadcaster.ts';
-import { isValidAppName } from '../server/config.ts';
+import { CloseCode, encode, MAX_FRAME_BYTES, MsgType, PROTOCOL_VERSION, type HotEntry, type Hello, type InvalidateRequest, type Member, type Report } from '@hotkey/sdk/protocol';
+import type { Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
-import { InvalidationTracker } from './invalidations.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
-import { Metrics, type Gauges } from '../http/metrics.ts';
-import type { HubTunables } from '../server/options.ts';
+import { reporterBit, type DemoteReason } from './aggregator.ts';
+import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
+import { HubMetrics, type Gauges } from './hub-metrics.ts';
+import { InvalidationRouter } from './invalidation-router.ts';
 import { closeReason, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
-import { Session, SessionState, type SessionHost } from '../server/session.ts';
-
-/** A hot key as the API and status show it. */
-export interface HotKeyRow {
-  app: string;
-  key: string;
-  qps: number;
-  threshold: number;
-  /** ms since epoch of the promotion */
-  since: number;
-  /** distinct SDK instances reporting it: an estimate (the aggregator's reporter bits), not a count of rows */
-  instances: number;
-  /** id of the hub that owns (decides) the key */
-  hub: string;
-  /** ms the promotion lives without renewal (0 when another hub's status reported the row) */
-  ttlMs: number;
-}
-
-/** One SDK connection, on this hub or (from its status) another. */
-export interface InstanceRow {
-  app: string;
-  instance: string;
-  host: string;
-  sdk: string;
-  lastReport: number;
-  connectedAt: number;
-  hub: string;
-}
-
-/** One app on this hub, in numbers (GET /api/apps). */
-export interface AppSummary {
-  /** distinct SDK instances connected */
-  instanceCount: number;
-  /** SDK connections (an instance may hold more than one) */
-  connections: number;
-  keysTracked: number;
-  hotCount: number;
-  /** the app's last broadcast seq */
-  seq: number;
-}
-
-interface AppState {
-  name: string;
-  aggregator: Aggregator;
-  broadcaster: Broadcaster;
-  sessions: Set<Session>;
-  sessionByPeer: Map<Peer, Session>;
-  /** instance id -> how many sessions that SDK instance has open on this hub */
-  sessionsByInstance: Map<string, number>;
-  invalidations: InvalidationTracker;
-  /** sessions connected now, shared by consecutive invalidations until one joins or leaves */
-  waiters: Session[] | undefined;
-  configTimer: NodeJS.Timeout | undefined;
-  lastConfigAt: number;
-}
+import { Session, SessionState, type SessionHost } from './session.ts';
+import type { HubTunables } from './tunables.ts';
 
 export interface HubCoreOptions {
   id: string;
@@ -98,13 +33,9 @@ export interface HubCoreOptions {
 const STATUS_HOT_MAX = 100;
 const STATUS_INSTANCES_MAX = 200;
 
-function refuse(code: ErrorCode, closeCode: number, message: string): never {
-  throw new ProtocolError(code, message, closeCode);
-}
-
 export class HubCore implements SessionHost {
   readonly id: string;
-  readonly metrics = new Metrics();
+  readonly metrics = new HubMetrics();
   readonly startedAt: number;
   readonly coordinator: Coordinator;
   readonly tunables: HubTunables;
@@ -113,9 +44,9 @@ export class HubCore implements SessionHost {
   url = '';
   readonly #now: () => number;
   readonly #log: (message: string) => void;
-  readonly #apps = new Map<string, AppState>();
+  readonly #apps: Apps;
+  readonly #invalidations: InvalidationRouter;
   readonly #awaitingHello = new Set<Session>();
-  #connections = 0;
   #recent: HubEvent[] = [];
   #epoch: number;
   #members: Member[];
@@ -142,7 +73,18 @@ export class HubCore implements SessionHost {
     const initial = new Ownership(membership.members.map((member) => member.id));
     this.#ownership = initial;
     if (initial.ids.length > 1) this.#accept = (key) => initial.owner(key) === this.id;
-    this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#rulesChanged(app, rules)));
+    this.#apps = new Apps({
+      coordinator: this.coordinator,
+      tunables: this.tunables,
+      metrics: this.metrics,
+      now: this.#now,
+      log: this.#log,
+      accept: this.#accept,
+      onPromote: (app, key, rule, qps, latencyMs, manual) => this.#onPromote(app, key, rule, qps, latencyMs, manual),
+      onDemote: (app, key, qps, reason) => this.#onDemote(app, key, qps, reason),
+    });
+    this.#invalidations = new InvalidationRouter({ hubId: this.id, metrics: this.metrics, now: this.#now, publish: (event) => this.#publish(event) });
+    this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#apps.rulesChanged(app, rules)));
     this.coordinator.onMembers((epoch, members) => this.#guard('members change', () => this.#membersChanged(epoch, members)));
     this.coordinator.onEvent((event) => {
       this.#recent.push(event);
@@ -171,22 +113,13 @@ export class HubCore implements SessionHost {
 
   hello(session: Session, hello: Hello): void {
     if (hello.v !== PROTOCOL_VERSION) {
-      refuse(ErrorCode.Version, CloseCode.Version, `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`);
+      throw new ProtocolError(ErrorCode.Version, `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`, CloseCode.Version);
     }
     if (hello.role === 'dashboard') {
       // pages get the live feed on LIVE_PATH (http/dashboard-feed.ts), not on the SDK endpoint
-      refuse(ErrorCode.Protocol, CloseCode.Protocol, 'dashboard feed not available');
+      throw new ProtocolError(ErrorCode.Protocol, 'dashboard feed not available', CloseCode.Protocol);
     }
-    const auth = isValidAppName(hello.app) ? this.coordinator.app(hello.app) : undefined;
-    if (auth === undefined) refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `unknown app "${hello.app.slice(0, 64)}"`);
-    if (auth.token !== undefined && !tokenMatches(hello.token, auth.token)) {
-      refuse(ErrorCode.Auth, CloseCode.Auth, hello.token === undefined ? `app "${hello.app}" requires a token` : `wrong token for app "${hello.app}"`);
-    }
-    const app = this.#app(hello.app);
-    if (app === undefined) refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `this hub keeps state for at most ${this.tunables.maxApps} apps`);
-    if (app.sessions.size >= this.tunables.maxSessionsPerApp) {
-      refuse(ErrorCode.OverCapacity, CloseCode.OverCapacity, `app "${hello.app}" has ${app.sessions.size} connections, the most this hub accepts`);
-    }
+    const app = this.#apps.admit(hello);
 
     this.#awaitingHello.delete(session);
     session.state = SessionState.Open;
@@ -196,16 +129,7 @@ export class HubCore implements SessionHost {
     session.sdk = hello.sdk;
     session.reporter = reporterBit(hello.instance);
     session.appliedSeq = app.broadcaster.seq;
-    app.sessions.add(session);
-    app.sessionByPeer.set(session.peer, session);
-    app.waiters = undefined;
-    const instanceCountBefore = app.sessionsByInstance.size;
-    app.sessionsByInstance.set(hello.instance, (app.sessionsByInstance.get(hello.instance) ?? 0) + 1);
-    this.#connections++;
-
-    const rules = app.aggregator.rules;
-    const instanceCount = app.sessionsByInstance.size;
-    app.broadcaster.peers.add(session.peer);
+    this.#apps.join(app, session);
     app.broadcaster.sendTo(
       session.peer,
       encode({
@@ -214,14 +138,13 @@ export class HubCore implements SessionHost {
         hub: this.id,
         epoch: this.#epoch,
         members: this.#members,
-        rules: [...rules],
-        local: rules.map((r) => localThreshold(r, instanceCount, this.tunables.localThresholdFraction)),
-        instances: instanceCount,
+        rules: [...app.aggregator.rules],
+        local: this.#apps.localThresholds(app),
+        instances: app.sessionsByInstance.size,
         seq: app.broadcaster.seq,
       }),
     );
     this.#sendSnapshot(app, session);
-    if (app.sessionsByInstance.size !== instanceCountBefore) this.#scheduleConfig(app);
   }
 
   report(session: Session, report: Report): void {
@@ -236,25 +159,12 @@ export class HubCore implements SessionHost {
 
   invalidate(session: Session, request: InvalidateRequest): void {
     const app = this.#apps.get(session.app);
-    if (app === undefined) return;
-    const seq = this.#broadcastInvalidate(app, request.key, false);
-    app.waiters ??= [...app.sessions];
-    app.invalidations.track(seq, app.waiters, this.#now(), (timedOut) => {
-      if (timedOut) this.metrics.invalidationTimeouts++;
-      if (!session.closed) app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq }));
-    });
+    if (app !== undefined) this.#invalidations.request(app, session, request);
   }
 
   applied(session: Session, seq: number): void {
     const app = this.#apps.get(session.app);
-    if (app === undefined) return;
-    if (seq > app.broadcaster.seq) {
-      refuse(ErrorCode.Protocol, CloseCode.Protocol, `Applied seq ${seq} is ahead of the last broadcast seq ${app.broadcaster.seq}`);
-    }
-    if (seq > session.appliedSeq) {
-      session.appliedSeq = seq;
-      app.invalidations.settle();
-    }
+    if (app !== undefined) this.#invalidations.applied(app, session, seq);
   }
 
   resync(session: Session): void {
@@ -264,82 +174,51 @@ export class HubCore implements SessionHost {
 
   closed(session: Session): void {
     this.#awaitingHello.delete(session);
-    const app = this.#apps.get(session.app);
-    if (app === undefined || !app.sessions.delete(session)) return;
-    this.#connections--;
-    app.sessionByPeer.delete(session.peer);
-    app.broadcaster.peers.delete(session.peer);
-    app.waiters = undefined;
-    const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
-    if (sessionsLeft > 0) app.sessionsByInstance.set(session.instance, sessionsLeft);
-    else {
-      app.sessionsByInstance.delete(session.instance);
-      this.#scheduleConfig(app);
-    }
-    app.invalidations.settle();
+    this.#apps.leave(session);
   }
 
   faulted(session: Session, err: unknown): void {
     this.metrics.protocolErrors++;
-    if (!(err instanceof ProtocolError)) this.#log(`session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`);
+    if (closeCodeOf(err) === undefined) this.#log(`session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`);
   }
 
   // ---- commands from the API ----
 
   /** Marks a key hot by hand. Returns false when the app is unknown or no rule matches the key. */
   promote(appName: string, key: string): boolean {
-    const app = this.#app(appName);
+    const app = this.#apps.open(appName);
     return app !== undefined && app.aggregator.promote(key, this.#now());
   }
 
   /** Broadcasts an invalidation without waiting for acks; returns the seq, or undefined for an unknown app. */
   invalidateKey(appName: string, key: string): number | undefined {
-    const app = this.#app(appName);
-    return app === undefined ? undefined : this.#broadcastInvalidate(app, key, true);
+    const app = this.#apps.open(appName);
+    return app === undefined ? undefined : this.#invalidations.broadcast(app, key, true);
   }
 
   // ---- reads for the API and status ----
 
   get connections(): number {
-    return this.#connections;
+    return this.#apps.connections;
   }
 
   /** apps with state on this hub (connected SDKs or tracked keys) */
   activeApps(): string[] {
-    return [...this.#apps.keys()];
+    return this.#apps.names();
   }
 
   appSummary(appName: string): AppSummary | undefined {
-    const app = this.#apps.get(appName);
-    if (app === undefined) return undefined;
-    const stats = app.aggregator.stats;
-    return { instanceCount: app.sessionsByInstance.size, connections: app.sessions.size, keysTracked: stats.keys, hotCount: stats.hot, seq: app.broadcaster.seq };
+    return this.#apps.summary(appName);
   }
 
   /** hot keys this hub owns, highest QPS first */
   hotKeys(appName?: string): HotKeyRow[] {
-    const now = this.#now();
-    const rows: HotKeyRow[] = [];
-    for (const app of this.#apps.values()) {
-      if (appName !== undefined && app.name !== appName) continue;
-      for (const v of app.aggregator.hot(now)) {
-        rows.push({ app: app.name, key: v.key, qps: v.qps, threshold: v.threshold, since: v.since, instances: v.instances, hub: this.id, ttlMs: v.ttlMs });
-      }
-    }
-    return rows.sort((a, b) => b.qps - a.qps);
+    return this.#apps.hotKeys(this.id, this.#now(), appName);
   }
 
   /** SDK connections to this hub, at most `limit` */
   instanceRows(appName?: string, limit = Infinity): InstanceRow[] {
-    const rows: InstanceRow[] = [];
-    for (const app of this.#apps.values()) {
-      if (appName !== undefined && app.name !== appName) continue;
-      for (const session of app.sessions) {
-        if (rows.length >= limit) return rows;
-        rows.push({ app: app.name, instance: session.instance, host: session.host, sdk: session.sdk, lastReport: session.lastReport, connectedAt: session.connectedAt, hub: this.id });
-      }
-    }
-    return rows;
+    return this.#apps.instanceRows(this.id, appName, limit);
   }
 
   /** The member that owns (decides, and keeps the QPS history of) `key`; undefined with no members. */
@@ -374,7 +253,7 @@ export class HubCore implements SessionHost {
       ignored += stats.ignored;
     }
     const mem = process.memoryUsage();
-    return { connections: this.#connections, apps: this.#apps.size, keysTracked, hotKeys, dropped, evicted, ignored, heapUsed: mem.heapUsed, rss: mem.rss, ingestRate: this.#ingestRate, qpsHistoryKeys: this.qpsHistory.size };
+    return { connections: this.#apps.connections, apps: this.#apps.size, keysTracked, hotKeys, dropped, evicted, ignored, heapUsed: mem.heapUsed, rss: mem.rss, ingestRate: this.#ingestRate, qpsHistoryKeys: this.qpsHistory.size };
   }
 
   // ---- time ----
@@ -389,7 +268,7 @@ export class HubCore implements SessionHost {
       this.#guard(`tick of app ${app.name}`, () => {
         app.aggregator.tick(now);
         app.invalidations.expire(now);
-        if (app.sessions.size === 0 && app.aggregator.stats.keys === 0 && app.invalidations.pending === 0) this.#dropApp(app);
+        if (app.sessions.size === 0 && app.aggregator.stats.keys === 0 && app.invalidations.pending === 0) this.#apps.drop(app);
       });
     }
     if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
@@ -408,7 +287,7 @@ export class HubCore implements SessionHost {
       url: this.url,
       startedAt: this.startedAt,
       ingestRate: this.#ingestRate,
-      connections: this.#connections,
+      connections: this.#apps.connections,
       heapUsed: mem.heapUsed,
       rss: mem.rss,
       redis: health.state === 'degraded' ? 'down' : this.clustered ? 'ok' : 'none',
@@ -424,9 +303,9 @@ export class HubCore implements SessionHost {
   /** Closes every connection with `code` and acks pending invalidations. */
   shutdown(code: number, reason: string): void {
     this.#closing = true;
+    this.#apps.close();
     for (const session of [...this.#awaitingHello]) this.#closePeer(session, code, reason);
     for (const app of this.#apps.values()) {
-      if (app.configTimer !== undefined) clearTimeout(app.configTimer);
       app.invalidations.flush();
       for (const session of [...app.sessions]) this.#closePeer(session, code, reason);
     }
@@ -462,60 +341,6 @@ export class HubCore implements SessionHost {
     }
   }
 
-  /** The app's state, created on first use; undefined for unknown apps or past `maxApps`. */
-  #app(name: string): AppState | undefined {
-    const existing = this.#apps.get(name);
-    if (existing !== undefined) return existing;
-    if (!isValidAppName(name) || this.coordinator.app(name) === undefined || this.#apps.size >= this.tunables.maxApps) return undefined;
-    const broadcaster = new Broadcaster({
-      maxBufferedBytes: this.tunables.maxBufferedBytes,
-      onSlowConsumer: (peer) => {
-        this.metrics.slowConsumers++;
-        this.#cutOff(app, peer);
-      },
-      onSendError: (peer, err) => {
-        this.#log(`app ${name}: send failed, closing the socket: ${(err as Error)?.stack ?? String(err)}`);
-        this.#cutOff(app, peer);
-      },
-    });
-    const app: AppState = {
-      name,
-      broadcaster,
-      aggregator: new Aggregator({
-        rules: this.coordinator.rules(name),
-        maxKeys: this.tunables.maxKeysPerApp,
-        initialCapacity: 64,
-        accept: this.#accept,
-        listener: {
-          promote: (key, rule, qps, latencyMs, manual) => this.#onPromote(app, key, rule, qps, latencyMs, manual),
-          demote: (key, qps, reason) => this.#onDemote(app, key, qps, reason),
-        },
-      }),
-      sessions: new Set(),
-      sessionByPeer: new Map(),
-      sessionsByInstance: new Map(),
-      invalidations: new InvalidationTracker({ timeoutMs: this.tunables.invalidateAckTimeoutMs }),
-      waiters: undefined,
-      configTimer: undefined,
-      lastConfigAt: 0,
-    };
-    this.#apps.set(name, app);
-    return app;
-  }
-
-  /** The broadcaster gave up on a socket: the session leaves the app now, not when the close completes. */
-  #cutOff(app: AppState, peer: Peer): void {
-    const session = app.sessionByPeer.get(peer);
-    if (session === undefined) return;
-    session.state = SessionState.Closed;
-    this.closed(session);
-  }
-
-  #dropApp(app: AppState): void {
-    if (app.configTimer !== undefined) clearTimeout(app.configTimer);
-    this.#apps.delete(app.name);
-  }
-
   #onPromote(app: AppState, key: string, rule: Rule, qps: number, latencyMs: number | undefined, manual: boolean): void {
     const at = this.#now();
     app.broadcaster.broadcast({ t: MsgType.Promote, key, qps, hotMs: rule.hotMs, cacheTtlMs: rule.cacheTtlMs, cache: rule.cache, at });
@@ -530,15 +355,6 @@ export class HubCore implements SessionHost {
     app.broadcaster.broadcast({ t: MsgType.Demote, key });
     this.metrics.demotions++;
     this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });
-  }
-
-  #broadcastInvalidate(app: AppState, key: string, manual: boolean): number {
-    const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key });
-    this.metrics.invalidations++;
-    const event: HubEvent = { type: 'invalidate', app: app.name, key, qps: 0, at: this.#now(), hub: this.id };
-    if (manual) event.manual = true;
-    this.#publish(event);
-    return seq;
   }
 
   #publish(event: HubEvent): void {
@@ -567,36 +383,6 @@ export class HubCore implements SessionHost {
     app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Snapshot, seq: app.broadcaster.seq, hot }));
   }
 
-  /** Config to every SDK of the app, at most once per `configDebounceMs`. */
-  #scheduleConfig(app: AppState): void {
-    if (app.configTimer !== undefined || this.#closing) return;
-    const delay = Math.max(0, app.lastConfigAt + this.tunables.configDebounceMs - this.#now());
-    app.configTimer = setTimeout(() => {
-      app.configTimer = undefined;
-      app.lastConfigAt = this.#now();
-      this.#guard(`config of app ${app.name}`, () => this.#sendConfig(app));
-    }, delay);
-    app.configTimer.unref();
-  }
-
-  #sendConfig(app: AppState): void {
-    const rules = app.aggregator.rules;
-    const instanceCount = app.sessionsByInstance.size;
-    app.broadcaster.sendAll({
-      t: MsgType.Config,
-      rules: [...rules],
-      local: rules.map((r) => localThreshold(r, instanceCount, this.tunables.localThresholdFraction)),
-      instances: instanceCount,
-    });
-  }
-
-  #rulesChanged(appName: string, rules: Rule[]): void {
-    const app = this.#apps.get(appName);
-    if (app === undefined) return;
-    app.aggregator.setRules(rules, this.#now());
-    this.#scheduleConfig(app);
-  }
-
   #membersChanged(epoch: number, members: Member[]): void {
     this.#epoch = epoch;
     this.#members = members;
@@ -605,8 +391,8 @@ export class HubCore implements SessionHost {
     const bytes = encode({ t: MsgType.Members, epoch, members });
     // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
     this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;
+    this.#apps.setAccept(this.#accept);
     for (const app of this.#apps.values()) {
-      app.aggregator.setAccept(this.#accept);
       for (const peer of app.broadcaster.peers) app.broadcaster.sendTo(peer, bytes);
     }
   }

@@ -4,7 +4,7 @@
  * cluster through these two functions, so each row names its hub the same way (`hub`) everywhere.
  */
 import type { Coordinator } from '../cluster/coordinator.ts';
-import type { HotKeyRow, InstanceRow } from '../core/hub-core.ts';
+import type { HotKeyRow, InstanceRow } from '../core/apps.ts';
 
 /** What the merge reads from this hub (HubCore satisfies it). */
 export interface ClusterSource {

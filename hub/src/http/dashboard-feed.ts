@@ -11,14 +11,14 @@
  * its socket buffer is over `softBufferBytes` and dropped (close 4008) over `maxBufferBytes`:
  * a slow dashboard never holds memory in the hub.
  */
-import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { AuthError, CapacityError, closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, decodeClientMessage, errorFrame, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { encodeFeed, MAX_FEED_HUBS, type FeedDelta, type FeedEvent, type FeedHotRow, type FeedHub, type FeedInstance } from '@hotkey/sdk/feed-protocol';
 import { RULE_DEFAULTS, RuleSet, type Rule } from '@hotkey/sdk/rules';
 import type { HubEvent } from '../cluster/coordinator.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
-import { tokenMatches } from '../server/auth.ts';
-import { DEFAULT_TUNABLES } from '../server/options.ts';
+import { tokenMatches } from '../core/auth.ts';
+import { DEFAULT_TUNABLES } from '../core/tunables.ts';
 import { clusterHotRows, clusterInstanceRows, rowId, type ClusterSource } from './cluster-view.ts';
 
 export const LIVE_PATH = '/live';
@@ -151,7 +151,7 @@ class Subscriber implements FeedConnection {
 
   fail(err: unknown): void {
     if (this.state === SubscriberState.Closed) return;
-    const closeCode = err instanceof ProtocolError ? err.closeCode : CloseCode.Protocol;
+    const closeCode = closeCodeOf(err) ?? CloseCode.Protocol;
     try {
       this.peer.send(errorFrame(err));
       this.peer.close(closeCode, closeReason((err as Error).message));
@@ -236,12 +236,12 @@ export class DashboardFeed {
       const ok = tokenMatches(token || undefined, this.#dashboardToken) || (this.#adminToken !== undefined && tokenMatches(token || undefined, this.#adminToken));
       if (!ok) {
         this.stats.refused++;
-        throw new ProtocolError(ErrorCode.Auth, token ? 'wrong dashboard token' : 'this hub requires the dashboard token', CloseCode.Auth);
+        throw new AuthError(token ? 'wrong dashboard token' : 'this hub requires the dashboard token', CloseCode.Auth);
       }
     }
     if (this.dashboards >= this.#opts.maxDashboards) {
       this.stats.refused++;
-      throw new ProtocolError(ErrorCode.OverCapacity, `this hub serves at most ${this.#opts.maxDashboards} live dashboards`, CloseCode.OverCapacity);
+      throw new CapacityError(`this hub serves at most ${this.#opts.maxDashboards} live dashboards`, CloseCode.OverCapacity);
     }
     clearTimeout(sub.helloTimer);
     sub.state = SubscriberState.Live;
@@ -311,8 +311,8 @@ export class DashboardFeed {
         heapUsed: s.heapUsed,
         rss: s.rss,
         redis: s.redis,
-        hot: hotByHub.get(s.id) ?? 0,
-        instances: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instanceRows.length,
+        hotCount: hotByHub.get(s.id) ?? 0,
+        instanceCount: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instanceRows.length,
         updatedAt: s.updatedAt,
       }));
   }

@@ -1,37 +1,9 @@
 /**
- * Counters the hub exposes at `GET /metrics` in the Prometheus text format (version 0.0.4).
- * Plain numbers bumped inline on the hot path; gauges are read when scraped.
+ * `GET /metrics` in the Prometheus text format (version 0.0.4): the core's counters and gauges
+ * (core/hub-metrics.ts), the live feed's and the coordinator's.
  */
 import type { CoordinatorCounters } from '../cluster/coordinator.ts';
-
-export class Metrics {
-  reports = 0;
-  records = 0;
-  promotions = 0;
-  demotions = 0;
-  invalidations = 0;
-  /** invalidation acks sent before every SDK applied (timeout or pending bound) */
-  invalidationTimeouts = 0;
-  slowConsumers = 0;
-  protocolErrors = 0;
-  connectionsAccepted = 0;
-  httpRequests = 0;
-}
-
-export interface Gauges {
-  connections: number;
-  apps: number;
-  keysTracked: number;
-  hotKeys: number;
-  dropped: number;
-  evicted: number;
-  ignored: number;
-  heapUsed: number;
-  rss: number;
-  ingestRate: number;
-  /** keys with a QPS history for the key detail chart */
-  qpsHistoryKeys: number;
-}
+import type { Gauges, HubMetrics } from '../core/hub-metrics.ts';
 
 /** The live dashboard feed's counters (DashboardFeed.stats plus the pages connected). */
 export interface FeedCounters {
@@ -55,7 +27,7 @@ function line(out: string[], name: string, type: 'counter' | 'gauge', help: stri
  * @param feed the dashboard feed's counters; omitted when the hub serves no live feed
  * @param cluster the coordinator's loss counters; omitted when the hub runs alone
  */
-export function renderMetrics(m: Metrics, g: Gauges, feed?: FeedCounters, cluster?: CoordinatorCounters): string {
+export function renderMetrics(m: HubMetrics, g: Gauges, feed?: FeedCounters, cluster?: CoordinatorCounters): string {
   const out: string[] = [];
   line(out, 'hotkey_connections', 'gauge', 'Open client connections (SDK sessions past Hello).', g.connections);
   line(out, 'hotkey_connections_accepted_total', 'counter', 'Client connections accepted.', m.connectionsAccepted);

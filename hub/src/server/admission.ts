@@ -27,7 +27,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
-import type { HubTunables } from './options.ts';
+import type { HubTunables } from '../core/tunables.ts';
 
 /** descriptors kept free for Redis, files and the runtime when the connection cap is derived */
 const RESERVED_FDS = 128;

@@ -10,6 +10,7 @@
 import { readFile } from 'node:fs/promises';
 import { ErrorCode, ValidationError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
+import { isValidAppName, MAX_APP_NAME } from '../core/apps.ts';
 
 export interface AppConfig {
   /** token SDKs of the app present in Hello; undefined: none required */
@@ -26,8 +27,6 @@ export interface HubConfig {
   allowedOrigins?: string[];
 }
 
-/** longest app name (matches the protocol's string limit) */
-export const MAX_APP_NAME = 256;
 const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken', 'allowedOrigins']);
 const APP_FIELDS = new Set(['token', 'rules']);
 
@@ -44,11 +43,6 @@ function token(v: unknown, field: string): string | undefined {
   if (typeof v !== 'string' || v.length === 0) fail(field, 'must be a non-empty string');
   if (v.length > 4096) fail(field, 'must be at most 4096 characters');
   return v;
-}
-
-/** Checks an app name wherever one arrives (config, API path, Hello). */
-export function isValidAppName(name: string): boolean {
-  return name.length > 0 && name.length <= MAX_APP_NAME && !/[\u0000-\u001f]/.test(name);
 }
 
 /** Validates a parsed config object; throws ValidationError (HK_ERR_CONFIG) naming the field. */

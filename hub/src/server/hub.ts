@@ -15,7 +15,8 @@ import { fallbackPageHtml } from '../http/fallback-page.ts';
 import { createHttpHandler } from '../http/http-api.ts';
 import { HubCore } from '../core/hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
-import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_TUNABLES, type HubOptions, type HubTunables } from './options.ts';
+import { DEFAULT_HOST, DEFAULT_PORT, type HubOptions } from './options.ts';
+import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
 import { guardHttpServer, httpServerOptions } from './admission.ts';
 
@@ -46,7 +47,7 @@ export class Hub {
   readonly #feed: DashboardFeed | undefined;
   readonly #host: string;
   readonly #advertiseUrl: string | undefined;
-  readonly #tick: NodeJS.Timeout;
+  readonly #tickTimer: NodeJS.Timeout; // drives core.tick(): demotions, sweeps, feed samples
   #closing: Promise<void> | undefined;
   ready = false;
 
@@ -61,8 +62,8 @@ export class Hub {
     this.#host = parts.host;
     this.#advertiseUrl = parts.advertiseUrl;
     this.open = parts.open;
-    this.#tick = setInterval(() => this.core.tick(), this.core.tunables.tickMs);
-    this.#tick.unref();
+    this.#tickTimer = setInterval(() => this.core.tick(), this.core.tunables.tickMs);
+    this.#tickTimer.unref();
   }
 
   get port(): number {
@@ -88,7 +89,7 @@ export class Hub {
 
   async #close(): Promise<void> {
     this.ready = false;
-    clearInterval(this.#tick);
+    clearInterval(this.#tickTimer);
     try {
       await this.coordinator.leave();
     } catch {

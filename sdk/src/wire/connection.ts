@@ -6,7 +6,7 @@
  * `ConnectionHandler`; nothing here throws into the caller or emits unhandled events.
  */
 import WebSocket from 'ws';
-import { AuthError, ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
+import { AuthError, closeCodeOf, ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
 import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
 import { CloseCode, decodeServerMessage, encode, FATAL_CLOSE_CODES, MAX_FRAME_BYTES, MsgType, type ClientMessage, type Hello, type ServerMessage, type Welcome } from './protocol.ts';
 
@@ -206,7 +206,7 @@ export class HubConnection {
       // A frame we cannot read may have been a broadcast: reconnect and resync from scratch.
       const error = err instanceof Error ? err : new Error(String(err));
       this.#handler.error(this, error);
-      this.drop(err instanceof ProtocolError ? err.closeCode : CloseCode.Protocol, error.message);
+      this.drop(closeCodeOf(err) ?? CloseCode.Protocol, error.message);
       return;
     }
     if (message.t === MsgType.Error) {

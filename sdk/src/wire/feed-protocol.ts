@@ -61,10 +61,10 @@ export interface FeedHub {
   heapUsed: number;
   rss: number;
   redis: 'ok' | 'down' | 'none';
-  /** hot keys the hub owns */
-  hot: number;
-  /** SDK instances connected to the hub */
-  instances: number;
+  /** how many hot keys the hub owns */
+  hotCount: number;
+  /** how many SDK instances are connected to the hub */
+  instanceCount: number;
   updatedAt: number;
 }
 /** One SDK connection: an instance connected to several hubs appears once per hub. */
@@ -164,8 +164,8 @@ function feedHub(x: unknown): FeedHub {
     heapUsed: num(o, 'heapUsed'),
     rss: num(o, 'rss'),
     redis,
-    hot: int(o, 'hot'),
-    instances: int(o, 'instances'),
+    hotCount: int(o, 'hotCount'),
+    instanceCount: int(o, 'instanceCount'),
     updatedAt: num(o, 'updatedAt'),
   };
 }

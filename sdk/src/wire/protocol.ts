@@ -13,7 +13,7 @@
  *   (the dashboard's /live messages: feed-protocol.ts)
  */
 import { Packr } from 'msgpackr';
-import { ErrorCode, ProtocolError } from '../errors.ts';
+import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
 import { parseRules, type Rule } from '../rules.ts';
 import { findExtension } from './plain-msgpack.ts';
 
@@ -422,9 +422,9 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
   }
 }
 
-/** An Error frame for a ProtocolError (or any error, as HK_ERR_PROTOCOL). */
+/** An Error frame carrying a HotKeyError's code (any other error goes as HK_ERR_PROTOCOL). */
 export function errorFrame(err: unknown): Uint8Array {
-  const code = err instanceof ProtocolError ? err.code : ErrorCode.Protocol;
+  const code = err instanceof HotKeyError ? err.code : ErrorCode.Protocol;
   const message = err instanceof Error ? err.message : String(err);
   return encode({ t: MsgType.Error, code, message: message.slice(0, 4096) });
 }

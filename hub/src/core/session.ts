@@ -4,15 +4,15 @@
  * frame plus the documented close code. A fault ends only this session; nothing thrown here
  * escapes into the socket layer (a bad connection never affects others).
  */
-import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, decodeClientMessage, errorFrame, MsgType, type Hello, type InvalidateRequest, type Report } from '@hotkey/sdk/protocol';
-import { closeReason, type Peer } from '../core/peer.ts';
-import type { Waiter } from '../core/invalidations.ts';
+import { closeReason, type Peer } from './peer.ts';
+import type { Waiter } from './invalidations.ts';
 
 export const SessionState = { AwaitingHello: 'awaiting-hello', Open: 'open', Closed: 'closed' } as const;
 export type SessionState = (typeof SessionState)[keyof typeof SessionState];
 
-/** What a session needs from the hub core. Refusals throw ProtocolError (with their close code). */
+/** What a session needs from the hub core. Refusals throw ProtocolError, AuthError or CapacityError (each with its close code). */
 export interface SessionHost {
   hello(session: Session, hello: Hello): void;
   report(session: Session, report: Report): void;
@@ -135,12 +135,17 @@ export class Session implements Waiter {
     this.fail(new ProtocolError(ErrorCode.HelloTimeout, `no Hello within ${timeoutMs} ms`, CloseCode.HelloTimeout));
   }
 
-  /** Sends an Error frame and closes with the error's close code (CloseCode.InternalError for a hub fault). */
+  /**
+   * Sends an Error frame and closes with the error's close code: every refusal or protocol fault
+   * (ProtocolError, AuthError, CapacityError: closeCodeOf) the same way; anything else is a hub
+   * fault, CloseCode.InternalError, and its message stays in the hub's log.
+   */
   fail(err: unknown): void {
     if (this.state === SessionState.Closed) return;
     this.state = SessionState.Closed;
     clearTimeout(this.#resyncTimer);
-    const code = err instanceof ProtocolError ? err.closeCode : CloseCode.InternalError;
+    const closeCode = closeCodeOf(err);
+    const peerFault = closeCode !== undefined;
     try {
       this.#host.faulted(this, err);
       this.#host.closed(this);
@@ -148,12 +153,12 @@ export class Session implements Waiter {
       // the host's bookkeeping failing must not keep a broken socket open
     }
     try {
-      this.peer.send(err instanceof ProtocolError ? errorFrame(err) : errorFrame(new Error('internal hub error')));
+      this.peer.send(errorFrame(peerFault ? err : new Error('internal hub error')));
     } catch {
       // the socket may already be gone; closing below still matters
     }
     try {
-      this.peer.close(code, closeReason(err instanceof ProtocolError ? err.message : 'internal hub error'));
+      this.peer.close(closeCode ?? CloseCode.InternalError, closeReason(peerFault ? (err as Error).message : 'internal hub error'));
     } catch {
       // already closed
     }

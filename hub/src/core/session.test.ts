@@ -2,11 +2,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
 import { CloseCode, decodeServerMessage, encode, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION, type Message, type ServerMessage } from '@hotkey/sdk/protocol';
-import { parseHubConfig } from './config.ts';
-import { HubCore } from '../core/hub-core.ts';
+import { parseHubConfig } from '../server/config.ts';
+import { HubCore } from './hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
-import { DEFAULT_TUNABLES } from './options.ts';
-import type { Peer } from '../core/peer.ts';
+import { DEFAULT_TUNABLES } from './tunables.ts';
+import type { Peer } from './peer.ts';
 
 /** An in-memory end of a connection: what the hub sent, and how it closed. */
 class MemoryPeer implements Peer {

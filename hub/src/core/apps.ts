@@ -1,0 +1,360 @@
+/**
+ * The hub's per-app registry: each app's aggregator, broadcaster, sessions and instance counts,
+ * created on first use and dropped by the caller when idle; admission (app name, token,
+ * capacity); and the debounced Config fan-out that follows every change of an app's instance
+ * count or rules (the per-instance threshold depends on both).
+ */
+import { CapacityError, ErrorCode, AuthError, ProtocolError } from '@hotkey/sdk';
+import { CloseCode, MsgType, type Hello } from '@hotkey/sdk/protocol';
+import { localThreshold, type Rule } from '@hotkey/sdk/rules';
+import type { Coordinator } from '../cluster/coordinator.ts';
+import { Aggregator, type DemoteReason } from './aggregator.ts';
+import { tokenMatches } from './auth.ts';
+import { Broadcaster } from './broadcaster.ts';
+import type { HubMetrics } from './hub-metrics.ts';
+import { InvalidationTracker } from './invalidations.ts';
+import type { Peer } from './peer.ts';
+import { SessionState, type Session } from './session.ts';
+import type { HubTunables } from './tunables.ts';
+
+/** longest app name (matches the protocol's string limit) */
+export const MAX_APP_NAME = 256;
+
+/** Checks an app name wherever one arrives (config, API path, Hello). */
+export function isValidAppName(name: string): boolean {
+  return name.length > 0 && name.length <= MAX_APP_NAME && !/[\u0000-\u001f]/.test(name);
+}
+
+export interface AppState {
+  name: string;
+  aggregator: Aggregator;
+  broadcaster: Broadcaster;
+  sessions: Set<Session>;
+  sessionByPeer: Map<Peer, Session>;
+  /** instance id -> how many sessions that SDK instance has open on this hub */
+  sessionsByInstance: Map<string, number>;
+  invalidations: InvalidationTracker;
+  /** sessions connected now, shared by consecutive invalidations until one joins or leaves */
+  waiters: Session[] | undefined;
+  configTimer: NodeJS.Timeout | undefined;
+  lastConfigAt: number;
+}
+
+/** A hot key as the API and status show it. */
+export interface HotKeyRow {
+  app: string;
+  key: string;
+  qps: number;
+  threshold: number;
+  /** ms since epoch of the promotion */
+  since: number;
+  /** distinct SDK instances reporting it: an estimate (the aggregator's reporter bits), not a count of rows */
+  instances: number;
+  /** id of the hub that owns (decides) the key */
+  hub: string;
+  /** ms the promotion lives without renewal (0 when another hub's status reported the row) */
+  ttlMs: number;
+}
+
+/** One SDK connection, on this hub or (from its status) another. */
+export interface InstanceRow {
+  app: string;
+  instance: string;
+  host: string;
+  sdk: string;
+  lastReport: number;
+  connectedAt: number;
+  hub: string;
+}
+
+/** One app on this hub, in numbers (GET /api/apps). */
+export interface AppSummary {
+  /** distinct SDK instances connected */
+  instanceCount: number;
+  /** SDK connections (an instance may hold more than one) */
+  connections: number;
+  keysTracked: number;
+  hotCount: number;
+  /** the app's last broadcast seq */
+  seq: number;
+}
+
+export interface AppsOptions {
+  coordinator: Coordinator;
+  tunables: HubTunables;
+  metrics: HubMetrics;
+  now: () => number;
+  log: (message: string) => void;
+  /** which keys this hub owns; undefined while it is the only member */
+  accept: ((key: string) => boolean) | undefined;
+  /** an app's aggregator promoted a key */
+  onPromote: (
+    app: AppState,
+    key: string,
+    rule: Rule,
+    qps: number,
+    latencyMs: number | undefined,
+    manual: boolean,
+  ) => void;
+  /** an app's aggregator demoted a key */
+  onDemote: (app: AppState, key: string, qps: number, reason: DemoteReason) => void;
+}
+
+function refuse(code: ErrorCode, closeCode: number, message: string): never {
+  throw new ProtocolError(code, message, closeCode);
+}
+
+export class Apps {
+  readonly #opts: AppsOptions;
+  readonly #byName = new Map<string, AppState>();
+  #accept: ((key: string) => boolean) | undefined;
+  #connections = 0;
+  #closing = false;
+
+  constructor(options: AppsOptions) {
+    this.#opts = options;
+    this.#accept = options.accept;
+  }
+
+  get(name: string): AppState | undefined {
+    return this.#byName.get(name);
+  }
+
+  get size(): number {
+    return this.#byName.size;
+  }
+
+  names(): string[] {
+    return [...this.#byName.keys()];
+  }
+
+  values(): IterableIterator<AppState> {
+    return this.#byName.values();
+  }
+
+  /** SDK sessions open on this hub, every app */
+  get connections(): number {
+    return this.#connections;
+  }
+
+  /** One app on this hub, in numbers; undefined when it has no state here. */
+  summary(appName: string): AppSummary | undefined {
+    const app = this.#byName.get(appName);
+    if (app === undefined) return undefined;
+    const stats = app.aggregator.stats;
+    return {
+      instanceCount: app.sessionsByInstance.size,
+      connections: app.sessions.size,
+      keysTracked: stats.keys,
+      hotCount: stats.hot,
+      seq: app.broadcaster.seq,
+    };
+  }
+
+  /** hot keys this hub owns, highest QPS first */
+  hotKeys(hub: string, now: number, appName?: string): HotKeyRow[] {
+    const rows: HotKeyRow[] = [];
+    for (const app of this.#byName.values()) {
+      if (appName !== undefined && app.name !== appName) continue;
+      for (const v of app.aggregator.hot(now)) {
+        rows.push({
+          app: app.name,
+          key: v.key,
+          qps: v.qps,
+          threshold: v.threshold,
+          since: v.since,
+          instances: v.instances,
+          hub,
+          ttlMs: v.ttlMs,
+        });
+      }
+    }
+    return rows.sort((a, b) => b.qps - a.qps);
+  }
+
+  /** SDK connections to this hub, at most `limit` */
+  instanceRows(hub: string, appName?: string, limit = Infinity): InstanceRow[] {
+    const rows: InstanceRow[] = [];
+    for (const app of this.#byName.values()) {
+      if (appName !== undefined && app.name !== appName) continue;
+      for (const session of app.sessions) {
+        if (rows.length >= limit) return rows;
+        rows.push({
+          app: app.name,
+          instance: session.instance,
+          host: session.host,
+          sdk: session.sdk,
+          lastReport: session.lastReport,
+          connectedAt: session.connectedAt,
+          hub,
+        });
+      }
+    }
+    return rows;
+  }
+
+  /** The app's state, created on first use; undefined for unknown apps or past `maxApps`. */
+  open(name: string): AppState | undefined {
+    const existing = this.#byName.get(name);
+    if (existing !== undefined) return existing;
+    const { coordinator, tunables, metrics, log } = this.#opts;
+    if (!isValidAppName(name) || coordinator.app(name) === undefined || this.#byName.size >= tunables.maxApps)
+      return undefined;
+    const broadcaster = new Broadcaster({
+      maxBufferedBytes: tunables.maxBufferedBytes,
+      onSlowConsumer: (peer) => {
+        metrics.slowConsumers++;
+        this.#cutOff(app, peer);
+      },
+      onSendError: (peer, err) => {
+        log(`app ${name}: send failed, closing the socket: ${(err as Error)?.stack ?? String(err)}`);
+        this.#cutOff(app, peer);
+      },
+    });
+    const app: AppState = {
+      name,
+      broadcaster,
+      aggregator: new Aggregator({
+        rules: coordinator.rules(name),
+        maxKeys: tunables.maxKeysPerApp,
+        initialCapacity: 64,
+        accept: this.#accept,
+        listener: {
+          promote: (key, rule, qps, latencyMs, manual) => this.#opts.onPromote(app, key, rule, qps, latencyMs, manual),
+          demote: (key, qps, reason) => this.#opts.onDemote(app, key, qps, reason),
+        },
+      }),
+      sessions: new Set(),
+      sessionByPeer: new Map(),
+      sessionsByInstance: new Map(),
+      invalidations: new InvalidationTracker({ timeoutMs: tunables.invalidateAckTimeoutMs }),
+      waiters: undefined,
+      configTimer: undefined,
+      lastConfigAt: 0,
+    };
+    this.#byName.set(name, app);
+    return app;
+  }
+
+  /** The app a Hello may join: throws the refusal (unknown app, AuthError, CapacityError) otherwise. */
+  admit(hello: Hello): AppState {
+    const auth = isValidAppName(hello.app) ? this.#opts.coordinator.app(hello.app) : undefined;
+    if (auth === undefined)
+      refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `unknown app "${hello.app.slice(0, 64)}"`);
+    if (auth.token !== undefined && !tokenMatches(hello.token, auth.token)) {
+      throw new AuthError(
+        hello.token === undefined ? `app "${hello.app}" requires a token` : `wrong token for app "${hello.app}"`,
+        CloseCode.Auth,
+      );
+    }
+    const app = this.open(hello.app);
+    if (app === undefined)
+      refuse(
+        ErrorCode.UnknownApp,
+        CloseCode.UnknownApp,
+        `this hub keeps state for at most ${this.#opts.tunables.maxApps} apps`,
+      );
+    if (app.sessions.size >= this.#opts.tunables.maxSessionsPerApp) {
+      throw new CapacityError(
+        `app "${hello.app}" has ${app.sessions.size} connections, the most this hub accepts`,
+        CloseCode.OverCapacity,
+      );
+    }
+    return app;
+  }
+
+  /** An admitted session joins its app's broadcasts; a new instance schedules a Config. */
+  join(app: AppState, session: Session): void {
+    app.sessions.add(session);
+    app.sessionByPeer.set(session.peer, session);
+    app.broadcaster.peers.add(session.peer);
+    app.waiters = undefined;
+    const instancesBefore = app.sessionsByInstance.size;
+    app.sessionsByInstance.set(session.instance, (app.sessionsByInstance.get(session.instance) ?? 0) + 1);
+    this.#connections++;
+    if (app.sessionsByInstance.size !== instancesBefore) this.scheduleConfig(app);
+  }
+
+  /** A session left (closed, or cut off); an instance gone schedules a Config. */
+  leave(session: Session): void {
+    const app = this.#byName.get(session.app);
+    if (app === undefined || !app.sessions.delete(session)) return;
+    this.#connections--;
+    app.sessionByPeer.delete(session.peer);
+    app.broadcaster.peers.delete(session.peer);
+    app.waiters = undefined;
+    const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
+    if (sessionsLeft > 0) app.sessionsByInstance.set(session.instance, sessionsLeft);
+    else {
+      app.sessionsByInstance.delete(session.instance);
+      this.scheduleConfig(app);
+    }
+    app.invalidations.settle();
+  }
+
+  drop(app: AppState): void {
+    if (app.configTimer !== undefined) clearTimeout(app.configTimer);
+    this.#byName.delete(app.name);
+  }
+
+  /** Each rule's per-instance report threshold for the app's instance count now. */
+  localThresholds(app: AppState): number[] {
+    const instanceCount = app.sessionsByInstance.size;
+    return app.aggregator.rules.map((r) =>
+      localThreshold(r, instanceCount, this.#opts.tunables.localThresholdFraction),
+    );
+  }
+
+  rulesChanged(appName: string, rules: Rule[]): void {
+    const app = this.#byName.get(appName);
+    if (app === undefined) return;
+    app.aggregator.setRules(rules, this.#opts.now());
+    this.scheduleConfig(app);
+  }
+
+  /** The keys this hub owns changed: every aggregator decides only those from now on. */
+  setAccept(accept: ((key: string) => boolean) | undefined): void {
+    this.#accept = accept;
+    for (const app of this.#byName.values()) app.aggregator.setAccept(accept);
+  }
+
+  /** Config to every SDK of the app, at most once per `configDebounceMs`. */
+  scheduleConfig(app: AppState): void {
+    if (app.configTimer !== undefined || this.#closing) return;
+    const now = this.#opts.now;
+    const delay = Math.max(0, app.lastConfigAt + this.#opts.tunables.configDebounceMs - now());
+    app.configTimer = setTimeout(() => {
+      app.configTimer = undefined;
+      app.lastConfigAt = now();
+      try {
+        this.#sendConfig(app);
+      } catch (err) {
+        this.#opts.log(`config of app ${app.name} failed: ${(err as Error)?.stack ?? String(err)}`);
+      }
+    }, delay);
+    app.configTimer.unref();
+  }
+
+  /** No more Config frames; pending ones are cancelled. */
+  close(): void {
+    this.#closing = true;
+    for (const app of this.#byName.values()) if (app.configTimer !== undefined) clearTimeout(app.configTimer);
+  }
+
+  #sendConfig(app: AppState): void {
+    app.broadcaster.sendAll({
+      t: MsgType.Config,
+      rules: [...app.aggregator.rules],
+      local: this.localThresholds(app),
+      instances: app.sessionsByInstance.size,
+    });
+  }
+
+  /** The broadcaster gave up on a socket: the session leaves the app now, not when the close completes. */
+  #cutOff(app: AppState, peer: Peer): void {
+    const session = app.sessionByPeer.get(peer);
+    if (session === undefined) return;
+    session.state = SessionState.Closed;
+    this.leave(session);
+  }
+}

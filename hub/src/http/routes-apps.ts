@@ -1,0 +1,121 @@
+/**
+ * The routes under `/api/apps/:app/`: a key's QPS history, the app's rules, invalidate and
+ * promote by hand. A request about a key another hub owns is answered by that hub
+ * (owner-forwarding.ts).
+ */
+import { ErrorCode, HotKeyError, ValidationError } from '@hotkey/sdk';
+import { DEFAULT_RULE } from '@hotkey/sdk/rules';
+import { isValidAppName } from '../core/apps.ts';
+import type { HubCore } from '../core/hub-core.ts';
+import { appOfPath, checkedKey, HttpError, keyOf, readJson, sendJson, type RequestContext } from './http-request.ts';
+import { forwardToOwner, remoteOwner } from './owner-forwarding.ts';
+
+/** HTTP status for a coordinator's refusal: a missing app is 404, a store that is down 503 (retry). */
+const STATUS_OF_CODE: Partial<Record<string, number>> = { [ErrorCode.UnknownApp]: 404, [ErrorCode.Unavailable]: 503 };
+
+/** The handlers of the per-app routes, for the route table in http-api.ts. */
+export function appRoutes(core: HubCore, maxBodyBytes: number) {
+  const coordinator = core.coordinator;
+
+  /** The app named by the path's first capture, when the hub knows it; 404 otherwise. */
+  function knownApp(encoded: string | undefined): string {
+    const name = appOfPath(encoded ?? '');
+    if (!isValidAppName(name) || coordinator.app(name) === undefined)
+      throw new HttpError(404, ErrorCode.UnknownApp, `unknown app "${name.slice(0, 64)}"`);
+    return name;
+  }
+
+  /** The key's QPS history from this hub when it owns the key, else from its owner hub. */
+  async function keyQps({ req, res, query, params }: RequestContext): Promise<void> {
+    const app = knownApp(params[0]);
+    const raw = query.get('key');
+    if (raw === null)
+      throw new HttpError(400, ErrorCode.BadRequest, 'query parameter "key" is required (URL-encoded)', 'key');
+    const key = checkedKey(raw);
+    const owner = remoteOwner(core, req, key);
+    if (owner === undefined)
+      return sendJson(res, 200, {
+        app,
+        key,
+        hub: core.id,
+        stepMs: core.qpsHistory.stepMs,
+        points: core.qpsPoints(app, key),
+      });
+    const answer = await forwardToOwner(core, req, owner, key, {
+      path: `/api/apps/${encodeURIComponent(app)}/keys/qps?key=${encodeURIComponent(key)}`,
+      what: 'a QPS history',
+      expected: (body) => Array.isArray(body.points),
+    });
+    sendJson(res, 200, answer);
+  }
+
+  function getRules({ res, params }: RequestContext): void {
+    const app = knownApp(params[0]);
+    const rules = coordinator.rules(app);
+    sendJson(res, 200, { app, rules, effective: rules.length > 0 ? rules : [DEFAULT_RULE] });
+  }
+
+  async function putRules({ req, res, params }: RequestContext): Promise<void> {
+    const app = knownApp(params[0]);
+    const body = await readJson(req, maxBodyBytes);
+    try {
+      sendJson(res, 200, { app, rules: await coordinator.setRules(app, body) });
+    } catch (err) {
+      if (err instanceof ValidationError) throw new HttpError(400, err.code, err.message, err.field);
+      if (err instanceof HotKeyError && !(err instanceof HttpError))
+        throw new HttpError(STATUS_OF_CODE[err.code] ?? 400, err.code, err.message);
+      throw err;
+    }
+  }
+
+  async function invalidate({ req, res, params }: RequestContext): Promise<void> {
+    const app = knownApp(params[0]);
+    const key = keyOf(await readJson(req, maxBodyBytes));
+    const seq = core.invalidateKey(app, key);
+    if (seq === undefined) throw new HttpError(503, ErrorCode.Unavailable, 'this hub keeps state for no more apps');
+    // Also at the owner: an SDK cut off from this hub but still connected to the owner must hear
+    // it too (a second Invalidate of the same key is harmless). An owner out of reach is
+    // reported, not fatal: its SDKs serve its keys stale for at most maxStaleMs anyway.
+    const owner = remoteOwner(core, req, key);
+    if (owner === undefined) return sendJson(res, 200, { app, key, seq, hubs: [core.id] });
+    try {
+      await forwardToOwner(core, req, owner, key, {
+        path: `/api/apps/${encodeURIComponent(app)}/invalidate`,
+        body: { key },
+        what: 'an invalidation',
+        expected: (answered) => answered.key === key,
+      });
+      sendJson(res, 200, { app, key, seq, hubs: [core.id, owner.id] });
+    } catch (err) {
+      if (!(err instanceof HttpError) || err.status !== 502) throw err;
+      sendJson(res, 200, { app, key, seq, hubs: [core.id], ownerError: err.message });
+    }
+  }
+
+  /** Only the owner decides a key (its aggregator tracks it and broadcasts the promotion). */
+  async function promote({ req, res, params }: RequestContext): Promise<void> {
+    const app = knownApp(params[0]);
+    const key = keyOf(await readJson(req, maxBodyBytes));
+    const owner = remoteOwner(core, req, key);
+    if (owner !== undefined) {
+      const answer = await forwardToOwner(core, req, owner, key, {
+        path: `/api/apps/${encodeURIComponent(app)}/promote`,
+        body: { key },
+        what: 'a promotion',
+        expected: (answered) => answered.key === key,
+      });
+      return sendJson(res, 200, answer);
+    }
+    if (!core.promote(app, key)) {
+      throw new HttpError(
+        422,
+        ErrorCode.Rules,
+        `cannot promote "${key.slice(0, 64)}": no rule of app "${app}" matches it, or another hub of the cluster owns it`,
+        'key',
+      );
+    }
+    sendJson(res, 200, { app, key, hub: core.id });
+  }
+
+  return { keyQps, getRules, putRules, invalidate, promote };
+}
