@@ -4,7 +4,9 @@
  * RegExp, Error, typed arrays, big integers, records, structured-clone references — none of which
  * belongs in a frame, and msgpackr decodes them through one process-wide table with no option to
  * turn them off per decoder. So every frame is walked once before decoding and an ext token is
- * refused: nothing it names is ever constructed.
+ * refused: nothing it names is ever constructed. The one exception is fixext 1 of type 0, msgpackr's
+ * `undefined` (it builds nothing): encoders before this check wrote it for an absent optional
+ * field such as Hello's token, and those SDKs must still connect. This codec no longer writes it.
  *
  * The walk is linear and iterative (a count of values still owed, no recursion: deep nesting
  * cannot overflow the stack) and skips string and binary payloads without reading them.
@@ -89,8 +91,14 @@ export function findExtension(bytes: Uint8Array): number {
           owed += 2 * view.getUint32(pos + 1);
           pos += 5;
           break;
+        case 0xd4: // fixext 1: only msgpackr's `undefined` (type 0), which older encoders wrote for absent optional fields
+          if (pos + 1 < end && bytes[pos + 1] === 0) {
+            pos += 3;
+            break;
+          }
+          return pos;
         default:
-          // 0xc1 (never used), 0xc7–0xc9 (ext 8/16/32), 0xd4–0xd8 (fixext 1–16)
+          // 0xc1 (never used), 0xc7–0xc9 (ext 8/16/32), 0xd5–0xd8 (fixext 2–16)
           return pos;
       }
     }

@@ -75,7 +75,6 @@ test('msgpackr extension types are refused with HK_ERR_PROTOCOL before anything 
     ['Uint8Array', new Uint8Array([1, 2])],
     ['Float64Array', new Float64Array([1])],
     ['BigInt', 2n ** 70n],
-    ['undefined', undefined],
   ];
   for (const [name, value] of extras) {
     const bytes = clone.pack({ t: MsgType.Report, keys: ['a'], counts: [1], extra: value });
@@ -89,6 +88,12 @@ test('msgpackr extension types are refused with HK_ERR_PROTOCOL before anything 
       assert.match((err as Error).message, /extension/, name);
     }
   }
+  // msgpackr's `undefined` (fixext 1, type 0) builds nothing and older SDKs wrote it for an absent token: accepted
+  const legacy = pack({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: undefined, instance: 'i', sdk: '0.0.9' });
+  assert.ok(legacy.includes(0xd4), 'the fixture carries the ext-0 token');
+  assert.is((decodeClientMessage(legacy) as { token?: string }).token, undefined);
+  // and this codec writes none
+  assert.not.ok(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: undefined, instance: 'i', sdk: 'x' }).includes(0xd4));
   // a record definition (msgpackr's 0x72 extension) too
   rejects(new Packr({ useRecords: true }).pack({ t: MsgType.Resync }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
   // plain values of every width still pass: 64-bit ints, floats, str 8/16, nested maps

@@ -12,7 +12,7 @@
  *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Error
  *   (the dashboard's /live messages: feed-protocol.ts)
  */
-import { Packr } from 'msgpackr';
+import { Packr, type Options } from 'msgpackr';
 import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
 import { parseRules, type Rule } from '../rules.ts';
 import { findExtension } from './plain-msgpack.ts';
@@ -216,7 +216,11 @@ export type ServerMessage = Welcome | Config | Members | Promote | Invalidate | 
 export type Message = ClientMessage | ServerMessage;
 
 // useRecords: false keeps every frame self-describing (a fresh decoder reads any frame).
-const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, int64AsType: 'number' });
+// skipValues: an absent optional field (`token: undefined`) is left out rather than written as
+// msgpackr's ext-0 `undefined`, so every frame this codec writes is plain msgpack.
+// (msgpackr documents skipValues; its typings lack it)
+const packerOptions = { useRecords: false, moreTypes: false, mapsAsObjects: true, int64AsType: 'number', skipValues: [undefined] } as const;
+const packr = new Packr(packerOptions as Options);
 
 export function encode(message: Message): Uint8Array {
   return packr.pack(message);
