@@ -24,6 +24,8 @@ export const ErrorCode = {
   SlowConsumer: 'HK_ERR_SLOW_CONSUMER',
   /** the hub is at a connection limit (close 4009); the client retries with backoff */
   OverCapacity: 'HK_ERR_OVER_CAPACITY',
+  /** the hub keeps state for its most apps (close 4011); the client retries with backoff */
+  AppLimit: 'HK_ERR_APP_LIMIT',
   /** a rule or rule set that does not validate */
   Rules: 'HK_ERR_RULES',
   /** a config file or option that does not validate */

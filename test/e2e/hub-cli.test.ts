@@ -54,7 +54,7 @@ test('config file: tokens and rules apply, flags and env are honoured', async ()
     assert.is(welcome.rules[0]!.threshold, 3);
     const refused = await RawClient.connect(hub.url);
     refused.send({ t: MsgType.Hello, v: 1, app: 'other', instance: 'i', sdk: 'x' });
-    assert.is((await refused.closeEvent()).code, CloseCode.UnknownApp);
+    assert.is((await refused.closeEvent()).code, CloseCode.Auth, 'an unknown app is refused like a bad token');
     const noToken = await fetch(`${hub.httpUrl}/api/hot`, { signal: AbortSignal.timeout(3000) });
     assert.is(noToken.status, 401, 'HOTKEY_DASHBOARD_TOKEN applies');
     const put = await fetch(`${hub.httpUrl}/api/apps/shop/rules`, {

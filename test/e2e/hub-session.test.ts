@@ -158,10 +158,10 @@ const badInputs: { name: string; run: (c: RawClient) => void; code: number; erro
     error: 'HK_ERR_VERSION',
   },
   {
-    name: 'an unknown app',
+    name: 'an unknown app (answered like a bad token)',
     run: (c) => c.send({ t: MsgType.Hello, v: 1, app: 'nope', instance: 'i', sdk: 'x' }),
-    code: CloseCode.UnknownApp,
-    error: 'HK_ERR_UNKNOWN_APP',
+    code: CloseCode.Auth,
+    error: 'HK_ERR_AUTH',
   },
   {
     name: 'a wrong token',

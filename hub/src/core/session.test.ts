@@ -65,7 +65,8 @@ const cases: [string, (h: ReturnType<typeof setup>['hello']) => (Message | Uint8
   ['Report before Hello', () => [{ t: MsgType.Report, keys: [], counts: [] }], CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
   ['second Hello', (h) => [h(), h()], CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
   ['wrong version', (h) => [h({ v: 2 })], CloseCode.Version, 'HK_ERR_VERSION'],
-  ['unknown app', (h) => [h({ app: 'blog' })], CloseCode.UnknownApp, 'HK_ERR_UNKNOWN_APP'],
+  // an unknown app is answered like a bad token: a Hello cannot probe which apps exist
+  ['unknown app', (h) => [h({ app: 'blog' })], CloseCode.Auth, 'HK_ERR_AUTH'],
   ['app name with control characters', (h) => [h({ app: 'sh\u0000op' })], CloseCode.UnknownApp, 'HK_ERR_UNKNOWN_APP'],
   ['bad token', (h) => [h({ token: 'tok2' })], CloseCode.Auth, 'HK_ERR_AUTH'],
   ['missing token', (h) => [h({ token: undefined })], CloseCode.Auth, 'HK_ERR_AUTH'],

@@ -6,8 +6,12 @@
 export interface HubTunables {
   /** keys with a sliding window per app; more evict the smallest non-hot key @default 100000 */
   maxKeysPerApp: number;
-  /** apps the hub keeps state for (bounds open mode, where any app name is accepted) @default 1000 */
+  /** apps the hub keeps state for (bounds open mode, where any app name is accepted); a Hello past it gets 4011, retried @default 1000 */
   maxApps: number;
+  /** keys with a sliding window across all apps: each app's cap is min(maxKeysPerApp, maxKeysTotal / apps) @default 500000 */
+  maxKeysTotal: number;
+  /** ms an app with no SDK connected keeps its state here (then its keys go and its place frees up) @default 60000 */
+  appIdleMs: number;
   /** SDK connections per app @default 10000 */
   maxSessionsPerApp: number;
   /** send-buffer bytes per socket above which it is closed with 4008 @default 8388608 (8 MiB) */
@@ -56,6 +60,8 @@ export interface HubTunables {
 export const DEFAULT_TUNABLES: HubTunables = {
   maxKeysPerApp: 100_000,
   maxApps: 1000,
+  maxKeysTotal: 500_000,
+  appIdleMs: 60_000,
   maxSessionsPerApp: 10_000,
   maxBufferedBytes: 8 * 1024 * 1024,
   helloTimeoutMs: 5000,

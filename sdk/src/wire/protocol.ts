@@ -71,6 +71,8 @@ export const CloseCode = {
   OverCapacity: 4009,
   /** the hub leaves the cluster (SIGTERM): reconnect elsewhere, its keys move */
   Leaving: 4010,
+  /** the hub keeps state for its most apps (open mode): retry later, with backoff; idle apps leave after a grace period */
+  AppLimit: 4011,
 } as const;
 
 /**
