@@ -72,14 +72,17 @@ test('forged and foreign origins are refused with 403; the hub page, allow-liste
 test('the refusal names the error code in its body', async () => {
   const req = new WebSocket(`ws://127.0.0.1:${hub.port}/live`, { origin: 'https://evil.example' });
   req.on('error', () => {});
-  const [, res] = (await once(req, 'unexpected-response', { signal: AbortSignal.timeout(5000) })) as [unknown, NodeJS.ReadableStream & { statusCode?: number }];
+  const [, res] = (await once(req, 'unexpected-response', { signal: AbortSignal.timeout(5000) })) as [
+    unknown,
+    NodeJS.ReadableStream & { statusCode?: number },
+  ];
   let body = '';
   for await (const chunk of res) body += String(chunk);
   assert.match(body, /HK_ERR_ORIGIN/);
   req.terminate();
 });
 
-test('HOTKEY_ALLOW_ORIGIN is the flag\'s environment twin', async () => {
+test("HOTKEY_ALLOW_ORIGIN is the flag's environment twin", async () => {
   const other = await HubProcess.start({ env: { HOTKEY_ALLOW_ORIGIN: 'https://a.example, https://b.example' } });
   try {
     const at = (origin: string) => {

@@ -70,12 +70,24 @@ test('sockets that start huge frames before Hello cost the hub little; a new SDK
   // generous deadline: on a shared 2-core box the 300 handshakes alone take the hub seconds of CPU
   for (let i = 0; i < 3; i++) readies.push(await readyMs(hub.url, 'shop', READY_DEADLINE_MS, undefined, sdkCloses));
   await attack;
-  const figures = { ...(await probe.stop()), quietReadyMs: quietReady, attackReadyMs: readies, sdkCloses, sockets: stats.opened };
+  const figures = {
+    ...(await probe.stop()),
+    quietReadyMs: quietReady,
+    attackReadyMs: readies,
+    sdkCloses,
+    sockets: stats.opened,
+  };
   printFigures('pre-hello', figures);
 
-  assert.ok(readies.every((ms) => ms < READY_DEADLINE_MS), `a new SDK got in during the attack: ${readies.join(', ')} ms`);
+  assert.ok(
+    readies.every((ms) => ms < READY_DEADLINE_MS),
+    `a new SDK got in during the attack: ${readies.join(', ')} ms`,
+  );
   // before the budget: ~900 MiB (ws buffered every frame up to 4 MiB until the hello timeout)
-  assert.ok(figures.rssPeakMiB - figures.rssBeforeMiB < 150, `RSS grew ${figures.rssPeakMiB - figures.rssBeforeMiB} MiB`);
+  assert.ok(
+    figures.rssPeakMiB - figures.rssBeforeMiB < 150,
+    `RSS grew ${figures.rssPeakMiB - figures.rssBeforeMiB} MiB`,
+  );
   assert.is(figures.healthzFailures, 0, '/healthz answered throughout');
   await waitFor('the existing SDK connected', () => existing.hubs().length === 1, 5000);
 });
@@ -93,15 +105,27 @@ test('silent sockets from one address cannot hold the handshake slots: they are 
     await delay(1100); // older than MIN_PENDING_AGE_MS: the oldest now make room for newcomers
     const ms = await readyMs(hub.url, 'shop', 5000);
     // 200 minus the per-address cap of 64: the hub closed at least that many, with 4009
-    const closed = await waitFor('the hub closed the sockets over the per-address cap', async () => {
-      const settled = await Promise.all(codes.map((c) => Promise.race([c, delay(0).then(() => 'open' as const)])));
-      const done = settled.filter((c) => c !== 'open');
-      return done.length >= 200 - 64 ? done : undefined;
-    }, 5000);
-    printFigures('pre-hello-silent', { silent: silent.length, readyMs: ms, closedByHub: closed.length, closeCodes: [...new Set(closed)] });
+    const closed = await waitFor(
+      'the hub closed the sockets over the per-address cap',
+      async () => {
+        const settled = await Promise.all(codes.map((c) => Promise.race([c, delay(0).then(() => 'open' as const)])));
+        const done = settled.filter((c) => c !== 'open');
+        return done.length >= 200 - 64 ? done : undefined;
+      },
+      5000,
+    );
+    printFigures('pre-hello-silent', {
+      silent: silent.length,
+      readyMs: ms,
+      closedByHub: closed.length,
+      closeCodes: [...new Set(closed)],
+    });
     assert.ok(ms < 3000, `ready() took ${ms} ms`);
     // 4006 only if the box is so slow that some reached their 5 s hello timeout
-    assert.ok(closed.every((c) => c === 4009 || c === 4006), `close codes: ${[...new Set(closed)].join(', ')}`);
+    assert.ok(
+      closed.every((c) => c === 4009 || c === 4006),
+      `close codes: ${[...new Set(closed)].join(', ')}`,
+    );
   } finally {
     for (const s of silent) s.destroy();
   }

@@ -59,7 +59,7 @@ test('a flood of Resyncs costs a few Snapshots, not one each', async () => {
     bytes += data.byteLength;
     if (attacker.received.at(-1)?.t === MsgType.Snapshot) {
       snapshots++;
-      if (process.env.DEBUG_RESYNC) console.log("snapshot at", Math.round(performance.now() - started));
+      if (process.env.DEBUG_RESYNC) console.log('snapshot at', Math.round(performance.now() - started));
     }
   });
   const probe = new Probe(hub.httpUrl, hub.child.pid!);
@@ -76,7 +76,14 @@ test('a flood of Resyncs costs a few Snapshots, not one each', async () => {
   const floodMs = await promotionMs(legit, 'item:legit-flood');
   await flood;
   await delay(1200); // the coalesced Snapshot at the end of the last interval
-  const figures = { ...(await probe.stop()), resyncsSent: sent, snapshotsReceived: snapshots, bytesReceived: bytes, promotionQuietMs: quietMs, promotionDuringFloodMs: floodMs };
+  const figures = {
+    ...(await probe.stop()),
+    resyncsSent: sent,
+    snapshotsReceived: snapshots,
+    bytesReceived: bytes,
+    promotionQuietMs: quietMs,
+    promotionDuringFloodMs: floodMs,
+  };
   printFigures('resync-flood', figures);
 
   // about one per second of flood plus the first and the coalesced last; slack for timers firing

@@ -40,7 +40,10 @@ async function slowClient(until: number, stats: { opened: number }, open: Set<So
       stats.opened++;
       socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${hub.port}\r\nX-Slow: `);
     });
-    await Promise.race([new Promise((resolve) => socket.once('close', resolve)), delay(Math.max(0, until - performance.now()))]);
+    await Promise.race([
+      new Promise((resolve) => socket.once('close', resolve)),
+      delay(Math.max(0, until - performance.now())),
+    ]);
     open.delete(socket);
     socket.destroy();
     await delay(RECONNECT_MS);
@@ -59,13 +62,25 @@ test('thousands of half-sent requests leave room for a new SDK and /healthz', as
   const readies: number[] = [];
   for (let i = 0; i < 3; i++) readies.push(await readyMs(hub.url, 'shop', READY_DEADLINE_MS));
   await attack;
-  const figures = { ...(await probe.stop()), quietReadyMs: quietReady, attackReadyMs: readies, slowConnections: stats.opened, heldByAttacker: heldAtPeak };
+  const figures = {
+    ...(await probe.stop()),
+    quietReadyMs: quietReady,
+    attackReadyMs: readies,
+    slowConnections: stats.opened,
+    heldByAttacker: heldAtPeak,
+  };
   printFigures('slowloris', figures);
 
-  assert.ok(readies.every((ms) => ms < READY_DEADLINE_MS), `a new SDK got in during the attack: ${readies.join(', ')} ms`);
+  assert.ok(
+    readies.every((ms) => ms < READY_DEADLINE_MS),
+    `a new SDK got in during the attack: ${readies.join(', ')} ms`,
+  );
   // the opening burst of 3000 connects can cost a probe its fresh connection (closed as the oldest
   // past twice the cap); a monitor retries, and every other probe answered
-  assert.ok(figures.healthzFailures <= 2, `/healthz failed ${figures.healthzFailures} of ${figures.healthzSamples} times`);
+  assert.ok(
+    figures.healthzFailures <= 2,
+    `/healthz failed ${figures.healthzFailures} of ${figures.healthzSamples} times`,
+  );
   assert.is(hub.child.exitCode, null, 'the hub is still running');
 });
 

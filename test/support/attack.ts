@@ -109,13 +109,21 @@ export class Probe {
       rssBeforeMiB: this.#rssBefore,
       rssPeakMiB: this.#rssPeak,
       hubCpuS: Math.round((cpuSeconds(this.#pid) - this.#cpuBefore) * 10) / 10,
-      testCpuS: Math.round((process.cpuUsage(this.#testCpuBefore).user + process.cpuUsage(this.#testCpuBefore).system) / 1e5) / 10,
+      testCpuS:
+        Math.round((process.cpuUsage(this.#testCpuBefore).user + process.cpuUsage(this.#testCpuBefore).system) / 1e5) /
+        10,
     };
   }
 }
 
 /** ms until a new SDK's ready() resolves, or `timeoutMs` when it does not (the client is closed either way). */
-export async function readyMs(hubUrl: string, app: string, timeoutMs = 5000, token?: string, closes?: number[]): Promise<number> {
+export async function readyMs(
+  hubUrl: string,
+  app: string,
+  timeoutMs = 5000,
+  token?: string,
+  closes?: number[],
+): Promise<number> {
   const hk = new HotKeyClient({ app, hubs: [hubUrl], token, reconnectMinMs: 50, reconnectMaxMs: 500 });
   const started = performance.now();
   if (closes !== undefined) {
@@ -141,7 +149,11 @@ export function printFigures(name: string, figures: object): void {
  * A raw TCP connection that completes a WebSocket handshake on `path` and resolves the socket once
  * the 101 arrives (rejects on any other answer or after `timeoutMs`). Frames are the caller's to write.
  */
-export function rawWebSocket(port: number, path = '/ws', opts: { localAddress?: string; timeoutMs?: number; origin?: string } = {}): Promise<Socket> {
+export function rawWebSocket(
+  port: number,
+  path = '/ws',
+  opts: { localAddress?: string; timeoutMs?: number; origin?: string } = {},
+): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: '127.0.0.1', port, localAddress: opts.localAddress });
     const timer = setTimeout(() => {
