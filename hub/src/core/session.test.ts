@@ -133,4 +133,16 @@ test('slow consumer: a socket over the buffer limit is closed with 4008 and leav
   assert.is(core.connections, 1);
 });
 
+test('Resyncs: the first is answered at once, the rest within the interval coalesce into one later Snapshot', () => {
+  const { open, hello } = setup();
+  const { peer, session } = open([hello()]);
+  const snapshots = () => peer.frames.filter((f) => f.t === MsgType.Snapshot).length;
+  assert.is(snapshots(), 1, 'the Welcome snapshot');
+  for (let i = 0; i < 50; i++) session.onFrame(encode({ t: MsgType.Resync }), true);
+  assert.is(snapshots(), 2, 'one answered now, 49 waiting for the interval to end');
+  assert.equal(session.resyncs, { answered: 1, coalesced: 49 });
+  session.onClose(); // clears the pending answer: nothing is sent after close
+  assert.is(snapshots(), 2);
+});
+
 test.run();
