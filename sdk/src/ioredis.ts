@@ -4,3 +4,4 @@
  */
 export { withHotKeys } from './ioredis/wrapper.ts';
 export type { WithHotKeysOptions } from './ioredis/wrapper.ts';
+export type { TrackingOptions } from './ioredis/tracking.ts';

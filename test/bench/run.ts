@@ -34,6 +34,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
   { name: 'cluster', file: here('./cluster.bench.ts'), timeoutMs: 120_000 },
   { name: 'scaleout', file: here('./scaleout.bench.ts'), timeoutMs: 180_000 },
+  { name: 'tracking', file: here('./tracking.bench.ts'), timeoutMs: 120_000 },
 ];
 
 const { values } = parseArgs({

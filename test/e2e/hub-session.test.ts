@@ -104,6 +104,18 @@ test('invalidation is acked only after every connected SDK applied it', async ()
   assert.equal(ack, { t: MsgType.Ack, id: 7, seq: iw.seq });
 });
 
+test('a flush (InvalidateRequest with flush) is broadcast with its flag and acked the same way', async () => {
+  const w = await join('shop', { token: 's3cret', instance: 'flush-w' });
+  const r = await join('shop', { token: 's3cret', instance: 'flush-r' });
+  w.client.send({ t: MsgType.InvalidateRequest, id: 8, key: '127.0.0.1:6379/0', flush: true });
+  const iw = await w.client.next(MsgType.Invalidate);
+  const ir = await r.client.next(MsgType.Invalidate);
+  assert.equal(ir, { t: MsgType.Invalidate, seq: iw.seq, key: '127.0.0.1:6379/0', flush: true });
+  w.client.send({ t: MsgType.Applied, seq: iw.seq });
+  r.client.send({ t: MsgType.Applied, seq: ir.seq });
+  assert.equal(await w.client.next(MsgType.Ack, 2000), { t: MsgType.Ack, id: 8, seq: iw.seq });
+});
+
 test('invalidation is acked after the timeout when an SDK never applies, and when it disconnects', async () => {
   const w = await join('shop', { token: 's3cret', instance: 'to-w' });
   const silent = await join('shop', { token: 's3cret', instance: 'to-s' });

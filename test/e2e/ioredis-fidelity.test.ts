@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { EventEmitter } from 'node:events';
 import { Redis, type RedisOptions } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
-import { withHotKeys } from '@hotkey/sdk/ioredis';
+import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { waitFor } from '../support/wait.ts';
@@ -34,9 +34,16 @@ function client(url: string, options: RedisOptions = {}): Redis {
   return c;
 }
 /** A plain client and a wrapped one with the same options. */
-function pair(options: RedisOptions = {}): [Redis, Redis] {
-  return [client(server.url, options), withHotKeys(client(server.url, options), hk)];
+function pair(options: RedisOptions = {}, wrap: WithHotKeysOptions = {}): [Redis, Redis] {
+  return [client(server.url, options), withHotKeys(client(server.url, options), hk, wrap)];
 }
+/**
+ * Tracking off: a test that writes behind the wrapper's back to prove a read was answered
+ * locally, or that counts the commands a load sends on the client (with tracking on, a hot load
+ * goes over the wrapper's own tracking connection and Redis reports outside writes:
+ * ioredis-tracking.test.ts).
+ */
+const UNTRACKED = { tracking: false } as const;
 
 async function promote(key: string): Promise<void> {
   const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, { method: 'POST', body: JSON.stringify({ key }), token: ADMIN });
@@ -130,7 +137,7 @@ test('commands: promise, callback, call(), pipeline, multi, errors give the same
 });
 
 test('hot reads are local on the wrapped client only; duplicate() is wrapped', async () => {
-  const [plain, wrapped] = pair();
+  const [plain, wrapped] = pair({}, UNTRACKED);
   await plain.set('hot:1', 'old');
   await promote('hot:1');
   assert.is(await wrapped.get('hot:1'), 'old'); // loads and caches
@@ -180,7 +187,7 @@ test('reply order matches send order when callback and promise styles mix', asyn
 });
 
 test('instrumentation: a sinon-style spy and OpenTelemetry-style shimmer wrapping, no recursion', async () => {
-  const [plain, wrapped] = pair();
+  const [plain, wrapped] = pair({}, UNTRACKED);
   await plain.set('hot:spy', 'a');
   await promote('hot:spy');
   assert.is(await wrapped.get('hot:spy'), 'a');

@@ -28,7 +28,7 @@ export class InvalidationRouter {
 
   /** An SDK's request: broadcast now, Ack the writer once the sessions connected now applied it. */
   request(app: AppState, session: Session, request: InvalidateRequest): void {
-    const seq = this.broadcast(app, request.key, false);
+    const seq = this.broadcast(app, request.key, false, request.flush === true);
     app.waiters ??= [...app.sessions];
     app.invalidations.track(seq, app.waiters, this.#opts.now(), (timedOut) => {
       if (timedOut) this.#opts.metrics.invalidationTimeouts++;
@@ -51,9 +51,12 @@ export class InvalidationRouter {
     }
   }
 
-  /** Broadcasts an invalidation of `key` to the app's SDKs; returns its seq. */
-  broadcast(app: AppState, key: string, manual: boolean): number {
-    const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key });
+  /**
+   * Broadcasts an invalidation of `key` to the app's SDKs; returns its seq. `flush`: `key` names a
+   * flushed namespace and every SDK drops every cached value of it (the flag rides along).
+   */
+  broadcast(app: AppState, key: string, manual: boolean, flush = false): number {
+    const seq = app.broadcaster.broadcast(flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key });
     this.#opts.metrics.invalidations++;
     const event: HubEvent = {
       type: 'invalidate',

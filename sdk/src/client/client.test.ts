@@ -166,6 +166,58 @@ test('invalidation during a load: the loaded value is not cached; Applied is sen
   await teardown(s);
 });
 
+test('dropLocal: a key or a test over cached values, here only; a load in flight is not cached', async () => {
+  const s = await setup();
+  for (const [i, key] of ['a', 'b', 'c'].entries()) s.sock.send({ t: MsgType.Promote, seq: i + 1, key, ...P });
+  await waitFor('a, b, c hot', () => s.hk.isHot('a') && s.hk.isHot('b') && s.hk.isHot('c'));
+  for (const key of ['a', 'b', 'c']) await s.hk.get(key, () => ({ ns: key === 'c' ? 'two' : 'one', v: `${key}1` }));
+  assert.is(s.hk.dropLocal('a'), 1);
+  assert.is(s.hk.dropLocal('a'), 0, 'nothing left to drop');
+  assert.equal(await s.hk.get('a', () => ({ ns: 'one', v: 'a2' })), { ns: 'one', v: 'a2' });
+  assert.is(s.hk.dropLocal((_key, value) => (value as { ns: string }).ns === 'one'), 2);
+  assert.equal(await s.hk.get('c', () => ({ ns: 'two', v: 'reloaded' })), { ns: 'two', v: 'c1' }, 'c was of another namespace: kept');
+  assert.equal(await s.hk.get('b', () => ({ ns: 'one', v: 'b2' })), { ns: 'one', v: 'b2' });
+  // a load in flight when its key is dropped is returned to its callers but not cached
+  s.hk.dropLocal('b');
+  const gate = deferred<string>();
+  const inflight = s.hk.get('b', () => gate.promise);
+  s.hk.dropLocal('b');
+  gate.resolve('old');
+  assert.is(await inflight, 'old');
+  assert.is(await s.hk.get('b', () => 'new'), 'new');
+  assert.ok(s.hk.isHot('b'), 'a dropped key stays hot');
+  assert.is(s.sock.received.filter((m) => m.t === MsgType.InvalidateRequest).length, 0, 'no hub round trip');
+  assert.throws(() => s.hk.dropLocal(42 as unknown as string), TypeError);
+  await teardown(s);
+});
+
+test('invalidateAll: drops every value here, flush flag to the hub, resolves on the ack; a flush broadcast drops everything', async () => {
+  const s = await setup();
+  for (const [i, key] of ['a', 'b'].entries()) s.sock.send({ t: MsgType.Promote, seq: i + 1, key, ...P });
+  await waitFor('a, b hot', () => s.hk.isHot('a') && s.hk.isHot('b'));
+  await s.hk.get('a', () => 'a1');
+  await s.hk.get('b', () => 'b1');
+  const done = s.hk.invalidateAll('127.0.0.1:6379/0');
+  assert.is(await s.hk.get('a', () => 'a2'), 'a2', 'dropped at once, before the ack');
+  const req = await s.sock.next(MsgType.InvalidateRequest);
+  assert.equal({ key: req.key, flush: req.flush }, { key: '127.0.0.1:6379/0', flush: true });
+  s.sock.send({ t: MsgType.Ack, id: req.id, seq: 3 });
+  await done;
+  // another instance's flush: everything goes, Applied is sent, the event says flush
+  const events: unknown[] = [];
+  s.hk.on('invalidate', (key, info) => events.push([key, info.flush]));
+  const gate = deferred<string>();
+  const inflight = s.hk.get('b', () => gate.promise);
+  s.sock.send({ t: MsgType.Invalidate, seq: 3, key: 'cluster(127.0.0.1:7000)', flush: true });
+  assert.is((await s.sock.next(MsgType.Applied)).seq, 3);
+  gate.resolve('b-old');
+  assert.is(await inflight, 'b-old');
+  assert.is(await s.hk.get('a', () => 'a3'), 'a3');
+  assert.is(await s.hk.get('b', () => 'b3'), 'b3', 'the load in flight at the flush was not cached');
+  assert.equal(events, [['cluster(127.0.0.1:7000)', true]]);
+  await teardown(s);
+});
+
 test('sequence gap: cached values of that hub are dropped and Resync is sent', async () => {
   const s = await setup();
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'a', ...P });

@@ -44,6 +44,8 @@ export interface DemoteInfo {
 export interface InvalidateInfo {
   hub: string;
   seq: number;
+  /** the key names a flushed namespace (`invalidateAll`): every cached value was dropped */
+  flush?: true;
 }
 
 export interface ClientEvents {
@@ -103,6 +105,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #reporter: Reporter;
   readonly #invalidations: PendingInvalidations;
   readonly #statusFeed = new StatusFeed<ClientStatus>();
+  /** ids of pending invalidations that are namespace flushes (`invalidateAll`), resent as such */
+  readonly #flushIds = new Set<number>();
 
   #rules = new RuleSet([]);
   #rulesJson = '';
@@ -296,6 +300,58 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return this.#invalidations.add(key, hub, (id) => this.#links.get(hub)?.conn.send({ t: MsgType.InvalidateRequest, id, key }));
   }
 
+  /**
+   * A namespace was flushed (FLUSHDB, FLUSHALL, SWAPDB through the ioredis wrapper): drops every
+   * cached value here, then asks a hub to have every instance do the same. Resolves, rejects and
+   * times out as `invalidate()` does. Every instance drops its WHOLE local cache, not only values
+   * of `namespace`: each instance names namespaces after its own client options (`localhost:6379`
+   * here, `10.0.0.5:6379` there), so matching by name could miss a copy — too much, never too
+   * little, and flushes are rare. Hot keys stay hot and reload. `namespace` goes to the hub as
+   * the invalidated "key" (1 to 1024 characters): events and the dashboard show it.
+   */
+  invalidateAll(namespace: string): Promise<void> {
+    checkKey(namespace);
+    if (this.#closed) return Promise.reject(new HotKeyError(ErrorCode.Closed, 'client is closed'));
+    this.#dropAll();
+    this.#invalidationCount++;
+    const hub = this.#links.owner(namespace);
+    if (hub === undefined) return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to flush "${namespace}"`));
+    let sentId = 0;
+    const done = this.#invalidations.add(namespace, hub, (id) => {
+      sentId = id;
+      this.#flushIds.add(id);
+      this.#links.get(hub)?.conn.send({ t: MsgType.InvalidateRequest, id, key: namespace, flush: true });
+    });
+    const forget = () => this.#flushIds.delete(sentId);
+    done.then(forget, forget);
+    return done;
+  }
+
+  /**
+   * Drops cached values on this instance only — no hub round trip, no other instance told — and
+   * voids any load of them in flight (its result is not cached). `target` is a key, or a test
+   * `(key, value) => boolean` over every cached value. Returns how many keys it applied to. For
+   * sources of invalidations every instance hears by itself (Redis server-assisted tracking: each
+   * instance has its own tracking connection), or values one instance can no longer vouch for.
+   */
+  dropLocal(target: string | ((key: string, value: unknown) => boolean)): number {
+    if (this.#closed) return 0;
+    if (typeof target === 'string') {
+      checkKey(target);
+      const held = this.#cache.has(target) || this.#flights.has(target);
+      this.#dropValue(target);
+      return held ? 1 : 0;
+    }
+    if (typeof target !== 'function') throw new TypeError('dropLocal: target must be a key or a function');
+    const keys: string[] = [];
+    for (const key of this.#hot.keys()) {
+      const state = this.#hot.get(key);
+      if (state?.promise !== undefined && target(key, state.value)) keys.push(key);
+    }
+    for (const key of keys) this.#dropValue(key);
+    return keys.length;
+  }
+
   /** An async iterator of connection state changes; it ends when the client closes. */
   status(): AsyncIterableIterator<ClientStatus> {
     return this.#statusFeed.iterate();
@@ -380,6 +436,13 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#flights.delete(key);
   }
 
+  /** Every cached value and every load in flight goes; hot keys stay hot and reload. */
+  #dropAll(): void {
+    for (const key of [...this.#hot.keys()]) this.#hot.invalidate(key);
+    this.#cache.clear();
+    this.#flights.clear();
+  }
+
   #forget(key: string): void {
     this.#cache.delete(key);
     this.#flights.delete(key);
@@ -443,7 +506,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#invalidations.hubLost(hub, (id, key) => {
       const owner = this.#links.owner(key);
       const link = owner === undefined ? undefined : this.#links.get(owner);
-      return link !== undefined && link.conn.send({ t: MsgType.InvalidateRequest, id, key }) ? owner : undefined;
+      const request = this.#flushIds.has(id) ? { t: MsgType.InvalidateRequest, id, key, flush: true as const } : { t: MsgType.InvalidateRequest, id, key };
+      return link !== undefined && link.conn.send(request) ? owner : undefined;
     });
   }
 
@@ -469,9 +533,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       }
       case MsgType.Invalidate: {
         this.#sequence(link, message.seq);
-        this.#dropValue(message.key);
+        if (message.flush === true) this.#dropAll();
+        else this.#dropValue(message.key);
         link.conn.send({ t: MsgType.Applied, seq: message.seq });
-        this.emit('invalidate', message.key, { hub, seq: message.seq });
+        this.emit('invalidate', message.key, message.flush === true ? { hub, seq: message.seq, flush: true } : { hub, seq: message.seq });
         return;
       }
       case MsgType.Demote: {

@@ -34,9 +34,9 @@ export const WRITES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Writes that touch every key of a database (or two): no key list to invalidate. Dropping
- * "everything of this namespace" cluster-wide needs a protocol message (TODO, see the README);
- * until then they only pass through.
+ * Writes that touch every key of a database (or two): no key list to invalidate. The wrapper
+ * settles them after `hk.invalidateAll(namespace)` — a flush broadcast through the hub that drops
+ * every instance's cached values (wrapper.ts `flushedBy` names the namespaces).
  */
 export const KEYSPACE_WRITES: ReadonlySet<string> = new Set(['flushdb', 'flushall', 'swapdb']);
 

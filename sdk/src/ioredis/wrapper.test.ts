@@ -27,7 +27,9 @@ test.before(async () => {
   await hk.ready({ signal: AbortSignal.timeout(3000) });
   raw = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await raw.connect();
-  r = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk);
+  // tracking off: these tests write behind the wrapper's back to prove a read was answered
+  // locally (with tracking on, Redis tells the wrapper: test/e2e/ioredis-tracking.test.ts)
+  r = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk, { tracking: false });
   // The peer acks every invalidation at once, broadcasting it back first like a hub would.
   sock.ws.on('message', () => {
     for (;;) {
@@ -133,7 +135,7 @@ test('a hot value never outlives its TTL in Redis (PTTL read with the value)', a
 });
 
 test('with enableAutoPipelining, hot GETs are still local and writes still invalidate', async () => {
-  const auto = withHotKeys(new Redis(server.url, { enableAutoPipelining: true, maxRetriesPerRequest: 1 }), hk);
+  const auto = withHotKeys(new Redis(server.url, { enableAutoPipelining: true, maxRetriesPerRequest: 1 }), hk, { tracking: false });
   try {
     await promote('auto:1');
     await auto.set('auto:1', 'a');

@@ -29,6 +29,7 @@ import type { Cluster, Command, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './commands.ts';
 import { dbOf, deploymentOf, keyName } from './identity.ts';
+import { Tracking, UNTRACKED, type TrackingOptions, type TrackingSession } from './tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 
 export interface WithHotKeysOptions {
@@ -36,6 +37,12 @@ export interface WithHotKeysOptions {
   awaitInvalidation?: boolean;
   /** hears invalidations that failed after a write (no hub, timeout); the local copy is dropped regardless @default ignore */
   onInvalidateError?: (error: unknown, key: string) => void;
+  /**
+   * Redis server-assisted tracking of hot keys, so that writes by clients without the SDK drop
+   * cached values within milliseconds (tracking.ts): `true`, `false` (a cached value then lives
+   * until `cacheTtlMs` or its Redis TTL, whoever writes), or its options @default true
+   */
+  tracking?: boolean | TrackingOptions;
 }
 
 /** The fields of ioredis's Command the hook reads or replaces (public in JS, partly untyped). */
@@ -58,14 +65,28 @@ type Send = (this: Client, command: Cmd, stream?: unknown, node?: unknown) => un
  * with the key's expiry in Redis (PTTL read in the same round trip, measured from before the
  * read was sent, so the local copy always ends first; undefined: no TTL).
  */
-type Rec =
-  | { ns: string; kind: 'string'; value: unknown; expiresAt: number | undefined }
-  | { ns: string; kind: 'hash'; value: Readonly<Record<string, unknown>>; expiresAt: number | undefined }
-  | { ns: string; kind: 'field'; value: unknown; expiresAt: number | undefined };
+type Rec = (
+  | { kind: 'string'; value: unknown }
+  | { kind: 'hash'; value: Readonly<Record<string, unknown>> }
+  | { kind: 'field'; value: unknown }
+) & {
+  ns: string;
+  expiresAt: number | undefined;
+  /** the tracking session it was read under (UNTRACKED: none could be used); undefined: tracking is off */
+  session: TrackingSession | undefined;
+};
 
 /** Whether a cached record may still be served: Redis has not expired the key. */
 function fresh(rec: Rec): boolean {
   return rec.expiresAt === undefined || performance.now() < rec.expiresAt;
+}
+
+/**
+ * Whether a cached record may be served: fresh, and with tracking on, read under a session that
+ * still lives (else a write we can no longer hear about may have changed it: the caller drops it).
+ */
+function vouched(rec: Rec): boolean {
+  return rec.session === undefined || rec.session.live;
 }
 
 /** The record once both replies are in; a failed PTTL only means no TTL cap (the value is good). */
@@ -95,8 +116,18 @@ const dispatched = {
 };
 /** true while the GET fast path runs ioredis's own `get` (synchronous: no interleaving) */
 let bypass = false;
-/** Keys written inside a MULTI, per pipeline write stream, invalidated when its EXEC replies. */
-const transactionKeys = new WeakMap<object, Set<string>>();
+/** What a transaction writes: keys, and namespaces flushed (FLUSHDB, FLUSHALL, SWAPDB). */
+interface Written {
+  keys: Set<string>;
+  flushed: Set<string>;
+}
+/** Written inside a MULTI, per pipeline write stream, invalidated when its EXEC replies. */
+const transactionKeys = new WeakMap<object, Written>();
+/**
+ * Written inside a `multi({ pipeline: false })` (MULTI sent at once, commands QUEUED one by one),
+ * per client: invalidated when its EXEC replies. While one is open no read is answered locally.
+ */
+const openTransactions = new WeakMap<object, Written>();
 
 /**
  * Hooks `client` (a `Redis` or a `Redis.Cluster`) in place and returns it: hot reads answered
@@ -117,14 +148,24 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const deployment = deploymentOf(client);
   const isCluster = (client as Partial<Cluster>).isCluster === true;
 
-  const invalidate = (keys: Iterable<string>): Promise<unknown> =>
-    Promise.all(
-      Array.from(keys, (key) =>
+  const invalidate = (keys: Iterable<string>, flushed: Iterable<string> = []): Promise<unknown> =>
+    Promise.all([
+      ...Array.from(keys, (key) =>
         hk.invalidate(key).catch((err: unknown) => {
           onInvalidateError(err, key);
         }),
       ),
-    );
+      ...Array.from(flushed, (namespace) =>
+        hk.invalidateAll(namespace).catch((err: unknown) => {
+          onInvalidateError(err, namespace);
+        }),
+      ),
+    ]);
+  const trackingOptions = options.tracking ?? true;
+  const tracking =
+    trackingOptions === false
+      ? undefined
+      : new Tracking(client, hk, (nodeKey, role) => connectionTo(client, base, nodeKey, role), trackingOptions === true ? {} : trackingOptions);
 
   function namesOf(command: Cmd): Set<string> {
     const names = new Set<string>();
@@ -135,22 +176,36 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     return names;
   }
 
-  /** The command settles (promise and callback alike) after its keys were invalidated. */
-  function settleAfterInvalidation(command: Cmd, keys: Set<string>): void {
-    if (keys.size === 0) return;
+  /** The command settles (promise and callback alike) after its keys (and flushed namespaces) were invalidated. */
+  function settleAfterInvalidation(command: Cmd, keys: Set<string>, flushed: Set<string> = new Set()): void {
+    if (keys.size === 0 && flushed.size === 0) return;
     const resolve = command.resolve;
     const reject = command.reject;
     command.resolve = (value) => {
-      const done = invalidate(keys);
+      const done = invalidate(keys, flushed);
       if (awaitInvalidation) void done.then(() => resolve(value));
       else resolve(value);
       return command.promise;
     };
     // a failed write may still have written (a script, EXEC): drop, but do not delay the error
     command.reject = (error) => {
-      void invalidate(keys);
+      void invalidate(keys, flushed);
       reject(error);
     };
+  }
+
+  /**
+   * The namespaces a FLUSHDB / FLUSHALL / SWAPDB empties or swaps, as `invalidateAll` names them:
+   * `host:port/db`, `host:port/*` for every db, the Cluster's name (on a Cluster ioredis sends it
+   * to one master: the whole Cluster is named, too much rather than too little).
+   */
+  function flushedBy(client: Client, name: string, args: unknown[]): Set<string> {
+    // a name for the hub and events only (every instance drops its whole cache): keep it a valid key
+    const clip = (ns: string) => (ns.length > MAX_KEY_LENGTH ? `${ns.slice(0, MAX_KEY_LENGTH - 1)}…` : ns);
+    if (isCluster) return new Set([clip(deployment)]);
+    if (name === 'flushall') return new Set([clip(`${deployment}/*`)]);
+    if (name === 'swapdb') return new Set(args.slice(0, 2).map((db) => clip(`${deployment}/${String(db)}`)));
+    return new Set([clip(namespaceOf(client))]);
   }
 
   let lastDb = -1;
@@ -189,24 +244,29 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     };
     const loader = (): Promise<Rec> => {
       const askedAt = performance.now();
-      if (name === 'hget' && hk.isHot(key)) {
+      const hashWhole = name !== 'hget' || hk.isHot(key);
+      const node = hashWhole ? tracking?.nodeFor(key) : undefined;
+      if (node?.session.live) return trackedLoad(node.load.bind(node), name === 'get' ? 'get' : 'hgetall', key, client, ns, askedAt);
+      const session = tracking === undefined ? undefined : UNTRACKED;
+      if (name === 'hget' && hashWhole) {
         // a hot hash is loaded once, whole, for every field
         const all = new Ctor('hgetall', [command.args[0]], { replyEncoding: 'utf8' });
         dispatched.add(all);
         void send.call(client, all);
-        const rec = all.promise.then((value): Rec => ({ ns, kind: 'hash', value: Object.freeze(value as Record<string, unknown>), expiresAt: undefined }));
+        const rec = all.promise.then((value): Rec => ({ ns, kind: 'hash', value: Object.freeze(value as Record<string, unknown>), expiresAt: undefined, session }));
         return withTtl(rec, pttl(), askedAt);
       }
       sent = true;
       returned = send.call(client, command);
       const kind = name === 'hget' ? 'field' : READS[name];
-      const rec = command.promise.then((value) => ({ ns, kind, value, expiresAt: undefined }) as Rec);
+      const rec = command.promise.then((value) => ({ ns, kind, value, expiresAt: undefined, session }) as Rec);
       return withTtl(rec, pttl(), askedAt);
     };
     hk.get(key, loader).then(
       (rec) => {
         if (sent) return; // this very command went to Redis and settles itself
-        if (rec.ns === ns && fresh(rec)) {
+        if (!vouched(rec)) hk.dropLocal(key); // the next read loads it again (tracked, once tracking is back)
+        else if (rec.ns === ns && fresh(rec)) {
           if (name === 'get' && rec.kind === 'string') return void command.resolve(rec.value);
           if (name === 'hgetall' && rec.kind === 'hash') return void command.resolve(rec.value);
           if (name === 'hget' && rec.kind === 'hash') return void command.resolve(Object.hasOwn(rec.value, field!) ? rec.value[field!] : null);
@@ -220,6 +280,15 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     return sent ? returned : command.promise;
   }
 
+  /** A load through the node's tracking connections (value, PTTL, opt-in: one round trip). */
+  function trackedLoad(load: (kind: 'get' | 'hgetall', key: string, db: number | undefined) => Promise<{ value: unknown; pttl: unknown; session: TrackingSession }>, kind: 'get' | 'hgetall', key: string, client: Client, ns: string, askedAt: number): Promise<Rec> {
+    return load(kind, key, isCluster ? undefined : dbOf(client)).then((read): Rec => {
+      const expiresAt = typeof read.pttl === 'number' && read.pttl >= 0 ? askedAt + read.pttl : undefined;
+      if (kind === 'get') return { ns, kind: 'string', value: read.value, expiresAt, session: read.session };
+      return { ns, kind: 'hash', value: Object.freeze(read.value as Record<string, unknown>), expiresAt, session: read.session };
+    });
+  }
+
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
     const send = base.sendCommand as Send; // read at each call: patches of the class apply
     if (bypass) {
@@ -231,28 +300,39 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     let name = command.name;
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
-    if (stream === undefined && isRead(name) && typeof command.replyEncoding === 'string' && this.status !== 'end' && !inSubscriberMode(this)) {
+    const open = stream === undefined ? openTransactions.get(this) : undefined;
+    if (stream === undefined && open === undefined && isRead(name) && typeof command.replyEncoding === 'string' && this.status !== 'end' && !inSubscriberMode(this)) {
       dispatched.add(command);
       return read(this, send, command, name);
     }
-    if (WRITES.has(name) && command.isReadOnly !== true) {
+    const writes = WRITES.has(name) && command.isReadOnly !== true;
+    if (writes || KEYSPACE_WRITES.has(name)) {
       dispatched.add(command);
-      const keys = namesOf(command);
+      const keys = writes ? namesOf(command) : new Set<string>();
+      const flushed = writes ? new Set<string>() : flushedBy(this, name, command.args);
+      // written when EXEC runs, not when QUEUED comes back
+      let pending = open;
       if (command.inTransaction === true && typeof stream === 'object' && stream !== null) {
-        // written when EXEC runs, not when QUEUED comes back
-        let pending = transactionKeys.get(stream);
-        if (pending === undefined) transactionKeys.set(stream, (pending = new Set()));
-        for (const key of keys) pending.add(key);
-      } else settleAfterInvalidation(command, keys);
-    } else if (name === 'exec' && typeof stream === 'object' && stream !== null) {
-      const pending = transactionKeys.get(stream);
-      if (pending !== undefined) {
-        transactionKeys.delete(stream);
-        dispatched.add(command);
-        settleAfterInvalidation(command, pending);
+        pending = transactionKeys.get(stream);
+        if (pending === undefined) transactionKeys.set(stream, (pending = { keys: new Set(), flushed: new Set() }));
       }
-    } else if (KEYSPACE_WRITES.has(name)) {
-      // TODO(protocol): "drop every key of this namespace" needs a hub message; passes through
+      if (pending !== undefined) {
+        for (const key of keys) pending.keys.add(key);
+        for (const namespace of flushed) pending.flushed.add(namespace);
+      } else settleAfterInvalidation(command, keys, flushed);
+    } else if (name === 'exec') {
+      const pending = typeof stream === 'object' && stream !== null ? transactionKeys.get(stream) : open;
+      if (pending !== undefined) {
+        if (stream === undefined) openTransactions.delete(this);
+        else transactionKeys.delete(stream as object);
+        dispatched.add(command);
+        settleAfterInvalidation(command, pending.keys, pending.flushed);
+      }
+    } else if (stream === undefined && !isCluster && name === 'multi') {
+      // multi({ pipeline: false }): MULTI goes out now, the commands after it are QUEUED until EXEC
+      openTransactions.set(this, { keys: new Set(), flushed: new Set() });
+    } else if (stream === undefined && name === 'discard') {
+      openTransactions.delete(this);
     }
     return send.call(this, command, stream, node);
   }
@@ -277,7 +357,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     const baseGet = base.get as (...a: unknown[]) => unknown;
     const arg = args[0];
     const prefix = this.options.keyPrefix;
-    if (args.length !== 1 || typeof arg !== 'string' || (prefix !== undefined && typeof prefix !== 'string') || this.status !== 'ready' || inSubscriberMode(this)) {
+    if (args.length !== 1 || typeof arg !== 'string' || (prefix !== undefined && typeof prefix !== 'string') || this.status !== 'ready' || inSubscriberMode(this) || openTransactions.has(this)) {
       return baseGet.apply(this, args);
     }
     const key = prefix ? prefix + arg : arg;
@@ -287,14 +367,21 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     let sent = false;
     const loaded = hk.get(key, (): Promise<Rec> => {
       const askedAt = performance.now();
+      const node = tracking?.nodeFor(key);
+      if (node?.session.live) return trackedLoad(node.load.bind(node), 'get', key, this, ns, askedAt);
+      const session = tracking === undefined ? undefined : UNTRACKED;
       sent = true;
       returned = bypassing(this, baseGet, args);
       const ttl = bypassing(this, base.pttl as (...a: unknown[]) => unknown, args); // same round trip
-      return withTtl((returned as Promise<unknown>).then((value): Rec => ({ ns, kind: 'string', value, expiresAt: undefined })), ttl, askedAt);
+      return withTtl((returned as Promise<unknown>).then((value): Rec => ({ ns, kind: 'string', value, expiresAt: undefined, session })), ttl, askedAt);
     });
     if (sent) return returned;
     return loaded.then(
-      (rec) => (rec.ns === ns && rec.kind === 'string' && fresh(rec) ? rec.value : bypassing(this, baseGet, args)),
+      (rec) => {
+        if (rec.ns === ns && rec.kind === 'string' && fresh(rec) && vouched(rec)) return rec.value;
+        if (!vouched(rec)) hk.dropLocal(key);
+        return bypassing(this, baseGet, args);
+      },
       () => bypassing(this, baseGet, args),
     );
   }
@@ -317,6 +404,32 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   }) as object;
   Object.setPrototypeOf(client, hooked);
   return client;
+}
+
+/**
+ * A connection of our own to a node, for tracking (unwrapped, with the client's options: auth,
+ * TLS, sentinels): RESP2, no key prefix, no offline queue (a load on a connection that is down
+ * fails at once and the read goes to the user's client), reconnecting with a capped backoff.
+ */
+function connectionTo(client: Client, base: Record<string | symbol, unknown>, nodeKey: string, role: 'reader' | 'sub'): Redis | undefined {
+  const overrides = {
+    protocol: 2,
+    keyPrefix: undefined,
+    lazyConnect: false,
+    enableOfflineQueue: false,
+    enableAutoPipelining: false,
+    autoResubscribe: false,
+    autoResendUnfulfilledCommands: false,
+    readOnly: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: (times: number) => Math.min(50 * times, 1000),
+    connectionName: role === 'reader' ? 'hotkey-tracking' : 'hotkey-invalidations',
+  };
+  if ((client as Partial<Cluster>).isCluster !== true) {
+    return (base.duplicate as (o: object) => Redis).call(client, { ...overrides, monitor: false });
+  }
+  const node = (client as Cluster).nodes('master').find((n) => `${n.options.host}:${n.options.port}` === nodeKey);
+  return node?.duplicate(overrides as never);
 }
 
 /** A RESP2 subscriber connection rejects reads: let ioredis say so. */

@@ -29,6 +29,7 @@ test('every server message round-trips through a fresh decoder', () => {
     { t: MsgType.Welcome, v: 1, hub: 'h1', epoch: 3, members: [{ id: 'h1', url: 'ws://127.0.0.1:1' }], rules: [DEFAULT_RULE], local: [10], instances: 2, seq: 0 },
     { t: MsgType.Promote, seq: 1, key: 'k', qps: 1200.5, hotMs: 1000, cacheTtlMs: 500, cache: true, at: 1700000000000 },
     { t: MsgType.Invalidate, seq: 2, key: 'k' },
+    { t: MsgType.Invalidate, seq: 2, key: '127.0.0.1:6379/0', flush: true },
     { t: MsgType.Demote, seq: 3, key: 'k' },
     { t: MsgType.Snapshot, seq: 3, hot: [{ key: 'k', ttlMs: 10, cacheTtlMs: 5, cache: false, qps: 1 }] },
     { t: MsgType.Ack, id: 7, seq: 2 },
@@ -58,6 +59,14 @@ test('oversized frames and keys have their own codes', () => {
   rejects(new Uint8Array(MAX_FRAME_BYTES + 1), 'HK_ERR_FRAME_TOO_LARGE', CloseCode.FrameTooLarge);
   rejects(pack({ t: MsgType.Report, keys: ['x'.repeat(MAX_KEY_LENGTH + 1)], counts: [1] }), 'HK_ERR_KEY_TOO_LONG', CloseCode.KeyTooLong);
   rejects(pack({ t: MsgType.InvalidateRequest, id: 1, key: '' }), 'HK_ERR_KEY_TOO_LONG', CloseCode.KeyTooLong);
+});
+
+test('a flush flag rides on InvalidateRequest and Invalidate: true, or absent', () => {
+  const request = { t: MsgType.InvalidateRequest, id: 4, key: '127.0.0.1:6379/0', flush: true } as const;
+  assert.equal(decodeClientMessage(encode(request)), request);
+  assert.equal(decodeClientMessage(pack({ t: MsgType.InvalidateRequest, id: 4, key: 'k', flush: false })), { t: MsgType.InvalidateRequest, id: 4, key: 'k' });
+  rejects(pack({ t: MsgType.InvalidateRequest, id: 4, key: 'k', flush: 1 }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ t: MsgType.Invalidate, seq: 1, key: 'k', flush: 'yes' }), 'HK_ERR_PROTOCOL', CloseCode.Protocol, decodeServerMessage);
 });
 
 test('bad rules inside a Welcome are refused', () => {

@@ -167,6 +167,8 @@ export interface Invalidate {
   t: typeof MsgType.Invalidate;
   seq: number;
   key: string;
+  /** `key` names a namespace (a Redis database, as the writer's ioredis wrapper names it) that was flushed: drop every cached value of it */
+  flush?: true;
 }
 export interface Demote {
   t: typeof MsgType.Demote;
@@ -196,6 +198,8 @@ export interface InvalidateRequest {
   t: typeof MsgType.InvalidateRequest;
   id: number;
   key: string;
+  /** `key` names a flushed namespace (FLUSHDB, FLUSHALL, SWAPDB): the broadcast carries the flag, acks as for a key */
+  flush?: true;
 }
 /** Answers InvalidateRequest `id` once every SDK of the app applied the invalidation or was cut off. */
 export interface Ack {
@@ -328,6 +332,13 @@ function rules(m: Record<string, unknown>): { rules: Rule[]; local: number[] } {
 
 // ---- message guards: decode, then check every field a handler reads ----
 
+/** The optional `flush` flag of InvalidateRequest / Invalidate: absent, or `true` (false reads as absent). */
+function flush(m: Record<string, unknown>): { flush?: true } {
+  if (m.flush === undefined || m.flush === false) return {};
+  if (m.flush !== true) protocolError('"flush" must be a boolean');
+  return { flush: true };
+}
+
 /** Decodes and validates a frame an SDK or dashboard sent to the hub. */
 export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
   const m = decodeFrame(bytes);
@@ -360,7 +371,7 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
     case MsgType.InvalidateRequest: {
       const key = m.key;
       assertKey(key);
-      return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key };
+      return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key, ...flush(m) };
     }
     case MsgType.Applied:
       return { t: MsgType.Applied, seq: int(m, 'seq') };
@@ -404,11 +415,15 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
         at: num(m, 'at'),
       };
     }
-    case MsgType.Invalidate:
+    case MsgType.Invalidate: {
+      const key = m.key;
+      assertKey(key);
+      return { t: MsgType.Invalidate, seq: int(m, 'seq'), key, ...flush(m) };
+    }
     case MsgType.Demote: {
       const key = m.key;
       assertKey(key);
-      return { t: m.t, seq: int(m, 'seq'), key };
+      return { t: MsgType.Demote, seq: int(m, 'seq'), key };
     }
     case MsgType.Snapshot: {
       const hot = arr(m, 'hot', 10_000_000).map((x): HotEntry => {

@@ -1,0 +1,285 @@
+/**
+ * Writes from anywhere: Redis server-assisted client-side caching (CLIENT TRACKING), for hot keys
+ * only, so that a value written by a client without the SDK (redis-cli, another service, a Lua
+ * script) leaves every instance's cache within milliseconds, not at `cacheTtlMs`.
+ *
+ * Design, per Redis node a hot key lives on (one for a standalone server, one per master a hot
+ * key was read from for a Cluster), two connections of our own, made with the wrapped client's
+ * options (auth, TLS, sentinels) and `protocol: 2`:
+ * - `sub` asks its `CLIENT ID`, then SUBSCRIBEs to `__redis__:invalidate`. RESP2 on purpose:
+ *   a RESP3 redirect target gets `invalidate` push frames, which ioredis 6 drops.
+ * - `reader` runs `CLIENT TRACKING on REDIRECT <sub id> OPTIN`: Redis remembers only the keys it
+ *   reads right after `CLIENT CACHING yes`. A hot load is one transaction on it —
+ *   `MULTI, [SELECT db,] CLIENT CACHING yes, GET|HGETALL key, PTTL key, EXEC` — which reads the
+ *   value, opts that key (and no other) into tracking and reads its TTL in one round trip. Every
+ *   reply is checked: a load whose opt-in failed is not a tracked load.
+ * So Redis-side tracking state is the hot keys this instance loaded (OPTIN; a key leaves Redis's
+ * table when it is written), cold reads never touch these connections (they stay on the user's
+ * client), and the user's connection never enters tracking mode or a MULTI of ours.
+ *
+ * Each node's live state is a `TrackingSession`; a value loaded under a session is served from
+ * the local cache only while that session lives (the wrapper checks it on every cached read). A
+ * session ends — and the values loaded under it are dropped at once (`hk.dropLocal`) — when
+ * either connection closes, when they stop answering the 1 s heartbeat PING for `deadMs`, and on
+ * a flush (an invalidation with a null key list: FLUSHDB/FLUSHALL on that node). Until a new
+ * session is up (both connections ready, subscribed, tracking redirected to the new sub id),
+ * hot loads go through the user's client and are NOT cached: every read goes to Redis. An
+ * invalidation for a key drops that key's value and voids a load of it in flight (its result is
+ * not cached: the Lettuce #3481 race, an invalidation overtaking the reply on the other socket).
+ *
+ * Not seen through tracking (Redis 7.0 sends nothing): SWAPDB by an outside client. Tracking is by
+ * key name across databases, so a write to `k` in db 1 drops a cached `k` of db 0: too much,
+ * never too little.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import type { HotKeyClient } from '../client/client.ts';
+import { keyName } from './identity.ts';
+
+const CHANNEL = '__redis__:invalidate';
+
+/** A node's tracking state: values loaded under it are served while `live`. */
+export interface TrackingSession {
+  live: boolean;
+}
+/** The session of a value read without tracking: served to its own load's caller, never from the cache. */
+export const UNTRACKED: TrackingSession = Object.freeze({ live: false }) as TrackingSession;
+
+export interface TrackedRead {
+  value: unknown;
+  pttl: unknown;
+  session: TrackingSession;
+}
+
+export interface TrackingOptions {
+  /** heartbeat PING period on both connections of a node @default 1000 */
+  pingMs?: number;
+  /** a node whose connections answered no PING for this long loses its session @default 3000 */
+  deadMs?: number;
+  /** hears connection faults (they never reach the caller) @default ignore */
+  onError?: (error: Error) => void;
+}
+
+type Client = Redis | Cluster;
+type Role = 'reader' | 'sub';
+
+/** The tracking connections of one wrapped client, one NodeTracker per Redis node, made on first use. */
+export class Tracking {
+  readonly #client: Client;
+  readonly #hk: HotKeyClient;
+  readonly #isCluster: boolean;
+  readonly #options: Required<TrackingOptions>;
+  readonly #nodes = new Map<string, NodeTracker>();
+  /** makes a connection of ours to a node with the client's options (unwrapped) */
+  readonly #connect: (nodeKey: string, role: Role) => Redis | undefined;
+  #listening = false;
+
+  constructor(client: Client, hk: HotKeyClient, connect: (nodeKey: string, role: Role) => Redis | undefined, options: TrackingOptions = {}) {
+    this.#client = client;
+    this.#hk = hk;
+    this.#isCluster = (client as Partial<Cluster>).isCluster === true;
+    this.#connect = connect;
+    this.#options = { pingMs: options.pingMs ?? 1000, deadMs: options.deadMs ?? 3000, onError: options.onError ?? (() => {}) };
+  }
+
+  /** The tracker of the node holding `key` (made, and connecting, on first use); undefined while the node is unknown. */
+  nodeFor(key: string): NodeTracker | undefined {
+    const nodeKey = this.#isCluster ? (this.#client as Cluster).slots[slotOf(key)]?.[0] : 'standalone';
+    if (nodeKey === undefined) return undefined;
+    let node = this.#nodes.get(nodeKey);
+    if (node === undefined) {
+      const reader = this.#connect(nodeKey, 'reader');
+      const sub = reader && this.#connect(nodeKey, 'sub');
+      if (reader === undefined || sub === undefined) {
+        reader?.disconnect();
+        return undefined;
+      }
+      if (!this.#listening) {
+        // the client ended (quit, disconnect, retries given up): so do our connections; a later
+        // connect() of the client makes new ones on its next hot load
+        this.#listening = true;
+        this.#client.once('end', () => {
+          this.#listening = false;
+          this.close();
+        });
+      }
+      node = new NodeTracker(nodeKey, reader, sub, this.#hk, this.#options);
+      this.#nodes.set(nodeKey, node);
+    }
+    return node;
+  }
+
+  /** Node keys with a live session (for tests and stats). */
+  liveNodes(): string[] {
+    return [...this.#nodes.values()].filter((n) => n.session.live).map((n) => n.nodeKey);
+  }
+
+  close(): void {
+    for (const node of this.#nodes.values()) node.close();
+    this.#nodes.clear();
+  }
+}
+
+export class NodeTracker {
+  readonly nodeKey: string;
+  /** the current session; a dead one until both connections are up and tracking is redirected */
+  session: TrackingSession = { live: false };
+  /** invalidation messages heard (keys and flushes), for tests and stats */
+  invalidations = 0;
+  readonly #reader: Redis;
+  readonly #sub: Redis;
+  readonly #hk: HotKeyClient;
+  readonly #options: Required<TrackingOptions>;
+  /** the sub connection's CLIENT ID once it is subscribed, per connection incarnation */
+  #subscribed: Promise<number> | undefined;
+  /** bumped by every loss and every (re)establishment: a stale establishment never goes live */
+  #attempt = 0;
+  #answeredAt = performance.now();
+  readonly #timer: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(nodeKey: string, reader: Redis, sub: Redis, hk: HotKeyClient, options: Required<TrackingOptions>) {
+    this.nodeKey = nodeKey;
+    this.#reader = reader;
+    this.#sub = sub;
+    this.#hk = hk;
+    this.#options = options;
+    const fault = (err: Error) => options.onError(err);
+    reader.on('error', fault);
+    sub.on('error', fault);
+    reader.on('close', () => this.#lose());
+    sub.on('close', () => {
+      this.#subscribed = undefined;
+      this.#lose();
+    });
+    reader.on('ready', () => this.#establish());
+    sub.on('ready', () => {
+      // a fresh connection is not in subscriber mode (autoResubscribe is off): ask its id first
+      const subscribed = sub.client('ID').then(async (id) => {
+        await sub.subscribe(CHANNEL);
+        return Number(id);
+      });
+      subscribed.catch(fault);
+      this.#subscribed = subscribed;
+      this.#establish();
+    });
+    sub.on('messageBuffer', (channel: Buffer, payload: unknown) => this.#onInvalidation(channel, payload));
+    this.#timer = setInterval(() => this.#beat(), options.pingMs);
+    this.#timer.unref();
+  }
+
+  /**
+   * A tracked load: value, PTTL and the session it was opted in under, in one transaction on the
+   * reader. Rejects when the session is down or any reply is an error (then it is no tracked read).
+   */
+  async load(kind: 'get' | 'hgetall', key: string, db: number | undefined): Promise<TrackedRead> {
+    const session = this.session;
+    if (!session.live) throw new Error(`tracking of ${this.nodeKey} is down`);
+    const commands: string[][] = db === undefined ? [] : [['select', String(db)]];
+    commands.push(['client', 'caching', 'yes'], [kind, key], ['pttl', key]);
+    const replies = (await this.#reader.multi(commands).exec()) ?? [];
+    if (replies.length !== commands.length) throw new Error('tracked load: transaction discarded');
+    for (const [err] of replies) if (err) throw err;
+    return { value: replies[replies.length - 2]![1], pttl: replies[replies.length - 1]![1], session };
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#lose();
+    this.#reader.disconnect();
+    this.#sub.disconnect();
+  }
+
+  async #establish(): Promise<void> {
+    const attempt = ++this.#attempt;
+    const subscribed = this.#subscribed;
+    if (this.#closed || subscribed === undefined || this.#reader.status !== 'ready') return;
+    try {
+      const subId = await subscribed;
+      await this.#reader.client('TRACKING', 'ON', 'REDIRECT', String(subId), 'OPTIN');
+    } catch (err) {
+      this.#options.onError(err as Error);
+      return;
+    }
+    if (attempt !== this.#attempt || this.#closed || this.#reader.status !== 'ready' || this.#sub.status !== 'ready') return;
+    this.#answeredAt = performance.now();
+    this.session = { live: true };
+  }
+
+  /** Invalidations Redis could not deliver to us from now on: what we hold from this node goes. */
+  #lose(): void {
+    this.#attempt++;
+    this.#end();
+  }
+
+  /** Ends the current session and drops every value loaded under it (here only). */
+  #end(): void {
+    const old = this.session;
+    if (!old.live) return;
+    old.live = false;
+    this.session = { live: false };
+    this.#hk.dropLocal((_key, value) => (value as { session?: unknown } | null)?.session === old);
+  }
+
+  #onInvalidation(channel: Buffer, payload: unknown): void {
+    if (channel.toString() !== CHANNEL) return;
+    this.invalidations++;
+    if (payload === null) {
+      // FLUSHDB / FLUSHALL on this node (any database): every value of this node goes, and a load
+      // in flight too (its session ends); tracking itself stays on, so a new session starts now
+      const wasLive = this.session.live;
+      this.#end();
+      if (wasLive) this.session = { live: true };
+      return;
+    }
+    if (!Array.isArray(payload)) return;
+    for (const raw of payload) {
+      const key = keyName(raw);
+      if (key !== undefined) this.#hk.dropLocal(key);
+    }
+  }
+
+  /** Both connections must keep answering: a silent one (a frozen link) ends the session. */
+  #beat(): void {
+    if (!this.session.live) {
+      // an establishment that failed (a refused CLIENT TRACKING) is retried here
+      if (!this.#closed && this.#reader.status === 'ready' && this.#sub.status === 'ready') void this.#establish();
+      return;
+    }
+    if (performance.now() - this.#answeredAt > this.#options.deadMs) {
+      this.#options.onError(new Error(`tracking connections of ${this.nodeKey} silent for ${this.#options.deadMs} ms: reconnecting`));
+      this.#lose();
+      this.#reader.disconnect(true);
+      this.#sub.disconnect(true);
+      return;
+    }
+    Promise.all([this.#reader.ping(), this.#sub.ping()]).then(
+      () => {
+        this.#answeredAt = performance.now();
+      },
+      () => {},
+    );
+  }
+}
+
+/** Redis Cluster hash slot of a key: CRC16 (XMODEM) of the key or of its first non-empty `{tag}`, mod 16384. */
+export function slotOf(key: string): number {
+  const bytes = Buffer.from(key);
+  let start = 0;
+  let end = bytes.length;
+  const open = bytes.indexOf(0x7b); // {
+  if (open >= 0) {
+    const close = bytes.indexOf(0x7d, open + 1); // }
+    if (close > open + 1) {
+      start = open + 1;
+      end = close;
+    }
+  }
+  let crc = 0;
+  for (let i = start; i < end; i++) {
+    crc ^= bytes[i]! << 8;
+    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}

@@ -1,0 +1,103 @@
+/**
+ * A real 3-master Redis Cluster on 127.0.0.1 for integration tests and benchmarks: three
+ * `redis-server --cluster-enabled yes` (nothing persisted, each in its own temporary directory),
+ * joined by `redis-cli --cluster create … --cluster-replicas 0 --cluster-yes`, ready once every
+ * node says `cluster_state:ok`. `stop()` kills them and removes the directories. Every wait has a
+ * deadline.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from './redis-server.ts';
+import { delay, waitFor } from './wait.ts';
+
+export class RedisCluster {
+  readonly ports: readonly number[];
+  readonly #dir: string;
+  readonly #children: ChildProcess[];
+
+  private constructor(ports: number[], dir: string, children: ChildProcess[]) {
+    this.ports = ports;
+    this.#dir = dir;
+    this.#children = children;
+  }
+
+  /** Seed nodes as ioredis's `Cluster` takes them. */
+  get nodes(): { host: string; port: number }[] {
+    return this.ports.map((port) => ({ host: '127.0.0.1', port }));
+  }
+
+  static async start(opts: { masters?: number; timeoutMs?: number } = {}): Promise<RedisCluster> {
+    const masters = opts.masters ?? 3;
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    const dir = mkdtempSync(join(tmpdir(), 'hotkey-rc-'));
+    const ports: number[] = [];
+    for (let i = 0; i < masters; i++) ports.push(await freePort());
+    const children = ports.map((port) => {
+      const d = join(dir, String(port));
+      mkdirSync(d, { recursive: true });
+      return spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(d, 'nodes.conf'),
+          '--dir',
+          d,
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--protected-mode',
+          'no',
+        ],
+        { stdio: 'ignore' },
+      );
+    });
+    const cluster = new RedisCluster(ports, dir, children);
+    try {
+      for (const port of ports) {
+        await waitFor(`redis ${port} up`, () => cli(port, 'ping').includes('PONG'), timeoutMs);
+      }
+      const created = spawnSync(
+        'redis-cli',
+        ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+        { encoding: 'utf8', timeout: timeoutMs },
+      );
+      if (created.status !== 0)
+        throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
+      for (const port of ports) {
+        await waitFor(
+          `cluster_state:ok on ${port}`,
+          () => cli(port, 'cluster', 'info').includes('cluster_state:ok'),
+          timeoutMs,
+        );
+      }
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  /** `redis-cli -p <port> args…` on one node, its stdout (synchronous: for set-up and checks only). */
+  cli(port: number, ...args: string[]): string {
+    return cli(port, ...args);
+  }
+
+  async stop(): Promise<void> {
+    for (const child of this.#children) child.kill('SIGKILL');
+    await delay(50);
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+}
+
+function cli(port: number, ...args: string[]): string {
+  return spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 }).stdout ?? '';
+}
