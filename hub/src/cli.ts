@@ -1,15 +1,19 @@
 /**
  * `hotkey-hub`: run a hub from the command line. Flags win over HOTKEY_* environment variables.
- * Prints a human line and one machine-readable `HOTKEY_READY {json}` line that tests parse.
+ * Logs JSON lines on stdout (human lines on a TTY or with --log-pretty), plus one machine-readable
+ * `HOTKEY_READY {json}` line that tests and supervisors parse.
  * Exit codes: 0 after a graceful SIGTERM/SIGINT, 1 bad config or start failure, 2 bad usage.
  */
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ValidationError } from '@hotkey/sdk';
 import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { startDemo } from './demo/demo.ts';
 import { loadHubConfig, parseOrigins, type HubConfig } from './server/config.ts';
 import { startHub } from './server/hub.ts';
-import { DEFAULT_HOST, DEFAULT_PORT } from './server/options.ts';
+import { createLogger, isLogLevel, LOG_LEVELS, type Logger } from './server/logger.ts';
+import { DEFAULT_HOST, DEFAULT_PORT, type HubTlsOptions } from './server/options.ts';
+import { loadTls } from './server/tls.ts';
 
 const USAGE = `usage: hotkey-hub [options]
 
@@ -20,7 +24,14 @@ const USAGE = `usage: hotkey-hub [options]
   --dashboard-token T   bearer token for API reads and the page (env HOTKEY_DASHBOARD_TOKEN)
   --node-id ID          this hub's id in a cluster (env HOTKEY_NODE_ID, default random)
   --advertise-url URL   ws:// URL SDKs use to reach this hub (env HOTKEY_ADVERTISE_URL)
-  --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS)
+  --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS);
+                        rediss:// for TLS
+  --redis-ca FILE       PEM CA that signed the rediss:// server's certificate (env HOTKEY_REDIS_CA,
+                        default the system CAs)
+  --tls-cert FILE       PEM certificate: serve HTTPS and WSS on the port (env HOTKEY_TLS_CERT)
+  --tls-key FILE        PEM private key of --tls-cert (env HOTKEY_TLS_KEY)
+  --log-level L         ${LOG_LEVELS.join('|')} (env HOTKEY_LOG_LEVEL, default info)
+  --log-pretty          human log lines instead of JSON (env HOTKEY_LOG_PRETTY=1; default on a TTY)
   --allow-origin O      browser origin allowed to open /ws and /live, e.g. https://ops.example.com or *;
                         repeatable (env HOTKEY_ALLOW_ORIGIN, comma-separated; config allowedOrigins)
   --demo                also run the built-in demo traffic
@@ -46,6 +57,11 @@ function parse() {
         'node-id': { type: 'string' },
         'advertise-url': { type: 'string' },
         redis: { type: 'string' },
+        'redis-ca': { type: 'string' },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
+        'log-level': { type: 'string' },
+        'log-pretty': { type: 'boolean', default: false },
         'allow-origin': { type: 'string', multiple: true },
         demo: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
@@ -70,9 +86,27 @@ function portOf(raw: string | undefined): number {
 }
 
 /** The cluster seam: with `--redis`, hubs share members, rules and history through Redis. */
-function clusterCoordinator(url: string, nodeId: string | undefined, config: HubConfig | undefined): RedisCoordinator {
-  if (!/^rediss?:\/\//.test(url)) usageError(`--redis must be a redis:// URL, got "${url}"`);
-  return new RedisCoordinator({ url, nodeId, apps: config?.apps ?? {}, open: config === undefined });
+function clusterCoordinator(
+  url: string,
+  nodeId: string | undefined,
+  config: HubConfig | undefined,
+  logger: Logger,
+  ca: Buffer | undefined,
+): RedisCoordinator {
+  return new RedisCoordinator({
+    url,
+    nodeId,
+    apps: config?.apps ?? {},
+    open: config === undefined,
+    logger,
+    ...(ca === undefined ? {} : { tls: { ca } }),
+  });
+}
+
+/** A bad file or value behind a flag: one line naming it, exit 1 (like a bad config file). */
+function configError(message: string): never {
+  process.stderr.write(`config error: ${message}\n`);
+  process.exit(1);
 }
 
 async function main(): Promise<void> {
@@ -90,48 +124,111 @@ async function main(): Promise<void> {
   const nodeId = nonEmpty('--node-id', args['node-id'] ?? env.HOTKEY_NODE_ID);
   const advertiseUrl = nonEmpty('--advertise-url', args['advertise-url'] ?? env.HOTKEY_ADVERTISE_URL);
   const redis = nonEmpty('--redis', args.redis ?? env.HOTKEY_REDIS);
-  if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl)) usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
+  const redisCa = nonEmpty('--redis-ca', args['redis-ca'] ?? env.HOTKEY_REDIS_CA);
+  const tlsCert = nonEmpty('--tls-cert', args['tls-cert'] ?? env.HOTKEY_TLS_CERT);
+  const tlsKey = nonEmpty('--tls-key', args['tls-key'] ?? env.HOTKEY_TLS_KEY);
+  const logLevel = nonEmpty('--log-level', args['log-level'] ?? env.HOTKEY_LOG_LEVEL) ?? 'info';
+  if (!isLogLevel(logLevel)) usageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const pretty =
+    args['log-pretty'] ||
+    env.HOTKEY_LOG_PRETTY === '1' ||
+    (env.HOTKEY_LOG_PRETTY !== '0' && process.stdout.isTTY === true);
+  if ((tlsCert === undefined) !== (tlsKey === undefined))
+    usageError(tlsCert === undefined ? '--tls-key needs --tls-cert' : '--tls-cert needs --tls-key');
+  if (redis !== undefined && !/^rediss?:\/\//.test(redis))
+    usageError(`--redis must be a redis:// or rediss:// URL, got "${redis}"`);
+  if (redisCa !== undefined && redis === undefined) usageError('--redis-ca needs --redis');
+  if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl))
+    usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
 
   let config: HubConfig | undefined;
   try {
     if (configPath !== undefined) config = await loadHubConfig(configPath);
   } catch (err) {
-    if (err instanceof ValidationError) {
-      process.stderr.write(`config error: ${err.message}\n`);
-      process.exit(1);
-    }
+    if (err instanceof ValidationError) configError(err.message);
     throw err;
   }
-  const originsRaw = args['allow-origin'] ?? env.HOTKEY_ALLOW_ORIGIN?.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  const originsRaw =
+    args['allow-origin'] ??
+    env.HOTKEY_ALLOW_ORIGIN?.split(',')
+      .map((o) => o.trim())
+      .filter((o) => o !== '');
   let allowedOrigins: string[] | undefined;
   try {
     if (originsRaw !== undefined) allowedOrigins = parseOrigins(originsRaw, '--allow-origin');
   } catch (err) {
     usageError((err as Error).message);
   }
-  const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config);
+  // flags (or their env twins) win over the config file's tls; errors name where the path came from
+  let tls: HubTlsOptions | undefined;
+  try {
+    if (tlsCert !== undefined && tlsKey !== undefined)
+      tls = await loadTls({ cert: tlsCert, key: tlsKey }, { cert: '--tls-cert', key: '--tls-key' });
+    else if (config?.tls !== undefined) tls = await loadTls(config.tls);
+  } catch (err) {
+    if (err instanceof ValidationError) configError(err.message);
+    throw err;
+  }
+  let ca: Buffer | undefined;
+  if (redisCa !== undefined)
+    ca = await readFile(redisCa).catch((err: NodeJS.ErrnoException) =>
+      configError(`--redis-ca: cannot read ${redisCa}: ${err.code ?? err.message}`),
+    );
 
-  const hub = await startHub({ port, host, config, coordinator, adminToken, dashboardToken, nodeId, advertiseUrl, allowedOrigins });
+  const logger = createLogger({ level: logLevel, pretty });
+  const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config, logger, ca);
+  const safeRedis = redis?.replace(/\/\/[^@/]*@/, '//***@');
+
+  const hub = await startHub({
+    port,
+    host,
+    config,
+    coordinator,
+    adminToken,
+    dashboardToken,
+    nodeId,
+    advertiseUrl,
+    logger,
+    allowedOrigins,
+    ...(tls === undefined ? {} : { tls }),
+  });
   const pageUrl = `${hub.httpUrl}/`;
-  process.stdout.write(`hotkey hub ${hub.id} listening on ${hub.url} — dashboard ${pageUrl}${redis ? ` — cluster via ${redis.replace(/\/\/[^@]*@/, '//***@')}` : ''}\n`);
-  if (config === undefined) process.stdout.write('running OPEN: no --config, so any app is accepted without a token, with the default rule (1000 accesses per 1 s)\n');
-  if (adminToken === undefined && config?.adminToken === undefined) process.stdout.write('API writes are disabled: set --admin-token to change rules, invalidate or promote over HTTP\n');
-  process.stdout.write(`HOTKEY_READY ${JSON.stringify({ id: hub.id, port: hub.port, url: hub.url, http: hub.httpUrl })}\n`);
+  logger.info(
+    { evt: 'listening', id: hub.id, url: hub.url, http: hub.httpUrl, tls: hub.tls, cluster: safeRedis },
+    `hotkey hub ${hub.id} listening on ${hub.url} — dashboard ${pageUrl}${safeRedis ? ` — cluster via ${safeRedis}` : ''}`,
+  );
+  if (config === undefined)
+    logger.warn(
+      { evt: 'open_mode' },
+      'running OPEN: no --config, so any app is accepted without a token, with the default rule (1000 accesses per 1 s)',
+    );
+  if (adminToken === undefined && config?.adminToken === undefined)
+    logger.info(
+      { evt: 'api_writes_disabled' },
+      'API writes are disabled: set --admin-token to change rules, invalidate or promote over HTTP',
+    );
+  // the one line that is not JSON: what supervisors and tests wait for
+  process.stdout.write(
+    `HOTKEY_READY ${JSON.stringify({ id: hub.id, port: hub.port, url: hub.url, http: hub.httpUrl })}\n`,
+  );
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    process.stdout.write(`hotkey hub ${hub.id}: ${signal}, closing\n`);
+    logger.info({ evt: 'stopping', id: hub.id, signal }, `hotkey hub ${hub.id}: ${signal}, closing`);
     const force = setTimeout(() => {
-      process.stderr.write('hotkey-hub: graceful close took over 10 s, exiting\n');
+      logger.error({ evt: 'stop_timeout', id: hub.id }, 'graceful close took over 10 s, exiting');
       process.exit(1);
     }, 10_000);
     force.unref();
     hub.close().then(
-      () => process.exit(0),
+      () => {
+        logger.info({ evt: 'stopped', id: hub.id }, 'closed');
+        process.exit(0);
+      },
       (err: unknown) => {
-        process.stderr.write(`hotkey-hub: close failed: ${(err as Error).message}\n`);
+        logger.error({ evt: 'stop_failed', id: hub.id, err }, 'close failed');
         process.exit(1);
       },
     );

@@ -1,9 +1,11 @@
 /** @hotkey/hub: the hot-key hub. Explicit exports only. */
 export { startHub, Hub } from './server/hub.ts';
 export { DEFAULT_HOST, DEFAULT_PORT } from './server/options.ts';
-export type { HubConfigInput, HubOptions } from './server/options.ts';
+export type { HubConfigInput, HubOptions, HubTlsOptions } from './server/options.ts';
 export { DEFAULT_TUNABLES } from './core/tunables.ts';
 export type { HubTunables } from './core/tunables.ts';
+export { createLogger } from './server/logger.ts';
+export type { Logger, LoggerOptions, LogLevel } from './server/logger.ts';
 export { LocalCoordinator } from './cluster/local-coordinator.ts';
 export type { LocalCoordinatorOptions } from './cluster/local-coordinator.ts';
 export type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubStatus } from './cluster/coordinator.ts';

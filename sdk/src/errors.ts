@@ -36,6 +36,8 @@ export const ErrorCode = {
   Timeout: 'HK_ERR_TIMEOUT',
   /** no hub is reachable for the request */
   Unavailable: 'HK_ERR_UNAVAILABLE',
+  /** the TLS handshake with a wss:// hub failed (an untrusted or wrong certificate, TLS on one side only) */
+  Tls: 'HK_ERR_TLS',
   // The hub's HTTP API answers with these too (HttpError); the ones above keep their meaning there.
   /** HTTP: no such route, or no such app */
   NotFound: 'HK_ERR_NOT_FOUND',
@@ -97,7 +99,9 @@ export class CapacityError extends HotKeyError {
  * side that caught it, not of its peer.
  */
 export function closeCodeOf(err: unknown): number | undefined {
-  return err instanceof HotKeyError && 'closeCode' in err && typeof err.closeCode === 'number' ? err.closeCode : undefined;
+  return err instanceof HotKeyError && 'closeCode' in err && typeof err.closeCode === 'number'
+    ? err.closeCode
+    : undefined;
 }
 
 /** A rule or config that does not validate; `field` names the offending field (`rules[2].threshold`). */

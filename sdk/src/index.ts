@@ -1,7 +1,24 @@
 export { HotKeyClient, SDK_NAME } from './client/client.ts';
-export type { ClientEvents, ClientOptions, ClientStats, ClientStatus, DemoteInfo, InvalidateInfo, PromoteInfo } from './client/client.ts';
+export type {
+  ClientEvents,
+  ClientOptions,
+  ClientStats,
+  ClientStatus,
+  DemoteInfo,
+  InvalidateInfo,
+  PromoteInfo,
+} from './client/client.ts';
 export { DEFAULT_CLIENT_OPTIONS } from './options.ts';
-export { AuthError, CapacityError, closeCodeOf, ErrorCode, HotKeyError, ProtocolError, ValidationError } from './errors.ts';
+export type { ClientLogger, ClientTlsOptions } from './options.ts';
+export {
+  AuthError,
+  CapacityError,
+  closeCodeOf,
+  ErrorCode,
+  HotKeyError,
+  ProtocolError,
+  ValidationError,
+} from './errors.ts';
 export { CloseCode, DemoteReason, MAX_KEY_LENGTH, PROTOCOL_VERSION } from './wire/protocol.ts';
 export type { HubDemoteReason, SdkDemoteReason } from './wire/protocol.ts';
 export { DEFAULT_RULE, RuleSet, localThreshold, parseRules } from './rules.ts';

@@ -4,6 +4,35 @@
  * DEFAULT_REDIS_OPTIONS is the model.
  */
 
+/**
+ * TLS for `wss://` hubs, handed to ws (and so to node:tls): trust a private CA, present a client
+ * certificate. Without it the system's CAs verify the hub.
+ */
+export interface ClientTlsOptions {
+  /** CA certificate(s) the hub's certificate must chain to, PEM @default the system CAs */
+  ca?: string | Buffer | Array<string | Buffer>;
+  /** client certificate chain, PEM, for hubs that ask for one */
+  cert?: string | Buffer | Array<string | Buffer>;
+  /** private key of `cert`, PEM */
+  key?: string | Buffer | Array<string | Buffer>;
+  /** false accepts any certificate: for tests only @default true */
+  rejectUnauthorized?: boolean;
+  /** name checked against the hub's certificate @default the URL's host */
+  servername?: string;
+}
+
+/**
+ * Where the client logs connects, disconnects, refusals and faults: pino's calling convention
+ * (`logger.warn({ evt: 'disconnect', hub, code }, 'hub disconnected')`), so a pino logger (or a
+ * child of one) fits as is.
+ */
+export interface ClientLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
 export interface ClientOptions {
   /** the application name the hub knows this service by (required) */
   app: string;
@@ -39,12 +68,18 @@ export interface ClientOptions {
   maxPendingInvalidations?: number;
   /** a report is dropped (and counted) while the socket has more than this queued @default 1048576 */
   maxBufferedBytes?: number;
+  /** TLS options for `wss://` hubs (CA, client certificate) @default undefined: the system CAs */
+  tls?: ClientTlsOptions;
+  /** pino-compatible logger for connects, disconnects and refusals @default silent */
+  logger?: ClientLogger;
   /** monotonic clock in ms; tests inject one @default performance.now */
   now?: () => number;
 }
 
 /** The numeric options, each with a default. */
-export type ClientTunables = Required<Omit<ClientOptions, 'app' | 'hubs' | 'token' | 'instanceId' | 'host' | 'now'>>;
+export type ClientTunables = Required<
+  Omit<ClientOptions, 'app' | 'hubs' | 'token' | 'instanceId' | 'host' | 'now' | 'tls' | 'logger'>
+>;
 
 /**
  * Every default of the client and its connections. `welcomeTimeoutMs` is not a client option:
@@ -67,26 +102,68 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
 });
 
 /** The options after validation, every default filled in. */
-export type ResolvedClientOptions = ClientTunables & { app: string; token: string | undefined; instanceId: string; host: string };
+export type ResolvedClientOptions = ClientTunables & {
+  app: string;
+  token: string | undefined;
+  instanceId: string;
+  host: string;
+  tls: ClientTlsOptions | undefined;
+  logger: ClientLogger;
+};
+
+const SILENT: ClientLogger = Object.freeze({ debug() {}, info() {}, warn() {}, error() {} });
+const TLS_FIELDS = new Set(['ca', 'cert', 'key', 'rejectUnauthorized', 'servername']);
 
 /**
  * Validates `options` (TypeError at once on misuse) and fills in the defaults. `hubs` and `now`
  * are checked by the caller, which keeps them apart.
  */
-export function resolveClientOptions(options: ClientOptions, defaultHost: () => string, defaultInstanceId: (host: string) => string): ResolvedClientOptions {
+export function resolveClientOptions(
+  options: ClientOptions,
+  defaultHost: () => string,
+  defaultInstanceId: (host: string) => string,
+): ResolvedClientOptions {
   const { app, token } = options;
-  if (typeof app !== 'string' || app.length === 0 || app.length > 256) throw new TypeError('options.app must be a non-empty string of at most 256 characters');
-  if (token !== undefined && (typeof token !== 'string' || token.length > 256)) throw new TypeError('options.token must be a string of at most 256 characters');
+  if (typeof app !== 'string' || app.length === 0 || app.length > 256)
+    throw new TypeError('options.app must be a non-empty string of at most 256 characters');
+  if (token !== undefined && (typeof token !== 'string' || token.length > 256))
+    throw new TypeError('options.token must be a string of at most 256 characters');
   const host = options.host ?? defaultHost();
   const instanceId = options.instanceId ?? defaultInstanceId(host);
-  if (typeof instanceId !== 'string' || instanceId.length === 0 || instanceId.length > 256) throw new TypeError('options.instanceId must be a non-empty string of at most 256 characters');
-  if (typeof host !== 'string' || host.length > 256) throw new TypeError('options.host must be a string of at most 256 characters');
+  if (typeof instanceId !== 'string' || instanceId.length === 0 || instanceId.length > 256)
+    throw new TypeError('options.instanceId must be a non-empty string of at most 256 characters');
+  if (typeof host !== 'string' || host.length > 256)
+    throw new TypeError('options.host must be a string of at most 256 characters');
+  const { tls, logger } = options;
+  if (tls !== undefined) {
+    if (typeof tls !== 'object' || tls === null || Array.isArray(tls))
+      throw new TypeError('options.tls must be an object: { ca, cert, key, rejectUnauthorized, servername }');
+    for (const name of Object.keys(tls))
+      if (!TLS_FIELDS.has(name))
+        throw new TypeError(`options.tls.${name} is not a TLS option (ca, cert, key, rejectUnauthorized, servername)`);
+    if (tls.rejectUnauthorized !== undefined && typeof tls.rejectUnauthorized !== 'boolean')
+      throw new TypeError('options.tls.rejectUnauthorized must be a boolean');
+    if ((tls.cert === undefined) !== (tls.key === undefined))
+      throw new TypeError('options.tls.cert and options.tls.key go together');
+  }
+  if (
+    logger !== undefined &&
+    (typeof logger !== 'object' ||
+      logger === null ||
+      !['debug', 'info', 'warn', 'error'].every(
+        (l) => typeof (logger as unknown as Record<string, unknown>)[l] === 'function',
+      ))
+  ) {
+    throw new TypeError('options.logger must have debug, info, warn and error methods (pino-compatible)');
+  }
   const d = DEFAULT_CLIENT_OPTIONS;
   const resolved: ResolvedClientOptions = {
     app,
     token,
     instanceId,
     host,
+    tls,
+    logger: logger ?? SILENT,
     flushIntervalMs: posInt(options.flushIntervalMs, d.flushIntervalMs, 'flushIntervalMs'),
     maxEntries: posInt(options.maxEntries, d.maxEntries, 'maxEntries'),
     maxStaleMs: nonNegInt(options.maxStaleMs, d.maxStaleMs, 'maxStaleMs'),
@@ -97,21 +174,28 @@ export function resolveClientOptions(options: ClientOptions, defaultHost: () => 
     pingIntervalMs: posInt(options.pingIntervalMs, d.pingIntervalMs, 'pingIntervalMs'),
     livenessTimeoutMs: posInt(options.livenessTimeoutMs, d.livenessTimeoutMs, 'livenessTimeoutMs'),
     invalidateTimeoutMs: posInt(options.invalidateTimeoutMs, d.invalidateTimeoutMs, 'invalidateTimeoutMs'),
-    maxPendingInvalidations: posInt(options.maxPendingInvalidations, d.maxPendingInvalidations, 'maxPendingInvalidations'),
+    maxPendingInvalidations: posInt(
+      options.maxPendingInvalidations,
+      d.maxPendingInvalidations,
+      'maxPendingInvalidations',
+    ),
     maxBufferedBytes: posInt(options.maxBufferedBytes, d.maxBufferedBytes, 'maxBufferedBytes'),
   };
-  if (resolved.reconnectMaxMs < resolved.reconnectMinMs) throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');
+  if (resolved.reconnectMaxMs < resolved.reconnectMinMs)
+    throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');
   return resolved;
 }
 
 function posInt(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`options.${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new TypeError(`options.${name} must be a positive integer, got ${String(value)}`);
   return value;
 }
 
 function nonNegInt(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 0) throw new TypeError(`options.${name} must be a non-negative integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new TypeError(`options.${name} must be a non-negative integer, got ${String(value)}`);
   return value;
 }

@@ -19,15 +19,52 @@ test('defaults are filled in', () => {
 });
 
 test('validation names the field', () => {
-  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1 }, { match: 'b', threshold: 0 }])), 'rules[1].threshold');
-  assert.is(fieldOf(() => parseRules([{ match: '', threshold: 1 }])), 'rules[0].match');
-  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1, windowMs: 'x' }])), 'rules[0].windowMs');
-  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1, thresold: 2 }])), 'rules[0].thresold');
-  assert.is(fieldOf(() => parseRules([{ match: 'a' }])), 'rules[0].threshold');
-  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1 }, { match: 'a', threshold: 2 }])), 'rules[1].match');
-  assert.is(fieldOf(() => parseRules([{ match: 'a', threshold: 1, demoteRatio: 2 }])), 'rules[0].demoteRatio');
-  assert.is(fieldOf(() => parseRules({})), 'rules');
-  assert.is(fieldOf(() => parseRules([null])), 'rules[0]');
+  assert.is(
+    fieldOf(() =>
+      parseRules([
+        { match: 'a', threshold: 1 },
+        { match: 'b', threshold: 0 },
+      ]),
+    ),
+    'rules[1].threshold',
+  );
+  assert.is(
+    fieldOf(() => parseRules([{ match: '', threshold: 1 }])),
+    'rules[0].match',
+  );
+  assert.is(
+    fieldOf(() => parseRules([{ match: 'a', threshold: 1, windowMs: 'x' }])),
+    'rules[0].windowMs',
+  );
+  assert.is(
+    fieldOf(() => parseRules([{ match: 'a', threshold: 1, thresold: 2 }])),
+    'rules[0].thresold',
+  );
+  assert.is(
+    fieldOf(() => parseRules([{ match: 'a' }])),
+    'rules[0].threshold',
+  );
+  assert.is(
+    fieldOf(() =>
+      parseRules([
+        { match: 'a', threshold: 1 },
+        { match: 'a', threshold: 2 },
+      ]),
+    ),
+    'rules[1].match',
+  );
+  assert.is(
+    fieldOf(() => parseRules([{ match: 'a', threshold: 1, demoteRatio: 2 }])),
+    'rules[0].demoteRatio',
+  );
+  assert.is(
+    fieldOf(() => parseRules({})),
+    'rules',
+  );
+  assert.is(
+    fieldOf(() => parseRules([null])),
+    'rules[0]',
+  );
 });
 
 test('a field in the wrong case is named with the field meant', () => {
@@ -41,13 +78,15 @@ test('a field in the wrong case is named with the field meant', () => {
 });
 
 test('most specific rule wins', () => {
-  const set = new RuleSet(parseRules([
-    { match: '*', threshold: 1 },
-    { match: 'item:*', threshold: 2 },
-    { match: 'item:1*', threshold: 3 },
-    { match: 'item:42', threshold: 4 },
-    { match: 'item:?2', threshold: 5 },
-  ]));
+  const set = new RuleSet(
+    parseRules([
+      { match: '*', threshold: 1 },
+      { match: 'item:*', threshold: 2 },
+      { match: 'item:1*', threshold: 3 },
+      { match: 'item:42', threshold: 4 },
+      { match: 'item:?2', threshold: 5 },
+    ]),
+  );
   assert.is(set.ruleFor('item:42')?.threshold, 4);
   assert.is(set.ruleFor('item:12')?.threshold, 3); // tie on literals and wildcards: the earlier rule wins
   assert.is(set.ruleFor('item:52')?.threshold, 5);
@@ -63,7 +102,13 @@ test('no rules means the default rule; rules without a catch-all leave other key
 });
 
 test('globs treat regex characters literally and keys like __proto__ safely', () => {
-  const set = new RuleSet(parseRules([{ match: 'a.b*', threshold: 1 }, { match: '__proto__', threshold: 2 }, { match: 'x(y)?', threshold: 3 }]));
+  const set = new RuleSet(
+    parseRules([
+      { match: 'a.b*', threshold: 1 },
+      { match: '__proto__', threshold: 2 },
+      { match: 'x(y)?', threshold: 3 },
+    ]),
+  );
   assert.is(set.match('axb1'), -1);
   assert.is(set.ruleFor('a.b1')?.threshold, 1);
   assert.is(set.ruleFor('__proto__')?.threshold, 2);

@@ -52,7 +52,16 @@ const INTEGER_FIELDS = {
   cacheTtlMs: [0, 86_400_000],
   demoteWindows: [1, 100],
 } as const;
-const KNOWN_FIELDS = new Set(['match', 'threshold', 'windowMs', 'hotMs', 'cacheTtlMs', 'cache', 'demoteRatio', 'demoteWindows']);
+const KNOWN_FIELDS = new Set([
+  'match',
+  'threshold',
+  'windowMs',
+  'hotMs',
+  'cacheTtlMs',
+  'cache',
+  'demoteRatio',
+  'demoteWindows',
+]);
 
 function fail(field: string, message: string): never {
   throw new ValidationError(ErrorCode.Rules, field, message);
@@ -72,7 +81,10 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
   if (match.length > MAX_MATCH_LENGTH) fail(`${field}.match`, `must be at most ${MAX_MATCH_LENGTH} characters`);
   if (raw.threshold === undefined) fail(`${field}.threshold`, 'is required');
   const rule: Rule = { match, threshold: 0, ...RULE_DEFAULTS };
-  for (const [name, [min, max]] of Object.entries(INTEGER_FIELDS) as [keyof typeof INTEGER_FIELDS, readonly [number, number]][]) {
+  for (const [name, [min, max]] of Object.entries(INTEGER_FIELDS) as [
+    keyof typeof INTEGER_FIELDS,
+    readonly [number, number],
+  ][]) {
     const value = raw[name];
     if (value === undefined) continue;
     if (typeof value !== 'number' || !Number.isInteger(value)) fail(`${field}.${name}`, 'must be an integer');
@@ -85,7 +97,8 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
   }
   if (raw.demoteRatio !== undefined) {
     const ratio = raw.demoteRatio;
-    if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1)) fail(`${field}.demoteRatio`, 'must be a number in (0, 1]');
+    if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1))
+      fail(`${field}.demoteRatio`, 'must be a number in (0, 1]');
     rule.demoteRatio = ratio;
   }
   return rule;

@@ -24,7 +24,14 @@
 import WebSocket from 'ws';
 import { once } from 'node:events';
 import { Ownership } from '../../sdk/src/ownership.ts';
-import { decodeFrame, decodeServerMessage, encode, MsgType, PROTOCOL_VERSION, type Member } from '../../sdk/src/wire/protocol.ts';
+import {
+  decodeFrame,
+  decodeServerMessage,
+  encode,
+  MsgType,
+  PROTOCOL_VERSION,
+  type Member,
+} from '../../sdk/src/wire/protocol.ts';
 import { fromParent, toParent } from './harness.ts';
 import { ZipfSampler, mulberry32 } from './zipf.ts';
 

@@ -12,11 +12,17 @@ import { ProtocolPeer } from '../support/protocol-peer.ts';
 import { waitFor } from '../support/wait.ts';
 import { RedisServer } from '../support/redis-server.ts';
 
-const { withHotKeys } = (await import(process.env.WRAPPER ?? '@hotkey/sdk/ioredis')) as typeof import('@hotkey/sdk/ioredis');
+const { withHotKeys } = (await import(
+  process.env.WRAPPER ?? '@hotkey/sdk/ioredis'
+)) as typeof import('@hotkey/sdk/ioredis');
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
-async function cpuPerOp(ops: number, batch: number, run: () => Promise<unknown>): Promise<{ cpuNs: number; wallNs: number }> {
+async function cpuPerOp(
+  ops: number,
+  batch: number,
+  run: () => Promise<unknown>,
+): Promise<{ cpuNs: number; wallNs: number }> {
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   for (let done = 0; done < ops; done += batch) {
@@ -40,7 +46,16 @@ const wrapped = withHotKeys(new Redis(server.url), hk);
 try {
   await plain.set('item:hot', 'v'.repeat(64));
   await plain.set('item:cold', 'v'.repeat(64));
-  sock.send({ t: MsgType.Promote, seq: 1, key: 'item:hot', qps: 1e5, hotMs: 600_000, cacheTtlMs: 600_000, cache: true, at: 0 });
+  sock.send({
+    t: MsgType.Promote,
+    seq: 1,
+    key: 'item:hot',
+    qps: 1e5,
+    hotMs: 600_000,
+    cacheTtlMs: 600_000,
+    cache: true,
+    at: 0,
+  });
   await waitFor('item:hot hot', () => hk.isHot('item:hot'), 5000);
   await wrapped.get('item:hot');
   const rows: Record<string, number[]> = { hkHit: [], wrappedHit: [], plainCold: [], wrappedCold: [] };
@@ -51,7 +66,13 @@ try {
     rows.wrappedCold!.push((await cpuPerOp(20_000, 100, () => wrapped.get('item:cold'))).cpuNs);
   }
   const out = Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, Math.round(median(v))]));
-  console.log(JSON.stringify({ wrapper: process.env.WRAPPER ?? 'current', cpuNsPerOp: out, wrappedColdOverheadNs: out.wrappedCold! - out.plainCold! }));
+  console.log(
+    JSON.stringify({
+      wrapper: process.env.WRAPPER ?? 'current',
+      cpuNsPerOp: out,
+      wrappedColdOverheadNs: out.wrappedCold! - out.plainCold!,
+    }),
+  );
 } finally {
   plain.disconnect();
   wrapped.disconnect();

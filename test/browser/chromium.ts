@@ -28,7 +28,8 @@ export class Chromium {
     this.#profile = profile;
   }
 
-  static async launch(): Promise<Chromium> {
+  /** @param [opts.args] extra Chromium flags, e.g. `--ignore-certificate-errors-spki-list=<hash>` to trust one test certificate */
+  static async launch(opts: { args?: string[] } = {}): Promise<Chromium> {
     const profile = mkdtempSync(join(tmpdir(), 'hotkey-chromium-'));
     // a fresh --user-data-dir: playwright passes it for a persistent context
     const context = await chromium.launchPersistentContext(profile, {
@@ -45,6 +46,7 @@ export class Chromium {
         '--disable-background-networking',
         '--disable-component-update',
         '--disable-sync',
+        ...(opts.args ?? []),
       ],
     });
     context.setDefaultTimeout(10_000);

@@ -134,7 +134,10 @@ test('promote by hand through a hub that does not own the key: the owner promote
   );
   assert.is(event.hub, 'hub-b', 'the owner hub decided it');
   assert.is(event.manual, true);
-  const hot = (await httpJson(`${cluster.hub('hub-b').httpUrl}/api/hot?app=${APP}`)).body.hot as { key: string; hub: string }[];
+  const hot = (await httpJson(`${cluster.hub('hub-b').httpUrl}/api/hot?app=${APP}`)).body.hot as {
+    key: string;
+    hub: string;
+  }[];
   assert.is(hot.find((h) => h.key === key)?.hub, 'hub-b');
   // the owner's refusal passes through: a key no rule matches
   const [unmatched] = Cluster.keysOwnedBy(IDS, 'hub-b', 1, 'user:');

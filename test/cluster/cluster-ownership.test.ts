@@ -73,7 +73,10 @@ test('a key hot only in aggregate is promoted once, by its owner, and every SDK 
     return r.body.statuses.length === 3 ? r : undefined;
   });
   for (const status of body.statuses as { id: string; hotKeys: { key: string }[] }[]) {
-    const keys = status.hotKeys.map((h) => h.key).filter((k) => hot.includes(k)).sort();
+    const keys = status.hotKeys
+      .map((h) => h.key)
+      .filter((k) => hot.includes(k))
+      .sort();
     assert.equal(keys, hot.filter((k) => Cluster.owner(IDS, k) === status.id).sort(), `hot set of ${status.id}`);
   }
 });

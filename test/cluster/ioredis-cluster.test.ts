@@ -17,7 +17,12 @@ import { request } from '../support/http.ts';
 
 const ADMIN = 'admin-cluster-ioredis';
 const configPath = writeConfig(
-  { apps: { shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 }] } }, adminToken: ADMIN },
+  {
+    apps: {
+      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 }] },
+    },
+    adminToken: ADMIN,
+  },
   'hotkey-ioredis-cluster-',
 );
 
@@ -33,7 +38,11 @@ function cluster(): Cluster {
 }
 
 async function promote(key: string): Promise<void> {
-  const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, { method: 'POST', body: JSON.stringify({ key }), token: ADMIN });
+  const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, {
+    method: 'POST',
+    body: JSON.stringify({ key }),
+    token: ADMIN,
+  });
   assert.is(res.status, 200, JSON.stringify(res.body));
   await waitFor(`${key} hot`, () => hk.isHot(key));
 }

@@ -251,7 +251,17 @@ test('the live feed reaches every hub once, and statuses show the whole cluster'
   await waitFor('bad message counted', () => hubs[0]!.stats().badMessages === 1);
 
   const status = (id: string): HubStatus => ({
-    id, url: `ws://127.0.0.1:1/${id}`, startedAt: Date.now(), ingestRate: 10, connections: 2, heapUsed: 1, rss: 1, redis: 'ok', hotKeys: [], instanceRows: [], updatedAt: Date.now(),
+    id,
+    url: `ws://127.0.0.1:1/${id}`,
+    startedAt: Date.now(),
+    ingestRate: 10,
+    connections: 2,
+    heapUsed: 1,
+    rss: 1,
+    redis: 'ok',
+    hotKeys: [],
+    instanceRows: [],
+    updatedAt: Date.now(),
   });
   for (const h of hubs) h.publishStatus(status(h.selfId));
   for (const h of hubs)

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { CloseCode, MsgType } from '@hotkey/sdk/protocol';
 import { HubProcess, runHubCli } from '../support/hub-process.ts';
 import { RawClient } from '../support/raw-client.ts';
+import { waitFor } from '../support/wait.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hotkey-cli-'));
 function configFile(name: string, content: unknown): string {
@@ -103,23 +104,141 @@ test('bad usage exits 2 with the usage text', async () => {
     ['--port', '70000'],
     ['--advertise-url', 'http://x'],
     ['--redis', 'nope'],
+    ['--log-level', 'verbose'],
+    ['--tls-key', 'k.pem'],
   ];
-  const runs = await Promise.all(argsList.map((args) => runHubCli(args, { timeoutMs: 30_000 })));
+  const runs = await Promise.all(argsList.map((args) => runHubCli(args, { timeoutMs: 60_000 })));
   runs.forEach((r, i) => {
     assert.is(r.code, 2, `${argsList[i]!.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, /usage: hotkey-hub/);
   });
   const env = await runHubCli([], { env: { HOTKEY_PORT: 'x' } });
   assert.is(env.code, 2, 'env values are validated like flags');
+  const level = await runHubCli([], { env: { HOTKEY_LOG_LEVEL: 'loud' } });
+  assert.is(level.code, 2);
+  assert.match(level.stderr, /--log-level must be one of error, warn, info, debug, got "loud"/);
   const help = await runHubCli(['--help']);
   assert.is(help.code, 0);
   assert.match(help.stdout, /--config FILE/);
 });
 
+/** stdout as log events: every line but HOTKEY_READY must be one JSON object. */
+function events(stdout: string): Record<string, any>[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('HOTKEY_READY '))
+    .map((line) => {
+      try {
+        return JSON.parse(line);
+      } catch {
+        throw new Error(`not a JSON log line: ${JSON.stringify(line)}`);
+      }
+    });
+}
+
+test('logs: JSON lines, one event with fields per promotion, refusal (with its close code), rule change and admin write', async () => {
+  const path = configFile('logs.json', {
+    apps: { shop: { token: 's3cret', rules: [{ match: 'item:*', threshold: 3 }] } },
+    adminToken: 'adm',
+  });
+  const [hub, quiet] = await Promise.all([
+    HubProcess.start({ args: ['--config', path], readyTimeoutMs: 90_000 }),
+    HubProcess.start({ args: ['--config', path], env: { HOTKEY_LOG_LEVEL: 'warn' }, readyTimeoutMs: 90_000 }),
+  ]);
+  try {
+    for (const h of [hub, quiet]) {
+      const { client } = await RawClient.join(h.url, 'shop', { token: 's3cret', instance: 'inst-1' });
+      client.send({ t: MsgType.Report, keys: ['item:7'], counts: [10] });
+      assert.is((await client.next(MsgType.Promote)).key, 'item:7');
+      client.close();
+      const unknown = await RawClient.connect(h.url);
+      unknown.send({ t: MsgType.Hello, v: 1, app: 'other', instance: 'i', sdk: 'x' });
+      assert.is((await unknown.closeEvent()).code, CloseCode.UnknownApp);
+      const wrong = await RawClient.connect(h.url);
+      wrong.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 'nope', instance: 'i', sdk: 'x' });
+      assert.is((await wrong.closeEvent()).code, CloseCode.Auth);
+    }
+    const put = await fetch(`${hub.httpUrl}/api/apps/shop/rules`, {
+      method: 'PUT',
+      headers: { authorization: 'Bearer adm' },
+      body: '[{"match":"x:*","threshold":7}]',
+      signal: AbortSignal.timeout(3000),
+    });
+    assert.is(put.status, 200);
+    const denied = await fetch(`${hub.httpUrl}/api/apps/shop/invalidate`, {
+      method: 'POST',
+      body: '{"key":"item:7"}',
+      signal: AbortSignal.timeout(3000),
+    });
+    assert.is(denied.status, 401);
+
+    const find = (evt: string, pred: (e: Record<string, any>) => boolean = () => true) =>
+      events(hub.stdout).find((e) => e.evt === evt && pred(e));
+    await waitFor(
+      'the rule change and the refused write logged',
+      () => find('rules') !== undefined && find('api_write', (e) => e.status === 401) !== undefined,
+      5000,
+    );
+    const promote = find('promote')!;
+    assert.ok(promote, hub.stdout);
+    assert.is(promote.level, 'info');
+    assert.is(promote.app, 'shop');
+    assert.is(promote.key, 'item:7');
+    assert.ok(promote.qps > 0 && promote.threshold === 3, JSON.stringify(promote));
+    assert.type(promote.time, 'string');
+    const refusedApp = find('refused', (e) => e.close === CloseCode.UnknownApp)!;
+    assert.is(refusedApp.code, 'HK_ERR_UNKNOWN_APP', JSON.stringify(refusedApp));
+    assert.is(refusedApp.level, 'warn');
+    const refusedAuth = find('refused', (e) => e.close === CloseCode.Auth)!;
+    assert.is(refusedAuth.code, 'HK_ERR_AUTH');
+    assert.is(refusedAuth.app, undefined, 'a refused hello is not counted as the app');
+    assert.equal(find('rules')!.matches, ['x:*']);
+    const write = find('api_write', (e) => e.method === 'PUT')!;
+    assert.equal([write.path, write.app, write.status, write.rules], ['/api/apps/shop/rules', 'shop', 200, 1]);
+    assert.is(
+      find('api_write', (e) => e.status === 401)!.key,
+      undefined,
+      'a refused write is logged before its body is read',
+    );
+    assert.ok(find('listening'), 'start-up is an event too');
+    assert.not.match(hub.stdout, /s3cret|Bearer|"adm"/, 'tokens are never logged');
+
+    await waitFor(
+      'the quiet hub logged the refusals',
+      () => events(quiet.stdout).filter((e) => e.evt === 'refused').length >= 2,
+      5000,
+    );
+    const quietEvents = events(quiet.stdout);
+    assert.not.ok(
+      quietEvents.some((e) => e.evt === 'promote'),
+      'HOTKEY_LOG_LEVEL=warn drops info events',
+    );
+    assert.ok(
+      quietEvents.every((e) => e.level === 'warn' || e.level === 'error'),
+      quiet.stdout,
+    );
+  } finally {
+    await Promise.all([hub.stop(), quiet.stop()]);
+  }
+});
+
+test('--log-pretty: one human line per event', async () => {
+  const hub = await HubProcess.start({ args: ['--log-pretty'], readyTimeoutMs: 90_000 });
+  try {
+    assert.match(
+      hub.stdout,
+      /^\d\d:\d\d:\d\d\.\d{3} INFO {2}listening: hotkey hub \S+ listening on ws:\/\/127\.0\.0\.1:\d+\/ws/m,
+    );
+    assert.match(hub.stdout, /^\d\d:\d\d:\d\d\.\d{3} WARN {2}open_mode: running OPEN/m);
+  } finally {
+    await hub.stop();
+  }
+});
+
 test('a busy port fails start-up with exit 1', async () => {
   const hub = await HubProcess.start();
   try {
-    const r = await runHubCli(['--port', String(hub.port)]);
+    const r = await runHubCli(['--port', String(hub.port)], { timeoutMs: 60_000 });
     assert.is(r.code, 1);
     assert.match(r.stderr, /EADDRINUSE/);
   } finally {

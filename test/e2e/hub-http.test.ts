@@ -52,7 +52,10 @@ test('reports show up in metrics, /api/hot, /api/instances, /api/events and /api
   assert.is(hot.status, 200);
   assert.is(hot.body.hot.length, 1);
   const row = hot.body.hot[0];
-  assert.equal({ app: row.app, key: row.key, threshold: row.threshold, instances: row.instances, hub: row.hub }, { app: 'shop', key: 'item:1', threshold: 50, instances: 1, hub: e2e.hub.id });
+  assert.equal(
+    { app: row.app, key: row.key, threshold: row.threshold, instances: row.instances, hub: row.hub },
+    { app: 'shop', key: 'item:1', threshold: 50, instances: 1, hub: e2e.hub.id },
+  );
   // 50 accesses over the time the window covers: 9 slices of 100 ms plus 0..100 ms of the current one
   assert.ok(row.qps >= 50 && row.qps <= (50 * 1000) / 900, `qps ${row.qps}`);
   assert.ok(row.since > Date.now() - 5000);

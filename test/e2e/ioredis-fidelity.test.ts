@@ -18,7 +18,12 @@ import { request } from '../support/http.ts';
 
 const ADMIN = 'admin-fidelity';
 const configPath = writeConfig(
-  { apps: { shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 }] } }, adminToken: ADMIN },
+  {
+    apps: {
+      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 }] },
+    },
+    adminToken: ADMIN,
+  },
   'hotkey-fidelity-',
 );
 
@@ -46,7 +51,11 @@ function pair(options: RedisOptions = {}, wrap: WithHotKeysOptions = {}): [Redis
 const UNTRACKED = { tracking: false } as const;
 
 async function promote(key: string): Promise<void> {
-  const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, { method: 'POST', body: JSON.stringify({ key }), token: ADMIN });
+  const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, {
+    method: 'POST',
+    body: JSON.stringify({ key }),
+    token: ADMIN,
+  });
   assert.is(res.status, 200, JSON.stringify(res.body));
   await waitFor(`${key} hot`, () => hk.isHot(key));
 }
@@ -72,20 +81,31 @@ test.after(async () => {
   await Promise.all([server?.stop(), server2?.stop()]);
 });
 
-test('built-ins, instanceof, constructor, String(), enumeration, status and options are the client\'s own', async () => {
+test("built-ins, instanceof, constructor, String(), enumeration, status and options are the client's own", async () => {
   const [plain, wrapped] = pair({ keyPrefix: 'fid:' });
   await Promise.all([plain.ping(), wrapped.ping()]);
-  await same('hasOwnProperty', plain, wrapped, (c) => ['status', 'options', 'sendCommand', 'get', 'duplicate'].map((p) => c.hasOwnProperty(p)));
+  await same('hasOwnProperty', plain, wrapped, (c) =>
+    ['status', 'options', 'sendCommand', 'get', 'duplicate'].map((p) => c.hasOwnProperty(p)),
+  );
   await same('String()', plain, wrapped, (c) => [String(c), `${c}`, Object.prototype.toString.call(c), c.toString()]);
   await same('valueOf', plain, wrapped, (c) => c.valueOf() === c);
-  await same('constructor / instanceof', plain, wrapped, (c) => [c.constructor === plain.constructor, c.constructor.name, c instanceof Redis, c instanceof EventEmitter]);
+  await same('constructor / instanceof', plain, wrapped, (c) => [
+    c.constructor === plain.constructor,
+    c.constructor.name,
+    c instanceof Redis,
+    c instanceof EventEmitter,
+  ]);
   await same('own keys', plain, wrapped, (c) => Object.keys(c).sort());
   await same('for-in keys', plain, wrapped, (c) => {
     const keys: string[] = [];
     for (const k in c) keys.push(k);
     return keys.sort();
   });
-  await same('typeof methods', plain, wrapped, (c) => ['get', 'set', 'on', 'once', 'pipeline', 'multi', 'call', 'sendCommand', 'duplicate'].map((m) => typeof (c as any)[m]));
+  await same('typeof methods', plain, wrapped, (c) =>
+    ['get', 'set', 'on', 'once', 'pipeline', 'multi', 'call', 'sendCommand', 'duplicate'].map(
+      (m) => typeof (c as any)[m],
+    ),
+  );
   await same('status', plain, wrapped, (c) => c.status);
   await same('options', plain, wrapped, (c) => [c.options.host, c.options.port, c.options.db, c.options.keyPrefix]);
   await same('JSON of options', plain, wrapped, (c) => Object.keys(c.options).sort());
@@ -120,8 +140,17 @@ test('events: chaining returns the client, listeners see it as this', async () =
 test('commands: promise, callback, call(), pipeline, multi, errors give the same results', async () => {
   const [plain, wrapped] = pair();
   await plain.del('f:s', 'f:n', 'f:h');
-  await same('set/get', plain, wrapped, async (c) => [await c.set('f:s', 'v'), await c.get('f:s'), await c.get('f:none')]);
-  await same('callback style', plain, wrapped, (c) => new Promise((resolve) => c.get('f:s', (err, v) => resolve([err, v]))));
+  await same('set/get', plain, wrapped, async (c) => [
+    await c.set('f:s', 'v'),
+    await c.get('f:s'),
+    await c.get('f:none'),
+  ]);
+  await same(
+    'callback style',
+    plain,
+    wrapped,
+    (c) => new Promise((resolve) => c.get('f:s', (err, v) => resolve([err, v]))),
+  );
   await same('call()', plain, wrapped, async (c) => [await c.call('get', 'f:s'), await c.call('set', 'f:s', 'v')]);
   await same('hash', plain, wrapped, async (c) => {
     await c.del('f:h');
@@ -222,8 +251,16 @@ test('instrumentation: a sinon-style spy and OpenTelemetry-style shimmer wrappin
     assert.is(await wrapped.get('hot:spy'), 'c');
     // a hot GET answered locally is no Redis command: neither sendCommand sees it; a hot load
     // sends its PTTL right behind the GET (the cached copy never outlives the key in Redis)
-    assert.equal(names, ['set', 'get', 'pttl', 'set', 'get', 'pttl'], 'every command sent seen once by the instance wrapper');
-    assert.equal(protoNames, ['set', 'get', 'pttl', 'set', 'get', 'pttl'], 'only commands sent to Redis reach the class');
+    assert.equal(
+      names,
+      ['set', 'get', 'pttl', 'set', 'get', 'pttl'],
+      'every command sent seen once by the instance wrapper',
+    );
+    assert.equal(
+      protoNames,
+      ['set', 'get', 'pttl', 'set', 'get', 'pttl'],
+      'only commands sent to Redis reach the class',
+    );
   } finally {
     Redis.prototype.sendCommand = protoOriginal;
   }

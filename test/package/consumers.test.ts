@@ -40,12 +40,26 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...env, NO_COLOR: '1', FORCE_COLOR: '0', ...extra };
 }
 
-function run(cmd: string, args: string[], opts: { cwd: string; timeoutMs: number; env?: Record<string, string> }): Promise<{ stdout: string; stderr: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd: string; timeoutMs: number; env?: Record<string, string> },
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { cwd: opts.cwd, env: cleanEnv(opts.env), timeout: opts.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${cmd} ${args.join(' ')} failed (${err.code ?? err.signal ?? err.message}) in ${opts.cwd}\n${stdout}\n${stderr}`));
-      else resolve({ stdout, stderr });
-    });
+    execFile(
+      cmd,
+      args,
+      { cwd: opts.cwd, env: cleanEnv(opts.env), timeout: opts.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 16 << 20 },
+      (err, stdout, stderr) => {
+        if (err)
+          reject(
+            new Error(
+              `${cmd} ${args.join(' ')} failed (${err.code ?? err.signal ?? err.message}) in ${opts.cwd}\n${stdout}\n${stderr}`,
+            ),
+          );
+        else resolve({ stdout, stderr });
+      },
+    );
   });
 }
 
@@ -71,21 +85,35 @@ async function startScopeRegistry(tarballs: Map<string, string>): Promise<{ serv
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/${prefix}/`;
   for (const [name, file] of tarballs) {
-    const manifest = JSON.parse((await run('tar', ['-xzOf', file, 'package/package.json'], { cwd: ROOT, timeoutMs: 10_000 })).stdout) as { version: string };
+    const manifest = JSON.parse(
+      (await run('tar', ['-xzOf', file, 'package/package.json'], { cwd: ROOT, timeoutMs: 10_000 })).stdout,
+    ) as { version: string };
     const bytes = readFileSync(file);
     const dist = {
       tarball: `${url}-/${file.slice(file.lastIndexOf('/') + 1)}`,
       shasum: createHash('sha1').update(bytes).digest('hex'),
       integrity: `sha512-${createHash('sha512').update(bytes).digest('base64')}`,
     };
-    packuments.set(name, { name, 'dist-tags': { latest: manifest.version }, versions: { [manifest.version]: { ...manifest, dist } } });
+    packuments.set(name, {
+      name,
+      'dist-tags': { latest: manifest.version },
+      versions: { [manifest.version]: { ...manifest, dist } },
+    });
   }
   return { server, url };
 }
 
 /** Starts `npx @hotkey/hub …` in its own process group and waits for its HOTKEY_READY line. */
-async function startHub(cwd: string, args: string[]): Promise<{ child: ChildProcess; url: string; http: string; output: () => string }> {
-  const child = spawn('npx', ['@hotkey/hub', ...args], { cwd, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+async function startHub(
+  cwd: string,
+  args: string[],
+): Promise<{ child: ChildProcess; url: string; http: string; output: () => string }> {
+  const child = spawn('npx', ['@hotkey/hub', ...args], {
+    cwd,
+    env: cleanEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
@@ -221,7 +249,10 @@ function readmeSnippet(): string {
 function readmeInstallCommands(): string[] {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const section = readme.slice(readme.indexOf('## Install'), readme.indexOf('## Use it from a service'));
-  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.split('\n')).map((l) => l.replace(/\s+#.*$/, '').trim()).filter(Boolean);
+  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .flatMap((m) => m[1]!.split('\n'))
+    .map((l) => l.replace(/\s+#.*$/, '').trim())
+    .filter(Boolean);
 }
 
 let work: string;
@@ -244,7 +275,10 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   mkdirSync(packDir);
 
   // one recursive pack, in dependency order: each package's prepack builds it
-  await run('pnpm', ['-r', ...PACKAGES.flatMap((p) => ['--filter', `./${p}`]), 'pack', '--pack-destination', packDir], { cwd: ROOT, timeoutMs: 120_000 });
+  await run('pnpm', ['-r', ...PACKAGES.flatMap((p) => ['--filter', `./${p}`]), 'pack', '--pack-destination', packDir], {
+    cwd: ROOT,
+    timeoutMs: 120_000,
+  });
   const tarballs = new Map<string, string>();
   for (const pkg of PACKAGES) {
     const file = readdirSync(packDir).find((f) => f.startsWith(`hotkey-${pkg}-`) && f.endsWith('.tgz'));
@@ -254,7 +288,8 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   const listing = (await run('tar', ['-tzf', tarballs.get('@hotkey/hub')!], { cwd: work, timeoutMs: 10_000 })).stdout;
   assert.ok(listing.includes('package/dist/cli.js') && listing.includes('package/bin/hotkey-hub.js'), listing);
   assert.not.ok(/package\/src\//.test(listing), 'the hub tarball ships no TypeScript sources');
-  const dashListing = (await run('tar', ['-tzf', tarballs.get('@hotkey/dashboard')!], { cwd: work, timeoutMs: 10_000 })).stdout;
+  const dashListing = (await run('tar', ['-tzf', tarballs.get('@hotkey/dashboard')!], { cwd: work, timeoutMs: 10_000 }))
+    .stdout;
   assert.ok(dashListing.includes('package/dist/assets/app.js'), dashListing);
 
   const packedAt = Date.now();
@@ -265,20 +300,34 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   const app = join(work, 'app');
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-  writeFileSync(join(app, '.npmrc'), `@hotkey:registry=${reg.url}\naudit=false\nfund=false\nprefer-offline=true\nupdate-notifier=false\n`);
+  writeFileSync(
+    join(app, '.npmrc'),
+    `@hotkey:registry=${reg.url}\naudit=false\nfund=false\nprefer-offline=true\nupdate-notifier=false\n`,
+  );
   const install = readmeInstallCommands();
   assert.equal(install[0], 'npm install @hotkey/sdk ioredis');
   assert.equal(install[1], 'npx @hotkey/hub');
   assert.ok(install[2]?.startsWith('npm install -g @hotkey/hub && hotkey-hub '), install[2]);
   // the README's command, plus the hub (so npx runs the installed one) and the TypeScript tools
-  await run('npm', ['install', '@hotkey/sdk', 'ioredis', '@hotkey/hub', 'typescript@~5.9.3', '@types/node@^20'], { cwd: app, timeoutMs: 120_000 });
+  await run('npm', ['install', '@hotkey/sdk', 'ioredis', '@hotkey/hub', 'typescript@~5.9.3', '@types/node@^20'], {
+    cwd: app,
+    timeoutMs: 120_000,
+  });
   const installedAt = Date.now();
-  console.log(`# packed in ${((packedAt - started) / 1000).toFixed(1)} s, installed in ${((installedAt - packedAt) / 1000).toFixed(1)} s`);
+  console.log(
+    `# packed in ${((packedAt - started) / 1000).toFixed(1)} s, installed in ${((installedAt - packedAt) / 1000).toFixed(1)} s`,
+  );
 
   const config = join(work, 'hub.json');
-  writeFileSync(config, JSON.stringify({ apps: { shop: { token: TOKEN, rules: [{ match: 'item:*', threshold: 20, hotMs: 30_000 }] } } }));
+  writeFileSync(
+    config,
+    JSON.stringify({ apps: { shop: { token: TOKEN, rules: [{ match: 'item:*', threshold: 20, hotMs: 30_000 }] } } }),
+  );
   hub = await startHub(app, ['--port', '0', '--config', config]);
-  assert.not.ok(/^import .*tsx/m.test(readFileSync(join(app, 'node_modules/@hotkey/hub/bin/hotkey-hub.js'), 'utf8')), 'the bin needs no TypeScript loader');
+  assert.not.ok(
+    /^import .*tsx/m.test(readFileSync(join(app, 'node_modules/@hotkey/hub/bin/hotkey-hub.js'), 'utf8')),
+    'the bin needs no TypeScript loader',
+  );
   assert.not.ok(readdirSync(join(app, 'node_modules')).includes('tsx'), 'tsx is not installed with the packages');
   const page = await fetch(`${hub.http}/`, { signal: AbortSignal.timeout(5000) });
   assert.equal(page.status, 200);
@@ -303,7 +352,21 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   // the README's global install, into a prefix of our own
   const globalPrefix = join(work, 'global');
   const globalHelp = async () => {
-    await run('npm', ['install', '-g', '@hotkey/hub', '--prefix', globalPrefix, `--@hotkey:registry=${reg.url}`, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: work, timeoutMs: 120_000 });
+    await run(
+      'npm',
+      [
+        'install',
+        '-g',
+        '@hotkey/hub',
+        '--prefix',
+        globalPrefix,
+        `--@hotkey:registry=${reg.url}`,
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+      ],
+      { cwd: work, timeoutMs: 120_000 },
+    );
     return run(join(globalPrefix, 'bin', 'hotkey-hub'), ['--help'], { cwd: work, timeoutMs: 30_000 });
   };
   const [help, , , global] = await Promise.all([

@@ -6,7 +6,17 @@
  */
 import { once } from 'node:events';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { decodeClientMessage, encode, MsgType, PROTOCOL_VERSION, type ClientMessage, type Hello, type Member, type ServerMessage, type Welcome } from '@hotkey/sdk/protocol';
+import {
+  decodeClientMessage,
+  encode,
+  MsgType,
+  PROTOCOL_VERSION,
+  type ClientMessage,
+  type Hello,
+  type Member,
+  type ServerMessage,
+  type Welcome,
+} from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
 
 export interface PeerSocket {
@@ -95,7 +105,10 @@ export class ProtocolPeer {
             new Promise((resolve, reject) => {
               const i = received.findIndex((m) => m.t === t);
               if (i >= 0) return resolve(received.splice(i, 1)[0] as never);
-              const timer = setTimeout(() => reject(new Error(`no message of type ${t} within ${timeoutMs} ms`)), timeoutMs);
+              const timer = setTimeout(
+                () => reject(new Error(`no message of type ${t} within ${timeoutMs} ms`)),
+                timeoutMs,
+              );
               wanted.push({
                 t,
                 resolve: (m) => {

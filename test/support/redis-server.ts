@@ -18,10 +18,13 @@ export async function freePort(): Promise<number> {
 
 export class RedisServer {
   readonly port: number;
+  /** extra redis-server arguments, e.g. TLS (`--port 0 --tls-port <port> …`) */
+  readonly #args: string[];
   #child: ChildProcess | undefined;
 
-  private constructor(port: number) {
+  private constructor(port: number, args: string[] = []) {
     this.port = port;
+    this.#args = args;
   }
 
   get url(): string {
@@ -32,8 +35,12 @@ export class RedisServer {
     return this.#child !== undefined && this.#child.exitCode === null && this.#child.signalCode === null;
   }
 
-  static async start(opts: { port?: number; timeoutMs?: number } = {}): Promise<RedisServer> {
-    const server = new RedisServer(opts.port ?? (await freePort()));
+  /** @param [opts.args] extra arguments, given the port: `(port) => ['--port', '0', '--tls-port', String(port), …]` serves TLS only */
+  static async start(
+    opts: { port?: number; timeoutMs?: number; args?: (port: number) => string[] } = {},
+  ): Promise<RedisServer> {
+    const port = opts.port ?? (await freePort());
+    const server = new RedisServer(port, opts.args?.(port));
     await server.#spawn(opts.timeoutMs ?? 10_000);
     return server;
   }
@@ -54,6 +61,7 @@ export class RedisServer {
         'no',
         '--loglevel',
         'notice',
+        ...this.#args,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -30,16 +30,32 @@ function codeOfStatus(status: number): string {
 }
 
 /** @param [timeoutMs=10000] a request that takes longer fails with HK_ERR_TIMEOUT */
-async function request(method: string, path: string, token: string, body?: unknown, timeoutMs = 10_000): Promise<unknown> {
+async function request(
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+  timeoutMs = 10_000,
+): Promise<unknown> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token !== '') headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs), cache: 'no-store' });
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+      cache: 'no-store',
+    });
   } catch (err) {
     const timedOut = (err as Error).name === 'TimeoutError';
-    throw new ApiError(0, timedOut ? 'HK_ERR_TIMEOUT' : 'HK_ERR_UNAVAILABLE', timedOut ? `${method} ${path} timed out` : `hub unreachable (${(err as Error).message})`);
+    throw new ApiError(
+      0,
+      timedOut ? 'HK_ERR_TIMEOUT' : 'HK_ERR_UNAVAILABLE',
+      timedOut ? `${method} ${path} timed out` : `hub unreachable (${(err as Error).message})`,
+    );
   }
   const text = await res.text();
   let data: unknown = undefined;
@@ -53,7 +69,8 @@ async function request(method: string, path: string, token: string, body?: unkno
   if (!res.ok) {
     const e = (data as { error?: { code?: unknown; field?: unknown; message?: unknown } } | undefined)?.error;
     const code = typeof e?.code === 'string' ? e.code : codeOfStatus(res.status);
-    const message = typeof e?.message === 'string' ? e.message : typeof data === 'string' && data !== '' ? data : res.statusText;
+    const message =
+      typeof e?.message === 'string' ? e.message : typeof data === 'string' && data !== '' ? data : res.statusText;
     throw new ApiError(res.status, code, message, typeof e?.field === 'string' ? e.field : undefined);
   }
   return data;

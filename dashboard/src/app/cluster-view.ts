@@ -20,13 +20,23 @@ export function groupInstances(connections: readonly FeedInstance[]): InstanceLi
   for (const c of connections) {
     const id = `${c.app}\u0000${c.instance}`;
     const line = lines.get(id);
-    if (!line) lines.set(id, { app: c.app, instance: c.instance, host: c.host, sdk: c.sdk, hubs: [c.hub], lastReport: c.lastReport });
+    if (!line)
+      lines.set(id, {
+        app: c.app,
+        instance: c.instance,
+        host: c.host,
+        sdk: c.sdk,
+        hubs: [c.hub],
+        lastReport: c.lastReport,
+      });
     else {
       if (!line.hubs.includes(c.hub)) line.hubs.push(c.hub);
       line.lastReport = Math.max(line.lastReport, c.lastReport);
     }
   }
-  return [...lines.values()].sort((a, b) => (a.app < b.app ? -1 : a.app > b.app ? 1 : a.instance < b.instance ? -1 : 1));
+  return [...lines.values()].sort((a, b) =>
+    a.app < b.app ? -1 : a.app > b.app ? 1 : a.instance < b.instance ? -1 : 1,
+  );
 }
 
 const MAX_INSTANCES_SHOWN = 1000;
@@ -45,12 +55,52 @@ export class ClusterView implements View {
     this.#instances = el('tbody', { 'data-testid': 'instances-body' });
     this.#instanceCount = el('span', { class: 'muted' });
     // a trailing '#' marks a numeric column: right-aligned like its values
-    const head = (...names: string[]) => el('thead', {}, el('tr', {}, ...names.map((n) => el('th', { class: n.endsWith('#') ? 'num' : '' }, n.replace(/#$/, '')))));
+    const head = (...names: string[]) =>
+      el(
+        'thead',
+        {},
+        el('tr', {}, ...names.map((n) => el('th', { class: n.endsWith('#') ? 'num' : '' }, n.replace(/#$/, '')))),
+      );
     this.element = el(
       'section',
       { class: 'view cluster-view' },
-      el('div', { class: 'panel' }, el('h3', {}, 'Hubs'), el('table', { class: 'grid-table' }, head('Hub', 'URL', 'Up', 'Ingest (records/s)#', 'Connections#', 'Hot keys#', 'Heap#', 'RSS#', 'Redis', 'Status age'), this.#hubs)),
-      el('div', { class: 'panel' }, el('h3', {}, 'SDK instances ', this.#instanceCount), el('div', { class: 'scroll' }, el('table', { class: 'grid-table' }, head('App', 'Instance', 'Host', 'SDK', 'Connected hubs', 'Last report'), this.#instances))),
+      el(
+        'div',
+        { class: 'panel' },
+        el('h3', {}, 'Hubs'),
+        el(
+          'table',
+          { class: 'grid-table' },
+          head(
+            'Hub',
+            'URL',
+            'Up',
+            'Ingest (records/s)#',
+            'Connections#',
+            'Hot keys#',
+            'Heap#',
+            'RSS#',
+            'Redis',
+            'Status age',
+          ),
+          this.#hubs,
+        ),
+      ),
+      el(
+        'div',
+        { class: 'panel' },
+        el('h3', {}, 'SDK instances ', this.#instanceCount),
+        el(
+          'div',
+          { class: 'scroll' },
+          el(
+            'table',
+            { class: 'grid-table' },
+            head('App', 'Instance', 'Host', 'SDK', 'Connected hubs', 'Last report'),
+            this.#instances,
+          ),
+        ),
+      ),
     );
   }
 
@@ -69,7 +119,12 @@ export class ClusterView implements View {
         el(
           'tr',
           { class: h.id === s.hub ? 'self' : '' },
-          el('td', { class: 'mono' }, h.id, h.id === s.hub ? el('span', { class: 'badge self-badge' }, 'this hub') : null),
+          el(
+            'td',
+            { class: 'mono' },
+            h.id,
+            h.id === s.hub ? el('span', { class: 'badge self-badge' }, 'this hub') : null,
+          ),
           el('td', { class: 'mono muted' }, h.url || '—'),
           el('td', {}, formatDuration(now - h.startedAt)),
           el('td', { class: 'num' }, h.ingestRate >= 1e4 ? formatQps(h.ingestRate) : String(Math.round(h.ingestRate))),
@@ -85,18 +140,20 @@ export class ClusterView implements View {
     const lines = groupInstances(s.instances);
     this.#instanceCount.textContent = `(${lines.length}${lines.length > MAX_INSTANCES_SHOWN ? `, first ${MAX_INSTANCES_SHOWN} shown` : ''})`;
     this.#instances.replaceChildren(
-      ...lines.slice(0, MAX_INSTANCES_SHOWN).map((i) =>
-        el(
-          'tr',
-          {},
-          el('td', {}, i.app),
-          el('td', { class: 'mono' }, i.instance),
-          el('td', {}, i.host),
-          el('td', { class: 'mono' }, i.sdk),
-          el('td', { class: 'mono' }, i.hubs.join(', ')),
-          el('td', { class: now - i.lastReport > 10_000 ? 'muted' : '' }, formatAgo(i.lastReport, now)),
+      ...lines
+        .slice(0, MAX_INSTANCES_SHOWN)
+        .map((i) =>
+          el(
+            'tr',
+            {},
+            el('td', {}, i.app),
+            el('td', { class: 'mono' }, i.instance),
+            el('td', {}, i.host),
+            el('td', { class: 'mono' }, i.sdk),
+            el('td', { class: 'mono' }, i.hubs.join(', ')),
+            el('td', { class: now - i.lastReport > 10_000 ? 'muted' : '' }, formatAgo(i.lastReport, now)),
+          ),
         ),
-      ),
     );
   }
 }

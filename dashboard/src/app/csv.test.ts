@@ -27,7 +27,16 @@ test('fields with ; or = are quoted, so a semicolon-locale spreadsheet cannot sp
 });
 
 test('a document has a header and CRLF line ends', () => {
-  assert.is(toCsv(['app', 'key', 'qps'], [['shop', 'a,b', 3], ['feed', 'x', 0]]), 'app,key,qps\r\nshop,"a,b",3\r\nfeed,x,0\r\n');
+  assert.is(
+    toCsv(
+      ['app', 'key', 'qps'],
+      [
+        ['shop', 'a,b', 3],
+        ['feed', 'x', 0],
+      ],
+    ),
+    'app,key,qps\r\nshop,"a,b",3\r\nfeed,x,0\r\n',
+  );
   assert.is(toCsv(['a'], []), 'a\r\n');
 });
 

@@ -66,13 +66,26 @@ export class EventsView implements View {
     for (let i = events.length - 1; i >= 0 && shown.length < MAX_SHOWN; i--) {
       const e = events[i]!;
       if (!this.#types.has(e.type)) continue;
-      if (this.#filter && !e.key.toLowerCase().includes(this.#filter) && !e.app.toLowerCase().includes(this.#filter)) continue;
+      if (this.#filter && !e.key.toLowerCase().includes(this.#filter) && !e.app.toLowerCase().includes(this.#filter))
+        continue;
       shown.push(e);
     }
-    this.#body.replaceChildren(...(shown.length ? shown.map((e) => eventRow(e)) : [el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'no events yet'))]));
-    const latencies = events.filter((e) => e.type === 'promote' && e.latencyMs !== undefined).slice(-200).map((e) => e.latencyMs!);
+    this.#body.replaceChildren(
+      ...(shown.length
+        ? shown.map((e) => eventRow(e))
+        : [el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'no events yet'))]),
+    );
+    const latencies = events
+      .filter((e) => e.type === 'promote' && e.latencyMs !== undefined)
+      .slice(-200)
+      .map((e) => e.latencyMs!);
     const p50 = percentile(latencies, 0.5);
     const p99 = percentile(latencies, 0.99);
-    setText(this.#summary, p50 === undefined ? `${events.length} events` : `${events.length} events · detection latency of last ${latencies.length} promotions: p50 ${Math.round(p50)} ms, p99 ${Math.round(p99!)} ms`);
+    setText(
+      this.#summary,
+      p50 === undefined
+        ? `${events.length} events`
+        : `${events.length} events · detection latency of last ${latencies.length} promotions: p50 ${Math.round(p50)} ms, p99 ${Math.round(p99!)} ms`,
+    );
   }
 }

@@ -22,12 +22,28 @@ export interface KeySummary {
 
 /** @param [limit=500] summaries returned, most promoted (then hottest) first */
 export function summarizeHistory(events: readonly FeedEvent[], now: number, limit = 500): KeySummary[] {
-  const byKey = new Map<string, KeySummary & { hotSince: number | undefined; latencySum: number; latencyCount: number }>();
+  const byKey = new Map<
+    string,
+    KeySummary & { hotSince: number | undefined; latencySum: number; latencyCount: number }
+  >();
   for (const e of events) {
     const id = rowId(e.app, e.key);
     let s = byKey.get(id);
     if (!s) {
-      s = { app: e.app, key: e.key, promotions: 0, invalidations: 0, peakQps: 0, hotMs: 0, firstAt: e.at, lastAt: e.at, meanLatencyMs: undefined, hotSince: undefined, latencySum: 0, latencyCount: 0 };
+      s = {
+        app: e.app,
+        key: e.key,
+        promotions: 0,
+        invalidations: 0,
+        peakQps: 0,
+        hotMs: 0,
+        firstAt: e.at,
+        lastAt: e.at,
+        meanLatencyMs: undefined,
+        hotSince: undefined,
+        latencySum: 0,
+        latencyCount: 0,
+      };
       byKey.set(id, s);
     }
     s.lastAt = Math.max(s.lastAt, e.at);

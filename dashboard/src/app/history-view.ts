@@ -42,11 +42,25 @@ export class HistoryView implements View {
     this.#app = el('select', { 'aria-label': 'history app' }, el('option', { value: '' }, 'All apps'));
     this.#app.addEventListener('change', () => void this.#load());
     this.#rangeButtons = (Object.keys(RANGES) as Range[]).map((r) =>
-      el('button', { class: 'seg', onclick: () => ((this.#range = r), void this.#load()), 'data-range': r }, `Last ${r}`),
+      el(
+        'button',
+        { class: 'seg', onclick: () => ((this.#range = r), void this.#load()), 'data-range': r },
+        `Last ${r}`,
+      ),
     );
     this.#body = el('tbody', { 'data-testid': 'history-body' });
     this.#status = el('span', { class: 'muted', 'data-testid': 'history-status' });
-    const head = ['App', 'Key', 'Promotions', 'Peak QPS', 'Hot time', 'Invalidations', 'Mean detection', 'First', 'Last'];
+    const head = [
+      'App',
+      'Key',
+      'Promotions',
+      'Peak QPS',
+      'Hot time',
+      'Invalidations',
+      'Mean detection',
+      'First',
+      'Last',
+    ];
     this.element = el(
       'section',
       { class: 'view history-view' },
@@ -61,7 +75,16 @@ export class HistoryView implements View {
         el('button', { onclick: () => this.#exportSummary(), 'data-testid': 'history-csv' }, 'Export top keys (CSV)'),
         el('button', { onclick: () => this.#exportEvents() }, 'Export events (CSV)'),
       ),
-      el('div', { class: 'scroll' }, el('table', { class: 'grid-table' }, el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', { class: i >= 2 && i <= 6 ? 'num' : '' }, h)))), this.#body)),
+      el(
+        'div',
+        { class: 'scroll' },
+        el(
+          'table',
+          { class: 'grid-table' },
+          el('thead', {}, el('tr', {}, ...head.map((h, i) => el('th', { class: i >= 2 && i <= 6 ? 'num' : '' }, h)))),
+          this.#body,
+        ),
+      ),
     );
   }
 
@@ -74,7 +97,10 @@ export class HistoryView implements View {
     if (this.#appsVersion === this.#state.versions.apps) return;
     this.#appsVersion = this.#state.versions.apps;
     const current = this.#app.value;
-    this.#app.replaceChildren(el('option', { value: '' }, 'All apps'), ...this.#state.apps.map((a) => el('option', { value: a }, a)));
+    this.#app.replaceChildren(
+      el('option', { value: '' }, 'All apps'),
+      ...this.#state.apps.map((a) => el('option', { value: a }, a)),
+    );
     this.#app.value = current;
   }
 
@@ -92,7 +118,10 @@ export class HistoryView implements View {
       return;
     }
     this.#summary = summarizeHistory(this.#events, Date.now());
-    setText(this.#status, `${this.#events.length} events${this.#events.length >= FETCH_LIMIT ? ' (limit reached: oldest left out)' : ''}, ${this.#summary.length} keys`);
+    setText(
+      this.#status,
+      `${this.#events.length} events${this.#events.length >= FETCH_LIMIT ? ' (limit reached: oldest left out)' : ''}, ${this.#summary.length} keys`,
+    );
     this.#body.replaceChildren(
       ...(this.#summary.length
         ? this.#summary.map((s) =>
@@ -100,7 +129,11 @@ export class HistoryView implements View {
               'tr',
               {},
               el('td', {}, s.app),
-              el('td', { class: 'key' }, el('a', { href: `#/key/${encodeURIComponent(s.app)}/${encodeURIComponent(s.key)}` }, s.key)),
+              el(
+                'td',
+                { class: 'key' },
+                el('a', { href: `#/key/${encodeURIComponent(s.app)}/${encodeURIComponent(s.key)}` }, s.key),
+              ),
               el('td', { class: 'num' }, String(s.promotions)),
               el('td', { class: 'num' }, formatQps(s.peakQps)),
               el('td', { class: 'num' }, formatDuration(s.hotMs)),
@@ -115,14 +148,44 @@ export class HistoryView implements View {
   }
 
   #exportSummary(): void {
-    const header = ['app', 'key', 'promotions', 'peak_qps', 'hot_ms', 'invalidations', 'mean_detection_ms', 'first_at', 'last_at'];
-    const rows = this.#summary.map((s) => [s.app, s.key, s.promotions, Math.round(s.peakQps), s.hotMs, s.invalidations, s.meanLatencyMs === undefined ? '' : Math.round(s.meanLatencyMs), new Date(s.firstAt).toISOString(), new Date(s.lastAt).toISOString()]);
+    const header = [
+      'app',
+      'key',
+      'promotions',
+      'peak_qps',
+      'hot_ms',
+      'invalidations',
+      'mean_detection_ms',
+      'first_at',
+      'last_at',
+    ];
+    const rows = this.#summary.map((s) => [
+      s.app,
+      s.key,
+      s.promotions,
+      Math.round(s.peakQps),
+      s.hotMs,
+      s.invalidations,
+      s.meanLatencyMs === undefined ? '' : Math.round(s.meanLatencyMs),
+      new Date(s.firstAt).toISOString(),
+      new Date(s.lastAt).toISOString(),
+    ]);
     download(`hotkeys-top-${this.#range}.csv`, toCsv(header, rows));
   }
 
   #exportEvents(): void {
     const header = ['at', 'type', 'app', 'key', 'qps', 'latency_ms', 'reason', 'manual', 'hub'];
-    const rows = this.#events.map((e) => [new Date(e.at).toISOString(), e.type, e.app, e.key, Math.round(e.qps), e.latencyMs, e.reason, e.manual, e.hub]);
+    const rows = this.#events.map((e) => [
+      new Date(e.at).toISOString(),
+      e.type,
+      e.app,
+      e.key,
+      Math.round(e.qps),
+      e.latencyMs,
+      e.reason,
+      e.manual,
+      e.hub,
+    ]);
     download(`hotkeys-events-${this.#range}.csv`, toCsv(header, rows));
   }
 }

@@ -3,31 +3,66 @@ import * as assert from 'uvu/assert';
 import type { FeedHotRow } from '@hotkey/sdk/feed-protocol';
 import { DEFAULT_QUERY, queryRows, topByQps, visibleWindow } from './hot-table-model.ts';
 
-const row = (app: string, key: string, qps: number, since = 0): FeedHotRow => ({ app, key, qps, threshold: 100, windowMs: 1000, since, hub: 'h', instances: 1 });
-const rows = [row('shop', 'item:1', 500, 3), row('shop', 'item:2', 900, 1), row('feed', 'post:9', 700, 2), row('feed', 'ITEM:3', 700, 4)];
+const row = (app: string, key: string, qps: number, since = 0): FeedHotRow => ({
+  app,
+  key,
+  qps,
+  threshold: 100,
+  windowMs: 1000,
+  since,
+  hub: 'h',
+  instances: 1,
+});
+const rows = [
+  row('shop', 'item:1', 500, 3),
+  row('shop', 'item:2', 900, 1),
+  row('feed', 'post:9', 700, 2),
+  row('feed', 'ITEM:3', 700, 4),
+];
 
 test('default query sorts by QPS, highest first, ties by app then key', () => {
-  assert.equal(queryRows(rows, DEFAULT_QUERY).map((r) => r.key), ['item:2', 'ITEM:3', 'post:9', 'item:1']);
+  assert.equal(
+    queryRows(rows, DEFAULT_QUERY).map((r) => r.key),
+    ['item:2', 'ITEM:3', 'post:9', 'item:1'],
+  );
 });
 
 test('ascending and by other columns', () => {
-  assert.equal(queryRows(rows, { ...DEFAULT_QUERY, sort: 'since', descending: false }).map((r) => r.since), [1, 2, 3, 4]);
-  assert.equal(queryRows(rows, { ...DEFAULT_QUERY, sort: 'key', descending: false }).map((r) => r.key), ['ITEM:3', 'item:1', 'item:2', 'post:9']);
+  assert.equal(
+    queryRows(rows, { ...DEFAULT_QUERY, sort: 'since', descending: false }).map((r) => r.since),
+    [1, 2, 3, 4],
+  );
+  assert.equal(
+    queryRows(rows, { ...DEFAULT_QUERY, sort: 'key', descending: false }).map((r) => r.key),
+    ['ITEM:3', 'item:1', 'item:2', 'post:9'],
+  );
 });
 
 test('filter is a case-insensitive substring of key or app; app narrows', () => {
-  assert.equal(queryRows(rows, { ...DEFAULT_QUERY, filter: 'item' }).map((r) => r.key), ['item:2', 'ITEM:3', 'item:1']);
+  assert.equal(
+    queryRows(rows, { ...DEFAULT_QUERY, filter: 'item' }).map((r) => r.key),
+    ['item:2', 'ITEM:3', 'item:1'],
+  );
   assert.equal(queryRows(rows, { ...DEFAULT_QUERY, filter: ' FEED ' }).length, 2);
-  assert.equal(queryRows(rows, { ...DEFAULT_QUERY, app: 'shop', filter: 'item' }).map((r) => r.key), ['item:2', 'item:1']);
+  assert.equal(
+    queryRows(rows, { ...DEFAULT_QUERY, app: 'shop', filter: 'item' }).map((r) => r.key),
+    ['item:2', 'item:1'],
+  );
   assert.equal(queryRows(rows, { ...DEFAULT_QUERY, filter: 'nothing' }), []);
 });
 
 test('topByQps matches a full sort on a random set', () => {
   let seed = 7;
-  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const many = Array.from({ length: 5000 }, (_, i) => row('a', `k${i}`, Math.floor(rand() * 100_000)));
-  const expected = [...many].sort((a, b) => b.qps - a.qps).slice(0, 50).map((r) => r.qps);
-  assert.equal(topByQps(many, 50).map((r) => r.qps), expected);
+  const expected = [...many]
+    .sort((a, b) => b.qps - a.qps)
+    .slice(0, 50)
+    .map((r) => r.qps);
+  assert.equal(
+    topByQps(many, 50).map((r) => r.qps),
+    expected,
+  );
   assert.equal(topByQps(many, 0), []);
   assert.is(topByQps(many.slice(0, 3), 10).length, 3);
 });

@@ -71,7 +71,13 @@ export interface RowWindow {
  * The rows to render for a scroll position.
  * @param [overscan=8] rows rendered beyond each edge, so fast scrolling shows no blank band
  */
-export function visibleWindow(count: number, scrollTop: number, viewportPx: number, rowPx: number, overscan = 8): RowWindow {
+export function visibleWindow(
+  count: number,
+  scrollTop: number,
+  viewportPx: number,
+  rowPx: number,
+  overscan = 8,
+): RowWindow {
   const total = count * rowPx;
   const first = Math.floor(Math.max(0, Math.min(scrollTop, Math.max(0, total - viewportPx))) / rowPx);
   const start = Math.max(0, first - overscan);

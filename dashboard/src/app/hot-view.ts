@@ -25,7 +25,11 @@ const COLUMNS: { id: SortColumn | 'spark' | 'actions'; label: string; title?: st
   { id: 'key', label: 'Key' },
   { id: 'qps', label: 'Cluster QPS' },
   { id: 'spark', label: 'Last 60 s' },
-  { id: 'threshold', label: 'Threshold', title: 'accesses per rule window that promote the key, and how far over it the key runs' },
+  {
+    id: 'threshold',
+    label: 'Threshold',
+    title: 'accesses per rule window that promote the key, and how far over it the key runs',
+  },
   { id: 'since', label: 'Hot since' },
   { id: 'hub', label: 'Owner hub' },
   { id: 'instances', label: 'Instances', title: 'SDK instances reporting the key' },
@@ -66,9 +70,19 @@ export class HotView implements View {
     this.#state = state;
     this.#series = series;
     this.#actions = actions;
-    const filter = el('input', { type: 'search', placeholder: 'Filter keys or apps…', 'aria-label': 'filter', class: 'filter', 'data-testid': 'hot-filter' });
+    const filter = el('input', {
+      type: 'search',
+      placeholder: 'Filter keys or apps…',
+      'aria-label': 'filter',
+      class: 'filter',
+      'data-testid': 'hot-filter',
+    });
     filter.addEventListener('input', () => this.#setQuery({ filter: filter.value }));
-    this.#appSelect = el('select', { 'aria-label': 'app', 'data-testid': 'hot-app' }, el('option', { value: '' }, 'All apps'));
+    this.#appSelect = el(
+      'select',
+      { 'aria-label': 'app', 'data-testid': 'hot-app' },
+      el('option', { value: '' }, 'All apps'),
+    );
     this.#appSelect.addEventListener('change', () => this.#setQuery({ app: this.#appSelect.value }));
     this.#count = el('span', { class: 'muted', 'data-testid': 'hot-count' });
     this.#head = el('div', { class: 'vt-row vt-head', role: 'row' });
@@ -77,28 +91,52 @@ export class HotView implements View {
       if (col.id !== 'spark' && col.id !== 'actions') {
         const sortable = col.id;
         cell.classList.add('sortable');
-        cell.addEventListener('click', () => this.#setQuery({ sort: sortable, descending: this.#query.sort === sortable ? !this.#query.descending : sortable !== 'app' && sortable !== 'key' && sortable !== 'hub' }));
+        cell.addEventListener('click', () =>
+          this.#setQuery({
+            sort: sortable,
+            descending:
+              this.#query.sort === sortable
+                ? !this.#query.descending
+                : sortable !== 'app' && sortable !== 'key' && sortable !== 'hub',
+          }),
+        );
       }
       this.#head.append(cell);
     }
     this.#rowsHost = el('div', { class: 'vt-rows' });
     this.#spacer = el('div', { class: 'vt-spacer' }, this.#rowsHost);
-    this.#empty = el('div', { class: 'vt-empty muted' }, 'No hot keys right now. A key shows up here within a second of crossing its rule\'s threshold.');
+    this.#empty = el(
+      'div',
+      { class: 'vt-empty muted' },
+      "No hot keys right now. A key shows up here within a second of crossing its rule's threshold.",
+    );
     this.#body = el('div', { class: 'vt-body', 'data-testid': 'hot-table' }, this.#empty, this.#spacer);
     // scrolling redraws the window on the next frame, outside the throttled loop: a 250 ms lag
     // would show blank bands. Only the visible rows are touched, nothing is re-sorted.
-    this.#body.addEventListener('scroll', () => {
-      if (this.#scrollFrame) return;
-      this.#scrollFrame = requestAnimationFrame(() => {
-        this.#scrollFrame = 0;
-        this.#draw(Date.now());
-      });
-    }, { passive: true });
+    this.#body.addEventListener(
+      'scroll',
+      () => {
+        if (this.#scrollFrame) return;
+        this.#scrollFrame = requestAnimationFrame(() => {
+          this.#scrollFrame = 0;
+          this.#draw(Date.now());
+        });
+      },
+      { passive: true },
+    );
     this.#rowsHost.addEventListener('click', (ev) => this.#onRowClick(ev));
     this.element = el(
       'section',
       { class: 'view hot-view' },
-      el('div', { class: 'toolbar' }, filter, this.#appSelect, this.#count, el('span', { class: 'grow' }), actions.toolbar()),
+      el(
+        'div',
+        { class: 'toolbar' },
+        filter,
+        this.#appSelect,
+        this.#count,
+        el('span', { class: 'grow' }),
+        actions.toolbar(),
+      ),
       el('div', { class: 'vt', role: 'table' }, this.#head, this.#body),
     );
     new ResizeObserver(() => (this.#dirty = true)).observe(this.#body);
@@ -131,7 +169,10 @@ export class HotView implements View {
     if (this.#appsVersion !== state.versions.apps) {
       this.#appsVersion = state.versions.apps;
       const current = this.#appSelect.value;
-      this.#appSelect.replaceChildren(el('option', { value: '' }, 'All apps'), ...state.apps.map((a) => el('option', { value: a }, a)));
+      this.#appSelect.replaceChildren(
+        el('option', { value: '' }, 'All apps'),
+        ...state.apps.map((a) => el('option', { value: a }, a)),
+      );
       this.#appSelect.value = state.apps.includes(current) ? current : '';
     }
     if (this.#sortedVersion !== state.versions.rows) {
@@ -187,7 +228,10 @@ export class HotView implements View {
       setText(key!, row.key);
       key!.title = row.key;
       setText(qps!, formatQps(row.qps));
-      setText(threshold!, `${Number.isInteger(row.threshold) ? row.threshold : formatQps(row.threshold)}${row.windowMs === 1000 ? '/s' : `/${row.windowMs}ms`} (${over.toFixed(1)}×)`);
+      setText(
+        threshold!,
+        `${Number.isInteger(row.threshold) ? row.threshold : formatQps(row.threshold)}${row.windowMs === 1000 ? '/s' : `/${row.windowMs}ms`} (${over.toFixed(1)}×)`,
+      );
       threshold!.title = `promoted at ${formatQps(perSecond(row))} accesses per second`;
       setText(since!, formatAgo(row.since, now));
       setText(hub!, row.hub);
@@ -212,7 +256,13 @@ export class HotView implements View {
     const cells = COLUMNS.map((c) => el('div', { class: `c-${c.id}`, role: 'cell' }));
     const spark = el('canvas', { class: 'spark', width: 120, height: 22 });
     cells[3]!.append(spark);
-    cells[8]!.append(el('button', { class: 'small', 'data-action': 'invalidate', title: 'Invalidate this key in every SDK (admin)' }, 'Invalidate'));
+    cells[8]!.append(
+      el(
+        'button',
+        { class: 'small', 'data-action': 'invalidate', title: 'Invalidate this key in every SDK (admin)' },
+        'Invalidate',
+      ),
+    );
     const root = el('div', { class: 'vt-row', role: 'row', 'data-testid': 'hot-row' }, ...cells);
     return { root, cells, spark, id: '', index: -1 };
   }

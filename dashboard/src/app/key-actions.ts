@@ -37,7 +37,13 @@ export class KeyActions {
 
   /** app + key fields with Promote / Invalidate buttons, for keys not in the table. */
   toolbar(): HTMLElement {
-    const app = el('input', { placeholder: 'app', list: 'hk-apps', size: 10, 'aria-label': 'action app', 'data-testid': 'action-app' });
+    const app = el('input', {
+      placeholder: 'app',
+      list: 'hk-apps',
+      size: 10,
+      'aria-label': 'action app',
+      'data-testid': 'action-app',
+    });
     const key = el('input', { placeholder: 'key', size: 18, 'aria-label': 'action key', 'data-testid': 'action-key' });
     const list = el('datalist', { id: 'hk-apps' });
     app.addEventListener('focus', () => list.replaceChildren(...this.#apps().map((a) => el('option', { value: a }))));

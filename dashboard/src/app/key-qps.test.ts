@@ -3,7 +3,13 @@ import * as assert from 'uvu/assert';
 import { mergeQps, parseQpsHistory } from './key-qps.ts';
 
 test('parses the API answer and skips malformed or out-of-order points', () => {
-  const h = parseQpsHistory({ app: 'shop', key: 'k', hub: 'hub-a', stepMs: 1000, points: [[1000, 5], 'x', [2000, 'y'], [500, 3], [3000, -1], [4000, 7]] });
+  const h = parseQpsHistory({
+    app: 'shop',
+    key: 'k',
+    hub: 'hub-a',
+    stepMs: 1000,
+    points: [[1000, 5], 'x', [2000, 'y'], [500, 3], [3000, -1], [4000, 7]],
+  });
   assert.equal(h, { hub: 'hub-a', stepMs: 1000, times: [1000, 3000, 4000], values: [5, 0, 7] });
   assert.throws(() => parseQpsHistory({ error: { code: 'HK_ERR_AUTH' } }), TypeError);
   assert.throws(() => parseQpsHistory(null), TypeError);

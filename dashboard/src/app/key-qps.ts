@@ -18,26 +18,38 @@ export interface QpsHistory {
 /** Reads the API's answer, skipping malformed points; throws TypeError when it is no history at all. */
 export function parseQpsHistory(body: unknown): QpsHistory {
   const b = body as { hub?: unknown; stepMs?: unknown; points?: unknown } | null;
-  if (typeof b !== 'object' || b === null || !Array.isArray(b.points)) throw new TypeError('the hub answered without a QPS history');
+  if (typeof b !== 'object' || b === null || !Array.isArray(b.points))
+    throw new TypeError('the hub answered without a QPS history');
   const times: number[] = [];
   const values: number[] = [];
   let last = -Infinity;
   for (const p of b.points as unknown[]) {
     if (!Array.isArray(p)) continue;
     const [t, q] = p as unknown[];
-    if (typeof t !== 'number' || typeof q !== 'number' || !Number.isFinite(t) || !Number.isFinite(q) || t <= last) continue;
+    if (typeof t !== 'number' || typeof q !== 'number' || !Number.isFinite(t) || !Number.isFinite(q) || t <= last)
+      continue;
     last = t;
     times.push(t);
     values.push(Math.max(0, q));
   }
-  return { hub: typeof b.hub === 'string' ? b.hub : '', stepMs: typeof b.stepMs === 'number' ? b.stepMs : 1000, times, values };
+  return {
+    hub: typeof b.hub === 'string' ? b.hub : '',
+    stepMs: typeof b.stepMs === 'number' ? b.stepMs : 1000,
+    times,
+    values,
+  };
 }
 
 /**
  * The hub's points, then the page's own samples taken after the last of them (the page samples
  * the live feed each second), all from `since` on. Inputs oldest first; the output too.
  */
-export function mergeQps(history: QpsHistory | undefined, liveTimes: readonly number[], liveValues: readonly number[], since: number): { times: number[]; values: number[] } {
+export function mergeQps(
+  history: QpsHistory | undefined,
+  liveTimes: readonly number[],
+  liveValues: readonly number[],
+  since: number,
+): { times: number[]; values: number[] } {
   const times: number[] = [];
   const values: number[] = [];
   let last = -Infinity;

@@ -63,8 +63,19 @@ export class KeyView implements View {
         { class: 'toolbar' },
         el('a', { href: '#/hot' }, '← Hot keys'),
         el('span', { class: 'grow' }),
-        el('button', { onclick: () => void this.#actions.run('promote', this.#app, this.#key), 'data-testid': 'key-promote' }, 'Promote'),
-        el('button', { onclick: () => void this.#actions.run('invalidate', this.#app, this.#key), 'data-testid': 'key-invalidate' }, 'Invalidate'),
+        el(
+          'button',
+          { onclick: () => void this.#actions.run('promote', this.#app, this.#key), 'data-testid': 'key-promote' },
+          'Promote',
+        ),
+        el(
+          'button',
+          {
+            onclick: () => void this.#actions.run('invalidate', this.#app, this.#key),
+            'data-testid': 'key-invalidate',
+          },
+          'Invalidate',
+        ),
       ),
       this.#title,
       this.#error,
@@ -124,7 +135,12 @@ export class KeyView implements View {
     if (qps.status === 'fulfilled') {
       try {
         this.#history = parseQpsHistory(qps.value);
-        setText(this.#chartNote, this.#history.times.length > 0 ? `· kept by ${this.#history.hub}, then live` : '· not hot lately: live samples only');
+        setText(
+          this.#chartNote,
+          this.#history.times.length > 0
+            ? `· kept by ${this.#history.hub}, then live`
+            : '· not hot lately: live samples only',
+        );
       } catch (err) {
         setText(this.#chartNote, `· no history: ${(err as Error).message}`);
       }
@@ -144,12 +160,17 @@ export class KeyView implements View {
       }
       const set = new RuleSet(parsed);
       this.#rule = set.ruleFor(key);
-      this.#ruleBox.replaceChildren(this.#rule ? ruleTable(this.#rule) : el('span', { class: 'muted' }, 'no rule matches this key: it is not detected'));
+      this.#ruleBox.replaceChildren(
+        this.#rule
+          ? ruleTable(this.#rule)
+          : el('span', { class: 'muted' }, 'no rule matches this key: it is not detected'),
+      );
     } else {
       const err = rules.reason as ApiError;
       this.#ruleBox.replaceChildren(el('span', { class: 'error' }, `cannot load rules: ${err.message}`));
     }
-    if (history.status === 'fulfilled') this.#past = (listOf(history.value, 'events') as FeedEvent[]).filter((e) => e.key === key);
+    if (history.status === 'fulfilled')
+      this.#past = (listOf(history.value, 'events') as FeedEvent[]).filter((e) => e.key === key);
     this.#eventsVersion = -1;
   }
 
@@ -181,17 +202,36 @@ export class KeyView implements View {
     if (this.#eventsVersion !== this.#state.versions.events) {
       this.#eventsVersion = this.#state.versions.events;
       const seen = new Set(this.#past.map((e) => `${e.type}@${e.at}@${e.hub}`));
-      const live = this.#state.events.filter((e) => e.app === this.#app && e.key === this.#key && !seen.has(`${e.type}@${e.at}@${e.hub}`));
+      const live = this.#state.events.filter(
+        (e) => e.app === this.#app && e.key === this.#key && !seen.has(`${e.type}@${e.at}@${e.hub}`),
+      );
       const all = [...this.#past, ...live].sort((a, b) => b.at - a.at).slice(0, 200);
-      this.#events.replaceChildren(...(all.length ? all.map((e) => eventRow(e, false)) : [el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'no events for this key yet'))]));
+      this.#events.replaceChildren(
+        ...(all.length
+          ? all.map((e) => eventRow(e, false))
+          : [el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'no events for this key yet'))]),
+      );
     }
   }
 }
 
 function stat(label: string, value: string, cls = ''): HTMLElement {
-  return el('div', { class: `stat ${cls}` }, el('div', { class: 'label' }, label), el('div', { class: 'value' }, value));
+  return el(
+    'div',
+    { class: `stat ${cls}` },
+    el('div', { class: 'label' }, label),
+    el('div', { class: 'value' }, value),
+  );
 }
 
 function ruleTable(rule: Rule): HTMLElement {
-  return el('table', { class: 'kv' }, el('tbody', {}, ...Object.entries(rule).map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', { class: 'mono' }, String(v))))));
+  return el(
+    'table',
+    { class: 'kv' },
+    el(
+      'tbody',
+      {},
+      ...Object.entries(rule).map(([k, v]) => el('tr', {}, el('th', {}, k), el('td', { class: 'mono' }, String(v)))),
+    ),
+  );
 }

@@ -7,7 +7,11 @@ import { CloseCode, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protoc
 import { decodeFeedMessage, type FeedMessage } from '@hotkey/sdk/feed-protocol';
 import { readToken } from './token-store.ts';
 
-export type LiveState = { type: 'connecting' } | { type: 'live'; hub: string } | { type: 'down'; retryInMs: number; reason: string } | { type: 'auth'; message: string };
+export type LiveState =
+  | { type: 'connecting' }
+  | { type: 'live'; hub: string }
+  | { type: 'down'; retryInMs: number; reason: string }
+  | { type: 'auth'; message: string };
 
 /**
  * @param [minBackoffMs=500] first reconnect delay
@@ -46,7 +50,17 @@ export class LiveConnection {
     this.#ws = ws;
     let authError = '';
     ws.onopen = () => {
-      ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: '*', token: readToken(), instance: INSTANCE, sdk: 'dashboard/0.1.0', role: 'dashboard' }));
+      ws.send(
+        encode({
+          t: MsgType.Hello,
+          v: PROTOCOL_VERSION,
+          app: '*',
+          token: readToken(),
+          instance: INSTANCE,
+          sdk: 'dashboard/0.1.0',
+          role: 'dashboard',
+        }),
+      );
     };
     ws.onmessage = (ev) => {
       if (!(ev.data instanceof ArrayBuffer)) return;

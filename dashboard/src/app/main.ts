@@ -50,7 +50,16 @@ const tabs = Object.entries(views)
   .map(([id, v]) => el('a', { href: `#/${id}`, class: 'tab', 'data-view': id }, v.label));
 const main = el('main', {});
 document.body.append(
-  el('header', {}, el('div', { class: 'brand' }, el('span', { class: 'logo' }), 'hotkey'), el('nav', {}, ...tabs), summary, el('span', { class: 'grow' }), liveBadge, tokenButton),
+  el(
+    'header',
+    {},
+    el('div', { class: 'brand' }, el('span', { class: 'logo' }), 'hotkey'),
+    el('nav', {}, ...tabs),
+    summary,
+    el('span', { class: 'grow' }),
+    liveBadge,
+    tokenButton,
+  ),
   main,
 );
 for (const v of Object.values(views)) {
@@ -71,7 +80,8 @@ function route(): void {
   current = next;
   next.element.hidden = false;
   next.show(parts.slice(1));
-  for (const t of tabs) t.classList.toggle('active', t.dataset.view === id || (id === 'key' && t.dataset.view === 'hot'));
+  for (const t of tabs)
+    t.classList.toggle('active', t.dataset.view === id || (id === 'key' && t.dataset.view === 'hot'));
   next.render(Date.now());
 }
 addEventListener('hashchange', route);
@@ -90,9 +100,12 @@ const live = new LiveConnection({ onFrame: (msg: FeedMessage) => state.apply(msg
 
 // sampling runs on a timer, not in the animation loop, so a background tab keeps its history
 setInterval(() => {
-  series.sample(Date.now(), (function* (): Generator<[string, number]> {
-    for (const row of state.rows.values()) yield [rowId(row.app, row.key), row.qps];
-  })());
+  series.sample(
+    Date.now(),
+    (function* (): Generator<[string, number]> {
+      for (const row of state.rows.values()) yield [rowId(row.app, row.key), row.qps];
+    })(),
+  );
 }, SAMPLE_EVERY_MS);
 
 let lastRender = 0;
@@ -103,7 +116,10 @@ function frame(now: number): void {
   const wall = Date.now();
   let top = 0;
   for (const row of state.rows.values()) if (row.qps > top) top = row.qps;
-  setText(summary, `${state.hotTotal} hot · top ${formatQps(top)} qps · ${state.hubs.length} hub${state.hubs.length === 1 ? '' : 's'}`);
+  setText(
+    summary,
+    `${state.hotTotal} hot · top ${formatQps(top)} qps · ${state.hubs.length} hub${state.hubs.length === 1 ? '' : 's'}`,
+  );
   current?.render(wall);
 }
 

@@ -16,7 +16,11 @@ export class QpsChart {
         { stroke: '#9aa4b2', grid: { stroke: '#2a2f3a' }, ticks: { stroke: '#2a2f3a' }, space: 90 },
         { stroke: '#9aa4b2', grid: { stroke: '#2a2f3a' }, ticks: { stroke: '#2a2f3a' }, size: 60 },
       ],
-      series: [{}, { label: 'QPS', stroke: '#ff7a45', width: 2, fill: 'rgba(255,122,69,0.12)' }, { label: 'threshold / s', stroke: 'rgba(255,200,80,0.7)', dash: [6, 4], width: 1 }],
+      series: [
+        {},
+        { label: 'QPS', stroke: '#ff7a45', width: 2, fill: 'rgba(255,122,69,0.12)' },
+        { label: 'threshold / s', stroke: 'rgba(255,200,80,0.7)', dash: [6, 4], width: 1 },
+      ],
       legend: { live: true },
     };
     this.#plot = new uPlot(opts, [[], [], []], host);

@@ -13,7 +13,10 @@ test('samples wrap in a fixed ring, oldest first', () => {
 
 test('rows that leave are forgotten unless pinned; pinned rows read 0', () => {
   const s = new QpsSeries({ capacity: 4 });
-  s.sample(1, [['a', 1], ['b', 2]]);
+  s.sample(1, [
+    ['a', 1],
+    ['b', 2],
+  ]);
   s.pin('b');
   s.sample(2, [['a', 3]]);
   assert.equal(s.values('b'), [2, 0]);
@@ -27,7 +30,10 @@ test('rows that leave are forgotten unless pinned; pinned rows read 0', () => {
 
 test('the number of tracked rows is bounded', () => {
   const s = new QpsSeries({ capacity: 2, maxSeries: 100 });
-  s.sample(1, Array.from({ length: 1000 }, (_, i): [string, number] => [`k${i}`, i]));
+  s.sample(
+    1,
+    Array.from({ length: 1000 }, (_, i): [string, number] => [`k${i}`, i]),
+  );
   assert.is(s.size, 100);
 });
 

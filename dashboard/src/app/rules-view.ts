@@ -13,7 +13,16 @@ import { askToken } from './token-dialog.ts';
 import { toast } from './toast.ts';
 import type { View } from './view.ts';
 
-const FIELDS = ['match', 'threshold', 'windowMs', 'hotMs', 'cacheTtlMs', 'cache', 'demoteRatio', 'demoteWindows'] as const;
+const FIELDS = [
+  'match',
+  'threshold',
+  'windowMs',
+  'hotMs',
+  'cacheTtlMs',
+  'cache',
+  'demoteRatio',
+  'demoteWindows',
+] as const;
 
 export class RulesView implements View {
   readonly element: HTMLElement;
@@ -30,19 +39,43 @@ export class RulesView implements View {
 
   constructor(state: FeedState) {
     this.#state = state;
-    this.#app = el('input', { list: 'hk-rule-apps', placeholder: 'app', 'aria-label': 'rules app', 'data-testid': 'rules-app' });
+    this.#app = el('input', {
+      list: 'hk-rule-apps',
+      placeholder: 'app',
+      'aria-label': 'rules app',
+      'data-testid': 'rules-app',
+    });
     this.#apps = el('datalist', { id: 'hk-rule-apps' });
     this.#app.addEventListener('change', () => void this.#load());
-    this.#editor = el('textarea', { spellcheck: false, rows: 18, 'aria-label': 'rules JSON', 'data-testid': 'rules-editor' });
+    this.#editor = el('textarea', {
+      spellcheck: false,
+      rows: 18,
+      'aria-label': 'rules JSON',
+      'data-testid': 'rules-editor',
+    });
     this.#editor.addEventListener('input', () => this.#check());
     this.#error = el('div', { class: 'inline-error', role: 'alert', 'data-testid': 'rules-error' });
     this.#preview = el('tbody');
-    this.#save = el('button', { class: 'primary', onclick: () => void this.#saveRules(), 'data-testid': 'rules-save' }, 'Save');
+    this.#save = el(
+      'button',
+      { class: 'primary', onclick: () => void this.#saveRules(), 'data-testid': 'rules-save' },
+      'Save',
+    );
     this.#status = el('span', { class: 'muted', 'data-testid': 'rules-status' });
     this.element = el(
       'section',
       { class: 'view rules-view' },
-      el('div', { class: 'toolbar' }, el('label', {}, 'App '), this.#app, this.#apps, el('button', { onclick: () => void this.#load() }, 'Load'), el('span', { class: 'grow' }), this.#status, this.#save),
+      el(
+        'div',
+        { class: 'toolbar' },
+        el('label', {}, 'App '),
+        this.#app,
+        this.#apps,
+        el('button', { onclick: () => void this.#load() }, 'Load'),
+        el('span', { class: 'grow' }),
+        this.#status,
+        this.#save,
+      ),
       el(
         'div',
         { class: 'rules-grid' },
@@ -50,11 +83,25 @@ export class RulesView implements View {
           'div',
           { class: 'panel' },
           el('h3', {}, 'Rules (JSON)'),
-          el('p', { class: 'muted' }, 'A list of {match, threshold, windowMs, hotMs, cacheTtlMs, cache, demoteRatio, demoteWindows}. Most specific match wins; [] means the default rule (every key, 1000 per second).'),
+          el(
+            'p',
+            { class: 'muted' },
+            'A list of {match, threshold, windowMs, hotMs, cacheTtlMs, cache, demoteRatio, demoteWindows}. Most specific match wins; [] means the default rule (every key, 1000 per second).',
+          ),
           this.#editor,
           this.#error,
         ),
-        el('div', { class: 'panel' }, el('h3', {}, 'As the hub will read them'), el('table', { class: 'grid-table' }, el('thead', {}, el('tr', {}, ...FIELDS.map((f) => el('th', {}, f)))), this.#preview)),
+        el(
+          'div',
+          { class: 'panel' },
+          el('h3', {}, 'As the hub will read them'),
+          el(
+            'table',
+            { class: 'grid-table' },
+            el('thead', {}, el('tr', {}, ...FIELDS.map((f) => el('th', {}, f)))),
+            this.#preview,
+          ),
+        ),
       ),
     );
   }
@@ -90,7 +137,10 @@ export class RulesView implements View {
       setText(this.#status, `rules of ${app} as stored on the hub`);
     } catch (err) {
       setText(this.#status, '');
-      this.#error.replaceChildren(el('strong', {}, `Cannot load rules of ${app} — `), err instanceof ApiError ? `${err.code}: ${err.message}` : String(err));
+      this.#error.replaceChildren(
+        el('strong', {}, `Cannot load rules of ${app} — `),
+        err instanceof ApiError ? `${err.code}: ${err.message}` : String(err),
+      );
       return;
     }
     this.#check();
@@ -106,8 +156,13 @@ export class RulesView implements View {
     this.#error.replaceChildren();
     this.#editor.classList.remove('invalid');
     this.#save.disabled = false;
-    this.#preview.replaceChildren(...result.rules.map((r) => el('tr', {}, ...FIELDS.map((f) => el('td', { class: 'mono' }, String(r[f]))))));
-    if (result.rules.length === 0) this.#preview.append(el('tr', {}, el('td', { colspan: FIELDS.length, class: 'muted' }, 'no rules: the default rule applies')));
+    this.#preview.replaceChildren(
+      ...result.rules.map((r) => el('tr', {}, ...FIELDS.map((f) => el('td', { class: 'mono' }, String(r[f]))))),
+    );
+    if (result.rules.length === 0)
+      this.#preview.append(
+        el('tr', {}, el('td', { colspan: FIELDS.length, class: 'muted' }, 'no rules: the default rule applies')),
+      );
     return result.rules;
   }
 
@@ -132,8 +187,17 @@ export class RulesView implements View {
         toast(`Rules of ${app} saved`);
         return;
       } catch (err) {
-        if (err instanceof ApiError && err.isAuth && attempt === 0 && (await askToken('admin', `saving rules needs the admin token (${err.message})`))) continue;
-        const message = err instanceof ApiError ? `${err.field ? `${err.field}: ` : ''}${err.message.replace(`${err.field}: `, '')} (${err.code})` : String(err);
+        if (
+          err instanceof ApiError &&
+          err.isAuth &&
+          attempt === 0 &&
+          (await askToken('admin', `saving rules needs the admin token (${err.message})`))
+        )
+          continue;
+        const message =
+          err instanceof ApiError
+            ? `${err.field ? `${err.field}: ` : ''}${err.message.replace(`${err.field}: `, '')} (${err.code})`
+            : String(err);
         this.#showError(message);
         setText(this.#status, 'refused by the hub');
         return;

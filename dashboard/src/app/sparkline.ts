@@ -1,5 +1,10 @@
 /** A QPS sparkline on a canvas: one path, no axes; the threshold as a faint line for scale. */
-export function drawSparkline(canvas: HTMLCanvasElement, values: readonly number[], threshold: number, capacity: number): void {
+export function drawSparkline(
+  canvas: HTMLCanvasElement,
+  values: readonly number[],
+  threshold: number,
+  capacity: number,
+): void {
   const dpr = globalThis.devicePixelRatio || 1;
   const w = canvas.clientWidth;
   const h = canvas.clientHeight;

@@ -5,12 +5,21 @@
 import { el } from './element.ts';
 import { getToken, setToken, type TokenKind } from './token-store.ts';
 
-const LABEL: Record<TokenKind, string> = { admin: 'Admin token (for rule edits and actions)', read: 'Dashboard token (for reading)' };
+const LABEL: Record<TokenKind, string> = {
+  admin: 'Admin token (for rule edits and actions)',
+  read: 'Dashboard token (for reading)',
+};
 
 /** Resolves true when the user saved a token, false when they cancelled. */
 export function askToken(kind: TokenKind, reason = ''): Promise<boolean> {
   return new Promise((resolve) => {
-    const input = el('input', { type: 'password', autocomplete: 'off', 'aria-label': LABEL[kind], 'data-testid': `token-input-${kind}`, value: getToken(kind) });
+    const input = el('input', {
+      type: 'password',
+      autocomplete: 'off',
+      'aria-label': LABEL[kind],
+      'data-testid': `token-input-${kind}`,
+      value: getToken(kind),
+    });
     const dialog = el(
       'dialog',
       { class: 'token-dialog', 'data-testid': 'token-dialog' },
@@ -19,7 +28,11 @@ export function askToken(kind: TokenKind, reason = ''): Promise<boolean> {
         { method: 'dialog' },
         el('h3', {}, LABEL[kind]),
         reason ? el('p', { class: 'error', 'data-testid': 'token-reason' }, reason) : null,
-        el('p', { class: 'muted' }, 'Kept in this tab only (sessionStorage); sent in the Authorization header, never in a URL.'),
+        el(
+          'p',
+          { class: 'muted' },
+          'Kept in this tab only (sessionStorage); sent in the Authorization header, never in a URL.',
+        ),
         input,
         el(
           'div',

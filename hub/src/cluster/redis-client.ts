@@ -12,13 +12,16 @@
  * The subscriber connection is the exception for its single SUBSCRIBE: it is queued until the
  * first connect (one command, bounded) and re-issued by ioredis after each reconnect.
  */
-import { Redis } from 'ioredis';
+import type { ConnectionOptions } from 'node:tls';
+import { Redis, type RedisOptions } from 'ioredis';
 
 export type { Redis };
 
 export interface RedisClientOptions {
-  /** `redis://host:port[/db]` */
+  /** `redis://host:port[/db]`, or `rediss://` for TLS */
   url: string;
+  /** TLS options for a `rediss://` URL (e.g. `{ ca }` for a private CA); ignored for `redis://` @default {} (the system CAs) */
+  tls?: ConnectionOptions;
   /** shown in `CLIENT LIST` */
   name: string;
   /** upper bound of the reconnect backoff @default 1000 */
@@ -35,6 +38,7 @@ export function createRedisClient(opts: RedisClientOptions): Redis {
   const maxBackoffMs = opts.maxBackoffMs ?? 1000;
   const subscriber = opts.subscriber ?? false;
   const client = new Redis(opts.url, {
+    ...redisTlsOptions(opts.url, opts.tls),
     lazyConnect: true,
     connectionName: opts.name,
     enableOfflineQueue: subscriber,
@@ -50,6 +54,23 @@ export function createRedisClient(opts: RedisClientOptions): Redis {
   // connection state ('ready' / 'close') and log transitions, not every failed attempt.
   client.on('error', () => {});
   return client;
+}
+
+/**
+ * ioredis's `tls` for a URL: TLS exactly for `rediss://`, verified against `tls.ca` (or the system
+ * CAs) with the URL's host name as SNI and the name checked; nothing for `redis://`.
+ */
+export function redisTlsOptions(url: string, tls: ConnectionOptions = {}): Pick<RedisOptions, 'tls'> {
+  if (!/^rediss:\/\//i.test(url)) return {};
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  // SNI takes host names only, not IP addresses
+  const servername = /^[\d.]+$|:/.test(host) ? undefined : host;
+  return { tls: { ...(servername === undefined ? {} : { servername }), ...tls } };
+}
+
+/** A Redis URL fit for logs: the password replaced by `***`. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
 }
 
 /** Starts connecting; failures are retried by the retry strategy, never thrown. */

@@ -11,7 +11,9 @@
 import type { Member } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
 import type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubStatus } from './coordinator.ts';
-import { connectInBackground, createRedisClient, isReady, type Redis } from './redis-client.ts';
+import type { ConnectionOptions } from 'node:tls';
+import { loggerFromFunction, type Logger } from '../server/logger.ts';
+import { connectInBackground, createRedisClient, isReady, redactUrl, type Redis } from './redis-client.ts';
 import { MAX_MEMBERS, RedisMembership } from './redis-membership.ts';
 import { RedisRules, type AppSeed } from './redis-rules.ts';
 import { parseHubEvent, RedisHistory } from './redis-history.ts';
@@ -45,7 +47,11 @@ export interface RedisCoordinatorOptions {
   statusStaleMs?: number;
   /** upper bound of the reconnect backoff @default 1000 */
   maxBackoffMs?: number;
-  /** where warnings go @default console.warn with a `[hotkey-hub]` prefix */
+  /** TLS options for a `rediss://` URL, e.g. `{ ca }` @default {} (the system CAs) */
+  tls?: ConnectionOptions;
+  /** where Redis state changes and warnings go, as `{ evt: 'redis_down' | 'redis_up' | … }` events @default `log`, else console.warn */
+  logger?: Logger;
+  /** a plain sink, used when no `logger` is given (each event one line) */
   log?: (message: string) => void;
 }
 
@@ -59,7 +65,9 @@ export class RedisCoordinator implements Coordinator {
   readonly #rulesPollMs: number;
   readonly #startTimeoutMs: number;
   readonly #statusStaleMs: number;
-  readonly #log: (message: string) => void;
+  readonly #logger: Logger;
+  /** the URL without its password, for logs */
+  readonly #safeUrl: string;
   readonly #client: Redis;
   readonly #subscriber: Redis;
   readonly #rules: RedisRules;
@@ -82,29 +90,51 @@ export class RedisCoordinator implements Coordinator {
   badMessages = 0;
 
   constructor(opts: RedisCoordinatorOptions) {
-    if (typeof opts.url !== 'string' || !/^rediss?:\/\//.test(opts.url)) throw new TypeError(`redis url must start with redis:// or rediss://, got ${String(opts.url)}`);
+    if (typeof opts.url !== 'string' || !/^rediss?:\/\//.test(opts.url))
+      throw new TypeError(`redis url must start with redis:// or rediss://, got ${String(opts.url)}`);
     this.selfId = opts.nodeId ?? `hub-${Math.random().toString(36).slice(2, 10)}`;
     this.#url = opts.url;
     this.#prefix = opts.prefix ?? 'hotkey:';
     this.#open = opts.open ?? false;
     this.#heartbeatMs = opts.heartbeatMs ?? 500;
     this.#ttlMs = opts.memberTtlMs ?? 2000;
-    if (this.#ttlMs <= this.#heartbeatMs) throw new TypeError(`memberTtlMs (${this.#ttlMs}) must exceed heartbeatMs (${this.#heartbeatMs})`);
+    if (this.#ttlMs <= this.#heartbeatMs)
+      throw new TypeError(`memberTtlMs (${this.#ttlMs}) must exceed heartbeatMs (${this.#heartbeatMs})`);
     this.#rulesPollMs = opts.rulesPollMs ?? 500;
     this.#startTimeoutMs = opts.startTimeoutMs ?? 2000;
     this.#statusStaleMs = opts.statusStaleMs ?? 10_000;
-    this.#log = opts.log ?? ((message) => console.warn(`[hotkey-hub] ${message}`));
+    this.#logger =
+      opts.logger ?? loggerFromFunction(opts.log ?? ((message) => console.warn(`[hotkey-hub] ${message}`)));
+    this.#safeUrl = redactUrl(opts.url);
+    const log = (evt: string) => (message: string) => this.#logger.warn({ evt }, message);
     // A reply slower than the member TTL is useless anyway: by then the others dropped this hub.
-    const clientOpts = { url: opts.url, maxBackoffMs: opts.maxBackoffMs, commandTimeoutMs: Math.min(1000, this.#ttlMs) };
+    const clientOpts = {
+      url: opts.url,
+      tls: opts.tls,
+      maxBackoffMs: opts.maxBackoffMs,
+      commandTimeoutMs: Math.min(1000, this.#ttlMs),
+    };
     this.#client = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}` });
     this.#subscriber = createRedisClient({ ...clientOpts, name: `hotkey-hub:${this.selfId}:sub`, subscriber: true });
-    this.#rules = new RedisRules({ client: this.#client, prefix: this.#prefix, apps: opts.apps ?? {}, log: this.#log });
-    this.#history = new RedisHistory({ client: this.#client, prefix: this.#prefix, maxLen: opts.historyMaxLen, maxBuffered: opts.historyBuffer, log: this.#log });
+    this.#rules = new RedisRules({
+      client: this.#client,
+      prefix: this.#prefix,
+      apps: opts.apps ?? {},
+      log: log('redis_rules'),
+    });
+    this.#history = new RedisHistory({
+      client: this.#client,
+      prefix: this.#prefix,
+      maxLen: opts.historyMaxLen,
+      maxBuffered: opts.historyBuffer,
+      log: log('redis_history'),
+    });
   }
 
   async start(self: Member): Promise<void> {
     if (this.#membership) throw new TypeError('start() was already called');
-    if (self.id !== this.selfId) throw new TypeError(`start(self): self.id "${self.id}" differs from selfId "${this.selfId}"`);
+    if (self.id !== this.selfId)
+      throw new TypeError(`start(self): self.id "${self.id}" differs from selfId "${this.selfId}"`);
     const membership = new RedisMembership({ client: this.#client, prefix: this.#prefix, self, ttlMs: this.#ttlMs });
     this.#membership = membership;
     membership.onChange((epoch, members) => {
@@ -116,7 +146,15 @@ export class RedisCoordinator implements Coordinator {
     this.#subscriber.on('ready', () => this.#maybeRecovered());
     this.#subscriber.on('close', () => this.#markDown());
     this.#subscriber.on('message', (channel: string, message: string) => this.#onMessage(channel, message));
-    this.#subscriber.subscribe(membership.channel, membership.aliveChannel, this.#rules.channel, this.#channel('events'), this.#channel('status')).catch(() => {});
+    this.#subscriber
+      .subscribe(
+        membership.channel,
+        membership.aliveChannel,
+        this.#rules.channel,
+        this.#channel('events'),
+        this.#channel('status'),
+      )
+      .catch(() => {});
     connectInBackground(this.#client);
     connectInBackground(this.#subscriber);
 
@@ -131,7 +169,10 @@ export class RedisCoordinator implements Coordinator {
       });
     });
     if (!(await synced) && !this.#closed) {
-      this.#log(`cannot reach Redis at ${this.#url}: serving alone with the configured rules and retrying in the background`);
+      this.#logger.warn(
+        { evt: 'redis_unreachable', url: this.#safeUrl },
+        `cannot reach Redis at ${this.#safeUrl}: serving alone with the configured rules and retrying in the background`,
+      );
     }
   }
 
@@ -141,7 +182,10 @@ export class RedisCoordinator implements Coordinator {
     try {
       await membership.leave();
     } catch (err) {
-      this.#log(`could not remove this hub from the member list in Redis (${(err as Error).message}); it expires within ${this.#ttlMs} ms`);
+      this.#logger.warn(
+        { evt: 'redis_leave_failed', err, expiresInMs: this.#ttlMs },
+        'could not remove this hub from the member list in Redis; it expires by itself',
+      );
     }
   }
 
@@ -193,7 +237,9 @@ export class RedisCoordinator implements Coordinator {
       this.droppedEvents++;
       return;
     }
-    this.#client.publish(this.#channel('events'), JSON.stringify({ from: this.selfId, event })).catch(() => this.droppedEvents++);
+    this.#client
+      .publish(this.#channel('events'), JSON.stringify({ from: this.selfId, event }))
+      .catch(() => this.droppedEvents++);
   }
 
   onEvent(listener: (event: HubEvent) => void): void {
@@ -215,18 +261,28 @@ export class RedisCoordinator implements Coordinator {
     // Listed only while their hub is a member; kept meanwhile, since a status may arrive before
     // the membership change that announces its hub.
     const live = new Set(this.members().members.map((m) => m.id));
-    return [...this.#statuses.values()].filter((s) => s.id === this.selfId || live.has(s.id)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.#statuses.values()]
+      .filter((s) => s.id === this.selfId || live.has(s.id))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   health(): Health {
     if (!this.#membership) return { state: 'degraded', detail: 'not started' };
     if (this.#closed) return { state: 'degraded', detail: 'closed' };
     const beatAge = Date.now() - this.#membership.lastBeatAt;
-    if (isReady(this.#client) && isReady(this.#subscriber) && this.#synced && (this.#membership.left || beatAge < this.#ttlMs)) {
+    if (
+      isReady(this.#client) &&
+      isReady(this.#subscriber) &&
+      this.#synced &&
+      (this.#membership.left || beatAge < this.#ttlMs)
+    ) {
       return { state: 'ok', detail: `redis ${this.#url}` };
     }
     const since = this.#downSince === undefined ? '' : ` since ${new Date(this.#downSince).toISOString()}`;
-    return { state: 'degraded', detail: `redis ${this.#url} unreachable${since}: serving the last known members and rules, reconnecting` };
+    return {
+      state: 'degraded',
+      detail: `redis ${this.#url} unreachable${since}: serving the last known members and rules, reconnecting`,
+    };
   }
 
   /** counters exported at /metrics as `hotkey_cluster_*` */
@@ -263,7 +319,8 @@ export class RedisCoordinator implements Coordinator {
         this.#synced = true;
         this.#maybeRecovered();
       } catch (err) {
-        if (!this.#closed) this.#log(`resynchronising with Redis failed (${(err as Error).message}); retrying`);
+        if (!this.#closed)
+          this.#logger.warn({ evt: 'redis_resync_failed', err }, 'resynchronising with Redis failed; retrying');
         this.#synced = false;
       } finally {
         this.#resyncing = undefined;
@@ -277,7 +334,10 @@ export class RedisCoordinator implements Coordinator {
     this.#synced = false;
     if (this.#downSince !== undefined) return;
     this.#downSince = Date.now();
-    this.#log(`lost Redis at ${this.#url}: serving the last known members and rules, reconnecting`);
+    this.#logger.warn(
+      { evt: 'redis_down', url: this.#safeUrl },
+      `lost Redis at ${this.#safeUrl}: serving the last known members and rules, reconnecting`,
+    );
   }
 
   #maybeRecovered(): void {
@@ -286,7 +346,10 @@ export class RedisCoordinator implements Coordinator {
     this.#syncedWaiters = [];
     for (const waiter of waiters) waiter();
     if (this.#downSince !== undefined) {
-      this.#log(`Redis at ${this.#url} is back after ${Date.now() - this.#downSince} ms: resynchronised`);
+      this.#logger.info(
+        { evt: 'redis_up', url: this.#safeUrl, downMs: Date.now() - this.#downSince },
+        'Redis is back: resynchronised',
+      );
       this.#downSince = undefined;
     }
   }
@@ -329,7 +392,13 @@ export class RedisCoordinator implements Coordinator {
       this.#emitEvent(event);
     } else if (channel === this.#channel('status')) {
       const status = parseJson(message) as HubStatus | undefined;
-      if (typeof status !== 'object' || status === null || typeof status.id !== 'string' || typeof status.updatedAt !== 'number') return void this.badMessages++;
+      if (
+        typeof status !== 'object' ||
+        status === null ||
+        typeof status.id !== 'string' ||
+        typeof status.updatedAt !== 'number'
+      )
+        return void this.badMessages++;
       if (status.id === this.selfId) return;
       if (!this.#statuses.has(status.id) && this.#statuses.size >= MAX_MEMBERS) return;
       this.#statuses.set(status.id, status);
@@ -341,7 +410,7 @@ export class RedisCoordinator implements Coordinator {
       try {
         listener(event);
       } catch (err) {
-        this.#log(`an event listener threw: ${(err as Error).message}`);
+        this.#logger.error({ evt: 'internal_error', what: 'event listener', err }, 'an event listener threw');
       }
     }
   }

@@ -38,7 +38,14 @@ export function parseHubEvent(raw: unknown): HubEvent | undefined {
   if (typeof e.type !== 'string' || !EVENT_TYPES.has(e.type)) return undefined;
   if (typeof e.app !== 'string' || typeof e.key !== 'string' || typeof e.hub !== 'string') return undefined;
   if (typeof e.qps !== 'number' || typeof e.at !== 'number' || !Number.isFinite(e.at)) return undefined;
-  const event: HubEvent = { type: e.type as HubEvent['type'], app: e.app, key: e.key, qps: e.qps, at: e.at, hub: e.hub };
+  const event: HubEvent = {
+    type: e.type as HubEvent['type'],
+    app: e.app,
+    key: e.key,
+    qps: e.qps,
+    at: e.at,
+    hub: e.hub,
+  };
   if (typeof e.latencyMs === 'number') event.latencyMs = e.latencyMs;
   if (typeof e.reason === 'string') event.reason = e.reason;
   if (typeof e.manual === 'boolean') event.manual = e.manual;
@@ -115,7 +122,8 @@ export class RedisHistory {
     this.#buffer.push(event);
     if (this.#buffer.length > this.#maxBuffered) {
       this.#buffer.shift();
-      if (this.dropped++ === 0) this.#log(`history buffer full (${this.#maxBuffered} events) while Redis is down: dropping the oldest`);
+      if (this.dropped++ === 0)
+        this.#log(`history buffer full (${this.#maxBuffered} events) while Redis is down: dropping the oldest`);
     }
   }
 

@@ -95,7 +95,13 @@ return out
 type Mode = 'beat' | 'rejoin' | 'leave';
 
 interface MembershipCommands {
-  hkMembership(members: string, urls: string, epoch: string, since: string, ...args: (string | number)[]): Promise<unknown>;
+  hkMembership(
+    members: string,
+    urls: string,
+    epoch: string,
+    since: string,
+    ...args: (string | number)[]
+  ): Promise<unknown>;
 }
 
 export interface RedisMembershipOptions {
@@ -127,7 +133,12 @@ export class RedisMembership {
     if (typeof this.#client.hkMembership !== 'function') {
       this.#client.defineCommand('hkMembership', { lua: MEMBERSHIP_LUA, numberOfKeys: 4 });
     }
-    this.#keys = [`${opts.prefix}members`, `${opts.prefix}member-urls`, `${opts.prefix}epoch`, `${opts.prefix}member-since`];
+    this.#keys = [
+      `${opts.prefix}members`,
+      `${opts.prefix}member-urls`,
+      `${opts.prefix}epoch`,
+      `${opts.prefix}member-since`,
+    ];
     this.#channel = `${opts.prefix}members-changed`;
     this.#alivePrefix = `${opts.prefix}alive:`;
     this.#ttlMs = opts.ttlMs;
@@ -199,7 +210,8 @@ export class RedisMembership {
       ...extra,
     );
     this.lastBeatAt = Date.now();
-    if (!Array.isArray(reply) || typeof reply[0] !== 'number') throw new Error('membership script returned an unexpected reply');
+    if (!Array.isArray(reply) || typeof reply[0] !== 'number')
+      throw new Error('membership script returned an unexpected reply');
     const members: Member[] = [];
     for (let i = 1; i + 1 < reply.length; i += 2) members.push({ id: String(reply[i]), url: String(reply[i + 1]) });
     this.#apply(reply[0], members, mode === 'leave');

@@ -68,7 +68,8 @@ export class RedisRules {
     this.#channel = `${opts.prefix}rules-changed`;
     this.#config = opts.apps;
     this.#log = opts.log;
-    for (const [app, seed] of Object.entries(opts.apps)) this.#apps.set(app, { rules: [...(seed.rules ?? [])], shared: false });
+    for (const [app, seed] of Object.entries(opts.apps))
+      this.#apps.set(app, { rules: [...(seed.rules ?? [])], shared: false });
   }
 
   get channel(): string {
@@ -99,14 +100,18 @@ export class RedisRules {
 
   /** Validates (ValidationError naming the field), stores in Redis and tells every hub. */
   async set(app: string, input: unknown): Promise<Rule[]> {
-    if (typeof app !== 'string' || app.length === 0 || app.length > 256) throw new TypeError('app must be a string of 1 to 256 characters');
+    if (typeof app !== 'string' || app.length === 0 || app.length > 256)
+      throw new TypeError('app must be a string of 1 to 256 characters');
     const rules = parseRules(input);
-    if (!isReady(this.#client)) throw new HotKeyError(ErrorCode.Unavailable, 'Redis is unreachable: rules cannot be stored now, try again');
+    if (!isReady(this.#client))
+      throw new HotKeyError(ErrorCode.Unavailable, 'Redis is unreachable: rules cannot be stored now, try again');
     const raw = JSON.stringify(rules);
     try {
       await this.#client.multi().hset(this.#rulesKey, app, raw).publish(this.#channel, app).exec();
     } catch (err) {
-      throw new HotKeyError(ErrorCode.Unavailable, `storing rules in Redis failed: ${(err as Error).message}`, { cause: err });
+      throw new HotKeyError(ErrorCode.Unavailable, `storing rules in Redis failed: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     this.#accept(app, raw, rules);
     return rules;
@@ -121,7 +126,10 @@ export class RedisRules {
 
   /** Re-reads every app's rules and tokens. */
   async sync(): Promise<void> {
-    const [rulesReply, tokensReply] = await Promise.all([this.#client.hgetall(this.#rulesKey), this.#client.hgetall(this.#tokensKey)]);
+    const [rulesReply, tokensReply] = await Promise.all([
+      this.#client.hgetall(this.#rulesKey),
+      this.#client.hgetall(this.#tokensKey),
+    ]);
     let count = 0;
     for (const [app, raw] of Object.entries(rulesReply)) {
       if (++count > MAX_APPS) {
@@ -137,7 +145,10 @@ export class RedisRules {
         break;
       }
       if (token.length === 0 || token.length > MAX_VALUE_LENGTH) {
-        if (this.#rawTokens.get(app) !== token) this.#log(`ignoring the token of app "${app}" in Redis ${this.#tokensKey}: must be 1 to ${MAX_VALUE_LENGTH} characters`);
+        if (this.#rawTokens.get(app) !== token)
+          this.#log(
+            `ignoring the token of app "${app}" in Redis ${this.#tokensKey}: must be 1 to ${MAX_VALUE_LENGTH} characters`,
+          );
         continue;
       }
       tokens.set(app, token);
@@ -162,7 +173,9 @@ export class RedisRules {
       rules = parseRules(JSON.parse(raw));
     } catch (err) {
       this.rejected++;
-      this.#log(`rejected rules of app "${app}" in Redis ${this.#rulesKey}, keeping the previous ones: ${(err as Error).message}`);
+      this.#log(
+        `rejected rules of app "${app}" in Redis ${this.#rulesKey}, keeping the previous ones: ${(err as Error).message}`,
+      );
       if (state) state.raw = raw;
       else this.#apps.set(app, { rules: [...(this.#config[app]?.rules ?? [])], raw, shared: true });
       return;

@@ -18,7 +18,8 @@ function setup(rules: unknown, options: { maxKeys?: number; random?: () => numbe
   return { agg, rec };
 }
 
-const one = (agg: Aggregator, key: string, count: number, now: number, reporter = 0) => agg.ingest([key], [count], reporter, now);
+const one = (agg: Aggregator, key: string, count: number, now: number, reporter = 0) =>
+  agg.ingest([key], [count], reporter, now);
 
 test('window sums slices and forgets them as they expire', () => {
   const { agg } = setup([{ match: '*', threshold: 1_000_000, windowMs: 1000 }]);
@@ -35,7 +36,10 @@ test('window sums slices and forgets them as they expire', () => {
 });
 
 test('window length follows the rule', () => {
-  const { agg } = setup([{ match: 'slow:*', threshold: 1_000_000, windowMs: 10_000 }, { match: '*', threshold: 1_000_000, windowMs: 100 }]);
+  const { agg } = setup([
+    { match: 'slow:*', threshold: 1_000_000, windowMs: 10_000 },
+    { match: '*', threshold: 1_000_000, windowMs: 100 },
+  ]);
   one(agg, 'slow:1', 7, 0);
   one(agg, 'fast', 7, 0);
   assert.is(agg.count('slow:1', 9_999), 7);
@@ -83,7 +87,10 @@ test('a key spread over many reports and reporters adds up cluster-wide', () => 
 });
 
 test('qps of a steady rate reads the rate at any point of a slice, not ~9 % low', () => {
-  const { agg, rec } = setup([{ match: '*', threshold: 1_000_000, windowMs: 1000 }, { match: 'slow:*', threshold: 1_000_000, windowMs: 5000 }]);
+  const { agg, rec } = setup([
+    { match: '*', threshold: 1_000_000, windowMs: 1000 },
+    { match: 'slow:*', threshold: 1_000_000, windowMs: 5000 },
+  ]);
   // 1000/s in steps of 10 ms (10 per step): the window total runs 900..1000 as the current slice fills
   let t = 0;
   const feed = (until: number) => {
@@ -100,7 +107,10 @@ test('qps of a steady rate reads the rate at any point of a slice, not ~9 % low'
     // 9 full slices (900 records) + the current slice's records over 900 ms + its elapsed ms
     assert.is(qps, (agg.count('k', now) * 1000) / (900 + elapsed));
     assert.ok(Math.abs(qps - 1000) <= 10, `${qps.toFixed(1)} qps at ${now} ms for 1000/s driven`);
-    assert.ok(Math.abs(agg.qps('slow:k', now) - 1000) <= 10, `${agg.qps('slow:k', now).toFixed(1)} qps over a 5 s window`);
+    assert.ok(
+      Math.abs(agg.qps('slow:k', now) - 1000) <= 10,
+      `${agg.qps('slow:k', now).toFixed(1)} qps over a 5 s window`,
+    );
   }
   // the old scaling (total / whole window) read 900..990: lowest right after a slice boundary
   assert.ok(Math.min(...observed) > 990, `lowest ${Math.min(...observed).toFixed(1)}`);
@@ -138,7 +148,9 @@ test('keys matching no rule are ignored', () => {
 });
 
 test('hysteresis: demoted only after demoteWindows whole windows below threshold * demoteRatio', () => {
-  const { agg, rec } = setup([{ match: '*', threshold: 100, windowMs: 1000, hotMs: 60_000, demoteRatio: 0.5, demoteWindows: 3 }]);
+  const { agg, rec } = setup([
+    { match: '*', threshold: 100, windowMs: 1000, hotMs: 60_000, demoteRatio: 0.5, demoteWindows: 3 },
+  ]);
   one(agg, 'k', 100, 0);
   assert.is(rec.promotes.length, 1);
   // 60 per window (above the 50 demotion level) keeps it hot without renewing it
@@ -168,7 +180,10 @@ test('expires when hotMs passes without renewal', () => {
   agg.tick(2499);
   assert.is(rec.demotes.length, 0);
   agg.tick(2500);
-  assert.equal(rec.demotes.map((d) => d.reason), ['expired']);
+  assert.equal(
+    rec.demotes.map((d) => d.reason),
+    ['expired'],
+  );
   one(agg, 'k', 10, 3000);
   assert.is(rec.promotes.length, 2, 'promoted again when it comes back');
 });
@@ -204,7 +219,7 @@ test('rule changes: re-matched keys keep counting, unmatched keys go, hot ones a
 
 test('bounded under 500k distinct keys; hot keys survive eviction', () => {
   let seed = 1;
-  const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
   const { agg, rec } = setup([{ match: '*', threshold: 1000 }], { maxKeys: 10_000, random });
   one(agg, 'hot', 1000, 0);
   const keys: string[] = [];
@@ -244,21 +259,27 @@ test('hot view reports ttl, since and threshold', () => {
   const { agg } = setup([{ match: '*', threshold: 10, hotMs: 5000, windowMs: 2000 }]);
   one(agg, 'k', 10, 1000);
   const [v] = agg.hot(2100); // 9 full 200 ms slices + 100 ms of the current one
-  assert.equal({ key: v!.key, qps: v!.qps, threshold: v!.threshold, since: v!.since, ttlMs: v!.ttlMs, instances: v!.instances }, {
-    key: 'k',
-    qps: 10 / 1.9,
-    threshold: 10,
-    since: 1000,
-    ttlMs: 3900,
-    instances: 1,
-  });
+  assert.equal(
+    { key: v!.key, qps: v!.qps, threshold: v!.threshold, since: v!.since, ttlMs: v!.ttlMs, instances: v!.instances },
+    {
+      key: 'k',
+      qps: 10 / 1.9,
+      threshold: 10,
+      since: 1000,
+      ttlMs: 3900,
+      instances: 1,
+    },
+  );
 });
 
 test('ownership: foreign keys are not admitted, and are forgotten when ownership moves', () => {
   const { agg, rec } = setup([{ match: '*', threshold: 10 }]);
   one(agg, 'a', 10, 0);
   one(agg, 'b', 5, 0);
-  assert.is(agg.setAccept((key) => key !== 'a'), 1);
+  assert.is(
+    agg.setAccept((key) => key !== 'a'),
+    1,
+  );
   assert.is(agg.stats.keys, 1);
   assert.is(rec.demotes.length, 0, 'no demotion broadcast: the new owner decides');
   one(agg, 'a', 100, 1);

@@ -150,7 +150,13 @@ export class Aggregator {
   }
 
   get stats(): AggregatorStats {
-    return { keys: this.#slotOf.size, hot: this.#hotSlots.size, dropped: this.#dropped, evicted: this.#evicted, ignored: this.#ignored };
+    return {
+      keys: this.#slotOf.size,
+      hot: this.#hotSlots.size,
+      dropped: this.#dropped,
+      evicted: this.#evicted,
+      ignored: this.#ignored,
+    };
   }
 
   /**
@@ -368,7 +374,8 @@ export class Aggregator {
     const tick = this.#tick[slot]!;
     const base = slot * WINDOW_SLICES;
     for (let age = WINDOW_SLICES - 1; age > 0; age--) {
-      if (this.#slices[base + ((tick - age) % WINDOW_SLICES + WINDOW_SLICES) % WINDOW_SLICES]! > 0) return Math.max(0, now - (tick - age) * sliceMs);
+      if (this.#slices[base + ((((tick - age) % WINDOW_SLICES) + WINDOW_SLICES) % WINDOW_SLICES)]! > 0)
+        return Math.max(0, now - (tick - age) * sliceMs);
     }
     return Math.max(0, now - tick * sliceMs);
   }
@@ -393,7 +400,8 @@ export class Aggregator {
     if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
     const base = slot * REPORTER_WORDS;
     let ones = 0;
-    for (let w = 0; w < REPORTER_WORDS; w++) ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
+    for (let w = 0; w < REPORTER_WORDS; w++)
+      ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
     const zeros = REPORTER_BITS - ones;
     if (zeros === 0) return Math.round(REPORTER_BITS * Math.log(REPORTER_BITS));
     return Math.round(-REPORTER_BITS * Math.log(zeros / REPORTER_BITS));
@@ -405,7 +413,13 @@ export class Aggregator {
     this.#hotSlots.add(slot);
     if (!wasHot) this.#hotSince[slot] = now;
     const latency = manual ? undefined : this.#accumulatedFor(slot, now);
-    this.#listener.promote(this.#keys[slot]!, this.#ruleSet.rules[this.#rule[slot]!]!, this.#qps(slot, now), latency, manual);
+    this.#listener.promote(
+      this.#keys[slot]!,
+      this.#ruleSet.rules[this.#rule[slot]!]!,
+      this.#qps(slot, now),
+      latency,
+      manual,
+    );
   }
 
   #demote(slot: number, reason: DemoteReason, now: number): void {

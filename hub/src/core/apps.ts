@@ -11,6 +11,7 @@ import type { Coordinator } from '../cluster/coordinator.ts';
 import { Aggregator, type DemoteReason } from './aggregator.ts';
 import { tokenMatches } from './auth.ts';
 import { Broadcaster } from './broadcaster.ts';
+import type { Logger } from './logger.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import { InvalidationTracker } from './invalidations.ts';
 import type { Peer } from './peer.ts';
@@ -86,7 +87,8 @@ export interface AppsOptions {
   tunables: HubTunables;
   metrics: HubMetrics;
   now: () => number;
-  log: (message: string) => void;
+  /** slow consumers and send failures */
+  logger: Logger;
   /** which keys this hub owns; undefined while it is the only member */
   accept: ((key: string) => boolean) | undefined;
   /** an app's aggregator promoted a key */
@@ -199,7 +201,7 @@ export class Apps {
   open(name: string): AppState | undefined {
     const existing = this.#byName.get(name);
     if (existing !== undefined) return existing;
-    const { coordinator, tunables, metrics, log } = this.#opts;
+    const { coordinator, tunables, metrics, logger } = this.#opts;
     if (!isValidAppName(name) || coordinator.app(name) === undefined || this.#byName.size >= tunables.maxApps)
       return undefined;
     const createdAt = this.#opts.now();
@@ -207,10 +209,14 @@ export class Apps {
       maxBufferedBytes: tunables.maxBufferedBytes,
       onSlowConsumer: (peer) => {
         metrics.slowConsumers++;
+        logger.warn(
+          { evt: 'slow_consumer', app: name, session: app.sessionByPeer.get(peer)?.id, close: CloseCode.SlowConsumer },
+          'socket closed: send buffer full',
+        );
         this.#cutOff(app, peer);
       },
       onSendError: (peer, err) => {
-        log(`app ${name}: send failed, closing the socket: ${(err as Error)?.stack ?? String(err)}`);
+        logger.error({ evt: 'send_failed', app: name, err }, 'send failed, closing the socket');
         this.#cutOff(app, peer);
       },
     });
@@ -357,7 +363,10 @@ export class Apps {
       try {
         this.#sendConfig(app);
       } catch (err) {
-        this.#opts.log(`config of app ${app.name} failed: ${(err as Error)?.stack ?? String(err)}`);
+        this.#opts.logger.error(
+          { evt: 'internal_error', what: `config of app ${app.name}`, err },
+          'sending Config failed',
+        );
       }
     }, delay);
     app.configTimer.unref();

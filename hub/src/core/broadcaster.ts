@@ -4,7 +4,14 @@
  * closed with 4008 (slow consumer) instead of silently missing frames: the SDK reconnects and
  * resynchronises from a Snapshot, so no broadcast is ever lost without the SDK knowing.
  */
-import { CloseCode, encode, type Demote, type Invalidate, type Promote, type ServerMessage } from '@hotkey/sdk/protocol';
+import {
+  CloseCode,
+  encode,
+  type Demote,
+  type Invalidate,
+  type Promote,
+  type ServerMessage,
+} from '@hotkey/sdk/protocol';
 import type { Peer } from './peer.ts';
 
 type Sequenced = Omit<Promote, 'seq'> | Omit<Invalidate, 'seq'> | Omit<Demote, 'seq'>;

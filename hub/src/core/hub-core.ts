@@ -7,10 +7,22 @@
  */
 import { ErrorCode, ProtocolError, closeCodeOf } from '@hotkey/sdk';
 import { Ownership } from '@hotkey/sdk/ownership';
-import { CloseCode, encode, MAX_FRAME_BYTES, MsgType, PROTOCOL_VERSION, type HotEntry, type Hello, type InvalidateRequest, type Member, type Report } from '@hotkey/sdk/protocol';
+import {
+  CloseCode,
+  encode,
+  MAX_FRAME_BYTES,
+  MsgType,
+  PROTOCOL_VERSION,
+  type HotEntry,
+  type Hello,
+  type InvalidateRequest,
+  type Member,
+  type Report,
+} from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import type { Logger } from './logger.ts';
 import { reporterBit, type DemoteReason } from './aggregator.ts';
 import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
 import { HubMetrics, type Gauges } from './hub-metrics.ts';
@@ -25,7 +37,8 @@ export interface HubCoreOptions {
   coordinator: Coordinator;
   tunables: HubTunables;
   now: () => number;
-  log: (message: string) => void;
+  /** every event of this hub's decisions goes here, as fields (`{ evt: 'promote', app, key, qps }`) */
+  logger: Logger;
   /** the hot keys' recent QPS @default a QpsHistory with its defaults (5 min at 1 s, 2000 keys) */
   qpsHistory?: QpsHistory;
 }
@@ -43,7 +56,7 @@ export class HubCore implements SessionHost {
   readonly qpsHistory: QpsHistory;
   url = '';
   readonly #now: () => number;
-  readonly #log: (message: string) => void;
+  readonly #logger: Logger;
   readonly #apps: Apps;
   readonly #invalidations: InvalidationRouter;
   readonly #awaitingHello = new Set<Session>();
@@ -63,7 +76,7 @@ export class HubCore implements SessionHost {
     this.coordinator = options.coordinator;
     this.tunables = options.tunables;
     this.#now = options.now;
-    this.#log = options.log;
+    this.#logger = options.logger;
     this.startedAt = this.#now();
     this.#lastStatusAt = this.startedAt;
     const membership = this.coordinator.members();
@@ -78,17 +91,33 @@ export class HubCore implements SessionHost {
       tunables: this.tunables,
       metrics: this.metrics,
       now: this.#now,
-      log: this.#log,
+      logger: this.#logger,
       accept: this.#accept,
       onPromote: (app, key, rule, qps, latencyMs, manual) => this.#onPromote(app, key, rule, qps, latencyMs, manual),
       onDemote: (app, key, qps, reason) => this.#onDemote(app, key, qps, reason),
     });
-    this.#invalidations = new InvalidationRouter({ hubId: this.id, metrics: this.metrics, now: this.#now, publish: (event) => this.#publish(event) });
-    this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#apps.rulesChanged(app, rules)));
-    this.coordinator.onMembers((epoch, members) => this.#guard('members change', () => this.#membersChanged(epoch, members)));
+    this.#invalidations = new InvalidationRouter({
+      hubId: this.id,
+      metrics: this.metrics,
+      now: this.#now,
+      publish: (event) => this.#publish(event),
+    });
+    this.coordinator.onRules((app, rules) =>
+      this.#guard('rules change', () => {
+        this.#logger.info(
+          { evt: 'rules', app, rules: rules.length, matches: rules.map((r) => r.match) },
+          'rules changed',
+        );
+        this.#apps.rulesChanged(app, rules);
+      }),
+    );
+    this.coordinator.onMembers((epoch, members) =>
+      this.#guard('members change', () => this.#membersChanged(epoch, members)),
+    );
     this.coordinator.onEvent((event) => {
       this.#recent.push(event);
-      if (this.#recent.length > this.tunables.recentEvents * 2) this.#recent = this.#recent.slice(-this.tunables.recentEvents);
+      if (this.#recent.length > this.tunables.recentEvents * 2)
+        this.#recent = this.#recent.slice(-this.tunables.recentEvents);
     });
   }
 
@@ -104,7 +133,13 @@ export class HubCore implements SessionHost {
     const session = new Session(peer, this, this.#now());
     this.metrics.connectionsAccepted++;
     if (this.#closing) {
-      session.fail(new ProtocolError(ErrorCode.Unavailable, 'hub is shutting down', this.clustered ? CloseCode.Leaving : CloseCode.GoingAway));
+      session.fail(
+        new ProtocolError(
+          ErrorCode.Unavailable,
+          'hub is shutting down',
+          this.clustered ? CloseCode.Leaving : CloseCode.GoingAway,
+        ),
+      );
       return session;
     }
     this.#awaitingHello.add(session);
@@ -113,7 +148,11 @@ export class HubCore implements SessionHost {
 
   hello(session: Session, hello: Hello): void {
     if (hello.v !== PROTOCOL_VERSION) {
-      throw new ProtocolError(ErrorCode.Version, `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`, CloseCode.Version);
+      throw new ProtocolError(
+        ErrorCode.Version,
+        `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`,
+        CloseCode.Version,
+      );
     }
     if (hello.role === 'dashboard') {
       // pages get the live feed on LIVE_PATH (http/dashboard-feed.ts), not on the SDK endpoint
@@ -147,13 +186,15 @@ export class HubCore implements SessionHost {
     this.#sendSnapshot(app, session);
   }
 
-  report(session: Session, report: Report): void {
+  /** @param [bytes] the frame's size, for the report frame size histogram */
+  report(session: Session, report: Report, bytes?: number): void {
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
     const now = this.#now();
     session.lastReport = now;
     this.metrics.reports++;
     this.metrics.records += report.keys.length;
+    if (bytes !== undefined) this.metrics.reportFrame(app.name, bytes);
     app.aggregator.ingest(report.keys, report.counts, session.reporter, now);
   }
 
@@ -179,7 +220,14 @@ export class HubCore implements SessionHost {
 
   faulted(session: Session, err: unknown): void {
     this.metrics.protocolErrors++;
-    if (closeCodeOf(err) === undefined) this.#log(`session ${session.id} (${session.app || 'no app'}): internal error: ${(err as Error)?.stack ?? String(err)}`);
+    const close = closeCodeOf(err);
+    const who = { session: session.id, app: session.app || undefined, instance: session.instance || undefined };
+    if (close !== undefined)
+      this.#logger.warn(
+        { evt: 'refused', ...who, code: (err as { code?: string }).code, close, reason: (err as Error).message },
+        'connection refused',
+      );
+    else this.#logger.error({ evt: 'session_error', ...who, err }, 'internal error in a session');
   }
 
   // ---- commands from the API ----
@@ -253,7 +301,19 @@ export class HubCore implements SessionHost {
       ignored += stats.ignored;
     }
     const mem = process.memoryUsage();
-    return { connections: this.#apps.connections, apps: this.#apps.size, keysTracked, hotKeys, dropped, evicted, ignored, heapUsed: mem.heapUsed, rss: mem.rss, ingestRate: this.#ingestRate, qpsHistoryKeys: this.qpsHistory.size };
+    return {
+      connections: this.#apps.connections,
+      apps: this.#apps.size,
+      keysTracked,
+      hotKeys,
+      dropped,
+      evicted,
+      ignored,
+      heapUsed: mem.heapUsed,
+      rss: mem.rss,
+      ingestRate: this.#ingestRate,
+      qpsHistoryKeys: this.qpsHistory.size,
+    };
   }
 
   // ---- time ----
@@ -262,7 +322,8 @@ export class HubCore implements SessionHost {
   tick(): void {
     const now = this.#now();
     for (const session of this.#awaitingHello) {
-      if (now - session.connectedAt >= this.tunables.helloTimeoutMs) session.helloTimedOut(this.tunables.helloTimeoutMs);
+      if (now - session.connectedAt >= this.tunables.helloTimeoutMs)
+        session.helloTimedOut(this.tunables.helloTimeoutMs);
     }
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => {
@@ -274,7 +335,8 @@ export class HubCore implements SessionHost {
       });
     }
     if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
-    if (now - this.#lastStatusAt >= this.tunables.statusIntervalMs) this.#guard('status', () => this.publishStatus(now));
+    if (now - this.#lastStatusAt >= this.tunables.statusIntervalMs)
+      this.#guard('status', () => this.publishStatus(now));
   }
 
   publishStatus(now = this.#now()): void {
@@ -317,7 +379,8 @@ export class HubCore implements SessionHost {
 
   #sampleHistory(now: number): void {
     const hot: QpsSample[] = [];
-    for (const app of this.#apps.values()) for (const v of app.aggregator.hot(now)) hot.push({ app: app.name, key: v.key, qps: v.qps });
+    for (const app of this.#apps.values())
+      for (const v of app.aggregator.hot(now)) hot.push({ app: app.name, key: v.key, qps: v.qps });
     this.qpsHistory.sample(now, hot, (appName, key) => this.#coldQps(appName, key, now));
   }
 
@@ -339,14 +402,47 @@ export class HubCore implements SessionHost {
     try {
       fn();
     } catch (err) {
-      this.#log(`${what} failed: ${(err as Error)?.stack ?? String(err)}`);
+      this.#logger.error({ evt: 'internal_error', what, err }, `${what} failed`);
     }
   }
 
-  #onPromote(app: AppState, key: string, rule: Rule, qps: number, latencyMs: number | undefined, manual: boolean): void {
+  #onPromote(
+    app: AppState,
+    key: string,
+    rule: Rule,
+    qps: number,
+    latencyMs: number | undefined,
+    manual: boolean,
+  ): void {
     const at = this.#now();
-    app.broadcaster.broadcast({ t: MsgType.Promote, key, qps, hotMs: rule.hotMs, cacheTtlMs: rule.cacheTtlMs, cache: rule.cache, at });
+    const started = performance.now();
+    app.broadcaster.broadcast({
+      t: MsgType.Promote,
+      key,
+      qps,
+      hotMs: rule.hotMs,
+      cacheTtlMs: rule.cacheTtlMs,
+      cache: rule.cache,
+      at,
+    });
+    const fanoutMs = performance.now() - started;
     this.metrics.promotions++;
+    this.metrics.promoted(app.name, fanoutMs, latencyMs);
+    this.#logger.info(
+      {
+        evt: 'promote',
+        app: app.name,
+        key,
+        qps,
+        threshold: rule.threshold,
+        rule: rule.match,
+        latencyMs,
+        fanoutMs: Math.round(fanoutMs * 1000) / 1000,
+        sockets: app.broadcaster.peers.size,
+        manual: manual || undefined,
+      },
+      'key promoted',
+    );
     const event: HubEvent = { type: 'promote', app: app.name, key, qps, at, hub: this.id };
     if (latencyMs !== undefined) event.latencyMs = latencyMs;
     if (manual) event.manual = true;
@@ -356,6 +452,7 @@ export class HubCore implements SessionHost {
   #onDemote(app: AppState, key: string, qps: number, reason: DemoteReason): void {
     app.broadcaster.broadcast({ t: MsgType.Demote, key });
     this.metrics.demotions++;
+    this.#logger.info({ evt: 'demote', app: app.name, key, qps, reason }, 'key demoted');
     this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });
   }
 
@@ -363,7 +460,10 @@ export class HubCore implements SessionHost {
     try {
       this.coordinator.publishEvent(event);
     } catch (err) {
-      this.#log(`publishEvent failed: ${(err as Error).message}`);
+      this.#logger.error(
+        { evt: 'publish_failed', type: event.type, app: event.app, err },
+        'publishing an event failed',
+      );
     }
   }
 
@@ -380,12 +480,28 @@ export class HubCore implements SessionHost {
     for (const v of views) {
       bytes += 3 * v.key.length + 80; // worst-case UTF-8 key + field names and numbers
       if (bytes > MAX_FRAME_BYTES) break;
-      hot.push({ key: v.key, ttlMs: Math.ceil(v.ttlMs), cacheTtlMs: v.rule.cacheTtlMs, cache: v.rule.cache, qps: v.qps });
+      hot.push({
+        key: v.key,
+        ttlMs: Math.ceil(v.ttlMs),
+        cacheTtlMs: v.rule.cacheTtlMs,
+        cache: v.rule.cache,
+        qps: v.qps,
+      });
     }
     app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Snapshot, seq: app.broadcaster.seq, hot }));
   }
 
   #membersChanged(epoch: number, members: Member[]): void {
+    this.#logger.info(
+      {
+        evt: 'members',
+        epoch,
+        members: members.map((m) => m.id),
+        joined: members.filter((m) => !this.#members.some((o) => o.id === m.id)).map((m) => m.id),
+        left: this.#members.filter((o) => !members.some((m) => m.id === o.id)).map((o) => o.id),
+      },
+      'cluster members changed',
+    );
     this.#epoch = epoch;
     this.#members = members;
     const ownership = new Ownership(members.map((m) => m.id));

@@ -1,9 +1,25 @@
 /**
  * What the hub core counts as it works: plain numbers bumped inline on the hot path (HubMetrics)
- * and the gauges read when scraped. http/metrics.ts renders both at `GET /metrics`.
+ * and the gauges read when scraped; timings and sizes go to an observer (http/metrics.ts feeds
+ * them to prom-client histograms), at most once per frame or decision, never per record.
+ * http/metrics.ts renders all of it at `GET /metrics`.
  */
 
+/** Where the core's timings and sizes go. */
+export interface MetricsObserver {
+  /** a promotion went out: its fan-out time and, for an automatic one, its detection latency */
+  promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void;
+  /** an SDK's invalidation was acked this long after its request */
+  invalidationAcked(app: string, ms: number): void;
+  /** a report frame of this many bytes arrived */
+  reportFrame(app: string, bytes: number): void;
+}
+
+const NO_OBSERVER: MetricsObserver = { promoted() {}, invalidationAcked() {}, reportFrame() {} };
+
 export class HubMetrics {
+  /** set by startHub to the /metrics registry @default none (nothing observed) */
+  observer: MetricsObserver = NO_OBSERVER;
   reports = 0;
   records = 0;
   promotions = 0;
@@ -15,6 +31,18 @@ export class HubMetrics {
   protocolErrors = 0;
   connectionsAccepted = 0;
   httpRequests = 0;
+
+  promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void {
+    this.observer.promoted(app, fanoutMs, detectionMs);
+  }
+
+  invalidationAcked(app: string, ms: number): void {
+    this.observer.invalidationAcked(app, ms);
+  }
+
+  reportFrame(app: string, bytes: number): void {
+    this.observer.reportFrame(app, bytes);
+  }
 }
 
 export interface Gauges {

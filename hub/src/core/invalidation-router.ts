@@ -30,8 +30,10 @@ export class InvalidationRouter {
   request(app: AppState, session: Session, request: InvalidateRequest): void {
     const seq = this.broadcast(app, request.key, false, request.flush === true);
     app.waiters ??= [...app.sessions];
-    app.invalidations.track(seq, app.waiters, this.#opts.now(), (timedOut) => {
+    const started = this.#opts.now();
+    app.invalidations.track(seq, app.waiters, started, (timedOut) => {
       if (timedOut) this.#opts.metrics.invalidationTimeouts++;
+      this.#opts.metrics.invalidationAcked(app.name, this.#opts.now() - started);
       if (!session.closed) app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq }));
     });
   }
@@ -56,7 +58,9 @@ export class InvalidationRouter {
    * flushed namespace and every SDK drops every cached value of it (the flag rides along).
    */
   broadcast(app: AppState, key: string, manual: boolean, flush = false): number {
-    const seq = app.broadcaster.broadcast(flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key });
+    const seq = app.broadcaster.broadcast(
+      flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key },
+    );
     this.#opts.metrics.invalidations++;
     const event: HubEvent = {
       type: 'invalidate',

@@ -19,7 +19,10 @@ test('acks once every waiter applied, in seq order', () => {
   assert.equal(done, [[1, false]]);
   b.appliedSeq = 2;
   t.settle();
-  assert.equal(done, [[1, false], [2, false]]);
+  assert.equal(done, [
+    [1, false],
+    [2, false],
+  ]);
   assert.is(t.pending, 0);
 });
 

@@ -39,7 +39,10 @@ test('the ring keeps the last `steps` samples and wraps', () => {
     c.advance(1000);
   }
   const points = h.points('shop', 'a');
-  assert.equal(points.map(([, q]) => q), [8, 9, 10, 11, 12]);
+  assert.equal(
+    points.map(([, q]) => q),
+    [8, 9, 10, 11, 12],
+  );
   assert.is(points[4]![0] - points[0]![0], 4000);
 });
 
@@ -51,11 +54,17 @@ test('steps the hub missed (a stall) are absent, not stale values', () => {
   h.sample(c.now(), hot(['a', 2]), cold);
   c.advance(3000); // two steps skipped
   h.sample(c.now(), hot(['a', 5]), cold);
-  assert.equal(h.points('shop', 'a').map(([, q]) => q), [1, 2, 5]);
+  assert.equal(
+    h.points('shop', 'a').map(([, q]) => q),
+    [1, 2, 5],
+  );
   // a stall longer than the ring: only samples inside it are shown
   c.advance(9000);
   h.sample(c.now(), hot(['a', 14]), cold);
-  assert.equal(h.points('shop', 'a').map(([, q]) => q), [5, 14]);
+  assert.equal(
+    h.points('shop', 'a').map(([, q]) => q),
+    [5, 14],
+  );
 });
 
 test('a demoted key keeps its curve, sampled from coldQps, until retainMs ends', () => {
@@ -75,7 +84,10 @@ test('a demoted key keeps its curve, sampled from coldQps, until retainMs ends',
     c.advance(1000);
     h.sample(c.now(), [], decaying);
   }
-  assert.equal(h.points('shop', 'a').map(([, q]) => q), [500, 600, 40, 40, 40]);
+  assert.equal(
+    h.points('shop', 'a').map(([, q]) => q),
+    [500, 600, 40, 40, 40],
+  );
   assert.is(h.size, 1);
   c.advance(1000);
   h.sample(c.now(), [], decaying);
@@ -91,7 +103,10 @@ test('a key hot again within retainMs continues its history', () => {
   h.sample(c.now(), [], () => 10);
   c.advance(1000);
   h.sample(c.now(), hot(['a', 700]), cold);
-  assert.equal(h.points('shop', 'a').map(([, q]) => q), [500, 10, 700]);
+  assert.equal(
+    h.points('shop', 'a').map(([, q]) => q),
+    [500, 10, 700],
+  );
 });
 
 test('bounded by maxKeys: the hottest keys are kept, a reused slot starts a fresh history', () => {
@@ -105,8 +120,14 @@ test('bounded by maxKeys: the hottest keys are kept, a reused slot starts a fres
   h.sample(c.now(), hot(['a', 10], ['b', 20], ['c', 30], ['x', 25]), cold);
   assert.is(h.size, 3);
   assert.equal(h.points('shop', 'a'), []);
-  assert.equal(h.points('shop', 'x').map(([, q]) => q), [25]);
-  assert.equal(h.points('shop', 'c').map(([, q]) => q), [30, 30]);
+  assert.equal(
+    h.points('shop', 'x').map(([, q]) => q),
+    [25],
+  );
+  assert.equal(
+    h.points('shop', 'c').map(([, q]) => q),
+    [30, 30],
+  );
 });
 
 test('when full, a key that stopped being hot gives way before any hot key', () => {
@@ -118,8 +139,14 @@ test('when full, a key that stopped being hot gives way before any hot key', () 
   c.advance(1000);
   h.sample(c.now(), hot(['b', 5], ['n', 6]), () => 900);
   assert.equal(h.points('shop', 'a'), [], 'the demoted key went first, whatever its QPS');
-  assert.equal(h.points('shop', 'b').map(([, q]) => q), [5, 5, 5]);
-  assert.equal(h.points('shop', 'n').map(([, q]) => q), [6]);
+  assert.equal(
+    h.points('shop', 'b').map(([, q]) => q),
+    [5, 5, 5],
+  );
+  assert.equal(
+    h.points('shop', 'n').map(([, q]) => q),
+    [6],
+  );
 });
 
 test('memory stays bounded under heavy churn of hot keys', () => {
@@ -132,13 +159,24 @@ test('memory stays bounded under heavy churn of hot keys', () => {
     assert.ok(h.size <= 100, `size ${h.size}`);
   }
   // the last round's 100 hottest are the ones kept
-  assert.equal(h.points('shop', 'k49:499').map(([, q]) => q), [1499]);
+  assert.equal(
+    h.points('shop', 'k49:499').map(([, q]) => q),
+    [1499],
+  );
   assert.equal(h.points('shop', 'k49:399'), []);
 });
 
 test('apps are separate, and bad QPS values are stored as 0', () => {
   const h = new QpsHistory({ stepMs: 100, steps: 10 });
-  h.sample(100, [{ app: 'a', key: 'k', qps: 5 }, { app: 'b', key: 'k', qps: Number.NaN }, { app: 'c', key: 'k', qps: -3 }], cold);
+  h.sample(
+    100,
+    [
+      { app: 'a', key: 'k', qps: 5 },
+      { app: 'b', key: 'k', qps: Number.NaN },
+      { app: 'c', key: 'k', qps: -3 },
+    ],
+    cold,
+  );
   assert.equal(h.points('a', 'k'), [[100, 5]]);
   assert.equal(h.points('b', 'k'), [[100, 0]]);
   assert.equal(h.points('c', 'k'), [[100, 0]]);

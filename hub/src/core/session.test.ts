@@ -1,7 +1,16 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
-import { CloseCode, decodeServerMessage, encode, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION, type Message, type ServerMessage } from '@hotkey/sdk/protocol';
+import {
+  CloseCode,
+  decodeServerMessage,
+  encode,
+  MAX_KEY_LENGTH,
+  MsgType,
+  PROTOCOL_VERSION,
+  type Message,
+  type ServerMessage,
+} from '@hotkey/sdk/protocol';
 import { parseHubConfig } from '../server/config.ts';
 import { HubCore } from './hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
@@ -30,7 +39,15 @@ function setup() {
   const config = parseHubConfig({ apps: { shop: { token: 'tok', rules: [{ match: 'item:*', threshold: 10 }] } } });
   const coordinator = new LocalCoordinator({ selfId: 'h1', config });
   const logs: string[] = [];
-  const core = new HubCore({ id: 'h1', coordinator, tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 }, now: () => now, log: (m) => logs.push(m) });
+  // warnings and errors as one line: the message and the error it carries
+  const line = (o: object, m?: string) => void logs.push(`${m ?? ''} ${String((o as { err?: unknown }).err ?? '')}`);
+  const core = new HubCore({
+    id: 'h1',
+    coordinator,
+    tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000 },
+    now: () => now,
+    logger: { debug() {}, info() {}, warn: line, error: line },
+  });
   const open = (frames: (Message | Uint8Array | string)[] = []) => {
     const peer = new MemoryPeer();
     const session = core.attach(peer);
@@ -40,14 +57,26 @@ function setup() {
     }
     return { peer, session };
   };
-  const hello = (extra: Record<string, unknown> = {}) => ({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 'tok', instance: 'i1', sdk: 't', ...extra }) as Message;
+  const hello = (extra: Record<string, unknown> = {}) =>
+    ({
+      t: MsgType.Hello,
+      v: PROTOCOL_VERSION,
+      app: 'shop',
+      token: 'tok',
+      instance: 'i1',
+      sdk: 't',
+      ...extra,
+    }) as Message;
   return { core, open, hello, logs, advance: (ms: number) => (now += ms) };
 }
 
 test('hello -> Welcome + Snapshot; reports promote', () => {
   const { open, hello } = setup();
   const { peer, session } = open([hello()]);
-  assert.equal(peer.frames.map((f) => f.t), [MsgType.Welcome, MsgType.Snapshot]);
+  assert.equal(
+    peer.frames.map((f) => f.t),
+    [MsgType.Welcome, MsgType.Snapshot],
+  );
   assert.is(session.state, 'open');
   session.onFrame(encode({ t: MsgType.Report, keys: ['item:1'], counts: [10] }), true);
   const p = peer.frames.at(-1)!;
@@ -71,8 +100,18 @@ const cases: [string, (h: ReturnType<typeof setup>['hello']) => (Message | Uint8
   ['bad token', (h) => [h({ token: 'tok2' })], CloseCode.Auth, 'HK_ERR_AUTH'],
   ['missing token', (h) => [h({ token: undefined })], CloseCode.Auth, 'HK_ERR_AUTH'],
   ['dashboard role', (h) => [h({ role: 'dashboard' })], CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
-  ['long key', (h) => [h(), pack({ t: MsgType.Report, keys: ['k'.repeat(MAX_KEY_LENGTH + 1)], counts: [1] })], CloseCode.KeyTooLong, 'HK_ERR_KEY_TOO_LONG'],
-  ['negative count', (h) => [h(), pack({ t: MsgType.Report, keys: ['k'], counts: [-1] })], CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
+  [
+    'long key',
+    (h) => [h(), pack({ t: MsgType.Report, keys: ['k'.repeat(MAX_KEY_LENGTH + 1)], counts: [1] })],
+    CloseCode.KeyTooLong,
+    'HK_ERR_KEY_TOO_LONG',
+  ],
+  [
+    'negative count',
+    (h) => [h(), pack({ t: MsgType.Report, keys: ['k'], counts: [-1] })],
+    CloseCode.Protocol,
+    'HK_ERR_PROTOCOL',
+  ],
   ['Applied ahead of the hub', (h) => [h(), { t: MsgType.Applied, seq: 5 }], CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
 ];
 

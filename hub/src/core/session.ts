@@ -5,7 +5,15 @@
  * escapes into the socket layer (a bad connection never affects others).
  */
 import { closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
-import { CloseCode, decodeClientMessage, errorFrame, MsgType, type Hello, type InvalidateRequest, type Report } from '@hotkey/sdk/protocol';
+import {
+  CloseCode,
+  decodeClientMessage,
+  errorFrame,
+  MsgType,
+  type Hello,
+  type InvalidateRequest,
+  type Report,
+} from '@hotkey/sdk/protocol';
 import { closeReason, type Peer } from './peer.ts';
 import type { Waiter } from './invalidations.ts';
 
@@ -15,7 +23,8 @@ export type SessionState = (typeof SessionState)[keyof typeof SessionState];
 /** What a session needs from the hub core. Refusals throw ProtocolError, AuthError or CapacityError (each with its close code). */
 export interface SessionHost {
   hello(session: Session, hello: Hello): void;
-  report(session: Session, report: Report): void;
+  /** `bytes`: the frame's size */
+  report(session: Session, report: Report, bytes: number): void;
   invalidate(session: Session, request: InvalidateRequest): void;
   applied(session: Session, seq: number): void;
   resync(session: Session): void;
@@ -70,16 +79,26 @@ export class Session implements Waiter {
   onFrame(data: Uint8Array, binary: boolean): void {
     if (this.state === SessionState.Closed) return;
     try {
-      if (!binary) throw new ProtocolError(ErrorCode.Protocol, 'text frames are not part of the protocol: send binary msgpack frames', CloseCode.Protocol);
+      if (!binary)
+        throw new ProtocolError(
+          ErrorCode.Protocol,
+          'text frames are not part of the protocol: send binary msgpack frames',
+          CloseCode.Protocol,
+        );
       const msg = decodeClientMessage(data);
       if (this.state === SessionState.AwaitingHello) {
-        if (msg.t !== MsgType.Hello) throw new ProtocolError(ErrorCode.Protocol, `the first frame must be Hello (t=${MsgType.Hello}), got t=${msg.t}`, CloseCode.Protocol);
+        if (msg.t !== MsgType.Hello)
+          throw new ProtocolError(
+            ErrorCode.Protocol,
+            `the first frame must be Hello (t=${MsgType.Hello}), got t=${msg.t}`,
+            CloseCode.Protocol,
+          );
         this.#host.hello(this, msg);
         return;
       }
       switch (msg.t) {
         case MsgType.Report:
-          this.#host.report(this, msg);
+          this.#host.report(this, msg, data.byteLength);
           return;
         case MsgType.InvalidateRequest:
           this.#host.invalidate(this, msg);
@@ -91,7 +110,11 @@ export class Session implements Waiter {
           this.#resync();
           return;
         case MsgType.Hello:
-          throw new ProtocolError(ErrorCode.Protocol, 'Hello was already received on this connection', CloseCode.Protocol);
+          throw new ProtocolError(
+            ErrorCode.Protocol,
+            'Hello was already received on this connection',
+            CloseCode.Protocol,
+          );
       }
     } catch (err) {
       this.fail(err);
@@ -158,7 +181,10 @@ export class Session implements Waiter {
       // the socket may already be gone; closing below still matters
     }
     try {
-      this.peer.close(closeCode ?? CloseCode.InternalError, closeReason(peerFault ? (err as Error).message : 'internal hub error'));
+      this.peer.close(
+        closeCode ?? CloseCode.InternalError,
+        closeReason(peerFault ? (err as Error).message : 'internal hub error'),
+      );
     } catch {
       // already closed
     }

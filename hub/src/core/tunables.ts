@@ -34,6 +34,8 @@ export interface HubTunables {
   maxBodyBytes: number;
   /** events kept for GET /api/events @default 1000 */
   recentEvents: number;
+  /** open mode only: distinct `app` label values in /metrics histograms; later apps are `app="other"` (configured apps are all labelled) @default 100 */
+  maxAppLabels: number;
   // ---- admission: what a connection may cost before it has shown a token (server/admission.ts) ----
   /** bytes a WebSocket may send before its Hello is accepted; more: close 4004 (HK_ERR_FRAME_TOO_LARGE) @default 16384 */
   preHelloBytes: number;
@@ -73,6 +75,7 @@ export const DEFAULT_TUNABLES: HubTunables = {
   pingIntervalMs: 15_000,
   maxBodyBytes: 64 * 1024,
   recentEvents: 1000,
+  maxAppLabels: 100,
   preHelloBytes: 16 * 1024,
   maxUnauthenticatedSockets: 256,
   maxUnauthenticatedPerAddress: 64,

@@ -42,7 +42,12 @@ export async function startDemo(hub: Hub, options: DemoOptions = {}): Promise<()
   const clients: { app: string; hk: HotKeyClient; zipf: ZipfSampler }[] = [];
   for (const app of APPS) {
     for (let i = 0; i < instances; i++) {
-      const hk = new HotKeyClient({ app, hubs: [hub.url], instanceId: `demo-${app}-${i + 1}`, host: `demo-host-${(i % 3) + 1}` });
+      const hk = new HotKeyClient({
+        app,
+        hubs: [hub.url],
+        instanceId: `demo-${app}-${i + 1}`,
+        host: `demo-host-${(i % 3) + 1}`,
+      });
       clients.push({ app, hk, zipf: new ZipfSampler({ n: catalogue, s: 1.1, seed: 7 + i }) });
     }
   }

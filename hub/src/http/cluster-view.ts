@@ -30,7 +30,17 @@ export function clusterHotRows(source: ClusterSource, app?: string): HotKeyRow[]
     for (const h of status.hotKeys) {
       if (app !== undefined && h.app !== app) continue;
       const id = rowId(h.app, h.key);
-      if (!rows.has(id)) rows.set(id, { app: h.app, key: h.key, qps: h.qps, threshold: h.threshold, since: h.since, instances: h.instances, hub: status.id, ttlMs: 0 });
+      if (!rows.has(id))
+        rows.set(id, {
+          app: h.app,
+          key: h.key,
+          qps: h.qps,
+          threshold: h.threshold,
+          since: h.since,
+          instances: h.instances,
+          hub: status.id,
+          ttlMs: 0,
+        });
     }
   }
   return [...rows.values()].sort((a, b) => b.qps - a.qps);
@@ -44,7 +54,15 @@ export function clusterInstanceRows(source: ClusterSource, app?: string, limit =
     for (const i of status.instanceRows) {
       if (app !== undefined && i.app !== app) continue;
       if (rows.length >= limit) return rows;
-      rows.push({ app: i.app, instance: i.instance, host: i.host, sdk: i.sdk, lastReport: i.lastReport, connectedAt: i.connectedAt, hub: status.id });
+      rows.push({
+        app: i.app,
+        instance: i.instance,
+        host: i.host,
+        sdk: i.sdk,
+        lastReport: i.lastReport,
+        connectedAt: i.connectedAt,
+        hub: status.id,
+      });
     }
   }
   return rows;

@@ -30,18 +30,40 @@ function setup(opts: { dashboardToken?: string; maxRowsPerFrame?: number } = {})
     id: 'hub-1',
     coordinator,
     hotKeys: () => hot.map((r) => ({ ...r })),
-    instanceRows: () => [{ app: 'shop', instance: 'i-1', host: 'web-1', sdk: '0.1.0', lastReport: 5, connectedAt: 1, hub: 'hub-1' }],
+    instanceRows: () => [
+      { app: 'shop', instance: 'i-1', host: 'web-1', sdk: '0.1.0', lastReport: 5, connectedAt: 1, hub: 'hub-1' },
+    ],
     activeApps: () => ['shop'],
     recentEvents: () => [],
   };
   const feed = new DashboardFeed({ source, now: () => 1000, intervalMs: 1_000_000, ...opts, adminToken: 'admin' });
   const setHot = (rows: [string, number][]) => {
-    hot = rows.map(([key, qps]) => ({ app: 'shop', key, qps, threshold: 100, since: 1, instances: 2, hub: 'hub-1', ttlMs: 1000 }));
+    hot = rows.map(([key, qps]) => ({
+      app: 'shop',
+      key,
+      qps,
+      threshold: 100,
+      since: 1,
+      instances: 2,
+      hub: 'hub-1',
+      ttlMs: 1000,
+    }));
   };
   const connect = (token = '') => {
     const peer = new RecordingPeer();
     const conn = feed.attach(peer);
-    conn.onFrame(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: '*', token, instance: 'page', sdk: 'dashboard', role: 'dashboard' }), true);
+    conn.onFrame(
+      encode({
+        t: MsgType.Hello,
+        v: PROTOCOL_VERSION,
+        app: '*',
+        token,
+        instance: 'page',
+        sdk: 'dashboard',
+        role: 'dashboard',
+      }),
+      true,
+    );
     return { peer, conn };
   };
   return { feed, coordinator, setHot, connect };
@@ -49,28 +71,52 @@ function setup(opts: { dashboardToken?: string; maxRowsPerFrame?: number } = {})
 
 test('snapshot, then deltas with only moved rows, removals and events', () => {
   const { feed, coordinator, setHot, connect } = setup();
-  setHot([['a', 500], ['b', 300]]);
+  setHot([
+    ['a', 500],
+    ['b', 300],
+  ]);
   const { peer, conn } = connect();
   const snap = peer.last<FeedSnapshot>();
   assert.is(snap.t, MsgType.FeedSnapshot);
-  assert.equal(snap.hot.map((r) => [r.key, r.qps, r.hub]), [['a', 500, 'hub-1'], ['b', 300, 'hub-1']]);
+  assert.equal(
+    snap.hot.map((r) => [r.key, r.qps, r.hub]),
+    [
+      ['a', 500, 'hub-1'],
+      ['b', 300, 'hub-1'],
+    ],
+  );
   assert.equal(snap.apps, ['shop']);
   assert.is(snap.hot[0]!.windowMs, 1000); // open mode: the default rule's window
   assert.is(snap.instances.length, 1);
 
-  setHot([['a', 505], ['c', 900]]); // a moved by 1 %: not resent
+  setHot([
+    ['a', 505],
+    ['c', 900],
+  ]); // a moved by 1 %: not resent
   coordinator.publishEvent({ type: 'promote', app: 'shop', key: 'c', qps: 900, at: 999, hub: 'hub-1', latencyMs: 140 });
   feed.tick();
   const d = peer.last<FeedDelta>();
   assert.is(d.t, MsgType.FeedDelta);
-  assert.equal(d.hot.map((r) => r.key), ['c']);
+  assert.equal(
+    d.hot.map((r) => r.key),
+    ['c'],
+  );
   assert.equal(d.gone, [{ app: 'shop', key: 'b' }]);
   assert.is(d.hotTotal, 2);
-  assert.equal(d.events.map((e) => [e.key, e.latencyMs]), [['c', 140]]);
+  assert.equal(
+    d.events.map((e) => [e.key, e.latencyMs]),
+    [['c', 140]],
+  );
 
-  setHot([['a', 700], ['c', 900]]);
+  setHot([
+    ['a', 700],
+    ['c', 900],
+  ]);
   feed.tick();
-  assert.equal(peer.last<FeedDelta>().hot.map((r) => [r.key, r.qps]), [['a', 700]]);
+  assert.equal(
+    peer.last<FeedDelta>().hot.map((r) => [r.key, r.qps]),
+    [['a', 700]],
+  );
   assert.equal(peer.last<FeedDelta>().events, []);
   conn.onClose();
   assert.is(feed.dashboards, 0);
@@ -115,7 +161,8 @@ test('when more rows change than fit in a frame, new rows and every changed row 
   for (let round = 1; round <= 8; round++) assert.ok(seen.has(`new${round}`), `new${round} never sent`);
   // 3000 changed rows through 1000-row frames: none waits more than 3000 / 1000 + 1 rounds
   // (the coldest rows move by at most 1/s, under the change threshold: never resent)
-  for (let i = 0; i < 2900; i++) assert.ok((seen.get(`k${i}`) ?? 0) >= 8 - 4, `k${i} last sent in round ${seen.get(`k${i}`)}`);
+  for (let i = 0; i < 2900; i++)
+    assert.ok((seen.get(`k${i}`) ?? 0) >= 8 - 4, `k${i} last sent in round ${seen.get(`k${i}`)}`);
 });
 
 test('dashboard token: wrong or missing refused with 4003; the admin token also opens the feed', () => {
@@ -138,7 +185,9 @@ test('a non-Hello first frame or a text frame is a protocol error', () => {
   feed.attach(p2).onFrame(new Uint8Array([1, 2, 3]), false);
   assert.is(p2.closed?.code, CloseCode.Protocol);
   const p3 = new RecordingPeer();
-  feed.attach(p3).onFrame(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', instance: 'i', sdk: 's' }), true);
+  feed
+    .attach(p3)
+    .onFrame(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', instance: 'i', sdk: 's' }), true);
   assert.is(p3.closed?.code, CloseCode.Protocol);
 });
 
@@ -151,10 +200,16 @@ test('a slow page skips rounds, then catches up; past the hard limit it is dropp
   setHot([['a', 200]]);
   feed.tick();
   assert.is(slow.frames.length, 1);
-  assert.equal(fast.last<FeedDelta>().hot.map((r) => r.qps), [200]);
+  assert.equal(
+    fast.last<FeedDelta>().hot.map((r) => r.qps),
+    [200],
+  );
   slow.bufferedAmount = 0;
   feed.tick();
-  assert.equal(slow.last<FeedDelta>().hot.map((r) => r.qps), [200]); // caught up by the diff
+  assert.equal(
+    slow.last<FeedDelta>().hot.map((r) => r.qps),
+    [200],
+  ); // caught up by the diff
   slow.bufferedAmount = 64 << 20;
   feed.tick();
   assert.is(slow.closed?.code, CloseCode.SlowConsumer);

@@ -13,12 +13,21 @@
  */
 import { AuthError, CapacityError, closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, decodeClientMessage, errorFrame, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
-import { encodeFeed, MAX_FEED_HUBS, type FeedDelta, type FeedEvent, type FeedHotRow, type FeedHub, type FeedInstance } from '@hotkey/sdk/feed-protocol';
+import {
+  encodeFeed,
+  MAX_FEED_HUBS,
+  type FeedDelta,
+  type FeedEvent,
+  type FeedHotRow,
+  type FeedHub,
+  type FeedInstance,
+} from '@hotkey/sdk/feed-protocol';
 import { RULE_DEFAULTS, RuleSet, type Rule } from '@hotkey/sdk/rules';
 import type { HubEvent } from '../cluster/coordinator.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
 import { tokenMatches } from '../core/auth.ts';
 import { DEFAULT_TUNABLES } from '../core/tunables.ts';
+import { silentLogger, type Logger } from '../server/logger.ts';
 import { clusterHotRows, clusterInstanceRows, rowId, type ClusterSource } from './cluster-view.ts';
 
 export const LIVE_PATH = '/live';
@@ -58,7 +67,8 @@ export interface DashboardFeedOptions {
   maxInstances?: number;
   snapshotEvents?: number;
   now?: () => number;
-  log?: (message: string) => void;
+  /** refusals and send failures @default silent */
+  logger?: Logger;
 }
 
 /** The feed's defaults; the buffer and Hello limits are the hub's (DEFAULT_TUNABLES), so a feed built alone matches one built by startHub. */
@@ -90,7 +100,14 @@ const SLOW_EVERY_TICKS = 4;
 /** true when the page should be sent the new values: QPS moved by > 2 % (or 1/s), or a field changed */
 function changed(a: FeedHotRow, b: FeedHotRow): boolean {
   const dq = Math.abs(a.qps - b.qps);
-  return (dq > 1 && dq > 0.02 * Math.max(a.qps, b.qps)) || a.threshold !== b.threshold || a.windowMs !== b.windowMs || a.since !== b.since || a.hub !== b.hub || a.instances !== b.instances;
+  return (
+    (dq > 1 && dq > 0.02 * Math.max(a.qps, b.qps)) ||
+    a.threshold !== b.threshold ||
+    a.windowMs !== b.windowMs ||
+    a.since !== b.since ||
+    a.hub !== b.hub ||
+    a.instances !== b.instances
+  );
 }
 
 function toFeedEvent(e: HubEvent): FeedEvent {
@@ -120,7 +137,13 @@ class Subscriber implements FeedConnection {
   constructor(feed: DashboardFeed, peer: Peer, helloTimeoutMs: number) {
     this.#feed = feed;
     this.peer = peer;
-    this.helloTimer = setTimeout(() => this.fail(new ProtocolError(ErrorCode.HelloTimeout, `no Hello within ${helloTimeoutMs} ms`, CloseCode.HelloTimeout)), helloTimeoutMs);
+    this.helloTimer = setTimeout(
+      () =>
+        this.fail(
+          new ProtocolError(ErrorCode.HelloTimeout, `no Hello within ${helloTimeoutMs} ms`, CloseCode.HelloTimeout),
+        ),
+      helloTimeoutMs,
+    );
     this.helloTimer.unref?.();
   }
 
@@ -134,8 +157,18 @@ class Subscriber implements FeedConnection {
     try {
       if (!isBinary) throw new ProtocolError(ErrorCode.Protocol, 'frames must be binary msgpack', CloseCode.Protocol);
       const msg = decodeClientMessage(bytes);
-      if (msg.t !== MsgType.Hello || msg.role !== 'dashboard') throw new ProtocolError(ErrorCode.Protocol, 'the first frame on /live must be Hello with role "dashboard"', CloseCode.Protocol);
-      if (msg.v !== PROTOCOL_VERSION) throw new ProtocolError(ErrorCode.Version, `protocol version ${msg.v} is not supported; this hub speaks ${PROTOCOL_VERSION}`, CloseCode.Version);
+      if (msg.t !== MsgType.Hello || msg.role !== 'dashboard')
+        throw new ProtocolError(
+          ErrorCode.Protocol,
+          'the first frame on /live must be Hello with role "dashboard"',
+          CloseCode.Protocol,
+        );
+      if (msg.v !== PROTOCOL_VERSION)
+        throw new ProtocolError(
+          ErrorCode.Version,
+          `protocol version ${msg.v} is not supported; this hub speaks ${PROTOCOL_VERSION}`,
+          CloseCode.Version,
+        );
       this.#feed.admit(this, msg.token);
     } catch (err) {
       this.fail(err);
@@ -152,6 +185,7 @@ class Subscriber implements FeedConnection {
   fail(err: unknown): void {
     if (this.state === SubscriberState.Closed) return;
     const closeCode = closeCodeOf(err) ?? CloseCode.Protocol;
+    this.#feed.faulted(err, closeCode);
     try {
       this.peer.send(errorFrame(err));
       this.peer.close(closeCode, closeReason((err as Error).message));
@@ -203,13 +237,14 @@ export class DashboardFeed {
       maxInstances: options.maxInstances ?? d.maxInstances,
       snapshotEvents: options.snapshotEvents ?? d.snapshotEvents,
       now: options.now ?? Date.now,
-      log: options.log ?? (() => {}),
+      logger: options.logger ?? silentLogger,
     };
     this.#source.coordinator.onEvent((event) => {
       if (this.#subscribers.size === 0) return;
       this.#pendingEvents.push(toFeedEvent(event));
       // bounded even if the timer stalls: pages only ever need the latest ones
-      if (this.#pendingEvents.length > this.#opts.maxEventsQueued) this.#pendingEvents.splice(0, this.#pendingEvents.length - this.#opts.maxEventsQueued);
+      if (this.#pendingEvents.length > this.#opts.maxEventsQueued)
+        this.#pendingEvents.splice(0, this.#pendingEvents.length - this.#opts.maxEventsQueued);
     });
   }
 
@@ -230,10 +265,22 @@ export class DashboardFeed {
     return sub;
   }
 
+  /** @internal a page's connection is being closed for `err` */
+  faulted(err: unknown, closeCode: number): void {
+    if (closeCode === CloseCode.GoingAway) return; // the hub is closing: not a refusal
+    const code = (err as { code?: unknown }).code ?? ErrorCode.Protocol;
+    this.#opts.logger.warn(
+      { evt: 'refused', endpoint: LIVE_PATH, code, close: closeCode, reason: (err as Error)?.message },
+      'dashboard connection refused',
+    );
+  }
+
   /** @internal called by a Subscriber on a valid Hello */
   admit(sub: Subscriber, token: string | undefined): void {
     if (this.#dashboardToken !== undefined) {
-      const ok = tokenMatches(token || undefined, this.#dashboardToken) || (this.#adminToken !== undefined && tokenMatches(token || undefined, this.#adminToken));
+      const ok =
+        tokenMatches(token || undefined, this.#dashboardToken) ||
+        (this.#adminToken !== undefined && tokenMatches(token || undefined, this.#adminToken));
       if (!ok) {
         this.stats.refused++;
         throw new AuthError(token ? 'wrong dashboard token' : 'this hub requires the dashboard token', CloseCode.Auth);
@@ -241,7 +288,10 @@ export class DashboardFeed {
     }
     if (this.dashboards >= this.#opts.maxDashboards) {
       this.stats.refused++;
-      throw new CapacityError(`this hub serves at most ${this.#opts.maxDashboards} live dashboards`, CloseCode.OverCapacity);
+      throw new CapacityError(
+        `this hub serves at most ${this.#opts.maxDashboards} live dashboards`,
+        CloseCode.OverCapacity,
+      );
     }
     clearTimeout(sub.helloTimer);
     sub.state = SubscriberState.Live;
@@ -293,7 +343,16 @@ export class DashboardFeed {
 
   /** every hot key of the cluster, hottest first: ours exactly, other hubs' from their statuses */
   #hotRows(): FeedHotRow[] {
-    return clusterHotRows(this.#source).map((r) => ({ app: r.app, key: r.key, qps: r.qps, threshold: r.threshold, windowMs: this.#windowMs(r.app, r.key), since: r.since, hub: r.hub, instances: r.instances }));
+    return clusterHotRows(this.#source).map((r) => ({
+      app: r.app,
+      key: r.key,
+      qps: r.qps,
+      threshold: r.threshold,
+      windowMs: this.#windowMs(r.app, r.key),
+      since: r.since,
+      hub: r.hub,
+      instances: r.instances,
+    }));
   }
 
   #hubs(rows: readonly FeedHotRow[]): FeedHub[] {
@@ -312,13 +371,24 @@ export class DashboardFeed {
         rss: s.rss,
         redis: s.redis,
         hotCount: hotByHub.get(s.id) ?? 0,
-        instanceCount: s.id === this.#source.id ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length : s.instanceRows.length,
+        instanceCount:
+          s.id === this.#source.id
+            ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length
+            : s.instanceRows.length,
         updatedAt: s.updatedAt,
       }));
   }
 
   #instances(): FeedInstance[] {
-    return clusterInstanceRows(this.#source, undefined, this.#opts.maxInstances).map((i) => ({ app: i.app, instance: i.instance, host: i.host, sdk: i.sdk, hub: i.hub, lastReport: i.lastReport, connectedAt: i.connectedAt }));
+    return clusterInstanceRows(this.#source, undefined, this.#opts.maxInstances).map((i) => ({
+      app: i.app,
+      instance: i.instance,
+      host: i.host,
+      sdk: i.sdk,
+      hub: i.hub,
+      lastReport: i.lastReport,
+      connectedAt: i.connectedAt,
+    }));
   }
 
   #apps(): string[] {
@@ -370,7 +440,7 @@ export class DashboardFeed {
       this.stats.framesSent++;
       this.stats.bytesSent += bytes.byteLength;
     } catch (err) {
-      this.#opts.log(`live feed send failed: ${(err as Error).message}`);
+      this.#opts.logger.warn({ evt: 'feed_send_failed', err }, 'live feed send failed');
       sub.onClose();
     }
   }
@@ -383,7 +453,17 @@ export class DashboardFeed {
     const events = this.#source.recentEvents(0).slice(-this.#opts.snapshotEvents).map(toFeedEvent);
     this.#send(
       sub,
-      encodeFeed({ t: MsgType.FeedSnapshot, hub: this.#source.id, at: this.#opts.now(), apps, hot, hotTotal: rows.length, events, hubs: this.#hubs(rows), instances: this.#instances() }),
+      encodeFeed({
+        t: MsgType.FeedSnapshot,
+        hub: this.#source.id,
+        at: this.#opts.now(),
+        apps,
+        hot,
+        hotTotal: rows.length,
+        events,
+        hubs: this.#hubs(rows),
+        instances: this.#instances(),
+      }),
     );
   }
 
@@ -406,7 +486,13 @@ export class DashboardFeed {
       const buffered = sub.peer.bufferedAmount;
       if (buffered > this.#opts.maxBufferBytes) {
         this.stats.slowDropped++;
-        sub.fail(new ProtocolError(ErrorCode.SlowConsumer, `the page reads too slowly (${buffered} bytes unsent)`, CloseCode.SlowConsumer));
+        sub.fail(
+          new ProtocolError(
+            ErrorCode.SlowConsumer,
+            `the page reads too slowly (${buffered} bytes unsent)`,
+            CloseCode.SlowConsumer,
+          ),
+        );
         continue;
       }
       if (buffered > this.#opts.softBufferBytes) {
@@ -415,7 +501,14 @@ export class DashboardFeed {
         continue;
       }
       const { hot, gone } = this.#diff(sub, rows);
-      const delta: FeedDelta = { t: MsgType.FeedDelta, at: this.#opts.now(), hot, gone, hotTotal: rows.length, events: sub.events };
+      const delta: FeedDelta = {
+        t: MsgType.FeedDelta,
+        at: this.#opts.now(),
+        hot,
+        gone,
+        hotTotal: rows.length,
+        events: sub.events,
+      };
       sub.events = [];
       if (hubs) delta.hubs = hubs;
       if (instances) delta.instances = instances;

@@ -12,8 +12,17 @@ import { ErrorCode } from '@hotkey/sdk';
 import { bearerToken, tokenMatches } from '../core/auth.ts';
 import type { HubCore } from '../core/hub-core.ts';
 import { clusterHotRows, clusterInstanceRows } from './cluster-view.ts';
-import { HttpError, intParam, sendError, sendJson, type Auth, type RequestContext, type Route } from './http-request.ts';
-import { renderMetrics, type FeedCounters } from './metrics.ts';
+import {
+  HttpError,
+  intParam,
+  sendError,
+  sendJson,
+  type Auth,
+  type RequestContext,
+  type Route,
+} from './http-request.ts';
+import type { FeedCounters, MetricsRegistry } from './metrics.ts';
+import type { Logger } from '../server/logger.ts';
 import { appRoutes } from './routes-apps.ts';
 
 /**
@@ -39,7 +48,10 @@ export interface HttpApiOptions {
   page: () => string;
   /** the dashboard's files by path ('/', '/assets/…'); undefined: serve `page()` at `/` */
   asset?: (path: string) => { body: Uint8Array; type: string } | undefined;
-  log: (message: string) => void;
+  /** request failures, and one `api_write` event per admin write (its app, key, status) */
+  logger: Logger;
+  /** renders /metrics */
+  metrics: MetricsRegistry;
   /** the live dashboard feed's counters for /metrics; undefined: none exported */
   feedCounters?: () => FeedCounters;
 }
@@ -68,17 +80,24 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
   function authorizeRead(req: IncomingMessage): void {
     if (dashboardToken === undefined) return;
     const presented = bearerToken(req.headers.authorization);
-    if (presented === undefined) throw new HttpError(401, ErrorCode.Auth, 'this hub requires the dashboard token: Authorization: Bearer <token>');
-    const ok = tokenMatches(presented, dashboardToken) || (adminToken !== undefined && tokenMatches(presented, adminToken));
+    if (presented === undefined)
+      throw new HttpError(401, ErrorCode.Auth, 'this hub requires the dashboard token: Authorization: Bearer <token>');
+    const ok =
+      tokenMatches(presented, dashboardToken) || (adminToken !== undefined && tokenMatches(presented, adminToken));
     if (!ok) throw new HttpError(403, ErrorCode.Auth, 'wrong token');
   }
 
   function authorizeWrite(req: IncomingMessage): void {
     if (adminToken === undefined) {
-      throw new HttpError(403, ErrorCode.Auth, 'writes are disabled: start the hub with --admin-token (or HOTKEY_ADMIN_TOKEN, or "adminToken" in the config file)');
+      throw new HttpError(
+        403,
+        ErrorCode.Auth,
+        'writes are disabled: start the hub with --admin-token (or HOTKEY_ADMIN_TOKEN, or "adminToken" in the config file)',
+      );
     }
     const presented = bearerToken(req.headers.authorization);
-    if (presented === undefined) throw new HttpError(401, ErrorCode.Auth, 'this request requires the admin token: Authorization: Bearer <token>');
+    if (presented === undefined)
+      throw new HttpError(401, ErrorCode.Auth, 'this request requires the admin token: Authorization: Bearer <token>');
     if (!tokenMatches(presented, adminToken)) throw new HttpError(403, ErrorCode.Auth, 'wrong admin token');
   }
 
@@ -86,7 +105,13 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
 
   function healthz({ res }: RequestContext): void {
     const h = coordinator.health();
-    sendJson(res, 200, { status: h.state, detail: h.detail, id: core.id, uptimeMs: Date.now() - core.startedAt, connections: core.connections });
+    sendJson(res, 200, {
+      status: h.state,
+      detail: h.detail,
+      id: core.id,
+      uptimeMs: Date.now() - core.startedAt,
+      connections: core.connections,
+    });
   }
 
   function readyz({ res }: RequestContext): void {
@@ -95,9 +120,14 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     sendJson(res, status === 'ready' ? 200 : 503, { status, detail: h.detail, id: core.id });
   }
 
-  function metrics({ res }: RequestContext): void {
-    const text = renderMetrics(core.metrics, core.gauges(), options.feedCounters?.(), coordinator.stats?.());
-    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' });
+  async function metrics({ res }: RequestContext): Promise<void> {
+    const registry = options.metrics;
+    const text = await registry.render(core.metrics, {
+      gauges: core.gauges(),
+      feed: options.feedCounters?.(),
+      cluster: coordinator.stats?.(),
+    });
+    res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' });
     res.end(text);
   }
 
@@ -112,19 +142,37 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     const names = new Set([...coordinator.apps(), ...core.activeApps()]);
     const list = [...names].sort().map((name) => {
       const s = core.appSummary(name);
-      return { name, rules: coordinator.rules(name).length, instances: s?.instanceCount ?? 0, connections: s?.connections ?? 0, keysTracked: s?.keysTracked ?? 0, hot: s?.hotCount ?? 0, seq: s?.seq ?? 0 };
+      return {
+        name,
+        rules: coordinator.rules(name).length,
+        instances: s?.instanceCount ?? 0,
+        connections: s?.connections ?? 0,
+        keysTracked: s?.keysTracked ?? 0,
+        hot: s?.hotCount ?? 0,
+        seq: s?.seq ?? 0,
+      };
     });
     sendJson(res, 200, { apps: list });
   }
 
   async function history({ res, query }: RequestContext): Promise<void> {
-    const events = await coordinator.history(query.get('app') ?? undefined, intParam(query, 'since', 0), intParam(query, 'limit', 100, 10_000));
+    const events = await coordinator.history(
+      query.get('app') ?? undefined,
+      intParam(query, 'since', 0),
+      intParam(query, 'limit', 100, 10_000),
+    );
     sendJson(res, 200, { events });
   }
 
   function cluster({ res }: RequestContext): void {
     const { epoch, members } = coordinator.members();
-    sendJson(res, 200, { self: core.id, epoch, members, statuses: coordinator.statuses(), health: coordinator.health() });
+    sendJson(res, 200, {
+      self: core.id,
+      epoch,
+      members,
+      statuses: coordinator.statuses(),
+      health: coordinator.health(),
+    });
   }
 
   const routes: readonly Route[] = [
@@ -135,9 +183,25 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     { method: 'GET', pattern: '/', auth: 'none', handler: page },
     { method: 'GET', pattern: '/index.html', auth: 'none', handler: page },
     { method: 'GET', pattern: '/api/apps', auth: 'read', handler: apps },
-    { method: 'GET', pattern: '/api/hot', auth: 'read', handler: ({ res, query }) => sendJson(res, 200, { hot: clusterHotRows(core, query.get('app') ?? undefined) }) },
-    { method: 'GET', pattern: '/api/instances', auth: 'read', handler: ({ res, query }) => sendJson(res, 200, { instances: clusterInstanceRows(core, query.get('app') ?? undefined) }) },
-    { method: 'GET', pattern: '/api/events', auth: 'read', handler: ({ res, query }) => sendJson(res, 200, { events: core.recentEvents(intParam(query, 'since', 0)) }) },
+    {
+      method: 'GET',
+      pattern: '/api/hot',
+      auth: 'read',
+      handler: ({ res, query }) => sendJson(res, 200, { hot: clusterHotRows(core, query.get('app') ?? undefined) }),
+    },
+    {
+      method: 'GET',
+      pattern: '/api/instances',
+      auth: 'read',
+      handler: ({ res, query }) =>
+        sendJson(res, 200, { instances: clusterInstanceRows(core, query.get('app') ?? undefined) }),
+    },
+    {
+      method: 'GET',
+      pattern: '/api/events',
+      auth: 'read',
+      handler: ({ res, query }) => sendJson(res, 200, { events: core.recentEvents(intParam(query, 'since', 0)) }),
+    },
     { method: 'GET', pattern: '/api/history', auth: 'read', handler: history },
     { method: 'GET', pattern: '/api/cluster', auth: 'read', handler: cluster },
     { method: 'GET', pattern: /^\/api\/apps\/([^/]+)\/keys\/qps$/, auth: 'read', handler: perApp.keyQps },
@@ -175,11 +239,24 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         allowed.push(route.method);
         continue;
       }
+      const fields: Record<string, unknown> = {};
+      if (route.auth === 'write') {
+        // refused writes (401/403) too: an admin write is one event whatever its outcome
+        res.once('finish', () => {
+          const app = params[0] === undefined ? undefined : safeDecode(params[0]);
+          const forwardedBy = req.headers['x-hotkey-forwarded-by'];
+          options.logger.info(
+            { evt: 'api_write', method, path, app, ...fields, status: res.statusCode, forwardedBy },
+            'admin API write',
+          );
+        });
+      }
       authorize(route.auth, req);
-      return route.handler({ req, res, method, path, query: url.searchParams, params });
+      return route.handler({ req, res, method, path, query: url.searchParams, params, fields });
     }
     if (serveAsset(res, method, path, req.headers.host)) return;
-    if (allowed.length > 0) throw new HttpError(405, ErrorCode.Method, `${method} ${path} is not supported; use ${allowed.join(' or ')}`);
+    if (allowed.length > 0)
+      throw new HttpError(405, ErrorCode.Method, `${method} ${path} is not supported; use ${allowed.join(' or ')}`);
     throw new HttpError(404, ErrorCode.NotFound, `no route ${method} ${path}`);
   }
 
@@ -190,8 +267,20 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         if (err.status === 413) res.setHeader('connection', 'close');
         return sendError(res, err);
       }
-      options.log(`HTTP ${req.method} ${req.url?.split('?')[0]} failed: ${(err as Error)?.stack ?? String(err)}`);
+      options.logger.error(
+        { evt: 'http_error', method: req.method, path: req.url?.split('?')[0], err },
+        'HTTP request failed',
+      );
       sendError(res, new HttpError(500, ErrorCode.Internal, 'internal hub error (logged)'));
     });
   };
+}
+
+/** The app name of a path, for a log line: never throws, and bounded. */
+function safeDecode(encoded: string): string {
+  try {
+    return decodeURIComponent(encoded).slice(0, 256);
+  } catch {
+    return encoded.slice(0, 256);
+  }
 }

@@ -31,6 +31,8 @@ export interface RequestContext {
   path: string;
   query: URLSearchParams;
   params: string[];
+  /** what a write route adds to its `api_write` log event (e.g. the key) */
+  fields: Record<string, unknown>;
 }
 
 /** 'none': anyone; 'read': the dashboard (or admin) token when one is set; 'write': the admin token. */

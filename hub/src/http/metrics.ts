@@ -1,9 +1,18 @@
 /**
- * `GET /metrics` in the Prometheus text format (version 0.0.4): the core's counters and gauges
- * (core/hub-metrics.ts), the live feed's and the coordinator's.
+ * What the hub exposes at `GET /metrics`, through prom-client (the only module that imports it),
+ * in a registry of its own per hub: several hubs run in one test process, and an embedder's global
+ * registry stays theirs.
+ *
+ * The core's counters stay plain numbers bumped inline (core/hub-metrics.ts); the `hotkey_*`
+ * series read them (and the gauges) when scraped, under the names and without the labels they always had. Histograms are
+ * observed at most once per frame or per decision, never per record, and carry an `app` label:
+ * apps come from the config, so the label set is bounded; in open mode (any app name) the first
+ * `maxAppLabels` apps get their own label and the rest share `app="other"`. Process metrics
+ * (event-loop lag, heap, GC, CPU) are prom-client's defaults, unprefixed (`nodejs_*`, `process_*`).
  */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { CoordinatorCounters } from '../cluster/coordinator.ts';
-import type { Gauges, HubMetrics } from '../core/hub-metrics.ts';
+import type { Gauges, HubMetrics, MetricsObserver } from '../core/hub-metrics.ts';
 
 /** The live dashboard feed's counters (DashboardFeed.stats plus the pages connected). */
 export interface FeedCounters {
@@ -19,51 +28,357 @@ export interface FeedCounters {
   refused: number;
 }
 
-function line(out: string[], name: string, type: 'counter' | 'gauge', help: string, value: number): void {
-  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, `${name} ${Number.isFinite(value) ? value : 0}`);
+/** What a scrape reads besides the counters: each part is optional as before. */
+export interface MetricsSources {
+  gauges: Gauges;
+  /** omitted when the hub serves no live feed */
+  feed?: FeedCounters | undefined;
+  /** the coordinator's loss counters; omitted when the hub runs alone */
+  cluster?: CoordinatorCounters | undefined;
 }
 
-/**
- * @param feed the dashboard feed's counters; omitted when the hub serves no live feed
- * @param cluster the coordinator's loss counters; omitted when the hub runs alone
- */
-export function renderMetrics(m: HubMetrics, g: Gauges, feed?: FeedCounters, cluster?: CoordinatorCounters): string {
-  const out: string[] = [];
-  line(out, 'hotkey_connections', 'gauge', 'Open client connections (SDK sessions past Hello).', g.connections);
-  line(out, 'hotkey_connections_accepted_total', 'counter', 'Client connections accepted.', m.connectionsAccepted);
-  line(out, 'hotkey_apps', 'gauge', 'Apps with state on this hub.', g.apps);
-  line(out, 'hotkey_reports_total', 'counter', 'Report frames received.', m.reports);
-  line(out, 'hotkey_records_ingested_total', 'counter', 'Key records received in reports.', m.records);
-  line(out, 'hotkey_ingest_rate', 'gauge', 'Records ingested per second over the last status period.', g.ingestRate);
-  line(out, 'hotkey_promotions_total', 'counter', 'Keys promoted to hot.', m.promotions);
-  line(out, 'hotkey_demotions_total', 'counter', 'Hot keys demoted.', m.demotions);
-  line(out, 'hotkey_invalidations_total', 'counter', 'Invalidations broadcast.', m.invalidations);
-  line(out, 'hotkey_invalidation_ack_timeouts_total', 'counter', 'Invalidation acks sent before every SDK applied.', m.invalidationTimeouts);
-  line(out, 'hotkey_keys_tracked', 'gauge', 'Keys with a sliding window on this hub.', g.keysTracked);
-  line(out, 'hotkey_hot_keys', 'gauge', 'Hot keys owned by this hub.', g.hotKeys);
-  line(out, 'hotkey_records_dropped_total', 'counter', 'Records dropped because the key table was full of hot keys.', g.dropped);
-  line(out, 'hotkey_keys_evicted_total', 'counter', 'Keys evicted from a full key table.', g.evicted);
-  line(out, 'hotkey_records_ignored_total', 'counter', 'Records whose key matches no rule.', g.ignored);
-  line(out, 'hotkey_slow_consumers_total', 'counter', 'Sockets closed because their send buffer overflowed.', m.slowConsumers);
-  line(out, 'hotkey_protocol_errors_total', 'counter', 'Connections closed for a protocol error.', m.protocolErrors);
-  line(out, 'hotkey_http_requests_total', 'counter', 'HTTP requests served.', m.httpRequests);
-  line(out, 'hotkey_qps_history_keys', 'gauge', 'Keys with a recent QPS history kept for the key detail chart.', g.qpsHistoryKeys);
-  if (feed !== undefined) {
-    line(out, 'hotkey_dashboard_pages', 'gauge', 'Dashboard pages connected to the live feed.', feed.pages);
-    line(out, 'hotkey_dashboard_frames_sent_total', 'counter', 'Live feed frames sent to dashboard pages.', feed.framesSent);
-    line(out, 'hotkey_dashboard_bytes_sent_total', 'counter', 'Live feed bytes sent to dashboard pages.', feed.bytesSent);
-    line(out, 'hotkey_dashboard_slow_dropped_total', 'counter', 'Dashboard pages dropped for reading too slowly.', feed.slowDropped);
-    line(out, 'hotkey_dashboard_skipped_rounds_total', 'counter', 'Feed rounds skipped for a page with a full socket buffer.', feed.skippedTicks);
-    line(out, 'hotkey_dashboard_refused_total', 'counter', 'Dashboard pages refused (token, page limit).', feed.refused);
+export interface MetricsOptions {
+  /** distinct `app` label values before the rest are counted as `app="other"` @default Infinity */
+  maxAppLabels?: number;
+  /** collect prom-client's process metrics @default true */
+  processMetrics?: boolean;
+}
+
+/** The label value of apps past the cap. */
+export const OTHER_APP = 'other';
+
+const SECONDS_BUCKETS_DETECTION = [0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5, 10];
+const SECONDS_BUCKETS_FANOUT = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
+const SECONDS_BUCKETS_ACK = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const BYTES_BUCKETS_FRAME = [64, 256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576];
+
+type Observer = { observe(value: number): void };
+interface AppObservers {
+  detection: Observer;
+  fanout: Observer;
+  ack: Observer;
+  frame: Observer;
+}
+
+type Snapshot = { m: HubMetrics; s: MetricsSources };
+type Family = {
+  name: string;
+  type: 'counter' | 'gauge';
+  help: string;
+  read: (x: Snapshot) => number | undefined;
+  group?: 'feed' | 'cluster';
+};
+
+/** The series every earlier version exported, same names, no labels; `undefined` omits one. */
+const CORE_FAMILIES: Family[] = [
+  {
+    name: 'hotkey_connections',
+    type: 'gauge',
+    help: 'Open client connections (SDK sessions past Hello).',
+    read: (x) => x.s.gauges.connections,
+  },
+  {
+    name: 'hotkey_connections_accepted_total',
+    type: 'counter',
+    help: 'Client connections accepted.',
+    read: (x) => x.m.connectionsAccepted,
+  },
+  { name: 'hotkey_apps', type: 'gauge', help: 'Apps with state on this hub.', read: (x) => x.s.gauges.apps },
+  { name: 'hotkey_reports_total', type: 'counter', help: 'Report frames received.', read: (x) => x.m.reports },
+  {
+    name: 'hotkey_records_ingested_total',
+    type: 'counter',
+    help: 'Key records received in reports.',
+    read: (x) => x.m.records,
+  },
+  {
+    name: 'hotkey_ingest_rate',
+    type: 'gauge',
+    help: 'Records ingested per second over the last status period.',
+    read: (x) => x.s.gauges.ingestRate,
+  },
+  { name: 'hotkey_promotions_total', type: 'counter', help: 'Keys promoted to hot.', read: (x) => x.m.promotions },
+  { name: 'hotkey_demotions_total', type: 'counter', help: 'Hot keys demoted.', read: (x) => x.m.demotions },
+  {
+    name: 'hotkey_invalidations_total',
+    type: 'counter',
+    help: 'Invalidations broadcast.',
+    read: (x) => x.m.invalidations,
+  },
+  {
+    name: 'hotkey_invalidation_ack_timeouts_total',
+    type: 'counter',
+    help: 'Invalidation acks sent before every SDK applied.',
+    read: (x) => x.m.invalidationTimeouts,
+  },
+  {
+    name: 'hotkey_keys_tracked',
+    type: 'gauge',
+    help: 'Keys with a sliding window on this hub.',
+    read: (x) => x.s.gauges.keysTracked,
+  },
+  { name: 'hotkey_hot_keys', type: 'gauge', help: 'Hot keys owned by this hub.', read: (x) => x.s.gauges.hotKeys },
+  {
+    name: 'hotkey_records_dropped_total',
+    type: 'counter',
+    help: 'Records dropped because the key table was full of hot keys.',
+    read: (x) => x.s.gauges.dropped,
+  },
+  {
+    name: 'hotkey_keys_evicted_total',
+    type: 'counter',
+    help: 'Keys evicted from a full key table.',
+    read: (x) => x.s.gauges.evicted,
+  },
+  {
+    name: 'hotkey_records_ignored_total',
+    type: 'counter',
+    help: 'Records whose key matches no rule.',
+    read: (x) => x.s.gauges.ignored,
+  },
+  {
+    name: 'hotkey_slow_consumers_total',
+    type: 'counter',
+    help: 'Sockets closed because their send buffer overflowed.',
+    read: (x) => x.m.slowConsumers,
+  },
+  {
+    name: 'hotkey_protocol_errors_total',
+    type: 'counter',
+    help: 'Connections closed for a protocol error.',
+    read: (x) => x.m.protocolErrors,
+  },
+  { name: 'hotkey_http_requests_total', type: 'counter', help: 'HTTP requests served.', read: (x) => x.m.httpRequests },
+  {
+    name: 'hotkey_qps_history_keys',
+    type: 'gauge',
+    help: 'Keys with a recent QPS history kept for the key detail chart.',
+    read: (x) => x.s.gauges.qpsHistoryKeys,
+  },
+  {
+    name: 'hotkey_dashboard_pages',
+    type: 'gauge',
+    help: 'Dashboard pages connected to the live feed.',
+    read: (x) => x.s.feed?.pages,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_frames_sent_total',
+    type: 'counter',
+    help: 'Live feed frames sent to dashboard pages.',
+    read: (x) => x.s.feed?.framesSent,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_bytes_sent_total',
+    type: 'counter',
+    help: 'Live feed bytes sent to dashboard pages.',
+    read: (x) => x.s.feed?.bytesSent,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_slow_dropped_total',
+    type: 'counter',
+    help: 'Dashboard pages dropped for reading too slowly.',
+    read: (x) => x.s.feed?.slowDropped,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_skipped_rounds_total',
+    type: 'counter',
+    help: 'Feed rounds skipped for a page with a full socket buffer.',
+    read: (x) => x.s.feed?.skippedTicks,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_dashboard_refused_total',
+    type: 'counter',
+    help: 'Dashboard pages refused (token, page limit).',
+    read: (x) => x.s.feed?.refused,
+    group: 'feed',
+  },
+  {
+    name: 'hotkey_cluster_events_dropped_total',
+    type: 'counter',
+    help: 'Events that could not be published to the other hubs.',
+    read: (x) => x.s.cluster?.droppedEvents,
+    group: 'cluster',
+  },
+  {
+    name: 'hotkey_cluster_history_dropped_total',
+    type: 'counter',
+    help: 'History entries dropped or lost on the way to Redis.',
+    read: (x) => x.s.cluster?.droppedHistory,
+    group: 'cluster',
+  },
+  {
+    name: 'hotkey_cluster_history_buffered',
+    type: 'gauge',
+    help: 'History entries waiting for Redis.',
+    read: (x) => x.s.cluster?.bufferedHistory,
+    group: 'cluster',
+  },
+  {
+    name: 'hotkey_cluster_rules_rejected_total',
+    type: 'counter',
+    help: 'Rule sets from Redis that failed validation.',
+    read: (x) => x.s.cluster?.rejectedRules,
+    group: 'cluster',
+  },
+  {
+    name: 'hotkey_cluster_bad_messages_total',
+    type: 'counter',
+    help: 'Pub/sub messages from Redis that were not a valid event or status.',
+    read: (x) => x.s.cluster?.badMessages,
+    group: 'cluster',
+  },
+  { name: 'hotkey_heap_used_bytes', type: 'gauge', help: 'V8 heap in use.', read: (x) => x.s.gauges.heapUsed },
+  { name: 'hotkey_rss_bytes', type: 'gauge', help: 'Resident set size.', read: (x) => x.s.gauges.rss },
+];
+
+/** The hub's /metrics registry; the core's MetricsObserver (startHub plugs it in). */
+export class MetricsRegistry implements MetricsObserver {
+  readonly registry = new Registry();
+  readonly #maxAppLabels: number;
+  readonly #detection: Histogram<'app'>;
+  readonly #fanout: Histogram<'app'>;
+  readonly #ack: Histogram<'app'>;
+  readonly #frame: Histogram<'app'>;
+  readonly #apps = new Map<string, AppObservers>();
+  #other: AppObservers | undefined;
+  /** what the current scrape reads; set for the duration of `render()` */
+  #snapshot: Snapshot | undefined;
+  #scrapes: Promise<unknown> = Promise.resolve();
+  readonly #groups = new Set<Family['group']>();
+
+  constructor(options: MetricsOptions = {}) {
+    this.#maxAppLabels = options.maxAppLabels ?? Infinity;
+    const registers = [this.registry];
+    this.#register(undefined);
+    this.#detection = new Histogram({
+      name: 'hotkey_detection_latency_seconds',
+      help: 'Time from the first counted slice of a key to its promotion (automatic promotions).',
+      labelNames: ['app'],
+      buckets: SECONDS_BUCKETS_DETECTION,
+      registers,
+    });
+    this.#fanout = new Histogram({
+      name: 'hotkey_promotion_fanout_seconds',
+      help: 'Time to encode a promotion and write it to every SDK socket of the app.',
+      labelNames: ['app'],
+      buckets: SECONDS_BUCKETS_FANOUT,
+      registers,
+    });
+    this.#ack = new Histogram({
+      name: 'hotkey_invalidation_ack_seconds',
+      help: 'Time from an SDK invalidation request to its ack (every SDK applied, or the timeout).',
+      labelNames: ['app'],
+      buckets: SECONDS_BUCKETS_ACK,
+      registers,
+    });
+    this.#frame = new Histogram({
+      name: 'hotkey_report_frame_bytes',
+      help: 'Size of the report frames received.',
+      labelNames: ['app'],
+      buckets: BYTES_BUCKETS_FRAME,
+      registers,
+    });
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
-  if (cluster !== undefined) {
-    line(out, 'hotkey_cluster_events_dropped_total', 'counter', 'Events that could not be published to the other hubs.', cluster.droppedEvents);
-    line(out, 'hotkey_cluster_history_dropped_total', 'counter', 'History entries dropped or lost on the way to Redis.', cluster.droppedHistory);
-    line(out, 'hotkey_cluster_history_buffered', 'gauge', 'History entries waiting for Redis.', cluster.bufferedHistory);
-    line(out, 'hotkey_cluster_rules_rejected_total', 'counter', 'Rule sets from Redis that failed validation.', cluster.rejectedRules);
-    line(out, 'hotkey_cluster_bad_messages_total', 'counter', 'Pub/sub messages from Redis that were not a valid event or status.', cluster.badMessages);
+
+  /** A promotion went out: its fan-out time and, for an automatic one, its detection latency. */
+  promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void {
+    const o = this.#observers(app);
+    o.fanout.observe(fanoutMs / 1000);
+    if (detectionMs !== undefined) o.detection.observe(detectionMs / 1000);
   }
-  line(out, 'hotkey_heap_used_bytes', 'gauge', 'V8 heap in use.', g.heapUsed);
-  line(out, 'hotkey_rss_bytes', 'gauge', 'Resident set size.', g.rss);
-  return out.join('\n') + '\n';
+
+  invalidationAcked(app: string, ms: number): void {
+    this.#observers(app).ack.observe(ms / 1000);
+  }
+
+  /** Once per report frame, never per record. */
+  reportFrame(app: string, bytes: number): void {
+    this.#observers(app).frame.observe(bytes);
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The Prometheus text of every series: the core's counters `m`, and `sources` for the rest. */
+  render(m: HubMetrics, sources: MetricsSources): Promise<string> {
+    // one scrape at a time: the collect() callbacks read the snapshot across awaits
+    const run = this.#scrapes.then(() => this.#render(m, sources));
+    this.#scrapes = run.catch(() => {});
+    return run;
+  }
+
+  async #render(m: HubMetrics, sources: MetricsSources): Promise<string> {
+    for (const group of ['feed', 'cluster'] as const) {
+      if (sources[group] === undefined || this.#groups.has(group)) continue;
+      this.#groups.add(group);
+      this.#register(group);
+    }
+    this.#snapshot = { m, s: sources };
+    try {
+      return await this.registry.metrics();
+    } finally {
+      this.#snapshot = undefined;
+    }
+  }
+
+  /** The plain-number series of one group; the feed and cluster ones once their source exists. */
+  #register(group: Family['group']): void {
+    const registers = [this.registry];
+    for (const f of CORE_FAMILIES) {
+      if (f.group !== group) continue;
+      const read = () => {
+        const x = this.#snapshot;
+        const v = x === undefined ? 0 : (f.read(x) ?? 0);
+        return Number.isFinite(v) && v > 0 ? v : 0;
+      };
+      if (f.type === 'counter') {
+        new Counter({
+          name: f.name,
+          help: f.help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(read());
+          },
+        });
+      } else {
+        new Gauge({
+          name: f.name,
+          help: f.help,
+          registers,
+          collect() {
+            this.set(read());
+          },
+        });
+      }
+    }
+  }
+
+  #observers(app: string): AppObservers {
+    const known = this.#apps.get(app);
+    if (known !== undefined) return known;
+    if (this.#apps.size >= this.#maxAppLabels) {
+      this.#other ??= this.#labelled(OTHER_APP);
+      return this.#other;
+    }
+    const o = this.#labelled(app);
+    this.#apps.set(app, o);
+    return o;
+  }
+
+  #labelled(app: string): AppObservers {
+    return {
+      detection: this.#detection.labels(app),
+      fanout: this.#fanout.labels(app),
+      ack: this.#ack.labels(app),
+      frame: this.#frame.labels(app),
+    };
+  }
 }

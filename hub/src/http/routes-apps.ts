@@ -55,9 +55,10 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
     sendJson(res, 200, { app, rules, effective: rules.length > 0 ? rules : [DEFAULT_RULE] });
   }
 
-  async function putRules({ req, res, params }: RequestContext): Promise<void> {
+  async function putRules({ req, res, params, fields }: RequestContext): Promise<void> {
     const app = knownApp(params[0]);
     const body = await readJson(req, maxBodyBytes);
+    if (Array.isArray(body)) fields.rules = body.length;
     try {
       sendJson(res, 200, { app, rules: await coordinator.setRules(app, body) });
     } catch (err) {
@@ -68,9 +69,10 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
     }
   }
 
-  async function invalidate({ req, res, params }: RequestContext): Promise<void> {
+  async function invalidate({ req, res, params, fields }: RequestContext): Promise<void> {
     const app = knownApp(params[0]);
     const key = keyOf(await readJson(req, maxBodyBytes));
+    fields.key = key;
     const seq = core.invalidateKey(app, key);
     if (seq === undefined) throw new HttpError(503, ErrorCode.Unavailable, 'this hub keeps state for no more apps');
     // Also at the owner: an SDK cut off from this hub but still connected to the owner must hear
@@ -93,9 +95,10 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
   }
 
   /** Only the owner decides a key (its aggregator tracks it and broadcasts the promotion). */
-  async function promote({ req, res, params }: RequestContext): Promise<void> {
+  async function promote({ req, res, params, fields }: RequestContext): Promise<void> {
     const app = knownApp(params[0]);
     const key = keyOf(await readJson(req, maxBodyBytes));
+    fields.key = key;
     const owner = remoteOwner(core, req, key);
     if (owner !== undefined) {
       const answer = await forwardToOwner(core, req, owner, key, {

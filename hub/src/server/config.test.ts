@@ -20,7 +20,11 @@ function fieldOf(input: unknown): string {
 }
 
 test('a valid config gets rule defaults and keeps tokens', () => {
-  const c = parseHubConfig({ apps: { shop: { token: 't', rules: [{ match: 'item:*', threshold: 500 }] }, blog: {} }, adminToken: 'a', dashboardToken: 'd' });
+  const c = parseHubConfig({
+    apps: { shop: { token: 't', rules: [{ match: 'item:*', threshold: 500 }] }, blog: {} },
+    adminToken: 'a',
+    dashboardToken: 'd',
+  });
   assert.equal(c.apps.shop, { token: 't', rules: [{ ...DEFAULT_RULE, match: 'item:*', threshold: 500 }] });
   assert.equal(c.apps.blog, { rules: [] });
   assert.is(c.adminToken, 'a');
@@ -36,8 +40,23 @@ test('validation names the field', () => {
   assert.is(fieldOf({ apps: { shop: { rule: [] } } }), 'apps.shop.rule');
   assert.is(fieldOf({ apps: { shop: { token: 5 } } }), 'apps.shop.token');
   assert.is(fieldOf({ apps: { shop: { rules: {} } } }), 'apps.shop.rules');
-  assert.is(fieldOf({ apps: { shop: { rules: [{ match: 'a', threshold: 1 }, { match: 'b', threshold: 'x' }] } } }), 'apps.shop.rules[1].threshold');
-  assert.is(fieldOf({ apps: { shop: { rules: [{ match: 'a', threshold: 1, hotMs: 1 }] } } }), 'apps.shop.rules[0].hotMs');
+  assert.is(
+    fieldOf({
+      apps: {
+        shop: {
+          rules: [
+            { match: 'a', threshold: 1 },
+            { match: 'b', threshold: 'x' },
+          ],
+        },
+      },
+    }),
+    'apps.shop.rules[1].threshold',
+  );
+  assert.is(
+    fieldOf({ apps: { shop: { rules: [{ match: 'a', threshold: 1, hotMs: 1 }] } } }),
+    'apps.shop.rules[0].hotMs',
+  );
   assert.is(fieldOf({ apps: { '': {} } }), 'apps.');
   assert.is(fieldOf({ apps: { ['x'.repeat(300)]: {} } }), `apps.${'x'.repeat(300)}`);
   assert.is(fieldOf({ apps: {}, adminToken: '' }), 'adminToken');

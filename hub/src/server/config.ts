@@ -8,6 +8,7 @@
  * a typo in a config file must stop start-up, not silently fall back to defaults.
  */
 import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { ErrorCode, ValidationError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
 import { isValidAppName, MAX_APP_NAME } from '../core/apps.ts';
@@ -23,11 +24,13 @@ export interface HubConfig {
   apps: Record<string, AppConfig>;
   adminToken?: string;
   dashboardToken?: string;
+  /** PEM files of the hub's certificate and key: serve HTTPS and WSS (relative paths: from the config file's folder) */
+  tls?: { cert: string; key: string };
   /** browser origins allowed to open /ws and /live (see HubOptions.allowedOrigins) */
   allowedOrigins?: string[];
 }
 
-const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken', 'allowedOrigins']);
+const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken', 'tls', 'allowedOrigins']);
 const APP_FIELDS = new Set(['token', 'rules']);
 
 function fail(field: string, message: string): never {
@@ -76,7 +79,16 @@ export function parseHubConfig(input: unknown): HubConfig {
   if (admin !== undefined) config.adminToken = admin;
   const dashboard = token(input.dashboardToken, 'dashboardToken');
   if (dashboard !== undefined) config.dashboardToken = dashboard;
-  if (input.allowedOrigins !== undefined) config.allowedOrigins = parseOrigins(input.allowedOrigins, 'allowedOrigins');
+  if (input.tls !== undefined) {
+    const tls = input.tls;
+    if (!isPlainObject(tls)) fail('tls', 'must be { "cert": "file.pem", "key": "file.pem" }');
+    for (const k of Object.keys(tls)) if (k !== 'cert' && k !== 'key') fail(`tls.${k}`, 'unknown field');
+    for (const k of ['cert', 'key'] as const)
+      if (typeof tls[k] !== 'string' || tls[k] === '') fail(`tls.${k}`, 'must be the path of a PEM file');
+    config.tls = { cert: tls.cert as string, key: tls.key as string };
+  }
+  if (input.allowedOrigins !== undefined)
+    config.allowedOrigins = parseOrigins(input.allowedOrigins, 'allowedOrigins');
   return config;
 }
 
@@ -103,5 +115,8 @@ export async function loadHubConfig(path: string): Promise<HubConfig> {
   } catch (err) {
     fail('config', `${path} is not valid JSON: ${(err as Error).message}`);
   }
-  return parseHubConfig(parsed);
+  const config = parseHubConfig(parsed);
+  if (config.tls !== undefined)
+    config.tls = { cert: resolve(dirname(path), config.tls.cert), key: resolve(dirname(path), config.tls.key) };
+  return config;
 }

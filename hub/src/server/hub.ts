@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { CloseCode } from '@hotkey/sdk/protocol';
 import { loadHubConfig, parseHubConfig, type HubConfig } from './config.ts';
@@ -15,17 +16,22 @@ import { fallbackPageHtml } from '../http/fallback-page.ts';
 import { createHttpHandler } from '../http/http-api.ts';
 import { HubCore } from '../core/hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import { MetricsRegistry } from '../http/metrics.ts';
+import { createLogger, loggerFromFunction, type Logger } from './logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubOptions } from './options.ts';
 import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
+import { checkTls, loadTls } from './tls.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
 import { guardHttpServer, httpServerOptions } from './admission.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   const t = { ...DEFAULT_TUNABLES, ...input };
   for (const [name, value] of Object.entries(t)) {
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new TypeError(`tunables.${name} must be a non-negative finite number, got ${String(value)}`);
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0)
+      throw new TypeError(`tunables.${name} must be a non-negative finite number, got ${String(value)}`);
   }
-  if (!(t.localThresholdFraction > 0 && t.localThresholdFraction <= 1)) throw new TypeError('tunables.localThresholdFraction must be in (0, 1]');
+  if (!(t.localThresholdFraction > 0 && t.localThresholdFraction <= 1))
+    throw new TypeError('tunables.localThresholdFraction must be in (0, 1]');
   if (t.tickMs < 1) throw new TypeError('tunables.tickMs must be at least 1');
   return t;
 }
@@ -39,8 +45,12 @@ export class Hub {
   /** internal: the decisions (sessions, aggregation, broadcasts), for the HTTP API and tests */
   readonly core: HubCore;
   readonly coordinator: Coordinator;
-  /** internal: the node:http server, for mounting the dashboard */
+  /** internal: the node:http (or node:https) server, for mounting the dashboard */
   readonly httpServer: Server;
+  /** true when the port serves HTTPS and WSS */
+  readonly tls: boolean;
+  /** the logger every part of this hub writes to */
+  readonly logger: Logger;
   /** true when started without a config file: any app, no token, default rule */
   readonly open: boolean;
   readonly #sockets: SocketServer;
@@ -52,7 +62,21 @@ export class Hub {
   ready = false;
 
   /** @internal use startHub */
-  constructor(parts: { id: string; core: HubCore; coordinator: Coordinator; httpServer: Server; sockets: SocketServer; feed?: DashboardFeed; host: string; advertiseUrl?: string; open: boolean }) {
+  constructor(parts: {
+    id: string;
+    core: HubCore;
+    coordinator: Coordinator;
+    httpServer: Server;
+    sockets: SocketServer;
+    feed?: DashboardFeed;
+    host: string;
+    advertiseUrl?: string;
+    open: boolean;
+    tls: boolean;
+    logger: Logger;
+  }) {
+    this.tls = parts.tls;
+    this.logger = parts.logger;
     this.id = parts.id;
     this.core = parts.core;
     this.coordinator = parts.coordinator;
@@ -69,13 +93,13 @@ export class Hub {
   get port(): number {
     return (this.httpServer.address() as AddressInfo | null)?.port ?? 0;
   }
-  /** ws:// URL SDKs connect to (the advertised one when set) */
+  /** ws:// (wss:// with TLS) URL SDKs connect to (the advertised one when set) */
   get url(): string {
-    return this.#advertiseUrl ?? `ws://${urlHost(this.#host)}:${this.port}${WS_PATH}`;
+    return this.#advertiseUrl ?? `${this.tls ? 'wss' : 'ws'}://${urlHost(this.#host)}:${this.port}${WS_PATH}`;
   }
-  /** http:// base URL of the API and the page on this process */
+  /** http:// (https:// with TLS) base URL of the API and the page on this process */
   get httpUrl(): string {
-    return `http://${urlHost(this.#host)}:${this.port}`;
+    return `${this.tls ? 'https' : 'http'}://${urlHost(this.#host)}:${this.port}`;
   }
 
   /**
@@ -113,15 +137,26 @@ export class Hub {
 /** Starts a hub; resolves once it listens and has joined its cluster. Bad config throws ValidationError (HK_ERR_CONFIG). */
 export async function startHub(options: HubOptions = {}): Promise<Hub> {
   const tunables = checkTunables(options.tunables);
-  const log = options.log ?? ((message: string) => console.error(`[hub] ${message}`));
+  const logger =
+    options.logger ??
+    (options.log !== undefined
+      ? loggerFromFunction(options.log)
+      : createLogger({ level: 'warn', out: process.stderr }));
   const now = options.now ?? Date.now;
   let config: HubConfig | undefined;
   if (options.config !== undefined) config = parseHubConfig(options.config);
   else if (options.configPath !== undefined) config = await loadHubConfig(options.configPath);
 
+  // options.tls (PEM) wins over the config file's tls (file paths)
+  const tls = options.tls ?? (config?.tls === undefined ? undefined : await loadTls(config.tls));
+  if (tls !== undefined) checkTls(tls);
+
   const id = options.coordinator?.selfId ?? options.nodeId ?? `hub-${randomBytes(4).toString('hex')}`;
   const coordinator = options.coordinator ?? new LocalCoordinator({ selfId: id, config, maxApps: tunables.maxApps });
-  const core = new HubCore({ id, coordinator, tunables, now, log });
+  const open = config === undefined;
+  const metrics = new MetricsRegistry({ maxAppLabels: open ? tunables.maxAppLabels : Infinity });
+  const core = new HubCore({ id, coordinator, tunables, now, logger });
+  core.metrics.observer = metrics;
   const adminToken = options.adminToken ?? config?.adminToken;
   const dashboardToken = options.dashboardToken ?? config?.dashboardToken;
   const feed = new DashboardFeed({
@@ -130,13 +165,13 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     dashboardToken,
     helloTimeoutMs: tunables.helloTimeoutMs,
     maxBufferBytes: tunables.maxBufferedBytes,
-    log,
+    logger,
   });
   const sockets = new SocketServer(core, { [LIVE_PATH]: (peer) => feed.attach(peer) }, { allowedOrigins: options.allowedOrigins ?? config?.allowedOrigins });
   const host = options.host ?? DEFAULT_HOST;
   // the page is bundled in memory at start (~100 ms); without it the fallback page still works
   const dashboard = await buildDashboard().catch((err: unknown) => {
-    log(`dashboard build failed, serving the plain page: ${(err as Error).message}`);
+    logger.warn({ evt: 'dashboard_build_failed', err }, 'dashboard build failed, serving the plain page');
     return undefined;
   });
   let hub: Hub | undefined;
@@ -149,9 +184,14 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     page: () => fallbackPageHtml(id),
     asset: (path) => dashboard?.get(path),
     feedCounters: () => ({ pages: feed.dashboards, ...feed.stats }),
-    log,
+    metrics,
+    logger,
   });
-  const httpServer = createServer(httpServerOptions(tunables), handler);
+  // node:https is a node:http Server underneath: the ws upgrade handling below is the same
+  const httpServer: Server =
+    tls === undefined
+      ? createServer(httpServerOptions(tunables), handler)
+      : createTlsServer({ ...httpServerOptions(tunables), cert: tls.cert, key: tls.key }, handler);
   guardHttpServer(httpServer, tunables);
   httpServer.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   httpServer.on('clientError', (_err, socket) => {
@@ -165,9 +205,30 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
       resolve();
     });
   });
-  httpServer.on('error', (err) => log(`http server error: ${err.message}`));
+  httpServer.on('error', (err) => logger.error({ evt: 'http_server_error', err }, 'http server error'));
+  if (tls !== undefined) {
+    // a client that fails the handshake (a CA it does not trust, plain HTTP on the TLS port) is worth a line
+    httpServer.on('tlsClientError', (err: Error & { code?: string }, socket) => {
+      logger.info(
+        { evt: 'tls_refused', code: err.code, reason: err.message, remote: socket.remoteAddress },
+        'TLS handshake failed',
+      );
+    });
+  }
 
-  hub = new Hub({ id, core, coordinator, httpServer, sockets, feed, host, advertiseUrl: options.advertiseUrl, open: config === undefined && options.coordinator === undefined });
+  hub = new Hub({
+    id,
+    core,
+    coordinator,
+    httpServer,
+    sockets,
+    feed,
+    host,
+    advertiseUrl: options.advertiseUrl,
+    open: open && options.coordinator === undefined,
+    tls: tls !== undefined,
+    logger,
+  });
   core.url = hub.url;
   try {
     await coordinator.start({ id, url: hub.url });

@@ -4,6 +4,7 @@
  */
 import type { Coordinator } from '../cluster/coordinator.ts';
 import type { HubTunables } from '../core/tunables.ts';
+import type { Logger } from './logger.ts';
 
 /** The config file's shape before validation (rules get their defaults filled in). */
 export interface HubConfigInput {
@@ -15,6 +16,14 @@ export interface HubConfigInput {
 /** where a hub listens unless told otherwise (`--port`, `--host`, `HubOptions`) */
 export const DEFAULT_PORT = 7070;
 export const DEFAULT_HOST = '127.0.0.1';
+
+/** A certificate and its private key, PEM (what node:https takes). */
+export interface HubTlsOptions {
+  /** the server certificate chain, PEM */
+  cert: string | Buffer;
+  /** its private key, PEM */
+  key: string | Buffer;
+}
 
 export interface HubOptions {
   /** TCP port; 0 picks a free one @default DEFAULT_PORT (7070) */
@@ -45,6 +54,14 @@ export interface HubOptions {
   tunables?: Partial<HubTunables>;
   /** wall clock in ms @default Date.now */
   now?: () => number;
-  /** where the hub logs (never tokens) @default console.error with a `[hub]` prefix */
+  /** serve HTTPS and WSS on the port instead of HTTP and WS @default undefined (plain) */
+  tls?: HubTlsOptions;
+  /**
+   * where the hub logs (never tokens): one event per promotion, demotion, rule change, member
+   * change, refused connection and admin write, as fields (`{ evt: 'promote', app, key, qps }`).
+   * Any pino-compatible logger. @default warnings and errors as JSON lines on stderr
+   */
+  logger?: Logger;
+  /** a plain sink instead of `logger` (warnings and errors, one line each) */
   log?: (message: string) => void;
 }

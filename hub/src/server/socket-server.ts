@@ -100,7 +100,9 @@ export class SocketServer {
     socket.on('error', () => socket.destroy());
     const path = (req.url ?? '').split('?')[0];
     const sdkPath = path === WS_PATH || path === '/';
-    const attach: SocketEndpoint | undefined = sdkPath ? (peer) => this.#core.attach(peer) : this.#endpoints.get(path ?? '');
+    const attach: SocketEndpoint | undefined = sdkPath
+      ? (peer) => this.#core.attach(peer)
+      : this.#endpoints.get(path ?? '');
     if (attach === undefined) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
@@ -121,7 +123,11 @@ export class SocketServer {
     ws.on('pong', () => this.#unanswered.delete(ws));
     ws.on('message', (data, isBinary) => {
       this.#unanswered.delete(ws);
-      const bytes = Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+      const bytes = Array.isArray(data)
+        ? Buffer.concat(data)
+        : data instanceof ArrayBuffer
+          ? new Uint8Array(data)
+          : data;
       session.onFrame(bytes, isBinary);
       if (session.admitted) this.#handshakes.leave(ws);
     });

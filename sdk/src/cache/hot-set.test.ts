@@ -14,7 +14,10 @@ test('promote, renew, expire', () => {
   assert.is(renewed.state.generation, gen, 'a renewal keeps the cached value valid');
   assert.is(renewed.state.until, 2500);
   assert.equal(hot.expire(2499), []);
-  assert.equal(hot.expire(2500).map((s) => s.key), ['k']);
+  assert.equal(
+    hot.expire(2500).map((s) => s.key),
+    ['k'],
+  );
   assert.is(hot.get('k'), undefined);
 });
 
@@ -27,10 +30,19 @@ test('expire finds entries shortened after it last looked (stale mark, shorter r
   assert.is(hot.markStale('h2', 100, 300), 1);
   hot.promote('h1', 'c', { ...P, ttlMs: 200 }, 100); // a renewal with a shorter lifetime
   assert.equal(hot.expire(299), []);
-  assert.equal(hot.expire(300).map((s) => s.key), ['c']);
-  assert.equal(hot.expire(400).map((s) => s.key), ['b']);
+  assert.equal(
+    hot.expire(300).map((s) => s.key),
+    ['c'],
+  );
+  assert.equal(
+    hot.expire(400).map((s) => s.key),
+    ['b'],
+  );
   assert.equal(hot.expire(9_999), []);
-  assert.equal(hot.expire(10_000).map((s) => s.key), ['a']);
+  assert.equal(
+    hot.expire(10_000).map((s) => s.key),
+    ['a'],
+  );
   assert.is(hot.size, 0);
 });
 
@@ -63,7 +75,14 @@ test('snapshot replaces only that hub entries', () => {
   hot.promote('h1', 'b', P, 0);
   hot.promote('h2', 'c', P, 0);
   const genB = hot.get('b')!.generation;
-  const { removed, touched } = hot.replaceHub('h1', [{ key: 'b', ttlMs: 300, cacheTtlMs: 100, cache: true, qps: 1 }, { key: 'd', ttlMs: 300, cacheTtlMs: 100, cache: true, qps: 1 }], 100);
+  const { removed, touched } = hot.replaceHub(
+    'h1',
+    [
+      { key: 'b', ttlMs: 300, cacheTtlMs: 100, cache: true, qps: 1 },
+      { key: 'd', ttlMs: 300, cacheTtlMs: 100, cache: true, qps: 1 },
+    ],
+    100,
+  );
   assert.equal(removed, ['a']);
   assert.equal(touched.sort(), ['a', 'b']);
   assert.equal([...hot.keys()].sort(), ['b', 'c', 'd']);
@@ -80,7 +99,13 @@ test('stale bound: a cut-off hub keys live at most maxStaleMs', () => {
   assert.is(hot.markStale('h1', 1000, 3000), 1);
   assert.is(hot.get('a')!.until, 4000);
   assert.is(hot.get('short')!.until, 100, 'never extended');
-  assert.equal(hot.expire(4000).map((s) => s.key).sort(), ['a', 'short']);
+  assert.equal(
+    hot
+      .expire(4000)
+      .map((s) => s.key)
+      .sort(),
+    ['a', 'short'],
+  );
   assert.ok(hot.get('b'));
 });
 

@@ -55,7 +55,8 @@ export class HotSet {
 
   constructor(options: HotSetOptions = {}) {
     const maxKeys = options.maxKeys ?? 65_536;
-    if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new TypeError(`maxKeys must be a positive integer, got ${String(maxKeys)}`);
+    if (!Number.isInteger(maxKeys) || maxKeys < 1)
+      throw new TypeError(`maxKeys must be a positive integer, got ${String(maxKeys)}`);
     this.maxKeys = maxKeys;
   }
 
@@ -142,7 +143,11 @@ export class HotSet {
    * Replaces every entry that came from `hub` with the snapshot's; returns the keys that were
    * dropped (hot before, absent from the snapshot) and all keys whose cached value must go.
    */
-  replaceHub(hub: string, entries: readonly { key: string; ttlMs: number; cacheTtlMs: number; cache: boolean; qps: number }[], now: number): { removed: string[]; touched: string[] } {
+  replaceHub(
+    hub: string,
+    entries: readonly { key: string; ttlMs: number; cacheTtlMs: number; cache: boolean; qps: number }[],
+    now: number,
+  ): { removed: string[]; touched: string[] } {
     const previous = new Set(this.keysOf(hub));
     const touched = [...previous];
     for (const key of previous) this.#map.delete(key);

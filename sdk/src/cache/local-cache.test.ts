@@ -91,8 +91,14 @@ test('a caller-owned slot holds the value and a resolved promise until any remov
 });
 
 test('bad maxEntries is a TypeError', () => {
-  assert.throws(() => new LocalCache({ maxEntries: 0 }), (e: unknown) => e instanceof TypeError);
-  assert.throws(() => new LocalCache({ maxEntries: 1.5 }), (e: unknown) => e instanceof TypeError);
+  assert.throws(
+    () => new LocalCache({ maxEntries: 0 }),
+    (e: unknown) => e instanceof TypeError,
+  );
+  assert.throws(
+    () => new LocalCache({ maxEntries: 1.5 }),
+    (e: unknown) => e instanceof TypeError,
+  );
 });
 
 test.run();

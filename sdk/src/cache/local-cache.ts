@@ -47,7 +47,8 @@ export class LocalCache {
 
   constructor(options: LocalCacheOptions = {}) {
     const maxEntries = options.maxEntries ?? 10_000;
-    if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new TypeError(`maxEntries must be a positive integer, got ${String(maxEntries)}`);
+    if (!Number.isInteger(maxEntries) || maxEntries < 1)
+      throw new TypeError(`maxEntries must be a positive integer, got ${String(maxEntries)}`);
     this.maxEntries = maxEntries;
     this.#map = new LRUMapWithDelete<string, CacheSlot>(maxEntries);
   }

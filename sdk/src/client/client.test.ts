@@ -16,11 +16,38 @@ interface Setup {
   clock: { t: number };
 }
 
-async function setup(opts: Partial<ClientOptions> = {}, peerOpts: Partial<ConstructorParameters<typeof ProtocolPeer>[0]> = {}): Promise<Setup> {
-  const peer = await new ProtocolPeer({ id: 'hub-a', rules: [{ match: '*', threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 }], local: [10], ...peerOpts }).listen();
+async function setup(
+  opts: Partial<ClientOptions> = {},
+  peerOpts: Partial<ConstructorParameters<typeof ProtocolPeer>[0]> = {},
+): Promise<Setup> {
+  const peer = await new ProtocolPeer({
+    id: 'hub-a',
+    rules: [
+      {
+        match: '*',
+        threshold: 100,
+        windowMs: 1000,
+        hotMs: 30_000,
+        cacheTtlMs: 5000,
+        cache: true,
+        demoteRatio: 0.5,
+        demoteWindows: 3,
+      },
+    ],
+    local: [10],
+    ...peerOpts,
+  }).listen();
   const clock = { t: 0 };
   const socketP = peer.nextSocket();
-  const hk = new HotKeyClient({ app: 'shop', hubs: [peer.url], token: 's3cret', instanceId: 'i-1', flushIntervalMs: 10, now: () => clock.t, ...opts });
+  const hk = new HotKeyClient({
+    app: 'shop',
+    hubs: [peer.url],
+    token: 's3cret',
+    instanceId: 'i-1',
+    flushIntervalMs: 10,
+    now: () => clock.t,
+    ...opts,
+  });
   open.push({ hk, peer });
   const sock = await socketP;
   await hk.ready({ signal: AbortSignal.timeout(3000) });
@@ -135,9 +162,11 @@ test('loader errors reach the caller and are not cached', async () => {
   await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
   const async = await s.hk.get('k', () => Promise.reject(new Error('db down'))).catch((e: Error) => e);
   assert.is((async as Error).message, 'db down');
-  const err = await s.hk.get('k', () => {
-    throw new Error('sync boom');
-  }).catch((e: Error) => e);
+  const err = await s.hk
+    .get('k', () => {
+      throw new Error('sync boom');
+    })
+    .catch((e: Error) => e);
   assert.is((err as Error).message, 'sync boom');
   assert.is(await s.hk.get('k', () => 'ok'), 'ok');
   assert.is(s.hk.stats().loadErrors, 2);
@@ -174,8 +203,15 @@ test('dropLocal: a key or a test over cached values, here only; a load in flight
   assert.is(s.hk.dropLocal('a'), 1);
   assert.is(s.hk.dropLocal('a'), 0, 'nothing left to drop');
   assert.equal(await s.hk.get('a', () => ({ ns: 'one', v: 'a2' })), { ns: 'one', v: 'a2' });
-  assert.is(s.hk.dropLocal((_key, value) => (value as { ns: string }).ns === 'one'), 2);
-  assert.equal(await s.hk.get('c', () => ({ ns: 'two', v: 'reloaded' })), { ns: 'two', v: 'c1' }, 'c was of another namespace: kept');
+  assert.is(
+    s.hk.dropLocal((_key, value) => (value as { ns: string }).ns === 'one'),
+    2,
+  );
+  assert.equal(
+    await s.hk.get('c', () => ({ ns: 'two', v: 'reloaded' })),
+    { ns: 'two', v: 'c1' },
+    'c was of another namespace: kept',
+  );
   assert.equal(await s.hk.get('b', () => ({ ns: 'one', v: 'b2' })), { ns: 'one', v: 'b2' });
   // a load in flight when its key is dropped is returned to its callers but not cached
   s.hk.dropLocal('b');
@@ -266,7 +302,8 @@ test('hot entries expire at hotMs on the injected clock', async () => {
 
 test('cached values end at cacheTtlMs; a value the LRU evicted is loaded again', async () => {
   const s = await setup({ maxEntries: 2 });
-  for (const [seq, key] of ['a', 'b', 'c'].entries()) s.sock.send({ t: MsgType.Promote, seq: seq + 1, key, ...P, cacheTtlMs: 500 });
+  for (const [seq, key] of ['a', 'b', 'c'].entries())
+    s.sock.send({ t: MsgType.Promote, seq: seq + 1, key, ...P, cacheTtlMs: 500 });
   s.sock.send({ t: MsgType.Promote, seq: 4, key: 'probe-499', ...P, hotMs: 499 });
   s.sock.send({ t: MsgType.Promote, seq: 5, key: 'probe-500', ...P, hotMs: 500 });
   await waitFor('hk.isHot(probe-500)', () => s.hk.isHot('probe-500'));
@@ -389,8 +426,24 @@ test('Config replaces rules and local thresholds; counted keys get their new rul
   const s = await setup({}, { local: [1000] });
   for (let i = 0; i < 6; i++) s.hk.track('item:1');
   for (let i = 0; i < 6; i++) s.hk.track('user:1');
-  const rule = { threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 };
-  s.sock.send({ t: MsgType.Config, rules: [{ match: 'item:*', ...rule }, { match: 'slow:*', ...rule, windowMs: 10_000 }], local: [3, 20], instances: 4 });
+  const rule = {
+    threshold: 100,
+    windowMs: 1000,
+    hotMs: 30_000,
+    cacheTtlMs: 5000,
+    cache: true,
+    demoteRatio: 0.5,
+    demoteWindows: 3,
+  };
+  s.sock.send({
+    t: MsgType.Config,
+    rules: [
+      { match: 'item:*', ...rule },
+      { match: 'slow:*', ...rule, windowMs: 10_000 },
+    ],
+    local: [3, 20],
+    instances: 4,
+  });
   await waitFor('hk.rules().length === 2', () => s.hk.rules().length === 2);
   assert.is(s.hk.stats().instances, 4);
   s.hk.track('user:1');
@@ -413,10 +466,37 @@ test('Config replaces rules and local thresholds; counted keys get their new rul
 });
 
 test('cluster: connects to members, one report per hub with the keys it owns', async () => {
-  const b = await new ProtocolPeer({ id: 'hub-b', local: [1], rules: [{ match: '*', threshold: 5, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 }] }).listen();
+  const b = await new ProtocolPeer({
+    id: 'hub-b',
+    local: [1],
+    rules: [
+      {
+        match: '*',
+        threshold: 5,
+        windowMs: 1000,
+        hotMs: 30_000,
+        cacheTtlMs: 5000,
+        cache: true,
+        demoteRatio: 0.5,
+        demoteWindows: 3,
+      },
+    ],
+  }).listen();
   const bSocketP = b.nextSocket();
-  const s = await setup({}, { local: [1], members: (self) => [{ id: 'hub-a', url: self }, { id: 'hub-b', url: b.url }] });
-  b.opts.members = () => [{ id: 'hub-a', url: s.peer.url }, { id: 'hub-b', url: b.url }];
+  const s = await setup(
+    {},
+    {
+      local: [1],
+      members: (self) => [
+        { id: 'hub-a', url: self },
+        { id: 'hub-b', url: b.url },
+      ],
+    },
+  );
+  b.opts.members = () => [
+    { id: 'hub-a', url: s.peer.url },
+    { id: 'hub-b', url: b.url },
+  ];
   const bSock = await bSocketP;
   await waitFor('hk.hubs().length === 2', () => s.hk.hubs().length === 2);
   assert.is(s.peer.sockets.length, 1, 'no duplicate connection to the seed');
@@ -448,10 +528,24 @@ test('cluster: connects to members, one report per hub with the keys it owns', a
 
 test('a hub that comes back under a new URL is reached there, whether met as a member or as the seed', async () => {
   for (const xIsSeed of [false, true]) {
-    const rules = [{ match: '*', threshold: 100, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 5000, cache: true, demoteRatio: 0.5, demoteWindows: 3 }];
+    const rules = [
+      {
+        match: '*',
+        threshold: 100,
+        windowMs: 1000,
+        hotMs: 30_000,
+        cacheTtlMs: 5000,
+        cache: true,
+        demoteRatio: 0.5,
+        demoteWindows: 3,
+      },
+    ];
     const x1 = await new ProtocolPeer({ id: 'hub-x', rules }).listen();
     const y = await new ProtocolPeer({ id: 'hub-y', rules }).listen();
-    const members = (xUrl: string) => [{ id: 'hub-x', url: xUrl }, { id: 'hub-y', url: y.url }];
+    const members = (xUrl: string) => [
+      { id: 'hub-x', url: xUrl },
+      { id: 'hub-y', url: y.url },
+    ];
     x1.opts.members = () => members(x1.url);
     y.opts.members = () => members(x1.url);
     const ySocketP = y.nextSocket();
@@ -477,12 +571,19 @@ test('a hub that comes back under a new URL is reached there, whether met as a m
     await x2SocketP;
     await waitFor(`hub-x welcomed at its new URL (x is seed: ${xIsSeed})`, () => hk.hubs().length === 2, 3000);
     assert.equal(hk.hubs().sort(), ['hub-x', 'hub-y']);
-    assert.ok(statuses.some((st) => st.type === 'connect' && st.hub === 'hub-x' && st.url === x2.url), 'connect status names the new URL');
+    assert.ok(
+      statuses.some((st) => st.type === 'connect' && st.hub === 'hub-x' && st.url === x2.url),
+      'connect status names the new URL',
+    );
     assert.is(x2.sockets.length, 1, 'one connection to the new URL');
     // the link to the old URL is gone: no more attempts there, so no more 'reconnecting' for it
     const retriesBefore = statuses.filter((st) => st.type === 'reconnecting' && st.url === x1.url).length;
     await new Promise((r) => setTimeout(r, 100)); // several backoff periods (≤ 20 ms each)
-    assert.is(statuses.filter((st) => st.type === 'reconnecting' && st.url === x1.url).length, retriesBefore, 'the old URL is no longer retried');
+    assert.is(
+      statuses.filter((st) => st.type === 'reconnecting' && st.url === x1.url).length,
+      retriesBefore,
+      'the old URL is no longer retried',
+    );
     await hk.close();
     await Promise.all([y.close(), x2.close()]);
   }

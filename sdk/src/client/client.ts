@@ -16,7 +16,16 @@ import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
 import { localThreshold, RuleSet, type Rule } from '../rules.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
-import { MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION, type Hello, type Member, type SdkDemoteReason, type ServerMessage, type Welcome } from '../wire/protocol.ts';
+import {
+  MAX_KEY_LENGTH,
+  MsgType,
+  PROTOCOL_VERSION,
+  type Hello,
+  type Member,
+  type SdkDemoteReason,
+  type ServerMessage,
+  type Welcome,
+} from '../wire/protocol.ts';
 import { PendingInvalidations } from './invalidations.ts';
 import { HUB_URL, HubLinks, type HubLink } from './links.ts';
 import { Reporter } from './reporter.ts';
@@ -133,11 +142,17 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   constructor(options: ClientOptions) {
     super();
     if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
-    const opts = resolveClientOptions(options, () => os.hostname(), (host) => `${host}-${process.pid}-${randomBytes(3).toString('hex')}`);
+    const opts = resolveClientOptions(
+      options,
+      () => os.hostname(),
+      (host) => `${host}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    );
     const hubs = typeof options.hubs === 'string' ? [options.hubs] : options.hubs;
-    if (!Array.isArray(hubs) || hubs.length === 0) throw new TypeError('options.hubs must be a ws:// URL or a non-empty array of them');
+    if (!Array.isArray(hubs) || hubs.length === 0)
+      throw new TypeError('options.hubs must be a ws:// URL or a non-empty array of them');
     for (const url of hubs) {
-      if (typeof url !== 'string' || !HUB_URL.test(url)) throw new TypeError(`options.hubs: "${String(url)}" is not a ws:// or wss:// URL`);
+      if (typeof url !== 'string' || !HUB_URL.test(url))
+        throw new TypeError(`options.hubs: "${String(url)}" is not a ws:// or wss:// URL`);
     }
     const now = options.now ?? (() => performance.now());
     if (typeof now !== 'function') throw new TypeError('options.now must be a function');
@@ -146,11 +161,26 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.instanceId = opts.instanceId;
     this.#now = now;
     this.#clock = now();
-    this.#window = new AccessWindow({ maxCandidates: opts.maxCandidates, now: this.#clock, onUrgent: () => this.#reporter.urgentSoon() });
+    this.#window = new AccessWindow({
+      maxCandidates: opts.maxCandidates,
+      now: this.#clock,
+      onUrgent: () => this.#reporter.urgentSoon(),
+    });
     this.#cache = new LocalCache({ maxEntries: opts.maxEntries });
     this.#hot = new HotSet({ maxKeys: opts.maxHotKeys });
-    this.#invalidations = new PendingInvalidations({ timeoutMs: opts.invalidateTimeoutMs, maxPending: opts.maxPendingInvalidations });
-    const hello: Hello = { t: MsgType.Hello, v: PROTOCOL_VERSION, app: opts.app, instance: opts.instanceId, sdk: SDK_NAME, host: opts.host, role: 'sdk' };
+    this.#invalidations = new PendingInvalidations({
+      timeoutMs: opts.invalidateTimeoutMs,
+      maxPending: opts.maxPendingInvalidations,
+    });
+    const hello: Hello = {
+      t: MsgType.Hello,
+      v: PROTOCOL_VERSION,
+      app: opts.app,
+      instance: opts.instanceId,
+      sdk: SDK_NAME,
+      host: opts.host,
+      role: 'sdk',
+    };
     if (opts.token !== undefined) hello.token = opts.token;
     this.#links = new HubLinks({
       seeds: [...new Set(hubs as string[])],
@@ -159,10 +189,16 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       livenessTimeoutMs: opts.livenessTimeoutMs,
       reconnectMinMs: opts.reconnectMinMs,
       reconnectMaxMs: opts.reconnectMaxMs,
+      tls: opts.tls,
       handler: this.#makeHandler(),
       onLost: (hub) => this.#onLinkLost(hub),
     });
-    this.#reporter = new Reporter({ window: this.#window, links: this.#links, maxBufferedBytes: opts.maxBufferedBytes, refreshClock: () => (this.#clock = this.#now()) });
+    this.#reporter = new Reporter({
+      window: this.#window,
+      links: this.#links,
+      maxBufferedBytes: opts.maxBufferedBytes,
+      refreshClock: () => (this.#clock = this.#now()),
+    });
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#resolveReady = resolve;
       this.#rejectReady = reject;
@@ -176,8 +212,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   /**
    * Resolves once a hub welcomed this instance (rules received). Rejects with a HotKeyError
-   * HK_ERR_AUTH (an AuthError) / HK_ERR_UNKNOWN_APP / HK_ERR_VERSION when a hub refuses it, HK_ERR_CLOSED when
-   * the client is closed first, or the signal's reason when `signal` aborts.
+   * HK_ERR_AUTH (an AuthError) / HK_ERR_UNKNOWN_APP / HK_ERR_VERSION when a hub refuses it, HK_ERR_TLS
+   * when the TLS handshake with a wss:// hub fails (an untrusted certificate: see `tls.ca`; the
+   * connection keeps retrying in the background, so a hub whose certificate is fixed is still
+   * reached), HK_ERR_CLOSED when the client is closed first, or the signal's reason when `signal` aborts.
    */
   ready(options: { signal?: AbortSignal } = {}): Promise<void> {
     const { signal } = options;
@@ -257,7 +295,14 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     const promise = this.#callLoader(key, loader).then((value) => {
       // Cache only if nothing made the value untrustworthy while it loaded.
       const now = this.#hot.get(key);
-      if (!this.#closed && now !== undefined && now.generation === generation && now.cache && now.cacheTtlMs > 0 && this.#flights.get(key) === entry) {
+      if (
+        !this.#closed &&
+        now !== undefined &&
+        now.generation === generation &&
+        now.cache &&
+        now.cacheTtlMs > 0 &&
+        this.#flights.get(key) === entry
+      ) {
         this.#cache.set(key, value, this.#clock + now.cacheTtlMs, now);
       }
       return value;
@@ -296,8 +341,11 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#dropValue(key);
     this.#invalidationCount++;
     const hub = this.#links.owner(key);
-    if (hub === undefined) return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to invalidate "${key}"`));
-    return this.#invalidations.add(key, hub, (id) => this.#links.get(hub)?.conn.send({ t: MsgType.InvalidateRequest, id, key }));
+    if (hub === undefined)
+      return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to invalidate "${key}"`));
+    return this.#invalidations.add(key, hub, (id) =>
+      this.#links.get(hub)?.conn.send({ t: MsgType.InvalidateRequest, id, key }),
+    );
   }
 
   /**
@@ -315,7 +363,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#dropAll();
     this.#invalidationCount++;
     const hub = this.#links.owner(namespace);
-    if (hub === undefined) return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to flush "${namespace}"`));
+    if (hub === undefined)
+      return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to flush "${namespace}"`));
     let sentId = 0;
     const done = this.#invalidations.add(namespace, hub, (id) => {
       sentId = id;
@@ -466,10 +515,17 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       message: (conn, message) => this.#onMessage(conn, message),
       down: (conn, code, reason, welcomed) => this.#onDown(conn, code, reason, welcomed),
       reconnecting: (conn, delayMs) => this.#status({ type: 'reconnecting', url: conn.url, delayMs }),
-      error: (conn, error) => this.#fault(error, conn.url),
+      error: (conn, error) => {
+        this.#fault(error, conn.url);
+        // not fatal (a fixed certificate heals it), but ready() must not wait forever on a trust problem
+        if (error instanceof HotKeyError && error.code === ErrorCode.Tls && !this.#readySettled) {
+          this.#readySettled = true;
+          this.#rejectReady(error);
+        }
+      },
       fatal: (conn, error) => {
         this.#links.forget(conn);
-        this.#fault(error, conn.url);
+        this.#fault(error, conn.url, true);
         if (!this.#readySettled) {
           this.#readySettled = true;
           this.#rejectReady(error);
@@ -506,7 +562,9 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#invalidations.hubLost(hub, (id, key) => {
       const owner = this.#links.owner(key);
       const link = owner === undefined ? undefined : this.#links.get(owner);
-      const request = this.#flushIds.has(id) ? { t: MsgType.InvalidateRequest, id, key, flush: true as const } : { t: MsgType.InvalidateRequest, id, key };
+      const request = this.#flushIds.has(id)
+        ? { t: MsgType.InvalidateRequest, id, key, flush: true as const }
+        : { t: MsgType.InvalidateRequest, id, key };
       return link !== undefined && link.conn.send(request) ? owner : undefined;
     });
   }
@@ -520,7 +578,12 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     switch (message.t) {
       case MsgType.Promote: {
         this.#sequence(link, message.seq);
-        const promotion = { ttlMs: message.hotMs, cacheTtlMs: message.cacheTtlMs, cache: message.cache, qps: message.qps };
+        const promotion = {
+          ttlMs: message.hotMs,
+          cacheTtlMs: message.cacheTtlMs,
+          cache: message.cache,
+          qps: message.qps,
+        };
         const { state, added, evicted } = this.#hot.promote(hub, message.key, promotion, this.#clock);
         if (evicted !== undefined) {
           this.#forget(evicted);
@@ -536,7 +599,11 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         if (message.flush === true) this.#dropAll();
         else this.#dropValue(message.key);
         link.conn.send({ t: MsgType.Applied, seq: message.seq });
-        this.emit('invalidate', message.key, message.flush === true ? { hub, seq: message.seq, flush: true } : { hub, seq: message.seq });
+        this.emit(
+          'invalidate',
+          message.key,
+          message.flush === true ? { hub, seq: message.seq, flush: true } : { hub, seq: message.seq },
+        );
         return;
       }
       case MsgType.Demote: {
@@ -552,7 +619,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           this.#forget(key);
           this.emit('demote', key, { hub, reason: 'snapshot' });
         }
-        for (const e of promoted) this.emit('promote', e.key, { hub, qps: e.qps, ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache });
+        for (const e of promoted)
+          this.emit('promote', e.key, { hub, qps: e.qps, ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache });
         return;
       }
       case MsgType.Ack:
@@ -601,18 +669,60 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (this.#links.applyMembers(epoch, members)) this.#status({ type: 'members', epoch, members });
   }
 
-  #fault(error: Error, url?: string): void {
+  #fault(error: Error, url?: string, refused = false): void {
+    const code = (error as { code?: unknown }).code;
+    if (refused)
+      this.#opts.logger.error(
+        { evt: 'refused', url, code, err: error.message },
+        'hub refused this client; not retrying',
+      );
+    else this.#opts.logger.warn({ evt: 'error', url, code, err: error.message }, 'hub connection fault');
     this.#status(url === undefined ? { type: 'error', error } : { type: 'error', error, url });
     // EventEmitter throws on 'error' without listeners: a network fault must never do that.
     if (this.listenerCount('error') > 0) this.emit('error', error);
   }
 
   #status(status: ClientStatus): void {
+    const log = this.#opts.logger;
+    switch (status.type) {
+      case 'connect':
+        log.info({ evt: 'connect', app: this.app, hub: status.hub, url: status.url }, 'connected to hub');
+        break;
+      case 'disconnect':
+        log.warn(
+          {
+            evt: 'disconnect',
+            app: this.app,
+            hub: status.hub,
+            url: status.url,
+            code: status.code,
+            reason: status.reason,
+          },
+          'hub disconnected',
+        );
+        break;
+      case 'reconnecting':
+        log.debug({ evt: 'reconnecting', url: status.url, delayMs: status.delayMs }, 'reconnecting');
+        break;
+      case 'members':
+        log.debug({ evt: 'members', epoch: status.epoch, members: status.members.map((m) => m.id) }, 'cluster members');
+        break;
+      case 'stale':
+        log.warn({ evt: 'stale', hub: status.hub, keys: status.keys }, 'hot keys of a lost hub served stale');
+        break;
+      case 'resync':
+        log.info({ evt: 'resync', hub: status.hub, reason: status.reason }, 'resynchronising the hot set');
+        break;
+      case 'closed':
+        log.info({ evt: 'closed', app: this.app }, 'client closed');
+        break;
+    }
     this.#statusFeed.push(status);
   }
 }
 
 function checkKey(key: unknown): asserts key is string {
   if (typeof key !== 'string') throw new TypeError(`key must be a string, got ${typeof key}`);
-  if (key.length === 0 || key.length > MAX_KEY_LENGTH) throw new TypeError(`key must be 1 to ${MAX_KEY_LENGTH} characters, got ${key.length}`);
+  if (key.length === 0 || key.length > MAX_KEY_LENGTH)
+    throw new TypeError(`key must be 1 to ${MAX_KEY_LENGTH} characters, got ${key.length}`);
 }

@@ -44,14 +44,18 @@ export class PendingInvalidations {
    */
   add(key: string, hub: string, send: (id: number) => void): Promise<void> {
     if (this.#pending.size >= this.#maxPending) {
-      return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `${this.#pending.size} invalidations already await their ack`));
+      return Promise.reject(
+        new HotKeyError(ErrorCode.Unavailable, `${this.#pending.size} invalidations already await their ack`),
+      );
     }
     return new Promise<void>((resolve, reject) => {
       const id = ++this.#nextId;
       const timer = setTimeout(() => {
         this.#pending.delete(id);
         this.timeouts++;
-        reject(new HotKeyError(ErrorCode.Timeout, `invalidation of "${key}" not acknowledged within ${this.#timeoutMs} ms`));
+        reject(
+          new HotKeyError(ErrorCode.Timeout, `invalidation of "${key}" not acknowledged within ${this.#timeoutMs} ms`),
+        );
       }, this.#timeoutMs);
       this.#pending.set(id, { key, hub, resolve, reject, timer });
       send(id);

@@ -7,6 +7,7 @@
 import { Ownership } from '../ownership.ts';
 import { HubConnection, type ConnectionHandler } from '../wire/connection.ts';
 import { CloseCode, type Hello, type Member, type Welcome } from '../wire/protocol.ts';
+import type { ClientTlsOptions } from '../options.ts';
 
 /** A welcomed hub: its connection and where its broadcast sequence stands. */
 export interface HubLink {
@@ -25,6 +26,8 @@ export interface HubLinksOptions {
   livenessTimeoutMs: number;
   reconnectMinMs: number;
   reconnectMaxMs: number;
+  /** for wss:// hubs */
+  tls?: ClientTlsOptions | undefined;
   handler: ConnectionHandler;
   /** a welcomed hub is gone: its link is removed and its keys have moved to the other hubs */
   onLost: (hub: string) => void;
@@ -169,6 +172,7 @@ export class HubLinks {
         livenessTimeoutMs: o.livenessTimeoutMs,
         backoffMinMs: o.reconnectMinMs,
         backoffMaxMs: o.reconnectMaxMs,
+        ...(o.tls === undefined ? {} : { tls: o.tls }),
       },
       o.handler,
     );

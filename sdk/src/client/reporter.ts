@@ -56,7 +56,13 @@ export class Reporter {
 
   /** A key just reached its threshold: report the urgent keys soon (see the file's comment). */
   urgentSoon(): void {
-    if (this.#closed || this.#urgentImmediate !== undefined || this.#urgentTimer !== undefined || this.#links.size === 0) return;
+    if (
+      this.#closed ||
+      this.#urgentImmediate !== undefined ||
+      this.#urgentTimer !== undefined ||
+      this.#links.size === 0
+    )
+      return;
     this.#urgentImmediate = setImmediate(this.#urgentFlush);
   }
 
@@ -111,7 +117,11 @@ export class Reporter {
         const n = end - start;
         if (link.conn.bufferedAmount > this.#maxBufferedBytes) {
           this.reportsDropped++;
-        } else if (link.conn.sendBytes(encode({ t: MsgType.Report, keys: g.keys.slice(start, end), counts: g.counts.slice(start, end) }))) {
+        } else if (
+          link.conn.sendBytes(
+            encode({ t: MsgType.Report, keys: g.keys.slice(start, end), counts: g.counts.slice(start, end) }),
+          )
+        ) {
           this.reports++;
           this.reportedKeys += n;
         } else this.reportsDropped++;

@@ -91,6 +91,7 @@ export class CountMinSketch {
 }
 
 function positiveInt(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new TypeError(`${name} must be a positive integer, got ${String(value)}`);
   return value;
 }

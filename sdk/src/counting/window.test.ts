@@ -46,7 +46,12 @@ test('admission: a key gets an exact counter once the sketch saw it often enough
 });
 
 test('collect: keys at their rule threshold accessed since the last collect, with those counts', () => {
-  const rules = new RuleSet(parseRules([{ match: 'item:*', threshold: 100 }, { match: 'user:*', threshold: 100 }]));
+  const rules = new RuleSet(
+    parseRules([
+      { match: 'item:*', threshold: 100 },
+      { match: 'user:*', threshold: 100 },
+    ]),
+  );
   const w = new AccessWindow({ admission: 1, rules, now: 0 });
   times(w, 'item:1', 10);
   times(w, 'user:1', 4);
@@ -79,10 +84,21 @@ test('collect caps the count at the window total after slices expire', () => {
 });
 
 test('setRules recomputes every candidate rule index', () => {
-  const w = new AccessWindow({ admission: 1, rules: new RuleSet(parseRules([{ match: 'a:*', threshold: 10 }])), now: 0 });
+  const w = new AccessWindow({
+    admission: 1,
+    rules: new RuleSet(parseRules([{ match: 'a:*', threshold: 10 }])),
+    now: 0,
+  });
   times(w, 'b:1', 20);
   assert.equal(w.collect([1]).keys, []);
-  w.setRules(new RuleSet(parseRules([{ match: 'a:*', threshold: 10 }, { match: 'b:*', threshold: 10 }])));
+  w.setRules(
+    new RuleSet(
+      parseRules([
+        { match: 'a:*', threshold: 10 },
+        { match: 'b:*', threshold: 10 },
+      ]),
+    ),
+  );
   w.track('b:1');
   assert.equal(w.collect([1, 1]).keys, ['b:1']);
 });
@@ -236,7 +252,12 @@ test('urgent: new thresholds make a key already over them urgent; calm() ends an
 });
 
 test('trackAt counts through a remembered slot only while the slot still belongs to the key', () => {
-  const w = new AccessWindow({ admission: 2, maxCandidates: 1, now: 0, rules: new RuleSet(parseRules([{ match: 'k*', threshold: 1 }])) });
+  const w = new AccessWindow({
+    admission: 2,
+    maxCandidates: 1,
+    now: 0,
+    rules: new RuleSet(parseRules([{ match: 'k*', threshold: 1 }])),
+  });
   assert.is(w.track('k1'), -1, 'only in the sketch yet: no slot');
   assert.not.ok(w.trackAt(-1, 'k1'));
   const slot = w.track('k1');
@@ -251,15 +272,21 @@ test('trackAt counts through a remembered slot only while the slot still belongs
   w.advance(1000);
   assert.is(w.count('k1'), 0);
   times(w, 'k2', 2);
-  assert.is(w.track('k2'), slot, 'the only slot, now k2\'s');
+  assert.is(w.track('k2'), slot, "the only slot, now k2's");
   assert.not.ok(w.trackAt(slot, 'k1'), 'a stale slot counts nothing for its former key');
   assert.is(w.count('k2'), 2);
   assert.is(w.count('k1'), 0);
 });
 
 test('options are validated', () => {
-  assert.throws(() => new AccessWindow({ maxCandidates: 0 }), (e: unknown) => e instanceof TypeError);
-  assert.throws(() => new AccessWindow({ sliceMs: -1 }), (e: unknown) => e instanceof TypeError);
+  assert.throws(
+    () => new AccessWindow({ maxCandidates: 0 }),
+    (e: unknown) => e instanceof TypeError,
+  );
+  assert.throws(
+    () => new AccessWindow({ sliceMs: -1 }),
+    (e: unknown) => e instanceof TypeError,
+  );
 });
 
 test.run();

@@ -69,7 +69,11 @@ export interface WindowStats {
 
 const MAX_U32 = 0xffffffff;
 /** what `collect` returns when nothing is due (shared, hence frozen) */
-const EMPTY: Collected = Object.freeze({ keys: Object.freeze([]) as unknown as string[], counts: Object.freeze([]) as unknown as number[], rules: Object.freeze([]) as unknown as number[] });
+const EMPTY: Collected = Object.freeze({
+  keys: Object.freeze([]) as unknown as string[],
+  counts: Object.freeze([]) as unknown as number[],
+  rules: Object.freeze([]) as unknown as number[],
+});
 
 export class AccessWindow {
   readonly maxCandidates: number;
@@ -391,7 +395,8 @@ export class AccessWindow {
   calm(key: string): void {
     const slot = this.#slotOf.get(key);
     if (slot === undefined || this.#slotThreshold[slot] === 0) return;
-    if (this.#urgentEnd[slot] === -Infinity || this.#urgentEnd[slot]! > this.#lastSlice) this.#urgentEnd[slot] = this.#lastSlice;
+    if (this.#urgentEnd[slot] === -Infinity || this.#urgentEnd[slot]! > this.#lastSlice)
+      this.#urgentEnd[slot] = this.#lastSlice;
     this.#crossAt[slot] = 0;
   }
 
@@ -448,11 +453,17 @@ export class AccessWindow {
   }
 
   stats(): WindowStats {
-    return { candidates: this.#slotOf.size, admitted: this.#admitted, evicted: this.#evicted, rejected: this.#rejected };
+    return {
+      candidates: this.#slotOf.size,
+      admitted: this.#admitted,
+      evicted: this.#evicted,
+      rejected: this.#rejected,
+    };
   }
 }
 
 function positiveInt(value: number, name: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new TypeError(`${name} must be a positive integer, got ${String(value)}`);
   return value;
 }

@@ -49,11 +49,14 @@ test('every command of the server that writes keys is in the write table', async
   const missing = [...new Set(wanted)].filter((name) => !WRITES.has(name)).sort();
   assert.equal(missing, [], `write commands not handled: ${missing.join(' ')}`);
   const handled = new Set(wanted).size;
-  console.log(`# write commands with keys (COMMAND on this server): ${handled}/${handled} handled; keyspace-wide (no keys): ${[...KEYSPACE_WRITES].join(' ')}`);
+  console.log(
+    `# write commands with keys (COMMAND on this server): ${handled}/${handled} handled; keyspace-wide (no keys): ${[...KEYSPACE_WRITES].join(' ')}`,
+  );
 });
 
 test('read-only scripts and reads are not writes; every keyspace-wide write exists on the server', async () => {
-  for (const name of ['eval_ro', 'evalsha_ro', 'fcall_ro', 'get', 'hget', 'hgetall', 'exists']) assert.not.ok(WRITES.has(name), name);
+  for (const name of ['eval_ro', 'evalsha_ro', 'fcall_ro', 'get', 'hget', 'hgetall', 'exists'])
+    assert.not.ok(WRITES.has(name), name);
   for (const name of KEYSPACE_WRITES) {
     const [info] = (await redis.call('COMMAND', 'INFO', name)) as Info[];
     assert.ok(info && info[2].map(String).includes('write'), name);

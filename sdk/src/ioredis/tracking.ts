@@ -73,12 +73,21 @@ export class Tracking {
   readonly #connect: (nodeKey: string, role: Role) => Redis | undefined;
   #listening = false;
 
-  constructor(client: Client, hk: HotKeyClient, connect: (nodeKey: string, role: Role) => Redis | undefined, options: TrackingOptions = {}) {
+  constructor(
+    client: Client,
+    hk: HotKeyClient,
+    connect: (nodeKey: string, role: Role) => Redis | undefined,
+    options: TrackingOptions = {},
+  ) {
     this.#client = client;
     this.#hk = hk;
     this.#isCluster = (client as Partial<Cluster>).isCluster === true;
     this.#connect = connect;
-    this.#options = { pingMs: options.pingMs ?? 1000, deadMs: options.deadMs ?? 3000, onError: options.onError ?? (() => {}) };
+    this.#options = {
+      pingMs: options.pingMs ?? 1000,
+      deadMs: options.deadMs ?? 3000,
+      onError: options.onError ?? (() => {}),
+    };
   }
 
   /** The tracker of the node holding `key` (made, and connecting, on first use); undefined while the node is unknown. */
@@ -202,7 +211,8 @@ export class NodeTracker {
       this.#options.onError(err as Error);
       return;
     }
-    if (attempt !== this.#attempt || this.#closed || this.#reader.status !== 'ready' || this.#sub.status !== 'ready') return;
+    if (attempt !== this.#attempt || this.#closed || this.#reader.status !== 'ready' || this.#sub.status !== 'ready')
+      return;
     this.#answeredAt = performance.now();
     this.session = { live: true };
   }
@@ -248,7 +258,9 @@ export class NodeTracker {
       return;
     }
     if (performance.now() - this.#answeredAt > this.#options.deadMs) {
-      this.#options.onError(new Error(`tracking connections of ${this.nodeKey} silent for ${this.#options.deadMs} ms: reconnecting`));
+      this.#options.onError(
+        new Error(`tracking connections of ${this.nodeKey} silent for ${this.#options.deadMs} ms: reconnecting`),
+      );
       this.#lose();
       this.#reader.disconnect(true);
       this.#sub.disconnect(true);

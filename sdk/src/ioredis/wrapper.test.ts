@@ -135,7 +135,9 @@ test('a hot value never outlives its TTL in Redis (PTTL read with the value)', a
 });
 
 test('with enableAutoPipelining, hot GETs are still local and writes still invalidate', async () => {
-  const auto = withHotKeys(new Redis(server.url, { enableAutoPipelining: true, maxRetriesPerRequest: 1 }), hk, { tracking: false });
+  const auto = withHotKeys(new Redis(server.url, { enableAutoPipelining: true, maxRetriesPerRequest: 1 }), hk, {
+    tracking: false,
+  });
   try {
     await promote('auto:1');
     await auto.set('auto:1', 'a');

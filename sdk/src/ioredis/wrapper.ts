@@ -165,7 +165,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const tracking =
     trackingOptions === false
       ? undefined
-      : new Tracking(client, hk, (nodeKey, role) => connectionTo(client, base, nodeKey, role), trackingOptions === true ? {} : trackingOptions);
+      : new Tracking(
+          client,
+          hk,
+          (nodeKey, role) => connectionTo(client, base, nodeKey, role),
+          trackingOptions === true ? {} : trackingOptions,
+        );
 
   function namesOf(command: Cmd): Set<string> {
     const names = new Set<string>();
@@ -246,14 +251,23 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       const askedAt = performance.now();
       const hashWhole = name !== 'hget' || hk.isHot(key);
       const node = hashWhole ? tracking?.nodeFor(key) : undefined;
-      if (node?.session.live) return trackedLoad(node.load.bind(node), name === 'get' ? 'get' : 'hgetall', key, client, ns, askedAt);
+      if (node?.session.live)
+        return trackedLoad(node.load.bind(node), name === 'get' ? 'get' : 'hgetall', key, client, ns, askedAt);
       const session = tracking === undefined ? undefined : UNTRACKED;
       if (name === 'hget' && hashWhole) {
         // a hot hash is loaded once, whole, for every field
         const all = new Ctor('hgetall', [command.args[0]], { replyEncoding: 'utf8' });
         dispatched.add(all);
         void send.call(client, all);
-        const rec = all.promise.then((value): Rec => ({ ns, kind: 'hash', value: Object.freeze(value as Record<string, unknown>), expiresAt: undefined, session }));
+        const rec = all.promise.then(
+          (value): Rec => ({
+            ns,
+            kind: 'hash',
+            value: Object.freeze(value as Record<string, unknown>),
+            expiresAt: undefined,
+            session,
+          }),
+        );
         return withTtl(rec, pttl(), askedAt);
       }
       sent = true;
@@ -265,11 +279,13 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     hk.get(key, loader).then(
       (rec) => {
         if (sent) return; // this very command went to Redis and settles itself
-        if (!vouched(rec)) hk.dropLocal(key); // the next read loads it again (tracked, once tracking is back)
+        if (!vouched(rec))
+          hk.dropLocal(key); // the next read loads it again (tracked, once tracking is back)
         else if (rec.ns === ns && fresh(rec)) {
           if (name === 'get' && rec.kind === 'string') return void command.resolve(rec.value);
           if (name === 'hgetall' && rec.kind === 'hash') return void command.resolve(rec.value);
-          if (name === 'hget' && rec.kind === 'hash') return void command.resolve(Object.hasOwn(rec.value, field!) ? rec.value[field!] : null);
+          if (name === 'hget' && rec.kind === 'hash')
+            return void command.resolve(Object.hasOwn(rec.value, field!) ? rec.value[field!] : null);
         }
         void send.call(client, command); // another namespace's, another shape's or an expired entry: ask Redis
       },
@@ -281,11 +297,28 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   }
 
   /** A load through the node's tracking connections (value, PTTL, opt-in: one round trip). */
-  function trackedLoad(load: (kind: 'get' | 'hgetall', key: string, db: number | undefined) => Promise<{ value: unknown; pttl: unknown; session: TrackingSession }>, kind: 'get' | 'hgetall', key: string, client: Client, ns: string, askedAt: number): Promise<Rec> {
+  function trackedLoad(
+    load: (
+      kind: 'get' | 'hgetall',
+      key: string,
+      db: number | undefined,
+    ) => Promise<{ value: unknown; pttl: unknown; session: TrackingSession }>,
+    kind: 'get' | 'hgetall',
+    key: string,
+    client: Client,
+    ns: string,
+    askedAt: number,
+  ): Promise<Rec> {
     return load(kind, key, isCluster ? undefined : dbOf(client)).then((read): Rec => {
       const expiresAt = typeof read.pttl === 'number' && read.pttl >= 0 ? askedAt + read.pttl : undefined;
       if (kind === 'get') return { ns, kind: 'string', value: read.value, expiresAt, session: read.session };
-      return { ns, kind: 'hash', value: Object.freeze(read.value as Record<string, unknown>), expiresAt, session: read.session };
+      return {
+        ns,
+        kind: 'hash',
+        value: Object.freeze(read.value as Record<string, unknown>),
+        expiresAt,
+        session: read.session,
+      };
     });
   }
 
@@ -301,7 +334,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
     const open = stream === undefined ? openTransactions.get(this) : undefined;
-    if (stream === undefined && open === undefined && isRead(name) && typeof command.replyEncoding === 'string' && this.status !== 'end' && !inSubscriberMode(this)) {
+    if (
+      stream === undefined &&
+      open === undefined &&
+      isRead(name) &&
+      typeof command.replyEncoding === 'string' &&
+      this.status !== 'end' &&
+      !inSubscriberMode(this)
+    ) {
       dispatched.add(command);
       return read(this, send, command, name);
     }
@@ -357,7 +397,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     const baseGet = base.get as (...a: unknown[]) => unknown;
     const arg = args[0];
     const prefix = this.options.keyPrefix;
-    if (args.length !== 1 || typeof arg !== 'string' || (prefix !== undefined && typeof prefix !== 'string') || this.status !== 'ready' || inSubscriberMode(this) || openTransactions.has(this)) {
+    if (
+      args.length !== 1 ||
+      typeof arg !== 'string' ||
+      (prefix !== undefined && typeof prefix !== 'string') ||
+      this.status !== 'ready' ||
+      inSubscriberMode(this) ||
+      openTransactions.has(this)
+    ) {
       return baseGet.apply(this, args);
     }
     const key = prefix ? prefix + arg : arg;
@@ -373,7 +420,13 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       sent = true;
       returned = bypassing(this, baseGet, args);
       const ttl = bypassing(this, base.pttl as (...a: unknown[]) => unknown, args); // same round trip
-      return withTtl((returned as Promise<unknown>).then((value): Rec => ({ ns, kind: 'string', value, expiresAt: undefined, session })), ttl, askedAt);
+      return withTtl(
+        (returned as Promise<unknown>).then(
+          (value): Rec => ({ ns, kind: 'string', value, expiresAt: undefined, session }),
+        ),
+        ttl,
+        askedAt,
+      );
     });
     if (sent) return returned;
     return loaded.then(
@@ -395,7 +448,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   }
 
   // shadows keep the enumerability of what they shadow, so for-in lists what it lists on a plain client
-  const shadow = (name: string, value: unknown): PropertyDescriptor => ({ value, writable: true, configurable: true, enumerable: isEnumerable(base, name) });
+  const shadow = (name: string, value: unknown): PropertyDescriptor => ({
+    value,
+    writable: true,
+    configurable: true,
+    enumerable: isEnumerable(base, name),
+  });
   const hooked = Object.create(base, {
     sendCommand: shadow('sendCommand', sendCommand),
     ...(client.options.showFriendlyErrorStack ? {} : { get: shadow('get', get) }),
@@ -411,7 +469,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
  * TLS, sentinels): RESP2, no key prefix, no offline queue (a load on a connection that is down
  * fails at once and the read goes to the user's client), reconnecting with a capped backoff.
  */
-function connectionTo(client: Client, base: Record<string | symbol, unknown>, nodeKey: string, role: 'reader' | 'sub'): Redis | undefined {
+function connectionTo(
+  client: Client,
+  base: Record<string | symbol, unknown>,
+  nodeKey: string,
+  role: 'reader' | 'sub',
+): Redis | undefined {
   const overrides = {
     protocol: 2,
     keyPrefix: undefined,

@@ -71,15 +71,24 @@ async function writes(what: string, keys: string[], write: () => Promise<unknown
   }
   acked = [];
   await write();
-  for (const key of keys) assert.ok(acked.includes(key), `${what}: ${key} acked before the write settled (acked: ${acked})`);
-  if (changesValue) for (const key of keys) assert.is.not(await r.get(key), `before:${key}`, `${what}: ${key} not served stale`);
+  for (const key of keys)
+    assert.ok(acked.includes(key), `${what}: ${key} acked before the write settled (acked: ${acked})`);
+  if (changesValue)
+    for (const key of keys) assert.is.not(await r.get(key), `before:${key}`, `${what}: ${key} not served stale`);
 }
 
 test('argument shapes: arrays, objects, Maps, Buffers', async () => {
   await writes('del([k])', ['a1', 'a2'], () => r.del(['a1', 'a2']));
   await writes('unlink([k])', ['a1'], () => r.unlink(['a1']));
   await writes('mset({})', ['a1', 'a2'], () => r.mset({ a1: 'x', a2: 'y' }));
-  await writes('mset(Map)', ['a1', 'a2'], () => r.mset(new Map([['a1', 'x'], ['a2', 'y']])));
+  await writes('mset(Map)', ['a1', 'a2'], () =>
+    r.mset(
+      new Map([
+        ['a1', 'x'],
+        ['a2', 'y'],
+      ]),
+    ),
+  );
   await writes('mset([k, v])', ['a1'], () => r.mset(['a1', 'x']));
   await writes('msetnx({})', ['a3'], async () => {
     await plain.del('a3');
@@ -89,7 +98,11 @@ test('argument shapes: arrays, objects, Maps, Buffers', async () => {
 });
 
 test('callback style and call() go through the same path', async () => {
-  await writes('set(cb)', ['c1'], () => new Promise((resolve, reject) => r.set('c1', 'v', (err, v) => (err ? reject(err) : resolve(v)))));
+  await writes(
+    'set(cb)',
+    ['c1'],
+    () => new Promise((resolve, reject) => r.set('c1', 'v', (err, v) => (err ? reject(err) : resolve(v)))),
+  );
   await writes("call('set')", ['c1'], () => r.call('set', 'c1', 'w'));
   await writes("call('SET') upper case", ['c1'], () => r.call('SET', 'c1', 'w2'));
 });

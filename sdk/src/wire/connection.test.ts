@@ -31,7 +31,10 @@ test('reconnect delays: capped exponential with full jitter, never under the flo
   await once(server, 'listening');
   const port = (server.address() as { port: number }).port;
   const r = recorder();
-  const conn = new HubConnection({ url: `ws://127.0.0.1:${port}`, hello, backoffMinMs: 2, backoffMaxMs: 16, random: () => 0.999 }, r.handler);
+  const conn = new HubConnection(
+    { url: `ws://127.0.0.1:${port}`, hello, backoffMinMs: 2, backoffMaxMs: 16, random: () => 0.999 },
+    r.handler,
+  );
   conn.start();
   await waitFor('r.delays.length >= 7', () => r.delays.length >= 7);
   conn.close();
@@ -39,7 +42,10 @@ test('reconnect delays: capped exponential with full jitter, never under the flo
   // ceilings 2, 4, 8, 16, 16 ... times 0.999, floored, at least 2
   assert.equal(r.delays.slice(0, 7), [2, 3, 7, 15, 15, 15, 15]);
   const low = recorder();
-  const conn2 = new HubConnection({ url: `ws://127.0.0.1:${port}`, hello, backoffMinMs: 2, backoffMaxMs: 16, random: () => 0 }, low.handler);
+  const conn2 = new HubConnection(
+    { url: `ws://127.0.0.1:${port}`, hello, backoffMinMs: 2, backoffMaxMs: 16, random: () => 0 },
+    low.handler,
+  );
   conn2.start();
   await waitFor('low.delays.length >= 3', () => low.delays.length >= 3);
   conn2.close();

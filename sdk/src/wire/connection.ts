@@ -7,8 +7,19 @@
  */
 import WebSocket from 'ws';
 import { AuthError, closeCodeOf, ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
-import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
-import { CloseCode, decodeServerMessage, encode, FATAL_CLOSE_CODES, MAX_FRAME_BYTES, MsgType, type ClientMessage, type Hello, type ServerMessage, type Welcome } from './protocol.ts';
+import { DEFAULT_CLIENT_OPTIONS, type ClientTlsOptions } from '../options.ts';
+import {
+  CloseCode,
+  decodeServerMessage,
+  encode,
+  FATAL_CLOSE_CODES,
+  MAX_FRAME_BYTES,
+  MsgType,
+  type ClientMessage,
+  type Hello,
+  type ServerMessage,
+  type Welcome,
+} from './protocol.ts';
 
 export interface ConnectionHandler {
   /** the hub accepted the Hello; `conn.hubId` is set */
@@ -40,6 +51,22 @@ export interface HubConnectionOptions {
   welcomeTimeoutMs?: number;
   /** random source for jitter, in [0, 1) @default Math.random */
   random?: () => number;
+  /** TLS options for a wss:// URL, handed to ws @default undefined (the system CAs) */
+  tls?: ClientTlsOptions;
+}
+
+/** node:tls / OpenSSL error codes of a failed handshake or certificate check. */
+const TLS_ERROR = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|EPROTO$)/;
+
+/** A socket error that is the TLS handshake failing, as HK_ERR_TLS with what to do about it; else the error itself. */
+export function tlsError(url: string, err: Error & { code?: string }): Error {
+  if (typeof err.code !== 'string' || !TLS_ERROR.test(err.code)) return err;
+  const hint = /CERT|UNABLE_TO|SELF_SIGNED|DEPTH_ZERO/.test(err.code)
+    ? ": the hub's certificate is not trusted here; pass the CA that signed it as options.tls.ca"
+    : err.code.startsWith('ERR_TLS_CERT_ALTNAME')
+      ? ': the certificate does not name this host'
+      : ': is the hub serving TLS on this port?';
+  return new HotKeyError(ErrorCode.Tls, `TLS with ${url} failed: ${err.message} (${err.code})${hint}`, { cause: err });
 }
 
 export type ConnectionState = 'idle' | 'connecting' | 'handshake' | 'open' | 'waiting' | 'closed';
@@ -65,6 +92,7 @@ export class HubConnection {
   readonly #backoffMaxMs: number;
   readonly #welcomeTimeoutMs: number;
   readonly #random: () => number;
+  readonly #tls: ClientTlsOptions | undefined;
 
   #ws: WebSocket | undefined;
   #attempt = 0;
@@ -87,6 +115,7 @@ export class HubConnection {
     this.#backoffMaxMs = options.backoffMaxMs ?? d.reconnectMaxMs;
     this.#welcomeTimeoutMs = options.welcomeTimeoutMs ?? d.welcomeTimeoutMs;
     this.#random = options.random ?? Math.random;
+    this.#tls = options.tls;
   }
 
   start(): void {
@@ -143,6 +172,7 @@ export class HubConnection {
     let ws: WebSocket;
     try {
       ws = new WebSocket(this.url, {
+        ...this.#tls,
         perMessageDeflate: false,
         maxPayload: 4 * MAX_FRAME_BYTES,
         handshakeTimeout: this.#livenessTimeoutMs + this.#pingIntervalMs,
@@ -150,7 +180,10 @@ export class HubConnection {
     } catch (err) {
       // a malformed URL: nothing will ever connect
       this.state = 'closed';
-      this.#handler.fatal(this, new HotKeyError(ErrorCode.Config, `bad hub URL ${this.url}: ${(err as Error).message}`, { cause: err }));
+      this.#handler.fatal(
+        this,
+        new HotKeyError(ErrorCode.Config, `bad hub URL ${this.url}: ${(err as Error).message}`, { cause: err }),
+      );
       return;
     }
     this.#ws = ws;
@@ -161,7 +194,7 @@ export class HubConnection {
       this.#lastSeen = performance.now();
     });
     ws.on('error', (err) => {
-      if (this.#ws === ws) this.#handler.error(this, err);
+      if (this.#ws === ws) this.#handler.error(this, tlsError(this.url, err));
     });
     ws.on('close', (code, reason) => this.#onClose(ws, code, reason.toString()));
   }
@@ -172,18 +205,30 @@ export class HubConnection {
     this.#lastSeen = performance.now();
     ws.send(encode(this.#hello), { binary: true });
     this.#welcomeTimer = setTimeout(() => {
-      this.#handler.error(this, new HotKeyError(ErrorCode.Timeout, `no Welcome from ${this.url} within ${this.#welcomeTimeoutMs} ms`));
+      this.#handler.error(
+        this,
+        new HotKeyError(ErrorCode.Timeout, `no Welcome from ${this.url} within ${this.#welcomeTimeoutMs} ms`),
+      );
       this.drop(CloseCode.Normal, 'no welcome');
     }, this.#welcomeTimeoutMs);
     this.#lastPing = this.#lastSeen;
     // check more often than we ping, so a dead hub is noticed soon after the timeout, not a ping later
-    this.#pingTimer = setInterval(() => this.#checkLiveness(ws), Math.max(10, Math.min(this.#pingIntervalMs, this.#livenessTimeoutMs / 4)));
+    this.#pingTimer = setInterval(
+      () => this.#checkLiveness(ws),
+      Math.max(10, Math.min(this.#pingIntervalMs, this.#livenessTimeoutMs / 4)),
+    );
   }
 
   #checkLiveness(ws: WebSocket): void {
     if (this.#ws !== ws) return;
     if (performance.now() - this.#lastSeen > this.#livenessTimeoutMs) {
-      this.#handler.error(this, new HotKeyError(ErrorCode.Timeout, `hub ${this.hubId ?? this.url} silent for over ${this.#livenessTimeoutMs} ms`));
+      this.#handler.error(
+        this,
+        new HotKeyError(
+          ErrorCode.Timeout,
+          `hub ${this.hubId ?? this.url} silent for over ${this.#livenessTimeoutMs} ms`,
+        ),
+      );
       // a dead peer never completes a closing handshake: cut the socket now
       ws.terminate();
       return;
@@ -215,7 +260,10 @@ export class HubConnection {
     }
     if (this.state === 'handshake') {
       if (message.t !== MsgType.Welcome) {
-        this.#handler.error(this, new ProtocolError(ErrorCode.Protocol, `expected Welcome, got message type ${message.t}`, CloseCode.Protocol));
+        this.#handler.error(
+          this,
+          new ProtocolError(ErrorCode.Protocol, `expected Welcome, got message type ${message.t}`, CloseCode.Protocol),
+        );
         this.drop(CloseCode.Protocol, 'expected welcome');
         return;
       }
@@ -243,7 +291,10 @@ export class HubConnection {
       this.state = 'closed';
       const errCode = FATAL_CODE_ERRORS[code] ?? ErrorCode.Protocol;
       const message = `hub ${this.url} refused the connection: ${hubError?.message || reason || errCode} (close ${code})`;
-      this.#handler.fatal(this, errCode === ErrorCode.Auth ? new AuthError(message, code) : new HotKeyError(errCode, message));
+      this.#handler.fatal(
+        this,
+        errCode === ErrorCode.Auth ? new AuthError(message, code) : new HotKeyError(errCode, message),
+      );
       return;
     }
     // full jitter over a capped exponential ceiling, never under the floor

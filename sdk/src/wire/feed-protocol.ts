@@ -6,7 +6,22 @@
  *   dashboard -> hub (/live) : Hello (role 'dashboard', app '*')
  *   hub -> dashboard         : FeedSnapshot, then FeedDelta every few hundred ms; Error + close
  */
-import { arr, assertKey, bool, decodeFrame, int, MAX_NAME_LENGTH, MsgType, num, obj, optStr, packFrame, protocolError, str, type ErrorMsg } from './protocol.ts';
+import {
+  arr,
+  assertKey,
+  bool,
+  decodeFrame,
+  int,
+  MAX_NAME_LENGTH,
+  MsgType,
+  num,
+  obj,
+  optStr,
+  packFrame,
+  protocolError,
+  str,
+  type ErrorMsg,
+} from './protocol.ts';
 
 // ---- dashboard live feed: hub -> dashboard over `/live` ----
 //
@@ -143,7 +158,14 @@ function feedEvent(x: unknown): FeedEvent {
   const o = obj(x, 'event');
   const type = str(o, 'type');
   if (!FEED_EVENT_TYPES.has(type)) protocolError('event "type" must be promote, demote or invalidate');
-  const event: FeedEvent = { type: type as FeedEvent['type'], app: str(o, 'app'), key: feedKey(o), qps: num(o, 'qps'), at: num(o, 'at'), hub: str(o, 'hub') };
+  const event: FeedEvent = {
+    type: type as FeedEvent['type'],
+    app: str(o, 'app'),
+    key: feedKey(o),
+    qps: num(o, 'qps'),
+    at: num(o, 'at'),
+    hub: str(o, 'hub'),
+  };
   const latencyMs = optNum(o, 'latencyMs');
   if (latencyMs !== undefined) event.latencyMs = latencyMs;
   const reason = optStr(o, 'reason');
@@ -183,7 +205,8 @@ function feedInstance(x: unknown): FeedInstance {
 }
 function feedApps(m: Record<string, unknown>): string[] {
   return arr(m, 'apps', MAX_FEED_ROWS).map((x, i) => {
-    if (typeof x !== 'string' || x.length > MAX_NAME_LENGTH) protocolError(`apps[${i}] must be a string of at most ${MAX_NAME_LENGTH} characters`);
+    if (typeof x !== 'string' || x.length > MAX_NAME_LENGTH)
+      protocolError(`apps[${i}] must be a string of at most ${MAX_NAME_LENGTH} characters`);
     return x;
   });
 }

@@ -1,11 +1,25 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Packr, pack } from 'msgpackr';
-import { CloseCode, decodeClientMessage, decodeServerMessage, encode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from './protocol.ts';
+import {
+  CloseCode,
+  decodeClientMessage,
+  decodeServerMessage,
+  encode,
+  MAX_FRAME_BYTES,
+  MAX_KEY_LENGTH,
+  MsgType,
+  PROTOCOL_VERSION,
+} from './protocol.ts';
 import { ProtocolError } from '../errors.ts';
 import { DEFAULT_RULE } from '../rules.ts';
 
-function rejects(bytes: Uint8Array, code: string, closeCode: number, decode: (b: Uint8Array) => unknown = decodeClientMessage) {
+function rejects(
+  bytes: Uint8Array,
+  code: string,
+  closeCode: number,
+  decode: (b: Uint8Array) => unknown = decodeClientMessage,
+) {
   try {
     decode(bytes);
   } catch (err) {
@@ -18,7 +32,14 @@ function rejects(bytes: Uint8Array, code: string, closeCode: number, decode: (b:
 }
 
 test('hello and report round-trip', () => {
-  const hello = { t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's', instance: 'i-1', sdk: '0.1.0' } as const;
+  const hello = {
+    t: MsgType.Hello,
+    v: PROTOCOL_VERSION,
+    app: 'shop',
+    token: 's',
+    instance: 'i-1',
+    sdk: '0.1.0',
+  } as const;
   assert.equal(decodeClientMessage(encode(hello)), { ...hello, host: undefined, role: undefined });
   const report = { t: MsgType.Report, keys: ['a', '__proto__', 'constructor'], counts: [1, 2, 3] } as const;
   assert.equal(decodeClientMessage(encode({ ...report, keys: [...report.keys], counts: [...report.counts] })), report);
@@ -26,7 +47,17 @@ test('hello and report round-trip', () => {
 
 test('every server message round-trips through a fresh decoder', () => {
   const msgs = [
-    { t: MsgType.Welcome, v: 1, hub: 'h1', epoch: 3, members: [{ id: 'h1', url: 'ws://127.0.0.1:1' }], rules: [DEFAULT_RULE], local: [10], instances: 2, seq: 0 },
+    {
+      t: MsgType.Welcome,
+      v: 1,
+      hub: 'h1',
+      epoch: 3,
+      members: [{ id: 'h1', url: 'ws://127.0.0.1:1' }],
+      rules: [DEFAULT_RULE],
+      local: [10],
+      instances: 2,
+      seq: 0,
+    },
     { t: MsgType.Promote, seq: 1, key: 'k', qps: 1200.5, hotMs: 1000, cacheTtlMs: 500, cache: true, at: 1700000000000 },
     { t: MsgType.Invalidate, seq: 2, key: 'k' },
     { t: MsgType.Invalidate, seq: 2, key: '127.0.0.1:6379/0', flush: true },
@@ -57,20 +88,43 @@ test('wrong field types are protocol errors', () => {
 
 test('oversized frames and keys have their own codes', () => {
   rejects(new Uint8Array(MAX_FRAME_BYTES + 1), 'HK_ERR_FRAME_TOO_LARGE', CloseCode.FrameTooLarge);
-  rejects(pack({ t: MsgType.Report, keys: ['x'.repeat(MAX_KEY_LENGTH + 1)], counts: [1] }), 'HK_ERR_KEY_TOO_LONG', CloseCode.KeyTooLong);
+  rejects(
+    pack({ t: MsgType.Report, keys: ['x'.repeat(MAX_KEY_LENGTH + 1)], counts: [1] }),
+    'HK_ERR_KEY_TOO_LONG',
+    CloseCode.KeyTooLong,
+  );
   rejects(pack({ t: MsgType.InvalidateRequest, id: 1, key: '' }), 'HK_ERR_KEY_TOO_LONG', CloseCode.KeyTooLong);
 });
 
 test('a flush flag rides on InvalidateRequest and Invalidate: true, or absent', () => {
   const request = { t: MsgType.InvalidateRequest, id: 4, key: '127.0.0.1:6379/0', flush: true } as const;
   assert.equal(decodeClientMessage(encode(request)), request);
-  assert.equal(decodeClientMessage(pack({ t: MsgType.InvalidateRequest, id: 4, key: 'k', flush: false })), { t: MsgType.InvalidateRequest, id: 4, key: 'k' });
+  assert.equal(decodeClientMessage(pack({ t: MsgType.InvalidateRequest, id: 4, key: 'k', flush: false })), {
+    t: MsgType.InvalidateRequest,
+    id: 4,
+    key: 'k',
+  });
   rejects(pack({ t: MsgType.InvalidateRequest, id: 4, key: 'k', flush: 1 }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
-  rejects(pack({ t: MsgType.Invalidate, seq: 1, key: 'k', flush: 'yes' }), 'HK_ERR_PROTOCOL', CloseCode.Protocol, decodeServerMessage);
+  rejects(
+    pack({ t: MsgType.Invalidate, seq: 1, key: 'k', flush: 'yes' }),
+    'HK_ERR_PROTOCOL',
+    CloseCode.Protocol,
+    decodeServerMessage,
+  );
 });
 
 test('bad rules inside a Welcome are refused', () => {
-  const welcome = { t: MsgType.Welcome, v: 1, hub: 'h', epoch: 0, members: [], rules: [{ match: 'a', threshold: -1 }], local: [1], instances: 1, seq: 0 };
+  const welcome = {
+    t: MsgType.Welcome,
+    v: 1,
+    hub: 'h',
+    epoch: 0,
+    members: [],
+    rules: [{ match: 'a', threshold: -1 }],
+    local: [1],
+    instances: 1,
+    seq: 0,
+  };
   rejects(pack(welcome), 'HK_ERR_PROTOCOL', CloseCode.Protocol, decodeServerMessage);
 });
 

@@ -95,12 +95,25 @@ export const DemoteReason = {
 } as const;
 export type DemoteReason = (typeof DemoteReason)[keyof typeof DemoteReason];
 /** the reasons a hub decides */
-export type HubDemoteReason = typeof DemoteReason.Cooled | typeof DemoteReason.Expired | typeof DemoteReason.Manual | typeof DemoteReason.Rules;
+export type HubDemoteReason =
+  | typeof DemoteReason.Cooled
+  | typeof DemoteReason.Expired
+  | typeof DemoteReason.Manual
+  | typeof DemoteReason.Rules;
 /** the reasons an SDK's 'demote' event carries */
-export type SdkDemoteReason = typeof DemoteReason.Demote | typeof DemoteReason.Expired | typeof DemoteReason.Stale | typeof DemoteReason.Snapshot | typeof DemoteReason.Evicted;
+export type SdkDemoteReason =
+  | typeof DemoteReason.Demote
+  | typeof DemoteReason.Expired
+  | typeof DemoteReason.Stale
+  | typeof DemoteReason.Snapshot
+  | typeof DemoteReason.Evicted;
 
 /** Close codes after which a client must not reconnect: retrying cannot succeed. */
-export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([CloseCode.Version, CloseCode.UnknownApp, CloseCode.Auth]);
+export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
+  CloseCode.Version,
+  CloseCode.UnknownApp,
+  CloseCode.Auth,
+]);
 
 export interface Member {
   id: string;
@@ -245,7 +258,11 @@ export function protocolError(message: string): never {
 /** msgpack bytes to a plain object with a numeric `t`, or a ProtocolError. */
 export function decodeFrame(bytes: Uint8Array): Record<string, unknown> & { t: number } {
   if (bytes.byteLength > MAX_FRAME_BYTES) {
-    throw new ProtocolError(ErrorCode.FrameTooLarge, `frame of ${bytes.byteLength} bytes exceeds ${MAX_FRAME_BYTES}`, CloseCode.FrameTooLarge);
+    throw new ProtocolError(
+      ErrorCode.FrameTooLarge,
+      `frame of ${bytes.byteLength} bytes exceeds ${MAX_FRAME_BYTES}`,
+      CloseCode.FrameTooLarge,
+    );
   }
   // msgpackr would build Dates, Sets, typed arrays, BigInts … from ext tokens: refuse them unbuilt
   const ext = findExtension(bytes);
@@ -277,7 +294,8 @@ export function optStr(m: Record<string, unknown>, field: string): string | unde
 }
 export function int(m: Record<string, unknown>, field: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
   const v = m[field];
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) protocolError(`"${field}" must be an integer in [${min}, ${max}]`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+    protocolError(`"${field}" must be an integer in [${min}, ${max}]`);
   return v;
 }
 export function num(m: Record<string, unknown>, field: string): number {
@@ -305,7 +323,11 @@ export function obj(v: unknown, what: string): Record<string, unknown> {
 export function assertKey(key: unknown, what = 'key'): asserts key is string {
   if (typeof key !== 'string') protocolError(`${what} must be a string`);
   if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new ProtocolError(ErrorCode.KeyTooLong, `${what} must be 1 to ${MAX_KEY_LENGTH} characters, got ${key.length}`, CloseCode.KeyTooLong);
+    throw new ProtocolError(
+      ErrorCode.KeyTooLong,
+      `${what} must be 1 to ${MAX_KEY_LENGTH} characters, got ${key.length}`,
+      CloseCode.KeyTooLong,
+    );
   }
 }
 
@@ -323,7 +345,8 @@ function rules(m: Record<string, unknown>): { rules: Rule[]; local: number[] } {
     protocolError(`bad rules (${(err as Error).message})`);
   }
   const local = arr(m, 'local', parsed.length).map((x) => {
-    if (typeof x !== 'number' || !Number.isInteger(x) || x < 1) protocolError('"local" thresholds must be positive integers');
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < 1)
+      protocolError('"local" thresholds must be positive integers');
     return x;
   });
   if (local.length !== parsed.length) protocolError('"local" must have one threshold per rule');
@@ -345,7 +368,8 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
   switch (m.t) {
     case MsgType.Hello: {
       const role = m.role === undefined ? undefined : str(m, 'role');
-      if (role !== undefined && role !== 'sdk' && role !== 'dashboard') protocolError('"role" must be "sdk" or "dashboard"');
+      if (role !== undefined && role !== 'sdk' && role !== 'dashboard')
+        protocolError('"role" must be "sdk" or "dashboard"');
       return {
         t: MsgType.Hello,
         v: int(m, 'v'),
@@ -364,7 +388,8 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       for (let i = 0; i < keys.length; i++) {
         assertKey(keys[i], `keys[${i}]`);
         const c = counts[i];
-        if (typeof c !== 'number' || !(c >= 0 && c <= MAX_COUNT) || Math.floor(c) !== c) protocolError(`counts[${i}] must be a non-negative integer`);
+        if (typeof c !== 'number' || !(c >= 0 && c <= MAX_COUNT) || Math.floor(c) !== c)
+          protocolError(`counts[${i}] must be a non-negative integer`);
       }
       return { t: MsgType.Report, keys: keys as string[], counts: counts as number[] };
     }
@@ -430,7 +455,13 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
         const o = obj(x, 'hot entry');
         const key = o.key;
         assertKey(key);
-        return { key, ttlMs: int(o, 'ttlMs'), cacheTtlMs: int(o, 'cacheTtlMs'), cache: bool(o, 'cache'), qps: num(o, 'qps') };
+        return {
+          key,
+          ttlMs: int(o, 'ttlMs'),
+          cacheTtlMs: int(o, 'cacheTtlMs'),
+          cache: bool(o, 'cache'),
+          qps: num(o, 'qps'),
+        };
       });
       return { t: MsgType.Snapshot, seq: int(m, 'seq'), hot };
     }

@@ -1,0 +1,217 @@
+/**
+ * /metrics through prom-client: the text parses as Prometheus exposition format, every series the
+ * hub exported before keeps its name (and has no labels), the new histograms carry per-app labels,
+ * process metrics come from prom-client's defaults in a registry per hub (two hubs in this one
+ * process), and in open mode the app label set is capped (`app="other"` past the cap).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HotKeyClient } from '@hotkey/sdk';
+import { MsgType } from '@hotkey/sdk/protocol';
+import { startHub, type Hub } from '@hotkey/hub';
+import { RawClient } from '../support/raw-client.ts';
+import { waitFor } from '../support/wait.ts';
+
+/** The series `/metrics` had before prom-client, by name (the feed's are exported by every hub with a dashboard). */
+const OLD_SERIES = [
+  'hotkey_connections',
+  'hotkey_connections_accepted_total',
+  'hotkey_apps',
+  'hotkey_reports_total',
+  'hotkey_records_ingested_total',
+  'hotkey_ingest_rate',
+  'hotkey_promotions_total',
+  'hotkey_demotions_total',
+  'hotkey_invalidations_total',
+  'hotkey_invalidation_ack_timeouts_total',
+  'hotkey_keys_tracked',
+  'hotkey_hot_keys',
+  'hotkey_records_dropped_total',
+  'hotkey_keys_evicted_total',
+  'hotkey_records_ignored_total',
+  'hotkey_slow_consumers_total',
+  'hotkey_protocol_errors_total',
+  'hotkey_http_requests_total',
+  'hotkey_qps_history_keys',
+  'hotkey_dashboard_pages',
+  'hotkey_dashboard_frames_sent_total',
+  'hotkey_dashboard_bytes_sent_total',
+  'hotkey_dashboard_slow_dropped_total',
+  'hotkey_dashboard_skipped_rounds_total',
+  'hotkey_dashboard_refused_total',
+  'hotkey_heap_used_bytes',
+  'hotkey_rss_bytes',
+];
+const HISTOGRAMS = [
+  'hotkey_detection_latency_seconds',
+  'hotkey_promotion_fanout_seconds',
+  'hotkey_invalidation_ack_seconds',
+  'hotkey_report_frame_bytes',
+];
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+interface Exposition {
+  types: Map<string, string>;
+  samples: Sample[];
+}
+
+const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
+const SAMPLE = new RegExp(`^(${NAME})(?:\\{(.*)\\})? (\\S+)(?: -?\\d+)?$`);
+const LABEL = /^([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(?:,|$)/;
+
+/** A strict reader of the text format (0.0.4): throws on any line that is not HELP, TYPE or a sample of a declared family. */
+function parseExposition(text: string): Exposition {
+  const types = new Map<string, string>();
+  const samples: Sample[] = [];
+  assert.ok(text.endsWith('\n'), 'ends with a newline');
+  for (const line of text.slice(0, -1).split('\n')) {
+    if (line === '') continue;
+    const meta = /^# (HELP|TYPE) (\S+) (.*)$/.exec(line);
+    if (meta) {
+      assert.match(meta[2]!, new RegExp(`^${NAME}$`), line);
+      if (meta[1] === 'TYPE') {
+        assert.ok(['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(meta[3]!), line);
+        assert.not.ok(types.has(meta[2]!), `one TYPE per family: ${line}`);
+        types.set(meta[2]!, meta[3]!);
+      }
+      continue;
+    }
+    assert.not.ok(line.startsWith('#'), `unknown comment: ${line}`);
+    const m = SAMPLE.exec(line);
+    if (!m) throw new Error(`not a sample line: ${JSON.stringify(line)}`);
+    const labels: Record<string, string> = {};
+    let rest = m[2] ?? '';
+    while (rest !== '') {
+      const l = LABEL.exec(rest);
+      if (!l) throw new Error(`bad labels in ${JSON.stringify(line)}`);
+      labels[l[1]!] = l[2]!;
+      rest = rest.slice(l[0].length);
+    }
+    // Prometheus reads NaN in any case (prom-client writes "Nan" for an empty event-loop histogram)
+    const value = m[3] === '+Inf' ? Infinity : m[3] === '-Inf' ? -Infinity : /^nan$/i.test(m[3]!) ? NaN : Number(m[3]);
+    if (Number.isNaN(value) && !/^nan$/i.test(m[3]!)) throw new Error(`bad value in ${JSON.stringify(line)}`);
+    const name = m[1]!;
+    const family = types.has(name) ? name : name.replace(/_(bucket|sum|count|total|created)$/, '');
+    assert.ok(types.has(family) || types.has(name), `sample of an undeclared family: ${line}`);
+    samples.push({ name, labels, value });
+  }
+  return { types, samples };
+}
+
+async function scrape(hub: Hub): Promise<Exposition> {
+  const res = await fetch(`${hub.httpUrl}/metrics`, { signal: AbortSignal.timeout(5000) });
+  assert.is(res.status, 200);
+  assert.match(res.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+  return parseExposition(await res.text());
+}
+
+function appLabels(x: Exposition, name: string): Set<string> {
+  return new Set(x.samples.filter((s) => s.name === `${name}_count`).map((s) => s.labels.app!));
+}
+
+const hubs: Hub[] = [];
+const clients: HotKeyClient[] = [];
+const peers: RawClient[] = [];
+test.after(async () => {
+  for (const c of clients) c.close();
+  for (const p of peers) p.close();
+  await Promise.all(hubs.map((h) => h.close()));
+});
+
+test('old series keep their names, new histograms have per-app labels, process metrics per hub', async () => {
+  const config = { apps: { shop: { rules: [{ match: 'item:*', threshold: 20 }] }, blog: {} } };
+  // maxAppLabels applies in open mode only: configured apps are all labelled
+  const hub = await startHub({ port: 0, config, log: () => {}, tunables: { maxAppLabels: 1 } });
+  hubs.push(hub);
+  const hk = new HotKeyClient({ app: 'shop', hubs: [hub.url] });
+  const blog = new HotKeyClient({ app: 'blog', hubs: [hub.url] });
+  clients.push(hk, blog);
+  await Promise.all([
+    hk.ready({ signal: AbortSignal.timeout(5000) }),
+    blog.ready({ signal: AbortSignal.timeout(5000) }),
+  ]);
+  for (let i = 0; i < 100; i++) hk.track('item:m');
+  for (let i = 0; i < 500; i++) blog.track('post:1'); // reported (over 200 per instance), not promoted (under 1000)
+  await waitFor('item:m hot', () => hk.isHot('item:m'), 4000);
+  await hk.invalidate('item:m');
+  await waitFor(
+    'a report from blog',
+    async () => appLabels(await scrape(hub), 'hotkey_report_frame_bytes').has('blog'),
+    4000,
+  );
+
+  const x = await scrape(hub);
+  for (const name of OLD_SERIES) {
+    const found = x.samples.filter((s) => s.name === name);
+    assert.is(found.length, 1, `${name} exported once`);
+    assert.equal(found[0]!.labels, {}, `${name} has no labels`);
+  }
+  assert.is(x.types.get('hotkey_promotions_total'), 'counter');
+  assert.is(x.types.get('hotkey_connections'), 'gauge');
+  assert.is(x.samples.find((s) => s.name === 'hotkey_promotions_total')!.value, 1);
+  // the gauge reads the core (an SDK may be between reconnects on a loaded box: compare, don't assume 2)
+  await waitFor(
+    'hotkey_connections to match the core',
+    async () =>
+      (await scrape(hub)).samples.find((s) => s.name === 'hotkey_connections')!.value === hub.core.gauges().connections,
+    5000,
+  );
+  assert.not.ok(x.types.has('hotkey_cluster_events_dropped_total'), 'cluster series only with a cluster coordinator');
+  for (const name of HISTOGRAMS) assert.is(x.types.get(name), 'histogram', name);
+  const count = (name: string, app: string) =>
+    x.samples.find((s) => s.name === `${name}_count` && s.labels.app === app)?.value ?? 0;
+  assert.is(count('hotkey_detection_latency_seconds', 'shop'), 1);
+  assert.is(count('hotkey_promotion_fanout_seconds', 'shop'), 1);
+  assert.is(count('hotkey_invalidation_ack_seconds', 'shop'), 1);
+  assert.ok(count('hotkey_report_frame_bytes', 'shop') >= 1);
+  assert.ok(count('hotkey_report_frame_bytes', 'blog') >= 1, 'every configured app is labelled, past maxAppLabels');
+  const inf = x.samples.find(
+    (s) => s.name === 'hotkey_report_frame_bytes_bucket' && s.labels.app === 'shop' && s.labels.le === '+Inf',
+  );
+  assert.is(inf?.value, count('hotkey_report_frame_bytes', 'shop'), 'buckets end in +Inf = count');
+  for (const name of [
+    'nodejs_eventloop_lag_seconds',
+    'nodejs_heap_size_used_bytes',
+    'process_cpu_user_seconds_total',
+  ]) {
+    assert.ok(x.types.has(name), `process metric ${name}`);
+  }
+
+  // a second hub in this process has a registry of its own (the global one would refuse the names)
+  const other = await startHub({ port: 0, log: () => {} });
+  hubs.push(other);
+  const y = await scrape(other);
+  assert.is(
+    y.samples.find((s) => s.name === 'hotkey_promotions_total')!.value,
+    0,
+    "the other hub's counters are its own",
+  );
+  assert.is(appLabels(y, 'hotkey_report_frame_bytes').size, 0);
+});
+
+test('open mode caps the app label set: past maxAppLabels apps share app="other"', async () => {
+  const hub = await startHub({ port: 0, log: () => {}, tunables: { maxAppLabels: 3 } });
+  hubs.push(hub);
+  for (let i = 0; i < 6; i++) {
+    const { client } = await RawClient.join(hub.url, `app${i}`);
+    peers.push(client);
+    client.send({ t: MsgType.Report, keys: ['k'], counts: [1] });
+  }
+  await waitFor(
+    '6 reports ingested',
+    async () => (await scrape(hub)).samples.find((s) => s.name === 'hotkey_reports_total')?.value === 6,
+    4000,
+  );
+  const labels = appLabels(await scrape(hub), 'hotkey_report_frame_bytes');
+  assert.is(labels.size, 4, [...labels].join(','));
+  assert.ok(labels.has('other'));
+  const x = await scrape(hub);
+  const other = x.samples.find((s) => s.name === 'hotkey_report_frame_bytes_count' && s.labels.app === 'other');
+  assert.is(other?.value, 3, 'three apps past the cap, counted together');
+});
+
+test.run();
