@@ -151,9 +151,14 @@ test('logs: JSON lines, one event with fields per promotion, refusal (with its c
       client.send({ t: MsgType.Report, keys: ['item:7'], counts: [10] });
       assert.is((await client.next(MsgType.Promote)).key, 'item:7');
       client.close();
+      // an app not in the config is answered like a bad token (no app enumeration); only a name
+      // no hub accepts gets HK_ERR_UNKNOWN_APP
       const unknown = await RawClient.connect(h.url);
       unknown.send({ t: MsgType.Hello, v: 1, app: 'other', instance: 'i', sdk: 'x' });
-      assert.is((await unknown.closeEvent()).code, CloseCode.UnknownApp);
+      assert.is((await unknown.closeEvent()).code, CloseCode.Auth);
+      const invalid = await RawClient.connect(h.url);
+      invalid.send({ t: MsgType.Hello, v: 1, app: 'sh\u0001op', instance: 'i', sdk: 'x' });
+      assert.is((await invalid.closeEvent()).code, CloseCode.UnknownApp);
       const wrong = await RawClient.connect(h.url);
       wrong.send({ t: MsgType.Hello, v: 1, app: 'shop', token: 'nope', instance: 'i', sdk: 'x' });
       assert.is((await wrong.closeEvent()).code, CloseCode.Auth);
