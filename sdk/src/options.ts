@@ -68,6 +68,12 @@ export interface ClientOptions {
   maxPendingInvalidations?: number;
   /** a report is dropped (and counted) while the socket has more than this queued @default 1048576 */
   maxBufferedBytes?: number;
+  /**
+   * share of accesses counted, in (0, 1]: reported counts are scaled by 1 / sampleRate, so
+   * detection stays unbiased while counting costs less (a rule's own `sampleRate` can lower it
+   * for its keys) @default 1
+   */
+  sampleRate?: number;
   /** TLS options for `wss://` hubs (CA, client certificate) @default undefined: the system CAs */
   tls?: ClientTlsOptions;
   /** pino-compatible logger for connects, disconnects and refusals @default silent */
@@ -98,6 +104,7 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
   invalidateTimeoutMs: 3000,
   maxPendingInvalidations: 10_000,
   maxBufferedBytes: 1 << 20,
+  sampleRate: 1,
   welcomeTimeoutMs: 5000,
 });
 
@@ -180,6 +187,7 @@ export function resolveClientOptions(
       'maxPendingInvalidations',
     ),
     maxBufferedBytes: posInt(options.maxBufferedBytes, d.maxBufferedBytes, 'maxBufferedBytes'),
+    sampleRate: rate(options.sampleRate, d.sampleRate),
   };
   if (resolved.reconnectMaxMs < resolved.reconnectMinMs)
     throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');
@@ -190,6 +198,13 @@ function posInt(value: number | undefined, fallback: number, name: string): numb
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || value < 1)
     throw new TypeError(`options.${name} must be a positive integer, got ${String(value)}`);
+  return value;
+}
+
+function rate(value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !(value > 0 && value <= 1))
+    throw new TypeError(`options.sampleRate must be a number in (0, 1], got ${String(value)}`);
   return value;
 }
 

@@ -27,7 +27,37 @@ export interface Rule {
   demoteRatio: number;
   /** ... for this many whole windows in a row @default 3 */
   demoteWindows: number;
+  /**
+   * How the hub decides (absent: 'fixed', the window total against `threshold`). 'baseline':
+   * against the key's own EWMA baseline (`factor`, `sigma`, `minQps`, `baselineWindows`);
+   * 'topk': the `k` keys with the highest rate (`k`, `minQps`). In both, `threshold` is derived:
+   * `ceil(minQps * windowMs / 1000)`, the floor below which nothing is promoted (and the level the
+   * SDKs' per-instance report threshold is sized from).
+   */
+  mode?: RuleMode;
+  /** baseline: promote when the window exceeds baseline mean × factor @default 3 */
+  factor?: number;
+  /** baseline: … or when it exceeds mean + sigma × σ (0: off) @default 0 */
+  sigma?: number;
+  /** baseline / topk: floor in accesses per second; nothing below it is promoted @default 10 */
+  minQps?: number;
+  /** baseline: EWMA span in windows (α = 2 / (n + 1)); also the warm-up after a hub starts @default 30 */
+  baselineWindows?: number;
+  /** topk: how many keys are hot; a hot key leaves once out of the top ⌈1.5 k⌉ @default required */
+  k?: number;
+  /** SDK: count this share of the accesses of matching keys, scaled by 1 / sampleRate @default 1 */
+  sampleRate?: number;
+  /** pre-declared: matching keys are hot from this time (ms since epoch; ISO 8601 accepted) … */
+  hotFrom?: number;
+  /** … until this time (exclusive); both or neither */
+  hotUntil?: number;
 }
+
+export type RuleMode = 'fixed' | 'baseline' | 'topk';
+export const RULE_MODES: readonly RuleMode[] = ['fixed', 'baseline', 'topk'];
+/** defaults of the mode fields, filled in when the rule's mode uses them */
+export const MODE_DEFAULTS = { factor: 3, sigma: 0, minQps: 10, baselineWindows: 30 } as const;
+export const MAX_TOPK = 10_000;
 
 export const RULE_DEFAULTS: Omit<Rule, 'match' | 'threshold'> = {
   windowMs: 1000,
@@ -61,7 +91,24 @@ const KNOWN_FIELDS = new Set([
   'cache',
   'demoteRatio',
   'demoteWindows',
+  'mode',
+  'factor',
+  'sigma',
+  'minQps',
+  'baselineWindows',
+  'k',
+  'sampleRate',
+  'hotFrom',
+  'hotUntil',
 ]);
+/** fields each mode reads; any other mode's field is an error (it would be silently ignored) */
+const MODE_FIELDS: Record<RuleMode, readonly string[]> = {
+  fixed: [],
+  baseline: ['factor', 'sigma', 'minQps', 'baselineWindows'],
+  topk: ['k', 'minQps'],
+};
+/** latest accepted pre-declared time: year 9999 */
+const MAX_TIME = 253_402_300_799_999;
 
 function fail(field: string, message: string): never {
   throw new ValidationError(ErrorCode.Rules, field, message);
@@ -79,14 +126,24 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
   const match = raw.match;
   if (typeof match !== 'string' || match.length === 0) fail(`${field}.match`, 'must be a non-empty string');
   if (match.length > MAX_MATCH_LENGTH) fail(`${field}.match`, `must be at most ${MAX_MATCH_LENGTH} characters`);
-  if (raw.threshold === undefined) fail(`${field}.threshold`, 'is required');
+  const mode = raw.mode === undefined ? 'fixed' : raw.mode;
+  if (typeof mode !== 'string' || !RULE_MODES.includes(mode as RuleMode))
+    fail(`${field}.mode`, `must be one of ${RULE_MODES.map((m) => `'${m}'`).join(', ')}`);
+  for (const m of RULE_MODES) {
+    if (m === mode) continue;
+    for (const name of MODE_FIELDS[m]) {
+      if (raw[name] !== undefined && !MODE_FIELDS[mode as RuleMode].includes(name))
+        fail(`${field}.${name}`, `is not used in mode '${mode}'`);
+    }
+  }
+  if (mode === 'fixed' && raw.threshold === undefined) fail(`${field}.threshold`, 'is required');
   const rule: Rule = { match, threshold: 0, ...RULE_DEFAULTS };
   for (const [name, [min, max]] of Object.entries(INTEGER_FIELDS) as [
     keyof typeof INTEGER_FIELDS,
     readonly [number, number],
   ][]) {
     const value = raw[name];
-    if (value === undefined) continue;
+    if (value === undefined || (name === 'threshold' && mode !== 'fixed')) continue;
     if (typeof value !== 'number' || !Number.isInteger(value)) fail(`${field}.${name}`, 'must be an integer');
     if (value < min || value > max) fail(`${field}.${name}`, `must be between ${min} and ${max}`);
     rule[name] = value;
@@ -101,7 +158,91 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
       fail(`${field}.demoteRatio`, 'must be a number in (0, 1]');
     rule.demoteRatio = ratio;
   }
+  if (mode !== 'fixed') parseModeFields(raw, rule, mode as RuleMode, field);
+  if (raw.sampleRate !== undefined) {
+    const rate = raw.sampleRate;
+    if (typeof rate !== 'number' || !(rate > 0 && rate <= 1)) fail(`${field}.sampleRate`, 'must be a number in (0, 1]');
+    if (rate < 1) rule.sampleRate = rate;
+  }
+  if (raw.hotFrom !== undefined || raw.hotUntil !== undefined) {
+    if (raw.hotFrom === undefined) fail(`${field}.hotFrom`, 'is required with hotUntil');
+    if (raw.hotUntil === undefined) fail(`${field}.hotUntil`, 'is required with hotFrom');
+    const from = parseTime(raw.hotFrom, `${field}.hotFrom`);
+    const until = parseTime(raw.hotUntil, `${field}.hotUntil`);
+    if (until <= from) fail(`${field}.hotUntil`, 'must be after hotFrom');
+    checkPredeclaredMatch(match, `${field}.match`);
+    rule.hotFrom = from;
+    rule.hotUntil = until;
+  }
   return rule;
+}
+
+function parseModeFields(raw: Record<string, unknown>, rule: Rule, mode: RuleMode, field: string): void {
+  const number = (name: string, min: number, max: number, fallback: number | undefined, integer = false): number => {
+    const value = raw[name];
+    if (value === undefined) {
+      if (fallback === undefined) fail(`${field}.${name}`, `is required in mode '${mode}'`);
+      return fallback;
+    }
+    if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value)))
+      fail(`${field}.${name}`, integer ? 'must be an integer' : 'must be a number');
+    if (value < min || value > max) fail(`${field}.${name}`, `must be between ${min} and ${max}`);
+    return value;
+  };
+  rule.mode = mode;
+  const minQps = number('minQps', 0.01, 1_000_000_000, MODE_DEFAULTS.minQps);
+  rule.minQps = minQps;
+  if (mode === 'baseline') {
+    rule.factor = number('factor', 1.01, 1_000_000, MODE_DEFAULTS.factor);
+    rule.sigma = number('sigma', 0, 1000, MODE_DEFAULTS.sigma);
+    rule.baselineWindows = number('baselineWindows', 2, 10_000, MODE_DEFAULTS.baselineWindows, true);
+  } else {
+    rule.k = number('k', 1, MAX_TOPK, undefined, true);
+  }
+  // the floor in the window's units: what SDKs size their report threshold from
+  const derived = derivedThreshold(minQps, rule.windowMs);
+  // a rule the hub wrote back carries its derived threshold: accept exactly that, nothing else
+  if (raw.threshold !== undefined && raw.threshold !== derived) {
+    fail(`${field}.threshold`, `is derived in mode '${mode}' (ceil(minQps × windowMs / 1000) = ${derived}); omit it`);
+  }
+  rule.threshold = derived;
+}
+
+/** The floor of a baseline / topk rule in accesses per window. */
+export function derivedThreshold(minQps: number, windowMs: number): number {
+  return Math.min(1_000_000_000, Math.max(1, Math.ceil((minQps * windowMs) / 1000 - 1e-9)));
+}
+
+/** ms since epoch from an integer or an ISO 8601 string with a time zone; fails naming `field`. */
+export function parseTime(value: unknown, field: string): number {
+  let ms: number;
+  if (typeof value === 'number') {
+    if (!Number.isInteger(value)) fail(field, 'must be an integer (ms since epoch) or an ISO 8601 date');
+    ms = value;
+  } else if (typeof value === 'string') {
+    // a date without a zone would be read in the hub's local time: refuse the ambiguity
+    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(value)) {
+      fail(field, 'must be an ISO 8601 date with a time zone (2026-11-30T20:00:00Z) or ms since epoch');
+    }
+    ms = Date.parse(value);
+    // Date.parse rolls 02-30 over into March: check the calendar fields themselves
+    const [y, mo, d, h, mi, sec] = value.split(/[-T:.Z+]/).map(Number) as number[];
+    const days = new Date(Date.UTC(y!, mo!, 0)).getUTCDate();
+    if (Number.isNaN(ms) || mo! < 1 || mo! > 12 || d! < 1 || d! > days || h! > 23 || mi! > 59 || (sec ?? 0) > 59)
+      fail(field, 'is not a valid date');
+  } else fail(field, 'must be an ISO 8601 date or ms since epoch');
+  if (ms < 0 || ms > MAX_TIME) fail(field, 'is out of range');
+  return ms;
+}
+
+/** A pre-declared match must name something: a glob of wildcards only would make every key hot. */
+export function checkPredeclaredMatch(match: string, field: string): void {
+  if (match.replace(/[*?]/g, '').length === 0) fail(field, 'a pre-declared glob needs at least one literal character');
+}
+
+/** Whether a pre-declared rule's window covers `now` (ms since epoch). */
+export function predeclaredActive(rule: Rule, now: number): boolean {
+  return rule.hotFrom !== undefined && rule.hotUntil !== undefined && now >= rule.hotFrom && now < rule.hotUntil;
 }
 
 /** Validates a rule list (duplicate `match` values are an error: which one would win is unclear). */
@@ -181,6 +322,8 @@ export class RuleSet {
  * aggregate is always promoted however thinly it is spread.
  * @param [fraction=0.2] share of the threshold the whole cluster may leave unreported
  */
-export function localThreshold(rule: Rule, instances: number, fraction = 0.2): number {
+export function localThreshold(rule: Rule, instances: number, fraction = 0.2, now?: number): number {
+  // inside a pre-declared window every access is reported at once: the hub promotes on the first
+  if (now !== undefined && predeclaredActive(rule, now)) return 1;
   return Math.max(1, Math.floor((rule.threshold * fraction) / Math.max(1, instances)));
 }

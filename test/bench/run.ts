@@ -4,6 +4,9 @@
  *
  *   node --import tsx test/bench/run.ts [--quick] [--only ingest,latency,...]
  *
+ * `--only instructions` (opt-in: ~5 to 20 minutes under valgrind) counts the hot path in CPU
+ * instructions per operation, a figure that other load on the machine does not move.
+ *
  * --quick is a smoke run (seconds per benchmark, figures not meaningful). The full run stays under
  * about 10 minutes: each benchmark has a deadline and a broken one is reported, not fatal.
  */
@@ -20,6 +23,8 @@ interface BenchFile {
   /** deadline for the full run; --quick uses a third */
   timeoutMs: number;
   execArgv?: string[];
+  /** run only when named by --only (slow: minutes under valgrind) */
+  optIn?: boolean;
 }
 
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
@@ -30,8 +35,10 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'latency', file: here('./latency.bench.ts'), timeoutMs: 150_000 },
   { name: 'fanout', file: here('./fanout.bench.ts'), timeoutMs: 180_000 },
   { name: 'hotpath', file: here('./hotpath.bench.ts'), timeoutMs: 60_000 },
+  { name: 'instructions', file: here('./instructions.bench.ts'), timeoutMs: 1_800_000, optIn: true },
   { name: 'memory', file: here('./memory.bench.ts'), timeoutMs: 120_000, execArgv: ['--expose-gc'] },
   { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
+  { name: 'modes', file: here('./modes.bench.ts'), timeoutMs: 300_000 },
   { name: 'cluster', file: here('./cluster.bench.ts'), timeoutMs: 120_000 },
   { name: 'scaleout', file: here('./scaleout.bench.ts'), timeoutMs: 180_000 },
   { name: 'tracking', file: here('./tracking.bench.ts'), timeoutMs: 120_000 },
@@ -46,7 +53,7 @@ const { values } = parseArgs({
 });
 const quick = values.quick;
 const only = values.only?.split(',');
-const selected = BENCHMARKS.filter((b) => !only || only.includes(b.name));
+const selected = BENCHMARKS.filter((b) => (only ? only.includes(b.name) : !b.optIn));
 if (selected.length === 0) {
   console.error(`no benchmark matches --only ${values.only}; known: ${BENCHMARKS.map((b) => b.name).join(', ')}`);
   process.exit(2);

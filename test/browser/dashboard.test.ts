@@ -320,4 +320,21 @@ test('with --dashboard-token the page asks for it and sends it in the first fram
   }
 });
 
+test('a pre-declared hot window shows on the rules page with a badge while it is open', async () => {
+  const res = await api('/api/apps/shop/predeclared', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ match: 'item:vip-*', from: Date.now() - 1000, until: Date.now() + 600_000 }),
+  });
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  await watched.page.goto(`${hub.httpUrl}/#/rules/shop`);
+  const cell = watched.page.getByTestId('predeclared-window');
+  await waitFor(
+    'pre-declared window row',
+    async () => ((await cell.count()) === 1 ? ((await cell.textContent()) ?? '').includes('hot now') : false),
+    5000,
+  );
+  await shot('rules-predeclared');
+});
+
 test.run();

@@ -23,6 +23,29 @@ const FIELDS = [
   'demoteRatio',
   'demoteWindows',
 ] as const;
+const HEADINGS = [...FIELDS, 'mode', 'pre-declared hot'];
+
+/** A rule's detection mode and its knobs, in one cell. */
+function modeText(r: Rule): string {
+  const sampled = r.sampleRate !== undefined ? `, sampled ${r.sampleRate}` : '';
+  if (r.mode === 'baseline')
+    return `baseline ×${r.factor}${r.sigma ? ` or +${r.sigma}σ` : ''}, ≥ ${r.minQps}/s, ${r.baselineWindows} windows${sampled}`;
+  if (r.mode === 'topk') return `top ${r.k}, ≥ ${r.minQps}/s${sampled}`;
+  return `fixed${sampled}`;
+}
+
+/** A pre-declared window as the page shows it, with a badge while it is open. */
+function windowCell(from: number | undefined, until: number | undefined): HTMLElement {
+  if (from === undefined || until === undefined) return el('td', { class: 'muted' }, '—');
+  const now = Date.now();
+  const state = now >= until ? 'ended' : now >= from ? 'hot now' : 'scheduled';
+  return el(
+    'td',
+    { class: 'mono', 'data-testid': 'predeclared-window' },
+    el('span', { class: `badge ${state === 'hot now' ? 'hot' : ''}` }, state),
+    ` ${new Date(from).toLocaleString()} → ${new Date(until).toLocaleString()}`,
+  );
+}
 
 export class RulesView implements View {
   readonly element: HTMLElement;
@@ -86,7 +109,7 @@ export class RulesView implements View {
           el(
             'p',
             { class: 'muted' },
-            'A list of {match, threshold, windowMs, hotMs, cacheTtlMs, cache, demoteRatio, demoteWindows}. Most specific match wins; [] means the default rule (every key, 1000 per second).',
+            'A list of {match, threshold, windowMs, hotMs, cacheTtlMs, cache, demoteRatio, demoteWindows}, optionally mode ("baseline": factor, sigma, minQps, baselineWindows; "topk": k, minQps), sampleRate, and a pre-declared hot window hotFrom / hotUntil (ISO 8601). Most specific match wins; [] means the default rule (every key, 1000 per second).',
           ),
           this.#editor,
           this.#error,
@@ -98,7 +121,7 @@ export class RulesView implements View {
           el(
             'table',
             { class: 'grid-table' },
-            el('thead', {}, el('tr', {}, ...FIELDS.map((f) => el('th', {}, f)))),
+            el('thead', {}, el('tr', {}, ...HEADINGS.map((f) => el('th', {}, f)))),
             this.#preview,
           ),
         ),
@@ -157,11 +180,19 @@ export class RulesView implements View {
     this.#editor.classList.remove('invalid');
     this.#save.disabled = false;
     this.#preview.replaceChildren(
-      ...result.rules.map((r) => el('tr', {}, ...FIELDS.map((f) => el('td', { class: 'mono' }, String(r[f]))))),
+      ...result.rules.map((r) =>
+        el(
+          'tr',
+          {},
+          ...FIELDS.map((f) => el('td', { class: 'mono' }, String(r[f]))),
+          el('td', { class: 'mono' }, modeText(r)),
+          windowCell(r.hotFrom, r.hotUntil),
+        ),
+      ),
     );
     if (result.rules.length === 0)
       this.#preview.append(
-        el('tr', {}, el('td', { colspan: FIELDS.length, class: 'muted' }, 'no rules: the default rule applies')),
+        el('tr', {}, el('td', { colspan: HEADINGS.length, class: 'muted' }, 'no rules: the default rule applies')),
       );
     return result.rules;
   }

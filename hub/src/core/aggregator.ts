@@ -17,11 +17,22 @@
  * slab at its cap. Distinct reporters of a key are estimated by linear counting over a 128-bit
  * bitmap per slot (Whang et al., "A linear-time probabilistic counting algorithm", 1990).
  *
+ * Modes (a rule's `mode`): 'fixed' is the threshold above. 'baseline' and 'topk' rules hand each
+ * report to their rule's detector (detectors/baseline.ts, detectors/topk.ts), which says whether
+ * the key is anomalous; a per-slot `level` keeps the window total the key was promoted at, and
+ * the same hysteresis demotes it (below `level × demoteRatio`, or for topk out of the top ⌈1.5k⌉,
+ * for `demoteWindows` windows). Pre-declared windows (`hotFrom` / `hotUntil`, schedule.ts) promote
+ * any reported key of an open window, and `tick` promotes their exact keys at the window's start.
+ * Fixed rules without a window keep the original one-compare path.
+ *
  * Pure: no timers, no I/O; time comes in as `now` (ms) on every call.
  */
 import { hashString } from '@hotkey/sdk';
 import type { HubDemoteReason } from '@hotkey/sdk/protocol';
 import { RuleSet, WINDOW_SLICES, type Rule } from '@hotkey/sdk/rules';
+import { BaselineDetector } from './detectors/baseline.ts';
+import { TopKDetector } from './detectors/topk.ts';
+import { activeExactKeys, nextTransition } from './schedule.ts';
 
 export type DemoteReason = HubDemoteReason;
 
@@ -46,6 +57,10 @@ export interface AggregatorOptions {
   random?: () => number;
   /** keys this hub may track (its own, in a cluster); checked once per admission @default every key */
   accept?: (key: string) => boolean;
+  /** share of a rule's threshold the SDKs together may leave unreported (baseline priors) @default 0.2 */
+  reportFraction?: number;
+  /** ms since epoch at construction (starts the baseline warm-up) @default 0 */
+  now?: number;
 }
 
 export interface HotKeyView {
@@ -76,6 +91,10 @@ const REPORTER_WORDS = 4; // 128 bits
 const REPORTER_BITS = REPORTER_WORDS * 32;
 const NEGATIVE_CACHE_MAX = 10_000;
 const NONE = -1;
+const MODE_FIXED = 0;
+const MODE_BASELINE = 1;
+const MODE_TOPK = 2;
+type Detector = BaselineDetector | TopKDetector | undefined;
 
 function popcount32(x: number): number {
   x -= (x >>> 1) & 0x55555555;
@@ -105,6 +124,20 @@ export class Aggregator {
   #rHotMs = new Float64Array(0);
   #rDemoteLevel = new Float64Array(0);
   #rDemoteMs = new Float64Array(0);
+  /** 0: fixed without a pre-declared window (the fast path); else the rule needs #judge */
+  #rSpecial = new Uint8Array(0);
+  #rMode = new Uint8Array(0);
+  #rHotFrom = new Float64Array(0);
+  #rHotUntil = new Float64Array(0);
+  #detectors: Detector[] = [];
+  #detectorKeys: string[] = [];
+  readonly #reportFraction: number;
+  /** latest `now` seen by ingest / tick (for calls that take no time) */
+  #lastNow = 0;
+  /** setRules is recounting the topk detectors' hot keys */
+  #recounting = false;
+  /** next pre-declared window start or end (Infinity: none) */
+  #nextTransition = Infinity;
 
   readonly #slotOf = new Map<string, number>();
   readonly #negative = new Set<string>();
@@ -120,6 +153,8 @@ export class Aggregator {
   #hotUntil = new Float64Array(0);
   #hotSince = new Float64Array(0);
   #lowSince = new Float64Array(0);
+  /** baseline / topk: the window total the key was promoted at (its renewal level) */
+  #level = new Float64Array(0);
   // which instances reported the key (a 128-bit linear-counting bitmap per slot) in the current
   // window-length period (#reporterWindow = floor(now / windowMs)) and the one before it
   #reporterWindow = new Float64Array(0);
@@ -139,8 +174,9 @@ export class Aggregator {
     this.#sweepPerTick = Math.max(0, options.sweepPerTick ?? 2048);
     this.#random = options.random ?? Math.random;
     this.#accept = options.accept;
+    this.#reportFraction = options.reportFraction ?? 0.2;
     this.#ruleSet = new RuleSet(options.rules);
-    this.#compileRules();
+    this.#compileRules(options.now ?? 0);
     this.#grow(Math.min(this.#maxKeys, Math.max(1, options.initialCapacity ?? 1024)));
   }
 
@@ -164,6 +200,7 @@ export class Aggregator {
    * `reporterBit`. Promotes synchronously. Allocates nothing per record for tracked keys.
    */
   ingest(keys: readonly string[], counts: readonly number[], reporter: number, now: number): void {
+    this.#lastNow = now;
     const word = reporter >>> 5;
     const bit = 1 << (reporter & 31);
     const n = keys.length;
@@ -185,7 +222,8 @@ export class Aggregator {
       if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
       this.#reporterBitsCurrent[slot * REPORTER_WORDS + word]! |= bit;
 
-      if (total >= this.#rThreshold[r]!) {
+      if (this.#rSpecial[r] !== 0) this.#judge(slot, r, key, count, total, now);
+      else if (total >= this.#rThreshold[r]!) {
         this.#hotUntil[slot] = now + this.#rHotMs[r]!;
         this.#lowSince[slot] = NONE;
         if (this.#hot[slot] === 0) this.#promote(slot, now, false);
@@ -193,14 +231,61 @@ export class Aggregator {
     }
   }
 
+  /** A record of a baseline, topk or pre-declared rule (see the design note). */
+  #judge(slot: number, r: number, key: string, count: number, total: number, now: number): void {
+    const hot = this.#hot[slot] === 1;
+    const mode = this.#rMode[r]!;
+    let promote = false;
+    let renew = false;
+    if (mode === MODE_BASELINE) {
+      const level = (this.#detectors[r] as BaselineDetector).observe(key, count, now, hot);
+      if (!hot) this.#level[slot] = level;
+      renew = total >= this.#level[slot]!;
+      promote = renew;
+    } else if (mode === MODE_TOPK) {
+      const detector = this.#detectors[r] as TopKDetector;
+      detector.observe(key, count, now);
+      if (total >= this.#rThreshold[r]!) {
+        renew = hot && !detector.outranked(key);
+        promote = !hot && detector.entersTop(key, now);
+        if (promote) this.#level[slot] = this.#rThreshold[r]!;
+      }
+    } else {
+      renew = promote = total >= this.#rThreshold[r]!;
+    }
+    if (now >= this.#rHotFrom[r]! && now < this.#rHotUntil[r]!) {
+      // a pre-declared window is open: any reported access makes the key hot until its end
+      this.#hotUntil[slot] = Math.max(now + this.#rHotMs[r]!, this.#rHotUntil[r]!);
+      this.#lowSince[slot] = NONE;
+      if (!hot) this.#promote(slot, now, false);
+      return;
+    }
+    if (!renew && !promote) return;
+    if (hot) {
+      if (renew) {
+        this.#hotUntil[slot] = now + this.#rHotMs[r]!;
+        this.#lowSince[slot] = NONE;
+      }
+    } else if (promote) {
+      this.#hotUntil[slot] = now + this.#rHotMs[r]!;
+      this.#lowSince[slot] = NONE;
+      this.#promote(slot, now, false);
+    }
+  }
+
   /** Demotes hot keys that cooled or expired, and frees idle cold keys. Call every ~100 ms. */
   tick(now: number): void {
+    this.#lastNow = now;
+    for (const detector of this.#detectors) if (detector instanceof TopKDetector) detector.refresh(now);
+    this.#promoteDeclared(now);
     for (const slot of this.#hotSlots) {
       this.#rotate(slot, now);
       const r = this.#rule[slot]!;
       if (now >= this.#hotUntil[slot]!) {
         this.#demote(slot, 'expired', now);
-      } else if (this.#total[slot]! < this.#rDemoteLevel[r]!) {
+      } else if (this.#rSpecial[r] !== 0 && now >= this.#rHotFrom[r]! && now < this.#rHotUntil[r]!) {
+        this.#lowSince[slot] = NONE; // pre-declared: never cool inside the window
+      } else if (this.#isLow(slot, r)) {
         if (this.#lowSince[slot] === NONE) this.#lowSince[slot] = now;
         else if (now - this.#lowSince[slot]! >= this.#rDemoteMs[r]!) this.#demote(slot, 'cooled', now);
       } else {
@@ -208,6 +293,43 @@ export class Aggregator {
       }
     }
     this.#sweep(now);
+  }
+
+  /**
+   * True once per pre-declared window start or end reached by `now`: the SDKs' per-instance
+   * thresholds changed (1 inside a window), so the caller sends the app a Config.
+   */
+  transitionDue(now: number): boolean {
+    if (now < this.#nextTransition) return false;
+    this.#nextTransition = nextTransition(this.#ruleSet.rules, now);
+    return true;
+  }
+
+  /** Below the demotion level: fixed `threshold × demoteRatio`, else the promotion level × demoteRatio (topk: also out of the top ⌈1.5k⌉). */
+  #isLow(slot: number, r: number): boolean {
+    const mode = this.#rMode[r]!;
+    if (mode === MODE_FIXED) return this.#total[slot]! < this.#rDemoteLevel[r]!;
+    const ratio = this.#ruleSet.rules[r]!.demoteRatio;
+    if (this.#total[slot]! < this.#level[slot]! * ratio) return true;
+    return mode === MODE_TOPK && (this.#detectors[r] as TopKDetector).outranked(this.#keys[slot]!);
+  }
+
+  /** Exact keys of an open pre-declared window become hot at its start, before any traffic. */
+  #promoteDeclared(now: number): void {
+    for (const { key, rule } of activeExactKeys(this.#ruleSet.rules, now)) {
+      let slot = this.#slotOf.get(key);
+      if (slot !== undefined && this.#hot[slot] === 1) continue;
+      if (slot === undefined) {
+        if (this.#negative.has(key) || (this.#accept !== undefined && !this.#accept(key))) continue;
+        slot = this.#admit(key, now);
+        if (slot < 0) continue;
+      }
+      if (this.#rule[slot] !== rule) continue; // a more specific rule decides this key
+      this.#rotate(slot, now);
+      this.#hotUntil[slot] = Math.max(now + this.#rHotMs[rule]!, this.#rHotUntil[rule]!);
+      this.#lowSince[slot] = NONE;
+      this.#promote(slot, now, false);
+    }
   }
 
   /** Marks a key hot by hand (dashboard / API). False when no rule matches it or the slab is full of hot keys. */
@@ -275,8 +397,9 @@ export class Aggregator {
   setRules(rules: readonly Rule[], now: number): void {
     const oldWindow = this.#rWindowMs;
     this.#ruleSet = new RuleSet(rules);
-    this.#compileRules();
+    this.#compileRules(now);
     this.#negative.clear();
+    this.#recounting = true;
     for (const [key, slot] of [...this.#slotOf]) {
       const r = this.#ruleSet.match(key);
       if (r < 0) {
@@ -286,11 +409,17 @@ export class Aggregator {
       }
       const changedWindow = oldWindow[this.#rule[slot]!] !== this.#rWindowMs[r];
       this.#rule[slot] = r;
+      if (this.#hot[slot] === 1) {
+        if (this.#rMode[r] !== MODE_FIXED && !(this.#level[slot]! > 0)) this.#level[slot] = this.#rThreshold[r]!;
+        const detector = this.#detectors[r];
+        if (detector instanceof TopKDetector) detector.hot++;
+      }
       if (changedWindow) {
         this.#clearWindow(slot);
         this.#tick[slot] = Math.floor(now / this.#rSliceMs[r]!);
       }
     }
+    this.#recounting = false;
   }
 
   /**
@@ -300,10 +429,14 @@ export class Aggregator {
   setAccept(accept: ((key: string) => boolean) | undefined): number {
     this.#accept = accept;
     this.#negative.clear();
+    // keys this hub did not watch may arrive now: their baselines need a fresh warm-up
+    for (const detector of this.#detectors)
+      if (detector instanceof BaselineDetector) detector.restartWarmup(this.#lastNow);
     if (accept === undefined) return 0;
     let removed = 0;
     for (const [key, slot] of [...this.#slotOf]) {
       if (accept(key)) continue;
+      if (this.#hot[slot] === 1) this.#hotGone(slot);
       this.#hotSlots.delete(slot);
       this.#release(slot);
       removed++;
@@ -313,9 +446,19 @@ export class Aggregator {
 
   // ---- internals ----
 
-  #compileRules(): void {
+  #compileRules(now: number): void {
     const rules = this.#ruleSet.rules;
     const n = rules.length;
+    // a detector survives a rule change that leaves its rule as it was (its baselines with it)
+    const kept = new Map<string, Detector>();
+    this.#detectorKeys.forEach((k, i) => kept.set(k, this.#detectors[i]));
+    this.#detectors = [];
+    this.#detectorKeys = [];
+    this.#rSpecial = new Uint8Array(n);
+    this.#rMode = new Uint8Array(n);
+    this.#rHotFrom = new Float64Array(n).fill(Infinity);
+    this.#rHotUntil = new Float64Array(n).fill(-Infinity);
+    this.#nextTransition = nextTransition(rules, now);
     this.#rThreshold = new Float64Array(n);
     this.#rSliceMs = new Float64Array(n);
     this.#rWindowMs = new Float64Array(n);
@@ -329,7 +472,34 @@ export class Aggregator {
       this.#rHotMs[i] = rule.hotMs;
       this.#rDemoteLevel[i] = rule.threshold * rule.demoteRatio;
       this.#rDemoteMs[i] = rule.windowMs * rule.demoteWindows;
+      const mode = rule.mode === 'baseline' ? MODE_BASELINE : rule.mode === 'topk' ? MODE_TOPK : MODE_FIXED;
+      this.#rMode[i] = mode;
+      if (rule.hotFrom !== undefined && rule.hotUntil !== undefined) {
+        this.#rHotFrom[i] = rule.hotFrom;
+        this.#rHotUntil[i] = rule.hotUntil;
+      }
+      this.#rSpecial[i] = mode !== MODE_FIXED || rule.hotFrom !== undefined ? 1 : 0;
+      const { hotFrom: _from, hotUntil: _until, hotMs: _hotMs, cacheTtlMs: _ttl, cache: _cache, ...detection } = rule;
+      const id = mode === MODE_FIXED ? '' : JSON.stringify(detection);
+      let detector = kept.get(id);
+      if (id !== '' && detector === undefined) {
+        detector =
+          mode === MODE_BASELINE
+            ? new BaselineDetector(rule, now, { maxKeys: this.#maxKeys, reportFraction: this.#reportFraction })
+            : new TopKDetector(rule, now);
+      }
+      if (detector instanceof TopKDetector) detector.hot = 0; // recounted by setRules
+      kept.delete(id);
+      this.#detectors.push(detector);
+      this.#detectorKeys.push(id);
     });
+  }
+
+  /** A hot slot stops being hot without a demotion event (ownership moved, rules dropped it). */
+  #hotGone(slot: number): void {
+    if (this.#recounting) return;
+    const detector = this.#detectors[this.#rule[slot]!];
+    if (detector instanceof TopKDetector) detector.hot = Math.max(0, detector.hot - 1);
   }
 
   /**
@@ -411,18 +581,24 @@ export class Aggregator {
     const wasHot = this.#hot[slot] === 1;
     this.#hot[slot] = 1;
     this.#hotSlots.add(slot);
-    if (!wasHot) this.#hotSince[slot] = now;
+    const r = this.#rule[slot]!;
+    if (!wasHot) {
+      this.#hotSince[slot] = now;
+      const detector = this.#detectors[r];
+      if (detector instanceof TopKDetector) detector.hot++;
+      if (this.#rMode[r] !== MODE_FIXED && !(this.#level[slot]! > 0 && this.#level[slot]! < Infinity))
+        this.#level[slot] = this.#rThreshold[r]!;
+    }
     const latency = manual ? undefined : this.#accumulatedFor(slot, now);
-    this.#listener.promote(
-      this.#keys[slot]!,
-      this.#ruleSet.rules[this.#rule[slot]!]!,
-      this.#qps(slot, now),
-      latency,
-      manual,
-    );
+    let rule = this.#ruleSet.rules[r]!;
+    // inside a pre-declared window the SDKs keep the key to the window's end
+    if (this.#hotUntil[slot]! - now > rule.hotMs) rule = { ...rule, hotMs: Math.ceil(this.#hotUntil[slot]! - now) };
+    this.#listener.promote(this.#keys[slot]!, rule, this.#qps(slot, now), latency, manual);
   }
 
   #demote(slot: number, reason: DemoteReason, now: number): void {
+    this.#hotGone(slot);
+    this.#level[slot] = 0;
     this.#hot[slot] = 0;
     this.#hotSlots.delete(slot);
     this.#lowSince[slot] = NONE;
@@ -471,6 +647,7 @@ export class Aggregator {
     this.#hotUntil[slot] = 0;
     this.#hotSince[slot] = 0;
     this.#lowSince[slot] = NONE;
+    this.#level[slot] = 0;
     this.#reporterWindow[slot] = Math.floor(now / this.#rWindowMs[r]!);
     this.#reporterBitsCurrent.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
     this.#reporterBitsPrevious.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
@@ -561,6 +738,7 @@ export class Aggregator {
     this.#hotUntil = copyF(this.#hotUntil);
     this.#hotSince = copyF(this.#hotSince);
     this.#lowSince = copyF(this.#lowSince);
+    this.#level = copyF(this.#level);
     this.#reporterWindow = copyF(this.#reporterWindow);
     this.#reporterBitsCurrent = copyU32(this.#reporterBitsCurrent, REPORTER_WORDS);
     this.#reporterBitsPrevious = copyU32(this.#reporterBitsPrevious, REPORTER_WORDS);

@@ -228,6 +228,8 @@ export class Apps {
         maxKeys: tunables.maxKeysPerApp,
         initialCapacity: 64,
         accept: this.#accept,
+        reportFraction: tunables.localThresholdFraction,
+        now: this.#opts.now(),
         listener: {
           promote: (key, rule, qps, latencyMs, manual) => this.#opts.onPromote(app, key, rule, qps, latencyMs, manual),
           demote: (key, qps, reason) => this.#opts.onDemote(app, key, qps, reason),
@@ -334,8 +336,9 @@ export class Apps {
   /** Each rule's per-instance report threshold for the app's instance count now. */
   localThresholds(app: AppState): number[] {
     const instanceCount = app.sessionsByInstance.size;
+    const now = this.#opts.now();
     return app.aggregator.rules.map((r) =>
-      localThreshold(r, instanceCount, this.#opts.tunables.localThresholdFraction),
+      localThreshold(r, instanceCount, this.#opts.tunables.localThresholdFraction, now),
     );
   }
 

@@ -328,6 +328,7 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => {
         app.aggregator.tick(now);
+        if (app.aggregator.transitionDue(now)) this.#apps.scheduleConfig(app); // a pre-declared window opened or closed
         app.invalidations.expire(now);
         // an app nobody is connected to frees its place and its keys after a grace period (open
         // mode: junk app names leave, so a real app refused with 4011 gets in on its retry)

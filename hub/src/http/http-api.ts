@@ -209,6 +209,14 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     { method: 'PUT', pattern: /^\/api\/apps\/([^/]+)\/rules$/, auth: 'write', handler: perApp.putRules },
     { method: 'POST', pattern: /^\/api\/apps\/([^/]+)\/invalidate$/, auth: 'write', handler: perApp.invalidate },
     { method: 'POST', pattern: /^\/api\/apps\/([^/]+)\/promote$/, auth: 'write', handler: perApp.promote },
+    { method: 'GET', pattern: /^\/api\/apps\/([^/]+)\/predeclared$/, auth: 'read', handler: perApp.getPredeclared },
+    { method: 'POST', pattern: /^\/api\/apps\/([^/]+)\/predeclared$/, auth: 'write', handler: perApp.postPredeclared },
+    {
+      method: 'DELETE',
+      pattern: /^\/api\/apps\/([^/]+)\/predeclared$/,
+      auth: 'write',
+      handler: perApp.deletePredeclared,
+    },
   ];
 
   /** The dashboard's static files (built into memory at start): no data, so no token. */

@@ -40,7 +40,7 @@ export type Auth = 'none' | 'read' | 'write';
 
 export interface Route {
   /** 'GET' also answers HEAD; '*' any method */
-  method: 'GET' | 'PUT' | 'POST' | '*';
+  method: 'GET' | 'PUT' | 'POST' | 'DELETE' | '*';
   /** an exact path, or a regular expression whose groups become `params` */
   pattern: string | RegExp;
   auth: Auth;

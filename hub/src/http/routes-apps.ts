@@ -5,6 +5,7 @@
  */
 import { ErrorCode, HotKeyError, ValidationError } from '@hotkey/sdk';
 import { DEFAULT_RULE } from '@hotkey/sdk/rules';
+import { predeclaredRules, predeclaredRows, withoutPredeclared } from '../core/schedule.ts';
 import { isValidAppName } from '../core/apps.ts';
 import type { HubCore } from '../core/hub-core.ts';
 import { appOfPath, checkedKey, HttpError, keyOf, readJson, sendJson, type RequestContext } from './http-request.ts';
@@ -59,14 +60,46 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
     const app = knownApp(params[0]);
     const body = await readJson(req, maxBodyBytes);
     if (Array.isArray(body)) fields.rules = body.length;
+    sendJson(res, 200, { app, rules: await storeRules(app, () => body) });
+  }
+
+  /** Stores the rules `make` builds (it may throw ValidationError: 400 naming the field). */
+  async function storeRules(app: string, make: () => unknown) {
     try {
-      sendJson(res, 200, { app, rules: await coordinator.setRules(app, body) });
+      return await coordinator.setRules(app, make());
     } catch (err) {
       if (err instanceof ValidationError) throw new HttpError(400, err.code, err.message, err.field);
       if (err instanceof HotKeyError && !(err instanceof HttpError))
         throw new HttpError(STATUS_OF_CODE[err.code] ?? 400, err.code, err.message);
       throw err;
     }
+  }
+
+  function getPredeclared({ res, params }: RequestContext): void {
+    const app = knownApp(params[0]);
+    sendJson(res, 200, { app, predeclared: predeclaredRows(coordinator.rules(app), Date.now()) });
+  }
+
+  /** `{match, from, until}`: a rule change (the window lives in the rules: Redis in a cluster). */
+  async function postPredeclared({ req, res, params }: RequestContext): Promise<void> {
+    const app = knownApp(params[0]);
+    const body = await readJson(req, maxBodyBytes);
+    const rules = await storeRules(app, () => predeclaredRules(coordinator.rules(app), body));
+    sendJson(res, 200, { app, predeclared: predeclaredRows(rules, Date.now()) });
+  }
+
+  /** `?match=`: the rule keeps its detection, loses its window. */
+  async function deletePredeclared({ res, query, params }: RequestContext): Promise<void> {
+    const app = knownApp(params[0]);
+    const match = query.get('match');
+    if (match === null)
+      throw new HttpError(400, ErrorCode.BadRequest, 'query parameter "match" is required (URL-encoded)', 'match');
+    const current = coordinator.rules(app);
+    const next = withoutPredeclared(current, match);
+    if (next === undefined)
+      throw new HttpError(404, ErrorCode.NotFound, `no pre-declared window for "${match.slice(0, 64)}"`, 'match');
+    const rules = await storeRules(app, () => next);
+    sendJson(res, 200, { app, predeclared: predeclaredRows(rules, Date.now()) });
   }
 
   async function invalidate({ req, res, params, fields }: RequestContext): Promise<void> {
@@ -120,5 +153,5 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
     sendJson(res, 200, { app, key, hub: core.id });
   }
 
-  return { keyQps, getRules, putRules, invalidate, promote };
+  return { keyQps, getRules, putRules, invalidate, promote, getPredeclared, postPredeclared, deletePredeclared };
 }

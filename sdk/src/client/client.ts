@@ -163,6 +163,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#clock = now();
     this.#window = new AccessWindow({
       maxCandidates: opts.maxCandidates,
+      sampleRate: opts.sampleRate,
       now: this.#clock,
       onUrgent: () => this.#reporter.urgentSoon(),
     });

@@ -20,6 +20,14 @@
  * key stays urgent for `urgentSlices` slices, re-arming every further threshold's worth of
  * accesses (the hub's cluster sum then trails the surge closely); after that it is quiet until
  * it has spent a window below its threshold, so steady and oscillating keys are not urgent.
+ *
+ * Sampling (`sampleRate` < 1, per client, or a rule's `sampleRate`): only a share p of the
+ * accesses is counted and every reported count is scaled by 1/p (thresholds by p), so the hub
+ * sees unbiased estimates (seed 000 counts 0.5 %). The client rate is a countdown to the next
+ * counted access, drawn from the geometric distribution (the skip trick of Vitter's reservoir
+ * "Algorithm Z", TOMS 1985): a sampled-out access costs one decrement, no random draw. A rule
+ * with a lower rate thins its keys' counted accesses further (effective rate min(client, rule)).
+ * At rate 1 the hit path pays one boolean test.
  * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
  * (2005); Einziger et al., "TinyLFU: A highly efficient cache admission policy" (2017).
  */
@@ -49,6 +57,8 @@ export interface AccessWindowOptions {
   urgentSlices?: number;
   /** called (synchronously, from `track`) when a slot becomes urgent @default none */
   onUrgent?: () => void;
+  /** share of accesses counted, in (0, 1]; counts are reported scaled by 1 / sampleRate @default 1 */
+  sampleRate?: number;
 }
 
 export interface Collected {
@@ -111,6 +121,18 @@ export class AccessWindow {
   #usedCount = 0;
 
   #rules: RuleSet;
+  readonly #sampleRate: number;
+  /** the client rate is below 1: count only when the countdown reaches zero */
+  readonly #sampling: boolean;
+  #skip = 1;
+  /** some rule samples below the client rate: thin those slots' counted accesses */
+  #thinning = false;
+  /** neither sampling nor thinning: the counting path is the unsampled one */
+  #plain = true;
+  /** per rule: effective sample rate; [rules.length] is for keys matching no rule */
+  #ruleRate = new Float64Array(1).fill(1);
+  /** per slot: share of counted accesses kept (rule rate / client rate) */
+  readonly #slotKeep: Float64Array;
   /** ring index of the slice being counted into */
   #currentSlice = 0;
   /** absolute number (clock / sliceMs) of the current slice */
@@ -125,6 +147,9 @@ export class AccessWindow {
     this.maxCandidates = positiveInt(options.maxCandidates ?? 8192, 'maxCandidates');
     this.sliceMs = positiveInt(options.sliceMs ?? 100, 'sliceMs');
     this.slices = positiveInt(options.slices ?? WINDOW_SLICES, 'slices');
+    // Sampled windows keep the same admission (two counted accesses): admitting on one made every
+    // single sample of a rare key a report of 1 / sampleRate accesses (benchmark 8: precision of
+    // baseline mode at 1 % fell from 0.15 to 0.002)
     this.#admission = positiveInt(options.admission ?? 2, 'admission');
     this.#samples = positiveInt(options.evictionSamples ?? 5, 'evictionSamples');
     this.#sketch = new CountMinSketch({
@@ -150,7 +175,14 @@ export class AccessWindow {
     this.#freeTop = n;
     this.#used = new Int32Array(n);
     this.#usedAt = new Int32Array(n);
+    const rate = options.sampleRate ?? 1;
+    if (!(rate > 0 && rate <= 1)) throw new TypeError(`sampleRate must be in (0, 1], got ${String(rate)}`);
+    this.#sampleRate = rate;
+    this.#sampling = rate < 1;
+    this.#slotKeep = new Float64Array(n).fill(1);
     this.#rules = options.rules ?? new RuleSet([]);
+    this.#computeRates();
+    if (this.#sampling) this.#skip = this.#nextSkip();
     this.#lastSlice = Math.floor((options.now ?? 0) / this.sliceMs);
   }
 
@@ -160,9 +192,21 @@ export class AccessWindow {
    * keeps the slot can count the key's next access with `trackAt`, without a lookup.
    */
   track(key: string): number {
+    if (!this.#plain) return this.#trackSampled(key);
     const slot = this.#slotOf.get(key);
     if (slot !== undefined) {
       this.#count(slot);
+      return slot;
+    }
+    return this.#trackCold(key);
+  }
+
+  /** track() when sampling or thinning: kept apart so that the unsampled path stays as small as it was. */
+  #trackSampled(key: string): number {
+    if (this.#sampling && this.#sampledOut()) return -1;
+    const slot = this.#slotOf.get(key);
+    if (slot !== undefined) {
+      this.#countThinned(slot);
       return slot;
     }
     return this.#trackCold(key);
@@ -175,14 +219,67 @@ export class AccessWindow {
    */
   trackAt(slot: number, key: string): boolean {
     if (slot < 0 || this.#keys[slot] !== key) return false;
-    this.#count(slot);
+    if (this.#plain) this.#count(slot);
+    else if (!this.#sampling || !this.#sampledOut()) this.#countThinned(slot);
     return true;
+  }
+
+  /** A counted access of a sampled or thinned window: a rule with a lower rate drops some. */
+  #countThinned(slot: number): void {
+    if (this.#thinning && this.#slotKeep[slot]! < 1 && this.#random() >= this.#slotKeep[slot]!) return;
+    this.#count(slot);
   }
 
   #count(slot: number): void {
     this.#sliceCounts[slot * this.slices + this.#currentSlice]!++;
     this.#pending[slot]!++;
     if (++this.#totals[slot]! === this.#crossAt[slot]) this.#cross(slot);
+  }
+
+  /** Counts down to the next counted access; false (and a fresh countdown) when this one counts. */
+  #sampledOut(): boolean {
+    if (--this.#skip > 0) return true;
+    this.#skip = this.#nextSkip();
+    return false;
+  }
+
+  /** Accesses until the next counted one: geometric with parameter p (1 + ⌊ln U / ln(1 − p)⌋). */
+  #nextSkip(): number {
+    return 1 + Math.floor(Math.log(this.#random()) / Math.log1p(-this.#sampleRate));
+  }
+
+  /** xorshift32 in (0, 1] */
+  #random(): number {
+    let x = this.#rand;
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    this.#rand = x >>> 0;
+    return (this.#rand + 1) / 4294967296;
+  }
+
+  #computeRates(): void {
+    const rules = this.#rules.rules;
+    this.#ruleRate = new Float64Array(rules.length + 1);
+    this.#thinning = false;
+    rules.forEach((rule, i) => {
+      const rate = Math.min(this.#sampleRate, rule.sampleRate ?? 1);
+      this.#ruleRate[i] = rate;
+      if (rate < this.#sampleRate) this.#thinning = true;
+    });
+    this.#ruleRate[rules.length] = this.#sampleRate;
+    this.#plain = !this.#sampling && !this.#thinning;
+  }
+
+  /** effective sample rate of a rule index (-1: no rule) */
+  #rateOf(rule: number): number {
+    return rule < 0 ? this.#sampleRate : this.#ruleRate[rule]!;
+  }
+
+  /** a sampled count scaled back to accesses */
+  #scaled(count: number, rule: number): number {
+    const rate = this.#rateOf(rule);
+    return rate === 1 ? count : Math.min(MAX_U32, Math.round(count / rate));
   }
 
   #trackCold(key: string): number {
@@ -210,6 +307,7 @@ export class AccessWindow {
     this.#slotOf.set(key, slot);
     const rule = this.#rules.match(key);
     this.#ruleOf[slot] = rule;
+    this.#slotKeep[slot] = this.#rateOf(rule) / this.#sampleRate;
     this.#sliceCounts[slot * this.slices + this.#currentSlice] = 1;
     this.#totals[slot] = 1;
     this.#pending[slot] = 1;
@@ -224,7 +322,9 @@ export class AccessWindow {
   #thresholdOf(rule: number): number {
     if (rule < 0) return 0;
     const t = this.#thresholds[rule];
-    return t === undefined || !(t >= 1) ? 0 : Math.min(Math.ceil(t), MAX_U32);
+    if (t === undefined || !(t >= 1)) return 0;
+    // in counted (sampled) accesses
+    return Math.max(1, Math.min(Math.ceil(t * this.#rateOf(rule)), MAX_U32));
   }
 
   /** The slot reached its `crossAt`: urgent now, and re-armed while its episode lasts. */
@@ -346,7 +446,8 @@ export class AccessWindow {
       this.#pending[slot] = 0;
       const rule = this.#ruleOf[slot]!;
       const total = this.#totals[slot]!;
-      const threshold = rule < 0 ? undefined : thresholds[rule];
+      const given = rule < 0 ? undefined : thresholds[rule];
+      const threshold = given === undefined ? undefined : Math.max(1, given * this.#rateOf(rule));
       // Below the local threshold this flush's counts are dropped, not carried: a backlog sent
       // when the key finally crosses would land in the hub's *current* slice and stay there a
       // whole window past the accesses' real time, inflating the cluster sum (a key at 0.9 x
@@ -355,7 +456,7 @@ export class AccessWindow {
       if (threshold === undefined || total < threshold) continue;
       out ??= { keys: [], counts: [], rules: [] };
       out.keys.push(this.#keys[slot]!);
-      out.counts.push(Math.min(pending, total, MAX_U32));
+      out.counts.push(this.#scaled(Math.min(pending, total), rule));
       out.rules.push(rule);
     }
     return out ?? EMPTY;
@@ -379,7 +480,7 @@ export class AccessWindow {
       this.#pending[slot] = 0;
       out ??= { keys: [], counts: [], rules: [] };
       out.keys.push(this.#keys[slot]!);
-      out.counts.push(Math.min(pending, total));
+      out.counts.push(this.#scaled(Math.min(pending, total), this.#ruleOf[slot]!));
       out.rules.push(this.#ruleOf[slot]!);
     }
     this.#urgentCount = 0;
@@ -418,9 +519,12 @@ export class AccessWindow {
   /** Replaces the rules and recomputes every candidate's rule index. */
   setRules(rules: RuleSet): void {
     this.#rules = rules;
+    this.#computeRates();
     for (let u = 0; u < this.#usedCount; u++) {
       const slot = this.#used[u]!;
-      this.#ruleOf[slot] = rules.match(this.#keys[slot]!);
+      const rule = rules.match(this.#keys[slot]!);
+      this.#ruleOf[slot] = rule;
+      this.#slotKeep[slot] = this.#rateOf(rule) / this.#sampleRate;
     }
     this.#rearmAll();
   }
@@ -441,10 +545,10 @@ export class AccessWindow {
     return this.#rules;
   }
 
-  /** Exact window total of a candidate (0 for a key without a counter). */
+  /** Window total of a candidate, scaled by 1 / sampleRate (0 for a key without a counter). */
   count(key: string): number {
     const slot = this.#slotOf.get(key);
-    return slot === undefined ? 0 : this.#totals[slot]!;
+    return slot === undefined ? 0 : this.#scaled(this.#totals[slot]!, this.#ruleOf[slot]!);
   }
 
   /** Sketch estimate of a key's recent accesses (an upper bound, for keys without a counter). */
