@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { ValidationError } from '@hotkey/sdk';
 import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { startDemo } from './demo/demo.ts';
-import { loadHubConfig, type HubConfig } from './server/config.ts';
+import { loadHubConfig, parseOrigins, type HubConfig } from './server/config.ts';
 import { startHub } from './server/hub.ts';
 import { DEFAULT_TUNABLES } from './core/tunables.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger } from './server/logger.ts';
@@ -35,6 +35,8 @@ const USAGE = `usage: hotkey-hub [options]
   --tls-key FILE        PEM private key of --tls-cert (env HOTKEY_TLS_KEY)
   --log-level L         ${LOG_LEVELS.join('|')} (env HOTKEY_LOG_LEVEL, default info)
   --log-pretty          human log lines instead of JSON (env HOTKEY_LOG_PRETTY=1; default on a TTY)
+  --allow-origin O      browser origin allowed to open /ws and /live, e.g. https://ops.example.com or *;
+                        repeatable (env HOTKEY_ALLOW_ORIGIN, comma-separated; config allowedOrigins)
   --demo                also run the built-in demo traffic
   --help                show this help
 `;
@@ -64,6 +66,7 @@ function parse() {
         'tls-key': { type: 'string' },
         'log-level': { type: 'string' },
         'log-pretty': { type: 'boolean', default: false },
+        'allow-origin': { type: 'string', multiple: true },
         demo: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -153,6 +156,17 @@ async function main(): Promise<void> {
     if (err instanceof ValidationError) configError(err.message);
     throw err;
   }
+  const originsRaw =
+    args['allow-origin'] ??
+    env.HOTKEY_ALLOW_ORIGIN?.split(',')
+      .map((o) => o.trim())
+      .filter((o) => o !== '');
+  let allowedOrigins: string[] | undefined;
+  try {
+    if (originsRaw !== undefined) allowedOrigins = parseOrigins(originsRaw, '--allow-origin');
+  } catch (err) {
+    usageError((err as Error).message);
+  }
   // flags (or their env twins) win over the config file's tls; errors name where the path came from
   let tls: HubTlsOptions | undefined;
   try {
@@ -185,6 +199,7 @@ async function main(): Promise<void> {
     advertiseUrl,
     tunables,
     logger,
+    allowedOrigins,
     ...(tls === undefined ? {} : { tls }),
   });
   const pageUrl = `${hub.httpUrl}/`;

@@ -26,6 +26,8 @@ export const ErrorCode = {
   OverCapacity: 'HK_ERR_OVER_CAPACITY',
   /** a connection sent more work than the hub's per-connection budget holds (close 4012); the client reconnects with backoff */
   RateLimited: 'HK_ERR_RATE_LIMITED',
+  /** the hub keeps state for its most apps (close 4011); the client retries with backoff */
+  AppLimit: 'HK_ERR_APP_LIMIT',
   /** a rule or rule set that does not validate */
   Rules: 'HK_ERR_RULES',
   /** a config file or option that does not validate */

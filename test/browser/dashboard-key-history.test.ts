@@ -107,4 +107,26 @@ test('a key that was not hot lately says so and charts live samples only', async
   await page.page.close();
 });
 
+test('a key address with bad percent-encoding shows an error state, throws nothing, and the page still works', async () => {
+  const page = await browser.open(`${hub.httpUrl}/#/key/shop/item%E0%A4%A`);
+  await waitFor('the key error state', async () => await page.page.getByTestId('key-error').isVisible(), 5000);
+  assert.is(await page.page.getByTestId('key-title').textContent(), 'Key not found');
+  assert.is(await page.page.getByTestId('key-chart').isVisible(), false, 'no chart for a key that is not named');
+  // a good address afterwards renders the key as usual
+  await page.page.evaluate(
+    (hash) => {
+      (globalThis as unknown as { location: { hash: string } }).location.hash = hash;
+    },
+    `#/key/shop/${encodeURIComponent('item:quiet')}`,
+  );
+  await waitFor(
+    'the good key shown',
+    async () => (await page.page.getByTestId('key-title').textContent())?.includes('item:quiet') ?? false,
+    5000,
+  );
+  assert.is(await page.page.getByTestId('key-error').isVisible(), false);
+  assert.equal(page.problems, [], 'no URIError or other page error');
+  await page.page.close();
+});
+
 test.run();

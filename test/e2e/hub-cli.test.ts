@@ -55,7 +55,7 @@ test('config file: tokens and rules apply, flags and env are honoured', async ()
     assert.is(welcome.rules[0]!.threshold, 3);
     const refused = await RawClient.connect(hub.url);
     refused.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'other', instance: 'i', sdk: 'x' });
-    assert.is((await refused.closeEvent()).code, CloseCode.UnknownApp);
+    assert.is((await refused.closeEvent()).code, CloseCode.Auth, 'an unknown app is refused like a bad token');
     const noToken = await fetch(`${hub.httpUrl}/api/hot`, { signal: AbortSignal.timeout(3000) });
     assert.is(noToken.status, 401, 'HOTKEY_DASHBOARD_TOKEN applies');
     const put = await fetch(`${hub.httpUrl}/api/apps/shop/rules`, {
@@ -152,9 +152,14 @@ test('logs: JSON lines, one event with fields per promotion, refusal (with its c
       client.send({ t: MsgType.Report, keys: ['item:7'], counts: [10] });
       assert.is((await client.next(MsgType.Promote)).key, 'item:7');
       client.close();
+      // an app not in the config is answered like a bad token (no app enumeration); only a name
+      // no hub accepts gets HK_ERR_UNKNOWN_APP
       const unknown = await RawClient.connect(h.url);
       unknown.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'other', instance: 'i', sdk: 'x' });
-      assert.is((await unknown.closeEvent()).code, CloseCode.UnknownApp);
+      assert.is((await unknown.closeEvent()).code, CloseCode.Auth);
+      const invalid = await RawClient.connect(h.url);
+      invalid.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'sh\u0001op', instance: 'i', sdk: 'x' });
+      assert.is((await invalid.closeEvent()).code, CloseCode.UnknownApp);
       const wrong = await RawClient.connect(h.url);
       wrong.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 'nope', instance: 'i', sdk: 'x' });
       assert.is((await wrong.closeEvent()).code, CloseCode.Auth);

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
 import type WebSocket from 'ws';
-import { startHub } from '@hotkey/hub';
+import { DEFAULT_TUNABLES, startHub } from '@hotkey/hub';
 import { CloseCode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { DEFAULT_RULE, localThreshold } from '@hotkey/sdk/rules';
 import { RawClient } from '../support/raw-client.ts';
@@ -205,10 +205,10 @@ const badInputs: { name: string; run: (c: RawClient) => void; code: number; erro
     error: 'HK_ERR_VERSION',
   },
   {
-    name: 'an unknown app',
+    name: 'an unknown app (answered like a bad token)',
     run: (c) => c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'nope', instance: 'i', sdk: 'x' }),
-    code: CloseCode.UnknownApp,
-    error: 'HK_ERR_UNKNOWN_APP',
+    code: CloseCode.Auth,
+    error: 'HK_ERR_AUTH',
   },
   {
     name: 'a wrong token',
@@ -239,14 +239,28 @@ const badInputs: { name: string; run: (c: RawClient) => void; code: number; erro
     error: 'HK_ERR_PROTOCOL',
   },
   {
-    name: 'a frame over MAX_FRAME_BYTES',
-    run: (c) => c.sendRaw(new Uint8Array(MAX_FRAME_BYTES + 1)),
+    // a frame under MAX_FRAME_BYTES but far over the budget: cut off after its first reads, not
+    // buffered whole and then decoded
+    name: `more than preHelloBytes (${DEFAULT_TUNABLES.preHelloBytes}) before Hello`,
+    run: (c) => c.sendRaw(new Uint8Array(MAX_FRAME_BYTES - 1)),
     code: CloseCode.FrameTooLarge,
     error: 'HK_ERR_FRAME_TOO_LARGE',
   },
   {
-    name: 'a frame over the ws limit',
-    run: (c) => c.sendRaw(new Uint8Array(4 * MAX_FRAME_BYTES + 1)),
+    name: 'a frame over MAX_FRAME_BYTES after Hello',
+    run: (c) => {
+      c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's3cret', instance: 'big-1', sdk: 'x' });
+      c.sendRaw(new Uint8Array(MAX_FRAME_BYTES + 1));
+    },
+    code: CloseCode.FrameTooLarge,
+    error: 'HK_ERR_FRAME_TOO_LARGE',
+  },
+  {
+    name: 'a frame over the ws limit after Hello',
+    run: (c) => {
+      c.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: 's3cret', instance: 'big-2', sdk: 'x' });
+      c.sendRaw(new Uint8Array(4 * MAX_FRAME_BYTES + 1));
+    },
     code: CloseCode.MessageTooBig,
   },
 ];

@@ -76,7 +76,7 @@ test('hostile peers get their close codes while real SDKs keep detecting and inv
     add('report before hello', CloseCode.Protocol, (ws) => ws.send(floodOfKeys(3, 0)));
     add('wrong version', CloseCode.Version, (ws) => ws.send(hello({ v: 999 })));
     add('bad token', CloseCode.Auth, (ws) => ws.send(hello({ token: 'nope' })));
-    add('unknown app', CloseCode.UnknownApp, (ws) => ws.send(hello({ app: 'ghost' })));
+    add('unknown app', CloseCode.Auth, (ws) => ws.send(hello({ app: 'ghost' })));
     add('oversized frame', CloseCode.FrameTooLarge, (ws) => {
       ws.send(hello());
       ws.send(Buffer.alloc(MAX_FRAME_BYTES + 10, 0x90));

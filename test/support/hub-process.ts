@@ -15,7 +15,9 @@ import { fileURLToPath } from 'node:url';
 
 // Run with the test's own flags (`--conditions=@hotkey/source --import tsx` under test/run.mjs), the
 // bin loads the hub from its TypeScript sources; with none, from hub/dist (as installed).
-export const HUB_BIN = fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
+// HOTKEY_TEST_HUB_BIN runs the fault tests against another checkout's hub (before/after figures).
+export const HUB_BIN =
+  process.env.HOTKEY_TEST_HUB_BIN || fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
 
 /** Writes a hub config to a fresh temporary file and returns its path, for `--config`. */
 export function writeConfig(config: object, prefix = 'hotkey-config-'): string {
@@ -42,6 +44,8 @@ export interface HubProcessOptions {
   readyTimeoutMs?: number;
   /** the CLI to run (another checkout's, to compare) @default HUB_BIN */
   bin?: string;
+  /** the hub's open-file limit (`ulimit -n` in a shell that then execs node), for descriptor-exhaustion tests */
+  fdLimit?: number;
 }
 
 export interface Exit {
@@ -99,10 +103,19 @@ export class HubProcess {
   static async start(options: HubProcessOptions = {}): Promise<HubProcess> {
     const args = [...(options.args ?? [])];
     if (!args.includes('--port') && options.env?.HOTKEY_PORT === undefined) args.push('--port', '0');
-    const child = spawn(process.execPath, [...process.execArgv, options.bin ?? HUB_BIN, ...args], {
-      env: childEnv(options.env),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const argv = [...process.execArgv, options.bin ?? HUB_BIN, ...args];
+    const child =
+      options.fdLimit === undefined
+        ? spawn(process.execPath, argv, { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] })
+        : // exec keeps the pid: signals and /proc/<pid> reach node itself
+          spawn(
+            '/bin/sh',
+            ['-c', `ulimit -n ${Math.floor(options.fdLimit)} && exec "$0" "$@"`, process.execPath, ...argv],
+            {
+              env: childEnv(options.env),
+              stdio: ['ignore', 'pipe', 'pipe'],
+            },
+          );
     const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const out = { stdout: '', stderr: '' };
     const timeoutMs = options.readyTimeoutMs ?? 30_000;

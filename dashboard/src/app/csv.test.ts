@@ -19,6 +19,13 @@ test('formula-looking strings are defused, numbers are not', () => {
   assert.is(csvField(-3), '-3');
 });
 
+test('fields with ; or = are quoted, so a semicolon-locale spreadsheet cannot split off a formula cell', () => {
+  assert.is(csvField('a;=1+1'), '"a;=1+1"');
+  assert.is(csvField('k=v'), '"k=v"');
+  assert.is(csvField('x;y'), '"x;y"');
+  assert.is(csvField('a;"b'), '"a;""b"');
+});
+
 test('a document has a header and CRLF line ends', () => {
   assert.is(
     toCsv(

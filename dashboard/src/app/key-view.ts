@@ -15,6 +15,7 @@ import type { KeyActions } from './key-actions.ts';
 import { CHART_SPAN_MS, mergeQps, parseQpsHistory, type QpsHistory } from './key-qps.ts';
 import { QpsChart } from './qps-chart.ts';
 import type { QpsSeries } from './qps-series.ts';
+import { decodeRouteArg } from './route-arg.ts';
 import { rowId } from './row-id.ts';
 import type { View } from './view.ts';
 
@@ -38,6 +39,10 @@ export class KeyView implements View {
   readonly #events: HTMLTableSectionElement;
   #eventsVersion = -1;
   #lastSample = 0;
+  /** the address did not decode: the view shows why and nothing else */
+  #bad = false;
+  readonly #error: HTMLElement;
+  readonly #body: HTMLElement;
 
   constructor(state: FeedState, series: QpsSeries, actions: KeyActions) {
     this.#state = state;
@@ -49,6 +54,7 @@ export class KeyView implements View {
     this.#chartHost = el('div', { class: 'chart', 'data-testid': 'key-chart' });
     this.#chartNote = el('span', { class: 'muted chart-note', 'data-testid': 'key-chart-note' });
     this.#events = el('tbody');
+    this.#error = el('p', { class: 'error', 'data-testid': 'key-error', hidden: true });
     this.element = el(
       'section',
       { class: 'view key-view' },
@@ -72,21 +78,42 @@ export class KeyView implements View {
         ),
       ),
       this.#title,
-      this.#stats,
-      el('div', { class: 'panel' }, el('h3', {}, 'Cluster QPS, last 5 minutes ', this.#chartNote), this.#chartHost),
-      el('div', { class: 'panel' }, el('h3', {}, 'Rule'), this.#ruleBox),
-      el(
+      this.#error,
+      (this.#body = el(
         'div',
-        { class: 'panel' },
-        el('h3', {}, 'Promotions, demotions and invalidations'),
-        el('table', { class: 'grid-table' }, eventHeader(false), this.#events),
-      ),
+        {},
+        this.#stats,
+        el('div', { class: 'panel' }, el('h3', {}, 'Cluster QPS, last 5 minutes ', this.#chartNote), this.#chartHost),
+        el('div', { class: 'panel' }, el('h3', {}, 'Rule'), this.#ruleBox),
+        el(
+          'div',
+          { class: 'panel' },
+          el('h3', {}, 'Promotions, demotions and invalidations'),
+          el('table', { class: 'grid-table' }, eventHeader(false), this.#events),
+        ),
+      )),
     );
   }
 
   show(arg: string[]): void {
-    this.#app = decodeURIComponent(arg[0] ?? '');
-    this.#key = decodeURIComponent(arg.slice(1).join('/'));
+    const app = decodeRouteArg(arg[0] ?? '');
+    const key = decodeRouteArg(arg.slice(1).join('/'));
+    this.#bad = app === undefined || key === undefined;
+    this.#error.hidden = !this.#bad;
+    this.#body.hidden = this.#bad;
+    if (app === undefined || key === undefined) {
+      this.#app = '';
+      this.#key = '';
+      this.#series.pin(undefined);
+      setText(this.#title, 'Key not found');
+      setText(
+        this.#error,
+        'This address does not name a key: its app or key is not valid percent-encoding. Open the key from the Hot keys list.',
+      );
+      return;
+    }
+    this.#app = app;
+    this.#key = key;
     this.#series.pin(rowId(this.#app, this.#key));
     setText(this.#title, '');
     this.#title.append(el('span', { class: 'muted' }, `${this.#app} / `), this.#key);
@@ -156,6 +183,7 @@ export class KeyView implements View {
   }
 
   render(now: number): void {
+    if (this.#bad) return;
     const id = rowId(this.#app, this.#key);
     const row = this.#state.rows.get(id);
     const windowMs = row?.windowMs ?? this.#rule?.windowMs ?? 1000;

@@ -5,6 +5,7 @@
  */
 import type { Rule } from '@hotkey/sdk/rules';
 import { api, ApiError, appPath, listOf } from './api.ts';
+import { decodeRouteArg } from './route-arg.ts';
 import { el, setText } from './element.ts';
 import type { FeedState } from './feed-state.ts';
 import { checkRulesText, rulesToText } from './rules-text.ts';
@@ -129,7 +130,8 @@ export class RulesView implements View {
   }
 
   show(arg: string[]): void {
-    const app = arg[0] ? decodeURIComponent(arg[0]) : this.#app.value || this.#state.apps[0] || '';
+    // a malformed address falls back to the app in the picker, as if none were named
+    const app = (arg[0] ? decodeRouteArg(arg[0]) : undefined) ?? (this.#app.value || this.#state.apps[0] || '');
     if (app !== this.#app.value || this.#loaded !== app) {
       this.#app.value = app;
       if (app) void this.#load();

@@ -132,7 +132,7 @@ export function reporterBit(instance: string): number {
 
 export class Aggregator {
   readonly #listener: AggregatorListener;
-  readonly #maxKeys: number;
+  #maxKeys: number;
   readonly #samples: number;
   readonly #sweepPerTick: number;
   readonly #random: () => number;
@@ -741,7 +741,14 @@ export class Aggregator {
       return -1;
     }
     let slot: number;
-    if (this.#free.length > 0) slot = this.#free.pop()!;
+    if (this.#slotOf.size >= this.#maxKeys) {
+      // at the cap (lowered by setMaxKeys below what is allocated): replace, never add
+      slot = this.#evictOne(now);
+      if (slot < 0) {
+        this.#dropped++;
+        return -1;
+      }
+    } else if (this.#free.length > 0) slot = this.#free.pop()!;
     else if (this.#highWater < this.#capacity) slot = this.#highWater++;
     else if (this.#capacity < this.#maxKeys) {
       this.#grow(Math.min(this.#maxKeys, this.#capacity * 2));
@@ -767,6 +774,25 @@ export class Aggregator {
     this.#reporterBitsCurrent.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
     this.#reporterBitsPrevious.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
     return slot;
+  }
+
+  /**
+   * Changes the key cap (the hub shares one key budget among its apps). Lowering it evicts the
+   * smallest non-hot keys until the app fits (hot keys stay: they are bounded by the rules' own
+   * promotion budget); raising it lets the slab grow again.
+   */
+  setMaxKeys(maxKeys: number, now: number): void {
+    this.#maxKeys = Math.max(1, Math.floor(maxKeys));
+    while (this.#slotOf.size > this.#maxKeys) {
+      const slot = this.#evictOne(now);
+      if (slot < 0) break;
+      this.#free.push(slot);
+    }
+  }
+
+  /** the key cap now */
+  get maxKeys(): number {
+    return this.#maxKeys;
   }
 
   /** Frees the smallest non-hot slot in a random sample and returns it, or -1 if all sampled were hot. */

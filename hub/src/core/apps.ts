@@ -41,6 +41,8 @@ export interface AppState {
   waiters: Session[] | undefined;
   configTimer: NodeJS.Timeout | undefined;
   lastConfigAt: number;
+  /** when its last session left (or it was created): idle apps are dropped after `appIdleMs` */
+  idleSince: number;
 }
 
 /** A hot key as the API and status show it. */
@@ -208,6 +210,7 @@ export class Apps {
     const { coordinator, tunables, metrics, logger } = this.#opts;
     if (!isValidAppName(name) || coordinator.app(name) === undefined || this.#byName.size >= tunables.maxApps)
       return undefined;
+    const createdAt = this.#opts.now();
     const broadcaster = new Broadcaster({
       maxBufferedBytes: tunables.maxBufferedBytes,
       onSlowConsumer: (peer) => {
@@ -247,28 +250,55 @@ export class Apps {
       waiters: undefined,
       configTimer: undefined,
       lastConfigAt: 0,
+      idleSince: createdAt,
     };
     this.#byName.set(name, app);
+    this.#shareKeys();
     return app;
   }
 
-  /** The app a Hello may join: throws the refusal (unknown app, AuthError, CapacityError) otherwise. */
+  /**
+   * One key budget for the hub: each app may track min(maxKeysPerApp, maxKeysTotal / apps) keys,
+   * so many apps (open mode takes any name) cannot together hold more than maxKeysTotal. Apps over
+   * a lowered share shed their smallest non-hot keys at once.
+   */
+  #shareKeys(): void {
+    const { maxKeysPerApp, maxKeysTotal } = this.#opts.tunables;
+    const share = Math.max(1, Math.min(maxKeysPerApp, Math.floor(maxKeysTotal / Math.max(1, this.#byName.size))));
+    const now = this.#opts.now();
+    for (const app of this.#byName.values())
+      if (app.aggregator.maxKeys !== share) app.aggregator.setMaxKeys(share, now);
+  }
+
+  /** True when the app has had no session for `appIdleMs` (or has nothing left) and no invalidation pending: it may be dropped. */
+  idle(app: AppState, now: number): boolean {
+    if (app.sessions.size > 0 || app.invalidations.pending > 0) return false;
+    return app.aggregator.stats.keys === 0 || now - app.idleSince >= this.#opts.tunables.appIdleMs;
+  }
+
+  /**
+   * The app a Hello may join: throws the refusal otherwise. An unknown app and a missing or wrong
+   * token get the same AuthError, message and work (a token comparison), so a Hello cannot tell
+   * which apps exist; only a name no hub could accept (empty, too long, control characters) gets
+   * HK_ERR_UNKNOWN_APP. A full hub (maxApps) answers 4011, which the SDK retries.
+   */
   admit(hello: Hello): AppState {
-    const auth = isValidAppName(hello.app) ? this.#opts.coordinator.app(hello.app) : undefined;
-    if (auth === undefined)
-      refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `unknown app "${hello.app.slice(0, 64)}"`);
-    if (auth.token !== undefined && !tokenMatches(hello.token, auth.token)) {
+    if (!isValidAppName(hello.app))
+      refuse(ErrorCode.UnknownApp, CloseCode.UnknownApp, `"${hello.app.slice(0, 64)}" is not a valid app name`);
+    const auth = this.#opts.coordinator.app(hello.app);
+    const tokenOk = tokenMatches(hello.token ?? '', auth?.token ?? '\u0000unknown app') && hello.token !== undefined;
+    if (auth === undefined || (auth.token !== undefined && !tokenOk)) {
       throw new AuthError(
-        hello.token === undefined ? `app "${hello.app}" requires a token` : `wrong token for app "${hello.app}"`,
+        `app "${hello.app.slice(0, 64)}" is unknown here or its token is missing or wrong`,
         CloseCode.Auth,
       );
     }
     const app = this.open(hello.app);
     if (app === undefined)
       refuse(
-        ErrorCode.UnknownApp,
-        CloseCode.UnknownApp,
-        `this hub keeps state for at most ${this.#opts.tunables.maxApps} apps`,
+        ErrorCode.AppLimit,
+        CloseCode.AppLimit,
+        `this hub keeps state for at most ${this.#opts.tunables.maxApps} apps: retry later`,
       );
     if (app.sessions.size >= this.#opts.tunables.maxSessionsPerApp) {
       throw new CapacityError(
@@ -302,6 +332,7 @@ export class Apps {
     // a closed socket proves nothing: the instance may serve until its lease lapses
     const now = this.#opts.clock();
     if (session.leaseUntil > now) app.lingering.add(session);
+    if (app.sessions.size === 0) app.idleSince = this.#opts.now();
     const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
     if (sessionsLeft > 0) app.sessionsByInstance.set(session.instance, sessionsLeft);
     else {
@@ -325,6 +356,7 @@ export class Apps {
   drop(app: AppState): void {
     if (app.configTimer !== undefined) clearTimeout(app.configTimer);
     this.#byName.delete(app.name);
+    this.#shareKeys();
   }
 
   /** Each rule's per-instance report threshold for the app's instance count now. */

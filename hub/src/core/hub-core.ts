@@ -380,13 +380,10 @@ export class HubCore implements SessionHost {
         app.aggregator.tick(now);
         if (app.aggregator.transitionDue(now)) this.#apps.scheduleConfig(app); // a pre-declared window opened or closed
         this.#apps.settle(app); // leases lapse with time: fencing needs no message
-        if (
-          app.sessions.size === 0 &&
-          app.lingering.size === 0 &&
-          app.aggregator.stats.keys === 0 &&
-          app.invalidations.pending === 0
-        )
-          this.#apps.drop(app);
+        // an app nobody is connected to frees its place and its keys after a grace period (open
+        // mode: junk app names leave, so a real app refused with 4011 gets in on its retry); not
+        // while a closed session's lease may still run
+        if (app.lingering.size === 0 && this.#apps.idle(app, now)) this.#apps.drop(app);
       });
     }
     if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));

@@ -95,7 +95,8 @@ const cases: [string, (h: ReturnType<typeof setup>['hello']) => (Message | Uint8
   ['Report before Hello', () => [{ t: MsgType.Report, keys: [], counts: [] }], CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
   ['second Hello', (h) => [h(), h()], CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
   ['wrong version', (h) => [h({ v: PROTOCOL_VERSION + 1 })], CloseCode.Version, 'HK_ERR_VERSION'],
-  ['unknown app', (h) => [h({ app: 'blog' })], CloseCode.UnknownApp, 'HK_ERR_UNKNOWN_APP'],
+  // an unknown app is answered like a bad token: a Hello cannot probe which apps exist
+  ['unknown app', (h) => [h({ app: 'blog' })], CloseCode.Auth, 'HK_ERR_AUTH'],
   ['app name with control characters', (h) => [h({ app: 'sh\u0000op' })], CloseCode.UnknownApp, 'HK_ERR_UNKNOWN_APP'],
   ['bad token', (h) => [h({ token: 'tok2' })], CloseCode.Auth, 'HK_ERR_AUTH'],
   ['missing token', (h) => [h({ token: undefined })], CloseCode.Auth, 'HK_ERR_AUTH'],
@@ -170,6 +171,18 @@ test('slow consumer: a socket over the buffer limit is closed with 4008 and leav
   assert.is(a.peer.frames.at(-1)?.t, MsgType.Promote);
   assert.is(core.metrics.slowConsumers, 1);
   assert.is(core.connections, 1);
+});
+
+test('Resyncs: the first is answered at once, the rest within the interval coalesce into one later Snapshot', () => {
+  const { open, hello } = setup();
+  const { peer, session } = open([hello()]);
+  const snapshots = () => peer.frames.filter((f) => f.t === MsgType.Snapshot).length;
+  assert.is(snapshots(), 1, 'the Welcome snapshot');
+  for (let i = 0; i < 50; i++) session.onFrame(encode({ t: MsgType.Resync }), true);
+  assert.is(snapshots(), 2, 'one answered now, 49 waiting for the interval to end');
+  assert.equal(session.resyncs, { answered: 1, coalesced: 49 });
+  session.onClose(); // clears the pending answer: nothing is sent after close
+  assert.is(snapshots(), 2);
 });
 
 test.run();

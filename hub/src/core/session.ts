@@ -36,6 +36,8 @@ export interface SessionHost {
   resync(session: Session): void;
   /** the SDK asks for a lease (answered with a Grant, or not at all while it lags behind an invalidation) */
   lease(session: Session, id: number): void;
+  /** `minResyncIntervalMs`: Resyncs closer together than this are coalesced */
+  readonly tunables: { readonly minResyncIntervalMs: number };
   /** the session ended (idempotent) */
   closed(session: Session): void;
   /** a fault closed the session: count it, log unexpected ones */
@@ -76,15 +78,27 @@ export class Session implements Waiter, IntakeFlow {
   soloBudget: TokenBucket | undefined;
   readonly #host: SessionHost;
   #flow: FlowQueue | undefined;
+  /** Resyncs answered and coalesced away, for tests */
+  readonly resyncs = { answered: 0, coalesced: 0 };
+  readonly #now: () => number;
+  #lastResyncAt = -Infinity;
+  #resyncTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(peer: Peer, host: SessionHost, connectedAt: number) {
+  /** @param [now=Date.now] clock for the Resync rate limit */
+  constructor(peer: Peer, host: SessionHost, connectedAt: number, now: () => number = Date.now) {
     this.peer = peer;
     this.#host = host;
     this.connectedAt = connectedAt;
+    this.#now = now;
   }
 
   get closed(): boolean {
     return this.state === SessionState.Closed;
+  }
+
+  /** true once Hello was accepted (the socket layer's pre-Hello limits stop applying) */
+  get admitted(): boolean {
+    return this.state === SessionState.Open;
   }
 
   /**
@@ -144,7 +158,7 @@ export class Session implements Waiter, IntakeFlow {
         this.#host.applied(this, msg.seq);
         return undefined;
       case MsgType.Resync:
-        this.#host.resync(this);
+        this.#resync();
         return undefined;
       case MsgType.Lease:
         // queued behind earlier frames: the hub's view of the lease starts late, never early (safe)
@@ -179,6 +193,37 @@ export class Session implements Waiter, IntakeFlow {
     return next < report.keys.length ? { report, from: next } : undefined;
   }
 
+  /**
+   * A Resync costs the hub a whole hot-set Snapshot (hundreds of KiB) for 3 bytes in: answer at
+   * most one per `minResyncIntervalMs`. A Resync inside the interval is not refused (an SDK may see
+   * two gaps in a row) but coalesced: one Snapshot goes out when the interval ends, however many
+   * Resyncs arrived meanwhile, and it reflects the hot set at that time.
+   */
+  #resync(): void {
+    const interval = this.#host.tunables.minResyncIntervalMs;
+    const wait = this.#lastResyncAt + interval - this.#now();
+    if (wait <= 0) {
+      this.#lastResyncAt = this.#now();
+      this.resyncs.answered++;
+      this.#host.resync(this);
+      return;
+    }
+    this.resyncs.coalesced++;
+    if (this.#resyncTimer !== undefined) return;
+    this.#resyncTimer = setTimeout(() => {
+      this.#resyncTimer = undefined;
+      if (this.state !== SessionState.Open) return;
+      try {
+        this.#lastResyncAt = this.#now();
+        this.resyncs.answered++;
+        this.#host.resync(this);
+      } catch (err) {
+        this.fail(err);
+      }
+    }, wait);
+    this.#resyncTimer.unref?.();
+  }
+
   /** The hello deadline passed without a Hello. */
   helloTimedOut(timeoutMs: number): void {
     if (this.state !== SessionState.AwaitingHello) return;
@@ -194,6 +239,7 @@ export class Session implements Waiter, IntakeFlow {
     if (this.state === SessionState.Closed) return;
     this.state = SessionState.Closed;
     if (this.#flow !== undefined) this.#host.intake.close(this.#flow);
+    clearTimeout(this.#resyncTimer);
     const closeCode = closeCodeOf(err);
     const peerFault = closeCode !== undefined;
     try {
@@ -221,6 +267,7 @@ export class Session implements Waiter, IntakeFlow {
 
   /** The socket closed (either side). */
   onClose(): void {
+    clearTimeout(this.#resyncTimer);
     if (this.state === SessionState.Closed) return;
     this.state = SessionState.Closed;
     if (this.#flow !== undefined) this.#host.intake.close(this.#flow);

@@ -7,8 +7,12 @@ import { DEFAULT_LEASE_MS } from '@hotkey/sdk/protocol';
 export interface HubTunables {
   /** keys with a sliding window per app; more evict the smallest non-hot key @default 100000 */
   maxKeysPerApp: number;
-  /** apps the hub keeps state for (bounds open mode, where any app name is accepted) @default 1000 */
+  /** apps the hub keeps state for (bounds open mode, where any app name is accepted); a Hello past it gets 4011, retried @default 1000 */
   maxApps: number;
+  /** keys with a sliding window across all apps: each app's cap is min(maxKeysPerApp, maxKeysTotal / apps) @default 500000 */
+  maxKeysTotal: number;
+  /** ms an app with no SDK connected keeps its state here (then its keys go and its place frees up) @default 60000 */
+  appIdleMs: number;
   /** SDK connections per app @default 10000 */
   maxSessionsPerApp: number;
   /** send-buffer bytes per socket above which it is closed with 4008 @default 8388608 (8 MiB) */
@@ -58,11 +62,34 @@ export interface HubTunables {
   soloPromotionBurst: number;
   /** open mode only: distinct `app` label values in /metrics histograms; later apps are `app="other"` (configured apps are all labelled) @default 100 */
   maxAppLabels: number;
+  // ---- admission: what a connection may cost before it has shown a token (server/admission.ts) ----
+  /** bytes a WebSocket may send before its Hello is accepted; more: close 4004 (HK_ERR_FRAME_TOO_LARGE) @default 16384 */
+  preHelloBytes: number;
+  /** WebSockets open without an accepted Hello, hub-wide; past it the oldest is closed with 4009 @default 256 */
+  maxUnauthenticatedSockets: number;
+  /** the same per remote address, so one address cannot push out every other's handshakes @default 64 */
+  maxUnauthenticatedPerAddress: number;
+  /** TCP connections that have not completed their first HTTP request; past it the oldest is closed @default 1024 */
+  maxPendingConnections: number;
+  /** TCP connections in all (node:http `server.maxConnections`); 0 = the process's open-file limit minus 128 when it can be read @default 0 */
+  maxConnections: number;
+  /** connections the kernel queues before the hub accepts them (capped by net.core.somaxconn): a burst past it is dropped and its clients wait on SYN retries (1 s, 3 s …) @default 4096 */
+  listenBacklog: number;
+  /** ms to receive a request's headers (node:http `headersTimeout`) @default 10000 */
+  headersTimeoutMs: number;
+  /** ms to receive a whole request (node:http `requestTimeout`) @default 30000 */
+  requestTimeoutMs: number;
+  /** ms an idle keep-alive connection is kept (node:http `keepAliveTimeout`) @default 5000 */
+  keepAliveTimeoutMs: number;
+  /** a connection's Resyncs are answered at most once per this many ms (later ones are coalesced into one) @default 1000 */
+  minResyncIntervalMs: number;
 }
 
 export const DEFAULT_TUNABLES: HubTunables = {
   maxKeysPerApp: 100_000,
   maxApps: 1000,
+  maxKeysTotal: 500_000,
+  appIdleMs: 60_000,
   maxSessionsPerApp: 10_000,
   maxBufferedBytes: 8 * 1024 * 1024,
   helloTimeoutMs: 5000,
@@ -85,4 +112,14 @@ export const DEFAULT_TUNABLES: HubTunables = {
   soloPromotionRate: 32,
   soloPromotionBurst: 256,
   maxAppLabels: 100,
+  preHelloBytes: 16 * 1024,
+  maxUnauthenticatedSockets: 256,
+  maxUnauthenticatedPerAddress: 64,
+  maxPendingConnections: 1024,
+  maxConnections: 0,
+  listenBacklog: 4096,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5000,
+  minResyncIntervalMs: 1000,
 };

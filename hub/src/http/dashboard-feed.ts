@@ -88,6 +88,7 @@ export const DEFAULT_FEED_OPTIONS = {
 export interface FeedConnection {
   onFrame(bytes: Uint8Array, isBinary: boolean): void;
   onClose(): void;
+  readonly admitted: boolean;
 }
 
 /** key + byte budget of one frame: MAX_FRAME_BYTES is 1 MiB and keys can be 1 KiB each */
@@ -144,6 +145,11 @@ class Subscriber implements FeedConnection {
       helloTimeoutMs,
     );
     this.helloTimer.unref?.();
+  }
+
+  /** true once its Hello was accepted (the socket layer's pre-Hello limits stop applying) */
+  get admitted(): boolean {
+    return this.state === SubscriberState.Live;
   }
 
   onFrame(bytes: Uint8Array, isBinary: boolean): void {

@@ -25,9 +25,18 @@ import type { FeedCounters, MetricsRegistry } from './metrics.ts';
 import type { Logger } from '../server/logger.ts';
 import { appRoutes } from './routes-apps.ts';
 
-/** what the dashboard's static files may do in the browser */
-const CONTENT_SECURITY_POLICY =
-  "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'";
+/**
+ * What the dashboard's static files may do in the browser: talk to this hub only. The page's live
+ * feed is a WebSocket to its own host, named explicitly beside 'self' (browsers before CSP 3 do not
+ * let 'self' cover ws: and wss:). A Host header that is not a plain host[:port] gets 'self' alone.
+ */
+export function contentSecurityPolicy(host: string | undefined): string {
+  const sockets =
+    host !== undefined && /^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/.test(host)
+      ? ` ws://${host} wss://${host}`
+      : '';
+  return `default-src 'self'; connect-src 'self'${sockets}; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'`;
+}
 
 export interface HttpApiOptions {
   core: HubCore;
@@ -123,8 +132,8 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
   }
 
   /** The built dashboard when there is one, else the fallback page. */
-  function page({ res, method, path }: RequestContext): void {
-    if (serveAsset(res, method, path)) return;
+  function page({ req, res, method, path }: RequestContext): void {
+    if (serveAsset(res, method, path, req.headers.host)) return;
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
     res.end(options.page());
   }
@@ -211,7 +220,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
   ];
 
   /** The dashboard's static files (built into memory at start): no data, so no token. */
-  function serveAsset(res: ServerResponse, method: string, path: string): boolean {
+  function serveAsset(res: ServerResponse, method: string, path: string, host: string | undefined): boolean {
     if (method !== 'GET' && method !== 'HEAD') return false;
     const asset = options.asset?.(path === '/index.html' ? '/' : path);
     if (asset === undefined) return false;
@@ -220,7 +229,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       'content-length': asset.body.byteLength,
       'cache-control': 'no-cache',
       'x-content-type-options': 'nosniff',
-      'content-security-policy': CONTENT_SECURITY_POLICY,
+      'content-security-policy': contentSecurityPolicy(host),
     });
     res.end(method === 'HEAD' ? undefined : asset.body);
     return true;
@@ -253,7 +262,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       authorize(route.auth, req);
       return route.handler({ req, res, method, path, query: url.searchParams, params, fields });
     }
-    if (serveAsset(res, method, path)) return;
+    if (serveAsset(res, method, path, req.headers.host)) return;
     if (allowed.length > 0)
       throw new HttpError(405, ErrorCode.Method, `${method} ${path} is not supported; use ${allowed.join(' or ')}`);
     throw new HttpError(404, ErrorCode.NotFound, `no route ${method} ${path}`);

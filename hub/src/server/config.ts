@@ -2,7 +2,7 @@
  * The hub's config file (JSON). Without one the hub runs open: any app, no token, default rule.
  *
  *   { "apps": { "shop": { "token": "s3cret", "rules": [ { "match": "item:*", "threshold": 500 } ] } },
- *     "adminToken": "…", "dashboardToken": "…" }
+ *     "adminToken": "…", "dashboardToken": "…", "allowedOrigins": ["https://ops.example.com"] }
  *
  * Validation names the offending field (`apps.shop.rules[0].threshold`) and rejects unknown fields:
  * a typo in a config file must stop start-up, not silently fall back to defaults.
@@ -26,9 +26,11 @@ export interface HubConfig {
   dashboardToken?: string;
   /** PEM files of the hub's certificate and key: serve HTTPS and WSS (relative paths: from the config file's folder) */
   tls?: { cert: string; key: string };
+  /** browser origins allowed to open /ws and /live (see HubOptions.allowedOrigins) */
+  allowedOrigins?: string[];
 }
 
-const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken', 'tls']);
+const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken', 'tls', 'allowedOrigins']);
 const APP_FIELDS = new Set(['token', 'rules']);
 
 function fail(field: string, message: string): never {
@@ -85,7 +87,18 @@ export function parseHubConfig(input: unknown): HubConfig {
       if (typeof tls[k] !== 'string' || tls[k] === '') fail(`tls.${k}`, 'must be the path of a PEM file');
     config.tls = { cert: tls.cert as string, key: tls.key as string };
   }
+  if (input.allowedOrigins !== undefined) config.allowedOrigins = parseOrigins(input.allowedOrigins, 'allowedOrigins');
   return config;
+}
+
+/** `*` or `scheme://host[:port]` origins (a browser's Origin header never has a path); throws HK_ERR_CONFIG. */
+export function parseOrigins(input: unknown, field: string): string[] {
+  if (!Array.isArray(input)) fail(field, 'must be an array of origins like "https://ops.example.com" or "*"');
+  return input.map((v, i) => {
+    if (typeof v !== 'string' || !(v === '*' || /^https?:\/\/[^/\s]+$/i.test(v)))
+      fail(`${field}[${i}]`, 'must be "*" or an origin like "https://ops.example.com" (scheme and host, no path)');
+    return v;
+  });
 }
 
 /** Reads and validates a config file; unreadable files and bad JSON are HK_ERR_CONFIG too. */

@@ -22,6 +22,7 @@ import { DEFAULT_HOST, DEFAULT_PORT, type HubOptions } from './options.ts';
 import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
 import { checkTls, loadTls } from './tls.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
+import { guardHttpServer, httpServerOptions } from './admission.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   const t = { ...DEFAULT_TUNABLES, ...input };
@@ -168,7 +169,11 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     maxBufferBytes: tunables.maxBufferedBytes,
     logger,
   });
-  const sockets = new SocketServer(core, { [LIVE_PATH]: (peer) => feed.attach(peer) });
+  const sockets = new SocketServer(
+    core,
+    { [LIVE_PATH]: (peer) => feed.attach(peer) },
+    { allowedOrigins: options.allowedOrigins ?? config?.allowedOrigins },
+  );
   const host = options.host ?? DEFAULT_HOST;
   // the page is bundled in memory at start (~100 ms); without it the fallback page still works
   const dashboard = await buildDashboard().catch((err: unknown) => {
@@ -190,7 +195,10 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   });
   // node:https is a node:http Server underneath: the ws upgrade handling below is the same
   const httpServer: Server =
-    tls === undefined ? createServer(handler) : createTlsServer({ cert: tls.cert, key: tls.key }, handler);
+    tls === undefined
+      ? createServer(httpServerOptions(tunables), handler)
+      : createTlsServer({ ...httpServerOptions(tunables), cert: tls.cert, key: tls.key }, handler);
+  guardHttpServer(httpServer, tunables);
   httpServer.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   httpServer.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
@@ -198,7 +206,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   });
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject);
-    httpServer.listen(options.port ?? DEFAULT_PORT, host, () => {
+    httpServer.listen({ port: options.port ?? DEFAULT_PORT, host, backlog: tunables.listenBacklog }, () => {
       httpServer.off('error', reject);
       resolve();
     });

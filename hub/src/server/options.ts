@@ -44,6 +44,12 @@ export interface HubOptions {
   nodeId?: string;
   /** ws:// URL SDKs use to reach this hub @default `ws://<host>:<port>/ws` */
   advertiseUrl?: string;
+  /**
+   * browser origins (`https://ops.example.com`, or `*` for any) allowed to open `/ws` and `/live`.
+   * A request without an Origin header (SDKs in Node) is always allowed; the hub's own origin
+   * (same host:port) is allowed on `/live`. @default []
+   */
+  allowedOrigins?: readonly string[];
   /** performance and safety knobs */
   tunables?: Partial<HubTunables>;
   /** wall clock in ms @default Date.now */

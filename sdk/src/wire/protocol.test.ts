@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { pack } from 'msgpackr';
+import { Packr, pack } from 'msgpackr';
 import {
   CloseCode,
   decodeClientMessage,
@@ -127,6 +127,58 @@ test('bad rules inside a Welcome are refused', () => {
     seq: 0,
   };
   rejects(pack(welcome), 'HK_ERR_PROTOCOL', CloseCode.Protocol, decodeServerMessage);
+});
+
+test('msgpackr extension types are refused with HK_ERR_PROTOCOL before anything is built', () => {
+  const clone = new Packr({ useRecords: false, moreTypes: true, structuredClone: true, useBigIntExtension: true });
+  const extras: [string, unknown][] = [
+    ['Date', new Date(0)],
+    ['Set', new Set(['a'])],
+    ['RegExp', /x+/],
+    ['Error', new Error('boom')],
+    ['Uint8Array', new Uint8Array([1, 2])],
+    ['Float64Array', new Float64Array([1])],
+    ['BigInt', 2n ** 70n],
+  ];
+  for (const [name, value] of extras) {
+    const bytes = clone.pack({ t: MsgType.Report, keys: ['a'], counts: [1], extra: value });
+    try {
+      decodeClientMessage(bytes);
+      assert.unreachable(`${name} was accepted`);
+    } catch (err) {
+      assert.instance(err, ProtocolError, name);
+      assert.is((err as ProtocolError).code, 'HK_ERR_PROTOCOL', name);
+      assert.is((err as ProtocolError).closeCode, CloseCode.Protocol, name);
+      assert.match((err as Error).message, /extension/, name);
+    }
+  }
+  // msgpackr's `undefined` (fixext 1, type 0) builds nothing and older SDKs wrote it for an absent token: accepted
+  const legacy = pack({
+    t: MsgType.Hello,
+    v: PROTOCOL_VERSION,
+    app: 'shop',
+    token: undefined,
+    instance: 'i',
+    sdk: '0.0.9',
+  });
+  assert.ok(legacy.includes(0xd4), 'the fixture carries the ext-0 token');
+  assert.is((decodeClientMessage(legacy) as { token?: string }).token, undefined);
+  // and this codec writes none
+  assert.not.ok(
+    encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: undefined, instance: 'i', sdk: 'x' }).includes(
+      0xd4,
+    ),
+  );
+  // a record definition (msgpackr's 0x72 extension) too
+  rejects(new Packr({ useRecords: true }).pack({ t: MsgType.Resync }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  // plain values of every width still pass: 64-bit ints, floats, str 8/16, nested maps
+  const plain = {
+    t: MsgType.Report,
+    keys: ['k'.repeat(300), 'x'.repeat(70_000).slice(0, 1024)],
+    counts: [0x7fffffff, 0],
+    extra: { a: [1.5, null, true, 'y'.repeat(40)], big: 2 ** 40, neg: -(2 ** 40) },
+  };
+  assert.equal(decodeClientMessage(pack(plain)), { t: MsgType.Report, keys: plain.keys, counts: plain.counts });
 });
 
 test.run();

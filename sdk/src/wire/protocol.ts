@@ -5,16 +5,17 @@
  * imports, `Uint8Array` in and out) so that the dashboard bundles it for the browser.
  *
  * Frames are binary WebSocket messages, each one msgpack map decodable on its own (no shared
- * record structures), with a numeric `t` naming the message type. A connection opens with the
+ * record structures, no extension types: plain-msgpack.ts), with a numeric `t` naming the message type. A connection opens with the
  * client's Hello, carrying PROTOCOL_VERSION; the hub answers Welcome or Error + close.
  *
  *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync, Lease
  *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Grant, Error
  *   (the dashboard's /live messages: feed-protocol.ts)
  */
-import { Packr } from 'msgpackr';
+import { Packr, type Options } from 'msgpackr';
 import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
 import { parseRules, type Rule } from '../rules.ts';
+import { findExtension } from './plain-msgpack.ts';
 
 /** 2: leases (Lease, Grant) and fencing acks; a version-1 SDK would serve values no lease bounds */
 export const PROTOCOL_VERSION = 2;
@@ -84,6 +85,8 @@ export const CloseCode = {
   OverCapacity: 4009,
   /** the hub leaves the cluster (SIGTERM): reconnect elsewhere, its keys move */
   Leaving: 4010,
+  /** the hub keeps state for its most apps (open mode): retry later, with backoff; idle apps leave after a grace period */
+  AppLimit: 4011,
   /** the connection sent more than its budget allows (e.g. queued invalidations): reconnect with backoff, send less */
   RateLimited: 4012,
 } as const;
@@ -281,7 +284,17 @@ export type ServerMessage =
 export type Message = ClientMessage | ServerMessage;
 
 // useRecords: false keeps every frame self-describing (a fresh decoder reads any frame).
-const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true, int64AsType: 'number' });
+// skipValues: an absent optional field (`token: undefined`) is left out rather than written as
+// msgpackr's ext-0 `undefined`, so every frame this codec writes is plain msgpack.
+// (msgpackr documents skipValues; its typings lack it)
+const packerOptions = {
+  useRecords: false,
+  moreTypes: false,
+  mapsAsObjects: true,
+  int64AsType: 'number',
+  skipValues: [undefined],
+} as const;
+const packr = new Packr(packerOptions as Options);
 
 export function encode(message: Message): Uint8Array {
   return packr.pack(message);
@@ -306,6 +319,12 @@ export function decodeFrame(bytes: Uint8Array): Record<string, unknown> & { t: n
       CloseCode.FrameTooLarge,
     );
   }
+  // msgpackr would build Dates, Sets, typed arrays, BigInts … from ext tokens: refuse them unbuilt
+  const ext = findExtension(bytes);
+  if (ext >= 0)
+    protocolError(
+      `msgpack extension types are not part of the protocol (byte 0x${bytes[ext]!.toString(16)} at offset ${ext})`,
+    );
   let value: unknown;
   try {
     value = packr.unpack(bytes);
