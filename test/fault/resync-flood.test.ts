@@ -45,8 +45,11 @@ async function promotionMs(hk: HotKeyClient, key: string): Promise<number> {
 
 test('a flood of Resyncs costs a few Snapshots, not one each', async () => {
   const { client: attacker } = await RawClient.join(hub.url, 'shop');
+  // a second reporter: keys only one instance reports are promoted within its solo budget
+  const { client: second } = await RawClient.join(hub.url, 'shop');
   const keys = Array.from({ length: HOT_KEYS }, (_, i) => `item:flood-hot-${i}`);
-  attacker.send({ t: MsgType.Report, keys, counts: keys.map(() => 100_000) });
+  for (const reporter of [attacker, second])
+    reporter.send({ t: MsgType.Report, keys, counts: keys.map(() => 100_000) });
   const legit = new HotKeyClient({ app: 'shop', hubs: [hub.url] });
   clients.push(legit);
   await legit.ready({ signal: AbortSignal.timeout(5000) });
