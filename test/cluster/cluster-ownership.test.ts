@@ -160,7 +160,7 @@ test('rules written straight into Redis apply everywhere; garbage there is ignor
     const hub = cluster.hub(id);
     await waitFor(
       `${id} to log the rejected rules`,
-      () => /rejected rules of app "shop".*rules\[0\]\.threshold/.test(hub.stderr + hub.stdout),
+      () => /rejected rules of app \\?"shop\\?".*rules\[0\]\.threshold/.test(hub.stderr + hub.stdout),
       2000,
     );
   }
