@@ -50,7 +50,9 @@ test.before(async () => {
     ['load-1', 'load-2'].map(async (instance) => {
       const ws = new WebSocket(hub.url);
       await once(ws, 'open', { signal: AbortSignal.timeout(5000) });
-      ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'big', instance, sdk: 'raw-test', host: 'load-host' }));
+      ws.send(
+        encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'big', instance, sdk: 'raw-test', host: 'load-host' }),
+      );
       await once(ws, 'message', { signal: AbortSignal.timeout(5000) });
       return ws;
     }),
