@@ -57,7 +57,8 @@ function has(cmd) {
 function ensureSystemPackages() {
   const needRedis = groups.some((g) => g !== 'unit') && !has('redis-server');
   const needChromium = groups.includes('browser') && !existsSync('/usr/bin/chromium');
-  const missing = [needRedis && 'redis-server', needChromium && 'chromium'].filter(Boolean);
+  const needOpenssl = groups.some((g) => g !== 'unit') && !has('openssl'); // TLS tests make certificates with it
+  const missing = [needRedis && 'redis-server', needChromium && 'chromium', needOpenssl && 'openssl'].filter(Boolean);
   if (!missing.length) return;
   if (process.getuid?.() === 0 && has('apt-get')) {
     console.log(`# installing ${missing.join(' ')} with apt-get`);
@@ -71,7 +72,7 @@ function ensureSystemPackages() {
     );
   }
   for (const m of missing) {
-    if (m === 'redis-server' ? !has('redis-server') : !existsSync('/usr/bin/chromium')) {
+    if (m === 'chromium' ? !existsSync('/usr/bin/chromium') : !has(m)) {
       console.error(`# ${m} is required by the integration tests and is not installed: apt-get install -y ${m}`);
     }
   }
