@@ -21,6 +21,9 @@ function countInstructions(op: string, n: number): Promise<number> {
         '--tool=callgrind',
         '--callgrind-out-file=/dev/null',
         process.execPath,
+        // V8 compiles on the main thread: when optimised code arrives no longer depends on how
+        // callgrind schedules compiler threads
+        '--single-threaded',
         ...process.execArgv,
         WORKER,
         op,
