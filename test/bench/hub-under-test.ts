@@ -2,6 +2,7 @@
  * The one place the benchmarks start the real hub, so that a change in `startHub`'s options is
  * fixed here once. Open mode is avoided: the app `bench` is configured with one catch-all rule.
  */
+import { RULE_DEFAULTS } from '@hotkey/sdk/rules';
 import { startHub } from '@hotkey/hub';
 
 export interface HubUnderTestOptions {
@@ -21,14 +22,9 @@ export async function startHubUnderTest(
         bench: {
           rules: [
             {
+              ...RULE_DEFAULTS,
               match: '*',
               threshold: opts.threshold ?? 1000,
-              windowMs: 1000,
-              hotMs: 30_000,
-              cacheTtlMs: 5000,
-              cache: true,
-              demoteRatio: 0.5,
-              demoteWindows: 3,
             },
           ],
         },

@@ -16,6 +16,7 @@
  * hub CPU per record, which tells whether a hub in a cluster costs more per record than alone.
  * On any machine the busiest hub bounds the ratio at 1 / its share of the records.
  */
+import { RULE_DEFAULTS } from '@hotkey/sdk/rules';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -185,14 +186,9 @@ benchMain(async ({ quick }) => {
   try {
     const configPath = join(dir, 'config.json');
     const rule = {
+      ...RULE_DEFAULTS,
       match: '*',
       threshold: THRESHOLD,
-      windowMs: 1000,
-      hotMs: 30_000,
-      cacheTtlMs: 5000,
-      cache: true,
-      demoteRatio: 0.5,
-      demoteWindows: 3,
     };
     await writeFile(configPath, JSON.stringify({ apps: { bench: { rules: [rule] } } }));
     const one = await within('1 hub', measure(['solo'], configPath, durationMs), durationMs + 90_000);

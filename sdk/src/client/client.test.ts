@@ -1,3 +1,4 @@
+import { RULE_DEFAULTS } from '../rules.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HotKeyClient, type ClientOptions, type ClientStatus } from './client.ts';
@@ -24,14 +25,9 @@ async function setup(
     id: 'hub-a',
     rules: [
       {
+        ...RULE_DEFAULTS,
         match: '*',
         threshold: 100,
-        windowMs: 1000,
-        hotMs: 30_000,
-        cacheTtlMs: 5000,
-        cache: true,
-        demoteRatio: 0.5,
-        demoteWindows: 3,
       },
     ],
     local: [10],
@@ -473,14 +469,9 @@ test('cluster: connects to members, one report per hub with the keys it owns', a
     local: [1],
     rules: [
       {
+        ...RULE_DEFAULTS,
         match: '*',
         threshold: 5,
-        windowMs: 1000,
-        hotMs: 30_000,
-        cacheTtlMs: 5000,
-        cache: true,
-        demoteRatio: 0.5,
-        demoteWindows: 3,
       },
     ],
   }).listen();
@@ -532,14 +523,9 @@ test('a hub that comes back under a new URL is reached there, whether met as a m
   for (const xIsSeed of [false, true]) {
     const rules = [
       {
+        ...RULE_DEFAULTS,
         match: '*',
         threshold: 100,
-        windowMs: 1000,
-        hotMs: 30_000,
-        cacheTtlMs: 5000,
-        cache: true,
-        demoteRatio: 0.5,
-        demoteWindows: 3,
       },
     ];
     const x1 = await new ProtocolPeer({ id: 'hub-x', rules }).listen();
