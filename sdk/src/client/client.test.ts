@@ -299,7 +299,11 @@ test('hot entries expire at hotMs on the injected clock', async () => {
 });
 
 test('cached values end at cacheTtlMs; a value the LRU evicted is loaded again', async () => {
-  const s = await setup({ maxEntries: 2 });
+  // no refresh-ahead, no stale-if-error: the plain lifetime (loads.test.ts covers the others)
+  const s = await setup(
+    { maxEntries: 2 },
+    { rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, refreshAheadRatio: 1, staleIfErrorMs: 0 }] },
+  );
   for (const [seq, key] of ['a', 'b', 'c'].entries())
     s.sock.send({ t: MsgType.Promote, seq: seq + 1, key, ...P, cacheTtlMs: 500 });
   s.sock.send({ t: MsgType.Promote, seq: 4, key: 'probe-499', ...P, hotMs: 499 });

@@ -10,11 +10,11 @@ import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { HotSet, type HotState } from '../cache/hot-set.ts';
-import { LocalCache, MISS } from '../cache/local-cache.ts';
+import { LocalCache } from '../cache/local-cache.ts';
 import { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
-import { localThreshold, RuleSet, type Rule } from '../rules.ts';
+import { LOAD_DEFAULTS, localThreshold, RuleSet, type Rule } from '../rules.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import {
   MAX_KEY_LENGTH,
@@ -28,6 +28,7 @@ import {
 } from '../wire/protocol.ts';
 import { PendingInvalidations } from './invalidations.ts';
 import { applyGrant, askLease, LEASE_MARGIN_MS } from './leases.ts';
+import { HotLoads, type LoadPolicy } from './loads.ts';
 import { HUB_URL, HubLinks, type HubLink } from './links.ts';
 import { Reporter } from './reporter.ts';
 import { applySnapshot, inSequence } from './resync.ts';
@@ -90,6 +91,20 @@ export interface ClientStats {
   /** get() calls that joined a load already in flight */
   coalesced: number;
   loadErrors: number;
+  /** background reloads of hot values ahead of their expiry (refresh-ahead) */
+  refreshes: number;
+  /** refreshes put off because maxLoadsInFlight loads were running */
+  refreshesSkipped: number;
+  /** get() answered with a value past its cacheTtlMs because its reload failed (stale-if-error) */
+  staleServed: number;
+  /** hot-key loads that did not settle within loadTimeoutMs */
+  loadTimeouts: number;
+  /** hot-key loads running / waiting for a slot now, and refused by a full queue (HK_ERR_LOAD_LIMIT) */
+  loadsInFlight: number;
+  loadsQueued: number;
+  loadsRejected: number;
+  /** hot-key loads that resolved to `undefined`: returned, never cached */
+  undefinedLoads: number;
   /** Report frames sent / keys in them / reports dropped because the socket was backed up */
   reports: number;
   reportedKeys: number;
@@ -111,10 +126,6 @@ export interface ClientStats {
   instances: number;
 }
 
-interface Flight {
-  promise: Promise<unknown>;
-}
-
 export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly app: string;
   readonly instanceId: string;
@@ -124,7 +135,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #window: AccessWindow;
   readonly #cache: LocalCache;
   readonly #hot: HotSet;
-  readonly #flights = new Map<string, Flight>();
+  readonly #loads: HotLoads;
   readonly #links: HubLinks;
   readonly #reporter: Reporter;
   readonly #invalidations: PendingInvalidations;
@@ -159,8 +170,6 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   #hits = 0;
   #misses = 0;
   #unleased = 0;
-  #loads = 0;
-  #coalesced = 0;
   #loadErrors = 0;
   #invalidationCount = 0;
   #resyncs = 0;
@@ -195,6 +204,19 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     });
     this.#cache = new LocalCache({ maxEntries: opts.maxEntries });
     this.#hot = new HotSet({ maxKeys: opts.maxHotKeys });
+    this.#loads = new HotLoads({
+      cache: this.#cache,
+      hot: this.#hot,
+      maxInFlight: opts.maxLoadsInFlight,
+      maxQueued: opts.maxLoadsQueued,
+      timeoutMs: opts.loadTimeoutMs,
+      jitter: Math.random(),
+      policy: (key) => this.#loadPolicy(key),
+      readClock: () => (this.#clock = this.#now()),
+      callLoader: (key, loader) => this.#callLoader(key, loader),
+      closed: () => this.#closed,
+      onStale: (key, error) => this.#status({ type: 'stale-value', key, error }),
+    });
     this.#invalidations = new PendingInvalidations({
       timeoutMs: opts.invalidateTimeoutMs,
       maxPending: opts.maxPendingInvalidations,
@@ -323,40 +345,16 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       if (hot.until > clock && hot.cache) this.#unleased++;
       return this.#callLoader(key, loader);
     }
-    const cached = this.#cache.get(key, clock); // drops (and counts) an expired value
-    if (cached !== MISS) {
-      this.#hits++;
-      return Promise.resolve(cached as T);
-    }
-    const flight = this.#flights.get(key);
-    if (flight !== undefined) {
-      this.#coalesced++;
-      return flight.promise as Promise<T>;
-    }
-    this.#loads++;
-    const generation = hot.generation;
-    const promise = this.#callLoader(key, loader).then((value) => {
-      // Cache only if nothing made the value untrustworthy while it loaded.
-      const now = this.#hot.get(key);
-      if (
-        !this.#closed &&
-        now !== undefined &&
-        now.generation === generation &&
-        now.cache &&
-        now.cacheTtlMs > 0 &&
-        this.#flights.get(key) === entry
-      ) {
-        this.#cache.set(key, value, this.#clock + now.cacheTtlMs, now);
-      }
-      return value;
-    });
-    const entry: Flight = { promise };
-    this.#flights.set(key, entry);
-    const done = () => {
-      if (this.#flights.get(key) === entry) this.#flights.delete(key);
+    return this.#loads.get(key, loader, hot, clock);
+  }
+
+  /** The key's rule's load fields (refresh-ahead, stale-if-error), defaults filled in. */
+  #loadPolicy(key: string): LoadPolicy {
+    const rule = this.#rules.ruleFor(key);
+    return {
+      refreshAheadRatio: rule?.refreshAheadRatio ?? LOAD_DEFAULTS.refreshAheadRatio,
+      staleIfErrorMs: rule?.staleIfErrorMs ?? LOAD_DEFAULTS.staleIfErrorMs,
     };
-    promise.then(done, done);
-    return promise;
   }
 
   /** Counts an access without loading anything. */
@@ -433,7 +431,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (this.#closed) return 0;
     if (typeof target === 'string') {
       checkKey(target);
-      const held = this.#cache.has(target) || this.#flights.has(target);
+      const held = this.#cache.has(target) || this.#loads.has(target);
       this.#dropValue(target);
       return held ? 1 : 0;
     }
@@ -454,13 +452,22 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   stats(): ClientStats {
     const w = this.#window.stats();
+    const l = this.#loads;
     return {
-      hits: this.#hits,
+      hits: this.#hits + l.hits,
       misses: this.#misses,
       unleased: this.#unleased,
-      loads: this.#loads,
-      coalesced: this.#coalesced,
+      loads: l.loads,
+      coalesced: l.coalesced,
       loadErrors: this.#loadErrors,
+      refreshes: l.refreshes,
+      refreshesSkipped: l.refreshesSkipped,
+      staleServed: l.staleServed,
+      loadTimeouts: l.timeouts,
+      loadsInFlight: l.inFlight,
+      loadsQueued: l.queued,
+      loadsRejected: l.rejected,
+      undefinedLoads: l.undefinedValues,
       reports: this.#reporter.reports,
       reportedKeys: this.#reporter.reportedKeys,
       reportsDropped: this.#reporter.reportsDropped,
@@ -503,7 +510,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#invalidations.closeAll();
     this.#hot.clear();
     this.#cache.clear();
-    this.#flights.clear();
+    this.#loads.clear();
     if (!this.#readySettled) {
       this.#readySettled = true;
       this.#rejectReady(new HotKeyError(ErrorCode.Closed, 'client closed before a hub welcomed it'));
@@ -529,19 +536,19 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   #dropValue(key: string): void {
     this.#cache.delete(key);
     this.#hot.invalidate(key);
-    this.#flights.delete(key);
+    this.#loads.drop(key);
   }
 
   /** Every cached value and every load in flight goes; hot keys stay hot and reload. */
   #dropAll(): void {
     for (const key of [...this.#hot.keys()]) this.#hot.invalidate(key);
     this.#cache.clear();
-    this.#flights.clear();
+    this.#loads.clear();
   }
 
   #forget(key: string): void {
     this.#cache.delete(key);
-    this.#flights.delete(key);
+    this.#loads.drop(key);
   }
 
   /** The flush-interval timer: coarse clock, window slices, hot-key expiry, then the reports. */
@@ -608,7 +615,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#clock = this.#now();
     // Loads in flight may have missed an invalidation: they must not fill. Values cached already
     // stay servable under the old link's lease, which the hub waits out before any ack.
-    for (const key of this.#hot.invalidateHub(hub)) this.#flights.delete(key);
+    for (const key of this.#hot.invalidateHub(hub)) this.#loads.drop(key);
     const stale = this.#hot.markStale(hub, this.#clock, this.#opts.maxStaleMs);
     if (stale > 0) this.#status({ type: 'stale', hub, keys: stale });
     // Invalidations that hub will never ack go to the key's new owner, or fail now.
@@ -772,6 +779,12 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         break;
       case 'stale':
         log.warn({ evt: 'stale', hub: status.hub, keys: status.keys }, 'hot keys of a lost hub served stale');
+        break;
+      case 'stale-value':
+        log.warn(
+          { evt: 'stale-value', key: status.key, err: status.error.message },
+          'reload failed: serving the last value',
+        );
         break;
       case 'resync':
         log.info({ evt: 'resync', hub: status.hub, reason: status.reason }, 'resynchronising the hot set');
