@@ -4,6 +4,8 @@
  * DEFAULT_REDIS_OPTIONS is the model.
  */
 
+import { MAX_VALUE_BYTES } from './wire/protocol.ts';
+
 /**
  * TLS for `wss://` hubs, handed to ws (and so to node:tls): trust a private CA, present a client
  * certificate. Without it the system's CAs verify the hub.
@@ -97,6 +99,13 @@ export interface ClientOptions {
    * on and still fills the cache if it succeeds); without such a value they keep waiting @default 1000
    */
   loadTimeoutMs?: number;
+  /** value push (`share: true` rules): values larger than this once serialised are not pushed; every instance loads them itself @default 65536 */
+  maxPushBytes?: number;
+  /**
+   * value push: after a shared key's promotion, readers with no value wait this long for the value
+   * another instance loads and the hub broadcasts, then load it themselves @default 1000
+   */
+  pushWaitMs?: number;
   /** TLS options for `wss://` hubs (CA, client certificate) @default undefined: the system CAs */
   tls?: ClientTlsOptions;
   /** pino-compatible logger for connects, disconnects and refusals @default silent */
@@ -131,6 +140,8 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
   maxLoadsInFlight: 64,
   maxLoadsQueued: 1024,
   loadTimeoutMs: 1000,
+  maxPushBytes: 65_536,
+  pushWaitMs: 1000,
   welcomeTimeoutMs: 5000,
 });
 
@@ -217,6 +228,8 @@ export function resolveClientOptions(
     maxLoadsInFlight: posInt(options.maxLoadsInFlight, d.maxLoadsInFlight, 'maxLoadsInFlight'),
     maxLoadsQueued: nonNegInt(options.maxLoadsQueued, d.maxLoadsQueued, 'maxLoadsQueued'),
     loadTimeoutMs: posInt(options.loadTimeoutMs, d.loadTimeoutMs, 'loadTimeoutMs'),
+    maxPushBytes: Math.min(MAX_VALUE_BYTES, posInt(options.maxPushBytes, d.maxPushBytes, 'maxPushBytes')),
+    pushWaitMs: nonNegInt(options.pushWaitMs, d.pushWaitMs, 'pushWaitMs'),
   };
   if (resolved.reconnectMaxMs < resolved.reconnectMinMs)
     throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');

@@ -62,6 +62,12 @@ export interface Rule {
    * last value is served this long past its `cacheTtlMs`; 0 turns stale-if-error off @default 3000 (LOAD_DEFAULTS)
    */
   staleIfErrorMs?: number;
+  /**
+   * Value push: at promotion the owner hub asks one SDK instance to load the value and broadcasts
+   * it (versioned) to the others, which inject it without calling their loader; refreshes go the
+   * same way. Values the SDK cannot push (type, maxPushBytes) are loaded per instance @default false
+   */
+  share?: boolean;
 }
 
 export type RuleMode = 'fixed' | 'baseline' | 'topk';
@@ -117,6 +123,7 @@ const KNOWN_FIELDS = new Set([
   'hotUntil',
   'refreshAheadRatio',
   'staleIfErrorMs',
+  'share',
 ]);
 /** fields each mode reads; any other mode's field is an error (it would be silently ignored) */
 const MODE_FIELDS: Record<RuleMode, readonly string[]> = {
@@ -192,6 +199,10 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
     if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_STALE_IF_ERROR_MS)
       fail(`${field}.staleIfErrorMs`, `must be an integer between 0 and ${MAX_STALE_IF_ERROR_MS}`);
     rule.staleIfErrorMs = ms;
+  }
+  if (raw.share !== undefined) {
+    if (typeof raw.share !== 'boolean') fail(`${field}.share`, 'must be a boolean');
+    if (raw.share) rule.share = true;
   }
   if (raw.hotFrom !== undefined || raw.hotUntil !== undefined) {
     if (raw.hotFrom === undefined) fail(`${field}.hotFrom`, 'is required with hotUntil');

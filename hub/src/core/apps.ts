@@ -14,6 +14,7 @@ import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import { InvalidationTracker } from './invalidations.ts';
+import { SharedValues } from './shared-values.ts';
 import type { Peer } from './peer.ts';
 import { SessionState, type Session } from './session.ts';
 import type { HubTunables } from './tunables.ts';
@@ -43,6 +44,8 @@ export interface AppState {
   lastConfigAt: number;
   /** when its last session left (or it was created): idle apps are dropped after `appIdleMs` */
   idleSince: number;
+  /** value push for its shared keys (shared-values.ts) */
+  shares: SharedValues;
 }
 
 /** A hot key as the API and status show it. */
@@ -251,6 +254,12 @@ export class Apps {
       configTimer: undefined,
       lastConfigAt: 0,
       idleSince: createdAt,
+      shares: new SharedValues({
+        broadcaster,
+        sessions: () => app.sessions,
+        metrics: this.#opts.metrics,
+        fillTimeoutMs: tunables.pushFillTimeoutMs,
+      }),
     };
     this.#byName.set(name, app);
     this.#shareKeys();

@@ -17,6 +17,7 @@ import {
   type Hello,
   type InvalidateRequest,
   type Member,
+  type Push,
   type Report,
 } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
@@ -262,10 +263,15 @@ export class HubCore implements SessionHost {
     if (app !== undefined) this.#invalidations.lease(app, session, id);
   }
 
+  push(session: Session, push: Push): void {
+    this.#apps.get(session.app)?.shares.push(session, push, this.#now());
+  }
+
   closed(session: Session): void {
     this.#awaitingHello.delete(session);
     this.invalidationBudget.closed(session);
     this.#apps.leave(session);
+    this.#apps.get(session.app)?.shares.left(session, this.#now());
   }
 
   faulted(session: Session, err: unknown): void {
@@ -378,6 +384,7 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => {
         app.aggregator.tick(now);
+        app.shares.tick(now);
         if (app.aggregator.transitionDue(now)) this.#apps.scheduleConfig(app); // a pre-declared window opened or closed
         this.#apps.settle(app); // leases lapse with time: fencing needs no message
         // an app nobody is connected to frees its place and its keys after a grace period (open
@@ -479,6 +486,7 @@ export class HubCore implements SessionHost {
       at,
     });
     const fanoutMs = performance.now() - started;
+    app.shares.promoted(key, rule, at); // after the Promote: the SDK asked knows the key is hot
     this.metrics.promotions++;
     this.metrics.promoted(app.name, fanoutMs, latencyMs);
     this.#logger.info(
@@ -504,6 +512,7 @@ export class HubCore implements SessionHost {
 
   #onDemote(app: AppState, key: string, qps: number, reason: DemoteReason): void {
     app.broadcaster.broadcast({ t: MsgType.Demote, key });
+    app.shares.demoted(key);
     this.metrics.demotions++;
     this.#logger.info({ evt: 'demote', app: app.name, key, qps, reason }, 'key demoted');
     this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });

@@ -33,6 +33,10 @@ export class HubMetrics {
   protocolErrors = 0;
   connectionsAccepted = 0;
   httpRequests = 0;
+  /** value push: Fills sent, Pushes accepted and broadcast, Pushes discarded (stale version, not asked, key not shared) */
+  fills = 0;
+  pushesAccepted = 0;
+  pushesDiscarded = 0;
 
   promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void {
     this.observer.promoted(app, fanoutMs, detectionMs);

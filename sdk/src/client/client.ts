@@ -28,7 +28,8 @@ import {
 } from '../wire/protocol.ts';
 import { PendingInvalidations } from './invalidations.ts';
 import { applyGrant, askLease, LEASE_MARGIN_MS } from './leases.ts';
-import { HotLoads, type LoadPolicy } from './loads.ts';
+import { HotLoads, REFRESH_JITTER, type LoadPolicy } from './loads.ts';
+import { ValuePush, type PushCounters } from './push.ts';
 import { HUB_URL, HubLinks, type HubLink } from './links.ts';
 import { Reporter } from './reporter.ts';
 import { applySnapshot, inSequence } from './resync.ts';
@@ -105,6 +106,8 @@ export interface ClientStats {
   loadsRejected: number;
   /** hot-key loads that resolved to `undefined`: returned, never cached */
   undefinedLoads: number;
+  /** value push (`share: true` rules), see push.ts */
+  push: PushCounters;
   /** Report frames sent / keys in them / reports dropped because the socket was backed up */
   reports: number;
   reportedKeys: number;
@@ -136,6 +139,9 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #cache: LocalCache;
   readonly #hot: HotSet;
   readonly #loads: HotLoads;
+  readonly #push: ValuePush;
+  /** this instance's share of REFRESH_JITTER, in [0, 1) */
+  readonly #jitter = Math.random();
   readonly #links: HubLinks;
   readonly #reporter: Reporter;
   readonly #invalidations: PendingInvalidations;
@@ -210,12 +216,31 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       maxInFlight: opts.maxLoadsInFlight,
       maxQueued: opts.maxLoadsQueued,
       timeoutMs: opts.loadTimeoutMs,
-      jitter: Math.random(),
+      jitter: this.#jitter,
       policy: (key) => this.#loadPolicy(key),
       readClock: () => (this.#clock = this.#now()),
       callLoader: (key, loader) => this.#callLoader(key, loader),
       closed: () => this.#closed,
       onStale: (key, error) => this.#status({ type: 'stale-value', key, error }),
+      awaitPush: (key) => this.#push.awaitPush(key),
+      onFilled: (key, value, hot) => this.#push.filled(key, value, this.#links.get(hot.hub)),
+    });
+    this.#push = new ValuePush({
+      hot: this.#hot,
+      cache: this.#cache,
+      maxPushBytes: opts.maxPushBytes,
+      pushWaitMs: opts.pushWaitMs,
+      shared: (key) => this.#rules.ruleFor(key)?.share === true,
+      lifetime: (key, hot) => {
+        const { refreshAheadRatio, staleIfErrorMs } = this.#loadPolicy(key);
+        return {
+          refreshMs:
+            hot.cacheTtlMs * refreshAheadRatio * (refreshAheadRatio < 1 ? 1 - REFRESH_JITTER * this.#jitter : 1),
+          keepMs: staleIfErrorMs,
+        };
+      },
+      readClock: () => (this.#clock = this.#now()),
+      loadNow: (key, loader, hot) => this.#loads.loadNow(key, loader, hot),
     });
     this.#invalidations = new PendingInvalidations({
       timeoutMs: opts.invalidateTimeoutMs,
@@ -345,14 +370,20 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       if (hot.until > clock && hot.cache) this.#unleased++;
       return this.#callLoader(key, loader);
     }
+    this.#push.remember(key, loader);
     return this.#loads.get(key, loader, hot, clock);
   }
 
-  /** The key's rule's load fields (refresh-ahead, stale-if-error), defaults filled in. */
+  /**
+   * The key's rule's load fields (refresh-ahead, stale-if-error), defaults filled in. A shared
+   * key's own refresh point sits halfway between the rule's and expiry: the hub asks one instance
+   * to refresh at the rule's point and pushes the value, so the others reload only if it is late.
+   */
   #loadPolicy(key: string): LoadPolicy {
     const rule = this.#rules.ruleFor(key);
+    const ratio = rule?.refreshAheadRatio ?? LOAD_DEFAULTS.refreshAheadRatio;
     return {
-      refreshAheadRatio: rule?.refreshAheadRatio ?? LOAD_DEFAULTS.refreshAheadRatio,
+      refreshAheadRatio: rule?.share === true && ratio < 1 ? ratio + (1 - ratio) / 2 : ratio,
       staleIfErrorMs: rule?.staleIfErrorMs ?? LOAD_DEFAULTS.staleIfErrorMs,
     };
   }
@@ -468,6 +499,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       loadsQueued: l.queued,
       loadsRejected: l.rejected,
       undefinedLoads: l.undefinedValues,
+      push: { ...this.#push.counters },
       reports: this.#reporter.reports,
       reportedKeys: this.#reporter.reportedKeys,
       reportsDropped: this.#reporter.reportsDropped,
@@ -511,6 +543,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#hot.clear();
     this.#cache.clear();
     this.#loads.clear();
+    this.#push.clear();
     if (!this.#readySettled) {
       this.#readySettled = true;
       this.#rejectReady(new HotKeyError(ErrorCode.Closed, 'client closed before a hub welcomed it'));
@@ -537,11 +570,15 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#cache.delete(key);
     this.#hot.invalidate(key);
     this.#loads.drop(key);
+    this.#push.dropped(key, this.#clock);
   }
 
   /** Every cached value and every load in flight goes; hot keys stay hot and reload. */
   #dropAll(): void {
-    for (const key of [...this.#hot.keys()]) this.#hot.invalidate(key);
+    for (const key of [...this.#hot.keys()]) {
+      this.#hot.invalidate(key);
+      this.#push.dropped(key, this.#clock);
+    }
     this.#cache.clear();
     this.#loads.clear();
   }
@@ -549,6 +586,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   #forget(key: string): void {
     this.#cache.delete(key);
     this.#loads.drop(key);
+    this.#push.forget(key);
   }
 
   /** The flush-interval timer: coarse clock, window slices, hot-key expiry, then the reports. */
@@ -657,6 +695,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           this.emit('demote', evicted, { hub, reason: 'evicted' });
         }
         if (!state.cache) this.#forget(message.key);
+        else if (added || reset === true) this.#push.promoted(message.key, this.#clock);
         this.#window.calm(message.key); // hot already: its reports need not hurry any more
         if (added) this.emit('promote', message.key, { hub, ...promotion });
         return;
@@ -695,6 +734,12 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         return;
       case MsgType.Grant:
         applyGrant(link, message, LEASE_MARGIN_MS);
+        return;
+      case MsgType.Fill:
+        if (this.#hot.get(message.key)?.hub === hub) this.#push.fill(message);
+        return;
+      case MsgType.Value:
+        this.#push.value(link, message);
         return;
       case MsgType.Config:
         this.#applyConfig(message.rules, message.local, message.instances);

@@ -1,84 +1,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ProtocolPeer, type PeerSocket } from '../../../test/support/protocol-peer.ts';
+import { at, closeAll, deferred, settledNow, setup } from '../../../test/support/sdk-client.ts';
 import { waitFor } from '../../../test/support/wait.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
-import { RULE_DEFAULTS, type Rule } from '../rules.ts';
 import { MsgType } from '../wire/protocol.ts';
-import { HotKeyClient, type ClientOptions, type ClientStatus } from './client.ts';
+import type { ClientStatus } from './client.ts';
 
-/** cacheTtlMs 1000: refresh point 720..800 (ratio 0.8, jitter up to 10 %), stale until 1000 + staleIfErrorMs */
-const P = { qps: 5000, hotMs: 600_000, cacheTtlMs: 1000, cache: true, at: 0 };
-
-interface Setup {
-  hk: HotKeyClient;
-  sock: PeerSocket;
-  clock: { t: number };
-  statuses: ClientStatus[];
-  seq: number;
-}
-
-const open: { hk: HotKeyClient; peer: ProtocolPeer }[] = [];
-test.after.each(async () => {
-  for (const { hk, peer } of open.splice(0)) {
-    await hk.close();
-    await peer.close();
-  }
-});
-
-async function setup(opts: Partial<ClientOptions> = {}, rule: Partial<Rule> = {}, keys = ['k']): Promise<Setup> {
-  const peer = await new ProtocolPeer({
-    id: 'hub-a',
-    rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, ...rule }],
-    local: [10],
-  }).listen();
-  const clock = { t: 0 };
-  const socketP = peer.nextSocket();
-  const hk = new HotKeyClient({
-    app: 'shop',
-    hubs: [peer.url],
-    instanceId: 'i-1',
-    flushIntervalMs: 10,
-    now: () => clock.t,
-    ...opts,
-  });
-  open.push({ hk, peer });
-  const sock = await socketP;
-  await hk.ready({ signal: AbortSignal.timeout(3000) });
-  await waitFor('the first lease granted', () => sock.grants >= 1);
-  const statuses: ClientStatus[] = [];
-  void (async () => {
-    for await (const s of hk.status()) statuses.push(s);
-  })();
-  let seq = 0;
-  for (const key of keys) sock.send({ t: MsgType.Promote, seq: ++seq, key, ...P });
-  await waitFor('keys hot', () => keys.every((k) => hk.isHot(k)));
-  return { hk, sock, clock, statuses, seq };
-}
-
-/** Moves the injected clock; the client reads it on the next task's first get(). */
-async function at(s: Setup, t: number): Promise<void> {
-  s.clock.t = t;
-  await new Promise((r) => setImmediate(r));
-}
-
-function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
-  return { promise, resolve, reject };
-}
-
-/** Whether `p` is settled after the microtasks queued so far ran (a reader that did not wait). */
-async function settledNow<T>(p: Promise<T>): Promise<boolean> {
-  let done = false;
-  p.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  await new Promise((r) => setImmediate(r));
-  return done;
-}
+test.after.each(closeAll);
 
 test('refresh-ahead: one background reload past the refresh point; readers keep the current value meanwhile', async () => {
   const s = await setup();

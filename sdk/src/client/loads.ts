@@ -56,6 +56,10 @@ export interface HotLoadsOptions {
   closed: () => boolean;
   /** a key started serving its last value because a reload failed */
   onStale: (key: string, error: Error) => void;
+  /** value push (push.ts): a promise of the key's pushed value to wait for instead of loading, or undefined */
+  awaitPush: (key: string) => Promise<{ value: unknown } | undefined> | undefined;
+  /** a load filled the cache with `value` (push.ts answers a Fill with it) */
+  onFilled: (key: string, value: unknown, hot: HotState) => void;
 }
 
 interface Flight {
@@ -75,7 +79,7 @@ export class HotLoads {
 
   /** get() answered with a fresh value past the hit path (refresh due) */
   hits = 0;
-  /** loader calls for hot keys (first loads, reloads, refreshes) */
+  /** loader calls for hot keys (first loads, reloads, refreshes; not loads a pushed value answered) */
   loads = 0;
   coalesced = 0;
   /** background reloads started ahead of expiry */
@@ -116,6 +120,11 @@ export class HotLoads {
 
   clear(): void {
     this.#flights.clear();
+  }
+
+  /** Loads the key now unless a load is in flight (value push: the hub asked this instance). */
+  loadNow(key: string, loader: (key: string) => unknown, hot: HotState): void {
+    if (!this.#flights.has(key)) this.#start(key, loader, hot, this.#o.readClock());
   }
 
   /** A hot key, cached by rule under a current lease, that the hit path did not answer. */
@@ -208,16 +217,16 @@ export class HotLoads {
   }
 
   #start(key: string, loader: (key: string) => unknown, hot: HotState, clock: number): Flight {
-    this.loads++;
     const flight: Flight = {
       promise: undefined as unknown as Promise<unknown>,
       generation: hot.generation,
       startedAt: clock,
       bounded: undefined,
     };
-    flight.promise = this.#limited(key, loader).then(
-      (value) => {
-        this.#fill(key, value, flight);
+    // a shared key just promoted: its value may be on its way from the hub (push.ts), else load
+    flight.promise = this.#valueOf(key, loader, hot).then(
+      ({ value, pushed }) => {
+        if (!pushed) this.#fill(key, value, flight); // a pushed value is cached already
         return value;
       },
       (err: unknown) => {
@@ -234,6 +243,18 @@ export class HotLoads {
     };
     flight.promise.then(done, done);
     return flight;
+  }
+
+  /** The key's value: pushed (when a push is awaited and comes in time), else from the loader. */
+  async #valueOf(
+    key: string,
+    loader: (key: string) => unknown,
+    hot: HotState,
+  ): Promise<{ value: unknown; pushed: boolean }> {
+    const push = hot.promise === undefined ? this.#o.awaitPush(key) : undefined;
+    const got = push === undefined ? undefined : await push;
+    if (got !== undefined) return { value: got.value, pushed: true };
+    return { value: await this.#limited(key, loader), pushed: false };
   }
 
   /** Caches a loaded value if nothing made it untrustworthy while it loaded (consistency: see above). */
@@ -262,6 +283,7 @@ export class HotLoads {
     this.#o.cache.set(key, value, refreshAt, hot, freshUntil + staleIfErrorMs);
     hot.freshUntil = freshUntil;
     hot.retryAt = 0;
+    this.#o.onFilled(key, value, hot);
   }
 
   /** Runs the loader when a slot is free, else queues it (bounded), else fails with HK_ERR_LOAD_LIMIT. */
@@ -282,6 +304,7 @@ export class HotLoads {
   }
 
   #run(key: string, loader: (key: string) => unknown): Promise<unknown> {
+    this.loads++;
     this.#active++;
     const result = this.#o.callLoader(key, loader);
     const release = () => {
