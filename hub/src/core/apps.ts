@@ -259,6 +259,7 @@ export class Apps {
         sessions: () => app.sessions,
         metrics: this.#opts.metrics,
         fillTimeoutMs: tunables.pushFillTimeoutMs,
+        tickMs: tunables.tickMs,
       }),
     };
     this.#byName.set(name, app);

@@ -34,6 +34,7 @@ function setup(n = 3) {
     sessions: () => sessions,
     metrics,
     fillTimeoutMs: 500,
+    tickMs: 100,
     pick: () => next++ % sessions.length, // the first session, then the next one
   });
   const peer = (i: number) => sessions[i]!.peer as unknown as MemoryPeer;
@@ -53,9 +54,9 @@ test('promotion: one session asked; its push is broadcast with a higher version;
     assert.ok(values[0]!.ver > fills[0]!.ver);
     assert.equal([...values[0]!.value], [...VALUE]);
   }
-  shares.tick(809);
+  shares.tick(709);
   assert.is(metrics.fills, 1);
-  shares.tick(810); // 10 + 0.8 × 1000
+  shares.tick(710); // 10 + 0.8 × 1000 - a tick of 100
   assert.is(metrics.fills, 2, 'one refresh fill');
   assert.is(metrics.pushesAccepted, 1);
 });

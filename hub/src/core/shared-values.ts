@@ -13,7 +13,7 @@
  * forwarded, never kept. State exists only for hot shared keys (bounded by the app's hot set).
  *
  * Timing: a Fill not answered within `fillTimeoutMs` goes once to another session; the next Fill
- * for a refresh is due `refreshAheadRatio × cacheTtlMs` after the last accepted push, while the key
+ * for a refresh is due `refreshAheadRatio × cacheTtlMs` (less a tick) after the last accepted push, while the key
  * stays hot (SDKs refresh by themselves only later, as a fallback: client/push.ts).
  */
 import { encode, MsgType, type Push } from '@hotkey/sdk/protocol';
@@ -44,6 +44,8 @@ export interface SharedValuesOptions {
   sessions: () => Iterable<Session>;
   metrics: HubMetrics;
   fillTimeoutMs: number;
+  /** the hub's tick: a refresh is scheduled a tick early, so the tick that sends it is never late */
+  tickMs: number;
   /** picks an index in [0, n): a random one by default */
   pick?: (n: number) => number;
 }
@@ -104,7 +106,7 @@ export class SharedValues {
     state.ver = ++this.#ver;
     state.filler = undefined;
     state.round = 0;
-    state.refreshAt = now + state.cacheTtlMs * state.refreshAheadRatio;
+    state.refreshAt = now + state.cacheTtlMs * state.refreshAheadRatio - this.#o.tickMs;
     this.#o.metrics.pushesAccepted++;
     this.#o.broadcaster.sendAll({ t: MsgType.Value, key: push.key, ver: state.ver, value: push.value });
   }

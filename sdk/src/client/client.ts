@@ -376,14 +376,15 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   /**
    * The key's rule's load fields (refresh-ahead, stale-if-error), defaults filled in. A shared
-   * key's own refresh point sits halfway between the rule's and expiry: the hub asks one instance
-   * to refresh at the rule's point and pushes the value, so the others reload only if it is late.
+   * key's own refresh point sits 90 % of the way from the rule's to expiry (less the jitter: for
+   * 0.8, at 0.88 to 0.98 of cacheTtlMs): the hub asks one instance to refresh at the rule's point
+   * and pushes the value, so the others reload only if it is late.
    */
   #loadPolicy(key: string): LoadPolicy {
     const rule = this.#rules.ruleFor(key);
     const ratio = rule?.refreshAheadRatio ?? LOAD_DEFAULTS.refreshAheadRatio;
     return {
-      refreshAheadRatio: rule?.share === true && ratio < 1 ? ratio + (1 - ratio) / 2 : ratio,
+      refreshAheadRatio: rule?.share === true && ratio < 1 ? ratio + (1 - ratio) * 0.9 : ratio,
       staleIfErrorMs: rule?.staleIfErrorMs ?? LOAD_DEFAULTS.staleIfErrorMs,
     };
   }

@@ -46,7 +46,7 @@ test('Fill: the instance asked loads once and pushes under the ticket; a refresh
   assert.is(push.key, 'k');
   assert.is(push.ver, 7);
   assert.is(unpackValue(push.value), 'v1');
-  await at(s, 850); // past this instance's own refresh point? no: a shared key's is 0.9 × TTL less jitter
+  await at(s, 850); // before this instance's own refresh point (a shared key's is 0.88..0.98 × TTL): the Fill loads
   s.sock.send({ t: MsgType.Fill, key: 'k', ver: 9 });
   const refresh = await s.sock.next(MsgType.Push);
   assert.is(refresh.ver, 9);

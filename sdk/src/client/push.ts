@@ -5,8 +5,8 @@
  * version; the hub broadcasts it as a Value and every instance injects it without calling its
  * loader. Readers of a shared key with no value wait up to `pushWaitMs` after its promotion for
  * the Value, then load by themselves. Refreshes: the hub asks one instance again at
- * refreshAheadRatio × cacheTtlMs; the others' own refresh point moves halfway to expiry, so the
- * pushed value normally arrives first and they only reload if it does not.
+ * refreshAheadRatio × cacheTtlMs; the others' own refresh point moves close to expiry (client.ts
+ * #loadPolicy), so the pushed value normally arrives first and they only reload if it does not.
  *
  * What an instance injects: a Value from the hub that vouches for the key (the key's hot entry
  * came from that link, under its lease), with a version above the last one it took for the key
