@@ -43,6 +43,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'scaleout', file: here('./scaleout.bench.ts'), timeoutMs: 180_000 },
   { name: 'tracking', file: here('./tracking.bench.ts'), timeoutMs: 120_000 },
   { name: 'waits', file: here('./reader-waits.bench.ts'), timeoutMs: 120_000 },
+  { name: 'push', file: here('./push-loads.bench.ts'), timeoutMs: 180_000 },
 ];
 
 const { values } = parseArgs({
