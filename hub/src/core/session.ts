@@ -36,6 +36,8 @@ export interface SessionHost {
   resync(session: Session): void;
   /** the SDK asks for a lease (answered with a Grant, or not at all while it lags behind an invalidation) */
   lease(session: Session, id: number): void;
+  /** counts Resyncs coalesced away */
+  readonly metrics: { resyncsCoalesced: number };
   /** `minResyncIntervalMs`: Resyncs closer together than this are coalesced */
   readonly tunables: { readonly minResyncIntervalMs: number };
   /** the session ended (idempotent) */
@@ -209,6 +211,7 @@ export class Session implements Waiter, IntakeFlow {
       return;
     }
     this.resyncs.coalesced++;
+    this.#host.metrics.resyncsCoalesced++;
     if (this.#resyncTimer !== undefined) return;
     this.#resyncTimer = setTimeout(() => {
       this.#resyncTimer = undefined;
