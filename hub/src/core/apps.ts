@@ -14,6 +14,7 @@ import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import { InvalidationTracker } from './invalidations.ts';
+import { Savings } from './savings.ts';
 import { SharedValues } from './shared-values.ts';
 import type { Peer } from './peer.ts';
 import { SessionState, type Session } from './session.ts';
@@ -46,6 +47,8 @@ export interface AppState {
   idleSince: number;
   /** value push for its shared keys (shared-values.ts) */
   shares: SharedValues;
+  /** local hits and loader calls of its hot keys, from the SDKs' reports (savings.ts) */
+  savings: Savings;
 }
 
 /** A hot key as the API and status show it. */
@@ -62,6 +65,10 @@ export interface HotKeyRow {
   hub: string;
   /** ms the promotion lives without renewal (0 when another hub's status reported the row) */
   ttlMs: number;
+  /** share of its reads the SDKs answered from their local caches, 0–100 (last second; absent: not reported) */
+  localPct?: number;
+  /** loader calls per second for it across the SDKs (reads that reached the store) */
+  loadsPerSec?: number;
 }
 
 /** One SDK connection, on this hub or (from its status) another. */
@@ -85,6 +92,8 @@ export interface AppSummary {
   hotCount: number;
   /** the app's last broadcast seq */
   seq: number;
+  /** reads of hot keys answered from the SDKs' local caches per second (last second) */
+  readsSparedPerSec: number;
 }
 
 export interface AppsOptions {
@@ -161,6 +170,7 @@ export class Apps {
       keysTracked: stats.keys,
       hotCount: stats.hot,
       seq: app.broadcaster.seq,
+      readsSparedPerSec: app.savings.sparedPerSec,
     };
   }
 
@@ -170,7 +180,7 @@ export class Apps {
     for (const app of this.#byName.values()) {
       if (appName !== undefined && app.name !== appName) continue;
       for (const v of app.aggregator.hot(now)) {
-        rows.push({
+        const row: HotKeyRow = {
           app: app.name,
           key: v.key,
           qps: v.qps,
@@ -179,7 +189,13 @@ export class Apps {
           instances: v.instances,
           hub,
           ttlMs: v.ttlMs,
-        });
+        };
+        const saved = app.savings.of(v.key);
+        if (saved !== undefined) {
+          row.localPct = saved.localPct;
+          row.loadsPerSec = saved.loadsPerSec;
+        }
+        rows.push(row);
       }
     }
     return rows.sort((a, b) => b.qps - a.qps);
@@ -261,6 +277,7 @@ export class Apps {
         fillTimeoutMs: tunables.pushFillTimeoutMs,
         tickMs: tunables.tickMs,
       }),
+      savings: new Savings(this.#opts.now()),
     };
     this.#byName.set(name, app);
     this.#shareKeys();

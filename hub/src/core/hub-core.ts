@@ -241,6 +241,17 @@ export class HubCore implements SessionHost {
     }
     this.metrics.records += to - from;
     app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
+    const { hits, loads } = report;
+    if (hits !== undefined && loads !== undefined) {
+      // only keys hot at the SDK carry counts; only keys hot here are kept (bounded)
+      for (let i = from; i < to; i++) {
+        if ((hits[i]! > 0 || loads[i]! > 0) && app.aggregator.isHot(report.keys[i]!)) {
+          app.savings.add(report.keys[i]!, hits[i]!, loads[i]!);
+          this.metrics.localHits += hits[i]!;
+          this.metrics.loaderCalls += loads[i]!;
+        }
+      }
+    }
     return to;
   }
 
@@ -412,6 +423,7 @@ export class HubCore implements SessionHost {
       this.#guard(`tick of app ${app.name}`, () => {
         app.aggregator.tick(now);
         app.shares.tick(now);
+        app.savings.roll(now, (key) => app.aggregator.isHot(key));
         if (app.aggregator.transitionDue(now)) this.#apps.scheduleConfig(app); // a pre-declared window opened or closed
         this.#apps.settle(app); // leases lapse with time: fencing needs no message
         // an app nobody is connected to frees its place and its keys after a grace period (open

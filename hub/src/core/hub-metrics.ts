@@ -39,6 +39,9 @@ export class HubMetrics {
   fills = 0;
   pushesAccepted = 0;
   pushesDiscarded = 0;
+  /** reads of hot keys the SDKs answered from their local caches / loader calls they made for hot keys (from their reports) */
+  localHits = 0;
+  loaderCalls = 0;
 
   promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void {
     this.observer.promoted(app, fanoutMs, detectionMs);

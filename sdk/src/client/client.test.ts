@@ -609,8 +609,9 @@ test('invalidate: ack, timeout, unavailable, closed', async () => {
 });
 
 test('lease: values are served only while the lease (send time + ms - margin) is current', async () => {
-  // a 100 ms margin: the lease granted at t=0 for 1000 ms ends at 900
-  const s = await setup({}, { leaseMs: 1000 });
+  // a 100 ms margin: the lease granted at t=0 for 1000 ms ends at 900. No tick (flushIntervalMs):
+  // a tick between the clock moves would ask a renewal at 899 and the peer would grant it
+  const s = await setup({ flushIntervalMs: 60_000 }, { leaseMs: 1000 });
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
   await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
   let loads = 0;

@@ -272,6 +272,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       links: this.#links,
       maxBufferedBytes: opts.maxBufferedBytes,
       refreshClock: () => (this.#clock = this.#now()),
+      loadsOf: (key) => (this.#hot.get(key)?.cache === true ? this.#loads.tallied(key) : undefined),
+      reported: () => this.#loads.resetTally(),
     });
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#resolveReady = resolve;
@@ -367,7 +369,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (hot.until <= clock || !hot.cache || hot.lease.until <= clock) {
       // not hot any more, not cached by rule, or no current lease vouches for a cached value
       this.#misses++;
-      if (hot.until > clock && hot.cache) this.#unleased++;
+      if (hot.until > clock && hot.cache) {
+        this.#unleased++;
+        this.#loads.tally(key); // a read of a hot key that reaches the store
+      }
       return this.#callLoader(key, loader);
     }
     this.#push.remember(key, loader);

@@ -30,6 +30,8 @@ import { ErrorCode, HotKeyError } from '../errors.ts';
 export const REFRESH_JITTER = 0.1;
 /** after a failed reload, the next one is tried no sooner than this (the last value serves meanwhile) */
 export const RELOAD_RETRY_MS = 250;
+/** hot keys whose loader calls are tallied between two reports at most */
+const MAX_TALLIED = 65_536;
 
 /** The load fields of the key's rule, defaults filled in. */
 export interface LoadPolicy {
@@ -76,6 +78,8 @@ export class HotLoads {
   readonly #flights = new Map<string, Flight>();
   readonly #queue: (() => void)[] = [];
   #active = 0;
+  /** loader calls per hot key since the last report (bounded: keys past MAX_TALLIED are not counted) */
+  readonly #tally = new Map<string, number>();
 
   /** get() answered with a fresh value past the hit path (refresh due) */
   hits = 0;
@@ -303,8 +307,25 @@ export class HotLoads {
     });
   }
 
+  /** A loader call for a hot key, for the savings reported to the hub. */
+  tally(key: string): void {
+    const n = this.#tally.get(key);
+    if (n !== undefined) this.#tally.set(key, n + 1);
+    else if (this.#tally.size < MAX_TALLIED) this.#tally.set(key, 1);
+  }
+
+  /** Loader calls for `key` since the last `resetTally`. */
+  tallied(key: string): number {
+    return this.#tally.get(key) ?? 0;
+  }
+
+  resetTally(): void {
+    this.#tally.clear();
+  }
+
   #run(key: string, loader: (key: string) => unknown): Promise<unknown> {
     this.loads++;
+    this.tally(key);
     this.#active++;
     const result = this.#o.callLoader(key, loader);
     const release = () => {

@@ -73,6 +73,14 @@ test('every server message round-trips through a fresh decoder', () => {
   for (const m of msgs) assert.equal(decodeServerMessage(encode(m as never)), m);
 });
 
+test('Report: optional hits and loads arrays, one per key, non-negative integers', () => {
+  const report = { t: MsgType.Report, keys: ['a', 'b'], counts: [10, 3], hits: [9, 0], loads: [1, 0] } as const;
+  assert.equal(decodeClientMessage(encode({ ...report } as never)), report);
+  rejects(pack({ ...report, hits: [1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ ...report, loads: [1, -1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ t: MsgType.Report, keys: ['a'], counts: [1], hits: [1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+});
+
 test('Fill, Push and Value: keys and versions checked, values carried as opaque bin', () => {
   const value = packValue({ price: 42, at: new Date(5), tags: new Set(['a']) });
   assert.equal(decodeServerMessage(encode({ t: MsgType.Fill, key: 'k', ver: 3 })), {

@@ -183,11 +183,17 @@ export interface Members {
   epoch: number;
   members: Member[];
 }
-/** keys[i] was accessed counts[i] times on this instance since its last report of that key */
+/**
+ * keys[i] was accessed counts[i] times on this instance since its last report of that key. For
+ * keys hot here, `hits[i]` of those accesses were answered from the local cache and `loads[i]`
+ * loader calls were made for the key (both absent when no reported key is hot here).
+ */
 export interface Report {
   t: typeof MsgType.Report;
   keys: string[];
   counts: number[];
+  hits?: number[];
+  loads?: number[];
 }
 export interface Promote {
   t: typeof MsgType.Promote;
@@ -480,6 +486,18 @@ function flush(m: Record<string, unknown>): { flush?: true } {
   return { flush: true };
 }
 
+/** An array of `n` non-negative integer counts (the optional savings arrays of a Report). */
+function counters(m: Record<string, unknown>, field: string, n: number): number[] {
+  const values = arr(m, field, MAX_REPORT_KEYS);
+  if (values.length !== n) protocolError(`"${field}" and "keys" differ in length`);
+  for (let i = 0; i < n; i++) {
+    const c = values[i];
+    if (typeof c !== 'number' || !(c >= 0 && c <= MAX_COUNT) || Math.floor(c) !== c)
+      protocolError(`${field}[${i}] must be a non-negative integer`);
+  }
+  return values as number[];
+}
+
 /** Decodes and validates a frame an SDK or dashboard sent to the hub. */
 export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
   const m = decodeFrame(bytes);
@@ -509,7 +527,12 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
         if (typeof c !== 'number' || !(c >= 0 && c <= MAX_COUNT) || Math.floor(c) !== c)
           protocolError(`counts[${i}] must be a non-negative integer`);
       }
-      return { t: MsgType.Report, keys: keys as string[], counts: counts as number[] };
+      const report: Report = { t: MsgType.Report, keys: keys as string[], counts: counts as number[] };
+      if (m.hits !== undefined || m.loads !== undefined) {
+        report.hits = counters(m, 'hits', keys.length);
+        report.loads = counters(m, 'loads', keys.length);
+      }
+      return report;
     }
     case MsgType.InvalidateRequest: {
       const key = m.key;
