@@ -455,7 +455,15 @@ export class HubCore implements SessionHost {
       redis: health.state === 'degraded' ? 'down' : this.clustered ? 'ok' : 'none',
       hotKeys: this.hotKeys()
         .slice(0, STATUS_HOT_MAX)
-        .map(({ app, key, qps, since, instances, threshold }) => ({ app, key, qps, since, instances, threshold })),
+        .map(({ app, key, qps, since, instances, threshold, localPct, loadsPerSec }) => ({
+          app,
+          key,
+          qps,
+          since,
+          instances,
+          threshold,
+          ...(localPct === undefined ? {} : { localPct, loadsPerSec }),
+        })),
       instanceRows: this.instanceRows(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
       updatedAt: now,
     };
