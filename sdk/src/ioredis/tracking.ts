@@ -72,6 +72,8 @@ export class Tracking {
   /** makes a connection of ours to a node with the client's options (unwrapped) */
   readonly #connect: (nodeKey: string, role: Role) => Redis | undefined;
   #listening = false;
+  /** the HotKeyClient closed: nothing is cached any more, so no connection is made again */
+  #hkClosed = false;
 
   constructor(
     client: Client,
@@ -88,12 +90,18 @@ export class Tracking {
       deadMs: options.deadMs ?? 3000,
       onError: options.onError ?? (() => {}),
     };
+    // the services' shutdown may close the HotKeyClient and leave the Redis client to the end
+    // (or never quit it): our connections must not keep the process alive
+    hk.once('close', () => {
+      this.#hkClosed = true;
+      this.close();
+    });
   }
 
   /** The tracker of the node holding `key` (made, and connecting, on first use); undefined while the node is unknown. */
   nodeFor(key: string): NodeTracker | undefined {
     const nodeKey = this.#isCluster ? (this.#client as Cluster).slots[slotOf(key)]?.[0] : 'standalone';
-    if (nodeKey === undefined) return undefined;
+    if (nodeKey === undefined || this.#hkClosed) return undefined;
     let node = this.#nodes.get(nodeKey);
     if (node === undefined) {
       const reader = this.#connect(nodeKey, 'reader');
