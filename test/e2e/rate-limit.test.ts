@@ -66,7 +66,7 @@ test('20 instances, uneven demand: the cluster admits the limit ±10 %, and the 
   const clients = await e2e.sdks(20, () => ({ flushIntervalMs: 100 }), 15_000);
   await waitFor('every instance to know of 20', () => clients.every((hk) => hk.stats().instances === 20), 10_000);
   // 4 heavy (400/s), 6 medium (120/s), 10 light (10/s): 2,420/s offered against 1,000/s
-  const demand = clients.map((_, i) => (i < 4 ? 400 : i < 10 ? 120 : 10));
+  const demand = clients.map((_, i): number => (i < 4 ? 400 : i < 10 ? 120 : 10));
   const load = offer(clients, demand);
   try {
     await delay(3000); // shares arrive and settle

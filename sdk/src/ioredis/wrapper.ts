@@ -32,7 +32,7 @@ import { dbOf, deploymentOf, keyName } from './identity.ts';
 import { Tracking, UNTRACKED, type TrackingOptions, type TrackingSession } from './tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
-import { Replicas, type ReplicaOptions } from './replicas.ts';
+import { Replicas, type ReplicaOptions, type ReplicaStats } from './replicas.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
@@ -104,6 +104,13 @@ function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec
     if (typeof ms === 'number' && ms >= 0) r.expiresAt = askedAt + ms;
     return r;
   });
+}
+
+const replicasOf = new WeakMap<object, Replicas>();
+
+/** What a wrapped client's replica keys did (replicas.ts); undefined for a client without them. */
+export function replicaStats(client: object): Readonly<ReplicaStats> | undefined {
+  return replicasOf.get(client)?.stats;
 }
 
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
@@ -204,6 +211,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   };
   const replicas =
     options.replicas === false ? undefined : new Replicas(hk, client, sendOwn, readPrimary, options.replicas ?? {});
+  if (replicas !== undefined) replicasOf.set(client, replicas);
 
   /**
    * The per-key rate limit (a rule's `limit`) of the command's first key: a refused command is
