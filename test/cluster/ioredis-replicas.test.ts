@@ -163,9 +163,7 @@ interface Write {
 }
 
 /** One reader process; resolves once its instances read through `copies` copies. */
-async function reader(
-  cfg: object,
-): Promise<{
+async function reader(cfg: object): Promise<{
   child: ChildProcess;
   done: Promise<{ starts: number[]; versions: number[]; stats: Record<string, number> }>;
 }> {

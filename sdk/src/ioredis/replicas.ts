@@ -252,14 +252,23 @@ export class Replicas {
     return cached.map((c) => c.name);
   }
 
-  /** The primary answers the read; a missing `copy` is filled from what it read. */
+  /**
+   * The primary answers the read: a plain GET (one command), or, to fill a missing `copy` (once
+   * per copy per instance at a time), the value and its PTTL read under tracking.
+   */
   #fromPrimary(key: string, command: ReplicaCommand, copy: string | undefined): void {
     const fill = copy !== undefined && !this.#filling.has(copy) ? this.#flights.start(key) : undefined;
-    if (fill !== undefined) this.#filling.add(copy!);
+    if (fill === undefined) {
+      this.#send('get', [key], command.replyEncoding ?? null).then(
+        (value) => command.resolve(value),
+        (err: Error) => command.reject(err),
+      );
+      return;
+    }
+    this.#filling.add(copy!);
     this.#readPrimary(key).then(
       ({ value, pttl }) => {
         command.resolve(value);
-        if (fill === undefined) return;
         this.#filling.delete(copy!);
         this.#flights.end(key, fill);
         // a value read before an invalidation this instance applied, or read while its hub's lease
@@ -276,10 +285,8 @@ export class Replicas {
         this.#send('set', [copy, value, 'PX', ms, 'NX'], 'utf8').catch(() => {});
       },
       (err: Error) => {
-        if (fill !== undefined) {
-          this.#filling.delete(copy!);
-          this.#flights.end(key, fill);
-        }
+        this.#filling.delete(copy!);
+        this.#flights.end(key, fill);
         command.reject(err);
       },
     );
