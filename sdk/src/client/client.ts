@@ -408,10 +408,13 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return hot !== undefined && hot.until > now && hot.lease.until > now;
   }
 
-  /** Copies of a hot key that serve reads, itself included, as its hub decided (1: no replicas or not hot). */
+  /**
+   * Copies of a hot key that serve reads, itself included, as its hub decided (1: no replica
+   * keys); 0 when the key is not hot here — so one call answers `isHot` too.
+   */
   replicasOf(key: string): number {
     const hot = this.#hot.get(key);
-    return hot !== undefined && hot.until > this.#clock ? hot.replicas : 1;
+    return hot !== undefined && hot.until > this.#clock ? hot.replicas : 0;
   }
 
   /** Whether the key is hot right now on this instance. */

@@ -106,11 +106,11 @@ function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec
   });
 }
 
-const replicasOf = new WeakMap<object, Replicas>();
+const replicaSets = new WeakMap<object, Replicas>();
 
 /** What a wrapped client's replica keys did (replicas.ts); undefined for a client without them. */
 export function replicaStats(client: object): Readonly<ReplicaStats> | undefined {
-  return replicasOf.get(client)?.stats;
+  return replicaSets.get(client)?.stats;
 }
 
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
@@ -211,7 +211,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   };
   const replicas =
     options.replicas === false ? undefined : new Replicas(hk, client, sendOwn, readPrimary, options.replicas ?? {});
-  if (replicas !== undefined) replicasOf.set(client, replicas);
+  if (replicas !== undefined) replicaSets.set(client, replicas);
 
   /**
    * The per-key rate limit (a rule's `limit`) of the command's first key: a refused command is
@@ -486,8 +486,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       return baseGet.apply(this, args);
     }
     const key = prefix ? prefix + arg : arg;
-    if (!hk.isHot(key) || key.length > MAX_KEY_LENGTH) return baseGet.apply(this, args);
-    if (replicas !== undefined && hk.replicasOf(key) > 1) return baseGet.apply(this, args); // replica-served: read()
+    if (key.length > MAX_KEY_LENGTH) return baseGet.apply(this, args);
+    // one lookup: 0 not hot; more than 1 copy with replicas on: replica-served, by read()
+    const copies = hk.replicasOf(key);
+    if (copies === 0 || (copies > 1 && replicas !== undefined)) return baseGet.apply(this, args);
     const ns = namespaceOf(this);
     let returned: unknown;
     let sent = false;
