@@ -27,7 +27,7 @@ import type { Logger } from './logger.ts';
 import { reporterBit, type DemoteReason, type HotKeyView } from './aggregator.ts';
 import { SHARE_TTL_MS } from './limit-shares.ts';
 import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
-import { HubMetrics, type Gauges } from './hub-metrics.ts';
+import { HubMetrics, type Gauges, type ProtectionCounters } from './hub-metrics.ts';
 import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
@@ -337,6 +337,33 @@ export class HubCore implements SessionHost {
   recentEvents(since: number): HubEvent[] {
     const out = this.#recent.filter((e) => e.at >= since);
     return out.slice(-this.tunables.recentEvents);
+  }
+
+  /** What the flood protections did: promotion admission, fair intake, invalidation budgets, Resyncs. */
+  protection(): ProtectionCounters {
+    let soloRefused = 0;
+    let capRefused = 0;
+    let displaced = 0;
+    for (const app of this.#apps.values()) {
+      const stats = app.aggregator.stats;
+      soloRefused += stats.soloRefused;
+      capRefused += stats.capRefused;
+      displaced += stats.displaced;
+    }
+    const intake = this.intake.stats;
+    const budget = this.invalidationBudget.stats;
+    return {
+      promotionsSoloRefused: soloRefused,
+      promotionsCapRefused: capRefused,
+      promotionsDisplaced: displaced,
+      intakeQueued: intake.queued,
+      intakePaused: intake.paused,
+      intakeYields: intake.yields,
+      intakeQueuedBytes: intake.queuedBytes,
+      invalidationsDelayed: budget.delayed,
+      invalidationsRateLimited: budget.refused,
+      resyncsCoalesced: this.metrics.resyncsCoalesced,
+    };
   }
 
   gauges(): Gauges {

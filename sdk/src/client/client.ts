@@ -79,6 +79,8 @@ export interface ClientEvents {
   invalidate: [key: string, info: InvalidateInfo];
   /** network and protocol faults; emitted only when someone listens */
   error: [error: Error];
+  /** close() ran: integrations release what they hold for this client (the ioredis tracking connections) */
+  close: [];
 }
 
 export interface ClientStats {
@@ -564,6 +566,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     }
     this.#status({ type: 'closed' });
     this.#statusFeed.end();
+    this.emit('close');
   }
 
   // ---- internals ----

@@ -74,6 +74,8 @@ export class Tracking {
   readonly #connect: (nodeKey: string, role: Role) => Redis | undefined;
   readonly #onKey: (key: string) => void;
   #listening = false;
+  /** the HotKeyClient closed: nothing is cached any more, so no connection is made again */
+  #hkClosed = false;
 
   /** @param onKey hears every key an invalidation named (after its cached value was dropped): replica keys follow */
   constructor(
@@ -93,12 +95,18 @@ export class Tracking {
       deadMs: options.deadMs ?? 3000,
       onError: options.onError ?? (() => {}),
     };
+    // the services' shutdown may close the HotKeyClient and leave the Redis client to the end
+    // (or never quit it): our connections must not keep the process alive
+    hk.once('close', () => {
+      this.#hkClosed = true;
+      this.close();
+    });
   }
 
   /** The tracker of the node holding `key` (made, and connecting, on first use); undefined while the node is unknown. */
   nodeFor(key: string): NodeTracker | undefined {
     const nodeKey = this.#isCluster ? (this.#client as Cluster).slots[slotOf(key)]?.[0] : 'standalone';
-    if (nodeKey === undefined) return undefined;
+    if (nodeKey === undefined || this.#hkClosed) return undefined;
     let node = this.#nodes.get(nodeKey);
     if (node === undefined) {
       const reader = this.#connect(nodeKey, 'reader');
