@@ -50,7 +50,9 @@ async function run(sdks: number, surges: number) {
 benchMain(async ({ quick }) => {
   const rows: BenchRow[] = [];
   const surges = quick ? 2 : 8;
-  for (const sdks of quick ? [20, 500] : [20, 100, 500, 2000]) {
+  // BENCH_DETECTION=2000 (comma-separated): other fleet sizes, e.g. one under BENCH_CPU_PROF
+  const sizes = process.env.BENCH_DETECTION?.split(',').map(Number) ?? (quick ? [20, 500] : [20, 100, 500, 2000]);
+  for (const sdks of sizes) {
     const load = os.loadavg()[0]!.toFixed(1);
     const r = await run(sdks, surges);
     const bench = `13 detection ${sdks.toLocaleString('en')} sim SDKs`;
