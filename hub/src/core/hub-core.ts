@@ -633,8 +633,6 @@ export class HubCore implements SessionHost {
     // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
     this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;
     this.#apps.setAccept(this.#accept);
-    for (const app of this.#apps.values()) {
-      for (const peer of app.broadcaster.peers) app.broadcaster.sendTo(peer, bytes);
-    }
+    for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
   }
 }
