@@ -16,6 +16,8 @@ import type { HubMetrics } from './hub-metrics.ts';
 import { InvalidationTracker } from './invalidations.ts';
 import { Savings } from './savings.ts';
 import { SharedValues } from './shared-values.ts';
+import { LimitShares } from './limit-shares.ts';
+import { ReplicaSteps } from './replica-steps.ts';
 import type { Peer } from './peer.ts';
 import { SessionState, type Session } from './session.ts';
 import type { HubTunables } from './tunables.ts';
@@ -49,6 +51,10 @@ export interface AppState {
   shares: SharedValues;
   /** local hits and loader calls of its hot keys, from the SDKs' reports (savings.ts) */
   savings: Savings;
+  /** rate-limit shares of the limited keys this hub owns (limit-shares.ts) */
+  limits: LimitShares<Session>;
+  /** replica counts of the hot keys, as broadcast (replica-steps.ts) */
+  replicas: ReplicaSteps;
 }
 
 /** A hot key as the API and status show it. */
@@ -278,6 +284,8 @@ export class Apps {
         tickMs: tunables.tickMs,
       }),
       savings: new Savings(this.#opts.now()),
+      limits: new LimitShares(coordinator.rules(name)),
+      replicas: new ReplicaSteps(),
     };
     this.#byName.set(name, app);
     this.#shareKeys();
@@ -399,6 +407,7 @@ export class Apps {
     const app = this.#byName.get(appName);
     if (app === undefined) return;
     app.aggregator.setRules(rules, this.#opts.now());
+    app.limits.setRules(app.aggregator.rules);
     this.scheduleConfig(app);
   }
 
