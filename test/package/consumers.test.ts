@@ -171,11 +171,13 @@ import { parseRules } from '@hotkey/sdk/rules';
 import { Ownership } from '@hotkey/sdk/ownership';
 import { decodeFrame } from '@hotkey/sdk/protocol';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
+import { metricsText } from '@hotkey/sdk/metrics';
 if (typeof parseRules !== 'function' || typeof Ownership !== 'function' || typeof decodeFrame !== 'function' || typeof withHotKeys !== 'function' || PROTOCOL_VERSION < 1) throw new Error('missing exports');
 const KEY = 'item:esm';
 const hk = new HotKeyClient({ app: 'shop', hubs: [process.env.HOTKEY_HUB], token: process.env.HOTKEY_TOKEN });
 await hk.ready({ signal: AbortSignal.timeout(10_000) });
-${HAMMER}`;
+${HAMMER}
+if (!/^hotkey_sdk_misses_total\\{app="shop"\\} [1-9]/m.test(metricsText(hk))) throw new Error("metricsText: no misses");`;
 
 const CJS_SERVICE = `'use strict';
 const { HotKeyClient } = require('@hotkey/sdk');
