@@ -2,7 +2,8 @@
  * What local caching saves, end to end in headless Chromium: real SDK clients read a hot key
  * through get() (so their reports carry local hits and loader calls), a real hub process sums them,
  * and the dashboard's hot-key table, key detail and app summary show "served locally", loads/s and
- * reads spared/s; /metrics exports the totals. Screenshot: test/artifacts/dashboard-savings.png.
+ * reads spared/s, and the key detail's loads/s sparkline rises when the key is reloaded (invalidations);
+ * /metrics exports the totals. Screenshots: test/artifacts/dashboard-savings.png, dashboard-savings-key.png.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -22,6 +23,9 @@ let hub: HubProcess;
 let browser: Chromium;
 let driver: Driver | undefined;
 const clients: HotKeyClient[] = [];
+
+/** a canvas's pixels as a data URL (runs in the page; the test's tsconfig has no DOM types) */
+const image = (c: unknown) => (c as { toDataURL(): string }).toDataURL();
 
 interface Row {
   key: string;
@@ -78,6 +82,27 @@ test('a hot key read through get() shows served locally %, loads/s and reads spa
     async () => /Served locally\s*\d+\.\d %/.test((await page.page.locator('body').textContent()) ?? ''),
     8000,
   );
+
+  // the key detail's loads/s sparkline: bounded, and it rises when the key is loaded again
+  const spark = page.page.getByTestId('key-loads-spark');
+  assert.ok(await spark.isVisible(), 'loads/s sparkline shown');
+  const points = async () => Number(await spark.getAttribute('data-points'));
+  await waitFor('loads/s sparkline has samples', async () => (await points()) >= 2, 8000);
+  const maxBefore = Number(await spark.getAttribute('data-max'));
+  const imageBefore = await spark.evaluate(image);
+  // each invalidation drops the value at both instances: their next reads load it
+  for (let i = 0; i < 6; i++) {
+    await clients[i % 2]!.invalidate(KEY);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  await waitFor(
+    'loads/s sparkline shows the reloads',
+    async () => Number(await spark.getAttribute('data-max')) > Math.max(maxBefore, 1),
+    10_000,
+  );
+  assert.not.equal(await spark.evaluate(image), imageBefore, 'the drawing changed');
+  assert.ok((await points()) <= 60, 'bounded to a minute of samples');
+  await page.page.screenshot({ path: join(ARTIFACTS, 'dashboard-savings-key.png') });
 
   const metrics = await (await fetch(`${hub.httpUrl}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);

@@ -1,8 +1,8 @@
 /**
  * Key detail: QPS over the last minutes (the owner hub's history of the key, fetched when the view
  * opens, then the page's own live samples), the rule that matches the key (fetched from the hub,
- * matched with the same RuleSet the hub uses), and its promotion / demotion history (history API
- * plus live events).
+ * matched with the same RuleSet the hub uses), its promotion / demotion history (history API
+ * plus live events), and a sparkline of its loads/s (reads reaching the store) over the last minute.
  */
 import type { FeedEvent } from '@hotkey/sdk/feed-protocol';
 import { parseRules, RuleSet, type Rule } from '@hotkey/sdk/rules';
@@ -17,13 +17,20 @@ import { QpsChart } from './qps-chart.ts';
 import type { QpsSeries } from './qps-series.ts';
 import { decodeRouteArg } from './route-arg.ts';
 import { rowId } from './row-id.ts';
+import { drawSparkline } from './sparkline.ts';
 import type { View } from './view.ts';
+
+/** samples (one a second) in the key detail's loads/s sparkline */
+export const LOAD_SPARK_POINTS = 60;
 
 export class KeyView implements View {
   readonly element: HTMLElement;
   readonly #state: FeedState;
   readonly #series: QpsSeries;
   readonly #actions: KeyActions;
+  readonly #loadSeries: QpsSeries;
+  readonly #loadSpark: HTMLCanvasElement;
+  #lastLoadSample = 0;
   #app = '';
   #key = '';
   #rule: Rule | undefined;
@@ -44,10 +51,12 @@ export class KeyView implements View {
   readonly #error: HTMLElement;
   readonly #body: HTMLElement;
 
-  constructor(state: FeedState, series: QpsSeries, actions: KeyActions) {
+  constructor(state: FeedState, series: QpsSeries, actions: KeyActions, loadSeries: QpsSeries) {
     this.#state = state;
     this.#series = series;
     this.#actions = actions;
+    this.#loadSeries = loadSeries;
+    this.#loadSpark = el('canvas', { class: 'spark loads-spark', 'data-testid': 'key-loads-spark' });
     this.#title = el('h2', { class: 'key-title', 'data-testid': 'key-title' });
     this.#stats = el('div', { class: 'stats' });
     this.#ruleBox = el('div', { class: 'rule-box' });
@@ -83,6 +92,12 @@ export class KeyView implements View {
         'div',
         {},
         this.#stats,
+        el(
+          'div',
+          { class: 'panel' },
+          el('h3', {}, 'Loads/s, last 60 s ', el('span', { class: 'muted' }, '· loader calls across the SDKs')),
+          this.#loadSpark,
+        ),
         el('div', { class: 'panel' }, el('h3', {}, 'Cluster QPS, last 5 minutes ', this.#chartNote), this.#chartHost),
         el('div', { class: 'panel' }, el('h3', {}, 'Rule'), this.#ruleBox),
         el(
@@ -105,6 +120,7 @@ export class KeyView implements View {
       this.#app = '';
       this.#key = '';
       this.#series.pin(undefined);
+      this.#loadSeries.pin(undefined);
       setText(this.#title, 'Key not found');
       setText(
         this.#error,
@@ -115,6 +131,8 @@ export class KeyView implements View {
     this.#app = app;
     this.#key = key;
     this.#series.pin(rowId(this.#app, this.#key));
+    this.#loadSeries.pin(rowId(this.#app, this.#key));
+    this.#lastLoadSample = -1;
     setText(this.#title, '');
     this.#title.append(el('span', { class: 'muted' }, `${this.#app} / `), this.#key);
     this.#rule = undefined;
@@ -130,6 +148,7 @@ export class KeyView implements View {
 
   hide(): void {
     this.#series.pin(undefined);
+    this.#loadSeries.pin(undefined);
   }
 
   async #load(app: string, key: string): Promise<void> {
@@ -209,6 +228,7 @@ export class KeyView implements View {
       this.#chartHost.dataset.historyPoints = String(this.#history?.times.length ?? 0);
       this.#chartHost.dataset.firstAt = String(data.times[0] ?? 0);
     }
+    this.#drawLoads(id);
     if (this.#eventsVersion !== this.#state.versions.events) {
       this.#eventsVersion = this.#state.versions.events;
       const seen = new Set(this.#past.map((e) => `${e.type}@${e.at}@${e.hub}`));
@@ -222,6 +242,18 @@ export class KeyView implements View {
           : [el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'no events for this key yet'))]),
       );
     }
+  }
+
+  /** The loads/s sparkline, once per sample; its data attributes let tests (and users) read it. */
+  #drawLoads(id: string): void {
+    const last = this.#loadSeries.times(id, 1)[0] ?? 0;
+    if (last === this.#lastLoadSample) return;
+    this.#lastLoadSample = last;
+    const values = this.#loadSeries.values(id, LOAD_SPARK_POINTS);
+    drawSparkline(this.#loadSpark, values, 0, LOAD_SPARK_POINTS);
+    this.#loadSpark.dataset.points = String(values.length);
+    this.#loadSpark.dataset.max = String(Math.max(0, ...values));
+    this.#loadSpark.dataset.last = String(values[values.length - 1] ?? 0);
   }
 }
 

@@ -13,7 +13,7 @@ import { formatQps } from './format.ts';
 import { HistoryView } from './history-view.ts';
 import { HotView } from './hot-view.ts';
 import { KeyActions } from './key-actions.ts';
-import { KeyView } from './key-view.ts';
+import { KeyView, LOAD_SPARK_POINTS } from './key-view.ts';
 import { LiveConnection, type LiveState } from './live-connection.ts';
 import { QpsSeries } from './qps-series.ts';
 import { rowId } from './row-id.ts';
@@ -27,11 +27,13 @@ const SAMPLE_EVERY_MS = 1000;
 
 const state = new FeedState();
 const series = new QpsSeries();
+/** loads/s per hot key for the key detail's sparkline: a minute, bounded like the QPS series */
+const loadSeries = new QpsSeries({ capacity: LOAD_SPARK_POINTS });
 const actions = new KeyActions(() => state.apps);
 
 const views: Record<string, { label: string; view: View; tab: boolean }> = {
   hot: { label: 'Hot keys', view: new HotView(state, series, actions), tab: true },
-  key: { label: 'Key', view: new KeyView(state, series, actions), tab: false },
+  key: { label: 'Key', view: new KeyView(state, series, actions, loadSeries), tab: false },
   events: { label: 'Events', view: new EventsView(state), tab: true },
   cluster: { label: 'Cluster', view: new ClusterView(state), tab: true },
   rules: { label: 'Rules', view: new RulesView(state), tab: true },
@@ -104,6 +106,13 @@ setInterval(() => {
     Date.now(),
     (function* (): Generator<[string, number]> {
       for (const row of state.rows.values()) yield [rowId(row.app, row.key), row.qps];
+    })(),
+  );
+  loadSeries.sample(
+    Date.now(),
+    (function* (): Generator<[string, number]> {
+      for (const row of state.rows.values())
+        if (row.loadsPerSec !== undefined) yield [rowId(row.app, row.key), row.loadsPerSec];
     })(),
   );
 }, SAMPLE_EVERY_MS);
