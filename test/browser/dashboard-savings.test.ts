@@ -66,6 +66,8 @@ test('a hot key read through get() shows served locally %, loads/s and reads spa
   assert.ok(Number.parseFloat((await cell.textContent())!) > 90);
   const loads = await page.page.getByTestId('hot-row').filter({ hasText: KEY }).locator('.c-loadsPerSec').textContent();
   assert.match(loads ?? '', /^\d/);
+  const rowSpark = page.page.getByTestId('hot-row').filter({ hasText: KEY }).locator('.c-loadsPerSec canvas.spark');
+  assert.is(await rowSpark.count(), 1, 'a loads/s sparkline in the row');
   await waitFor(
     'reads spared in the summary',
     async () => {
@@ -74,7 +76,6 @@ test('a hot key read through get() shows served locally %, loads/s and reads spa
     },
     8000,
   );
-  await page.page.screenshot({ path: join(ARTIFACTS, 'dashboard-savings.png') });
 
   await page.page.goto(`${hub.httpUrl}/#/key/shop/${encodeURIComponent(KEY)}`);
   await waitFor(
@@ -103,6 +104,10 @@ test('a hot key read through get() shows served locally %, loads/s and reads spa
   assert.not.equal(await spark.evaluate(image), imageBefore, 'the drawing changed');
   assert.ok((await points()) <= 60, 'bounded to a minute of samples');
   await page.page.screenshot({ path: join(ARTIFACTS, 'dashboard-savings-key.png') });
+  // back in the table, the row's loads/s sparkline shows the same minute
+  await page.page.goto(`${hub.httpUrl}/#/hot`);
+  await waitFor('the row again', async () => (await rowSpark.count()) === 1, 8000);
+  await page.page.screenshot({ path: join(ARTIFACTS, 'dashboard-savings.png') });
 
   const metrics = await (await fetch(`${hub.httpUrl}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);

@@ -17,7 +17,7 @@ import {
 import type { FeedState } from './feed-state.ts';
 import type { QpsSeries } from './qps-series.ts';
 import { rowId } from './row-id.ts';
-import { drawSparkline } from './sparkline.ts';
+import { drawSparkline, LOAD_SPARK_POINTS } from './sparkline.ts';
 import type { View } from './view.ts';
 import type { KeyActions } from './key-actions.ts';
 
@@ -53,6 +53,9 @@ interface RowElements {
   root: HTMLElement;
   cells: HTMLElement[];
   spark: HTMLCanvasElement;
+  /** the loads/s cell's number and sparkline */
+  loadsText: HTMLElement;
+  loadsSpark: HTMLCanvasElement;
   id: string;
   /** index in the sorted list the slot shows, -1 when detached */
   index: number;
@@ -62,6 +65,7 @@ export class HotView implements View {
   readonly element: HTMLElement;
   readonly #state: FeedState;
   readonly #series: QpsSeries;
+  readonly #loadSeries: QpsSeries;
   readonly #actions: KeyActions;
   #query: TableQuery = { ...DEFAULT_QUERY };
   #sorted: FeedHotRow[] = [];
@@ -80,9 +84,10 @@ export class HotView implements View {
   #seriesStamp = 0;
   #scrollFrame = 0;
 
-  constructor(state: FeedState, series: QpsSeries, actions: KeyActions) {
+  constructor(state: FeedState, series: QpsSeries, actions: KeyActions, loadSeries: QpsSeries) {
     this.#state = state;
     this.#series = series;
+    this.#loadSeries = loadSeries;
     this.#actions = actions;
     const filter = el('input', {
       type: 'search',
@@ -244,7 +249,7 @@ export class HotView implements View {
       if (r.root.parentNode !== this.#rowsHost) this.#rowsHost.append(r.root);
       const over = row.threshold > 0 ? row.qps / perSecond(row) : 0;
       r.root.classList.toggle('blazing', over >= 5);
-      const [app, key, qps, , threshold, since, hub, instances, local, loads] = r.cells;
+      const [app, key, qps, , threshold, since, hub, instances, local] = r.cells;
       setText(app!, row.app);
       setText(key!, row.key);
       key!.title = row.key;
@@ -258,7 +263,7 @@ export class HotView implements View {
       setText(hub!, row.hub);
       setText(instances!, String(row.instances));
       setText(local!, row.localPct === undefined ? '—' : `${row.localPct.toFixed(1)} %`);
-      setText(loads!, row.loadsPerSec === undefined ? '—' : formatQps(row.loadsPerSec));
+      setText(r.loadsText, row.loadsPerSec === undefined ? '—' : formatQps(row.loadsPerSec));
       this.#drawSpark(r, row);
     }
     for (const r of this.#pool) {
@@ -273,12 +278,17 @@ export class HotView implements View {
     const values = this.#series.values(r.id, SPARK_POINTS);
     // a row younger than one sample still shows its current value
     drawSparkline(r.spark, values.length > 0 ? values : [row.qps], perSecond(row), SPARK_POINTS);
+    const loads = this.#loadSeries.values(r.id, LOAD_SPARK_POINTS);
+    drawSparkline(r.loadsSpark, loads, 0, LOAD_SPARK_POINTS);
   }
 
   #makeRow(): RowElements {
     const cells = COLUMNS.map((c) => el('div', { class: `c-${c.id}`, role: 'cell' }));
     const spark = el('canvas', { class: 'spark', width: 120, height: 22 });
     cells[3]!.append(spark);
+    const loadsText = el('span');
+    const loadsSpark = el('canvas', { class: 'spark mini', width: 40, height: 16 });
+    cells[COLUMNS.findIndex((c) => c.id === 'loadsPerSec')]!.append(loadsSpark, loadsText);
     cells[COLUMNS.length - 1]!.append(
       el(
         'button',
@@ -287,6 +297,6 @@ export class HotView implements View {
       ),
     );
     const root = el('div', { class: 'vt-row', role: 'row', 'data-testid': 'hot-row' }, ...cells);
-    return { root, cells, spark, id: '', index: -1 };
+    return { root, cells, spark, loadsText, loadsSpark, id: '', index: -1 };
   }
 }

@@ -17,11 +17,8 @@ import { QpsChart } from './qps-chart.ts';
 import type { QpsSeries } from './qps-series.ts';
 import { decodeRouteArg } from './route-arg.ts';
 import { rowId } from './row-id.ts';
-import { drawSparkline } from './sparkline.ts';
+import { drawSparkline, LOAD_SPARK_POINTS } from './sparkline.ts';
 import type { View } from './view.ts';
-
-/** samples (one a second) in the key detail's loads/s sparkline */
-export const LOAD_SPARK_POINTS = 60;
 
 export class KeyView implements View {
   readonly element: HTMLElement;

@@ -13,7 +13,8 @@ import { formatQps } from './format.ts';
 import { HistoryView } from './history-view.ts';
 import { HotView } from './hot-view.ts';
 import { KeyActions } from './key-actions.ts';
-import { KeyView, LOAD_SPARK_POINTS } from './key-view.ts';
+import { KeyView } from './key-view.ts';
+import { LOAD_SPARK_POINTS } from './sparkline.ts';
 import { LiveConnection, type LiveState } from './live-connection.ts';
 import { QpsSeries } from './qps-series.ts';
 import { rowId } from './row-id.ts';
@@ -32,7 +33,7 @@ const loadSeries = new QpsSeries({ capacity: LOAD_SPARK_POINTS });
 const actions = new KeyActions(() => state.apps);
 
 const views: Record<string, { label: string; view: View; tab: boolean }> = {
-  hot: { label: 'Hot keys', view: new HotView(state, series, actions), tab: true },
+  hot: { label: 'Hot keys', view: new HotView(state, series, actions, loadSeries), tab: true },
   key: { label: 'Key', view: new KeyView(state, series, actions, loadSeries), tab: false },
   events: { label: 'Events', view: new EventsView(state), tab: true },
   cluster: { label: 'Cluster', view: new ClusterView(state), tab: true },

@@ -1,3 +1,6 @@
+/** samples (one a second) kept per hot key for the loads/s sparklines of the hot table and key detail */
+export const LOAD_SPARK_POINTS = 60;
+
 /** A QPS sparkline on a canvas: one path, no axes; the threshold as a faint line for scale. */
 export function drawSparkline(
   canvas: HTMLCanvasElement,
