@@ -35,6 +35,8 @@ export interface HotState extends CacheSlot {
   cache: boolean;
   /** cluster-wide accesses per second at promotion */
   qps: number;
+  /** copies of the key that serve reads, itself included (Promote's `replicas`; 1: none) */
+  replicas: number;
   generation: number;
   /** the lease of the link its hub promoted it on: its cached value is served only while current */
   lease: Lease;
@@ -56,6 +58,8 @@ export interface Promotion {
   cacheTtlMs: number;
   cache: boolean;
   qps: number;
+  /** @default 1 */
+  replicas?: number;
 }
 
 export interface HotSetOptions {
@@ -118,6 +122,7 @@ export class HotSet {
       existing.cache = p.cache;
       existing.cacheTtlMs = p.cacheTtlMs;
       existing.qps = p.qps;
+      existing.replicas = p.replicas ?? 1;
       return reset ? { state: existing, added: false, reset } : { state: existing, added: false };
     }
     let evicted: string | undefined;
@@ -132,6 +137,7 @@ export class HotSet {
       cacheTtlMs: p.cacheTtlMs,
       cache: p.cache,
       qps: p.qps,
+      replicas: p.replicas ?? 1,
       generation: ++this.#generation,
       lease,
       counterSlot: -1,
@@ -193,7 +199,14 @@ export class HotSet {
    */
   replaceHub(
     hub: string,
-    entries: readonly { key: string; ttlMs: number; cacheTtlMs: number; cache: boolean; qps: number }[],
+    entries: readonly {
+      key: string;
+      ttlMs: number;
+      cacheTtlMs: number;
+      cache: boolean;
+      qps: number;
+      replicas?: number;
+    }[],
     now: number,
     lease: Lease = NO_LEASE,
   ): { removed: string[]; touched: string[] } {
@@ -205,7 +218,8 @@ export class HotSet {
       if (this.#map.has(e.key)) touched.push(e.key);
       this.#map.delete(e.key);
       previous.delete(e.key);
-      this.promote(hub, e.key, { ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache, qps: e.qps }, now, lease);
+      const { ttlMs, cacheTtlMs, cache, qps, replicas } = e;
+      this.promote(hub, e.key, { ttlMs, cacheTtlMs, cache, qps, replicas }, now, lease);
     }
     return { removed: [...previous], touched };
   }

@@ -15,6 +15,7 @@ import { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
 import { localThreshold, RuleSet, type Rule } from '../rules.ts';
+import { RateLimits } from './rate-limits.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import {
   MAX_KEY_LENGTH,
@@ -45,6 +46,8 @@ export interface PromoteInfo {
   ttlMs: number;
   cacheTtlMs: number;
   cache: boolean;
+  /** copies of the key serving reads, itself included (1: no replica keys; see the ioredis wrapper) */
+  replicas: number;
 }
 export interface DemoteInfo {
   hub: string;
@@ -76,6 +79,8 @@ export interface ClientEvents {
   invalidate: [key: string, info: InvalidateInfo];
   /** network and protocol faults; emitted only when someone listens */
   error: [error: Error];
+  /** close() ran: integrations release what they hold for this client (the ioredis tracking connections) */
+  close: [];
 }
 
 export interface ClientStats {
@@ -109,6 +114,9 @@ export interface ClientStats {
   hubs: number;
   /** SDK instances of the app the hub last reported */
   instances: number;
+  /** accesses of rate-limited keys refused / admitted by `allow()` (and the ioredis wrapper) */
+  rateLimited: number;
+  rateAdmitted: number;
 }
 
 interface Flight {
@@ -129,6 +137,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #reporter: Reporter;
   readonly #invalidations: PendingInvalidations;
   readonly #statusFeed = new StatusFeed<ClientStatus>();
+  readonly #limits: RateLimits;
   /** ids of pending invalidations that are namespace flushes (`invalidateAll`), resent as such */
   readonly #flushIds = new Set<number>();
 
@@ -195,6 +204,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     });
     this.#cache = new LocalCache({ maxEntries: opts.maxEntries });
     this.#hot = new HotSet({ maxKeys: opts.maxHotKeys });
+    this.#limits = new RateLimits(opts.maxLimitedKeys);
     this.#invalidations = new PendingInvalidations({
       timeoutMs: opts.invalidateTimeoutMs,
       maxPending: opts.maxPendingInvalidations,
@@ -365,6 +375,50 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (!this.#closed) this.#window.track(key);
   }
 
+  /**
+   * Rate limit: takes a token for one access of `key` from its bucket and says whether the access
+   * may go ahead. A key no rule gives a `limit` is always allowed. The bucket refills at this
+   * instance's share of the limit (from the hub, by what each instance uses; before the first
+   * share, `limit / instances`). Counts the access for detection unless `count` is false (the
+   * ioredis wrapper counts its commands itself).
+   */
+  allow(key: string, count = true): boolean {
+    checkKey(key);
+    if (count && !this.#closed) this.#window.track(key);
+    return this.#limits.take(key, this.#now());
+  }
+
+  /** Whether any rule limits keys: callers that check many keys skip `allow()` otherwise. */
+  get limiting(): boolean {
+    return this.#limits.active;
+  }
+
+  /** The rate this instance admits for `key` now, per second (Infinity: no limit). */
+  rateOf(key: string): number {
+    checkKey(key);
+    return this.#limits.rateOf(key, this.#now());
+  }
+
+  /**
+   * Whether `key` is hot here under a current lease of its hub, by the real clock (not the coarse
+   * one a stall leaves behind): a value read for the key before now may still be published (the
+   * ioredis wrapper's replica fills), because the hub has not acknowledged a write without us.
+   */
+  vouches(key: string): boolean {
+    const hot = this.#hot.get(key);
+    const now = this.#now();
+    return hot !== undefined && hot.until > now && hot.lease.until > now;
+  }
+
+  /**
+   * Copies of a hot key that serve reads, itself included, as its hub decided (1: no replica
+   * keys); 0 when the key is not hot here — so one call answers `isHot` too.
+   */
+  replicasOf(key: string): number {
+    const hot = this.#hot.get(key);
+    return hot !== undefined && hot.until > this.#clock ? hot.replicas : 0;
+  }
+
   /** Whether the key is hot right now on this instance. */
   isHot(key: string): boolean {
     checkKey(key);
@@ -476,6 +530,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       resyncs: this.#resyncs,
       hubs: this.#links.size,
       instances: this.#instances,
+      rateLimited: this.#limits.rejected,
+      rateAdmitted: this.#limits.admitted,
     };
   }
 
@@ -510,6 +566,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     }
     this.#status({ type: 'closed' });
     this.#statusFeed.end();
+    this.emit('close');
   }
 
   // ---- internals ----
@@ -636,6 +693,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           cacheTtlMs: message.cacheTtlMs,
           cache: message.cache,
           qps: message.qps,
+          replicas: message.replicas ?? 1,
         };
         const { state, added, evicted, reset } = this.#hot.promote(
           hub,
@@ -679,8 +737,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           this.#forget(key);
           this.emit('demote', key, { hub, reason: 'snapshot' });
         }
-        for (const e of promoted)
-          this.emit('promote', e.key, { hub, qps: e.qps, ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache });
+        for (const e of promoted) {
+          const { qps, ttlMs, cacheTtlMs, cache } = e;
+          this.emit('promote', e.key, { hub, qps, ttlMs, cacheTtlMs, cache, replicas: e.replicas ?? 1 });
+        }
         return;
       }
       case MsgType.Ack:
@@ -688,6 +748,9 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         return;
       case MsgType.Grant:
         applyGrant(link, message, LEASE_MARGIN_MS);
+        return;
+      case MsgType.Limit:
+        this.#limits.setShares(message.keys, message.rates, message.ttlMs, this.#now());
         return;
       case MsgType.Config:
         this.#applyConfig(message.rules, message.local, message.instances);
@@ -725,6 +788,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       return Math.max(1, Math.ceil((hubLocal * windowMs) / rule.windowMs));
     });
     this.#window.setThresholds(this.#thresholds);
+    this.#limits.configure(this.#rules, instances);
   }
 
   /** Connects to new members and drops those that left (links.ts), then tells status(). */
