@@ -13,7 +13,7 @@ export interface HubTunables {
   maxKeysTotal: number;
   /** ms an app with no SDK connected keeps its state here (then its keys go and its place frees up) @default 60000 */
   appIdleMs: number;
-  /** SDK connections per app @default 10000 */
+  /** SDK connections per app on this hub (each holds a socket: see maxConnections and the open-file limit) @default 20000 */
   maxSessionsPerApp: number;
   /** send-buffer bytes per socket above which it is closed with 4008 @default 8388608 (8 MiB) */
   maxBufferedBytes: number;
@@ -83,6 +83,8 @@ export interface HubTunables {
   keepAliveTimeoutMs: number;
   /** a connection's Resyncs are answered at most once per this many ms (later ones are coalesced into one) @default 1000 */
   minResyncIntervalMs: number;
+  /** value push (`share: true` rules): ms an SDK asked to load a shared key has to push it before another is asked (once per round); keep it under the SDKs' pushWaitMs @default 500 */
+  pushFillTimeoutMs: number;
 }
 
 export const DEFAULT_TUNABLES: HubTunables = {
@@ -90,7 +92,7 @@ export const DEFAULT_TUNABLES: HubTunables = {
   maxApps: 1000,
   maxKeysTotal: 500_000,
   appIdleMs: 60_000,
-  maxSessionsPerApp: 10_000,
+  maxSessionsPerApp: 20_000,
   maxBufferedBytes: 8 * 1024 * 1024,
   helloTimeoutMs: 5000,
   leaseMs: DEFAULT_LEASE_MS,
@@ -122,4 +124,5 @@ export const DEFAULT_TUNABLES: HubTunables = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5000,
   minResyncIntervalMs: 1000,
+  pushFillTimeoutMs: 500,
 };

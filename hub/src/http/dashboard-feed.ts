@@ -106,7 +106,9 @@ function changed(a: FeedHotRow, b: FeedHotRow): boolean {
     a.windowMs !== b.windowMs ||
     a.since !== b.since ||
     a.hub !== b.hub ||
-    a.instances !== b.instances
+    a.instances !== b.instances ||
+    Math.round(a.localPct ?? -1) !== Math.round(b.localPct ?? -1) ||
+    Math.abs((a.loadsPerSec ?? -1) - (b.loadsPerSec ?? -1)) > Math.max(1, 0.02 * (b.loadsPerSec ?? 0))
   );
 }
 
@@ -352,6 +354,8 @@ export class DashboardFeed {
       since: r.since,
       hub: r.hub,
       instances: r.instances,
+      ...(r.localPct === undefined ? {} : { localPct: r.localPct }),
+      ...(r.loadsPerSec === undefined ? {} : { loadsPerSec: r.loadsPerSec }),
     }));
   }
 

@@ -52,6 +52,10 @@ export interface FeedHotRow {
   hub: string;
   /** SDK instances that reported the key in the current window */
   instances: number;
+  /** share of its reads the SDKs answered from their local caches, 0–100 (absent: not reported yet) */
+  localPct?: number;
+  /** loader calls per second for it across the SDKs: reads that reached the store */
+  loadsPerSec?: number;
 }
 /** A promotion, demotion or invalidation (the hub's HubEvent on the wire). */
 export interface FeedEvent {
@@ -158,6 +162,8 @@ function feedHotRow(x: unknown): FeedHotRow {
     since: num(o, 'since'),
     hub: str(o, 'hub'),
     instances: int(o, 'instances'),
+    ...(o.localPct === undefined ? {} : { localPct: num(o, 'localPct') }),
+    ...(o.loadsPerSec === undefined ? {} : { loadsPerSec: num(o, 'loadsPerSec') }),
   };
 }
 const FEED_EVENT_TYPES: ReadonlySet<string> = new Set(['promote', 'demote', 'invalidate']);
