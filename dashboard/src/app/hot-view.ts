@@ -36,9 +36,14 @@ const COLUMNS: { id: SortColumn | 'spark' | 'actions'; label: string; title?: st
   { id: 'actions', label: '' },
 ];
 
+/** the kind badge beside a key: read-hot keys (the default) carry none */
+const KIND_BADGE = { write: ['write', 'write-hot: promoted by writes'], any: ['r+w', 'promoted by reads and writes'] };
+
 interface RowElements {
   root: HTMLElement;
   cells: HTMLElement[];
+  keyName: HTMLElement;
+  kind: HTMLElement;
   spark: HTMLCanvasElement;
   id: string;
   /** index in the sorted list the slot shows, -1 when detached */
@@ -225,8 +230,12 @@ export class HotView implements View {
       r.root.classList.toggle('blazing', over >= 5);
       const [app, key, qps, , threshold, since, hub, instances] = r.cells;
       setText(app!, row.app);
-      setText(key!, row.key);
+      setText(r.keyName, row.key);
       key!.title = row.key;
+      const badge = row.kind === undefined ? undefined : KIND_BADGE[row.kind];
+      r.kind.hidden = badge === undefined;
+      setText(r.kind, badge?.[0] ?? '');
+      r.kind.title = badge?.[1] ?? '';
       setText(qps!, formatQps(row.qps));
       setText(
         threshold!,
@@ -256,6 +265,10 @@ export class HotView implements View {
     const cells = COLUMNS.map((c) => el('div', { class: `c-${c.id}`, role: 'cell' }));
     const spark = el('canvas', { class: 'spark', width: 120, height: 22 });
     cells[3]!.append(spark);
+    const keyName = el('span', {});
+    const kind = el('span', { class: 'badge kind', 'data-testid': 'kind-badge' });
+    kind.hidden = true;
+    cells[1]!.append(keyName, kind);
     cells[8]!.append(
       el(
         'button',
@@ -264,6 +277,6 @@ export class HotView implements View {
       ),
     );
     const root = el('div', { class: 'vt-row', role: 'row', 'data-testid': 'hot-row' }, ...cells);
-    return { root, cells, spark, id: '', index: -1 };
+    return { root, cells, keyName, kind, spark, id: '', index: -1 };
   }
 }

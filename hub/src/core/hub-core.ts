@@ -477,6 +477,8 @@ export class HubCore implements SessionHost {
       cacheTtlMs: rule.cacheTtlMs,
       cache: rule.cache,
       at,
+      // only write-hot rules say so: read promotions keep the frame they always had
+      ...(rule.kind === undefined || rule.kind === 'read' ? {} : { kind: rule.kind }),
     });
     const fanoutMs = performance.now() - started;
     this.metrics.promotions++;
@@ -539,6 +541,7 @@ export class HubCore implements SessionHost {
         cacheTtlMs: v.rule.cacheTtlMs,
         cache: v.rule.cache,
         qps: v.qps,
+        ...(v.rule.kind === undefined || v.rule.kind === 'read' ? {} : { kind: v.rule.kind }),
       });
     }
     app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Snapshot, seq: app.broadcaster.seq, hot }));

@@ -106,7 +106,8 @@ function changed(a: FeedHotRow, b: FeedHotRow): boolean {
     a.windowMs !== b.windowMs ||
     a.since !== b.since ||
     a.hub !== b.hub ||
-    a.instances !== b.instances
+    a.instances !== b.instances ||
+    a.kind !== b.kind
   );
 }
 
@@ -331,6 +332,11 @@ export class DashboardFeed {
 
   /** the window of the rule that decides `key` (the rule defaults' when none matches) */
   #windowMs(app: string, key: string): number {
+    return this.#ruleOf(app, key)?.windowMs ?? RULE_DEFAULTS.windowMs;
+  }
+
+  /** the rule that decides `key`, from a rule set compiled once per rules version */
+  #ruleOf(app: string, key: string): Rule | undefined {
     const rules = this.#source.coordinator.rules(app);
     let cached = this.#ruleSets.get(app);
     if (cached === undefined || cached.rules !== rules) {
@@ -338,21 +344,26 @@ export class DashboardFeed {
       cached = { rules, set: new RuleSet(rules) };
       this.#ruleSets.set(app, cached);
     }
-    return cached.set.ruleFor(key)?.windowMs ?? RULE_DEFAULTS.windowMs;
+    return cached.set.ruleFor(key);
   }
 
   /** every hot key of the cluster, hottest first: ours exactly, other hubs' from their statuses */
   #hotRows(): FeedHotRow[] {
-    return clusterHotRows(this.#source).map((r) => ({
-      app: r.app,
-      key: r.key,
-      qps: r.qps,
-      threshold: r.threshold,
-      windowMs: this.#windowMs(r.app, r.key),
-      since: r.since,
-      hub: r.hub,
-      instances: r.instances,
-    }));
+    return clusterHotRows(this.#source).map((r) => {
+      const rule = this.#ruleOf(r.app, r.key);
+      const row: FeedHotRow = {
+        app: r.app,
+        key: r.key,
+        qps: r.qps,
+        threshold: r.threshold,
+        windowMs: rule?.windowMs ?? RULE_DEFAULTS.windowMs,
+        since: r.since,
+        hub: r.hub,
+        instances: r.instances,
+      };
+      if (rule?.kind === 'write' || rule?.kind === 'any') row.kind = rule.kind;
+      return row;
+    });
   }
 
   #hubs(rows: readonly FeedHotRow[]): FeedHub[] {

@@ -15,6 +15,7 @@
  * An entry is also the key's local-cache slot (`CacheSlot`): one lookup here answers both "is it
  * hot?" and "what is its cached value?" on the `get()` hot path. The cache fills and empties it.
  */
+import type { RuleKind } from '../rules.ts';
 import type { CacheSlot } from './local-cache.ts';
 
 /** A hub link's lease as this instance sees it: values it vouches for are served while `until` > clock. */
@@ -35,6 +36,8 @@ export interface HotState extends CacheSlot {
   cache: boolean;
   /** cluster-wide accesses per second at promotion */
   qps: number;
+  /** which accesses made it hot (the promotion's rule kind) */
+  kind: RuleKind;
   generation: number;
   /** the lease of the link its hub promoted it on: its cached value is served only while current */
   lease: Lease;
@@ -56,6 +59,8 @@ export interface Promotion {
   cacheTtlMs: number;
   cache: boolean;
   qps: number;
+  /** @default 'read' */
+  kind?: RuleKind;
 }
 
 export interface HotSetOptions {
@@ -118,6 +123,7 @@ export class HotSet {
       existing.cache = p.cache;
       existing.cacheTtlMs = p.cacheTtlMs;
       existing.qps = p.qps;
+      existing.kind = p.kind ?? 'read';
       return reset ? { state: existing, added: false, reset } : { state: existing, added: false };
     }
     let evicted: string | undefined;
@@ -132,6 +138,7 @@ export class HotSet {
       cacheTtlMs: p.cacheTtlMs,
       cache: p.cache,
       qps: p.qps,
+      kind: p.kind ?? 'read',
       generation: ++this.#generation,
       lease,
       counterSlot: -1,
@@ -193,7 +200,7 @@ export class HotSet {
    */
   replaceHub(
     hub: string,
-    entries: readonly { key: string; ttlMs: number; cacheTtlMs: number; cache: boolean; qps: number }[],
+    entries: readonly (Promotion & { key: string })[],
     now: number,
     lease: Lease = NO_LEASE,
   ): { removed: string[]; touched: string[] } {
@@ -205,7 +212,13 @@ export class HotSet {
       if (this.#map.has(e.key)) touched.push(e.key);
       this.#map.delete(e.key);
       previous.delete(e.key);
-      this.promote(hub, e.key, { ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache, qps: e.qps }, now, lease);
+      this.promote(
+        hub,
+        e.key,
+        { ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache, qps: e.qps, kind: e.kind },
+        now,
+        lease,
+      );
     }
     return { removed: [...previous], touched };
   }

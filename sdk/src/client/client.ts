@@ -14,7 +14,7 @@ import { LocalCache, MISS } from '../cache/local-cache.ts';
 import { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
-import { localThreshold, RuleSet, type Rule } from '../rules.ts';
+import { localThreshold, RuleSet, type Rule, type RuleKind } from '../rules.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import {
   MAX_KEY_LENGTH,
@@ -38,6 +38,9 @@ export type { ClientStatus } from './status.ts';
 
 export const SDK_NAME = '@hotkey/sdk/0.1.0';
 
+/** What one access did to a key, as `track()` counts it. */
+export type AccessKind = 'read' | 'write';
+
 export interface PromoteInfo {
   hub: string;
   qps: number;
@@ -45,6 +48,8 @@ export interface PromoteInfo {
   ttlMs: number;
   cacheTtlMs: number;
   cache: boolean;
+  /** which accesses made it hot: its rule's kind ('read', 'write' or 'any') */
+  kind: RuleKind;
 }
 export interface DemoteInfo {
   hub: string;
@@ -359,10 +364,22 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return promise;
   }
 
-  /** Counts an access without loading anything. */
-  track(key: string): void {
+  /**
+   * Counts an access without loading anything. `kind` says whether it read or wrote the key: a
+   * key counts only the accesses its rule's `kind` selects (rules count reads by default).
+   */
+  track(key: string, kind: AccessKind = 'read'): void {
     checkKey(key);
-    if (!this.#closed) this.#window.track(key);
+    if (this.#closed) return;
+    if (kind === 'read') this.#window.track(key);
+    else if (kind === 'write') this.#window.trackWrite(key);
+    else throw new TypeError(`kind must be 'read' or 'write', got ${String(kind)}`);
+  }
+
+  /** Which accesses made the key hot ('read', 'write' or 'any'), or undefined when it is not hot here. */
+  hotKind(key: string): RuleKind | undefined {
+    const hot = this.#hot.get(key);
+    return hot !== undefined && hot.until > this.#clock ? hot.kind : undefined;
   }
 
   /** Whether the key is hot right now on this instance. */
@@ -636,6 +653,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           cacheTtlMs: message.cacheTtlMs,
           cache: message.cache,
           qps: message.qps,
+          kind: message.kind ?? 'read',
         };
         const { state, added, evicted, reset } = this.#hot.promote(
           hub,
@@ -680,7 +698,14 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           this.emit('demote', key, { hub, reason: 'snapshot' });
         }
         for (const e of promoted)
-          this.emit('promote', e.key, { hub, qps: e.qps, ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache });
+          this.emit('promote', e.key, {
+            hub,
+            qps: e.qps,
+            ttlMs: e.ttlMs,
+            cacheTtlMs: e.cacheTtlMs,
+            cache: e.cache,
+            kind: e.kind ?? 'read',
+          });
         return;
       }
       case MsgType.Ack:

@@ -349,6 +349,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (writes || KEYSPACE_WRITES.has(name)) {
       dispatched.add(command);
       const keys = writes ? namesOf(command) : new Set<string>();
+      for (const key of keys) hk.track(key, 'write'); // write-hot detection (rules with kind 'write' / 'any')
       const flushed = writes ? new Set<string>() : flushedBy(this, name, command.args);
       // written when EXEC runs, not when QUEUED comes back
       let pending = open;

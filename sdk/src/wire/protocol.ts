@@ -14,7 +14,7 @@
  */
 import { Packr, type Options } from 'msgpackr';
 import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
-import { parseRules, type Rule } from '../rules.ts';
+import { parseRules, RULE_KINDS, type Rule, type RuleKind } from '../rules.ts';
 import { findExtension } from './plain-msgpack.ts';
 
 /** 2: leases (Lease, Grant) and fencing acks; a version-1 SDK would serve values no lease bounds */
@@ -192,6 +192,8 @@ export interface Promote {
   cache: boolean;
   /** hub wall-clock time of the decision (ms since epoch) */
   at: number;
+  /** which accesses made it hot: the rule's kind (absent: 'read', the frame before kinds) */
+  kind?: RuleKind;
 }
 export interface Invalidate {
   t: typeof MsgType.Invalidate;
@@ -212,6 +214,8 @@ export interface HotEntry {
   cacheTtlMs: number;
   cache: boolean;
   qps: number;
+  /** as Promote's `kind` (absent: 'read') */
+  kind?: RuleKind;
 }
 /** The whole hot set this hub owns for the app, sent after Welcome and on Resync. */
 export interface Snapshot {
@@ -420,6 +424,13 @@ function flush(m: Record<string, unknown>): { flush?: true } {
   return { flush: true };
 }
 
+/** The optional `kind` of Promote / HotEntry: absent, or a rule kind. */
+function kind(m: Record<string, unknown>): { kind?: RuleKind } {
+  if (m.kind === undefined) return {};
+  if (!RULE_KINDS.includes(m.kind as RuleKind)) protocolError('"kind" must be "read", "write" or "any"');
+  return { kind: m.kind as RuleKind };
+}
+
 /** Decodes and validates a frame an SDK or dashboard sent to the hub. */
 export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
   const m = decodeFrame(bytes);
@@ -498,6 +509,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
         cacheTtlMs: int(m, 'cacheTtlMs'),
         cache: bool(m, 'cache'),
         at: num(m, 'at'),
+        ...kind(m),
       };
     }
     case MsgType.Invalidate: {
@@ -521,6 +533,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
           cacheTtlMs: int(o, 'cacheTtlMs'),
           cache: bool(o, 'cache'),
           qps: num(o, 'qps'),
+          ...kind(o),
         };
       });
       return { t: MsgType.Snapshot, seq: int(m, 'seq'), hot };
