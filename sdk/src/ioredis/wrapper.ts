@@ -31,6 +31,8 @@ import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './command
 import { dbOf, deploymentOf, keyName } from './identity.ts';
 import { Tracking, UNTRACKED, type TrackingOptions, type TrackingSession } from './tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
+import { hook, unhooked } from './unhooked.ts';
+import { WriteHot } from './write-hot.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
@@ -98,8 +100,11 @@ function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec
 }
 
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
+/** the write-hot modes (write-hot.ts) of a wrapped client, for `hotKeyStats` / `flushWrites` */
+export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
 interface Hooked {
   [HOOK]: HotKeyClient;
+  [WRITE_HOT]: WriteHot;
 }
 
 /**
@@ -114,8 +119,6 @@ const dispatched = {
     (command as { [SENT]?: true })[SENT] = true;
   },
 };
-/** true while the GET fast path runs ioredis's own `get` (synchronous: no interleaving) */
-let bypass = false;
 /** What a transaction writes: keys, and namespaces flushed (FLUSHDB, FLUSHALL, SWAPDB). */
 interface Written {
   keys: Set<string>;
@@ -171,6 +174,9 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
           (nodeKey, role) => connectionTo(client, base, nodeKey, role),
           trackingOptions === true ? {} : trackingOptions,
         );
+
+  // shards and coalescing of write-hot keys (write-hot.ts); merged writes invalidate like any write
+  const writeHot = new WriteHot(client, hk, (key) => invalidate([key]));
 
   function namesOf(command: Cmd): Set<string> {
     const names = new Set<string>();
@@ -324,8 +330,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
 
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
     const send = base.sendCommand as Send; // read at each call: patches of the class apply
-    if (bypass) {
-      // sent by the GET fast path below, which counted it already
+    if (hook.bypass) {
+      // sent by the GET fast path below (which counted it already) or by the adapter's own features
       dispatched.add(command);
       return send.call(this, command, stream, node);
     }
@@ -334,6 +340,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
     const open = stream === undefined ? openTransactions.get(this) : undefined;
+    if (stream === undefined && open === undefined && writeHot.active) {
+      if (name === 'quit') void writeHot.flush(); // merged increments go out before QUIT
+      const routed = writeHot.route(this, command, name);
+      if (routed !== undefined) {
+        dispatched.add(command);
+        return routed;
+      }
+    }
     if (
       stream === undefined &&
       open === undefined &&
@@ -380,12 +394,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
 
   /** runs ioredis's own method with the hook passing its command straight through */
   function bypassing(client: Client, method: (...a: unknown[]) => unknown, args: unknown[]): unknown {
-    bypass = true;
-    try {
-      return method.apply(client, args);
-    } finally {
-      bypass = false;
-    }
+    return unhooked(() => method.apply(client, args));
   }
 
   /**
@@ -410,6 +419,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     }
     const key = prefix ? prefix + arg : arg;
     if (!hk.isHot(key) || key.length > MAX_KEY_LENGTH) return baseGet.apply(this, args);
+    if (writeHot.owns(key)) return baseGet.apply(this, args); // a sharded counter: GET sums its shards
     const ns = namespaceOf(this);
     let returned: unknown;
     let sent = false;
@@ -460,6 +470,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     ...(client.options.showFriendlyErrorStack ? {} : { get: shadow('get', get) }),
     duplicate: shadow('duplicate', duplicate),
     [HOOK]: { value: hk },
+    [WRITE_HOT]: { value: writeHot },
   }) as object;
   Object.setPrototypeOf(client, hooked);
   return client;

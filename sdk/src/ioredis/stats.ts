@@ -1,0 +1,27 @@
+/**
+ * What a wrapped client's own features report: `hotKeyStats(client)` for write-hot modes (and,
+ * with the breaker, per-node breaker state), `flushWrites(client)` to send merged increments now.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { WRITE_HOT } from './wrapper.ts';
+import type { WriteHot, WriteHotStats } from './write-hot.ts';
+
+export interface IoredisStats {
+  writeHot: WriteHotStats;
+}
+
+function writeHotOf(client: Redis | Cluster): WriteHot {
+  const writeHot = (client as unknown as { [WRITE_HOT]?: WriteHot })[WRITE_HOT];
+  if (writeHot === undefined) throw new TypeError('client is not wrapped with withHotKeys');
+  return writeHot;
+}
+
+/** The adapter's counters for a client wrapped with `withHotKeys`; TypeError for another client. */
+export function hotKeyStats(client: Redis | Cluster): IoredisStats {
+  return { writeHot: writeHotOf(client).stats() };
+}
+
+/** Sends every merged (coalesced) increment of a wrapped client now; resolves once they landed. */
+export function flushWrites(client: Redis | Cluster): Promise<void> {
+  return writeHotOf(client).flush();
+}
