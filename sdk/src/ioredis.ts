@@ -10,4 +10,6 @@ export { keySlot, shardNames } from './ioredis/slots.ts';
 export type { CounterOptions, CounterStats, TakeOptions } from './ioredis/counters.ts';
 export { flushWrites, hotKeyStats } from './ioredis/stats.ts';
 export type { IoredisStats } from './ioredis/stats.ts';
+export { BREAKER_DEFAULTS } from './ioredis/breaker.ts';
+export type { BreakerOptions, BreakerState, BreakerStats } from './ioredis/breaker.ts';
 export type { WriteHotStats } from './ioredis/write-hot.ts';

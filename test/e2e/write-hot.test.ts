@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import type { PromoteInfo } from '@hotkey/sdk';
-import { withHotKeys } from '@hotkey/sdk/ioredis';
+import { flushWrites, hotKeyStats, withHotKeys } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { delay, waitFor } from '../support/wait.ts';
@@ -19,6 +19,7 @@ const e2e = hubInProcess(test, {
         rules: [
           { match: 'stock:*', threshold: 50, kind: 'write' },
           { match: 'likes:*', threshold: 50, kind: 'any' },
+          { match: 'ctr:*', threshold: 50, kind: 'write', coalesce: true, coalesceMs: 50, cache: false },
           { match: '*', threshold: 50 },
         ],
       },
@@ -73,6 +74,43 @@ test('a read promotion says read; a new SDK learns both kinds from the snapshot'
   assert.is(late!.hotKind('stock:2'), 'write');
   assert.is(late!.hotKind('page:1'), 'read');
   assert.throws(() => hk!.track('k', 'delete' as never), /kind/);
+});
+
+async function incrCalls(r: Redis): Promise<number> {
+  const info = await r.info('commandstats');
+  const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+  return calls('incr') + calls('incrby');
+}
+
+test('coalescing: INCRs of a write-hot key merge into few INCRBYs, replies form one serial history', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const redis = withHotKeys(new Redis(server.port, '127.0.0.1'), hk!, { tracking: false });
+  const plain = new Redis(server.port, '127.0.0.1');
+  opened.push(redis, plain);
+  await plain.set('ctr:1', 1000);
+  for (let i = 0; i < 100; i++) await redis.incr('ctr:1');
+  await waitFor('ctr:1 write-hot', () => hk!.hotKind('ctr:1') === 'write', 3000);
+  const base = Number(await plain.get('ctr:1'));
+  const before = await incrCalls(plain);
+  const replies: number[] = [];
+  for (let round = 0; round < 10; round++) {
+    const batch = await Promise.all(Array.from({ length: 100 }, (_, i) => redis.incrby('ctr:1', 1 + (i % 3))));
+    replies.push(...batch);
+  }
+  const commands = (await incrCalls(plain)) - before;
+  const added = Array.from({ length: 100 }, (_, i) => 1 + (i % 3)).reduce((a, b) => a + b, 0) * 10;
+  assert.is(Number(await plain.get('ctr:1')), base + added, 'every increment landed once');
+  assert.ok(commands <= 20, `${commands} Redis INCR commands for 1000 increments`);
+  // one serial history: sorted replies step by exactly each caller's increment
+  assert.is(new Set(replies).size, replies.length, 'no two callers saw the same value');
+  assert.is(Math.max(...replies), base + added);
+  assert.ok(hotKeyStats(redis).writeHot.coalescedIncrements >= 1000);
+  // flushed before QUIT: nothing waits past the connection's end
+  const last = redis.incr('ctr:1');
+  await redis.quit();
+  assert.is(await last, base + added + 1);
+  assert.is(Number(await plain.get('ctr:1')), base + added + 1);
+  await flushWrites(redis); // nothing open: resolves at once
 });
 
 test.run();

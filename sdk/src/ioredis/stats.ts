@@ -3,11 +3,14 @@
  * with the breaker, per-node breaker state), `flushWrites(client)` to send merged increments now.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { WRITE_HOT } from './wrapper.ts';
+import type { Breakers, BreakerStats } from './breaker.ts';
+import { BREAKERS, WRITE_HOT } from './wrapper.ts';
 import type { WriteHot, WriteHotStats } from './write-hot.ts';
 
 export interface IoredisStats {
   writeHot: WriteHotStats;
+  /** one per Redis node seen, with its breaker's state; empty with `breaker: false` */
+  breakers: BreakerStats[];
 }
 
 function writeHotOf(client: Redis | Cluster): WriteHot {
@@ -18,7 +21,8 @@ function writeHotOf(client: Redis | Cluster): WriteHot {
 
 /** The adapter's counters for a client wrapped with `withHotKeys`; TypeError for another client. */
 export function hotKeyStats(client: Redis | Cluster): IoredisStats {
-  return { writeHot: writeHotOf(client).stats() };
+  const breakers = (client as unknown as { [BREAKERS]?: Breakers })[BREAKERS];
+  return { writeHot: writeHotOf(client).stats(), breakers: breakers?.stats() ?? [] };
 }
 
 /** Sends every merged (coalesced) increment of a wrapped client now; resolves once they landed. */

@@ -33,6 +33,7 @@ import { Tracking, UNTRACKED, type TrackingOptions, type TrackingSession } from 
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import { hook, unhooked } from './unhooked.ts';
 import { WriteHot } from './write-hot.ts';
+import { Breakers, type BreakerOptions } from './breaker.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
@@ -45,6 +46,13 @@ export interface WithHotKeysOptions {
    * until `cacheTtlMs` or its Redis TTL, whoever writes), or its options @default true
    */
   tracking?: boolean | TrackingOptions;
+  /**
+   * A circuit breaker per Redis node (breaker.ts): after `failures` consecutive failures or
+   * timeouts, commands for the node fail fast with HK_ERR_BREAKER_OPEN for `coolDownMs` (a hot
+   * key's load too: the client may then serve its last value), then a probe closes it.
+   * `true`, `false` or its options @default true ({ failures: 5, coolDownMs: 3000, timeoutMs: 1000 })
+   */
+  breaker?: boolean | BreakerOptions;
 }
 
 /** The fields of ioredis's Command the hook reads or replaces (public in JS, partly untyped). */
@@ -102,9 +110,12 @@ function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
 /** the write-hot modes (write-hot.ts) of a wrapped client, for `hotKeyStats` / `flushWrites` */
 export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
+/** the circuit breakers (breaker.ts) of a wrapped client, for `hotKeyStats` */
+export const BREAKERS: unique symbol = Symbol('hotkey.breakers');
 interface Hooked {
   [HOOK]: HotKeyClient;
   [WRITE_HOT]: WriteHot;
+  [BREAKERS]: Breakers | undefined;
 }
 
 /**
@@ -150,6 +161,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
   const deployment = deploymentOf(client);
   const isCluster = (client as Partial<Cluster>).isCluster === true;
+  // first: it validates its options, before anything listens or connects
+  const breakerOptions = options.breaker ?? true;
+  const breakers =
+    breakerOptions === false
+      ? undefined
+      : new Breakers(client, breakerOptions === true ? {} : breakerOptions, (node, state) =>
+          hk.emit('breaker', { node, state }),
+        );
 
   const invalidate = (keys: Iterable<string>, flushed: Iterable<string> = []): Promise<unknown> =>
     Promise.all([
@@ -177,6 +196,38 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
 
   // shards and coalescing of write-hot keys (write-hot.ts); merged writes invalidate like any write
   const writeHot = new WriteHot(client, hk, (key) => invalidate([key]));
+
+  /**
+   * The circuit breaker's word on a command sent on its own: rejected at once (true) while its
+   * node's breaker is open, else watched for its outcome. Hot reads pass (`hotRead`): their loads
+   * ask `loadBlocked` instead, so that a rejected load can fall back on the cached value.
+   */
+  function blocked(command: Cmd, hotRead = false): boolean {
+    if (breakers === undefined || hook.unguarded) return false;
+    const node = breakers.nodeOf(command);
+    if (node === undefined || hotRead) return false;
+    if (breakers.isOpen(node)) {
+      command.reject(breakers.reject(node));
+      return true;
+    }
+    breakers.watch(node, command);
+    return false;
+  }
+  /** A load of `key` while its node's breaker is open: the error it rejects with at once. */
+  function loadBlocked(key: string): Error | undefined {
+    const node = breakers?.nodeFor(key);
+    return node !== undefined && breakers!.isOpen(node) ? breakers!.reject(node) : undefined;
+  }
+  /** Watches a command a load sends itself (past the hook). */
+  function watchLoad(command: Cmd): void {
+    const node = breakers?.nodeOf(command);
+    if (node !== undefined) breakers!.watch(node, command);
+  }
+
+  function isHotKey(arg: unknown): boolean {
+    const key = keyName(arg);
+    return key !== undefined && hk.isHot(key);
+  }
 
   function namesOf(command: Cmd): Set<string> {
     const names = new Set<string>();
@@ -254,6 +305,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       return ttl.promise;
     };
     const loader = (): Promise<Rec> => {
+      const refused = loadBlocked(key);
+      if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const hashWhole = name !== 'hget' || hk.isHot(key);
       const node = hashWhole ? tracking?.nodeFor(key) : undefined;
@@ -264,6 +317,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         // a hot hash is loaded once, whole, for every field
         const all = new Ctor('hgetall', [command.args[0]], { replyEncoding: 'utf8' });
         dispatched.add(all);
+        watchLoad(all);
         void send.call(client, all);
         const rec = all.promise.then(
           (value): Rec => ({
@@ -277,6 +331,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         return withTtl(rec, pttl(), askedAt);
       }
       sent = true;
+      watchLoad(command);
       returned = send.call(client, command);
       const kind = name === 'hget' ? 'field' : READS[name];
       const rec = command.promise.then((value) => ({ ns, kind, value, expiresAt: undefined, session }) as Rec);
@@ -333,6 +388,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (hook.bypass) {
       // sent by the GET fast path below (which counted it already) or by the adapter's own features
       dispatched.add(command);
+      if (stream === undefined && blocked(command)) return command.promise;
       return send.call(this, command, stream, node);
     }
     if (dispatched.has(command)) return send.call(this, command, stream, node);
@@ -340,6 +396,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
     const open = stream === undefined ? openTransactions.get(this) : undefined;
+    if (stream === undefined && blocked(command, isRead(name) && isHotKey(command.args[0]))) {
+      dispatched.add(command);
+      return command.promise;
+    }
     if (stream === undefined && open === undefined && writeHot.active) {
       if (name === 'quit') void writeHot.flush(); // merged increments go out before QUIT
       const routed = writeHot.route(this, command, name);
@@ -424,6 +484,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     let returned: unknown;
     let sent = false;
     const loaded = hk.get(key, (): Promise<Rec> => {
+      const refused = loadBlocked(key);
+      if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const node = tracking?.nodeFor(key);
       if (node?.session.live) return trackedLoad(node.load.bind(node), 'get', key, this, ns, askedAt);
@@ -471,6 +533,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     duplicate: shadow('duplicate', duplicate),
     [HOOK]: { value: hk },
     [WRITE_HOT]: { value: writeHot },
+    [BREAKERS]: { value: breakers },
   }) as object;
   Object.setPrototypeOf(client, hooked);
   return client;
