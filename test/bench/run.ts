@@ -42,6 +42,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'cluster', file: here('./cluster.bench.ts'), timeoutMs: 120_000 },
   { name: 'scaleout', file: here('./scaleout.bench.ts'), timeoutMs: 180_000 },
   { name: 'tracking', file: here('./tracking.bench.ts'), timeoutMs: 120_000 },
+  { name: 'write-hot', file: here('./write-hot.bench.ts'), timeoutMs: 180_000 },
 ];
 
 const { values } = parseArgs({

@@ -195,17 +195,20 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         );
 
   // shards and coalescing of write-hot keys (write-hot.ts); merged writes invalidate like any write
-  const writeHot = new WriteHot(client, hk, (key) => invalidate([key]));
+  const writeHot = new WriteHot(client, hk, (key) => {
+    const done = invalidate([key]);
+    return awaitInvalidation ? done : Promise.resolve();
+  });
 
   /**
    * The circuit breaker's word on a command sent on its own: rejected at once (true) while its
-   * node's breaker is open, else watched for its outcome. Hot reads pass (`hotRead`): their loads
+   * node's breaker is open, else watched for its outcome. Hot reads (`name`) pass: their loads
    * ask `loadBlocked` instead, so that a rejected load can fall back on the cached value.
    */
-  function blocked(command: Cmd, hotRead = false): boolean {
+  function blocked(command: Cmd, name = ''): boolean {
     if (breakers === undefined || hook.unguarded) return false;
     const node = breakers.nodeOf(command);
-    if (node === undefined || hotRead) return false;
+    if (node === undefined || (isRead(name) && isHotKey(command.args[0]))) return false;
     if (breakers.isOpen(node)) {
       command.reject(breakers.reject(node));
       return true;
@@ -396,17 +399,18 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
     const open = stream === undefined ? openTransactions.get(this) : undefined;
-    if (stream === undefined && blocked(command, isRead(name) && isHotKey(command.args[0]))) {
-      dispatched.add(command);
-      return command.promise;
-    }
     if (stream === undefined && open === undefined && writeHot.active) {
       if (name === 'quit') void writeHot.flush(); // merged increments go out before QUIT
+      // routed commands are not watched by the breaker: the commands they send are
       const routed = writeHot.route(this, command, name);
       if (routed !== undefined) {
         dispatched.add(command);
         return routed;
       }
+    }
+    if (stream === undefined && blocked(command, name)) {
+      dispatched.add(command);
+      return command.promise;
     }
     if (
       stream === undefined &&
