@@ -27,6 +27,10 @@ const USAGE = `usage: hotkey-hub [options]
   --advertise-url URL   ws:// URL SDKs use to reach this hub (env HOTKEY_ADVERTISE_URL)
   --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS)
   --lease-ms N          lease granted to each SDK: bounds write latency under a partition (env HOTKEY_LEASE_MS, default ${DEFAULT_TUNABLES.leaseMs})
+  --max-sessions-per-app N  SDK connections one app may hold on this hub (env HOTKEY_MAX_SESSIONS_PER_APP,
+                        default ${DEFAULT_TUNABLES.maxSessionsPerApp})
+  --max-connections N   TCP connections in all; 0 = the open-file limit minus 128 (env HOTKEY_MAX_CONNECTIONS,
+                        default ${DEFAULT_TUNABLES.maxConnections}): raise \`ulimit -n\` for big fleets
   --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS);
                         rediss:// for TLS
   --redis-ca FILE       PEM CA that signed the rediss:// server's certificate (env HOTKEY_REDIS_CA,
@@ -61,6 +65,8 @@ function parse() {
         'advertise-url': { type: 'string' },
         redis: { type: 'string' },
         'lease-ms': { type: 'string' },
+        'max-sessions-per-app': { type: 'string' },
+        'max-connections': { type: 'string' },
         'redis-ca': { type: 'string' },
         'tls-cert': { type: 'string' },
         'tls-key': { type: 'string' },
@@ -79,6 +85,15 @@ function parse() {
 function nonEmpty(name: string, value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   if (value.trim() === '') usageError(`${name} must not be empty`);
+  return value;
+}
+
+/** An integer flag of at least `min` (undefined when not given). */
+function intFlag(name: string, raw: string | undefined, min: number): number | undefined {
+  if (nonEmpty(name, raw) === undefined) return undefined;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw!) || value < min || value > 10_000_000)
+    usageError(`${name} must be an integer from ${min} to 10000000, got "${raw}"`);
   return value;
 }
 
@@ -132,6 +147,12 @@ async function main(): Promise<void> {
   const leaseMs = leaseRaw === undefined ? undefined : Number(leaseRaw);
   if (leaseMs !== undefined && (!/^\d+$/.test(leaseRaw!) || leaseMs < 1 || leaseMs > 3_600_000))
     usageError(`--lease-ms must be an integer from 1 to 3600000, got "${leaseRaw}"`);
+  const maxSessionsPerApp = intFlag(
+    '--max-sessions-per-app',
+    args['max-sessions-per-app'] ?? env.HOTKEY_MAX_SESSIONS_PER_APP,
+    1,
+  );
+  const maxConnections = intFlag('--max-connections', args['max-connections'] ?? env.HOTKEY_MAX_CONNECTIONS, 0);
   const redisCa = nonEmpty('--redis-ca', args['redis-ca'] ?? env.HOTKEY_REDIS_CA);
   const tlsCert = nonEmpty('--tls-cert', args['tls-cert'] ?? env.HOTKEY_TLS_CERT);
   const tlsKey = nonEmpty('--tls-key', args['tls-key'] ?? env.HOTKEY_TLS_KEY);
@@ -183,7 +204,9 @@ async function main(): Promise<void> {
       configError(`--redis-ca: cannot read ${redisCa}: ${err.code ?? err.message}`),
     );
 
-  const tunables = leaseMs === undefined ? undefined : { leaseMs };
+  const tunables = Object.fromEntries(
+    Object.entries({ leaseMs, maxSessionsPerApp, maxConnections }).filter(([, v]) => v !== undefined),
+  );
   const logger = createLogger({ level: logLevel, pretty });
   const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config, logger, ca);
   const safeRedis = redis?.replace(/\/\/[^@/]*@/, '//***@');

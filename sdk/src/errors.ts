@@ -24,7 +24,11 @@ export const ErrorCode = {
   SlowConsumer: 'HK_ERR_SLOW_CONSUMER',
   /** the hub is at a connection limit (close 4009); the client retries with backoff */
   OverCapacity: 'HK_ERR_OVER_CAPACITY',
-  /** a connection sent more work than the hub's per-connection budget holds (close 4012); the client reconnects with backoff */
+  /**
+   * Over a rate budget: a connection sent more work than the hub's per-connection budget holds
+   * (close 4012; the client reconnects with backoff), or a command of the ioredis wrapper on a key
+   * whose rule `limit` this instance's share is spent (rejected unsent; retry later)
+   */
   RateLimited: 'HK_ERR_RATE_LIMITED',
   /** the hub keeps state for its most apps (close 4011); the client retries with backoff */
   AppLimit: 'HK_ERR_APP_LIMIT',

@@ -1,8 +1,8 @@
 /**
  * The `@hotkey/sdk/ioredis` entry: the ioredis adapter lives in `./ioredis/` (wrapper, command
- * table, key identity); this module only re-exports it so importers keep one stable path.
+ * table, key identity, replica keys); this module only re-exports it so importers keep one stable path.
  */
-export { withHotKeys } from './ioredis/wrapper.ts';
+export { replicaStats, withHotKeys } from './ioredis/wrapper.ts';
 export type { WithHotKeysOptions } from './ioredis/wrapper.ts';
 export type { TrackingOptions } from './ioredis/tracking.ts';
 export { counter, ShardedCounter } from './ioredis/counters.ts';
@@ -13,3 +13,5 @@ export type { IoredisStats } from './ioredis/stats.ts';
 export { BREAKER_DEFAULTS } from './ioredis/breaker.ts';
 export type { BreakerOptions, BreakerState, BreakerStats } from './ioredis/breaker.ts';
 export type { WriteHotStats } from './ioredis/write-hot.ts';
+export { REPLICA_TTL_MS } from './ioredis/replicas.ts';
+export type { ReplicaOptions, ReplicaStats } from './ioredis/replicas.ts';

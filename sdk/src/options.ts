@@ -57,6 +57,8 @@ export interface ClientOptions {
   maxCandidates?: number;
   /** hot keys remembered at most @default 65536 */
   maxHotKeys?: number;
+  /** rate-limited keys (a rule's `limit`) with a token bucket here at most; the oldest goes first @default 10000 */
+  maxLimitedKeys?: number;
   /** first reconnect delay cap (full jitter) @default 100 */
   reconnectMinMs?: number;
   /** largest reconnect delay cap (full jitter) @default 5000 */
@@ -103,6 +105,7 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
   maxStaleMs: 3000,
   maxCandidates: 8192,
   maxHotKeys: 65_536,
+  maxLimitedKeys: 10_000,
   reconnectMinMs: 100,
   reconnectMaxMs: 5000,
   pingIntervalMs: 1000,
@@ -182,6 +185,7 @@ export function resolveClientOptions(
     maxStaleMs: nonNegInt(options.maxStaleMs, d.maxStaleMs, 'maxStaleMs'),
     maxCandidates: posInt(options.maxCandidates, d.maxCandidates, 'maxCandidates'),
     maxHotKeys: posInt(options.maxHotKeys, d.maxHotKeys, 'maxHotKeys'),
+    maxLimitedKeys: posInt(options.maxLimitedKeys, d.maxLimitedKeys, 'maxLimitedKeys'),
     reconnectMinMs: posInt(options.reconnectMinMs, d.reconnectMinMs, 'reconnectMinMs'),
     reconnectMaxMs: posInt(options.reconnectMaxMs, d.reconnectMaxMs, 'reconnectMaxMs'),
     pingIntervalMs: posInt(options.pingIntervalMs, d.pingIntervalMs, 'pingIntervalMs'),

@@ -70,6 +70,44 @@ export interface Rule {
   coalesce?: boolean;
   /** merge window of `coalesce`, 1–10000 @default 100 (WRITE_DEFAULTS.coalesceMs) */
   coalesceMs?: number;
+   * Replica keys for a read-hot key that is not cached locally (`cache: false`): the hub sizes the
+   * copies from the key's cluster QPS (`replicaCount`), the ioredis wrapper spreads GETs over
+   * them. `false` turns them off; absent: REPLICA_DEFAULTS. Ignored when `cache` is true.
+   */
+  replicas?: ReplicaPolicy | false;
+  /**
+   * Cluster-wide accesses per second allowed for each matching key: the hub divides it among the
+   * instances that use the key, each enforces its share (`hk.allow`, the wrapper's HK_ERR_RATE_LIMITED).
+   */
+  limit?: number;
+}
+
+/** How many copies of a read-hot uncached key serve reads: `min(max, ceil(qps × factor / perNodeQps))`. */
+export interface ReplicaPolicy {
+  /** reads per second one Redis node should serve of one key @default 35000 */
+  perNodeQps: number;
+  /** headroom over the measured QPS @default 1.5 */
+  factor: number;
+  /** copies at most, the key itself included (1: no replicas) @default 8 */
+  max: number;
+}
+
+/** The replica sizing of seed 000: `ceil(qps / 35000 × 1.5)` copies. */
+export const REPLICA_DEFAULTS: Readonly<ReplicaPolicy> = Object.freeze({ perNodeQps: 35_000, factor: 1.5, max: 8 });
+/** most copies a rule may ask for (replica names are probed per copy) */
+export const MAX_REPLICAS = 64;
+/** highest `limit` a rule may set (accesses per second) */
+export const MAX_LIMIT = 1_000_000_000;
+
+/**
+ * The copies that serve reads of a key of `rule` at `qps` (the key itself counts as one; 1 means
+ * no replica keys): only for rules that do not cache locally and do not turn replicas off.
+ */
+export function replicaCount(rule: Rule, qps: number): number {
+  if (rule.cache || rule.replicas === false) return 1;
+  const p = rule.replicas ?? REPLICA_DEFAULTS;
+  if (!(qps > 0)) return 1;
+  return Math.max(1, Math.min(p.max, Math.ceil((qps * p.factor) / p.perNodeQps)));
 }
 
 export type RuleKind = 'read' | 'write' | 'any';
@@ -130,6 +168,8 @@ const KNOWN_FIELDS = new Set([
   'shards',
   'coalesce',
   'coalesceMs',
+  'replicas',
+  'limit',
 ]);
 /** fields each mode reads; any other mode's field is an error (it would be silently ignored) */
 const MODE_FIELDS: Record<RuleMode, readonly string[]> = {
@@ -189,6 +229,13 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
     rule.demoteRatio = ratio;
   }
   if (mode !== 'fixed') parseModeFields(raw, rule, mode as RuleMode, field);
+  if (raw.replicas !== undefined) rule.replicas = parseReplicas(raw.replicas, `${field}.replicas`);
+  if (raw.limit !== undefined) {
+    const limit = raw.limit;
+    if (typeof limit !== 'number' || !Number.isFinite(limit) || !(limit > 0) || limit > MAX_LIMIT)
+      fail(`${field}.limit`, `must be a number in (0, ${MAX_LIMIT}] (accesses per second, cluster-wide)`);
+    rule.limit = limit;
+  }
   if (raw.sampleRate !== undefined) {
     const rate = raw.sampleRate;
     if (typeof rate !== 'number' || !(rate > 0 && rate <= 1)) fail(`${field}.sampleRate`, 'must be a number in (0, 1]');
@@ -237,6 +284,28 @@ function parseWriteFields(raw: Record<string, unknown>, rule: Rule, field: strin
   }
   if (rule.shards !== undefined && rule.coalesce === true)
     fail(`${field}.coalesce`, 'cannot be combined with shards (choose one way to spread the writes)');
+}
+
+function parseReplicas(raw: unknown, field: string): ReplicaPolicy | false {
+  if (raw === false) return false;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    fail(field, 'must be false or an object { perNodeQps, factor, max }');
+  const o = raw as Record<string, unknown>;
+  for (const name of Object.keys(o))
+    if (!(name in REPLICA_DEFAULTS)) fail(`${field}.${name}`, 'unknown field (perNodeQps, factor, max)');
+  const number = (name: keyof ReplicaPolicy, min: number, max: number, integer: boolean): number => {
+    const value = o[name];
+    if (value === undefined) return REPLICA_DEFAULTS[name];
+    if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value)))
+      fail(`${field}.${name}`, integer ? 'must be an integer' : 'must be a number');
+    if (value < min || value > max) fail(`${field}.${name}`, `must be between ${min} and ${max}`);
+    return value;
+  };
+  return {
+    perNodeQps: number('perNodeQps', 1, 1_000_000_000, false),
+    factor: number('factor', 0.1, 100, false),
+    max: number('max', 1, MAX_REPLICAS, true),
+  };
 }
 
 function parseModeFields(raw: Record<string, unknown>, rule: Rule, mode: RuleMode, field: string): void {
@@ -382,10 +451,14 @@ export class RuleSet {
  * the window reaches it. With `instances` SDKs each missing at most `local - 1` accesses, the
  * cluster loses less than `threshold * fraction`, so a key at `(1 + fraction) * threshold` in
  * aggregate is always promoted however thinly it is spread.
+ * A rule with a `limit` reports every access (threshold 1): the hub divides the limit by what
+ * each instance uses.
  * @param [fraction=0.2] share of the threshold the whole cluster may leave unreported
  */
 export function localThreshold(rule: Rule, instances: number, fraction = 0.2, now?: number): number {
   // inside a pre-declared window every access is reported at once: the hub promotes on the first
   if (now !== undefined && predeclaredActive(rule, now)) return 1;
+  // a limit is divided by the instances that use the key: each reports every access it sees
+  if (rule.limit !== undefined) return 1;
   return Math.max(1, Math.floor((rule.threshold * fraction) / Math.max(1, instances)));
 }

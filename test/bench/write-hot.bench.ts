@@ -1,5 +1,5 @@
 /**
- * Benchmark 9 — keys Redis must still serve, and a frozen Redis node (issues #13 and #12):
+ * Benchmark 15 — keys Redis must still serve, and a frozen Redis node (issues #13 and #12):
  * 1. One write-hot stock key decremented from 8 connections on a real 3-master Redis Cluster:
  *    the busiest master's share of all commands and the decrements per second, plain DECR on the
  *    one key (baseline) vs `counter(…, { shards: 20 }).take(1)`; units lost or doubled (Redis
@@ -197,7 +197,7 @@ benchMain(async ({ quick }) => {
     const sharded = await stock(cluster, true, seconds);
     rows.push(
       {
-        bench: '9 write-hot',
+        bench: '15 write-hot',
         metric: "stock key, 8 connections: busiest master's share of commands (20 shards vs one key)",
         ours: sharded.share * 100,
         baseline: plain.share * 100,
@@ -207,7 +207,7 @@ benchMain(async ({ quick }) => {
         note: '3-master Redis Cluster; ours: counter().take(1), baseline: DECR',
       },
       {
-        bench: '9 write-hot',
+        bench: '15 write-hot',
         metric: 'stock key, 8 connections: decrements per second',
         ours: sharded.opsPerSec,
         baseline: plain.opsPerSec,
@@ -216,7 +216,7 @@ benchMain(async ({ quick }) => {
         note: 'a take is one EVAL (up to 21 when shards run short); one client process',
       },
       {
-        bench: '9 write-hot',
+        bench: '15 write-hot',
         metric: 'stock key: units lost or doubled (Redis vs acknowledged)',
         ours: sharded.lost,
         baseline: plain.lost,
@@ -231,7 +231,7 @@ benchMain(async ({ quick }) => {
   const [ours, baseline] = await coalescing(quick ? 1 : 3);
   rows.push(
     {
-      bench: '9 write-hot',
+      bench: '15 write-hot',
       metric: 'INCR coalescing: Redis commands per 1000 increments (2000 increments/s)',
       ours: ours!.perThousand,
       baseline: baseline!.perThousand,
@@ -239,7 +239,7 @@ benchMain(async ({ quick }) => {
       better: 'lower',
     },
     {
-      bench: '9 write-hot',
+      bench: '15 write-hot',
       metric: 'INCR coalescing: mean latency per increment (added: ours − baseline)',
       ours: ours!.meanMs,
       baseline: baseline!.meanMs,
@@ -253,7 +253,7 @@ benchMain(async ({ quick }) => {
   const without = await frozen(false, frozenMs);
   rows.push(
     {
-      bench: '9 breaker',
+      bench: '15 breaker',
       metric: `Redis SIGSTOP ${frozenMs / 1000} s: non-hot read time to fail (or answer), p50`,
       ours: percentile(withBreaker, 0.5),
       baseline: percentile(without, 0.5),
@@ -262,7 +262,7 @@ benchMain(async ({ quick }) => {
       note: 'ours: breaker (5 timeouts of 1 s open it); baseline: queued until Redis resumes',
     },
     {
-      bench: '9 breaker',
+      bench: '15 breaker',
       metric: `Redis SIGSTOP ${frozenMs / 1000} s: non-hot reads settled within 50 ms`,
       ours: (withBreaker.filter((ms) => ms < 50).length * 100) / withBreaker.length,
       baseline: (without.filter((ms) => ms < 50).length * 100) / without.length,

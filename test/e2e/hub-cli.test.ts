@@ -97,6 +97,32 @@ test('a bad config file exits 1 naming the field', async () => {
   assert.match(missing.stderr, /config error: config: cannot read/);
 });
 
+test('a low open-file limit is warned about at start (it caps the connections below maxSessionsPerApp)', async () => {
+  const hub = await HubProcess.start({ fdLimit: 512 });
+  try {
+    // 512 descriptors leave 384 connections, fewer than the default 20000 SDKs per app
+    assert.match(hub.stdout, /"evt":"connection_cap","maxConnections":384/);
+  } finally {
+    await hub.stop();
+  }
+});
+
+test('--max-sessions-per-app caps the connections of one app', async () => {
+  const hub = await HubProcess.start({ args: ['--max-sessions-per-app', '2'] });
+  const clients: RawClient[] = [];
+  try {
+    assert.not.match(hub.stdout, /connection_cap/);
+    for (let i = 0; i < 2; i++) clients.push((await RawClient.join(hub.url, 'capped', { instance: `i${i}` })).client);
+    const third = await RawClient.connect(hub.url);
+    clients.push(third);
+    third.send({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'capped', instance: 'i2', sdk: 'test', role: 'sdk' });
+    assert.is((await third.closeEvent()).code, CloseCode.OverCapacity);
+  } finally {
+    for (const c of clients) c.close();
+    await hub.stop();
+  }
+});
+
 test('bad usage exits 2 with the usage text', async () => {
   const argsList = [
     ['--bogus'],
@@ -105,6 +131,8 @@ test('bad usage exits 2 with the usage text', async () => {
     ['--advertise-url', 'http://x'],
     ['--redis', 'nope'],
     ['--lease-ms', '0'],
+    ['--max-sessions-per-app', '0'],
+    ['--max-connections', 'many'],
     ['--log-level', 'verbose'],
     ['--tls-key', 'k.pem'],
   ];

@@ -14,7 +14,7 @@ const e2e = hubInProcess(test, {
   config: { apps: { shop: { token: 'app-token', rules: [{ match: 'item:*', threshold: 50 }] }, blog: {} } },
   tunables: { configDebounceMs: 10 },
 });
-const readOnly = hubInProcess(test, { dashboardToken: 'dash' });
+const readOnly = hubInProcess(test, { dashboardToken: 'dash', config: { apps: { shop: {} } } });
 const api = (path: string, init?: RequestInit & { token?: string }) => http(e2e.hub.httpUrl, path, init);
 
 test('healthz, readyz and metrics', async () => {
@@ -200,11 +200,20 @@ test('without an admin token writes are refused with a hint; with a dashboard to
   assert.is(ok.status, 200);
   assert.equal(ok.body.hot, []);
   assert.is((await http(readOnly.hub.httpUrl, '/healthz')).status, 200, 'health stays open');
-  assert.is(
-    (await http(readOnly.hub.httpUrl, '/api/apps/anything/rules', { token: 'dash' })).status,
-    200,
-    'open mode: any app exists',
-  );
+  assert.is((await http(readOnly.hub.httpUrl, '/api/apps/shop/rules', { token: 'dash' })).status, 200);
+  assert.is((await http(readOnly.hub.httpUrl, '/api/apps/nope/rules', { token: 'dash' })).status, 404);
+});
+
+test('without the dashboard token an app that exists and one that does not get the same refusal', async () => {
+  for (const token of [undefined, 'nope']) {
+    const known = await http(readOnly.hub.httpUrl, '/api/apps/shop/rules', { token });
+    const unknown = await http(readOnly.hub.httpUrl, '/api/apps/nope/rules', { token });
+    assert.is(known.status, token === undefined ? 401 : 403);
+    assert.is(unknown.status, known.status, `token ${token}: same status`);
+    assert.equal(unknown.body, known.body, `token ${token}: same body`);
+    const history = await http(readOnly.hub.httpUrl, '/api/apps/nope/keys/qps?key=a', { token });
+    assert.is(history.status, known.status, 'key history too');
+  }
 });
 
 test('readyz reports not ready while closing', async () => {

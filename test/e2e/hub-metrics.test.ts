@@ -43,6 +43,25 @@ const OLD_SERIES = [
   'hotkey_heap_used_bytes',
   'hotkey_rss_bytes',
 ];
+/** What the flood protections did (issue 11): counters and gauges without labels, on every hub. */
+const PROTECTION_SERIES = [
+  'hotkey_promotions_solo_refused_total',
+  'hotkey_promotions_cap_refused_total',
+  'hotkey_promotions_displaced_total',
+  'hotkey_intake_queued_total',
+  'hotkey_intake_paused_total',
+  'hotkey_intake_yields_total',
+  'hotkey_intake_queued_bytes',
+  'hotkey_invalidations_delayed_total',
+  'hotkey_invalidations_rate_limited_total',
+  'hotkey_resyncs_coalesced_total',
+  'hotkey_ws_origin_refused_total',
+  'hotkey_ws_unauthenticated_evicted_total',
+  'hotkey_ws_prehello_over_budget_total',
+  'hotkey_ws_unauthenticated',
+  'hotkey_http_pending_connections',
+  'hotkey_http_pending_evicted_total',
+];
 const HISTOGRAMS = [
   'hotkey_detection_latency_seconds',
   'hotkey_promotion_fanout_seconds',
@@ -146,7 +165,7 @@ test('old series keep their names, new histograms have per-app labels, process m
   );
 
   const x = await scrape(hub);
-  for (const name of OLD_SERIES) {
+  for (const name of [...OLD_SERIES, ...PROTECTION_SERIES]) {
     const found = x.samples.filter((s) => s.name === name);
     assert.is(found.length, 1, `${name} exported once`);
     assert.equal(found[0]!.labels, {}, `${name} has no labels`);

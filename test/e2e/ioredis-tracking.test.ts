@@ -158,6 +158,24 @@ test('Redis-side tracking state holds hot keys only; the user connection never t
   );
 });
 
+test('hk.close() closes the tracking connections; the Redis client stays usable', async () => {
+  const [r] = await readers(1);
+  await plain.set('close:a', 'v1');
+  await promote('close:a', [r!]);
+  await warm(r!, 'close:a');
+  const before = [(await connections('hotkey-tracking')).length, (await connections('hotkey-invalidations')).length];
+  assert.ok(before[0]! >= 1 && before[1]! >= 1, 'tracking connections are up');
+  await r!.hk.close();
+  await waitFor('the tracking pair closed', async () => {
+    const now = [(await connections('hotkey-tracking')).length, (await connections('hotkey-invalidations')).length];
+    return now[0] === before[0]! - 1 && now[1] === before[1]! - 1;
+  });
+  await plain.set('close:a', 'v2');
+  assert.is(await r!.redis.get('close:a'), 'v2', 'reads go to Redis');
+  await delay(50);
+  assert.is((await connections('hotkey-tracking')).length, before[0]! - 1, 'no tracking connection made again');
+});
+
 test("a killed tracking connection: that node's values are not served until it is back", async () => {
   for (const role of ['hotkey-invalidations', 'hotkey-tracking']) {
     // one instance's tracking connections only, so that CLIENT LIST names the victim

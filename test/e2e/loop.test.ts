@@ -9,6 +9,7 @@ import { drive } from '../support/traffic.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
 const THRESHOLD = 300;
+const THIN_THRESHOLD = 10;
 const config = {
   apps: {
     shop: {
@@ -17,6 +18,8 @@ const config = {
         { match: 'item:*', threshold: THRESHOLD, windowMs: 1000, hotMs: 30_000, cacheTtlMs: 10_000 },
         // cools fast so the demotion test runs in a couple of seconds
         { match: 'cool:*', threshold: THRESHOLD, windowMs: 500, hotMs: 30_000, demoteWindows: 2 },
+        // the thin-spread test's rule: 5,000 instances at threshold 1000, scaled down by 100
+        { match: 'thin:*', threshold: THIN_THRESHOLD, windowMs: 1000, hotMs: 30_000 },
       ],
     },
   },
@@ -76,6 +79,22 @@ test('a key spread thinly over 50 instances at 1.5 x threshold in total is promo
   } finally {
     driver.stop();
   }
+  await Promise.all(group.map((hk) => hk.close()));
+});
+
+test('a key at 1.2 x threshold over 50 instances, with the per-instance arithmetic of 5,000 at threshold 1000, is promoted', async () => {
+  // 5,000 instances, threshold 1000: local threshold max(1, floor(0.2 * 1000 / 5000)) = 1 and
+  // 1200 / 5000 = 0.24 accesses/s per instance. 50 instances, threshold 10: max(1, floor(2 / 50)) = 1
+  // and 12 / 50 = 0.24/s: every instance sees one access every ~4 s, and each must be reported
+  const group = await e2e.sdks(50);
+  const driver = drive(group, 'thin:wide', THIN_THRESHOLD * 1.2);
+  try {
+    await waitFor('thin:wide hot at all 50 SDKs', () => group.every((hk) => hk.isHot('thin:wide')), 10_000);
+  } finally {
+    driver.stop();
+  }
+  const reported = group.reduce((a, hk) => a + hk.stats().reportedKeys, 0);
+  assert.ok(reported <= driver.sent, `${reported} keys reported for ${driver.sent} accesses: at most one per access`);
   await Promise.all(group.map((hk) => hk.close()));
 });
 

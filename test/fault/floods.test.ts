@@ -31,16 +31,24 @@ test('promotion flood: one connection cannot fill legit hot sets (solo budget), 
   // 256 burst + 32/s over the attack, plus the probes' and the real key: not the 65,536 of before
   assert.ok(f.legitHotKeysMax < 1000, `legit hot set held ${f.legitHotKeysMax} keys`);
   assert.ok(f.promotions < 1000, `${f.promotions} promotions during the attack`);
+  assert.ok(
+    f.protection.soloRefused > 1000,
+    `/metrics counted the refused solo promotions (${f.protection.soloRefused})`,
+  );
 });
 
 test('invalidate flood: legit invalidate() keeps succeeding, the hub keeps answering', async () => {
   const f = await run('invalidate');
   assert.is(f.legitInvalidations.failed, 0, 'no legit invalidate() failed');
   assert.ok(f.legitInvalidations.ok > 0);
+  // the flood waits in the fair intake or for its connection's invalidation budget, by the box's speed
+  const held = f.protection.invalidationsDelayed + f.protection.intakeQueued;
+  assert.ok(held > 0, `/metrics counted the held-back requests (${JSON.stringify(f.protection)})`);
 });
 
 test('48 connections pipelining ~900 KiB reports: a legit SDK is not queued behind them', async () => {
-  await run('frames');
+  const f = await run('frames');
+  assert.ok(f.protection.intakeQueued > 0, '/metrics counted the frames the fair intake queued');
 });
 
 test.run();

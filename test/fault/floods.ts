@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { HotKeyClient } from '@hotkey/sdk';
 import type { HubProcess } from '../support/hub-process.ts';
+import { scrapeMetrics } from '../support/http.ts';
 import { drive } from '../support/traffic.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
@@ -46,6 +47,8 @@ export interface AttackFigures {
   recordsDropped: number;
   promotions: number;
   invalidations: number;
+  /** the protections' /metrics counters over the attack */
+  protection: { soloRefused: number; invalidationsDelayed: number; intakeQueued: number; intakePaused: number };
   /** most hot keys a legit client held during the attack (junk included) */
   legitHotKeysMax: number;
   /** samples (every 100 ms) in which the long-running real hot key was not hot on some legit client */
@@ -80,17 +83,8 @@ function rssMb(pid: number): number {
 }
 
 async function metrics(hub: HubProcess): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  try {
-    const text = await (await fetch(`${hub.httpUrl}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
-    for (const line of text.split('\n')) {
-      const m = /^(hotkey_[a-z_]+)(?:\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
-      if (m) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
-    }
-  } catch {
-    // a hub that cannot answer in 10 s: the deltas read as NaN
-  }
-  return out;
+  // a hub that cannot answer in 10 s: the deltas read as NaN
+  return scrapeMetrics(hub.httpUrl).catch(() => ({}));
 }
 
 /** ms from the first read of a fresh key (at 10 × threshold / s over `clients`) until every client holds it hot. */
@@ -238,6 +232,12 @@ export async function measureAttack(
       recordsDropped: delta('hotkey_records_dropped_total'),
       promotions: delta('hotkey_promotions_total'),
       invalidations: delta('hotkey_invalidations_total'),
+      protection: {
+        soloRefused: delta('hotkey_promotions_solo_refused_total'),
+        invalidationsDelayed: delta('hotkey_invalidations_delayed_total'),
+        intakeQueued: delta('hotkey_intake_queued_total'),
+        intakePaused: delta('hotkey_intake_paused_total'),
+      },
       legitHotKeysMax,
       realKeyMissing,
       legitInvalidations,

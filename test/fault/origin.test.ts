@@ -11,6 +11,7 @@ import { once } from 'node:events';
 import WebSocket from 'ws';
 import { printFigures, readyMs } from '../support/attack.ts';
 import { HubProcess } from '../support/hub-process.ts';
+import { scrapeMetrics } from '../support/http.ts';
 import { within } from '../support/wait.ts';
 
 const ALLOWED = 'https://ops.example.com';
@@ -67,6 +68,14 @@ test('forged and foreign origins are refused with 403; the hub page, allow-liste
   assert.is(results.liveAllowed, 'open', 'a trailing slash on the origin does not matter');
   assert.is(results.wsNoOrigin, 'open', 'no Origin: not a browser');
   assert.ok(results.sdkReadyMs < 5000, 'a Node SDK connects');
+});
+
+test('refused handshakes are counted on /metrics', async () => {
+  const before = (await scrapeMetrics(hub.httpUrl)).hotkey_ws_origin_refused_total ?? 0;
+  assert.is(await handshake('/ws', 'https://evil.example'), 403);
+  assert.is(await handshake('/live', 'https://evil.example'), 403);
+  const after = (await scrapeMetrics(hub.httpUrl)).hotkey_ws_origin_refused_total ?? 0;
+  assert.is(after - before, 2);
 });
 
 test('the refusal names the error code in its body', async () => {

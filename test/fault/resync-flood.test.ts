@@ -11,6 +11,7 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { MsgType } from '@hotkey/sdk/protocol';
 import { printFigures, Probe } from '../support/attack.ts';
 import { HubProcess } from '../support/hub-process.ts';
+import { scrapeMetrics } from '../support/http.ts';
 import { RawClient } from '../support/raw-client.ts';
 import { drive } from '../support/traffic.ts';
 import { delay, waitFor } from '../support/wait.ts';
@@ -95,6 +96,8 @@ test('a flood of Resyncs costs a few Snapshots, not one each', async () => {
   assert.ok(snapshots >= 2, 'Resyncs are answered, not ignored');
   assert.ok(bytes < 5 * 1024 * 1024, `${bytes} bytes sent to the flooding connection`);
   assert.is(figures.healthzFailures, 0);
+  const coalesced = (await scrapeMetrics(hub.httpUrl)).hotkey_resyncs_coalesced_total ?? 0;
+  assert.ok(coalesced >= sent - snapshots && coalesced <= sent, `/metrics: ${coalesced} of ${sent} Resyncs coalesced`);
 });
 
 test.run();

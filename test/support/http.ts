@@ -29,3 +29,18 @@ export async function request<T = any>(
   }
   return { status: res.status, body: body as T, text, headers: res.headers };
 }
+
+/**
+ * The hub's `hotkey_*` series at `/metrics`, each summed over its labels. Throws when the hub does
+ * not answer within `timeoutMs`.
+ */
+export async function scrapeMetrics(httpUrl: string, timeoutMs = 10_000): Promise<Record<string, number>> {
+  const { status, text } = await request(`${httpUrl}/metrics`, {}, timeoutMs);
+  if (status !== 200) throw new Error(`/metrics answered ${status}`);
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const m = /^(hotkey_[a-z_]+)(?:\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
+    if (m) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
+  }
+  return out;
+}

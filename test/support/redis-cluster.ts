@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './redis-server.ts';
+import { EPHEMERAL_ARGS, freePort } from './redis-server.ts';
 import { delay, waitFor } from './wait.ts';
 
 export class RedisCluster {
@@ -42,20 +42,13 @@ export class RedisCluster {
         [
           '--port',
           String(port),
-          '--bind',
-          '127.0.0.1',
+          ...EPHEMERAL_ARGS,
           '--cluster-enabled',
           'yes',
           '--cluster-config-file',
           join(d, 'nodes.conf'),
           '--dir',
           d,
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          '--protected-mode',
-          'no',
         ],
         { stdio: 'ignore' },
       );

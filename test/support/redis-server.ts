@@ -7,6 +7,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { once } from 'node:events';
 
+/** loopback only, nothing persisted: every server the tests start */
+export const EPHEMERAL_ARGS = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'];
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, '127.0.0.1');
@@ -48,21 +51,7 @@ export class RedisServer {
   async #spawn(timeoutMs: number): Promise<void> {
     const child = spawn(
       'redis-server',
-      [
-        '--port',
-        String(this.port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--protected-mode',
-        'no',
-        '--loglevel',
-        'notice',
-        ...this.#args,
-      ],
+      ['--port', String(this.port), ...EPHEMERAL_ARGS, '--loglevel', 'notice', ...this.#args],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.#child = child;

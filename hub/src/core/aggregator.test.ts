@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseRules, type Rule } from '@hotkey/sdk/rules';
+import { localThreshold, parseRules, type Rule } from '@hotkey/sdk/rules';
 import { TokenBucket } from './token-bucket.ts';
 import { Aggregator, reporterBit, type AggregatorListener, type DemoteReason } from './aggregator.ts';
 
@@ -323,6 +323,27 @@ test('at maxHot a stronger key (more reporters, then more QPS) displaces the wea
   const evicted = rec.demotes.filter((d) => d.reason === 'evicted');
   assert.is(evicted.length, 1);
   assert.ok(evicted[0]!.key.startsWith('solo:'));
+});
+
+test('thin spread: a key at 1.2 x threshold over 5,000 instances, each reporting what crosses its local threshold, is promoted', () => {
+  const { agg, rec } = setup([{ match: '*', threshold: 1000, windowMs: 1000 }]);
+  const rule = agg.rules[0]!;
+  const instances = 5000;
+  const local = localThreshold(rule, instances); // what the hub hands each SDK: 1
+  assert.is(local, 1);
+  // 1200 accesses/s in total, spread evenly: instance i's k-th access at (i + k * 5000) / 1200 s;
+  // with a local threshold of 1 each access is reported on its own (one record, count 1)
+  const perSecond = 1.2 * rule.threshold;
+  const bits = Array.from({ length: instances }, (_, i) => reporterBit(`i-${i}`));
+  let promotedAt = -1;
+  for (let a = 0; a < perSecond * 3 && promotedAt < 0; a++) {
+    const now = (a * 1000) / perSecond;
+    one(agg, 'thin', local, now, bits[a % instances]);
+    if (rec.promotes.length > 0) promotedAt = now;
+  }
+  assert.ok(promotedAt >= 0, 'promoted within 3 s');
+  assert.ok(promotedAt < 1000, `promoted after ${promotedAt} ms: once the first window is full`);
+  assert.is(rec.promotes[0]!.key, 'thin');
 });
 
 test.run();

@@ -41,6 +41,7 @@ import type { HubDemoteReason } from '@hotkey/sdk/protocol';
 import { RuleSet, WINDOW_SLICES, type Rule } from '@hotkey/sdk/rules';
 import { BaselineDetector } from './detectors/baseline.ts';
 import { TopKDetector } from './detectors/topk.ts';
+import { KeyIndex } from './key-index.ts';
 import { activeExactKeys, nextTransition } from './schedule.ts';
 
 export type DemoteReason = HubDemoteReason;
@@ -151,6 +152,11 @@ export class Aggregator {
   #rMode = new Uint8Array(0);
   #rHotFrom = new Float64Array(0);
   #rHotUntil = new Float64Array(0);
+  /** per rule for `#hoistedAt` (see #hoist): current slice, its ring index, reporter window */
+  #rSliceNow = new Float64Array(0);
+  #rSliceIndex = new Int32Array(0);
+  #rGenNow = new Float64Array(0);
+  #hoistedAt = NaN;
   #detectors: Detector[] = [];
   #detectorKeys: string[] = [];
   readonly #reportFraction: number;
@@ -161,7 +167,8 @@ export class Aggregator {
   /** next pre-declared window start or end (Infinity: none) */
   #nextTransition = Infinity;
 
-  readonly #slotOf = new Map<string, number>();
+  /** key -> slot (a Map would hash every freshly decoded key in a runtime call: key-index.ts) */
+  readonly #slotOf = new KeyIndex();
   readonly #negative = new Set<string>();
   #capacity = 0;
   #highWater = 0; // slots ever handed out; [0, highWater) minus free list are live
@@ -246,6 +253,12 @@ export class Aggregator {
     const word = reporter >>> 5;
     const bit = 1 << (reporter & 31);
     const n = Math.min(to, keys.length);
+    // per rule, once per call: the current slice, its index in the ring and the reporter window
+    // (two float divisions and a float modulo per record cost as much as the rest of the loop)
+    this.#hoist(now);
+    const sliceNow = this.#rSliceNow;
+    const sliceIndex = this.#rSliceIndex;
+    const genNow = this.#rGenNow;
     for (let i = from; i < n; i++) {
       const count = counts[i]!;
       if (!(count > 0)) continue;
@@ -255,12 +268,15 @@ export class Aggregator {
         slot = this.#admit(key, now);
         if (slot < 0) continue;
       }
-      this.#rotate(slot, now);
       const r = this.#rule[slot]!;
-      this.#slices[slot * WINDOW_SLICES + (this.#tick[slot]! % WINDOW_SLICES)]! += count;
+      const cur = sliceNow[r]!;
+      if (this.#tick[slot] !== cur) this.#rotate(slot, now);
+      // a clock that stepped back leaves the slot ahead of `cur`: count in its own current slice
+      const index = this.#tick[slot] === cur ? sliceIndex[r]! : this.#tick[slot]! % WINDOW_SLICES;
+      this.#slices[slot * WINDOW_SLICES + index]! += count;
       const total = (this.#total[slot]! += count);
 
-      const gen = Math.floor(now / this.#rWindowMs[r]!);
+      const gen = genNow[r]!;
       if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
       this.#reporterBitsCurrent[slot * REPORTER_WORDS + word]! |= bit;
 
@@ -270,6 +286,18 @@ export class Aggregator {
         this.#lowSince[slot] = NONE;
         if (this.#hot[slot] === 0 && this.#admitHot(slot, solo, now)) this.#promote(slot, now, false);
       }
+    }
+  }
+
+  /** Fills the per-rule slice and window numbers for `now` (cached while `now` repeats). */
+  #hoist(now: number): void {
+    if (now === this.#hoistedAt) return;
+    this.#hoistedAt = now;
+    for (let r = 0; r < this.#rSliceMs.length; r++) {
+      const slice = Math.floor(now / this.#rSliceMs[r]!);
+      this.#rSliceNow[r] = slice;
+      this.#rSliceIndex[r] = slice % WINDOW_SLICES;
+      this.#rGenNow[r] = Math.floor(now / this.#rWindowMs[r]!);
     }
   }
 
@@ -507,6 +535,10 @@ export class Aggregator {
     this.#rHotMs = new Float64Array(n);
     this.#rDemoteLevel = new Float64Array(n);
     this.#rDemoteMs = new Float64Array(n);
+    this.#rSliceNow = new Float64Array(n);
+    this.#rSliceIndex = new Int32Array(n);
+    this.#rGenNow = new Float64Array(n);
+    this.#hoistedAt = NaN;
     rules.forEach((rule, i) => {
       this.#rThreshold[i] = rule.threshold;
       this.#rWindowMs[i] = rule.windowMs;

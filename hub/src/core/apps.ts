@@ -14,6 +14,8 @@ import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import { InvalidationTracker } from './invalidations.ts';
+import { LimitShares } from './limit-shares.ts';
+import { ReplicaSteps } from './replica-steps.ts';
 import type { Peer } from './peer.ts';
 import { SessionState, type Session } from './session.ts';
 import type { HubTunables } from './tunables.ts';
@@ -43,6 +45,10 @@ export interface AppState {
   lastConfigAt: number;
   /** when its last session left (or it was created): idle apps are dropped after `appIdleMs` */
   idleSince: number;
+  /** rate-limit shares of the limited keys this hub owns (limit-shares.ts) */
+  limits: LimitShares<Session>;
+  /** replica counts of the hot keys, as broadcast (replica-steps.ts) */
+  replicas: ReplicaSteps;
 }
 
 /** A hot key as the API and status show it. */
@@ -251,6 +257,8 @@ export class Apps {
       configTimer: undefined,
       lastConfigAt: 0,
       idleSince: createdAt,
+      limits: new LimitShares(coordinator.rules(name)),
+      replicas: new ReplicaSteps(),
     };
     this.#byName.set(name, app);
     this.#shareKeys();
@@ -372,6 +380,7 @@ export class Apps {
     const app = this.#byName.get(appName);
     if (app === undefined) return;
     app.aggregator.setRules(rules, this.#opts.now());
+    app.limits.setRules(app.aggregator.rules);
     this.scheduleConfig(app);
   }
 

@@ -1,6 +1,7 @@
 /**
  * Per-app fan-out. Every broadcast gets the app's next seq, is encoded ONCE and the same bytes are
- * written to every SDK socket of the app. A socket whose send buffer is over `maxBufferedBytes` is
+ * written to every SDK socket of the app; the socket adapter also frames it once (Peer.sendShared:
+ * one prebuilt WebSocket frame, one socket write each, no per-socket framing or allocation). A socket whose send buffer is over `maxBufferedBytes` is
  * closed with 4008 (slow consumer) instead of silently missing frames: the SDK reconnects and
  * resynchronises from a Snapshot, so no broadcast is ever lost without the SDK knowing.
  */
@@ -12,7 +13,7 @@ import {
   type Promote,
   type ServerMessage,
 } from '@hotkey/sdk/protocol';
-import type { Peer } from './peer.ts';
+import type { Peer, SharedFrame } from './peer.ts';
 
 type Sequenced = Omit<Promote, 'seq'> | Omit<Invalidate, 'seq'> | Omit<Demote, 'seq'>;
 
@@ -53,12 +54,20 @@ export class Broadcaster {
   /** Sends an unsequenced message (Config, Members) to every peer. */
   sendAll(message: ServerMessage): void {
     if (this.peers.size === 0) return;
-    const bytes = encode(message);
-    for (const peer of this.peers) this.sendTo(peer, bytes);
+    this.sendShared(encode(message));
   }
 
-  /** Sends pre-encoded bytes to one peer unless it is over its buffer limit (then cuts it off). */
-  sendTo(peer: Peer, bytes: Uint8Array): boolean {
+  /** Sends pre-encoded bytes to every peer, framed once for all of them (Peer.sendShared). */
+  sendShared(bytes: Uint8Array): void {
+    const frame: SharedFrame = { payload: bytes };
+    for (const peer of this.peers) this.sendTo(peer, bytes, frame);
+  }
+
+  /**
+   * Sends pre-encoded bytes to one peer unless it is over its buffer limit (then cuts it off).
+   * @param [shared] the same bytes as a frame shared by a whole fan-out
+   */
+  sendTo(peer: Peer, bytes: Uint8Array, shared?: SharedFrame): boolean {
     if (peer.bufferedAmount > this.#maxBuffered) {
       this.peers.delete(peer);
       this.#onSlow?.(peer);
@@ -66,7 +75,8 @@ export class Broadcaster {
       return false;
     }
     try {
-      peer.send(bytes);
+      if (shared !== undefined && peer.sendShared !== undefined) peer.sendShared(shared);
+      else peer.send(bytes);
     } catch (err) {
       // one broken socket must not stop the fan-out to the others
       this.peers.delete(peer);

@@ -11,6 +11,7 @@ import {
   CloseCode,
   encode,
   MAX_FRAME_BYTES,
+  MAX_LIMIT_KEYS,
   MsgType,
   PROTOCOL_VERSION,
   type HotEntry,
@@ -23,9 +24,10 @@ import type { Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import type { Logger } from './logger.ts';
-import { reporterBit, type DemoteReason } from './aggregator.ts';
+import { reporterBit, type DemoteReason, type HotKeyView } from './aggregator.ts';
+import { SHARE_TTL_MS } from './limit-shares.ts';
 import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
-import { HubMetrics, type Gauges } from './hub-metrics.ts';
+import { HubMetrics, type Gauges, type ProtectionCounters } from './hub-metrics.ts';
 import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
@@ -240,6 +242,7 @@ export class HubCore implements SessionHost {
     }
     this.metrics.records += to - from;
     app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
+    if (app.limits.active) app.limits.observe(session, report.keys, report.counts, from, to, now);
     return to;
   }
 
@@ -336,6 +339,33 @@ export class HubCore implements SessionHost {
     return out.slice(-this.tunables.recentEvents);
   }
 
+  /** What the flood protections did: promotion admission, fair intake, invalidation budgets, Resyncs. */
+  protection(): ProtectionCounters {
+    let soloRefused = 0;
+    let capRefused = 0;
+    let displaced = 0;
+    for (const app of this.#apps.values()) {
+      const stats = app.aggregator.stats;
+      soloRefused += stats.soloRefused;
+      capRefused += stats.capRefused;
+      displaced += stats.displaced;
+    }
+    const intake = this.intake.stats;
+    const budget = this.invalidationBudget.stats;
+    return {
+      promotionsSoloRefused: soloRefused,
+      promotionsCapRefused: capRefused,
+      promotionsDisplaced: displaced,
+      intakeQueued: intake.queued,
+      intakePaused: intake.paused,
+      intakeYields: intake.yields,
+      intakeQueuedBytes: intake.queuedBytes,
+      invalidationsDelayed: budget.delayed,
+      invalidationsRateLimited: budget.refused,
+      resyncsCoalesced: this.metrics.resyncsCoalesced,
+    };
+  }
+
   gauges(): Gauges {
     let keysTracked = 0;
     let hotKeys = 0;
@@ -378,6 +408,7 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => {
         app.aggregator.tick(now);
+        if (app.limits.active) this.#sendShares(app, now);
         if (app.aggregator.transitionDue(now)) this.#apps.scheduleConfig(app); // a pre-declared window opened or closed
         this.#apps.settle(app); // leases lapse with time: fencing needs no message
         // an app nobody is connected to frees its place and its keys after a grace period (open
@@ -430,11 +461,46 @@ export class HubCore implements SessionHost {
 
   // ---- internals ----
 
+  /** Each session's changed (or due) rate-limit shares, in one Limit frame per session. */
+  #sendShares(app: AppState, now: number): void {
+    app.limits.tick(now, (session, keys, rates) => {
+      for (let start = 0; start < keys.length; start += MAX_LIMIT_KEYS) {
+        const frame = encode({
+          t: MsgType.Limit,
+          keys: keys.slice(start, start + MAX_LIMIT_KEYS),
+          rates: rates.slice(start, start + MAX_LIMIT_KEYS),
+          ttlMs: SHARE_TTL_MS,
+        });
+        if (!app.broadcaster.sendTo(session.peer, frame)) return;
+      }
+    });
+  }
+
   #sampleHistory(now: number): void {
     const hot: QpsSample[] = [];
     for (const app of this.#apps.values())
-      for (const v of app.aggregator.hot(now)) hot.push({ app: app.name, key: v.key, qps: v.qps });
+      for (const v of app.aggregator.hot(now)) {
+        hot.push({ app: app.name, key: v.key, qps: v.qps });
+        if (!v.rule.cache) this.#restepReplicas(app, v, now);
+      }
     this.qpsHistory.sample(now, hot, (appName, key) => this.#coldQps(appName, key, now));
+  }
+
+  /** A read-hot uncached key whose QPS crossed a replica step is promoted again with the new count. */
+  #restepReplicas(app: AppState, v: HotKeyView, now: number): void {
+    const replicas = app.replicas.update(v.key, v.rule, v.qps);
+    if (replicas === undefined) return;
+    app.broadcaster.broadcast({
+      t: MsgType.Promote,
+      key: v.key,
+      qps: v.qps,
+      hotMs: Math.max(1, Math.ceil(v.ttlMs)),
+      cacheTtlMs: v.rule.cacheTtlMs,
+      cache: v.rule.cache,
+      at: now,
+      replicas,
+    });
+    this.#logger.info({ evt: 'replicas', app: app.name, key: v.key, qps: v.qps, replicas }, 'replica count changed');
   }
 
   /** QPS of a key that is no longer hot: from its window while the aggregator still tracks it, else 0. */
@@ -469,6 +535,7 @@ export class HubCore implements SessionHost {
   ): void {
     const at = this.#now();
     const started = performance.now();
+    const replicas = app.replicas.start(key, rule, qps);
     app.broadcaster.broadcast({
       t: MsgType.Promote,
       key,
@@ -479,6 +546,7 @@ export class HubCore implements SessionHost {
       at,
       // only write-hot rules say so: read promotions keep the frame they always had
       ...(rule.kind === undefined || rule.kind === 'read' ? {} : { kind: rule.kind }),
+      ...(replicas > 1 ? { replicas } : {}),
     });
     const fanoutMs = performance.now() - started;
     this.metrics.promotions++;
@@ -505,6 +573,7 @@ export class HubCore implements SessionHost {
   }
 
   #onDemote(app: AppState, key: string, qps: number, reason: DemoteReason): void {
+    app.replicas.forget(key);
     app.broadcaster.broadcast({ t: MsgType.Demote, key });
     this.metrics.demotions++;
     this.#logger.info({ evt: 'demote', app: app.name, key, qps, reason }, 'key demoted');
@@ -542,6 +611,7 @@ export class HubCore implements SessionHost {
         cache: v.rule.cache,
         qps: v.qps,
         ...(v.rule.kind === undefined || v.rule.kind === 'read' ? {} : { kind: v.rule.kind }),
+        ...(app.replicas.count(v.key) > 1 ? { replicas: app.replicas.count(v.key) } : {}),
       });
     }
     app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Snapshot, seq: app.broadcaster.seq, hot }));
@@ -566,8 +636,6 @@ export class HubCore implements SessionHost {
     // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
     this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;
     this.#apps.setAccept(this.#accept);
-    for (const app of this.#apps.values()) {
-      for (const peer of app.broadcaster.peers) app.broadcaster.sendTo(peer, bytes);
-    }
+    for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
   }
 }

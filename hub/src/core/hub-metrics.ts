@@ -32,6 +32,8 @@ export class HubMetrics {
   slowConsumers = 0;
   protocolErrors = 0;
   connectionsAccepted = 0;
+  /** Resyncs answered by an earlier Snapshot instead of their own (rate limit per connection) */
+  resyncsCoalesced = 0;
   httpRequests = 0;
 
   promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void {
@@ -45,6 +47,26 @@ export class HubMetrics {
   reportFrame(app: string, bytes: number): void {
     this.observer.reportFrame(app, bytes);
   }
+}
+
+/** What the flood protections did (summed over apps and connections), for /metrics. */
+export interface ProtectionCounters {
+  /** crossings not promoted: the only reporter's connection was out of its solo budget */
+  promotionsSoloRefused: number;
+  /** crossings not promoted: the app's hot set was full of stronger keys */
+  promotionsCapRefused: number;
+  /** hot keys demoted to make room for a stronger one */
+  promotionsDisplaced: number;
+  /** frames that waited in the fair intake / flows paused for their backlog / drains that yielded */
+  intakeQueued: number;
+  intakePaused: number;
+  intakeYields: number;
+  /** bytes waiting in the intake now */
+  intakeQueuedBytes: number;
+  /** invalidation requests that waited for their connection's budget / connections closed 4012 */
+  invalidationsDelayed: number;
+  invalidationsRateLimited: number;
+  resyncsCoalesced: number;
 }
 
 export interface Gauges {

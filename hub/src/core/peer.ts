@@ -4,12 +4,25 @@
  */
 export interface Peer {
   send(data: Uint8Array): void;
+  /**
+   * Sends a frame encoded once for many peers (a broadcast): the socket adapter frames it once
+   * for all of them and writes those bytes as they are, instead of framing it again per socket.
+   * Optional: without it the payload goes through `send`.
+   */
+  sendShared?(frame: SharedFrame): void;
   close(code: number, reason: string): void;
   /** bytes queued but not yet written to the network */
   readonly bufferedAmount: number;
   /** stop / restart reading from the connection (the fair intake's backpressure); a ws WebSocket has both */
   pause?(): void;
   resume?(): void;
+}
+
+/** One broadcast's payload, plus whatever the socket adapter caches for it (its wire form). */
+export interface SharedFrame {
+  readonly payload: Uint8Array;
+  /** the adapter's cache: set by the first peer that writes the frame */
+  wire?: Uint8Array;
 }
 
 /** The WebSocket limit on a close reason, in bytes of UTF-8 (RFC 6455 §5.5: 125 minus the code). */

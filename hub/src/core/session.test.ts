@@ -16,6 +16,7 @@ import { HubCore } from './hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import { DEFAULT_TUNABLES } from './tunables.ts';
 import type { Peer } from './peer.ts';
+import { delay } from '../../../test/support/wait.ts';
 
 /** An in-memory end of a connection: what the hub sent, and how it closed. */
 class MemoryPeer implements Peer {
@@ -183,6 +184,28 @@ test('Resyncs: the first is answered at once, the rest within the interval coale
   assert.equal(session.resyncs, { answered: 1, coalesced: 49 });
   session.onClose(); // clears the pending answer: nothing is sent after close
   assert.is(snapshots(), 2);
+});
+
+test('a Lease skips its own backlog, one per 100 ms; faster ones wait their turn', async () => {
+  const { open, hello } = setup();
+  const { peer, session } = open([hello()]);
+  const grants = () => peer.frames.filter((f) => f.t === MsgType.Grant).length;
+  // over 64 KiB: always queued, drained after pending I/O
+  const keys = Array.from({ length: 8000 }, (_, i) => `item:backlog-${i}`);
+  session.onFrame(encode({ t: MsgType.Report, keys, counts: keys.map(() => 1) }), true);
+  session.onFrame(encode({ t: MsgType.Lease, id: 1 }), true);
+  assert.is(grants(), 1, 'granted at once, ahead of the queued report');
+  session.onFrame(encode({ t: MsgType.Lease, id: 2 }), true);
+  assert.is(grants(), 1, 'a second within 100 ms is queued behind the report');
+  await delay(110); // the session's rate limit reads the real clock; the queue drains meanwhile
+  assert.is(grants(), 2, 'the queued one was answered in turn');
+  session.onFrame(encode({ t: MsgType.Report, keys, counts: keys.map(() => 1) }), true);
+  session.onFrame(encode({ t: MsgType.Lease, id: 3 }), true);
+  assert.is(grants(), 3, 'the next interval skips again');
+  assert.equal(
+    peer.frames.filter((f) => f.t === MsgType.Grant).map((f) => (f as { id: number }).id),
+    [1, 2, 3],
+  );
 });
 
 test.run();

@@ -36,6 +36,8 @@ export interface SessionHost {
   resync(session: Session): void;
   /** the SDK asks for a lease (answered with a Grant, or not at all while it lags behind an invalidation) */
   lease(session: Session, id: number): void;
+  /** counts Resyncs coalesced away */
+  readonly metrics: { resyncsCoalesced: number };
   /** `minResyncIntervalMs`: Resyncs closer together than this are coalesced */
   readonly tunables: { readonly minResyncIntervalMs: number };
   /** the session ended (idempotent) */
@@ -50,6 +52,12 @@ export interface SessionHost {
 export const REPORT_STEP_RECORDS = 4096;
 /** frames this small are decoded on arrival, so Applied (cheap, and others' acks wait on it) skips the queue */
 const SMALL_FRAME_BYTES = 64;
+/**
+ * A Lease skips the queue too (a renewal stuck behind a backlog lets the SDK's lease lapse, and its
+ * hot keys fall through to the loader), but at most one per this interval: an SDK asks every
+ * leaseMs / 4 (500 ms by default), so a faster stream is not a legit SDK and waits its turn.
+ */
+const LEASE_SKIP_INTERVAL_MS = 100;
 
 /** What is left of a report that did not fit in one scheduling step. */
 interface ReportRest {
@@ -82,6 +90,7 @@ export class Session implements Waiter, IntakeFlow {
   readonly resyncs = { answered: 0, coalesced: 0 };
   readonly #now: () => number;
   #lastResyncAt = -Infinity;
+  #lastLeaseSkipAt = -Infinity;
   #resyncTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** @param [now=Date.now] clock for the Resync rate limit */
@@ -104,7 +113,8 @@ export class Session implements Waiter, IntakeFlow {
   /**
    * A frame arrived. `binary` is false for WebSocket text frames, which the protocol forbids.
    * Hello is handled at once; after it, frames go through the hub's fair intake (intake.ts), which
-   * runs them now or after other connections' turns. Applied skips the queue.
+   * runs them now or after other connections' turns. Applied skips the queue, and so does a Lease
+   * (at most one per LEASE_SKIP_INTERVAL_MS).
    */
   onFrame(data: Uint8Array, binary: boolean): void {
     if (this.state === SessionState.Closed) return;
@@ -132,6 +142,15 @@ export class Session implements Waiter, IntakeFlow {
         if (msg.t === MsgType.Applied) {
           this.#host.applied(this, msg.seq);
           return;
+        }
+        if (msg.t === MsgType.Lease) {
+          const now = this.#now();
+          if (now - this.#lastLeaseSkipAt >= LEASE_SKIP_INTERVAL_MS) {
+            // earlier than in turn: the hub's view still starts after the SDK sent it (safe)
+            this.#lastLeaseSkipAt = now;
+            this.#host.lease(this, msg.id);
+            return;
+          }
         }
       }
       this.#flow ??= this.#host.intake.flow(this);
@@ -209,6 +228,7 @@ export class Session implements Waiter, IntakeFlow {
       return;
     }
     this.resyncs.coalesced++;
+    this.#host.metrics.resyncsCoalesced++;
     if (this.#resyncTimer !== undefined) return;
     this.#resyncTimer = setTimeout(() => {
       this.#resyncTimer = undefined;

@@ -13,7 +13,7 @@ export interface HubTunables {
   maxKeysTotal: number;
   /** ms an app with no SDK connected keeps its state here (then its keys go and its place frees up) @default 60000 */
   appIdleMs: number;
-  /** SDK connections per app @default 10000 */
+  /** SDK connections per app on this hub (each holds a socket: see maxConnections and the open-file limit) @default 20000 */
   maxSessionsPerApp: number;
   /** send-buffer bytes per socket above which it is closed with 4008 @default 8388608 (8 MiB) */
   maxBufferedBytes: number;
@@ -90,7 +90,7 @@ export const DEFAULT_TUNABLES: HubTunables = {
   maxApps: 1000,
   maxKeysTotal: 500_000,
   appIdleMs: 60_000,
-  maxSessionsPerApp: 10_000,
+  maxSessionsPerApp: 20_000,
   maxBufferedBytes: 8 * 1024 * 1024,
   helloTimeoutMs: 5000,
   leaseMs: DEFAULT_LEASE_MS,

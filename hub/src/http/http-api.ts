@@ -21,7 +21,7 @@ import {
   type RequestContext,
   type Route,
 } from './http-request.ts';
-import type { FeedCounters, MetricsRegistry } from './metrics.ts';
+import type { AdmissionMetrics, FeedCounters, MetricsRegistry } from './metrics.ts';
 import type { Logger } from '../server/logger.ts';
 import { appRoutes } from './routes-apps.ts';
 
@@ -54,6 +54,8 @@ export interface HttpApiOptions {
   metrics: MetricsRegistry;
   /** the live dashboard feed's counters for /metrics; undefined: none exported */
   feedCounters?: () => FeedCounters;
+  /** what the server's admission refused, for /metrics; undefined: none exported */
+  admissionCounters?: () => AdmissionMetrics;
 }
 
 function methodMatches(route: Route, method: string): boolean {
@@ -124,6 +126,8 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     const registry = options.metrics;
     const text = await registry.render(core.metrics, {
       gauges: core.gauges(),
+      protection: core.protection(),
+      admission: options.admissionCounters?.(),
       feed: options.feedCounters?.(),
       cluster: coordinator.stats?.(),
     });

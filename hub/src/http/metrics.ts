@@ -12,7 +12,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { CoordinatorCounters } from '../cluster/coordinator.ts';
-import type { Gauges, HubMetrics, MetricsObserver } from '../core/hub-metrics.ts';
+import type { Gauges, HubMetrics, MetricsObserver, ProtectionCounters } from '../core/hub-metrics.ts';
 
 /** The live dashboard feed's counters (DashboardFeed.stats plus the pages connected). */
 export interface FeedCounters {
@@ -28,9 +28,27 @@ export interface FeedCounters {
   refused: number;
 }
 
+/** What the server's admission refused (server/socket-server.ts, server/admission.ts). */
+export interface AdmissionMetrics {
+  /** WebSocket handshakes refused for their Origin */
+  originRefused: number;
+  /** sockets closed to keep the caps on unauthenticated sockets (hub-wide, per address) */
+  unauthenticatedEvicted: number;
+  /** sockets closed for sending more than the pre-Hello budget */
+  preHelloOverBudget: number;
+  /** sockets open without an accepted Hello now */
+  unauthenticated: number;
+  /** HTTP connections without a complete first request now / closed to make room */
+  httpPending: number;
+  httpEvicted: number;
+}
+
 /** What a scrape reads besides the counters: each part is optional as before. */
 export interface MetricsSources {
   gauges: Gauges;
+  protection: ProtectionCounters;
+  /** omitted when the hub has no network server (an embedded core) */
+  admission?: AdmissionMetrics | undefined;
   /** omitted when the hub serves no live feed */
   feed?: FeedCounters | undefined;
   /** the coordinator's loss counters; omitted when the hub runs alone */
@@ -66,7 +84,7 @@ type Family = {
   type: 'counter' | 'gauge';
   help: string;
   read: (x: Snapshot) => number | undefined;
-  group?: 'feed' | 'cluster';
+  group?: 'feed' | 'cluster' | 'admission';
 };
 
 /** The series every earlier version exported, same names, no labels; `undefined` omits one. */
@@ -238,9 +256,131 @@ const CORE_FAMILIES: Family[] = [
     read: (x) => x.s.cluster?.badMessages,
     group: 'cluster',
   },
+  ...protectionFamily(
+    'counter',
+    'hotkey_promotions_solo_refused_total',
+    'Crossings not promoted: the only reporter was out of its solo budget.',
+    (p) => p.promotionsSoloRefused,
+  ),
+  ...protectionFamily(
+    'counter',
+    'hotkey_promotions_cap_refused_total',
+    "Crossings not promoted: the app's hot set was full of stronger keys.",
+    (p) => p.promotionsCapRefused,
+  ),
+  ...protectionFamily(
+    'counter',
+    'hotkey_promotions_displaced_total',
+    'Hot keys demoted to make room for a stronger one.',
+    (p) => p.promotionsDisplaced,
+  ),
+  ...protectionFamily(
+    'counter',
+    'hotkey_intake_queued_total',
+    'Frames that waited in the fair intake.',
+    (p) => p.intakeQueued,
+  ),
+  ...protectionFamily(
+    'counter',
+    'hotkey_intake_paused_total',
+    'Connections paused (not read) for their intake backlog.',
+    (p) => p.intakePaused,
+  ),
+  ...protectionFamily(
+    'counter',
+    'hotkey_intake_yields_total',
+    'Intake drains that yielded to the event loop with work left.',
+    (p) => p.intakeYields,
+  ),
+  ...protectionFamily(
+    'gauge',
+    'hotkey_intake_queued_bytes',
+    'Bytes waiting in the fair intake.',
+    (p) => p.intakeQueuedBytes,
+  ),
+  ...protectionFamily(
+    'counter',
+    'hotkey_invalidations_delayed_total',
+    "Invalidation requests that waited for their connection's budget.",
+    (p) => p.invalidationsDelayed,
+  ),
+  ...protectionFamily(
+    'counter',
+    'hotkey_invalidations_rate_limited_total',
+    'Connections closed (4012) for overflowing their invalidation queue.',
+    (p) => p.invalidationsRateLimited,
+  ),
+  ...protectionFamily(
+    'counter',
+    'hotkey_resyncs_coalesced_total',
+    'Resyncs answered by a Snapshot already due (rate limit per connection).',
+    (p) => p.resyncsCoalesced,
+  ),
+  ...admissionFamily(
+    'counter',
+    'hotkey_ws_origin_refused_total',
+    'WebSocket handshakes refused (403) for their Origin.',
+    (a) => a.originRefused,
+  ),
+  ...admissionFamily(
+    'counter',
+    'hotkey_ws_unauthenticated_evicted_total',
+    'Sockets closed (4009) to keep the caps on sockets without a Hello.',
+    (a) => a.unauthenticatedEvicted,
+  ),
+  ...admissionFamily(
+    'counter',
+    'hotkey_ws_prehello_over_budget_total',
+    'Sockets closed (4004) for sending more than the pre-Hello budget.',
+    (a) => a.preHelloOverBudget,
+  ),
+  ...admissionFamily(
+    'gauge',
+    'hotkey_ws_unauthenticated',
+    'Sockets open without an accepted Hello.',
+    (a) => a.unauthenticated,
+  ),
+  ...admissionFamily(
+    'gauge',
+    'hotkey_http_pending_connections',
+    'HTTP connections without a complete first request.',
+    (a) => a.httpPending,
+  ),
+  ...admissionFamily(
+    'counter',
+    'hotkey_http_pending_evicted_total',
+    'HTTP connections closed to make room for newer ones.',
+    (a) => a.httpEvicted,
+  ),
   { name: 'hotkey_heap_used_bytes', type: 'gauge', help: 'V8 heap in use.', read: (x) => x.s.gauges.heapUsed },
   { name: 'hotkey_rss_bytes', type: 'gauge', help: 'Resident set size.', read: (x) => x.s.gauges.rss },
 ];
+
+function protectionFamily(
+  type: Family['type'],
+  name: string,
+  help: string,
+  read: (p: ProtectionCounters) => number,
+): Family[] {
+  return [{ name, type, help, read: (x) => read(x.s.protection) }];
+}
+
+function admissionFamily(
+  type: Family['type'],
+  name: string,
+  help: string,
+  read: (a: AdmissionMetrics) => number,
+): Family[] {
+  return [
+    {
+      name,
+      type,
+      help,
+      read: (x) => (x.s.admission === undefined ? undefined : read(x.s.admission)),
+      group: 'admission',
+    },
+  ];
+}
 
 /** The hub's /metrics registry; the core's MetricsObserver (startHub plugs it in). */
 export class MetricsRegistry implements MetricsObserver {
@@ -321,7 +461,7 @@ export class MetricsRegistry implements MetricsObserver {
   }
 
   async #render(m: HubMetrics, sources: MetricsSources): Promise<string> {
-    for (const group of ['feed', 'cluster'] as const) {
+    for (const group of ['feed', 'cluster', 'admission'] as const) {
       if (sources[group] === undefined || this.#groups.has(group)) continue;
       this.#groups.add(group);
       this.#register(group);

@@ -22,7 +22,7 @@ import { DEFAULT_HOST, DEFAULT_PORT, type HubOptions } from './options.ts';
 import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
 import { checkTls, loadTls } from './tls.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
-import { guardHttpServer, httpServerOptions } from './admission.ts';
+import { guardHttpServer, httpServerOptions, type HttpGuardStats } from './admission.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   const t = { ...DEFAULT_TUNABLES, ...input };
@@ -181,6 +181,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     return undefined;
   });
   let hub: Hub | undefined;
+  let httpGuard: (() => HttpGuardStats) | undefined;
   const handler = createHttpHandler({
     core,
     adminToken,
@@ -190,6 +191,10 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     page: () => fallbackPageHtml(id),
     asset: (path) => dashboard?.get(path),
     feedCounters: () => ({ pages: feed.dashboards, ...feed.stats }),
+    admissionCounters: () => {
+      const http = httpGuard?.() ?? { pending: 0, evicted: 0 };
+      return { ...sockets.counters, httpPending: http.pending, httpEvicted: http.evicted };
+    },
     metrics,
     logger,
   });
@@ -198,7 +203,14 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     tls === undefined
       ? createServer(httpServerOptions(tunables), handler)
       : createTlsServer({ ...httpServerOptions(tunables), cert: tls.cert, key: tls.key }, handler);
-  guardHttpServer(httpServer, tunables);
+  httpGuard = guardHttpServer(httpServer, tunables);
+  const { maxConnections } = httpGuard();
+  if (maxConnections < tunables.maxSessionsPerApp)
+    // the usual `ulimit -n` of 1024 would cap a hub at 896 SDK connections without a word
+    logger.warn(
+      { evt: 'connection_cap', maxConnections, maxSessionsPerApp: tunables.maxSessionsPerApp },
+      `this hub accepts at most ${maxConnections} connections (open-file limit or maxConnections), fewer than maxSessionsPerApp: raise \`ulimit -n\` (about one descriptor per SDK connection, plus 128)`,
+    );
   httpServer.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   httpServer.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');

@@ -1,5 +1,5 @@
 /**
- * The `ws` adapter: the only module that imports ws. Accepts SDK WebSocket upgrades on `/ws` (and
+ * The `ws` adapter: with hub-socket.ts (its WebSocket class), the only module that imports ws. Accepts SDK WebSocket upgrades on `/ws` (and
  * on `/`, so a bare `ws://host:port` works) of the hub's HTTP server (noServer + handleUpgrade,
  * one port for everything), binary frames only,
  * no per-message deflate (frames are small msgpack; compression would cost CPU on every broadcast).
@@ -14,6 +14,7 @@ import { CloseCode, errorFrame, MAX_FRAME_BYTES } from '@hotkey/sdk/protocol';
 import type { HubCore } from '../core/hub-core.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
 import { HandshakePool, OriginPolicy } from './admission.ts';
+import { HubSocket } from './hub-socket.ts';
 
 /** One connection on an endpoint: the adapter hands it every frame and the close. */
 export interface SocketConnection {
@@ -74,6 +75,8 @@ export class SocketServer {
       // a readable Error frame + 4004 from the protocol decoder instead
       maxPayload: 4 * MAX_FRAME_BYTES,
       clientTracking: true,
+      // sendShared: a broadcast framed once for all sockets
+      WebSocket: HubSocket,
     });
     this.#heartbeat = setInterval(() => this.#ping(), Math.max(1, core.tunables.pingIntervalMs));
     this.#heartbeat.unref();

@@ -38,6 +38,8 @@ export interface HotState extends CacheSlot {
   qps: number;
   /** which accesses made it hot (the promotion's rule kind) */
   kind: RuleKind;
+  /** copies of the key that serve reads, itself included (Promote's `replicas`; 1: none) */
+  replicas: number;
   generation: number;
   /** the lease of the link its hub promoted it on: its cached value is served only while current */
   lease: Lease;
@@ -61,6 +63,8 @@ export interface Promotion {
   qps: number;
   /** @default 'read' */
   kind?: RuleKind;
+  /** @default 1 */
+  replicas?: number;
 }
 
 export interface HotSetOptions {
@@ -124,6 +128,7 @@ export class HotSet {
       existing.cacheTtlMs = p.cacheTtlMs;
       existing.qps = p.qps;
       existing.kind = p.kind ?? 'read';
+      existing.replicas = p.replicas ?? 1;
       return reset ? { state: existing, added: false, reset } : { state: existing, added: false };
     }
     let evicted: string | undefined;
@@ -139,6 +144,7 @@ export class HotSet {
       cache: p.cache,
       qps: p.qps,
       kind: p.kind ?? 'read',
+      replicas: p.replicas ?? 1,
       generation: ++this.#generation,
       lease,
       counterSlot: -1,
@@ -212,13 +218,8 @@ export class HotSet {
       if (this.#map.has(e.key)) touched.push(e.key);
       this.#map.delete(e.key);
       previous.delete(e.key);
-      this.promote(
-        hub,
-        e.key,
-        { ttlMs: e.ttlMs, cacheTtlMs: e.cacheTtlMs, cache: e.cache, qps: e.qps, kind: e.kind },
-        now,
-        lease,
-      );
+      const { ttlMs, cacheTtlMs, cache, qps, replicas, kind } = e;
+      this.promote(hub, e.key, { ttlMs, cacheTtlMs, cache, qps, replicas, kind }, now, lease);
     }
     return { removed: [...previous], touched };
   }

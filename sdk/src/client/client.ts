@@ -15,6 +15,7 @@ import { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
 import { localThreshold, RuleSet, type Rule, type RuleKind } from '../rules.ts';
+import { RateLimits } from './rate-limits.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import {
   MAX_KEY_LENGTH,
@@ -50,6 +51,8 @@ export interface PromoteInfo {
   cache: boolean;
   /** which accesses made it hot: its rule's kind ('read', 'write' or 'any') */
   kind: RuleKind;
+  /** copies of the key serving reads, itself included (1: no replica keys; see the ioredis wrapper) */
+  replicas: number;
 }
 export interface DemoteInfo {
   hub: string;
@@ -83,6 +86,8 @@ export interface ClientEvents {
   breaker: [info: { node: string; state: 'closed' | 'open' | 'half-open' }];
   /** network and protocol faults; emitted only when someone listens */
   error: [error: Error];
+  /** close() ran: integrations release what they hold for this client (the ioredis tracking connections) */
+  close: [];
 }
 
 export interface ClientStats {
@@ -116,6 +121,9 @@ export interface ClientStats {
   hubs: number;
   /** SDK instances of the app the hub last reported */
   instances: number;
+  /** accesses of rate-limited keys refused / admitted by `allow()` (and the ioredis wrapper) */
+  rateLimited: number;
+  rateAdmitted: number;
 }
 
 interface Flight {
@@ -136,6 +144,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #reporter: Reporter;
   readonly #invalidations: PendingInvalidations;
   readonly #statusFeed = new StatusFeed<ClientStatus>();
+  readonly #limits: RateLimits;
   /** ids of pending invalidations that are namespace flushes (`invalidateAll`), resent as such */
   readonly #flushIds = new Set<number>();
 
@@ -202,6 +211,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     });
     this.#cache = new LocalCache({ maxEntries: opts.maxEntries });
     this.#hot = new HotSet({ maxKeys: opts.maxHotKeys });
+    this.#limits = new RateLimits(opts.maxLimitedKeys);
     this.#invalidations = new PendingInvalidations({
       timeoutMs: opts.invalidateTimeoutMs,
       maxPending: opts.maxPendingInvalidations,
@@ -384,6 +394,50 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return hot !== undefined && hot.until > this.#clock ? hot.kind : undefined;
   }
 
+  /**
+   * Rate limit: takes a token for one access of `key` from its bucket and says whether the access
+   * may go ahead. A key no rule gives a `limit` is always allowed. The bucket refills at this
+   * instance's share of the limit (from the hub, by what each instance uses; before the first
+   * share, `limit / instances`). Counts the access for detection unless `count` is false (the
+   * ioredis wrapper counts its commands itself).
+   */
+  allow(key: string, count = true): boolean {
+    checkKey(key);
+    if (count && !this.#closed) this.#window.track(key);
+    return this.#limits.take(key, this.#now());
+  }
+
+  /** Whether any rule limits keys: callers that check many keys skip `allow()` otherwise. */
+  get limiting(): boolean {
+    return this.#limits.active;
+  }
+
+  /** The rate this instance admits for `key` now, per second (Infinity: no limit). */
+  rateOf(key: string): number {
+    checkKey(key);
+    return this.#limits.rateOf(key, this.#now());
+  }
+
+  /**
+   * Whether `key` is hot here under a current lease of its hub, by the real clock (not the coarse
+   * one a stall leaves behind): a value read for the key before now may still be published (the
+   * ioredis wrapper's replica fills), because the hub has not acknowledged a write without us.
+   */
+  vouches(key: string): boolean {
+    const hot = this.#hot.get(key);
+    const now = this.#now();
+    return hot !== undefined && hot.until > now && hot.lease.until > now;
+  }
+
+  /**
+   * Copies of a hot key that serve reads, itself included, as its hub decided (1: no replica
+   * keys); 0 when the key is not hot here — so one call answers `isHot` too.
+   */
+  replicasOf(key: string): number {
+    const hot = this.#hot.get(key);
+    return hot !== undefined && hot.until > this.#clock ? hot.replicas : 0;
+  }
+
   /** Whether the key is hot right now on this instance. */
   isHot(key: string): boolean {
     checkKey(key);
@@ -495,6 +549,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       resyncs: this.#resyncs,
       hubs: this.#links.size,
       instances: this.#instances,
+      rateLimited: this.#limits.rejected,
+      rateAdmitted: this.#limits.admitted,
     };
   }
 
@@ -529,6 +585,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     }
     this.#status({ type: 'closed' });
     this.#statusFeed.end();
+    this.emit('close');
   }
 
   // ---- internals ----
@@ -656,6 +713,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           cache: message.cache,
           qps: message.qps,
           kind: message.kind ?? 'read',
+          replicas: message.replicas ?? 1,
         };
         const { state, added, evicted, reset } = this.#hot.promote(
           hub,
@@ -699,15 +757,18 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           this.#forget(key);
           this.emit('demote', key, { hub, reason: 'snapshot' });
         }
-        for (const e of promoted)
+        for (const e of promoted) {
+          const { qps, ttlMs, cacheTtlMs, cache } = e;
           this.emit('promote', e.key, {
             hub,
-            qps: e.qps,
-            ttlMs: e.ttlMs,
-            cacheTtlMs: e.cacheTtlMs,
-            cache: e.cache,
+            qps,
+            ttlMs,
+            cacheTtlMs,
+            cache,
+            replicas: e.replicas ?? 1,
             kind: e.kind ?? 'read',
           });
+        }
         return;
       }
       case MsgType.Ack:
@@ -715,6 +776,9 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         return;
       case MsgType.Grant:
         applyGrant(link, message, LEASE_MARGIN_MS);
+        return;
+      case MsgType.Limit:
+        this.#limits.setShares(message.keys, message.rates, message.ttlMs, this.#now());
         return;
       case MsgType.Config:
         this.#applyConfig(message.rules, message.local, message.instances);
@@ -752,6 +816,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       return Math.max(1, Math.ceil((hubLocal * windowMs) / rule.windowMs));
     });
     this.#window.setThresholds(this.#thresholds);
+    this.#limits.configure(this.#rules, instances);
   }
 
   /** Connects to new members and drops those that left (links.ts), then tells status(). */

@@ -45,6 +45,26 @@ test('admission: a key gets an exact counter once the sketch saw it often enough
   assert.is(w.count('k'), 11);
 });
 
+test('admission: a rule whose per-instance threshold is 1 admits its keys on their first access (thin spread)', () => {
+  const rules = new RuleSet(
+    parseRules([
+      { match: 'thin:*', threshold: 1000 },
+      { match: 'item:*', threshold: 1000 },
+    ]),
+  );
+  const w = new AccessWindow({ rules, now: 0 }); // default admission: two accesses
+  w.setThresholds([1, 4]);
+  // 0.24 accesses/s: one access per ~4 s, the sketch halved in between, never an estimate of 2
+  for (let t = 0; t < 20_000; t += 4200) {
+    w.advance(t);
+    w.track('thin:k');
+    w.track('item:k');
+    assert.is(w.count('thin:k'), 1, `thin:k counted at ${t} ms`);
+    assert.is(w.count('item:k'), 0, 'a rule above 1 keeps the admission filter');
+    assert.equal(w.collect().keys, ['thin:k'], 'each access reported');
+  }
+});
+
 test('collect: keys at their rule threshold accessed since the last collect, with those counts', () => {
   const rules = new RuleSet(
     parseRules([

@@ -34,6 +34,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { keyName } from './identity.ts';
+import { keySlot } from './slots.ts';
 
 const CHANNEL = '__redis__:invalidate';
 
@@ -71,15 +72,21 @@ export class Tracking {
   readonly #nodes = new Map<string, NodeTracker>();
   /** makes a connection of ours to a node with the client's options (unwrapped) */
   readonly #connect: (nodeKey: string, role: Role) => Redis | undefined;
+  readonly #onKey: (key: string) => void;
   #listening = false;
+  /** the HotKeyClient closed: nothing is cached any more, so no connection is made again */
+  #hkClosed = false;
 
+  /** @param onKey hears every key an invalidation named (after its cached value was dropped): replica keys follow */
   constructor(
     client: Client,
     hk: HotKeyClient,
     connect: (nodeKey: string, role: Role) => Redis | undefined,
     options: TrackingOptions = {},
+    onKey: (key: string) => void = () => {},
   ) {
     this.#client = client;
+    this.#onKey = onKey;
     this.#hk = hk;
     this.#isCluster = (client as Partial<Cluster>).isCluster === true;
     this.#connect = connect;
@@ -88,12 +95,18 @@ export class Tracking {
       deadMs: options.deadMs ?? 3000,
       onError: options.onError ?? (() => {}),
     };
+    // the services' shutdown may close the HotKeyClient and leave the Redis client to the end
+    // (or never quit it): our connections must not keep the process alive
+    hk.once('close', () => {
+      this.#hkClosed = true;
+      this.close();
+    });
   }
 
   /** The tracker of the node holding `key` (made, and connecting, on first use); undefined while the node is unknown. */
   nodeFor(key: string): NodeTracker | undefined {
     const nodeKey = this.#isCluster ? (this.#client as Cluster).slots[slotOf(key)]?.[0] : 'standalone';
-    if (nodeKey === undefined) return undefined;
+    if (nodeKey === undefined || this.#hkClosed) return undefined;
     let node = this.#nodes.get(nodeKey);
     if (node === undefined) {
       const reader = this.#connect(nodeKey, 'reader');
@@ -111,7 +124,7 @@ export class Tracking {
           this.close();
         });
       }
-      node = new NodeTracker(nodeKey, reader, sub, this.#hk, this.#options);
+      node = new NodeTracker(nodeKey, reader, sub, this.#hk, this.#options, this.#onKey);
       this.#nodes.set(nodeKey, node);
     }
     return node;
@@ -138,6 +151,7 @@ export class NodeTracker {
   readonly #sub: Redis;
   readonly #hk: HotKeyClient;
   readonly #options: Required<TrackingOptions>;
+  readonly #onKey: (key: string) => void;
   /** the sub connection's CLIENT ID once it is subscribed, per connection incarnation */
   #subscribed: Promise<number> | undefined;
   /** bumped by every loss and every (re)establishment: a stale establishment never goes live */
@@ -146,8 +160,16 @@ export class NodeTracker {
   readonly #timer: NodeJS.Timeout;
   #closed = false;
 
-  constructor(nodeKey: string, reader: Redis, sub: Redis, hk: HotKeyClient, options: Required<TrackingOptions>) {
+  constructor(
+    nodeKey: string,
+    reader: Redis,
+    sub: Redis,
+    hk: HotKeyClient,
+    options: Required<TrackingOptions>,
+    onKey: (key: string) => void = () => {},
+  ) {
     this.nodeKey = nodeKey;
+    this.#onKey = onKey;
     this.#reader = reader;
     this.#sub = sub;
     this.#hk = hk;
@@ -246,7 +268,9 @@ export class NodeTracker {
     if (!Array.isArray(payload)) return;
     for (const raw of payload) {
       const key = keyName(raw);
-      if (key !== undefined) this.#hk.dropLocal(key);
+      if (key === undefined) continue;
+      this.#hk.dropLocal(key);
+      this.#onKey(key);
     }
   }
 
@@ -275,23 +299,5 @@ export class NodeTracker {
   }
 }
 
-/** Redis Cluster hash slot of a key: CRC16 (XMODEM) of the key or of its first non-empty `{tag}`, mod 16384. */
-export function slotOf(key: string): number {
-  const bytes = Buffer.from(key);
-  let start = 0;
-  let end = bytes.length;
-  const open = bytes.indexOf(0x7b); // {
-  if (open >= 0) {
-    const close = bytes.indexOf(0x7d, open + 1); // }
-    if (close > open + 1) {
-      start = open + 1;
-      end = close;
-    }
-  }
-  let crc = 0;
-  for (let i = start; i < end; i++) {
-    crc ^= bytes[i]! << 8;
-    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-  }
-  return crc % 16384;
-}
+/** Redis Cluster hash slot of a key (slots.ts). */
+export const slotOf = keySlot;

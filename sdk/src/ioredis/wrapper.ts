@@ -34,6 +34,8 @@ import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import { hook, unhooked } from './unhooked.ts';
 import { WriteHot } from './write-hot.ts';
 import { Breakers, type BreakerOptions } from './breaker.ts';
+import { ErrorCode, HotKeyError } from '../errors.ts';
+import { Replicas, type ReplicaOptions, type ReplicaStats } from './replicas.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
@@ -53,6 +55,11 @@ export interface WithHotKeysOptions {
    * `true`, `false` or its options @default true ({ failures: 5, coolDownMs: 3000, timeoutMs: 1000 })
    */
   breaker?: boolean | BreakerOptions;
+   * Replica keys for read-hot keys of rules with `cache: false` (replicas.ts): GETs spread over
+   * copies on other Cluster masters, as many as the hub decides. `false` turns them off here
+   * @default {} (on, copies live 2 s)
+   */
+  replicas?: false | ReplicaOptions;
 }
 
 /** The fields of ioredis's Command the hook reads or replaces (public in JS, partly untyped). */
@@ -69,6 +76,7 @@ interface Cmd {
 }
 type Client = Redis | Cluster;
 type Send = (this: Client, command: Cmd, stream?: unknown, node?: unknown) => unknown;
+type CmdCtor = new (name: string, args: unknown[], opts: object) => Cmd;
 
 /**
  * What a hot read caches: one entry per Redis key, tagged with the namespace it came from, and
@@ -105,6 +113,13 @@ function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec
     if (typeof ms === 'number' && ms >= 0) r.expiresAt = askedAt + ms;
     return r;
   });
+}
+
+const replicaSets = new WeakMap<object, Replicas>();
+
+/** What a wrapped client's replica keys did (replicas.ts); undefined for a client without them. */
+export function replicaStats(client: object): Readonly<ReplicaStats> | undefined {
+  return replicaSets.get(client)?.stats;
 }
 
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
@@ -192,7 +207,47 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
           hk,
           (nodeKey, role) => connectionTo(client, base, nodeKey, role),
           trackingOptions === true ? {} : trackingOptions,
+          (key) => replicas?.outsideWrite(key),
         );
+  /** ioredis's Command class, taken from the first command through the hook (ioredis is an optional peer: not imported) */
+  let Ctor: CmdCtor | undefined;
+  /** a command of ours to the node holding args' key, past the hook */
+  const sendOwn = (name: string, args: unknown[], replyEncoding: string | null): Promise<unknown> => {
+    const command = new Ctor!(name, args, { replyEncoding });
+    dispatched.add(command);
+    void (base.sendCommand as Send).call(client, command);
+    return command.promise;
+  };
+  /** value and PTTL of a key in one round trip, through tracking when its node's session is live */
+  const readPrimary = (key: string): Promise<{ value: unknown; pttl: unknown }> => {
+    const node = tracking?.nodeFor(key);
+    const plain = () => Promise.all([sendOwn('get', [key], 'utf8'), sendOwn('pttl', [key], 'utf8')]);
+    if (node?.session.live) {
+      return node.load('get', key, isCluster ? undefined : dbOf(client)).then(
+        (read) => read,
+        () => plain().then(([value, pttl]) => ({ value, pttl })),
+      );
+    }
+    return plain().then(([value, pttl]) => ({ value, pttl }));
+  };
+  const replicas =
+    options.replicas === false ? undefined : new Replicas(hk, client, sendOwn, readPrimary, options.replicas ?? {});
+  if (replicas !== undefined) replicaSets.set(client, replicas);
+
+  /**
+   * The per-key rate limit (a rule's `limit`) of the command's first key: a refused command is
+   * rejected with HK_ERR_RATE_LIMITED without being sent. Returns its promise when refused.
+   */
+  function refuse(command: Cmd, isReadCommand: boolean): Promise<unknown> | undefined {
+    const first = command.getKeys()[0];
+    const key = first === undefined ? undefined : keyName(first);
+    if (key === undefined) return undefined;
+    // reads count themselves on their way (read()); other commands are counted here
+    if (hk.allow(key, !isReadCommand)) return undefined;
+    if (isReadCommand) hk.track(key);
+    command.reject(new HotKeyError(ErrorCode.RateLimited, `rate limit of "${key}" reached`));
+    return command.promise;
+  }
 
   // shards and coalescing of write-hot keys (write-hot.ts); merged writes invalidate like any write
   const writeHot = new WriteHot(client, hk, (key) => {
@@ -247,16 +302,23 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     const resolve = command.resolve;
     const reject = command.reject;
     command.resolve = (value) => {
-      const done = invalidate(keys, flushed);
+      const done = invalidate(keys, flushed).then(() => dropCopies(keys));
       if (awaitInvalidation) void done.then(() => resolve(value));
       else resolve(value);
       return command.promise;
     };
     // a failed write may still have written (a script, EXEC): drop, but do not delay the error
     command.reject = (error) => {
-      void invalidate(keys, flushed);
+      void invalidate(keys, flushed).then(() => dropCopies(keys));
       reject(error);
     };
+  }
+
+  /** Replica keys of written hot keys go once every instance applied the invalidation (replicas.ts). */
+  function dropCopies(keys: Set<string>): Promise<void> | undefined {
+    if (replicas === undefined || Ctor === undefined) return undefined;
+    const hot = [...keys].filter((key) => hk.isHot(key));
+    return hot.length === 0 ? undefined : replicas.written(hot);
   }
 
   /**
@@ -294,6 +356,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       // cold, the common case: counted, sent as is (no promise of ours in between)
       hk.track(key);
       return send.call(client, command);
+    }
+    if (replicas !== undefined && name === 'get' && command.replyEncoding === 'utf8') {
+      const copies = replicas.copies(key);
+      if (copies > 1) {
+        hk.track(key);
+        replicas.read(key, command, copies);
+        return command.promise;
+      }
     }
     const ns = namespaceOf(client);
     const field = name === 'hget' ? String(command.args[1]) : undefined;
@@ -398,6 +468,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     let name = command.name;
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
+    Ctor ??= command.constructor as CmdCtor;
+    // rate limits apply to commands on their own (not inside a pipeline or MULTI, where a command left out would shift the replies)
+    if (hk.limiting && stream === undefined && command.inTransaction !== true && !openTransactions.has(this)) {
+      const refused = refuse(command, isRead(name));
+      if (refused !== undefined) return refused;
+    }
     const open = stream === undefined ? openTransactions.get(this) : undefined;
     if (stream === undefined && open === undefined && writeHot.active) {
       if (name === 'quit') void writeHot.flush(); // merged increments go out before QUIT
@@ -477,12 +553,16 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       (prefix !== undefined && typeof prefix !== 'string') ||
       this.status !== 'ready' ||
       inSubscriberMode(this) ||
-      openTransactions.has(this)
+      openTransactions.has(this) ||
+      hk.limiting // limits are checked on the command path
     ) {
       return baseGet.apply(this, args);
     }
     const key = prefix ? prefix + arg : arg;
-    if (!hk.isHot(key) || key.length > MAX_KEY_LENGTH) return baseGet.apply(this, args);
+    if (key.length > MAX_KEY_LENGTH) return baseGet.apply(this, args);
+    // one lookup: 0 not hot; more than 1 copy with replicas on: replica-served, by read()
+    const copies = hk.replicasOf(key);
+    if (copies === 0 || (copies > 1 && replicas !== undefined)) return baseGet.apply(this, args);
     if (writeHot.owns(key)) return baseGet.apply(this, args); // a sharded counter: GET sums its shards
     const ns = namespaceOf(this);
     let returned: unknown;

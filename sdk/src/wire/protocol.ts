@@ -9,12 +9,12 @@
  * client's Hello, carrying PROTOCOL_VERSION; the hub answers Welcome or Error + close.
  *
  *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync, Lease
- *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Grant, Error
+ *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Grant, Limit, Error
  *   (the dashboard's /live messages: feed-protocol.ts)
  */
 import { Packr, type Options } from 'msgpackr';
 import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
-import { parseRules, RULE_KINDS, type Rule, type RuleKind } from '../rules.ts';
+import { MAX_LIMIT, MAX_REPLICAS, parseRules, RULE_KINDS, type Rule, type RuleKind } from '../rules.ts';
 import { findExtension } from './plain-msgpack.ts';
 
 /** 2: leases (Lease, Grant) and fencing acks; a version-1 SDK would serve values no lease bounds */
@@ -23,6 +23,8 @@ export const PROTOCOL_VERSION = 2;
 export const MAX_FRAME_BYTES = 1 << 20;
 /** keys longer than this (UTF-16 code units) are refused with HK_ERR_KEY_TOO_LONG / close 4005 */
 export const MAX_KEY_LENGTH = 1024;
+/** keys in one Limit frame */
+export const MAX_LIMIT_KEYS = 65_536;
 /** records in one Report frame */
 export const MAX_REPORT_KEYS = 65_536;
 const MAX_COUNT = 0x7fffffff;
@@ -57,6 +59,8 @@ export const MsgType = {
   Lease: 15,
   /** hub -> SDK: answers Lease `id` with a lease of `ms` from when the SDK sent it */
   Grant: 16,
+  /** hub -> SDK: this instance's shares of the rate limits of keys it uses */
+  Limit: 22,
   /** hub -> dashboard: the whole live state (replaces what the page had) */
   FeedSnapshot: 20,
   /** hub -> dashboard: what changed since the last feed frame */
@@ -194,6 +198,11 @@ export interface Promote {
   at: number;
   /** which accesses made it hot: the rule's kind (absent: 'read', the frame before kinds) */
   kind?: RuleKind;
+  /**
+   * copies of the key that serve reads, the key itself included (absent: 1, no replica keys). A
+   * hot key is promoted again with the new count when its QPS crosses a step.
+   */
+  replicas?: number;
 }
 export interface Invalidate {
   t: typeof MsgType.Invalidate;
@@ -216,6 +225,8 @@ export interface HotEntry {
   qps: number;
   /** as Promote's `kind` (absent: 'read') */
   kind?: RuleKind;
+  /** as Promote's `replicas` */
+  replicas?: number;
 }
 /** The whole hot set this hub owns for the app, sent after Welcome and on Resync. */
 export interface Snapshot {
@@ -263,6 +274,17 @@ export interface Grant {
   id: number;
   ms: number;
 }
+/**
+ * This instance's shares of rate-limited keys: `keys[i]` may be accessed `rates[i]` times per
+ * second here, for `ttlMs` (then the SDK falls back to `limit / instances`). The hub sends a
+ * share when it changes and renews it before it lapses.
+ */
+export interface Limit {
+  t: typeof MsgType.Limit;
+  keys: string[];
+  rates: number[];
+  ttlMs: number;
+}
 /** The SDK has applied every broadcast up to `seq` (sent for invalidations). */
 export interface Applied {
   t: typeof MsgType.Applied;
@@ -284,7 +306,8 @@ export type ServerMessage =
   | Snapshot
   | ErrorMsg
   | Ack
-  | Grant;
+  | Grant
+  | Limit;
 export type Message = ClientMessage | ServerMessage;
 
 // useRecords: false keeps every frame self-describing (a fresh decoder reads any frame).
@@ -431,6 +454,12 @@ function kind(m: Record<string, unknown>): { kind?: RuleKind } {
   return { kind: m.kind as RuleKind };
 }
 
+/** The optional `replicas` of Promote / HotEntry: absent, or an integer in [1, MAX_REPLICAS]. */
+function replicas(m: Record<string, unknown>): { replicas?: number } {
+  if (m.replicas === undefined) return {};
+  return { replicas: int(m, 'replicas', 1, MAX_REPLICAS) };
+}
+
 /** Decodes and validates a frame an SDK or dashboard sent to the hub. */
 export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
   const m = decodeFrame(bytes);
@@ -510,6 +539,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
         cache: bool(m, 'cache'),
         at: num(m, 'at'),
         ...kind(m),
+        ...replicas(m),
       };
     }
     case MsgType.Invalidate: {
@@ -534,6 +564,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
           cache: bool(o, 'cache'),
           qps: num(o, 'qps'),
           ...kind(o),
+          ...replicas(o),
         };
       });
       return { t: MsgType.Snapshot, seq: int(m, 'seq'), hot };
@@ -558,6 +589,23 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
     }
     case MsgType.Grant:
       return { t: MsgType.Grant, id: int(m, 'id'), ms: int(m, 'ms', 0, 3_600_000) };
+    case MsgType.Limit: {
+      const keys = arr(m, 'keys', MAX_LIMIT_KEYS);
+      const rates = arr(m, 'rates', MAX_LIMIT_KEYS);
+      if (keys.length !== rates.length) protocolError('"keys" and "rates" differ in length');
+      for (let i = 0; i < keys.length; i++) {
+        assertKey(keys[i], `keys[${i}]`);
+        const r = rates[i];
+        if (typeof r !== 'number' || !(r >= 0 && r <= MAX_LIMIT))
+          protocolError(`rates[${i}] must be in [0, ${MAX_LIMIT}]`);
+      }
+      return {
+        t: MsgType.Limit,
+        keys: keys as string[],
+        rates: rates as number[],
+        ttlMs: int(m, 'ttlMs', 1, 3_600_000),
+      };
+    }
     default:
       protocolError(`message type ${m.t} is not one a hub sends`);
   }

@@ -1,0 +1,70 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { once } from 'node:events';
+import { WebSocket, WebSocketServer } from 'ws';
+import { HubSocket } from './hub-socket.ts';
+import { within } from '../../../test/support/wait.ts';
+
+/** A server whose sockets are HubSockets, and one client connected to it. */
+async function pair(): Promise<{ server: HubSocket; client: WebSocket; close(): Promise<void> }> {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, perMessageDeflate: false, WebSocket: HubSocket });
+  await once(wss, 'listening');
+  const accepted = once(wss, 'connection');
+  const client = new WebSocket(`ws://127.0.0.1:${(wss.address() as { port: number }).port}`);
+  const [server] = (await within('the connection', accepted, 5000)) as [HubSocket];
+  await within('the client to open', once(client, 'open'), 5000);
+  return {
+    server,
+    client,
+    async close() {
+      client.terminate();
+      for (const ws of wss.clients) ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
+
+test('sendShared delivers the same bytes as send, in order, for every length encoding (7-bit, 16-bit, 64-bit)', async () => {
+  const { server, client, close } = await pair();
+  try {
+    const got: Buffer[] = [];
+    client.on('message', (data: Buffer) => got.push(data));
+    const payloads = [0, 1, 125, 126, 65_535, 65_536, 200_000].map((n) =>
+      Uint8Array.from({ length: n }, (_, i) => (i * 31 + n) & 0xff),
+    );
+    const frame = { payload: payloads[2]! };
+    for (const p of payloads) {
+      server.sendShared({ payload: p });
+      server.send(p); // interleaved with ws's own framing: order and boundaries must hold
+    }
+    server.sendShared(frame);
+    server.sendShared(frame); // the cached wire form is reused
+    await within(
+      'every frame',
+      (async () => {
+        while (got.length < payloads.length * 2 + 2) await new Promise((r) => setTimeout(r, 5));
+      })(),
+      5000,
+    );
+    payloads.forEach((p, i) => {
+      assert.equal(new Uint8Array(got[2 * i]!), p, `shared frame ${i} (${p.length} bytes)`);
+      assert.equal(new Uint8Array(got[2 * i + 1]!), p, `plain frame ${i}`);
+    });
+    assert.ok(frame.payload.length > 0 && got.at(-1)!.equals(Buffer.from(frame.payload)));
+  } finally {
+    await close();
+  }
+});
+
+test('sendShared on a socket that is closing does not throw (falls back to send, as ws does)', async () => {
+  const { server, close } = await pair();
+  try {
+    server.close(1000, 'bye');
+    server.sendShared({ payload: new Uint8Array([1, 2, 3]) });
+    assert.is(server.readyState, WebSocket.CLOSING);
+  } finally {
+    await close();
+  }
+});
+
+test.run();

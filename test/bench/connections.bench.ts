@@ -1,0 +1,187 @@
+/**
+ * Benchmark 12 — connections: one hub process holding 1,000, 5,000 and 10,000 SDK connections
+ * (simulated instances speaking the real protocol, sim-sdk.worker.ts, in GENERATORS processes).
+ *
+ * At each step: the hub's RSS and heap (after a full GC) per connection, over the hub with none;
+ * and fan-out: a trigger connection reports a fresh key over the threshold, every instance records
+ * when the Promote arrived; p50 / p99 over every (instance, promotion) pair, from the trigger's
+ * send. The trigger joins after the step's instances, so it is last in the hub's broadcast order:
+ * its own receipt ("hub done") is when the hub had written the frame to every socket. Delivery
+ * beyond that is the receivers' side (generator processes on the same 2 cores). CPU time of the
+ * hub and of the generators over the promotions says which side the box spends its time on.
+ *
+ * At 5,000: thin spread — a key at 1.2 × the threshold in total, spread evenly over every instance
+ * (0.24 accesses/s each), must be promoted; the Report traffic it costs is measured.
+ */
+import WebSocket from 'ws';
+import { once } from 'node:events';
+import os from 'node:os';
+import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
+import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
+import { startServer } from './server-process.ts';
+import { SimFleet } from './sim-fleet.ts';
+
+const THRESHOLD = 1000;
+const GENERATORS = 2;
+const THIN_FACTOR = 1.2;
+const THIN_AT = 5000;
+
+const wallNow = () => performance.timeOrigin + performance.now();
+
+/** A raw SDK connection that reports keys over the threshold and notes when each came back promoted. */
+async function trigger(url: string, name: string) {
+  const ws = new WebSocket(url, { perMessageDeflate: false });
+  await once(ws, 'open', { signal: AbortSignal.timeout(30_000) });
+  const greeted = once(ws, 'message', { signal: AbortSignal.timeout(30_000) });
+  ws.send(
+    encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'bench', instance: name, sdk: 'bench-trigger', role: 'sdk' }),
+  );
+  await greeted;
+  const back = new Map<string, number>();
+  ws.on('message', (data: Buffer) => {
+    const at = wallNow();
+    const m = decodeServerMessage(data);
+    if (m.t === MsgType.Promote && !back.has(m.key)) back.set(m.key, at);
+  });
+  return {
+    send: (key: string) => ws.send(encode({ t: MsgType.Report, keys: [key], counts: [2 * THRESHOLD] })),
+    back,
+    close: () => ws.terminate(),
+  };
+}
+
+const fmtMiB = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+
+benchMain(async ({ quick }) => {
+  // BENCH_CONNECTIONS=10000 (comma-separated): other steps, e.g. one step under BENCH_CPU_PROF
+  const steps = process.env.BENCH_CONNECTIONS?.split(',').map(Number) ?? (quick ? [200, 1000] : [1000, 5000, 10_000]);
+  const promotions = quick ? 3 : 10;
+  const rows: BenchRow[] = [];
+  // default tunables: the generators keep 2 × 32 handshakes in flight, within the per-address cap
+  const server = await startServer('hub', { threshold: THRESHOLD });
+  const workers: Worker[] = [];
+  try {
+    const fleet = SimFleet.start(workers, GENERATORS);
+    await new Promise((r) => setTimeout(r, 500));
+    const base = { heap: await server.gcHeap(), rss: (await server.stats()).rss };
+    for (const n of steps) {
+      await fleet.grow(server.url, n, 240_000);
+      const t = await trigger(server.url, `trigger-${n}`);
+      // Config frames (instance count) settle, sockets go idle
+      await new Promise((r) => setTimeout(r, 2000));
+      const heap = await server.gcHeap();
+      const rss = (await server.stats()).rss;
+      const load = os.loadavg()[0]!.toFixed(1);
+
+      const delivery: number[] = [];
+      const hubDone: number[] = [];
+      let missing = 0;
+      const hub0 = await server.stats();
+      const gen0 = await fleet.stats();
+      for (let p = 0; p < promotions; p++) {
+        const key = `fan:${n}:${p}`;
+        const sentAt = wallNow();
+        t.send(key);
+        const got = await fleet.collect(key, 10_000);
+        for (const at of got.times) delivery.push(at - sentAt);
+        missing += got.missing;
+        const back = t.back.get(key);
+        if (back !== undefined) hubDone.push(back - sentAt);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const hub1 = await server.stats();
+      const gen1 = await fleet.stats();
+      t.close();
+      const hubCpu = hub1.cpuMs - hub0.cpuMs;
+      const genCpu = gen1.cpuMs - gen0.cpuMs;
+      const bench = `12 connections ${n.toLocaleString('en')}`;
+      rows.push(
+        {
+          bench,
+          metric: 'hub RSS per connection',
+          ours: (rss - base.rss) / n,
+          unit: 'B',
+          better: 'lower',
+          note: `hub RSS ${fmtMiB(rss)} (${fmtMiB(base.rss)} with none), ${GENERATORS} generator processes; load ${load}`,
+        },
+        {
+          bench,
+          metric: 'hub heap per connection (after GC)',
+          ours: (heap - base.heap) / n,
+          unit: 'B',
+          better: 'lower',
+          note: `heap ${fmtMiB(heap)} (${fmtMiB(base.heap)} with none)`,
+        },
+        {
+          bench,
+          metric: 'promotion fan-out p99',
+          ours: percentile(delivery, 99),
+          unit: 'ms',
+          better: 'lower',
+          target: n >= 10_000 ? { reach: 100 } : undefined,
+          note: `${promotions} promotions; hub done writing p50 ${percentile(hubDone, 50).toFixed(1)} / max ${Math.max(...hubDone).toFixed(1)} ms${missing ? `; ${missing} deliveries missing` : ''}`,
+        },
+        {
+          bench,
+          metric: 'promotion fan-out p50',
+          ours: percentile(delivery, 50),
+          unit: 'ms',
+          better: 'lower',
+        },
+        {
+          bench,
+          metric: 'CPU per promotion: hub (vs generators)',
+          ours: hubCpu / promotions,
+          baseline: genCpu / promotions,
+          unit: 'ms',
+          better: 'lower',
+          note: 'the receivers share the 2 cores: generator CPU beside the hub says where the box spends it',
+        },
+      );
+
+      if (n === THIN_AT || (quick && n === steps.at(-1))) rows.push(...(await thinSpread(fleet, server.url, n)));
+    }
+  } finally {
+    await Promise.all(workers.map((w) => w.kill()));
+    await server.stop();
+  }
+  return rows;
+});
+
+/** A key at THIN_FACTOR × threshold spread evenly over every instance: promoted, and at what report cost. */
+async function thinSpread(fleet: SimFleet, _url: string, n: number): Promise<BenchRow[]> {
+  const key = `thin:${n}`;
+  const startAt = wallNow() + 200;
+  const before = await fleet.stats();
+  fleet.surge(key, THIN_FACTOR * THRESHOLD, startAt, 20_000);
+  const got = await fleet.collect(key, 20_000);
+  const after = await fleet.stats();
+  const spanS = (wallNow() - startAt) / 1000;
+  const reports = after.reports - before.reports;
+  const bytes = after.reportBytes - before.reportBytes;
+  const bench = `12 thin spread ${n.toLocaleString('en')}`;
+  return [
+    {
+      bench,
+      metric: `key at ${THIN_FACTOR}× threshold over all: every SDK hot after`,
+      ours:
+        got.missing > 0
+          ? NaN
+          : percentile(
+              got.times.map((t) => t - startAt),
+              100,
+            ),
+      unit: 'ms',
+      better: 'lower',
+      note: `${((THIN_FACTOR * THRESHOLD) / n).toFixed(2)} accesses/s per instance${got.missing ? `; ${got.missing} never hot` : ''}`,
+    },
+    {
+      bench,
+      metric: 'report traffic while it spreads',
+      ours: reports / spanS,
+      unit: 'frames/s',
+      better: 'lower',
+      note: `${Math.round(bytes / spanS).toLocaleString('en')} B/s, ${(bytes / Math.max(1, reports)).toFixed(0)} B/frame over ${spanS.toFixed(1)} s`,
+    },
+  ];
+}

@@ -1,0 +1,87 @@
+/**
+ * Benchmark 13 — detection at scale: surge on a fresh key → every instance holds it hot, with 20,
+ * 100, 500 and 2,000 simulated SDK instances (sim-sdk.worker.ts: the real protocol and the SDK's
+ * counting and report timing, without one HotKeyClient per instance), so that the figure at 2,000
+ * is the hub's, not a generator's. Same surge as benchmark 2: 10 × the threshold in total, spread
+ * evenly. Beside each: the hub's and the generators' CPU over the surges (where the box spends it).
+ */
+import os from 'node:os';
+import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
+import { startServer } from './server-process.ts';
+import { SimFleet } from './sim-fleet.ts';
+
+const THRESHOLD = 1000;
+const SURGE_FACTOR = 10;
+const GENERATORS = 2;
+
+const wallNow = () => performance.timeOrigin + performance.now();
+
+async function run(sdks: number, surges: number) {
+  const server = await startServer('hub', { threshold: THRESHOLD });
+  const workers: Worker[] = [];
+  try {
+    const fleet = SimFleet.start(workers, GENERATORS);
+    await fleet.grow(server.url, sdks, 120_000);
+    // Config frames (instance count -> local thresholds) settle before the first surge
+    await new Promise((r) => setTimeout(r, 1000));
+    const latencies: number[] = [];
+    let missing = 0;
+    const hub0 = await server.stats();
+    const gen0 = await fleet.stats();
+    for (let s = 0; s < surges; s++) {
+      const key = `surge:sim:${sdks}:${s}`;
+      const startAt = wallNow() + 100;
+      fleet.surge(key, SURGE_FACTOR * THRESHOLD, startAt, 5000);
+      const got = await fleet.collect(key, 6000);
+      for (const t of got.times) latencies.push(t - startAt);
+      missing += got.missing;
+      // the next surge starts on a quiet hub
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    const hub1 = await server.stats();
+    const gen1 = await fleet.stats();
+    return { latencies, missing, hubCpuMs: hub1.cpuMs - hub0.cpuMs, genCpuMs: gen1.cpuMs - gen0.cpuMs };
+  } finally {
+    await Promise.all(workers.map((w) => w.kill()));
+    await server.stop();
+  }
+}
+
+benchMain(async ({ quick }) => {
+  const rows: BenchRow[] = [];
+  const surges = quick ? 2 : 8;
+  // BENCH_DETECTION=2000 (comma-separated): other fleet sizes, e.g. one under BENCH_CPU_PROF
+  const sizes = process.env.BENCH_DETECTION?.split(',').map(Number) ?? (quick ? [20, 500] : [20, 100, 500, 2000]);
+  for (const sdks of sizes) {
+    const load = os.loadavg()[0]!.toFixed(1);
+    const r = await run(sdks, surges);
+    const bench = `13 detection ${sdks.toLocaleString('en')} sim SDKs`;
+    rows.push(
+      {
+        bench,
+        metric: 'surge → every SDK hot, p99',
+        ours: percentile(r.latencies, 99),
+        unit: 'ms',
+        better: 'lower',
+        target: sdks === 500 ? { reach: 130 } : undefined,
+        note: `${surges} surges at ${SURGE_FACTOR}× threshold, ${GENERATORS} generator processes; load ${load}${r.missing ? `; ${r.missing} never hot` : ''}`,
+      },
+      {
+        bench,
+        metric: 'surge → every SDK hot, p50',
+        ours: percentile(r.latencies, 50),
+        unit: 'ms',
+        better: 'lower',
+      },
+      {
+        bench,
+        metric: 'CPU per surge: hub (vs generators)',
+        ours: r.hubCpuMs / surges,
+        baseline: r.genCpuMs / surges,
+        unit: 'ms',
+        better: 'lower',
+      },
+    );
+  }
+  return rows;
+});

@@ -1,0 +1,73 @@
+/**
+ * The parent side of sim-sdk.worker.ts: a fleet of simulated SDK instances spread evenly over a
+ * few processes, grown in steps (1k, then 5k, then 10k connections on the same hub).
+ * Workers are pushed into `into` before anything can fail, so the caller's `finally` kills them.
+ */
+import { forkWorker, type Worker } from './harness.ts';
+
+export interface FleetStats {
+  /** CPU time of all generator processes, ms */
+  cpuMs: number;
+  rss: number;
+  /** Report frames sent so far and their bytes */
+  reports: number;
+  reportBytes: number;
+}
+
+export class SimFleet {
+  readonly workers: Worker[];
+  readonly #counts: number[];
+
+  private constructor(workers: Worker[]) {
+    this.workers = workers;
+    this.#counts = workers.map(() => 0);
+  }
+
+  static start(into: Worker[], processes: number): SimFleet {
+    for (let w = 0; w < processes; w++) into.push(forkWorker(new URL('./sim-sdk.worker.ts', import.meta.url)));
+    return new SimFleet(into.slice(-processes));
+  }
+
+  get size(): number {
+    return this.#counts.reduce((a, b) => a + b, 0);
+  }
+
+  /** Adds instances until the fleet holds `total`, spread evenly; rejects on a failed handshake. */
+  async grow(url: string, total: number, timeoutMs: number): Promise<void> {
+    const n = this.workers.length;
+    const asks = this.workers.map((w, i) => {
+      const want = Math.floor(total / n) + (i < total % n ? 1 : 0);
+      const more = Math.max(0, want - this.#counts[i]!);
+      this.#counts[i]! += more;
+      if (more > 0) w.send({ type: 'connect', url, count: more });
+      return more > 0 ? w.waitFor<{ total: number; error?: string }>('connected', timeoutMs) : undefined;
+    });
+    for (const reply of await Promise.all(asks)) if (reply?.error) throw new Error(`simulated SDKs: ${reply.error}`);
+  }
+
+  /** Every instance accesses `key` so that the fleet's total is `totalRate`/s, from `startAt` (wall ms). */
+  surge(key: string, totalRate: number, startAt: number, durationMs: number): void {
+    const rate = totalRate / Math.max(1, this.size);
+    for (const w of this.workers) w.send({ type: 'surge', key, rate, startAt, durationMs });
+  }
+
+  /** When each instance saw `key` promoted (wall ms), and how many never did within `deadlineMs`. */
+  async collect(key: string, deadlineMs: number): Promise<{ times: number[]; missing: number }> {
+    for (const w of this.workers) w.send({ type: 'collect', key, deadlineMs });
+    const results = await Promise.all(
+      this.workers.map((w) => w.waitFor<{ times: number[]; missing: number }>('promoted', deadlineMs + 15_000)),
+    );
+    return { times: results.flatMap((r) => r.times), missing: results.reduce((a, r) => a + r.missing, 0) };
+  }
+
+  async stats(): Promise<FleetStats> {
+    for (const w of this.workers) w.send({ type: 'stats' });
+    const all = await Promise.all(this.workers.map((w) => w.waitFor<FleetStats>('stats', 10_000)));
+    return {
+      cpuMs: all.reduce((a, s) => a + s.cpuMs, 0),
+      rss: all.reduce((a, s) => a + s.rss, 0),
+      reports: all.reduce((a, s) => a + s.reports, 0),
+      reportBytes: all.reduce((a, s) => a + s.reportBytes, 0),
+    };
+  }
+}

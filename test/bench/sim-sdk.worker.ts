@@ -1,0 +1,211 @@
+/**
+ * Many simulated SDK instances in one process, for the scale benchmarks (connections, detection at
+ * 2,000 SDKs, thin spread over 5,000). Each instance is one real WebSocket speaking the real
+ * protocol (Hello, Welcome/Config thresholds, Report, Promote), but its counting is a few numbers
+ * in shared typed arrays and one timer drives every instance: a real HotKeyClient per instance
+ * (timers, window, cache, events) would make the generator, not the hub, the thing measured.
+ *
+ * Counting follows the SDK (sdk/src/counting/window.ts, client/reporter.ts): a 1 s window of ten
+ * 100 ms slices per instance; once the window count reaches the hub's per-instance threshold
+ * (Config.local, scaled the same way) the accesses since the last report are due; the first
+ * crossing is reported at once (urgent, at least URGENT_FLUSH_GAP_MS after the previous report) and
+ * opens an urgent episode of three slices in which every further threshold's worth is reported
+ * early too; other counts go at the instance's own 100 ms flush (each instance has its own phase).
+ *
+ *   <- { type: 'connect', url, count, app?, batch? }  opens `count` more -> { type: 'connected', total, error? }
+ *   <- { type: 'surge', key, rate, startAt, durationMs }   every instance accesses `key` at `rate`/s
+ *      (fractional rates accrue, so 0.24/s means one access per ~4 s) until all saw it hot or time is up
+ *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, missing, reports, reportBytes }
+ *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes }
+ */
+import WebSocket from 'ws';
+import { once } from 'node:events';
+import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/reporter.ts';
+import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
+import { toParent } from './harness.ts';
+
+const SLICES = 10;
+const SLICE_MS = 100;
+const FLUSH_MS = 100;
+const TICK_MS = 5;
+/** slices a key stays urgent after its first crossing (window.ts urgentSlices) */
+const URGENT_SLICES = 3;
+
+const wallNow = () => performance.timeOrigin + performance.now();
+
+interface Connect {
+  url: string;
+  count: number;
+  app?: string;
+  /** handshakes in flight at once @default 32 */
+  batch?: number;
+}
+
+const sockets: WebSocket[] = [];
+/** per instance: the hub's per-instance threshold for the (one) rule, in accesses per 1 s window */
+let local = new Float64Array(0);
+/** key -> wall time each instance saw it promoted (NaN: not yet) */
+const seen = new Map<string, Float64Array>();
+const seenCount = new Map<string, number>();
+let reports = 0;
+let reportBytes = 0;
+
+function onFrame(index: number, data: Buffer): void {
+  const at = wallNow();
+  const m = decodeServerMessage(data);
+  if (m.t === MsgType.Promote) {
+    let times = seen.get(m.key);
+    if (times === undefined) {
+      seen.set(m.key, (times = new Float64Array(local.length).fill(NaN)));
+      seenCount.set(m.key, 0);
+    }
+    if (Number.isNaN(times[index]!)) {
+      times[index] = at;
+      seenCount.set(m.key, seenCount.get(m.key)! + 1);
+    }
+  } else if (m.t === MsgType.Welcome || m.t === MsgType.Config) {
+    local[index] = m.local[0] ?? 1;
+  }
+}
+
+async function open(url: string, app: string, index: number): Promise<WebSocket> {
+  const ws = new WebSocket(url, { perMessageDeflate: false });
+  ws.binaryType = 'nodebuffer';
+  ws.on('error', () => undefined);
+  await once(ws, 'open', { signal: AbortSignal.timeout(30_000) });
+  const welcomed = once(ws, 'message', { signal: AbortSignal.timeout(30_000) });
+  ws.send(
+    encode({
+      t: MsgType.Hello,
+      v: PROTOCOL_VERSION,
+      app,
+      instance: `sim-${process.pid}-${index}`,
+      sdk: 'bench-sim',
+      role: 'sdk',
+    }),
+  );
+  const [first] = (await welcomed) as [Buffer];
+  onFrame(index, first);
+  ws.on('message', (data: Buffer) => onFrame(index, data));
+  return ws;
+}
+
+process.on('message', (raw) => {
+  const m = raw as { type: string; key: string; rate: number; startAt: number; durationMs: number; deadlineMs: number };
+  if (m.type === 'connect') void connectMore(raw as Connect);
+  else if (m.type === 'surge') surge(m.key, m.rate, m.startAt, m.durationMs);
+  else if (m.type === 'collect') void collect(m.key, m.deadlineMs);
+  else if (m.type === 'stats') {
+    const cpu = process.cpuUsage();
+    toParent({
+      type: 'stats',
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      rss: process.memoryUsage().rss,
+      reports,
+      reportBytes,
+    });
+  }
+});
+// the IPC channel is this process's lifeline
+process.on('disconnect', () => process.exit(0));
+
+/** Opens `count` more instances, `batch` handshakes at a time. */
+async function connectMore(connect: Connect): Promise<void> {
+  const grown = new Float64Array(sockets.length + connect.count).fill(1);
+  grown.set(local);
+  local = grown;
+  const batch = connect.batch ?? 32;
+  const first = sockets.length;
+  try {
+    for (let start = 0; start < connect.count; start += batch) {
+      const n = Math.min(batch, connect.count - start);
+      const opened = await Promise.all(
+        Array.from({ length: n }, (_, j) => open(connect.url, connect.app ?? 'bench', first + start + j)),
+      );
+      sockets.push(...opened);
+    }
+    toParent({ type: 'connected', total: sockets.length });
+  } catch (err) {
+    toParent({ type: 'connected', total: sockets.length, error: String(err) });
+  }
+}
+
+/** Accesses of `key` on every instance (see the file's comment for the counting). */
+function surge(key: string, rate: number, startAt: number, durationMs: number): void {
+  const n = sockets.length;
+  const slices = new Float64Array(n * SLICES);
+  const sliceOf = new Float64Array(n).fill(-1); // absolute slice each instance's window is at
+  const unreported = new Float64Array(n);
+  const lastReport = new Float64Array(n).fill(-Infinity);
+  const due = new Uint8Array(n);
+  const urgentUntil = new Float64Array(n);
+  // evenly spread phases: instance i's accesses and flushes are offset by i/n of a period
+  const credit = Float64Array.from({ length: n }, (_, i) => i / n);
+  const phase = Float64Array.from({ length: n }, (_, i) => (i * FLUSH_MS) / n);
+  const flushPeriod = new Float64Array(n).fill(-1);
+  let last = startAt;
+  const send = (i: number, now: number) => {
+    const frame = encode({ t: MsgType.Report, keys: [key], counts: [unreported[i]!] });
+    sockets[i]!.send(frame);
+    reports++;
+    reportBytes += frame.byteLength;
+    unreported[i] = 0;
+    lastReport[i] = now;
+  };
+  const step = () => {
+    const now = wallNow();
+    if (now < startAt) {
+      setTimeout(step, Math.max(0, Math.min(TICK_MS, startAt - now)));
+      return;
+    }
+    const added = ((now - last) * rate) / 1000;
+    last = now;
+    const slice = Math.floor(now / SLICE_MS);
+    for (let i = 0; i < n; i++) {
+      // rotate this instance's window to `slice`
+      const from = sliceOf[i]!;
+      if (from !== slice) {
+        for (let s = Math.max(from + 1, slice - SLICES + 1); s <= slice; s++) slices[i * SLICES + (s % SLICES)] = 0;
+        sliceOf[i] = slice;
+      }
+      const c = credit[i]! + added;
+      const whole = Math.floor(c);
+      credit[i] = c - whole;
+      if (whole > 0) {
+        slices[i * SLICES + (slice % SLICES)]! += whole;
+        unreported[i]! += whole;
+      }
+      const period = Math.floor((now - phase[i]!) / FLUSH_MS);
+      const flushNow = period !== flushPeriod[i];
+      flushPeriod[i] = period;
+      if (unreported[i] === 0) continue;
+      let windowCount = 0;
+      for (let s = 0; s < SLICES; s++) windowCount += slices[i * SLICES + s]!;
+      const over = windowCount >= local[i]!;
+      if (!over) {
+        due[i] = 0;
+        continue;
+      }
+      // the first crossing opens an urgent episode of URGENT_SLICES slices, in which every
+      // further threshold's worth of accesses is reported early too (window.ts #cross)
+      if (due[i] === 0) {
+        due[i] = 1;
+        if (urgentUntil[i]! <= now) urgentUntil[i] = now + URGENT_SLICES * SLICE_MS;
+      }
+      const urgent =
+        now < urgentUntil[i]! && unreported[i]! >= local[i]! && now - lastReport[i]! >= URGENT_FLUSH_GAP_MS;
+      if (urgent || flushNow) send(i, now);
+    }
+    const allHot = (seenCount.get(key) ?? 0) >= n;
+    if (!allHot && now - startAt < durationMs) setTimeout(step, TICK_MS);
+  };
+  step();
+}
+
+async function collect(key: string, deadlineMs: number): Promise<void> {
+  const deadline = performance.now() + deadlineMs;
+  while ((seenCount.get(key) ?? 0) < sockets.length && performance.now() < deadline)
+    await new Promise((r) => setTimeout(r, 10));
+  const times = [...(seen.get(key) ?? [])].filter((t) => !Number.isNaN(t));
+  toParent({ type: 'promoted', key, times, missing: sockets.length - times.length, reports, reportBytes });
+}
