@@ -70,6 +70,7 @@ export interface Rule {
   coalesce?: boolean;
   /** merge window of `coalesce`, 1–10000 @default 100 (WRITE_DEFAULTS.coalesceMs) */
   coalesceMs?: number;
+  /**
    * Replica keys for a read-hot key that is not cached locally (`cache: false`): the hub sizes the
    * copies from the key's cluster QPS (`replicaCount`), the ioredis wrapper spreads GETs over
    * them. `false` turns them off; absent: REPLICA_DEFAULTS. Ignored when `cache` is true.

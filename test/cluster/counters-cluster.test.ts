@@ -33,7 +33,7 @@ const e2e = hubInProcess(test, {
         rules: [
           {
             match: 'cnt:*',
-            threshold: 300,
+            threshold: 60,
             kind: 'write',
             shards: 8,
             cache: false,
@@ -157,7 +157,7 @@ async function zeroLoss(label: string, spec: object, plain: Redis | Cluster, rea
         JSON.stringify(spec),
         key,
         log,
-        '6000',
+        '8000',
         i === 0 ? '1' : '0',
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },

@@ -55,6 +55,7 @@ export interface WithHotKeysOptions {
    * `true`, `false` or its options @default true ({ failures: 5, coolDownMs: 3000, timeoutMs: 1000 })
    */
   breaker?: boolean | BreakerOptions;
+  /**
    * Replica keys for read-hot keys of rules with `cache: false` (replicas.ts): GETs spread over
    * copies on other Cluster masters, as many as the hub decides. `false` turns them off here
    * @default {} (on, copies live 2 s)
