@@ -113,4 +113,19 @@ test('coalescing: INCRs of a write-hot key merge into few INCRBYs, replies form 
   await flushWrites(redis); // nothing open: resolves at once
 });
 
+test('coalescing: hk.close() sends the merged increments at once', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const redis = withHotKeys(new Redis(server.port, '127.0.0.1'), hk!, { tracking: false });
+  opened.push(redis);
+  for (let i = 0; i < 100; i++) await redis.incr('ctr:2');
+  await waitFor('ctr:2 write-hot', () => hk!.hotKind('ctr:2') === 'write', 3000);
+  const before = hotKeyStats(redis).writeHot.coalescedFlushes;
+  const pending = [redis.incr('ctr:2'), redis.incr('ctr:2')];
+  await hk!.close();
+  assert.is(hotKeyStats(redis).writeHot.coalescedFlushes, before + 1, 'sent by close, not by the window');
+  const [a, b] = await Promise.all(pending);
+  assert.is(b, a! + 1);
+  assert.is(Number(await redis.get('ctr:2')), b);
+});
+
 test.run();

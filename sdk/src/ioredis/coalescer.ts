@@ -11,7 +11,7 @@
  *
  * Errors: when the INCRBY fails every caller of the batch is rejected with that error. It is not
  * retried: a write that timed out may have been applied, and a retry could apply it twice.
- * `flush()` sends every open batch now (the wrapper calls it before QUIT, so `quit()` never drops
+ * `flush()` sends every open batch now (the wrapper calls it before QUIT and on `hk.close()`, so neither drops
  * increments). A batch is also sent early once it holds `maxBatch` callers (bounded memory).
  */
 

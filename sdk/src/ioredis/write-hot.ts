@@ -84,6 +84,12 @@ export class WriteHot {
       if (shards !== undefined && sameSlotName(key, '') !== undefined) this.#shard(key, shards);
     });
     hk.on('demote', (key) => this.#unshard(key));
+    // the client closes: merged increments go out now, and this instance's shards fold back (a
+    // fold is safe while others still write shards; it spares the key a wait for the next demotion)
+    hk.once('close', () => {
+      void this.flush();
+      for (const key of [...this.#sharded.keys()]) this.#unshard(key);
+    });
   }
 
   /** Whether any command may be routed: a rule asks for shards or coalescing. One compare when none does. */
