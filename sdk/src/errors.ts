@@ -42,6 +42,8 @@ export const ErrorCode = {
   Timeout: 'HK_ERR_TIMEOUT',
   /** no hub is reachable for the request */
   Unavailable: 'HK_ERR_UNAVAILABLE',
+  /** a hot-key load found the client's load limiter full (maxLoadsInFlight busy, maxLoadsQueued waiting) */
+  LoadLimit: 'HK_ERR_LOAD_LIMIT',
   /** the TLS handshake with a wss:// hub failed (an untrusted or wrong certificate, TLS on one side only) */
   Tls: 'HK_ERR_TLS',
   // The hub's HTTP API answers with these too (HttpError); the ones above keep their meaning there.

@@ -4,6 +4,8 @@
  * DEFAULT_REDIS_OPTIONS is the model.
  */
 
+import { MAX_VALUE_BYTES } from './wire/protocol.ts';
+
 /**
  * TLS for `wss://` hubs, handed to ws (and so to node:tls): trust a private CA, present a client
  * certificate. Without it the system's CAs verify the hub.
@@ -82,6 +84,30 @@ export interface ClientOptions {
    * for its keys) @default 1
    */
   sampleRate?: number;
+  /**
+   * loader calls for hot keys (first loads, reloads, refreshes) in flight at once on this instance;
+   * more wait in a queue (see maxLoadsQueued). A cold key's get() calls its loader directly, as
+   * it would without hotkey, and is not counted @default 64
+   */
+  maxLoadsInFlight?: number;
+  /**
+   * hot-key loads waiting for a slot at most; past it a load fails with HK_ERR_LOAD_LIMIT (its
+   * callers get the last value if stale-if-error allows) and a refresh is skipped until later @default 1024
+   */
+  maxLoadsQueued?: number;
+  /**
+   * a hot-key reload that has not settled after this long counts as failed for stale-if-error:
+   * callers waiting on it get the last value when the rule's staleIfErrorMs allows (the load goes
+   * on and still fills the cache if it succeeds); without such a value they keep waiting @default 1000
+   */
+  loadTimeoutMs?: number;
+  /** value push (`share: true` rules): values larger than this once serialised are not pushed; every instance loads them itself @default 65536 */
+  maxPushBytes?: number;
+  /**
+   * value push: after a shared key's promotion, readers with no value wait this long for the value
+   * another instance loads and the hub broadcasts, then load it themselves @default 1000
+   */
+  pushWaitMs?: number;
   /** TLS options for `wss://` hubs (CA, client certificate) @default undefined: the system CAs */
   tls?: ClientTlsOptions;
   /** pino-compatible logger for connects, disconnects and refusals @default silent */
@@ -114,6 +140,11 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
   maxPendingInvalidations: 10_000,
   maxBufferedBytes: 1 << 20,
   sampleRate: 1,
+  maxLoadsInFlight: 64,
+  maxLoadsQueued: 1024,
+  loadTimeoutMs: 1000,
+  maxPushBytes: 65_536,
+  pushWaitMs: 1000,
   welcomeTimeoutMs: 5000,
 });
 
@@ -198,6 +229,11 @@ export function resolveClientOptions(
     ),
     maxBufferedBytes: posInt(options.maxBufferedBytes, d.maxBufferedBytes, 'maxBufferedBytes'),
     sampleRate: rate(options.sampleRate, d.sampleRate),
+    maxLoadsInFlight: posInt(options.maxLoadsInFlight, d.maxLoadsInFlight, 'maxLoadsInFlight'),
+    maxLoadsQueued: nonNegInt(options.maxLoadsQueued, d.maxLoadsQueued, 'maxLoadsQueued'),
+    loadTimeoutMs: posInt(options.loadTimeoutMs, d.loadTimeoutMs, 'loadTimeoutMs'),
+    maxPushBytes: Math.min(MAX_VALUE_BYTES, posInt(options.maxPushBytes, d.maxPushBytes, 'maxPushBytes')),
+    pushWaitMs: nonNegInt(options.pushWaitMs, d.pushWaitMs, 'pushWaitMs'),
   };
   if (resolved.reconnectMaxMs < resolved.reconnectMinMs)
     throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');

@@ -71,6 +71,23 @@ export interface Rule {
   /** merge window of `coalesce`, 1–10000 @default 100 (WRITE_DEFAULTS.coalesceMs) */
   coalesceMs?: number;
   /**
+   * SDK: a cached value is reloaded in the background once this share of `cacheTtlMs` has passed
+   * (less a per-instance jitter of up to 10 %), while readers keep the current value; 1 turns
+   * refresh-ahead off @default 0.8 (LOAD_DEFAULTS)
+   */
+  refreshAheadRatio?: number;
+  /**
+   * SDK: when a reload fails (rejects, throws, times out, or the load limiter refuses it), the
+   * last value is served this long past its `cacheTtlMs`; 0 turns stale-if-error off @default 3000 (LOAD_DEFAULTS)
+   */
+  staleIfErrorMs?: number;
+  /**
+   * Value push: at promotion the owner hub asks one SDK instance to load the value and broadcasts
+   * it (versioned) to the others, which inject it without calling their loader; refreshes go the
+   * same way. Values the SDK cannot push (type, maxPushBytes) are loaded per instance @default false
+   */
+  share?: boolean;
+  /**
    * Replica keys for a read-hot key that is not cached locally (`cache: false`): the hub sizes the
    * copies from the key's cluster QPS (`replicaCount`), the ioredis wrapper spreads GETs over
    * them. `false` turns them off; absent: REPLICA_DEFAULTS. Ignored when `cache` is true.
@@ -133,6 +150,10 @@ export const RULE_DEFAULTS: Omit<Rule, 'match' | 'threshold'> = {
   kind: 'read',
 };
 
+/** Defaults of the SDK load fields, applied where a rule leaves them out (the rule keeps them absent). */
+export const LOAD_DEFAULTS = { refreshAheadRatio: 0.8, staleIfErrorMs: 3000 } as const;
+export const MAX_STALE_IF_ERROR_MS = 3_600_000;
+
 export const DEFAULT_RULE: Rule = { match: '*', threshold: 1000, ...RULE_DEFAULTS };
 
 export const MAX_RULES = 1000;
@@ -169,6 +190,9 @@ const KNOWN_FIELDS = new Set([
   'shards',
   'coalesce',
   'coalesceMs',
+  'refreshAheadRatio',
+  'staleIfErrorMs',
+  'share',
   'replicas',
   'limit',
 ]);
@@ -243,6 +267,22 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
     if (rate < 1) rule.sampleRate = rate;
   }
   parseWriteFields(raw, rule, field);
+  if (raw.refreshAheadRatio !== undefined) {
+    const ratio = raw.refreshAheadRatio;
+    if (typeof ratio !== 'number' || !(ratio >= 0.1 && ratio <= 1))
+      fail(`${field}.refreshAheadRatio`, 'must be a number in [0.1, 1] (1: no refresh-ahead)');
+    rule.refreshAheadRatio = ratio;
+  }
+  if (raw.staleIfErrorMs !== undefined) {
+    const ms = raw.staleIfErrorMs;
+    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > MAX_STALE_IF_ERROR_MS)
+      fail(`${field}.staleIfErrorMs`, `must be an integer between 0 and ${MAX_STALE_IF_ERROR_MS}`);
+    rule.staleIfErrorMs = ms;
+  }
+  if (raw.share !== undefined) {
+    if (typeof raw.share !== 'boolean') fail(`${field}.share`, 'must be a boolean');
+    if (raw.share) rule.share = true;
+  }
   if (raw.hotFrom !== undefined || raw.hotUntil !== undefined) {
     if (raw.hotFrom === undefined) fail(`${field}.hotFrom`, 'is required with hotUntil');
     if (raw.hotUntil === undefined) fail(`${field}.hotUntil`, 'is required with hotFrom');

@@ -9,6 +9,8 @@ export interface HubUnderTestOptions {
   /** accesses per window that promote a key @default 1000 */
   threshold?: number;
   tunables?: Record<string, number>;
+  /** more apps, each with one catch-all rule: these fields over RULE_DEFAULTS and the threshold */
+  apps?: Record<string, Record<string, unknown>>;
 }
 
 export async function startHubUnderTest(
@@ -28,6 +30,12 @@ export async function startHubUnderTest(
             },
           ],
         },
+        ...Object.fromEntries(
+          Object.entries(opts.apps ?? {}).map(([app, rule]) => [
+            app,
+            { rules: [{ ...RULE_DEFAULTS, match: '*', threshold: opts.threshold ?? 1000, ...rule }] },
+          ]),
+        ),
       },
     },
     tunables: opts.tunables,

@@ -12,6 +12,8 @@ export interface ServerOptions {
   threshold?: number;
   /** hub tunables passed through to startHub */
   tunables?: Record<string, number>;
+  /** hub only: more apps, each with one catch-all rule made of these fields (hub-under-test.ts) */
+  apps?: Record<string, Record<string, unknown>>;
 }
 
 export type ServerKind = 'hub' | 'sink' | 'naive';

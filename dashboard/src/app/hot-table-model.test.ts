@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { FeedHotRow } from '@hotkey/sdk/feed-protocol';
-import { DEFAULT_QUERY, queryRows, topByQps, visibleWindow } from './hot-table-model.ts';
+import { DEFAULT_QUERY, queryRows, readsSpared, topByQps, visibleWindow } from './hot-table-model.ts';
 
 const row = (app: string, key: string, qps: number, since = 0): FeedHotRow => ({
   app,
@@ -49,6 +49,23 @@ test('filter is a case-insensitive substring of key or app; app narrows', () => 
     ['item:2', 'item:1'],
   );
   assert.equal(queryRows(rows, { ...DEFAULT_QUERY, filter: 'nothing' }), []);
+});
+
+test('served locally: reads spared sum qps × share; unreported rows count nothing and sort last', () => {
+  const saved = [
+    { ...row('shop', 'a', 1000), localPct: 99, loadsPerSec: 10 },
+    { ...row('shop', 'b', 200), localPct: 50, loadsPerSec: 100 },
+    row('shop', 'c', 5000),
+  ];
+  assert.is(readsSpared(saved), 1090);
+  assert.equal(
+    queryRows(saved, { ...DEFAULT_QUERY, sort: 'localPct' }).map((r) => r.key),
+    ['a', 'b', 'c'],
+  );
+  assert.equal(
+    queryRows(saved, { ...DEFAULT_QUERY, sort: 'loadsPerSec' }).map((r) => r.key),
+    ['b', 'a', 'c'],
+  );
 });
 
 test('topByQps matches a full sort on a random set', () => {

@@ -5,7 +5,17 @@
  */
 import type { FeedHotRow } from '@hotkey/sdk/feed-protocol';
 
-export const SORT_COLUMNS = ['app', 'key', 'qps', 'threshold', 'since', 'hub', 'instances'] as const;
+export const SORT_COLUMNS = [
+  'app',
+  'key',
+  'qps',
+  'threshold',
+  'since',
+  'hub',
+  'instances',
+  'localPct',
+  'loadsPerSec',
+] as const;
 export type SortColumn = (typeof SORT_COLUMNS)[number];
 
 export interface TableQuery {
@@ -20,8 +30,9 @@ export interface TableQuery {
 export const DEFAULT_QUERY: TableQuery = { filter: '', app: '', sort: 'qps', descending: true };
 
 function compare(a: FeedHotRow, b: FeedHotRow, column: SortColumn): number {
-  const x = a[column];
-  const y = b[column];
+  // a row the SDKs have not reported savings for yet sorts below every reported one
+  const x = a[column] ?? -1;
+  const y = b[column] ?? -1;
   if (typeof x === 'number' && typeof y === 'number') return x - y;
   return String(x) < String(y) ? -1 : String(x) > String(y) ? 1 : 0;
 }
@@ -38,6 +49,16 @@ export function queryRows(rows: Iterable<FeedHotRow>, query: TableQuery): FeedHo
   const sign = query.descending ? -1 : 1;
   out.sort((a, b) => sign * compare(a, b, query.sort) || compare(a, b, 'app') || compare(a, b, 'key'));
   return out;
+}
+
+/**
+ * Reads of hot keys the SDKs answered from their local caches per second, over `rows`: each row's
+ * QPS times its served-locally share (rows without a share yet count nothing).
+ */
+export function readsSpared(rows: Iterable<FeedHotRow>): number {
+  let spared = 0;
+  for (const row of rows) if (row.localPct !== undefined) spared += (row.qps * row.localPct) / 100;
+  return spared;
 }
 
 /** The `limit` rows with the highest QPS, highest first, without sorting everything (rows >> limit). */

@@ -6,7 +6,14 @@
 import type { FeedHotRow } from '@hotkey/sdk/feed-protocol';
 import { el, setText } from './element.ts';
 import { formatAgo, formatQps } from './format.ts';
-import { DEFAULT_QUERY, queryRows, visibleWindow, type SortColumn, type TableQuery } from './hot-table-model.ts';
+import {
+  DEFAULT_QUERY,
+  queryRows,
+  readsSpared,
+  visibleWindow,
+  type SortColumn,
+  type TableQuery,
+} from './hot-table-model.ts';
 import type { FeedState } from './feed-state.ts';
 import type { QpsSeries } from './qps-series.ts';
 import { rowId } from './row-id.ts';
@@ -33,6 +40,12 @@ const COLUMNS: { id: SortColumn | 'spark' | 'actions'; label: string; title?: st
   { id: 'since', label: 'Hot since' },
   { id: 'hub', label: 'Owner hub' },
   { id: 'instances', label: 'Instances', title: 'SDK instances reporting the key' },
+  {
+    id: 'localPct',
+    label: 'Served locally',
+    title: "share of the key's reads the SDKs answered from their local caches (last second)",
+  },
+  { id: 'loadsPerSec', label: 'Loads/s', title: 'loader calls per second across the SDKs: reads reaching the store' },
   { id: 'actions', label: '' },
 ];
 
@@ -64,6 +77,7 @@ export class HotView implements View {
   readonly #rowsHost: HTMLElement;
   readonly #pool: RowElements[] = [];
   readonly #count: HTMLElement;
+  readonly #spared: HTMLElement;
   readonly #empty: HTMLElement;
   readonly #appSelect: HTMLSelectElement;
   readonly #head: HTMLElement;
@@ -90,6 +104,11 @@ export class HotView implements View {
     );
     this.#appSelect.addEventListener('change', () => this.#setQuery({ app: this.#appSelect.value }));
     this.#count = el('span', { class: 'muted', 'data-testid': 'hot-count' });
+    this.#spared = el('span', {
+      class: 'muted',
+      'data-testid': 'reads-spared',
+      title: 'reads of the shown hot keys answered from local caches instead of the store',
+    });
     this.#head = el('div', { class: 'vt-row vt-head', role: 'row' });
     for (const col of COLUMNS) {
       const cell = el('div', { class: `c-${col.id}`, role: 'columnheader', title: col.title }, col.label);
@@ -139,6 +158,7 @@ export class HotView implements View {
         filter,
         this.#appSelect,
         this.#count,
+        this.#spared,
         el('span', { class: 'grow' }),
         actions.toolbar(),
       ),
@@ -186,6 +206,7 @@ export class HotView implements View {
       this.#dirty = true;
       const shown = state.rows.size < state.hotTotal ? `${state.rows.size} of ${state.hotTotal}` : `${state.rows.size}`;
       setText(this.#count, `${this.#sorted.length} shown · ${shown} hot`);
+      setText(this.#spared, `· ${formatQps(readsSpared(this.#sorted))} reads spared/s`);
       this.#empty.hidden = this.#sorted.length > 0;
     }
     for (const cell of this.#head.children) {
@@ -228,7 +249,7 @@ export class HotView implements View {
       if (r.root.parentNode !== this.#rowsHost) this.#rowsHost.append(r.root);
       const over = row.threshold > 0 ? row.qps / perSecond(row) : 0;
       r.root.classList.toggle('blazing', over >= 5);
-      const [app, key, qps, , threshold, since, hub, instances] = r.cells;
+      const [app, key, qps, , threshold, since, hub, instances, local, loads] = r.cells;
       setText(app!, row.app);
       setText(r.keyName, row.key);
       key!.title = row.key;
@@ -245,6 +266,8 @@ export class HotView implements View {
       setText(since!, formatAgo(row.since, now));
       setText(hub!, row.hub);
       setText(instances!, String(row.instances));
+      setText(local!, row.localPct === undefined ? '—' : `${row.localPct.toFixed(1)} %`);
+      setText(loads!, row.loadsPerSec === undefined ? '—' : formatQps(row.loadsPerSec));
       this.#drawSpark(r, row);
     }
     for (const r of this.#pool) {
@@ -269,7 +292,7 @@ export class HotView implements View {
     const kind = el('span', { class: 'badge kind', 'data-testid': 'kind-badge' });
     kind.hidden = true;
     cells[1]!.append(keyName, kind);
-    cells[8]!.append(
+    cells[COLUMNS.length - 1]!.append(
       el(
         'button',
         { class: 'small', 'data-action': 'invalidate', title: 'Invalidate this key in every SDK (admin)' },

@@ -195,6 +195,8 @@ export class KeyView implements View {
       stat('Hot since', row ? formatAgo(row.since, now) : '—'),
       stat('Owner hub', row?.hub ?? '—'),
       stat('Instances reporting', row ? String(row.instances) : '—'),
+      stat('Served locally', row?.localPct === undefined ? '—' : `${row.localPct.toFixed(1)} %`),
+      stat('Loads/s (reads reaching the store)', row?.loadsPerSec === undefined ? '—' : formatQps(row.loadsPerSec)),
     );
     const times = this.#series.times(id);
     const last = times[times.length - 1] ?? 0;

@@ -21,7 +21,17 @@ export type HubEvent = FeedEvent;
  */
 export interface HubStatus extends Omit<FeedHub, 'hotCount' | 'instanceCount'> {
   /** hot keys this hub owns, top by QPS, bounded */
-  hotKeys: { app: string; key: string; qps: number; since: number; instances: number; threshold: number }[];
+  hotKeys: {
+    app: string;
+    key: string;
+    qps: number;
+    since: number;
+    instances: number;
+    threshold: number;
+    /** what local caching saves on the key (core/savings.ts), when the SDKs reported it */
+    localPct?: number;
+    loadsPerSec?: number;
+  }[];
   /** SDK connections to this hub, bounded */
   instanceRows: { app: string; instance: string; host: string; sdk: string; lastReport: number; connectedAt: number }[];
 }

@@ -14,6 +14,8 @@ import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import { InvalidationTracker } from './invalidations.ts';
+import { Savings } from './savings.ts';
+import { SharedValues } from './shared-values.ts';
 import { LimitShares } from './limit-shares.ts';
 import { ReplicaSteps } from './replica-steps.ts';
 import type { Peer } from './peer.ts';
@@ -45,6 +47,10 @@ export interface AppState {
   lastConfigAt: number;
   /** when its last session left (or it was created): idle apps are dropped after `appIdleMs` */
   idleSince: number;
+  /** value push for its shared keys (shared-values.ts) */
+  shares: SharedValues;
+  /** local hits and loader calls of its hot keys, from the SDKs' reports (savings.ts) */
+  savings: Savings;
   /** rate-limit shares of the limited keys this hub owns (limit-shares.ts) */
   limits: LimitShares<Session>;
   /** replica counts of the hot keys, as broadcast (replica-steps.ts) */
@@ -65,6 +71,10 @@ export interface HotKeyRow {
   hub: string;
   /** ms the promotion lives without renewal (0 when another hub's status reported the row) */
   ttlMs: number;
+  /** share of its reads the SDKs answered from their local caches, 0–100 (last second; absent: not reported) */
+  localPct?: number;
+  /** loader calls per second for it across the SDKs (reads that reached the store) */
+  loadsPerSec?: number;
 }
 
 /** One SDK connection, on this hub or (from its status) another. */
@@ -88,6 +98,8 @@ export interface AppSummary {
   hotCount: number;
   /** the app's last broadcast seq */
   seq: number;
+  /** reads of hot keys answered from the SDKs' local caches per second (last second) */
+  readsSparedPerSec: number;
 }
 
 export interface AppsOptions {
@@ -164,6 +176,7 @@ export class Apps {
       keysTracked: stats.keys,
       hotCount: stats.hot,
       seq: app.broadcaster.seq,
+      readsSparedPerSec: app.savings.sparedPerSec,
     };
   }
 
@@ -173,7 +186,7 @@ export class Apps {
     for (const app of this.#byName.values()) {
       if (appName !== undefined && app.name !== appName) continue;
       for (const v of app.aggregator.hot(now)) {
-        rows.push({
+        const row: HotKeyRow = {
           app: app.name,
           key: v.key,
           qps: v.qps,
@@ -182,7 +195,13 @@ export class Apps {
           instances: v.instances,
           hub,
           ttlMs: v.ttlMs,
-        });
+        };
+        const saved = app.savings.of(v.key);
+        if (saved !== undefined) {
+          row.localPct = saved.localPct;
+          row.loadsPerSec = saved.loadsPerSec;
+        }
+        rows.push(row);
       }
     }
     return rows.sort((a, b) => b.qps - a.qps);
@@ -257,6 +276,14 @@ export class Apps {
       configTimer: undefined,
       lastConfigAt: 0,
       idleSince: createdAt,
+      shares: new SharedValues({
+        broadcaster,
+        sessions: () => app.sessions,
+        metrics: this.#opts.metrics,
+        fillTimeoutMs: tunables.pushFillTimeoutMs,
+        tickMs: tunables.tickMs,
+      }),
+      savings: new Savings(this.#opts.now()),
       limits: new LimitShares(coordinator.rules(name)),
       replicas: new ReplicaSteps(),
     };

@@ -18,6 +18,7 @@ import {
   type Hello,
   type InvalidateRequest,
   type Member,
+  type Push,
   type Report,
 } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
@@ -242,6 +243,17 @@ export class HubCore implements SessionHost {
     }
     this.metrics.records += to - from;
     app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
+    const { hits, loads } = report;
+    if (hits !== undefined && loads !== undefined) {
+      // only keys hot at the SDK carry counts; only keys hot here are kept (bounded)
+      for (let i = from; i < to; i++) {
+        if ((hits[i]! > 0 || loads[i]! > 0) && app.aggregator.isHot(report.keys[i]!)) {
+          app.savings.add(report.keys[i]!, hits[i]!, loads[i]!);
+          this.metrics.localHits += hits[i]!;
+          this.metrics.loaderCalls += loads[i]!;
+        }
+      }
+    }
     if (app.limits.active) app.limits.observe(session, report.keys, report.counts, from, to, now);
     return to;
   }
@@ -265,10 +277,15 @@ export class HubCore implements SessionHost {
     if (app !== undefined) this.#invalidations.lease(app, session, id);
   }
 
+  push(session: Session, push: Push): void {
+    this.#apps.get(session.app)?.shares.push(session, push, this.#now());
+  }
+
   closed(session: Session): void {
     this.#awaitingHello.delete(session);
     this.invalidationBudget.closed(session);
     this.#apps.leave(session);
+    this.#apps.get(session.app)?.shares.left(session, this.#now());
   }
 
   faulted(session: Session, err: unknown): void {
@@ -408,6 +425,8 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => {
         app.aggregator.tick(now);
+        app.shares.tick(now);
+        app.savings.roll(now, (key) => app.aggregator.isHot(key));
         if (app.limits.active) this.#sendShares(app, now);
         if (app.aggregator.transitionDue(now)) this.#apps.scheduleConfig(app); // a pre-declared window opened or closed
         this.#apps.settle(app); // leases lapse with time: fencing needs no message
@@ -440,7 +459,15 @@ export class HubCore implements SessionHost {
       redis: health.state === 'degraded' ? 'down' : this.clustered ? 'ok' : 'none',
       hotKeys: this.hotKeys()
         .slice(0, STATUS_HOT_MAX)
-        .map(({ app, key, qps, since, instances, threshold }) => ({ app, key, qps, since, instances, threshold })),
+        .map(({ app, key, qps, since, instances, threshold, localPct, loadsPerSec }) => ({
+          app,
+          key,
+          qps,
+          since,
+          instances,
+          threshold,
+          ...(localPct === undefined ? {} : { localPct, loadsPerSec }),
+        })),
       instanceRows: this.instanceRows(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
       updatedAt: now,
     };
@@ -549,6 +576,7 @@ export class HubCore implements SessionHost {
       ...(replicas > 1 ? { replicas } : {}),
     });
     const fanoutMs = performance.now() - started;
+    app.shares.promoted(key, rule, at); // after the Promote: the SDK asked knows the key is hot
     this.metrics.promotions++;
     this.metrics.promoted(app.name, fanoutMs, latencyMs);
     this.#logger.info(
@@ -575,6 +603,7 @@ export class HubCore implements SessionHost {
   #onDemote(app: AppState, key: string, qps: number, reason: DemoteReason): void {
     app.replicas.forget(key);
     app.broadcaster.broadcast({ t: MsgType.Demote, key });
+    app.shares.demoted(key);
     this.metrics.demotions++;
     this.#logger.info({ evt: 'demote', app: app.name, key, qps, reason }, 'key demoted');
     this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });

@@ -35,6 +35,13 @@ export class HubMetrics {
   /** Resyncs answered by an earlier Snapshot instead of their own (rate limit per connection) */
   resyncsCoalesced = 0;
   httpRequests = 0;
+  /** value push: Fills sent, Pushes accepted and broadcast, Pushes discarded (stale version, not asked, key not shared) */
+  fills = 0;
+  pushesAccepted = 0;
+  pushesDiscarded = 0;
+  /** reads of hot keys the SDKs answered from their local caches / loader calls they made for hot keys (from their reports) */
+  localHits = 0;
+  loaderCalls = 0;
 
   promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void {
     this.observer.promoted(app, fanoutMs, detectionMs);

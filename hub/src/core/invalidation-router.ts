@@ -105,6 +105,7 @@ export class InvalidationRouter {
     const seq = app.broadcaster.broadcast(
       flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key },
     );
+    app.shares.invalidated(key, flush); // a pushed value loaded before this is void
     this.#opts.metrics.invalidations++;
     if (!publish) return seq;
     const event: HubEvent = {

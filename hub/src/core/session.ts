@@ -13,6 +13,7 @@ import {
   type ClientMessage,
   type Hello,
   type InvalidateRequest,
+  type Push,
   type Report,
 } from '@hotkey/sdk/protocol';
 import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
@@ -36,6 +37,8 @@ export interface SessionHost {
   resync(session: Session): void;
   /** the SDK asks for a lease (answered with a Grant, or not at all while it lags behind an invalidation) */
   lease(session: Session, id: number): void;
+  /** the SDK pushes the value of a shared key it was asked to load (Fill) */
+  push(session: Session, push: Push): void;
   /** counts Resyncs coalesced away */
   readonly metrics: { resyncsCoalesced: number };
   /** `minResyncIntervalMs`: Resyncs closer together than this are coalesced */
@@ -182,6 +185,9 @@ export class Session implements Waiter, IntakeFlow {
       case MsgType.Lease:
         // queued behind earlier frames: the hub's view of the lease starts late, never early (safe)
         this.#host.lease(this, msg.id);
+        return undefined;
+      case MsgType.Push:
+        this.#host.push(this, msg);
         return undefined;
       case MsgType.Hello:
         throw new ProtocolError(

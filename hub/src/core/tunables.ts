@@ -83,6 +83,8 @@ export interface HubTunables {
   keepAliveTimeoutMs: number;
   /** a connection's Resyncs are answered at most once per this many ms (later ones are coalesced into one) @default 1000 */
   minResyncIntervalMs: number;
+  /** value push (`share: true` rules): ms an SDK asked to load a shared key has to push it before another is asked (once per round); keep it under the SDKs' pushWaitMs @default 500 */
+  pushFillTimeoutMs: number;
 }
 
 export const DEFAULT_TUNABLES: HubTunables = {
@@ -122,4 +124,5 @@ export const DEFAULT_TUNABLES: HubTunables = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5000,
   minResyncIntervalMs: 1000,
+  pushFillTimeoutMs: 500,
 };

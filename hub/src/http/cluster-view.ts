@@ -40,6 +40,9 @@ export function clusterHotRows(source: ClusterSource, app?: string): HotKeyRow[]
           instances: h.instances,
           hub: status.id,
           ttlMs: 0,
+          ...(typeof h.localPct === 'number' && typeof h.loadsPerSec === 'number'
+            ? { localPct: h.localPct, loadsPerSec: h.loadsPerSec }
+            : {}),
         });
     }
   }

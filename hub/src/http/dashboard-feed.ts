@@ -107,7 +107,9 @@ function changed(a: FeedHotRow, b: FeedHotRow): boolean {
     a.since !== b.since ||
     a.hub !== b.hub ||
     a.instances !== b.instances ||
-    a.kind !== b.kind
+    a.kind !== b.kind ||
+    Math.round(a.localPct ?? -1) !== Math.round(b.localPct ?? -1) ||
+    Math.abs((a.loadsPerSec ?? -1) - (b.loadsPerSec ?? -1)) > Math.max(1, 0.02 * (b.loadsPerSec ?? 0))
   );
 }
 
@@ -360,6 +362,8 @@ export class DashboardFeed {
         since: r.since,
         hub: r.hub,
         instances: r.instances,
+        ...(r.localPct === undefined ? {} : { localPct: r.localPct }),
+        ...(r.loadsPerSec === undefined ? {} : { loadsPerSec: r.loadsPerSec }),
       };
       if (rule?.kind === 'write' || rule?.kind === 'any') row.kind = rule.kind;
       return row;

@@ -116,6 +116,36 @@ const CORE_FAMILIES: Family[] = [
     read: (x) => x.s.gauges.ingestRate,
   },
   { name: 'hotkey_promotions_total', type: 'counter', help: 'Keys promoted to hot.', read: (x) => x.m.promotions },
+  {
+    name: 'hotkey_local_hits_total',
+    type: 'counter',
+    help: "Reads of this hub's hot keys the SDKs answered from their local caches (reported by the SDKs).",
+    read: (x) => x.m.localHits,
+  },
+  {
+    name: 'hotkey_loader_calls_total',
+    type: 'counter',
+    help: "Loader calls the SDKs made for this hub's hot keys: reads that reached the store (reported by the SDKs).",
+    read: (x) => x.m.loaderCalls,
+  },
+  {
+    name: 'hotkey_push_fills_total',
+    type: 'counter',
+    help: 'Value push: Fill requests sent (one SDK asked to load a shared key).',
+    read: (x) => x.m.fills,
+  },
+  {
+    name: 'hotkey_pushes_accepted_total',
+    type: 'counter',
+    help: 'Value push: pushed values accepted and broadcast.',
+    read: (x) => x.m.pushesAccepted,
+  },
+  {
+    name: 'hotkey_pushes_discarded_total',
+    type: 'counter',
+    help: 'Value push: pushes discarded (loaded before an invalidation, from a session not asked, key not shared).',
+    read: (x) => x.m.pushesDiscarded,
+  },
   { name: 'hotkey_demotions_total', type: 'counter', help: 'Hot keys demoted.', read: (x) => x.m.demotions },
   {
     name: 'hotkey_invalidations_total',

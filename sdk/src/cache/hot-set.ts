@@ -49,6 +49,10 @@ export interface HotState extends CacheSlot {
    * are recycled. The client keeps it; here it only starts at -1.
    */
   counterSlot: number;
+  /** the cached value is valid (cacheTtlMs) until then; past it, only stale-if-error may serve it (client/loads.ts) */
+  freshUntil: number;
+  /** stale-if-error: no reload is tried before then (a reload just failed); 0 when none did */
+  retryAt: number;
 }
 
 const NONE: readonly HotState[] = Object.freeze([]);
@@ -151,7 +155,10 @@ export class HotSet {
       value: undefined,
       promise: undefined,
       expiresAt: 0,
+      keepUntil: 0,
       usedAt: Number.NaN,
+      freshUntil: 0,
+      retryAt: 0,
     };
     this.#map.set(key, state);
     if (state.until < this.#nextExpiry) this.#nextExpiry = state.until;

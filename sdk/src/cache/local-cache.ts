@@ -19,7 +19,10 @@ export interface CacheSlot {
   value: unknown;
   /** `Promise.resolve(value)`, made once per `set`; undefined when the slot is empty */
   promise: Promise<unknown> | undefined;
+  /** until when the value is served straight away (a caller may move it, e.g. to refresh ahead) */
   expiresAt: number;
+  /** until when the cache keeps the entry (≥ expiresAt: a caller may still serve it past expiresAt, e.g. stale-if-error) */
+  keepUntil: number;
   /** the caller's clock reading when it last reported a use (`touch`) */
   usedAt: number;
 }
@@ -30,13 +33,14 @@ export interface LocalCacheOptions {
 }
 
 export function emptySlot(): CacheSlot {
-  return { value: undefined, promise: undefined, expiresAt: 0, usedAt: Number.NaN };
+  return { value: undefined, promise: undefined, expiresAt: 0, keepUntil: 0, usedAt: Number.NaN };
 }
 
 function empty(slot: CacheSlot): void {
   slot.value = undefined;
   slot.promise = undefined;
   slot.expiresAt = 0;
+  slot.keepUntil = 0;
 }
 
 export class LocalCache {
@@ -53,11 +57,11 @@ export class LocalCache {
     this.#map = new LRUMapWithDelete<string, CacheSlot>(maxEntries);
   }
 
-  /** The value of `key` if present and `now < expiresAt`, else MISS (an expired entry is dropped). */
+  /** The value of `key` if present and `now < keepUntil`, else MISS (an expired entry is dropped). */
   get(key: string, now: number): unknown {
     const slot = this.#map.get(key);
     if (slot === undefined) return MISS;
-    if (now >= slot.expiresAt) {
+    if (now >= slot.keepUntil) {
       this.delete(key);
       this.#expirations++;
       return MISS;
@@ -66,14 +70,15 @@ export class LocalCache {
   }
 
   /**
-   * Stores a value until `expiresAt` (same clock as `get`) in `slot`, which becomes the key's
-   * entry; a full cache drops (and empties) its LRU entry. `value` must not be a thenable (it
-   * is what a loader's promise resolved to).
+   * Stores a value until `expiresAt` (same clock as `get`), kept until `keepUntil`, in `slot`,
+   * which becomes the key's entry; a full cache drops (and empties) its LRU entry. `value` must
+   * not be a thenable (it is what a loader's promise resolved to).
    */
-  set(key: string, value: unknown, expiresAt: number, slot: CacheSlot = emptySlot()): void {
+  set(key: string, value: unknown, expiresAt: number, slot: CacheSlot = emptySlot(), keepUntil = expiresAt): void {
     slot.value = value;
     slot.promise = Promise.resolve(value);
     slot.expiresAt = expiresAt;
+    slot.keepUntil = Math.max(expiresAt, keepUntil);
     const popped = this.#map.setpop(key, slot);
     if (popped === null || popped.value === slot) return;
     empty(popped.value);

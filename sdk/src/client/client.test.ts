@@ -299,7 +299,11 @@ test('hot entries expire at hotMs on the injected clock', async () => {
 });
 
 test('cached values end at cacheTtlMs; a value the LRU evicted is loaded again', async () => {
-  const s = await setup({ maxEntries: 2 });
+  // no refresh-ahead, no stale-if-error: the plain lifetime (loads.test.ts covers the others)
+  const s = await setup(
+    { maxEntries: 2 },
+    { rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, refreshAheadRatio: 1, staleIfErrorMs: 0 }] },
+  );
   for (const [seq, key] of ['a', 'b', 'c'].entries())
     s.sock.send({ t: MsgType.Promote, seq: seq + 1, key, ...P, cacheTtlMs: 500 });
   s.sock.send({ t: MsgType.Promote, seq: 4, key: 'probe-499', ...P, hotMs: 499 });
@@ -605,8 +609,9 @@ test('invalidate: ack, timeout, unavailable, closed', async () => {
 });
 
 test('lease: values are served only while the lease (send time + ms - margin) is current', async () => {
-  // a 100 ms margin: the lease granted at t=0 for 1000 ms ends at 900
-  const s = await setup({}, { leaseMs: 1000 });
+  // a 100 ms margin: the lease granted at t=0 for 1000 ms ends at 900. No tick (flushIntervalMs):
+  // a tick between the clock moves would ask a renewal at 899 and the peer would grant it
+  const s = await setup({ flushIntervalMs: 60_000 }, { leaseMs: 1000 });
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
   await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
   let loads = 0;

@@ -10,11 +10,11 @@ import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { HotSet, type HotState } from '../cache/hot-set.ts';
-import { LocalCache, MISS } from '../cache/local-cache.ts';
+import { LocalCache } from '../cache/local-cache.ts';
 import { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
-import { localThreshold, RuleSet, type Rule, type RuleKind } from '../rules.ts';
+import { LOAD_DEFAULTS, localThreshold, RuleSet, type Rule, type RuleKind } from '../rules.ts';
 import { RateLimits } from './rate-limits.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import {
@@ -29,6 +29,8 @@ import {
 } from '../wire/protocol.ts';
 import { PendingInvalidations } from './invalidations.ts';
 import { applyGrant, askLease, LEASE_MARGIN_MS } from './leases.ts';
+import { HotLoads, REFRESH_JITTER, type LoadPolicy } from './loads.ts';
+import { ValuePush, type PushCounters } from './push.ts';
 import { HUB_URL, HubLinks, type HubLink } from './links.ts';
 import { Reporter } from './reporter.ts';
 import { applySnapshot, inSequence } from './resync.ts';
@@ -102,6 +104,22 @@ export interface ClientStats {
   /** get() calls that joined a load already in flight */
   coalesced: number;
   loadErrors: number;
+  /** background reloads of hot values ahead of their expiry (refresh-ahead) */
+  refreshes: number;
+  /** refreshes put off because maxLoadsInFlight loads were running */
+  refreshesSkipped: number;
+  /** get() answered with a value past its cacheTtlMs because its reload failed (stale-if-error) */
+  staleServed: number;
+  /** hot-key loads that did not settle within loadTimeoutMs */
+  loadTimeouts: number;
+  /** hot-key loads running / waiting for a slot now, and refused by a full queue (HK_ERR_LOAD_LIMIT) */
+  loadsInFlight: number;
+  loadsQueued: number;
+  loadsRejected: number;
+  /** hot-key loads that resolved to `undefined`: returned, never cached */
+  undefinedLoads: number;
+  /** value push (`share: true` rules), see push.ts */
+  push: PushCounters;
   /** Report frames sent / keys in them / reports dropped because the socket was backed up */
   reports: number;
   reportedKeys: number;
@@ -126,10 +144,6 @@ export interface ClientStats {
   rateAdmitted: number;
 }
 
-interface Flight {
-  promise: Promise<unknown>;
-}
-
 export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly app: string;
   readonly instanceId: string;
@@ -139,7 +153,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #window: AccessWindow;
   readonly #cache: LocalCache;
   readonly #hot: HotSet;
-  readonly #flights = new Map<string, Flight>();
+  readonly #loads: HotLoads;
+  readonly #push: ValuePush;
+  /** this instance's share of REFRESH_JITTER, in [0, 1) */
+  readonly #jitter = Math.random();
   readonly #links: HubLinks;
   readonly #reporter: Reporter;
   readonly #invalidations: PendingInvalidations;
@@ -175,8 +192,6 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   #hits = 0;
   #misses = 0;
   #unleased = 0;
-  #loads = 0;
-  #coalesced = 0;
   #loadErrors = 0;
   #invalidationCount = 0;
   #resyncs = 0;
@@ -211,6 +226,38 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     });
     this.#cache = new LocalCache({ maxEntries: opts.maxEntries });
     this.#hot = new HotSet({ maxKeys: opts.maxHotKeys });
+    this.#loads = new HotLoads({
+      cache: this.#cache,
+      hot: this.#hot,
+      maxInFlight: opts.maxLoadsInFlight,
+      maxQueued: opts.maxLoadsQueued,
+      timeoutMs: opts.loadTimeoutMs,
+      jitter: this.#jitter,
+      policy: (key) => this.#loadPolicy(key),
+      readClock: () => (this.#clock = this.#now()),
+      callLoader: (key, loader) => this.#callLoader(key, loader),
+      closed: () => this.#closed,
+      onStale: (key, error) => this.#status({ type: 'stale-value', key, error }),
+      awaitPush: (key) => this.#push.awaitPush(key),
+      onFilled: (key, value, hot) => this.#push.filled(key, value, this.#links.get(hot.hub)),
+    });
+    this.#push = new ValuePush({
+      hot: this.#hot,
+      cache: this.#cache,
+      maxPushBytes: opts.maxPushBytes,
+      pushWaitMs: opts.pushWaitMs,
+      shared: (key) => this.#rules.ruleFor(key)?.share === true,
+      lifetime: (key, hot) => {
+        const { refreshAheadRatio, staleIfErrorMs } = this.#loadPolicy(key);
+        return {
+          refreshMs:
+            hot.cacheTtlMs * refreshAheadRatio * (refreshAheadRatio < 1 ? 1 - REFRESH_JITTER * this.#jitter : 1),
+          keepMs: staleIfErrorMs,
+        };
+      },
+      readClock: () => (this.#clock = this.#now()),
+      loadNow: (key, loader, hot) => this.#loads.loadNow(key, loader, hot),
+    });
     this.#limits = new RateLimits(opts.maxLimitedKeys);
     this.#invalidations = new PendingInvalidations({
       timeoutMs: opts.invalidateTimeoutMs,
@@ -242,6 +289,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       links: this.#links,
       maxBufferedBytes: opts.maxBufferedBytes,
       refreshClock: () => (this.#clock = this.#now()),
+      loadsOf: (key) => (this.#hot.get(key)?.cache === true ? this.#loads.tallied(key) : undefined),
+      reported: () => this.#loads.resetTally(),
     });
     this.#ready = new Promise<void>((resolve, reject) => {
       this.#resolveReady = resolve;
@@ -337,43 +386,29 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (hot.until <= clock || !hot.cache || hot.lease.until <= clock) {
       // not hot any more, not cached by rule, or no current lease vouches for a cached value
       this.#misses++;
-      if (hot.until > clock && hot.cache) this.#unleased++;
+      if (hot.until > clock && hot.cache) {
+        this.#unleased++;
+        this.#loads.tally(key); // a read of a hot key that reaches the store
+      }
       return this.#callLoader(key, loader);
     }
-    const cached = this.#cache.get(key, clock); // drops (and counts) an expired value
-    if (cached !== MISS) {
-      this.#hits++;
-      return Promise.resolve(cached as T);
-    }
-    const flight = this.#flights.get(key);
-    if (flight !== undefined) {
-      this.#coalesced++;
-      return flight.promise as Promise<T>;
-    }
-    this.#loads++;
-    const generation = hot.generation;
-    const promise = this.#callLoader(key, loader).then((value) => {
-      // Cache only if nothing made the value untrustworthy while it loaded.
-      const now = this.#hot.get(key);
-      if (
-        !this.#closed &&
-        now !== undefined &&
-        now.generation === generation &&
-        now.cache &&
-        now.cacheTtlMs > 0 &&
-        this.#flights.get(key) === entry
-      ) {
-        this.#cache.set(key, value, this.#clock + now.cacheTtlMs, now);
-      }
-      return value;
-    });
-    const entry: Flight = { promise };
-    this.#flights.set(key, entry);
-    const done = () => {
-      if (this.#flights.get(key) === entry) this.#flights.delete(key);
+    this.#push.remember(key, loader);
+    return this.#loads.get(key, loader, hot, clock);
+  }
+
+  /**
+   * The key's rule's load fields (refresh-ahead, stale-if-error), defaults filled in. A shared
+   * key's own refresh point sits 90 % of the way from the rule's to expiry (less the jitter: for
+   * 0.8, at 0.88 to 0.98 of cacheTtlMs): the hub asks one instance to refresh at the rule's point
+   * and pushes the value, so the others reload only if it is late.
+   */
+  #loadPolicy(key: string): LoadPolicy {
+    const rule = this.#rules.ruleFor(key);
+    const ratio = rule?.refreshAheadRatio ?? LOAD_DEFAULTS.refreshAheadRatio;
+    return {
+      refreshAheadRatio: rule?.share === true && ratio < 1 ? ratio + (1 - ratio) * 0.9 : ratio,
+      staleIfErrorMs: rule?.staleIfErrorMs ?? LOAD_DEFAULTS.staleIfErrorMs,
     };
-    promise.then(done, done);
-    return promise;
   }
 
   /**
@@ -506,7 +541,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (this.#closed) return 0;
     if (typeof target === 'string') {
       checkKey(target);
-      const held = this.#cache.has(target) || this.#flights.has(target);
+      const held = this.#cache.has(target) || this.#loads.has(target);
       this.#dropValue(target);
       return held ? 1 : 0;
     }
@@ -527,13 +562,23 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   stats(): ClientStats {
     const w = this.#window.stats();
+    const l = this.#loads;
     return {
-      hits: this.#hits,
+      hits: this.#hits + l.hits,
       misses: this.#misses,
       unleased: this.#unleased,
-      loads: this.#loads,
-      coalesced: this.#coalesced,
+      loads: l.loads,
+      coalesced: l.coalesced,
       loadErrors: this.#loadErrors,
+      refreshes: l.refreshes,
+      refreshesSkipped: l.refreshesSkipped,
+      staleServed: l.staleServed,
+      loadTimeouts: l.timeouts,
+      loadsInFlight: l.inFlight,
+      loadsQueued: l.queued,
+      loadsRejected: l.rejected,
+      undefinedLoads: l.undefinedValues,
+      push: { ...this.#push.counters },
       reports: this.#reporter.reports,
       reportedKeys: this.#reporter.reportedKeys,
       reportsDropped: this.#reporter.reportsDropped,
@@ -578,7 +623,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#invalidations.closeAll();
     this.#hot.clear();
     this.#cache.clear();
-    this.#flights.clear();
+    this.#loads.clear();
+    this.#push.clear();
     if (!this.#readySettled) {
       this.#readySettled = true;
       this.#rejectReady(new HotKeyError(ErrorCode.Closed, 'client closed before a hub welcomed it'));
@@ -605,19 +651,24 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   #dropValue(key: string): void {
     this.#cache.delete(key);
     this.#hot.invalidate(key);
-    this.#flights.delete(key);
+    this.#loads.drop(key);
+    this.#push.dropped(key, this.#clock);
   }
 
   /** Every cached value and every load in flight goes; hot keys stay hot and reload. */
   #dropAll(): void {
-    for (const key of [...this.#hot.keys()]) this.#hot.invalidate(key);
+    for (const key of [...this.#hot.keys()]) {
+      this.#hot.invalidate(key);
+      this.#push.dropped(key, this.#clock);
+    }
     this.#cache.clear();
-    this.#flights.clear();
+    this.#loads.clear();
   }
 
   #forget(key: string): void {
     this.#cache.delete(key);
-    this.#flights.delete(key);
+    this.#loads.drop(key);
+    this.#push.forget(key);
   }
 
   /** The flush-interval timer: coarse clock, window slices, hot-key expiry, then the reports. */
@@ -684,7 +735,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#clock = this.#now();
     // Loads in flight may have missed an invalidation: they must not fill. Values cached already
     // stay servable under the old link's lease, which the hub waits out before any ack.
-    for (const key of this.#hot.invalidateHub(hub)) this.#flights.delete(key);
+    for (const key of this.#hot.invalidateHub(hub)) this.#loads.drop(key);
     const stale = this.#hot.markStale(hub, this.#clock, this.#opts.maxStaleMs);
     if (stale > 0) this.#status({ type: 'stale', hub, keys: stale });
     // Invalidations that hub will never ack go to the key's new owner, or fail now.
@@ -728,6 +779,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           this.emit('demote', evicted, { hub, reason: 'evicted' });
         }
         if (!state.cache) this.#forget(message.key);
+        else if (added || reset === true) this.#push.promoted(message.key, this.#clock);
         this.#window.calm(message.key); // hot already: its reports need not hurry any more
         if (added) this.emit('promote', message.key, { hub, ...promotion });
         return;
@@ -776,6 +828,12 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         return;
       case MsgType.Grant:
         applyGrant(link, message, LEASE_MARGIN_MS);
+        return;
+      case MsgType.Fill:
+        if (this.#hot.get(message.key)?.hub === hub) this.#push.fill(message);
+        return;
+      case MsgType.Value:
+        this.#push.value(link, message);
         return;
       case MsgType.Limit:
         this.#limits.setShares(message.keys, message.rates, message.ttlMs, this.#now());
@@ -864,6 +922,12 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         break;
       case 'stale':
         log.warn({ evt: 'stale', hub: status.hub, keys: status.keys }, 'hot keys of a lost hub served stale');
+        break;
+      case 'stale-value':
+        log.warn(
+          { evt: 'stale-value', key: status.key, err: status.error.message },
+          'reload failed: serving the last value',
+        );
         break;
       case 'resync':
         log.info({ evt: 'resync', hub: status.hub, reason: status.reason }, 'resynchronising the hot set');

@@ -22,6 +22,13 @@ export interface ReporterOptions {
   maxBufferedBytes: number;
   /** reads the clock and makes it the owner's coarse clock; returns it */
   refreshClock: () => number;
+  /**
+   * For a key hot here, the loader calls made for it since the last periodic report (its local
+   * hits are its count less these); undefined for a key that is not hot here.
+   */
+  loadsOf: (key: string) => number | undefined;
+  /** the periodic report went out: loader calls count afresh */
+  reported: () => void;
 }
 
 export class Reporter {
@@ -34,6 +41,8 @@ export class Reporter {
   readonly #links: HubLinks;
   readonly #maxBufferedBytes: number;
   readonly #refreshClock: () => number;
+  readonly #loadsOf: (key: string) => number | undefined;
+  readonly #reported: () => void;
   /** the pending early report, if any (an immediate when due at once, else a timeout) */
   #urgentImmediate: NodeJS.Immediate | undefined;
   #urgentTimer: NodeJS.Timeout | undefined;
@@ -45,13 +54,16 @@ export class Reporter {
     this.#links = options.links;
     this.#maxBufferedBytes = options.maxBufferedBytes;
     this.#refreshClock = options.refreshClock;
+    this.#loadsOf = options.loadsOf;
+    this.#reported = options.reported;
   }
 
   /** The periodic report of every due key; `clock` is the time of the tick. */
   flush(clock: number): void {
     if (this.#links.size === 0) return; // counts wait (capped by the window) until a hub is back
     this.#lastFlushAt = clock;
-    this.#send(this.#window.collect());
+    this.#send(this.#window.collect(), true);
+    this.#reported();
   }
 
   /** A key just reached its threshold: report the urgent keys soon (see the file's comment). */
@@ -89,19 +101,35 @@ export class Reporter {
     this.#send(this.#window.collectUrgent());
   };
 
-  /** One Report frame per hub with the keys it owns (split only if a frame would be too large). */
-  #send({ keys, counts }: Pick<Collected, 'keys' | 'counts'>): void {
+  /**
+   * One Report frame per hub with the keys it owns (split only if a frame would be too large).
+   * `savings`: the periodic report carries, for keys hot here, local hits and loader calls.
+   */
+  #send({ keys, counts }: Pick<Collected, 'keys' | 'counts'>, savings = false): void {
     if (keys.length === 0) return;
-    const groups = new Map<string, { keys: string[]; counts: number[] }>();
+    const groups = new Map<
+      string,
+      { keys: string[]; counts: number[]; hits: number[]; loads: number[]; hot: boolean }
+    >();
     const single = this.#links.single();
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
       const hub = single ?? this.#links.owner(key);
       if (hub === undefined) continue;
       let g = groups.get(hub);
-      if (g === undefined) groups.set(hub, (g = { keys: [], counts: [] }));
+      if (g === undefined) groups.set(hub, (g = { keys: [], counts: [], hits: [], loads: [], hot: false }));
+      const count = counts[i]!;
       g.keys.push(key);
-      g.counts.push(counts[i]!);
+      g.counts.push(count);
+      const loads = savings ? this.#loadsOf(key) : undefined;
+      if (loads === undefined) {
+        g.hits.push(0);
+        g.loads.push(0);
+      } else {
+        g.hot = true;
+        g.loads.push(loads);
+        g.hits.push(Math.max(0, count - loads));
+      }
     }
     for (const [hub, g] of groups) {
       const link = this.#links.get(hub);
@@ -119,7 +147,17 @@ export class Reporter {
           this.reportsDropped++;
         } else if (
           link.conn.sendBytes(
-            encode({ t: MsgType.Report, keys: g.keys.slice(start, end), counts: g.counts.slice(start, end) }),
+            encode(
+              g.hot
+                ? {
+                    t: MsgType.Report,
+                    keys: g.keys.slice(start, end),
+                    counts: g.counts.slice(start, end),
+                    hits: g.hits.slice(start, end),
+                    loads: g.loads.slice(start, end),
+                  }
+                : { t: MsgType.Report, keys: g.keys.slice(start, end), counts: g.counts.slice(start, end) },
+            ),
           )
         ) {
           this.reports++;

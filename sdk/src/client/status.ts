@@ -14,6 +14,8 @@ export type ClientStatus =
   | { type: 'resync'; hub: string; reason: 'gap' }
   | { type: 'stale'; hub: string; keys: number }
   | { type: 'error'; error: Error; url?: string }
+  /** a hot key's reload failed and its last value is served (stale-if-error); once per key until it reloads */
+  | { type: 'stale-value'; key: string; error: Error }
   | { type: 'closed' };
 
 /** items a reader that does not keep up may fall behind before it loses the oldest */

@@ -54,6 +54,10 @@ export interface FeedHotRow {
   instances: number;
   /** the deciding rule's kind when it is not 'read': the key is write-hot ('write') or counted both ways ('any') */
   kind?: 'write' | 'any';
+  /** share of its reads the SDKs answered from their local caches, 0–100 (absent: not reported yet) */
+  localPct?: number;
+  /** loader calls per second for it across the SDKs: reads that reached the store */
+  loadsPerSec?: number;
 }
 /** A promotion, demotion or invalidation (the hub's HubEvent on the wire). */
 export interface FeedEvent {
@@ -161,6 +165,8 @@ function feedHotRow(x: unknown): FeedHotRow {
     hub: str(o, 'hub'),
     instances: int(o, 'instances'),
     ...feedKind(o),
+    ...(o.localPct === undefined ? {} : { localPct: num(o, 'localPct') }),
+    ...(o.loadsPerSec === undefined ? {} : { loadsPerSec: num(o, 'loadsPerSec') }),
   };
 }
 function feedKind(o: Record<string, unknown>): { kind?: 'write' | 'any' } {

@@ -8,8 +8,11 @@ import {
   encode,
   MAX_FRAME_BYTES,
   MAX_KEY_LENGTH,
+  MAX_VALUE_BYTES,
   MsgType,
+  packValue,
   PROTOCOL_VERSION,
+  unpackValue,
 } from './protocol.ts';
 import { ProtocolError } from '../errors.ts';
 import { DEFAULT_RULE } from '../rules.ts';
@@ -68,6 +71,52 @@ test('every server message round-trips through a fresh decoder', () => {
     { t: MsgType.Error, code: 'HK_ERR_AUTH', message: 'bad token' },
   ] as const;
   for (const m of msgs) assert.equal(decodeServerMessage(encode(m as never)), m);
+});
+
+test('Report: optional hits and loads arrays, one per key, non-negative integers', () => {
+  const report = { t: MsgType.Report, keys: ['a', 'b'], counts: [10, 3], hits: [9, 0], loads: [1, 0] } as const;
+  assert.equal(decodeClientMessage(encode({ ...report } as never)), report);
+  rejects(pack({ ...report, hits: [1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ ...report, loads: [1, -1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+  rejects(pack({ t: MsgType.Report, keys: ['a'], counts: [1], hits: [1] }), 'HK_ERR_PROTOCOL', CloseCode.Protocol);
+});
+
+test('Fill, Push and Value: keys and versions checked, values carried as opaque bin', () => {
+  const value = packValue({ price: 42, at: new Date(5), tags: new Set(['a']) });
+  assert.equal(decodeServerMessage(encode({ t: MsgType.Fill, key: 'k', ver: 3 })), {
+    t: MsgType.Fill,
+    key: 'k',
+    ver: 3,
+  });
+  for (const [t, decode] of [
+    [MsgType.Push, decodeClientMessage],
+    [MsgType.Value, decodeServerMessage],
+  ] as const) {
+    const m = decode(encode({ t, key: 'k', ver: 4, value } as never)) as {
+      key: string;
+      ver: number;
+      value: Uint8Array;
+    };
+    assert.is(m.key, 'k');
+    assert.is(m.ver, 4);
+    assert.equal(unpackValue(m.value), { price: 42, at: new Date(5), tags: new Set(['a']) });
+    rejects(pack({ t, key: 'k', ver: -1, value }), 'HK_ERR_PROTOCOL', CloseCode.Protocol, decode);
+    rejects(pack({ t, key: 'k', ver: 1, value: 'not bin' }), 'HK_ERR_PROTOCOL', CloseCode.Protocol, decode);
+    rejects(pack({ t, key: '', ver: 1, value }), 'HK_ERR_KEY_TOO_LONG', CloseCode.KeyTooLong, decode);
+    rejects(
+      pack({ t, key: 'k', ver: 1, value: new Uint8Array(MAX_VALUE_BYTES + 1) }),
+      'HK_ERR_PROTOCOL',
+      CloseCode.Protocol,
+      decode,
+    );
+  }
+  rejects(pack({ t: MsgType.Fill, key: 'k', ver: 1 }), 'HK_ERR_PROTOCOL', CloseCode.Protocol); // hub-only type
+  rejects(
+    pack({ t: MsgType.Push, key: 'k', ver: 1, value }),
+    'HK_ERR_PROTOCOL',
+    CloseCode.Protocol,
+    decodeServerMessage,
+  );
 });
 
 test('garbage, non-maps and unknown types are protocol errors', () => {

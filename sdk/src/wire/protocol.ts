@@ -8,8 +8,8 @@
  * record structures, no extension types: plain-msgpack.ts), with a numeric `t` naming the message type. A connection opens with the
  * client's Hello, carrying PROTOCOL_VERSION; the hub answers Welcome or Error + close.
  *
- *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync, Lease
- *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Grant, Limit, Error
+ *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync, Lease, Push
+ *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Grant, Fill, Value, Limit, Error
  *   (the dashboard's /live messages: feed-protocol.ts)
  */
 import { Packr, type Options } from 'msgpackr';
@@ -23,6 +23,8 @@ export const PROTOCOL_VERSION = 2;
 export const MAX_FRAME_BYTES = 1 << 20;
 /** keys longer than this (UTF-16 code units) are refused with HK_ERR_KEY_TOO_LONG / close 4005 */
 export const MAX_KEY_LENGTH = 1024;
+/** bytes of one pushed value (Push, Value) at most: a frame must still fit in MAX_FRAME_BYTES */
+export const MAX_VALUE_BYTES = MAX_FRAME_BYTES - 2 * MAX_KEY_LENGTH - 1024;
 /** keys in one Limit frame */
 export const MAX_LIMIT_KEYS = 65_536;
 /** records in one Report frame */
@@ -59,6 +61,12 @@ export const MsgType = {
   Lease: 15,
   /** hub -> SDK: answers Lease `id` with a lease of `ms` from when the SDK sent it */
   Grant: 16,
+  /** hub -> one SDK: load a shared key (`share: true` rule) and Push its value under ticket `ver` */
+  Fill: 17,
+  /** SDK -> hub: the value a Fill asked for, serialised by the SDK (opaque to the hub) */
+  Push: 18,
+  /** hub -> SDKs: a shared key's value with its per-key version; every SDK injects it without loading */
+  Value: 19,
   /** hub -> SDK: this instance's shares of the rate limits of keys it uses */
   Limit: 22,
   /** hub -> dashboard: the whole live state (replaces what the page had) */
@@ -179,11 +187,17 @@ export interface Members {
   epoch: number;
   members: Member[];
 }
-/** keys[i] was accessed counts[i] times on this instance since its last report of that key */
+/**
+ * keys[i] was accessed counts[i] times on this instance since its last report of that key. For
+ * keys hot here, `hits[i]` of those accesses were answered from the local cache and `loads[i]`
+ * loader calls were made for the key (both absent when no reported key is hot here).
+ */
 export interface Report {
   t: typeof MsgType.Report;
   keys: string[];
   counts: number[];
+  hits?: number[];
+  loads?: number[];
 }
 export interface Promote {
   t: typeof MsgType.Promote;
@@ -295,7 +309,36 @@ export interface Resync {
   t: typeof MsgType.Resync;
 }
 
-export type ClientMessage = Hello | Report | InvalidateRequest | Applied | Resync | Lease;
+/**
+ * Asks this SDK to load `key` and Push it with `ver`. The hub accepts the Push only from the
+ * session it asked and only while the key's version is still `ver`: an invalidation (or another
+ * accepted push) in between makes it a value read before the change, and it is discarded.
+ */
+export interface Fill {
+  t: typeof MsgType.Fill;
+  key: string;
+  ver: number;
+}
+/** The value a Fill asked for; `value` is the SDK's msgpack of it (packValue), opaque to the hub. */
+export interface Push {
+  t: typeof MsgType.Push;
+  key: string;
+  ver: number;
+  value: Uint8Array;
+}
+/**
+ * A shared key's value for every SDK of the app. `ver` grows with every accepted push and every
+ * invalidation of the key at its owner hub; an SDK never replaces a value with one of a lower or
+ * equal version, and an Invalidate on the same connection always follows the Values it supersedes.
+ */
+export interface Value {
+  t: typeof MsgType.Value;
+  key: string;
+  ver: number;
+  value: Uint8Array;
+}
+
+export type ClientMessage = Hello | Report | InvalidateRequest | Applied | Resync | Lease | Push;
 export type ServerMessage =
   | Welcome
   | Config
@@ -307,6 +350,8 @@ export type ServerMessage =
   | ErrorMsg
   | Ack
   | Grant
+  | Fill
+  | Value
   | Limit;
 export type Message = ClientMessage | ServerMessage;
 
@@ -325,6 +370,21 @@ const packr = new Packr(packerOptions as Options);
 
 export function encode(message: Message): Uint8Array {
   return packr.pack(message);
+}
+
+// Pushed values (Push, Value) are the SDK's own msgpack, carried as bin and opaque to the hub.
+// moreTypes: Date, Set, RegExp, Error and typed arrays round-trip as themselves; plain objects
+// come back as plain objects (client/push.ts decides which values may be pushed).
+const valuePackr = new Packr({ useRecords: false, moreTypes: true, mapsAsObjects: true } as Options);
+
+/** A value to push, as bytes (throws on what msgpack cannot hold, e.g. a symbol). */
+export function packValue(value: unknown): Uint8Array {
+  return valuePackr.pack(value);
+}
+
+/** A pushed value's bytes back to the value (throws on bytes that are not msgpack). */
+export function unpackValue(bytes: Uint8Array): unknown {
+  return valuePackr.unpack(bytes);
 }
 
 /** The one codec for any frame with a numeric `t` (feed-protocol.ts encodes with it too). */
@@ -399,6 +459,12 @@ export function arr(m: Record<string, unknown>, field: string, max: number): unk
   if (v.length > max) protocolError(`"${field}" has more than ${max} items`);
   return v;
 }
+export function bin(m: Record<string, unknown>, field: string, max: number): Uint8Array {
+  const v = m[field];
+  if (!(v instanceof Uint8Array)) protocolError(`"${field}" must be msgpack bin`);
+  if (v.byteLength > max) protocolError(`"${field}" is larger than ${max} bytes`);
+  return v;
+}
 export function obj(v: unknown, what: string): Record<string, unknown> {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) protocolError(`${what} must be a map`);
   return v as Record<string, unknown>;
@@ -454,6 +520,18 @@ function kind(m: Record<string, unknown>): { kind?: RuleKind } {
   return { kind: m.kind as RuleKind };
 }
 
+/** An array of `n` non-negative integer counts (the optional savings arrays of a Report). */
+function counters(m: Record<string, unknown>, field: string, n: number): number[] {
+  const values = arr(m, field, MAX_REPORT_KEYS);
+  if (values.length !== n) protocolError(`"${field}" and "keys" differ in length`);
+  for (let i = 0; i < n; i++) {
+    const c = values[i];
+    if (typeof c !== 'number' || !(c >= 0 && c <= MAX_COUNT) || Math.floor(c) !== c)
+      protocolError(`${field}[${i}] must be a non-negative integer`);
+  }
+  return values as number[];
+}
+
 /** The optional `replicas` of Promote / HotEntry: absent, or an integer in [1, MAX_REPLICAS]. */
 function replicas(m: Record<string, unknown>): { replicas?: number } {
   if (m.replicas === undefined) return {};
@@ -489,7 +567,12 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
         if (typeof c !== 'number' || !(c >= 0 && c <= MAX_COUNT) || Math.floor(c) !== c)
           protocolError(`counts[${i}] must be a non-negative integer`);
       }
-      return { t: MsgType.Report, keys: keys as string[], counts: counts as number[] };
+      const report: Report = { t: MsgType.Report, keys: keys as string[], counts: counts as number[] };
+      if (m.hits !== undefined || m.loads !== undefined) {
+        report.hits = counters(m, 'hits', keys.length);
+        report.loads = counters(m, 'loads', keys.length);
+      }
+      return report;
     }
     case MsgType.InvalidateRequest: {
       const key = m.key;
@@ -502,6 +585,11 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       return { t: MsgType.Resync };
     case MsgType.Lease:
       return { t: MsgType.Lease, id: int(m, 'id') };
+    case MsgType.Push: {
+      const key = m.key;
+      assertKey(key);
+      return { t: MsgType.Push, key, ver: int(m, 'ver'), value: bin(m, 'value', MAX_VALUE_BYTES) };
+    }
     default:
       protocolError(`message type ${m.t} is not one a client may send`);
   }
@@ -589,6 +677,16 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
     }
     case MsgType.Grant:
       return { t: MsgType.Grant, id: int(m, 'id'), ms: int(m, 'ms', 0, 3_600_000) };
+    case MsgType.Fill: {
+      const key = m.key;
+      assertKey(key);
+      return { t: MsgType.Fill, key, ver: int(m, 'ver') };
+    }
+    case MsgType.Value: {
+      const key = m.key;
+      assertKey(key);
+      return { t: MsgType.Value, key, ver: int(m, 'ver'), value: bin(m, 'value', MAX_VALUE_BYTES) };
+    }
     case MsgType.Limit: {
       const keys = arr(m, 'keys', MAX_LIMIT_KEYS);
       const rates = arr(m, 'rates', MAX_LIMIT_KEYS);
