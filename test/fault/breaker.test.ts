@@ -14,10 +14,20 @@ import { ErrorCode, type HotKeyError } from '@hotkey/sdk';
 import { hotKeyStats, withHotKeys } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { waitFor } from '../support/wait.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
-  config: { apps: { shop: { rules: [{ match: 'hot:*', threshold: 20, hotMs: 60_000, cacheTtlMs: 60_000 }] } } },
+  config: {
+    apps: {
+      shop: {
+        rules: [
+          { match: 'hot:*', threshold: 20, hotMs: 60_000, cacheTtlMs: 60_000 },
+          // a value that expires during the outage: its reload is refused by the breaker, stale-if-error serves it
+          { match: 'stale:*', threshold: 20, hotMs: 60_000, cacheTtlMs: 300, staleIfErrorMs: 20_000 },
+        ],
+      },
+    },
+  },
 });
 let server: RedisServer;
 const opened: Redis[] = [];
@@ -48,8 +58,10 @@ test('SIGSTOP: five timeouts open the breaker, then reads fail fast; hot keys st
   opened.push(redis);
   await redis.set('hot:1', 'cached');
   await redis.set('hot:2', 'dropped');
-  for (let i = 0; i < 50; i++) await Promise.all([redis.get('hot:1'), redis.get('hot:2')]);
-  await waitFor('hot keys', () => hk!.isHot('hot:1') && hk!.isHot('hot:2'), 3000);
+  await redis.set('stale:1', 'last');
+  for (let i = 0; i < 50; i++) await Promise.all([redis.get('hot:1'), redis.get('hot:2'), redis.get('stale:1')]);
+  await waitFor('hot keys', () => hk!.isHot('hot:1') && hk!.isHot('hot:2') && hk!.isHot('stale:1'), 3000);
+  assert.is(await redis.get('stale:1'), 'last');
   assert.is(await redis.get('hot:1'), 'cached');
   assert.is(await redis.get('hot:2'), 'dropped');
 
@@ -65,6 +77,10 @@ test('SIGSTOP: five timeouts open the breaker, then reads fail fast; hot keys st
     assert.equal(await outcome(redis.get('hot:1')), { value: 'cached' });
     hk!.dropLocal('hot:2');
     assert.equal(await outcome(redis.get('hot:2')), { code: ErrorCode.BreakerOpen });
+    // past its cacheTtlMs (300 ms) the reload is refused at once and the last value is served
+    await delay(400);
+    assert.equal(await outcome(redis.get('stale:1')), { value: 'last' });
+    assert.ok(hk!.stats().staleServed > 0, 'served by stale-if-error');
     const stats = hotKeyStats(redis).breakers[0]!;
     assert.ok(stats.rejected >= 3 && stats.opened === 1 && stats.failures >= 5, JSON.stringify(stats));
     assert.ok(server.running, 'all of this while the server is frozen');
