@@ -20,6 +20,7 @@ const config = {
     // short windows so demotion (2 cool windows of 500 ms) happens within a few seconds
     shop: { rules: [{ match: 'item:*', threshold: 100, windowMs: 500, demoteWindows: 2, hotMs: 30_000 }] },
     promo: { rules: [] },
+    limits: { rules: [] },
   },
 };
 const configPath = writeConfig(config, 'hotkey-browser-');
@@ -335,6 +336,27 @@ test('a pre-declared hot window shows on the rules page with a badge while it is
     5000,
   );
   await shot('rules-predeclared');
+});
+
+test("the rules page shows a rule's rate limit and replica policy", async () => {
+  const res = await api('/api/apps/limits/rules', {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify([
+      { match: 'feed:*', threshold: 100, cache: false, limit: 50, replicas: { perNodeQps: 5000 } },
+    ]),
+  });
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  await watched.page.goto(`${hub.httpUrl}/#/rules/limits`);
+  const cell = watched.page.getByTestId('rule-mode');
+  await waitFor(
+    'limit and replicas in the rule row',
+    async () => {
+      const text = (await cell.count()) === 1 ? ((await cell.textContent()) ?? '') : '';
+      return text.includes('limit 50/s') && text.includes('replicas ≤ 8 (5000/s per node)');
+    },
+    5000,
+  );
 });
 
 test.run();

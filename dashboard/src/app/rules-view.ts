@@ -3,7 +3,7 @@
  * naming the field), a preview of the parsed rules, and Save (PUT, admin token). The hub
  * validates again; its 400 answer is shown the same way, and nothing changes on a refused save.
  */
-import type { Rule } from '@hotkey/sdk/rules';
+import { REPLICA_DEFAULTS, type Rule } from '@hotkey/sdk/rules';
 import { api, ApiError, appPath, listOf } from './api.ts';
 import { decodeRouteArg } from './route-arg.ts';
 import { el, setText } from './element.ts';
@@ -27,7 +27,12 @@ const HEADINGS = [...FIELDS, 'mode', 'pre-declared hot'];
 
 /** A rule's detection mode and its knobs, in one cell. */
 function modeText(r: Rule): string {
-  const sampled = r.sampleRate !== undefined ? `, sampled ${r.sampleRate}` : '';
+  const limit = r.limit !== undefined ? `, limit ${r.limit}/s` : '';
+  const copies =
+    !r.cache && r.replicas !== false
+      ? `, replicas ≤ ${(r.replicas ?? REPLICA_DEFAULTS).max} (${(r.replicas ?? REPLICA_DEFAULTS).perNodeQps}/s per node)`
+      : '';
+  const sampled = `${r.sampleRate !== undefined ? `, sampled ${r.sampleRate}` : ''}${limit}${copies}`;
   if (r.mode === 'baseline')
     return `baseline ×${r.factor}${r.sigma ? ` or +${r.sigma}σ` : ''}, ≥ ${r.minQps}/s, ${r.baselineWindows} windows${sampled}`;
   if (r.mode === 'topk') return `top ${r.k}, ≥ ${r.minQps}/s${sampled}`;
@@ -109,7 +114,7 @@ export class RulesView implements View {
           el(
             'p',
             { class: 'muted' },
-            'A list of {match, threshold, windowMs, hotMs, cacheTtlMs, cache, demoteRatio, demoteWindows}, optionally mode ("baseline": factor, sigma, minQps, baselineWindows; "topk": k, minQps), sampleRate, and a pre-declared hot window hotFrom / hotUntil (ISO 8601). Most specific match wins; [] means the default rule (every key, 1000 per second).',
+            'A list of {match, threshold, windowMs, hotMs, cacheTtlMs, cache, demoteRatio, demoteWindows}, optionally mode ("baseline": factor, sigma, minQps, baselineWindows; "topk": k, minQps), sampleRate, limit (accesses/s per key, cluster-wide), replicas ({perNodeQps, factor, max} or false, for cache: false), and a pre-declared hot window hotFrom / hotUntil (ISO 8601). Most specific match wins; [] means the default rule (every key, 1000 per second).',
           ),
           this.#editor,
           this.#error,
@@ -185,7 +190,7 @@ export class RulesView implements View {
           'tr',
           {},
           ...FIELDS.map((f) => el('td', { class: 'mono' }, String(r[f]))),
-          el('td', { class: 'mono' }, modeText(r)),
+          el('td', { class: 'mono', 'data-testid': 'rule-mode' }, modeText(r)),
           windowCell(r.hotFrom, r.hotUntil),
         ),
       ),

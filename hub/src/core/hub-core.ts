@@ -389,7 +389,11 @@ export class HubCore implements SessionHost {
     let dropped = 0;
     let evicted = 0;
     let ignored = 0;
+    let limitedKeys = 0;
+    let limitedKeysRefused = 0;
     for (const app of this.#apps.values()) {
+      limitedKeys += app.limits.size;
+      limitedKeysRefused += app.limits.refused;
       const stats = app.aggregator.stats;
       keysTracked += stats.keys;
       hotKeys += stats.hot;
@@ -410,6 +414,8 @@ export class HubCore implements SessionHost {
       rss: mem.rss,
       ingestRate: this.#ingestRate,
       qpsHistoryKeys: this.qpsHistory.size,
+      limitedKeys,
+      limitedKeysRefused,
     };
   }
 

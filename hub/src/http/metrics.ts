@@ -191,6 +191,18 @@ const CORE_FAMILIES: Family[] = [
     read: (x) => x.s.gauges.ignored,
   },
   {
+    name: 'hotkey_limited_keys',
+    type: 'gauge',
+    help: 'Rate-limited keys whose limit this hub divides among instances.',
+    read: (x) => x.s.gauges.limitedKeys,
+  },
+  {
+    name: 'hotkey_limited_keys_refused_total',
+    type: 'counter',
+    help: 'New rate-limited keys not tracked because an app had its most (their instances keep limit / instances).',
+    read: (x) => x.s.gauges.limitedKeysRefused,
+  },
+  {
     name: 'hotkey_slow_consumers_total',
     type: 'counter',
     help: 'Sockets closed because their send buffer overflowed.',

@@ -240,7 +240,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
    * rejected with HK_ERR_RATE_LIMITED without being sent. Returns its promise when refused.
    */
   function refuse(command: Cmd, isReadCommand: boolean): Promise<unknown> | undefined {
-    const first = command.getKeys()[0];
+    let first: unknown;
+    try {
+      first = command.getKeys()[0];
+    } catch {
+      return undefined; // arguments ioredis cannot find keys in: Redis will answer with its own error
+    }
     const key = first === undefined ? undefined : keyName(first);
     if (key === undefined) return undefined;
     // reads count themselves on their way (read()); other commands are counted here
