@@ -248,9 +248,11 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     }
     const key = first === undefined ? undefined : keyName(first);
     if (key === undefined) return undefined;
-    // reads count themselves on their way (read()); other commands are counted here
-    if (hk.allow(key, !isReadCommand)) return undefined;
-    if (isReadCommand) hk.track(key);
+    // an admitted command is counted on its way, once, as its kind (reads in read(), writes as
+    // 'write' for write-hot detection): the rule's kind decides which count towards the limit's
+    // demand; every command takes a token
+    if (hk.allow(key, false)) return undefined;
+    hk.track(key, isReadCommand ? 'read' : 'write');
     command.reject(new HotKeyError(ErrorCode.RateLimited, `rate limit of "${key}" reached`));
     return command.promise;
   }
