@@ -1,5 +1,6 @@
 export { HotKeyClient, SDK_NAME } from './client/client.ts';
 export type {
+  AccessKind,
   ClientEvents,
   ClientOptions,
   ClientStats,
@@ -23,7 +24,7 @@ export {
 export { CloseCode, DemoteReason, MAX_KEY_LENGTH, PROTOCOL_VERSION } from './wire/protocol.ts';
 export type { HubDemoteReason, SdkDemoteReason } from './wire/protocol.ts';
 export { DEFAULT_RULE, RuleSet, localThreshold, parseRules } from './rules.ts';
-export type { Rule } from './rules.ts';
+export type { Rule, RuleKind } from './rules.ts';
 export { Ownership } from './ownership.ts';
 export { hashString } from './hash.ts';
 export { AccessWindow } from './counting/window.ts';

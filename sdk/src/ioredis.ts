@@ -5,6 +5,13 @@
 export { replicaStats, withHotKeys } from './ioredis/wrapper.ts';
 export type { WithHotKeysOptions } from './ioredis/wrapper.ts';
 export type { TrackingOptions } from './ioredis/tracking.ts';
-export { keySlot } from './ioredis/slots.ts';
+export { counter, ShardedCounter } from './ioredis/counters.ts';
+export { keySlot, shardNames } from './ioredis/slots.ts';
+export type { CounterOptions, CounterStats, TakeOptions } from './ioredis/counters.ts';
+export { flushWrites, hotKeyStats } from './ioredis/stats.ts';
+export type { IoredisStats } from './ioredis/stats.ts';
+export { BREAKER_DEFAULTS } from './ioredis/breaker.ts';
+export type { BreakerOptions, BreakerState, BreakerStats } from './ioredis/breaker.ts';
+export type { WriteHotStats } from './ioredis/write-hot.ts';
 export { REPLICA_TTL_MS } from './ioredis/replicas.ts';
 export type { ReplicaOptions, ReplicaStats } from './ioredis/replicas.ts';

@@ -24,6 +24,7 @@ test('baseline mode: defaults, derived threshold, and the round trip of what the
     cache: true,
     demoteRatio: 0.5,
     demoteWindows: 3,
+    kind: 'read',
     mode: 'baseline',
     minQps: 25,
     factor: 3,

@@ -124,4 +124,36 @@ test('local threshold shrinks with instances and never reaches zero', () => {
   assert.is(localThreshold(rule, 0), 200);
 });
 
+test('kind, shards and coalescing: defaults, validation with the field named', () => {
+  const [plain, write, any] = parseRules([
+    { match: 'a', threshold: 1 },
+    { match: 'stock:*', threshold: 1, kind: 'write', shards: 20 },
+    { match: 'likes:*', threshold: 1, kind: 'any', coalesce: true, coalesceMs: 50 },
+  ]);
+  assert.is(plain!.kind, 'read');
+  assert.is(plain!.shards, undefined);
+  assert.is(write!.kind, 'write');
+  assert.is(write!.shards, 20);
+  assert.is(any!.coalesce, true);
+  assert.is(any!.coalesceMs, 50);
+  const refuses = (rule: object, field: string) => {
+    try {
+      parseRules([{ match: 'k', threshold: 1, ...rule }]);
+    } catch (err) {
+      assert.is((err as { field?: string }).field, field);
+      assert.is((err as { code?: string }).code, 'HK_ERR_RULES');
+      return;
+    }
+    assert.unreachable(`accepted ${JSON.stringify(rule)}`);
+  };
+  refuses({ kind: 'writes' }, 'rules[0].kind');
+  refuses({ kind: 'write', shards: 1 }, 'rules[0].shards');
+  refuses({ kind: 'write', shards: 2.5 }, 'rules[0].shards');
+  refuses({ shards: 4 }, 'rules[0].shards'); // a read rule never promotes a write-hot key
+  refuses({ coalesce: true }, 'rules[0].coalesce');
+  refuses({ kind: 'write', coalesceMs: 10 }, 'rules[0].coalesceMs');
+  refuses({ kind: 'write', coalesce: true, coalesceMs: 0 }, 'rules[0].coalesceMs');
+  refuses({ kind: 'write', coalesce: true, shards: 4 }, 'rules[0].coalesce');
+});
+
 test.run();

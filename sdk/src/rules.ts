@@ -52,6 +52,25 @@ export interface Rule {
   /** … until this time (exclusive); both or neither */
   hotUntil?: number;
   /**
+   * Which accesses make a key hot: 'read' (get(), reads through the ioredis wrapper), 'write'
+   * (writes through the wrapper, `track(key, 'write')`) or 'any' (both). Only the selected
+   * accesses are counted for matching keys, and the promotion carries the kind. @default 'read'
+   */
+  kind?: RuleKind;
+  /**
+   * ioredis wrapper, write-hot counters: while the key is promoted (kind 'write' or 'any'), its
+   * INCR / INCRBY / DECR / DECRBY go to this many shard keys on different cluster masters, GET
+   * returns their sum, and demotion folds them back (ioredis/counters.ts). 2–1024 @default off
+   */
+  shards?: number;
+  /**
+   * ioredis wrapper: while the key is promoted (kind 'write' or 'any'), INCR / INCRBY on one
+   * instance are merged for up to `coalesceMs` into one INCRBY (ioredis/coalescer.ts) @default false
+   */
+  coalesce?: boolean;
+  /** merge window of `coalesce`, 1–10000 @default 100 (WRITE_DEFAULTS.coalesceMs) */
+  coalesceMs?: number;
+  /**
    * SDK: a cached value is reloaded in the background once this share of `cacheTtlMs` has passed
    * (less a per-instance jitter of up to 10 %), while readers keep the current value; 1 turns
    * refresh-ahead off @default 0.8 (LOAD_DEFAULTS)
@@ -109,6 +128,12 @@ export function replicaCount(rule: Rule, qps: number): number {
   return Math.max(1, Math.min(p.max, Math.ceil((qps * p.factor) / p.perNodeQps)));
 }
 
+export type RuleKind = 'read' | 'write' | 'any';
+export const RULE_KINDS: readonly RuleKind[] = ['read', 'write', 'any'];
+/** defaults of the write-hot fields, used when a rule asks for them (seed 000 merges INCRs for 100 ms) */
+export const WRITE_DEFAULTS = { coalesceMs: 100 } as const;
+export const MAX_SHARDS = 1024;
+
 export type RuleMode = 'fixed' | 'baseline' | 'topk';
 export const RULE_MODES: readonly RuleMode[] = ['fixed', 'baseline', 'topk'];
 /** defaults of the mode fields, filled in when the rule's mode uses them */
@@ -122,6 +147,7 @@ export const RULE_DEFAULTS: Omit<Rule, 'match' | 'threshold'> = {
   cache: true,
   demoteRatio: 0.5,
   demoteWindows: 3,
+  kind: 'read',
 };
 
 /** Defaults of the SDK load fields, applied where a rule leaves them out (the rule keeps them absent). */
@@ -160,6 +186,10 @@ const KNOWN_FIELDS = new Set([
   'sampleRate',
   'hotFrom',
   'hotUntil',
+  'kind',
+  'shards',
+  'coalesce',
+  'coalesceMs',
   'refreshAheadRatio',
   'staleIfErrorMs',
   'share',
@@ -236,6 +266,7 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
     if (typeof rate !== 'number' || !(rate > 0 && rate <= 1)) fail(`${field}.sampleRate`, 'must be a number in (0, 1]');
     if (rate < 1) rule.sampleRate = rate;
   }
+  parseWriteFields(raw, rule, field);
   if (raw.refreshAheadRatio !== undefined) {
     const ratio = raw.refreshAheadRatio;
     if (typeof ratio !== 'number' || !(ratio >= 0.1 && ratio <= 1))
@@ -263,6 +294,37 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
     rule.hotUntil = until;
   }
   return rule;
+}
+
+function parseWriteFields(raw: Record<string, unknown>, rule: Rule, field: string): void {
+  if (raw.kind !== undefined) {
+    if (typeof raw.kind !== 'string' || !RULE_KINDS.includes(raw.kind as RuleKind))
+      fail(`${field}.kind`, `must be one of ${RULE_KINDS.map((k) => `'${k}'`).join(', ')}`);
+    rule.kind = raw.kind as RuleKind;
+  }
+  // shards and coalescing act on promoted write-hot keys: under a read rule they would never apply
+  const writeHot = rule.kind === 'write' || rule.kind === 'any';
+  if (raw.shards !== undefined) {
+    const shards = raw.shards;
+    if (typeof shards !== 'number' || !Number.isInteger(shards) || shards < 2 || shards > MAX_SHARDS)
+      fail(`${field}.shards`, `must be an integer between 2 and ${MAX_SHARDS}`);
+    if (!writeHot) fail(`${field}.shards`, "needs kind 'write' or 'any'");
+    rule.shards = shards;
+  }
+  if (raw.coalesce !== undefined) {
+    if (typeof raw.coalesce !== 'boolean') fail(`${field}.coalesce`, 'must be a boolean');
+    if (raw.coalesce && !writeHot) fail(`${field}.coalesce`, "needs kind 'write' or 'any'");
+    if (raw.coalesce) rule.coalesce = true;
+  }
+  if (raw.coalesceMs !== undefined) {
+    const ms = raw.coalesceMs;
+    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 1 || ms > 10_000)
+      fail(`${field}.coalesceMs`, 'must be an integer between 1 and 10000');
+    if (rule.coalesce !== true) fail(`${field}.coalesceMs`, 'needs coalesce: true');
+    rule.coalesceMs = ms;
+  }
+  if (rule.shards !== undefined && rule.coalesce === true)
+    fail(`${field}.coalesce`, 'cannot be combined with shards (choose one way to spread the writes)');
 }
 
 function parseReplicas(raw: unknown, field: string): ReplicaPolicy | false {

@@ -48,6 +48,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'connections', file: here('./connections.bench.ts'), timeoutMs: 600_000 },
   { name: 'detection', file: here('./detection.bench.ts'), timeoutMs: 300_000 },
   { name: 'fanout-write', file: here('./fanout-write.bench.ts'), timeoutMs: 180_000 },
+  { name: 'write-hot', file: here('./write-hot.bench.ts'), timeoutMs: 180_000 },
 ];
 
 const { values } = parseArgs({

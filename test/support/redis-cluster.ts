@@ -84,6 +84,16 @@ export class RedisCluster {
     return cli(port, ...args);
   }
 
+  /** SIGSTOP the master on `port`: it keeps its connections and answers nothing (a frozen node). */
+  pause(port: number): void {
+    this.#children[this.ports.indexOf(port)]?.kill('SIGSTOP');
+  }
+
+  /** SIGCONT after `pause(port)`. */
+  resume(port: number): void {
+    this.#children[this.ports.indexOf(port)]?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
     for (const child of this.#children) child.kill('SIGKILL');
     await delay(50);

@@ -98,6 +98,16 @@ export class RedisServer {
     await exited;
   }
 
+  /** SIGSTOP: the server keeps its connections open and answers nothing (a frozen node). */
+  pause(): void {
+    if (this.running) this.#child!.kill('SIGSTOP');
+  }
+
+  /** SIGCONT after `pause()`. */
+  resume(): void {
+    if (this.running) this.#child!.kill('SIGCONT');
+  }
+
   async restart(timeoutMs = 10_000): Promise<void> {
     await this.stop();
     await this.#spawn(timeoutMs);

@@ -49,9 +49,14 @@ const COLUMNS: { id: SortColumn | 'spark' | 'actions'; label: string; title?: st
   { id: 'actions', label: '' },
 ];
 
+/** the kind badge beside a key: read-hot keys (the default) carry none */
+const KIND_BADGE = { write: ['write', 'write-hot: promoted by writes'], any: ['r+w', 'promoted by reads and writes'] };
+
 interface RowElements {
   root: HTMLElement;
   cells: HTMLElement[];
+  keyName: HTMLElement;
+  kind: HTMLElement;
   spark: HTMLCanvasElement;
   /** the loads/s cell's number and sparkline */
   loadsText: HTMLElement;
@@ -251,8 +256,12 @@ export class HotView implements View {
       r.root.classList.toggle('blazing', over >= 5);
       const [app, key, qps, , threshold, since, hub, instances, local] = r.cells;
       setText(app!, row.app);
-      setText(key!, row.key);
+      setText(r.keyName, row.key);
       key!.title = row.key;
+      const badge = row.kind === undefined ? undefined : KIND_BADGE[row.kind];
+      r.kind.hidden = badge === undefined;
+      setText(r.kind, badge?.[0] ?? '');
+      r.kind.title = badge?.[1] ?? '';
       setText(qps!, formatQps(row.qps));
       setText(
         threshold!,
@@ -289,6 +298,10 @@ export class HotView implements View {
     const loadsText = el('span');
     const loadsSpark = el('canvas', { class: 'spark mini', width: 40, height: 16 });
     cells[COLUMNS.findIndex((c) => c.id === 'loadsPerSec')]!.append(loadsSpark, loadsText);
+    const keyName = el('span', {});
+    const kind = el('span', { class: 'badge kind', 'data-testid': 'kind-badge' });
+    kind.hidden = true;
+    cells[1]!.append(keyName, kind);
     cells[COLUMNS.length - 1]!.append(
       el(
         'button',
@@ -297,6 +310,6 @@ export class HotView implements View {
       ),
     );
     const root = el('div', { class: 'vt-row', role: 'row', 'data-testid': 'hot-row' }, ...cells);
-    return { root, cells, spark, loadsText, loadsSpark, id: '', index: -1 };
+    return { root, cells, keyName, kind, spark, loadsText, loadsSpark, id: '', index: -1 };
   }
 }

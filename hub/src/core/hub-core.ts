@@ -577,6 +577,8 @@ export class HubCore implements SessionHost {
       cacheTtlMs: rule.cacheTtlMs,
       cache: rule.cache,
       at,
+      // only write-hot rules say so: read promotions keep the frame they always had
+      ...(rule.kind === undefined || rule.kind === 'read' ? {} : { kind: rule.kind }),
       ...(replicas > 1 ? { replicas } : {}),
     });
     const fanoutMs = performance.now() - started;
@@ -643,6 +645,7 @@ export class HubCore implements SessionHost {
         cacheTtlMs: v.rule.cacheTtlMs,
         cache: v.rule.cache,
         qps: v.qps,
+        ...(v.rule.kind === undefined || v.rule.kind === 'read' ? {} : { kind: v.rule.kind }),
         ...(app.replicas.count(v.key) > 1 ? { replicas: app.replicas.count(v.key) } : {}),
       });
     }

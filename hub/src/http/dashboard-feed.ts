@@ -107,6 +107,7 @@ function changed(a: FeedHotRow, b: FeedHotRow): boolean {
     a.since !== b.since ||
     a.hub !== b.hub ||
     a.instances !== b.instances ||
+    a.kind !== b.kind ||
     Math.round(a.localPct ?? -1) !== Math.round(b.localPct ?? -1) ||
     Math.abs((a.loadsPerSec ?? -1) - (b.loadsPerSec ?? -1)) > Math.max(1, 0.02 * (b.loadsPerSec ?? 0))
   );
@@ -333,6 +334,11 @@ export class DashboardFeed {
 
   /** the window of the rule that decides `key` (the rule defaults' when none matches) */
   #windowMs(app: string, key: string): number {
+    return this.#ruleOf(app, key)?.windowMs ?? RULE_DEFAULTS.windowMs;
+  }
+
+  /** the rule that decides `key`, from a rule set compiled once per rules version */
+  #ruleOf(app: string, key: string): Rule | undefined {
     const rules = this.#source.coordinator.rules(app);
     let cached = this.#ruleSets.get(app);
     if (cached === undefined || cached.rules !== rules) {
@@ -340,23 +346,28 @@ export class DashboardFeed {
       cached = { rules, set: new RuleSet(rules) };
       this.#ruleSets.set(app, cached);
     }
-    return cached.set.ruleFor(key)?.windowMs ?? RULE_DEFAULTS.windowMs;
+    return cached.set.ruleFor(key);
   }
 
   /** every hot key of the cluster, hottest first: ours exactly, other hubs' from their statuses */
   #hotRows(): FeedHotRow[] {
-    return clusterHotRows(this.#source).map((r) => ({
-      app: r.app,
-      key: r.key,
-      qps: r.qps,
-      threshold: r.threshold,
-      windowMs: this.#windowMs(r.app, r.key),
-      since: r.since,
-      hub: r.hub,
-      instances: r.instances,
-      ...(r.localPct === undefined ? {} : { localPct: r.localPct }),
-      ...(r.loadsPerSec === undefined ? {} : { loadsPerSec: r.loadsPerSec }),
-    }));
+    return clusterHotRows(this.#source).map((r) => {
+      const rule = this.#ruleOf(r.app, r.key);
+      const row: FeedHotRow = {
+        app: r.app,
+        key: r.key,
+        qps: r.qps,
+        threshold: r.threshold,
+        windowMs: rule?.windowMs ?? RULE_DEFAULTS.windowMs,
+        since: r.since,
+        hub: r.hub,
+        instances: r.instances,
+        ...(r.localPct === undefined ? {} : { localPct: r.localPct }),
+        ...(r.loadsPerSec === undefined ? {} : { loadsPerSec: r.loadsPerSec }),
+      };
+      if (rule?.kind === 'write' || rule?.kind === 'any') row.kind = rule.kind;
+      return row;
+    });
   }
 
   #hubs(rows: readonly FeedHotRow[]): FeedHub[] {

@@ -15,6 +15,7 @@
  * An entry is also the key's local-cache slot (`CacheSlot`): one lookup here answers both "is it
  * hot?" and "what is its cached value?" on the `get()` hot path. The cache fills and empties it.
  */
+import type { RuleKind } from '../rules.ts';
 import type { CacheSlot } from './local-cache.ts';
 
 /** A hub link's lease as this instance sees it: values it vouches for are served while `until` > clock. */
@@ -35,6 +36,8 @@ export interface HotState extends CacheSlot {
   cache: boolean;
   /** cluster-wide accesses per second at promotion */
   qps: number;
+  /** which accesses made it hot (the promotion's rule kind) */
+  kind: RuleKind;
   /** copies of the key that serve reads, itself included (Promote's `replicas`; 1: none) */
   replicas: number;
   generation: number;
@@ -62,6 +65,8 @@ export interface Promotion {
   cacheTtlMs: number;
   cache: boolean;
   qps: number;
+  /** @default 'read' */
+  kind?: RuleKind;
   /** @default 1 */
   replicas?: number;
 }
@@ -126,6 +131,7 @@ export class HotSet {
       existing.cache = p.cache;
       existing.cacheTtlMs = p.cacheTtlMs;
       existing.qps = p.qps;
+      existing.kind = p.kind ?? 'read';
       existing.replicas = p.replicas ?? 1;
       return reset ? { state: existing, added: false, reset } : { state: existing, added: false };
     }
@@ -141,6 +147,7 @@ export class HotSet {
       cacheTtlMs: p.cacheTtlMs,
       cache: p.cache,
       qps: p.qps,
+      kind: p.kind ?? 'read',
       replicas: p.replicas ?? 1,
       generation: ++this.#generation,
       lease,
@@ -206,14 +213,7 @@ export class HotSet {
    */
   replaceHub(
     hub: string,
-    entries: readonly {
-      key: string;
-      ttlMs: number;
-      cacheTtlMs: number;
-      cache: boolean;
-      qps: number;
-      replicas?: number;
-    }[],
+    entries: readonly (Promotion & { key: string })[],
     now: number,
     lease: Lease = NO_LEASE,
   ): { removed: string[]; touched: string[] } {
@@ -225,8 +225,8 @@ export class HotSet {
       if (this.#map.has(e.key)) touched.push(e.key);
       this.#map.delete(e.key);
       previous.delete(e.key);
-      const { ttlMs, cacheTtlMs, cache, qps, replicas } = e;
-      this.promote(hub, e.key, { ttlMs, cacheTtlMs, cache, qps, replicas }, now, lease);
+      const { ttlMs, cacheTtlMs, cache, qps, replicas, kind } = e;
+      this.promote(hub, e.key, { ttlMs, cacheTtlMs, cache, qps, replicas, kind }, now, lease);
     }
     return { removed: [...previous], touched };
   }

@@ -14,7 +14,7 @@ import { LocalCache } from '../cache/local-cache.ts';
 import { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
-import { LOAD_DEFAULTS, localThreshold, RuleSet, type Rule } from '../rules.ts';
+import { LOAD_DEFAULTS, localThreshold, RuleSet, type Rule, type RuleKind } from '../rules.ts';
 import { RateLimits } from './rate-limits.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import {
@@ -41,6 +41,9 @@ export type { ClientStatus } from './status.ts';
 
 export const SDK_NAME = '@hotkey/sdk/0.1.0';
 
+/** What one access did to a key, as `track()` counts it. */
+export type AccessKind = 'read' | 'write';
+
 export interface PromoteInfo {
   hub: string;
   qps: number;
@@ -48,6 +51,8 @@ export interface PromoteInfo {
   ttlMs: number;
   cacheTtlMs: number;
   cache: boolean;
+  /** which accesses made it hot: its rule's kind ('read', 'write' or 'any') */
+  kind: RuleKind;
   /** copies of the key serving reads, itself included (1: no replica keys; see the ioredis wrapper) */
   replicas: number;
 }
@@ -79,6 +84,8 @@ export interface ClientEvents {
   promote: [key: string, info: PromoteInfo];
   demote: [key: string, info: DemoteInfo];
   invalidate: [key: string, info: InvalidateInfo];
+  /** a Redis node's circuit breaker changed state (ioredis integration, `withHotKeys`) */
+  breaker: [info: { node: string; state: 'closed' | 'open' | 'half-open' }];
   /** network and protocol faults; emitted only when someone listens */
   error: [error: Error];
   /** close() ran: integrations release what they hold for this client (the ioredis tracking connections) */
@@ -404,10 +411,22 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     };
   }
 
-  /** Counts an access without loading anything. */
-  track(key: string): void {
+  /**
+   * Counts an access without loading anything. `kind` says whether it read or wrote the key: a
+   * key counts only the accesses its rule's `kind` selects (rules count reads by default).
+   */
+  track(key: string, kind: AccessKind = 'read'): void {
     checkKey(key);
-    if (!this.#closed) this.#window.track(key);
+    if (this.#closed) return;
+    if (kind === 'read') this.#window.track(key);
+    else if (kind === 'write') this.#window.trackWrite(key);
+    else throw new TypeError(`kind must be 'read' or 'write', got ${String(kind)}`);
+  }
+
+  /** Which accesses made the key hot ('read', 'write' or 'any'), or undefined when it is not hot here. */
+  hotKind(key: string): RuleKind | undefined {
+    const hot = this.#hot.get(key);
+    return hot !== undefined && hot.until > this.#clock ? hot.kind : undefined;
   }
 
   /**
@@ -744,6 +763,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           cacheTtlMs: message.cacheTtlMs,
           cache: message.cache,
           qps: message.qps,
+          kind: message.kind ?? 'read',
           replicas: message.replicas ?? 1,
         };
         const { state, added, evicted, reset } = this.#hot.promote(
@@ -791,7 +811,15 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         }
         for (const e of promoted) {
           const { qps, ttlMs, cacheTtlMs, cache } = e;
-          this.emit('promote', e.key, { hub, qps, ttlMs, cacheTtlMs, cache, replicas: e.replicas ?? 1 });
+          this.emit('promote', e.key, {
+            hub,
+            qps,
+            ttlMs,
+            cacheTtlMs,
+            cache,
+            replicas: e.replicas ?? 1,
+            kind: e.kind ?? 'read',
+          });
         }
         return;
       }

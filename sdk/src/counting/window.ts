@@ -28,11 +28,21 @@
  * "Algorithm Z", TOMS 1985): a sampled-out access costs one decrement, no random draw. A rule
  * with a lower rate thins its keys' counted accesses further (effective rate min(client, rule)).
  * At rate 1 the hit path pays one boolean test.
+ *
+ * Kinds (a rule's `kind`): `track` counts a read, `trackWrite` a write; a key counts only the
+ * accesses its rule selects (a slot remembers its rule's mask). While every rule is 'read' (the
+ * default) writes return at once and reads take the unfiltered path; otherwise reads go through
+ * the same non-plain path as sampling, so the hit path still pays one boolean test.
  * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
  * (2005); Einziger et al., "TinyLFU: A highly efficient cache admission policy" (2017).
  */
 import { CountMinSketch } from './count-min-sketch.ts';
-import { RuleSet, WINDOW_SLICES } from '../rules.ts';
+import { RuleSet, WINDOW_SLICES, type RuleKind } from '../rules.ts';
+
+/** access kinds as bits: a rule's mask says which it counts */
+const READ = 1;
+const WRITE = 2;
+const KIND_MASK: Record<RuleKind, number> = { read: READ, write: WRITE, any: READ | WRITE };
 
 export interface AccessWindowOptions {
   /** exact counters kept at most @default 8192 */
@@ -135,6 +145,14 @@ export class AccessWindow {
   #ruleRate = new Float64Array(1).fill(1);
   /** per slot: share of counted accesses kept (rule rate / client rate) */
   readonly #slotKeep: Float64Array;
+  /** per rule: the access kinds it counts (READ | WRITE); [rules.length] is for keys matching no rule */
+  #ruleKinds = new Uint8Array(1).fill(READ);
+  /** per slot: its rule's kinds */
+  readonly #slotKinds: Uint8Array;
+  /** some rule does not count reads: reads check the slot's kinds */
+  #filtering = false;
+  /** some rule counts writes: trackWrite counts at all */
+  #writesCounted = false;
   /** ring index of the slice being counted into */
   #currentSlice = 0;
   /** absolute number (clock / sliceMs) of the current slice */
@@ -182,6 +200,7 @@ export class AccessWindow {
     this.#sampleRate = rate;
     this.#sampling = rate < 1;
     this.#slotKeep = new Float64Array(n).fill(1);
+    this.#slotKinds = new Uint8Array(n).fill(READ);
     this.#rules = options.rules ?? new RuleSet([]);
     this.#computeRates();
     if (this.#sampling) this.#skip = this.#nextSkip();
@@ -203,15 +222,24 @@ export class AccessWindow {
     return this.#trackCold(key);
   }
 
-  /** track() when sampling or thinning: kept apart so that the unsampled path stays as small as it was. */
-  #trackSampled(key: string): number {
+  /** track() when sampling, thinning or filtering kinds: kept apart so that the plain path stays as small as it was. */
+  #trackSampled(key: string, kind = READ): number {
     if (this.#sampling && this.#sampledOut()) return -1;
     const slot = this.#slotOf.get(key);
     if (slot !== undefined) {
-      this.#countThinned(slot);
+      if ((this.#slotKinds[slot]! & kind) !== 0) this.#countThinned(slot);
       return slot;
     }
-    return this.#trackCold(key);
+    return this.#trackCold(key, kind);
+  }
+
+  /**
+   * Counts one write (through the ioredis wrapper, or `track(key, 'write')`) for keys whose rule
+   * counts writes (kind 'write' or 'any'); returns at once while no rule does. Returns like `track`.
+   */
+  trackWrite(key: string): number {
+    if (!this.#writesCounted) return -1;
+    return this.#trackSampled(key, WRITE);
   }
 
   /**
@@ -222,7 +250,8 @@ export class AccessWindow {
   trackAt(slot: number, key: string): boolean {
     if (slot < 0 || this.#keys[slot] !== key) return false;
     if (this.#plain) this.#count(slot);
-    else if (!this.#sampling || !this.#sampledOut()) this.#countThinned(slot);
+    else if ((this.#slotKinds[slot]! & READ) !== 0 && (!this.#sampling || !this.#sampledOut()))
+      this.#countThinned(slot);
     return true;
   }
 
@@ -270,7 +299,21 @@ export class AccessWindow {
       if (rate < this.#sampleRate) this.#thinning = true;
     });
     this.#ruleRate[rules.length] = this.#sampleRate;
-    this.#plain = !this.#sampling && !this.#thinning;
+    this.#ruleKinds = new Uint8Array(rules.length + 1).fill(READ);
+    this.#filtering = false;
+    this.#writesCounted = false;
+    rules.forEach((rule, i) => {
+      const kinds = KIND_MASK[rule.kind ?? 'read'];
+      this.#ruleKinds[i] = kinds;
+      if ((kinds & READ) === 0) this.#filtering = true;
+      if ((kinds & WRITE) !== 0) this.#writesCounted = true;
+    });
+    this.#plain = !this.#sampling && !this.#thinning && !this.#filtering;
+  }
+
+  /** access kinds a rule index counts (-1: no rule) */
+  #kindsOf(rule: number): number {
+    return rule < 0 ? READ : this.#ruleKinds[rule]!;
   }
 
   /** effective sample rate of a rule index (-1: no rule) */
@@ -284,7 +327,7 @@ export class AccessWindow {
     return rate === 1 ? count : Math.min(MAX_U32, Math.round(count / rate));
   }
 
-  #trackCold(key: string): number {
+  #trackCold(key: string, kind = READ): number {
     const estimate = this.#sketch.increment(key);
     // Under a flood of distinct keys every counter fills with noise; only an estimate that
     // stands out from that noise earns an exact counter.
@@ -310,14 +353,19 @@ export class AccessWindow {
     const rule = this.#rules.match(key);
     this.#ruleOf[slot] = rule;
     this.#slotKeep[slot] = this.#rateOf(rule) / this.#sampleRate;
-    this.#sliceCounts[slot * this.slices + this.#currentSlice] = 1;
-    this.#totals[slot] = 1;
-    this.#pending[slot] = 1;
+    const kinds = this.#kindsOf(rule);
+    this.#slotKinds[slot] = kinds;
+    // an access of a kind the rule does not count still gets the slot (the next one is filtered
+    // cheaply), at zero: the slot goes at the next slice if nothing it counts arrives
+    const counted = (kinds & kind) !== 0 ? 1 : 0;
+    this.#sliceCounts[slot * this.slices + this.#currentSlice] = counted;
+    this.#totals[slot] = counted;
+    this.#pending[slot] = counted;
     const thr = this.#thresholdOf(rule);
     this.#slotThreshold[slot] = thr;
     this.#crossAt[slot] = thr;
     this.#urgentEnd[slot] = -Infinity;
-    if (thr === 1) this.#cross(slot);
+    if (thr === 1 && counted === 1) this.#cross(slot);
     return slot;
   }
 
@@ -426,7 +474,10 @@ export class AccessWindow {
           this.#crossAt[slot] = this.#slotThreshold[slot]!;
         } else this.#crossAt[slot] = 0;
       }
-      if (expired === 0) continue;
+      if (expired === 0) {
+        if (this.#totals[slot] === 0) this.#release(slot); // admitted by an access its rule does not count
+        continue;
+      }
       const total = this.#totals[slot]! - expired;
       this.#totals[slot] = total;
       if (total === 0) this.#release(slot);
@@ -541,6 +592,7 @@ export class AccessWindow {
       const rule = rules.match(this.#keys[slot]!);
       this.#ruleOf[slot] = rule;
       this.#slotKeep[slot] = this.#rateOf(rule) / this.#sampleRate;
+      this.#slotKinds[slot] = this.#kindsOf(rule);
     }
     this.#rearmAll();
   }

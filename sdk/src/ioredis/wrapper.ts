@@ -31,6 +31,9 @@ import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './command
 import { dbOf, deploymentOf, keyName } from './identity.ts';
 import { Tracking, UNTRACKED, type TrackingOptions, type TrackingSession } from './tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
+import { hook, unhooked } from './unhooked.ts';
+import { WriteHot } from './write-hot.ts';
+import { Breakers, type BreakerOptions } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaOptions, type ReplicaStats } from './replicas.ts';
 
@@ -45,6 +48,13 @@ export interface WithHotKeysOptions {
    * until `cacheTtlMs` or its Redis TTL, whoever writes), or its options @default true
    */
   tracking?: boolean | TrackingOptions;
+  /**
+   * A circuit breaker per Redis node (breaker.ts): after `failures` consecutive failures or
+   * timeouts, commands for the node fail fast with HK_ERR_BREAKER_OPEN for `coolDownMs` (a hot
+   * key's load too: the client may then serve its last value), then a probe closes it.
+   * `true`, `false` or its options @default true ({ failures: 5, coolDownMs: 3000, timeoutMs: 1000 })
+   */
+  breaker?: boolean | BreakerOptions;
   /**
    * Replica keys for read-hot keys of rules with `cache: false` (replicas.ts): GETs spread over
    * copies on other Cluster masters, as many as the hub decides. `false` turns them off here
@@ -114,8 +124,14 @@ export function replicaStats(client: object): Readonly<ReplicaStats> | undefined
 }
 
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
+/** the write-hot modes (write-hot.ts) of a wrapped client, for `hotKeyStats` / `flushWrites` */
+export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
+/** the circuit breakers (breaker.ts) of a wrapped client, for `hotKeyStats` */
+export const BREAKERS: unique symbol = Symbol('hotkey.breakers');
 interface Hooked {
   [HOOK]: HotKeyClient;
+  [WRITE_HOT]: WriteHot;
+  [BREAKERS]: Breakers | undefined;
 }
 
 /**
@@ -130,8 +146,6 @@ const dispatched = {
     (command as { [SENT]?: true })[SENT] = true;
   },
 };
-/** true while the GET fast path runs ioredis's own `get` (synchronous: no interleaving) */
-let bypass = false;
 /** What a transaction writes: keys, and namespaces flushed (FLUSHDB, FLUSHALL, SWAPDB). */
 interface Written {
   keys: Set<string>;
@@ -163,6 +177,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
   const deployment = deploymentOf(client);
   const isCluster = (client as Partial<Cluster>).isCluster === true;
+  // first: it validates its options, before anything listens or connects
+  const breakerOptions = options.breaker ?? true;
+  const breakers =
+    breakerOptions === false
+      ? undefined
+      : new Breakers(client, breakerOptions === true ? {} : breakerOptions, (node, state) =>
+          hk.emit('breaker', { node, state }),
+        );
 
   const invalidate = (keys: Iterable<string>, flushed: Iterable<string> = []): Promise<unknown> =>
     Promise.all([
@@ -226,11 +248,51 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     }
     const key = first === undefined ? undefined : keyName(first);
     if (key === undefined) return undefined;
-    // reads count themselves on their way (read()); other commands are counted here
-    if (hk.allow(key, !isReadCommand)) return undefined;
-    if (isReadCommand) hk.track(key);
+    // an admitted command is counted on its way, once, as its kind (reads in read(), writes as
+    // 'write' for write-hot detection): the rule's kind decides which count towards the limit's
+    // demand; every command takes a token
+    if (hk.allow(key, false)) return undefined;
+    hk.track(key, isReadCommand ? 'read' : 'write');
     command.reject(new HotKeyError(ErrorCode.RateLimited, `rate limit of "${key}" reached`));
     return command.promise;
+  }
+
+  // shards and coalescing of write-hot keys (write-hot.ts); merged writes invalidate like any write
+  const writeHot = new WriteHot(client, hk, (key) => {
+    const done = invalidate([key]);
+    return awaitInvalidation ? done : Promise.resolve();
+  });
+
+  /**
+   * The circuit breaker's word on a command sent on its own: rejected at once (true) while its
+   * node's breaker is open, else watched for its outcome. Hot reads (`name`) pass: their loads
+   * ask `loadBlocked` instead, so that a rejected load can fall back on the cached value.
+   */
+  function blocked(command: Cmd, name = ''): boolean {
+    if (breakers === undefined || hook.unguarded) return false;
+    const node = breakers.nodeOf(command);
+    if (node === undefined || (isRead(name) && isHotKey(command.args[0]))) return false;
+    if (breakers.isOpen(node)) {
+      command.reject(breakers.reject(node));
+      return true;
+    }
+    breakers.watch(node, command);
+    return false;
+  }
+  /** A load of `key` while its node's breaker is open: the error it rejects with at once. */
+  function loadBlocked(key: string): Error | undefined {
+    const node = breakers?.nodeFor(key);
+    return node !== undefined && breakers!.isOpen(node) ? breakers!.reject(node) : undefined;
+  }
+  /** Watches a command a load sends itself (past the hook). */
+  function watchLoad(command: Cmd): void {
+    const node = breakers?.nodeOf(command);
+    if (node !== undefined) breakers!.watch(node, command);
+  }
+
+  function isHotKey(arg: unknown): boolean {
+    const key = keyName(arg);
+    return key !== undefined && hk.isHot(key);
   }
 
   function namesOf(command: Cmd): Set<string> {
@@ -324,6 +386,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       return ttl.promise;
     };
     const loader = (): Promise<Rec> => {
+      const refused = loadBlocked(key);
+      if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const hashWhole = name !== 'hget' || hk.isHot(key);
       const node = hashWhole ? tracking?.nodeFor(key) : undefined;
@@ -334,6 +398,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         // a hot hash is loaded once, whole, for every field
         const all = new Ctor('hgetall', [command.args[0]], { replyEncoding: 'utf8' });
         dispatched.add(all);
+        watchLoad(all);
         void send.call(client, all);
         const rec = all.promise.then(
           (value): Rec => ({
@@ -347,6 +412,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         return withTtl(rec, pttl(), askedAt);
       }
       sent = true;
+      watchLoad(command);
       returned = send.call(client, command);
       const kind = name === 'hget' ? 'field' : READS[name];
       const rec = command.promise.then((value) => ({ ns, kind, value, expiresAt: undefined, session }) as Rec);
@@ -400,9 +466,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
 
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
     const send = base.sendCommand as Send; // read at each call: patches of the class apply
-    if (bypass) {
-      // sent by the GET fast path below, which counted it already
+    if (hook.bypass) {
+      // sent by the GET fast path below (which counted it already) or by the adapter's own features
       dispatched.add(command);
+      if (stream === undefined && blocked(command)) return command.promise;
       return send.call(this, command, stream, node);
     }
     if (dispatched.has(command)) return send.call(this, command, stream, node);
@@ -416,6 +483,19 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       if (refused !== undefined) return refused;
     }
     const open = stream === undefined ? openTransactions.get(this) : undefined;
+    if (stream === undefined && open === undefined && writeHot.active) {
+      if (name === 'quit') void writeHot.flush(); // merged increments go out before QUIT
+      // routed commands are not watched by the breaker: the commands they send are
+      const routed = writeHot.route(this, command, name);
+      if (routed !== undefined) {
+        dispatched.add(command);
+        return routed;
+      }
+    }
+    if (stream === undefined && blocked(command, name)) {
+      dispatched.add(command);
+      return command.promise;
+    }
     if (
       stream === undefined &&
       open === undefined &&
@@ -431,6 +511,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (writes || KEYSPACE_WRITES.has(name)) {
       dispatched.add(command);
       const keys = writes ? namesOf(command) : new Set<string>();
+      for (const key of keys) hk.track(key, 'write'); // write-hot detection (rules with kind 'write' / 'any')
       const flushed = writes ? new Set<string>() : flushedBy(this, name, command.args);
       // written when EXEC runs, not when QUEUED comes back
       let pending = open;
@@ -461,12 +542,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
 
   /** runs ioredis's own method with the hook passing its command straight through */
   function bypassing(client: Client, method: (...a: unknown[]) => unknown, args: unknown[]): unknown {
-    bypass = true;
-    try {
-      return method.apply(client, args);
-    } finally {
-      bypass = false;
-    }
+    return unhooked(() => method.apply(client, args));
   }
 
   /**
@@ -495,10 +571,13 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     // one lookup: 0 not hot; more than 1 copy with replicas on: replica-served, by read()
     const copies = hk.replicasOf(key);
     if (copies === 0 || (copies > 1 && replicas !== undefined)) return baseGet.apply(this, args);
+    if (writeHot.owns(key)) return baseGet.apply(this, args); // a sharded counter: GET sums its shards
     const ns = namespaceOf(this);
     let returned: unknown;
     let sent = false;
     const loaded = hk.get(key, (): Promise<Rec> => {
+      const refused = loadBlocked(key);
+      if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const node = tracking?.nodeFor(key);
       if (node?.session.live) return trackedLoad(node.load.bind(node), 'get', key, this, ns, askedAt);
@@ -545,6 +624,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     ...(client.options.showFriendlyErrorStack ? {} : { get: shadow('get', get) }),
     duplicate: shadow('duplicate', duplicate),
     [HOOK]: { value: hk },
+    [WRITE_HOT]: { value: writeHot },
+    [BREAKERS]: { value: breakers },
   }) as object;
   Object.setPrototypeOf(client, hooked);
   return client;

@@ -52,6 +52,8 @@ export interface FeedHotRow {
   hub: string;
   /** SDK instances that reported the key in the current window */
   instances: number;
+  /** the deciding rule's kind when it is not 'read': the key is write-hot ('write') or counted both ways ('any') */
+  kind?: 'write' | 'any';
   /** share of its reads the SDKs answered from their local caches, 0–100 (absent: not reported yet) */
   localPct?: number;
   /** loader calls per second for it across the SDKs: reads that reached the store */
@@ -162,9 +164,15 @@ function feedHotRow(x: unknown): FeedHotRow {
     since: num(o, 'since'),
     hub: str(o, 'hub'),
     instances: int(o, 'instances'),
+    ...feedKind(o),
     ...(o.localPct === undefined ? {} : { localPct: num(o, 'localPct') }),
     ...(o.loadsPerSec === undefined ? {} : { loadsPerSec: num(o, 'loadsPerSec') }),
   };
+}
+function feedKind(o: Record<string, unknown>): { kind?: 'write' | 'any' } {
+  if (o.kind === undefined) return {};
+  if (o.kind !== 'write' && o.kind !== 'any') protocolError('hot row "kind" must be "write" or "any"');
+  return { kind: o.kind };
 }
 const FEED_EVENT_TYPES: ReadonlySet<string> = new Set(['promote', 'demote', 'invalidate']);
 function feedEvent(x: unknown): FeedEvent {

@@ -14,7 +14,7 @@
  */
 import { Packr, type Options } from 'msgpackr';
 import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
-import { MAX_LIMIT, MAX_REPLICAS, parseRules, type Rule } from '../rules.ts';
+import { MAX_LIMIT, MAX_REPLICAS, parseRules, RULE_KINDS, type Rule, type RuleKind } from '../rules.ts';
 import { findExtension } from './plain-msgpack.ts';
 
 /** 2: leases (Lease, Grant) and fencing acks; a version-1 SDK would serve values no lease bounds */
@@ -210,6 +210,8 @@ export interface Promote {
   cache: boolean;
   /** hub wall-clock time of the decision (ms since epoch) */
   at: number;
+  /** which accesses made it hot: the rule's kind (absent: 'read', the frame before kinds) */
+  kind?: RuleKind;
   /**
    * copies of the key that serve reads, the key itself included (absent: 1, no replica keys). A
    * hot key is promoted again with the new count when its QPS crosses a step.
@@ -235,6 +237,8 @@ export interface HotEntry {
   cacheTtlMs: number;
   cache: boolean;
   qps: number;
+  /** as Promote's `kind` (absent: 'read') */
+  kind?: RuleKind;
   /** as Promote's `replicas` */
   replicas?: number;
 }
@@ -509,6 +513,13 @@ function flush(m: Record<string, unknown>): { flush?: true } {
   return { flush: true };
 }
 
+/** The optional `kind` of Promote / HotEntry: absent, or a rule kind. */
+function kind(m: Record<string, unknown>): { kind?: RuleKind } {
+  if (m.kind === undefined) return {};
+  if (!RULE_KINDS.includes(m.kind as RuleKind)) protocolError('"kind" must be "read", "write" or "any"');
+  return { kind: m.kind as RuleKind };
+}
+
 /** An array of `n` non-negative integer counts (the optional savings arrays of a Report). */
 function counters(m: Record<string, unknown>, field: string, n: number): number[] {
   const values = arr(m, field, MAX_REPORT_KEYS);
@@ -615,6 +626,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
         cacheTtlMs: int(m, 'cacheTtlMs'),
         cache: bool(m, 'cache'),
         at: num(m, 'at'),
+        ...kind(m),
         ...replicas(m),
       };
     }
@@ -639,6 +651,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
           cacheTtlMs: int(o, 'cacheTtlMs'),
           cache: bool(o, 'cache'),
           qps: num(o, 'qps'),
+          ...kind(o),
           ...replicas(o),
         };
       });

@@ -1,0 +1,41 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { keySlot, sameSlotName, shardNames, SLOTS } from './slots.ts';
+
+test('keySlot matches the Redis Cluster specification examples and hash tags', () => {
+  // "123456789" has CRC16-XMODEM 0x31C3 (the spec's check value); 12739 = 0x31C3 % 16384
+  assert.is(keySlot('123456789'), 0x31c3 % SLOTS);
+  assert.is(keySlot('foo'), 12182);
+  assert.is(keySlot('bar'), 5061);
+  assert.is(keySlot('{user1000}.following'), keySlot('user1000'));
+  assert.is(keySlot('foo{{bar}}zap'), keySlot('{bar'));
+  assert.is(keySlot('foo{bar}{zap}'), keySlot('bar'));
+  assert.is(keySlot('é'), keySlot(new TextEncoder().encode('é')), 'UTF-8 bytes');
+});
+
+test('shard names fall into N equal slot ranges, differ per key and keep the key readable', () => {
+  for (const n of [1, 2, 3, 20, 64]) {
+    const names = shardNames('item:stock:1001', n);
+    assert.is(names.length, n);
+    assert.is(new Set(names).size, n);
+    names.forEach((name, i) => {
+      const slot = keySlot(name);
+      assert.ok(slot >= Math.floor((i * SLOTS) / n) && slot < Math.floor(((i + 1) * SLOTS) / n), `${name} → ${slot}`);
+      assert.ok(name.endsWith('item:stock:1001'));
+    });
+  }
+  assert.not.equal(shardNames('a', 3), shardNames('b', 3));
+  // a key with its own hash tag: ours comes first and decides
+  const tagged = shardNames('{user}:likes', 3);
+  assert.is(new Set(tagged.map(keySlot)).size, 3);
+  assert.throws(() => shardNames('k', 0), /shards/);
+});
+
+test('sameSlotName keeps the slot, or refuses a key whose braces make it unreliable', () => {
+  assert.is(keySlot(sameSlotName('stock:1', ':x')!), keySlot('stock:1'));
+  assert.is(keySlot(sameSlotName('{u}:n', ':x')!), keySlot('{u}:n'));
+  assert.is(sameSlotName('a}b', ':x'), undefined);
+  assert.is(sameSlotName('a{}b', ':x'), undefined);
+});
+
+test.run();

@@ -1,0 +1,31 @@
+/**
+ * What a wrapped client's own features report: `hotKeyStats(client)` for write-hot modes (and,
+ * with the breaker, per-node breaker state), `flushWrites(client)` to send merged increments now.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import type { Breakers, BreakerStats } from './breaker.ts';
+import { BREAKERS, WRITE_HOT } from './wrapper.ts';
+import type { WriteHot, WriteHotStats } from './write-hot.ts';
+
+export interface IoredisStats {
+  writeHot: WriteHotStats;
+  /** one per Redis node seen, with its breaker's state; empty with `breaker: false` */
+  breakers: BreakerStats[];
+}
+
+function writeHotOf(client: Redis | Cluster): WriteHot {
+  const writeHot = (client as unknown as { [WRITE_HOT]?: WriteHot })[WRITE_HOT];
+  if (writeHot === undefined) throw new TypeError('client is not wrapped with withHotKeys');
+  return writeHot;
+}
+
+/** The adapter's counters for a client wrapped with `withHotKeys`; TypeError for another client. */
+export function hotKeyStats(client: Redis | Cluster): IoredisStats {
+  const breakers = (client as unknown as { [BREAKERS]?: Breakers })[BREAKERS];
+  return { writeHot: writeHotOf(client).stats(), breakers: breakers?.stats() ?? [] };
+}
+
+/** Sends every merged (coalesced) increment of a wrapped client now; resolves once they landed. */
+export function flushWrites(client: Redis | Cluster): Promise<void> {
+  return writeHotOf(client).flush();
+}
