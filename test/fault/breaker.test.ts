@@ -12,6 +12,7 @@ import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { ErrorCode, type HotKeyError } from '@hotkey/sdk';
 import { hotKeyStats, withHotKeys } from '@hotkey/sdk/ioredis';
+import { metricsText } from '@hotkey/sdk/metrics';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { delay, waitFor } from '../support/wait.ts';
@@ -83,6 +84,13 @@ test('SIGSTOP: five timeouts open the breaker, then reads fail fast; hot keys st
     assert.ok(hk!.stats().staleServed > 0, 'served by stale-if-error');
     const stats = hotKeyStats(redis).breakers[0]!;
     assert.ok(stats.rejected >= 3 && stats.opened === 1 && stats.failures >= 5, JSON.stringify(stats));
+    // the same state through the SDK's metrics hook, one series per node
+    const text = metricsText(hk!);
+    const series = (name: string) =>
+      Number(new RegExp(`^hotkey_sdk_${name}\\{app="shop",node="${stats.node}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+    assert.is(series('ioredis_breaker_open'), 1, text);
+    assert.is(series('ioredis_breaker_rejected_total'), stats.rejected);
+    assert.is(series('ioredis_breaker_opened_total'), 1);
     assert.ok(server.running, 'all of this while the server is frozen');
     server.resume();
     // the five stuck reads were sent before it froze: they complete now
@@ -92,6 +100,7 @@ test('SIGSTOP: five timeouts open the breaker, then reads fail fast; hot keys st
   }
   await waitFor('breaker closed by the probe', () => events.at(-1) === 'closed', 5000);
   assert.equal(events, ['open', 'half-open', 'closed']);
+  assert.match(metricsText(hk!), /^hotkey_sdk_ioredis_breaker_open\{app="shop",node="[^"]+"\} 0$/m, 'closed again');
   assert.is(await redis.get('hot:2'), 'dropped');
   assert.is(await redis.get('cold:other'), null);
 });

@@ -14,7 +14,9 @@
  * (every timeoutMs / 4), not by a timer per command.
  */
 import type { Cluster, Redis } from 'ioredis';
+import type { HotKeyClient } from '../client/client.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
+import { registerMetricsSource, type MetricSample } from '../metrics.ts';
 import { keySlot } from './slots.ts';
 import { unguarded } from './unhooked.ts';
 
@@ -252,4 +254,74 @@ export class Breakers {
 /** A Redis error reply: the node is alive and answered. */
 function isReply(err: unknown): boolean {
   return err instanceof Error && err.name === 'ReplyError';
+}
+
+/** Every open wrapped client's breakers, per HotKeyClient: one metrics source each client reads them all through. */
+const breakersOf = new WeakMap<HotKeyClient, Set<Breakers>>();
+
+/**
+ * Exports `breakers`' per-node state through the client's metrics hook (`metricsText`) until the
+ * wrapped Redis client ends: `ioredis_breaker_open` (1 while open or half-open) and the failures,
+ * openings and rejections as counters, one `node` label each (nodes are the deployment's masters: a
+ * bounded set). Duplicates of a client (their own breakers, same nodes) are summed per node.
+ */
+export function exportBreakerMetrics(hk: HotKeyClient, client: Client, breakers: Breakers): void {
+  let all = breakersOf.get(hk);
+  if (all === undefined) {
+    const set = new Set<Breakers>();
+    all = set;
+    breakersOf.set(hk, set);
+    registerMetricsSource(hk, 'ioredis-breaker', () => breakerSamples(set));
+  }
+  all.add(breakers);
+  client.once('end', () => all.delete(breakers));
+}
+
+function breakerSamples(all: Iterable<Breakers>): MetricSample[] {
+  const byNode = new Map<string, { open: boolean; failures: number; opened: number; rejected: number }>();
+  for (const breakers of all) {
+    for (const s of breakers.stats()) {
+      const sum = byNode.get(s.node) ?? { open: false, failures: 0, opened: 0, rejected: 0 };
+      sum.open ||= s.state !== 'closed';
+      sum.failures += s.failures;
+      sum.opened += s.opened;
+      sum.rejected += s.rejected;
+      byNode.set(s.node, sum);
+    }
+  }
+  const out: MetricSample[] = [];
+  for (const [node, s] of byNode) {
+    const labels = { node };
+    out.push(
+      {
+        name: 'ioredis_breaker_open',
+        type: 'gauge',
+        help: "1 while the node's circuit breaker is open or half-open.",
+        value: s.open ? 1 : 0,
+        labels,
+      },
+      {
+        name: 'ioredis_breaker_failures',
+        type: 'counter',
+        help: 'Failed or unanswered commands counted by the breaker.',
+        value: s.failures,
+        labels,
+      },
+      {
+        name: 'ioredis_breaker_opened',
+        type: 'counter',
+        help: 'Times the breaker opened.',
+        value: s.opened,
+        labels,
+      },
+      {
+        name: 'ioredis_breaker_rejected',
+        type: 'counter',
+        help: 'Commands and loads failed fast (HK_ERR_BREAKER_OPEN).',
+        value: s.rejected,
+        labels,
+      },
+    );
+  }
+  return out;
 }

@@ -33,7 +33,7 @@ import { Tracking, UNTRACKED, type TrackingOptions, type TrackingSession } from 
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import { hook, unhooked } from './unhooked.ts';
 import { WriteHot } from './write-hot.ts';
-import { Breakers, type BreakerOptions } from './breaker.ts';
+import { Breakers, exportBreakerMetrics, type BreakerOptions } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaOptions, type ReplicaStats } from './replicas.ts';
 
@@ -185,6 +185,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       : new Breakers(client, breakerOptions === true ? {} : breakerOptions, (node, state) =>
           hk.emit('breaker', { node, state }),
         );
+  if (breakers !== undefined) exportBreakerMetrics(hk, client, breakers);
 
   const invalidate = (keys: Iterable<string>, flushed: Iterable<string> = []): Promise<unknown> =>
     Promise.all([
