@@ -40,6 +40,7 @@ const e2e = hubInProcess(test, {
             windowMs: 500,
             demoteWindows: 1,
           },
+          { match: 'ctr:*', threshold: 60, kind: 'write', coalesce: true, coalesceMs: 50, cache: false },
         ],
       },
     },
@@ -249,6 +250,48 @@ test('zero lost increments on standalone Redis, same history', async () => {
   const read = new Redis(server.port, '127.0.0.1');
   opened.push(plain, read);
   await zeroLoss('standalone', { port: server.port }, plain, read);
+});
+
+/** INCR and INCRBY calls summed over the cluster's masters (INFO commandstats of each). */
+async function incrCallsAll(): Promise<number> {
+  let sum = 0;
+  for (const port of redisCluster.ports) {
+    const node = new Redis(port, '127.0.0.1');
+    try {
+      const info = await node.info('commandstats');
+      for (const name of ['incr', 'incrby'])
+        sum += Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+    } finally {
+      node.disconnect();
+    }
+  }
+  return sum;
+}
+
+test('coalescing on a 3-master Cluster: a write-hot key per master, few INCRBYs, every increment once, one serial history each', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const cluster = withHotKeys(new Cluster(redisCluster.nodes), hk!, { tracking: false });
+  opened.push(cluster);
+  const keys = ['ctr:{a}', 'ctr:{b}', 'ctr:{c}'];
+  for (let i = 0; i < 100; i++) await Promise.all(keys.map((k) => cluster.incr(k)));
+  const owners = new Set(keys.map((k) => cluster.slots[keySlot(k)]?.[0]));
+  assert.is(owners.size, 3, 'the three keys live on three masters');
+  await waitFor('all three write-hot', () => keys.every((k) => hk!.hotKind(k) === 'write'), 5000);
+  const base = await Promise.all(keys.map(async (k) => Number(await cluster.get(k))));
+  const before = await incrCallsAll();
+  const replies = keys.map(() => [] as number[]);
+  for (let round = 0; round < 10; round++)
+    await Promise.all(
+      keys.flatMap((k, j) => Array.from({ length: 100 }, () => cluster.incr(k).then((v) => void replies[j]!.push(v)))),
+    );
+  const commands = (await incrCallsAll()) - before;
+  for (const [j, k] of keys.entries()) {
+    assert.is(Number(await cluster.get(k)), base[j]! + 1000, `${k}: every increment landed once`);
+    assert.is(new Set(replies[j]).size, 1000, `${k}: no two callers saw the same value`);
+    assert.is(Math.max(...replies[j]!), base[j]! + 1000);
+  }
+  assert.ok(commands <= 60, `${commands} INCR/INCRBY commands for 3,000 increments`);
+  assert.ok(hotKeyStats(cluster).writeHot.coalescedIncrements >= 3000);
 });
 
 test.run();

