@@ -140,6 +140,31 @@ test('stale-if-error on a reload that hangs: after loadTimeoutMs its callers get
   assert.is(await s.hk.get('k', () => 'x'), 'v2');
 });
 
+test('a refresh still running at expiry: readers get the last value at once (stale-while-revalidate), then the new one', async () => {
+  const s = await setup({ loadTimeoutMs: 60_000 }); // refresh from ~720..800, fresh until 1000
+  assert.is(await s.hk.get('k', () => 'v1'), 'v1');
+  await at(s, 800);
+  const gate = deferred<string>();
+  let calls = 0;
+  const slow = () => (calls++, gate.promise);
+  assert.is(await s.hk.get('k', slow), 'v1', 'the refresh starts in the background');
+  await at(s, 1200);
+  const after = [s.hk.get('k', slow), s.hk.get('k', slow)];
+  assert.ok(await settledNow(Promise.all(after)), 'past expiry nobody waits on the hung refresh');
+  assert.equal(await Promise.all(after), ['v1', 'v1']);
+  assert.is(calls, 1, 'no second load');
+  assert.ok(s.hk.stats().staleServed >= 2);
+  gate.resolve('v2');
+  await waitFor('the refresh filled', () => s.hk.stats().loadsInFlight === 0);
+  assert.is(await s.hk.get('k', slow), 'v2');
+  await at(s, 5000); // v2's load began at 800: fresh until 1800, kept for stale-if-error until 4800
+  const gate2 = deferred<string>();
+  const late = s.hk.get('k', () => gate2.promise);
+  assert.not.ok(await settledNow(late), 'a value past cacheTtlMs + staleIfErrorMs is never served');
+  gate2.resolve('v3');
+  assert.is(await late, 'v3');
+});
+
 test('a loader resolving to undefined: returned, never cached, counted', async () => {
   const s = await setup();
   let calls = 0;

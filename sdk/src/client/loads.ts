@@ -10,7 +10,9 @@
  *   [.., s + T)                still fresh: the first reader after the refresh point starts one
  *                              background reload (`expiresAt` moves to s + T while it runs, so
  *                              readers stay on the hit path) and gets the current value
- *   [s + T, s + T + E)         expired, kept for stale-if-error only: a reader reloads (others
+ *   [s + T, s + T + E)         expired, kept for stale-if-error only. While the background reload
+ *                              begun before s + T is still running (a slow or frozen store),
+ *                              readers get the last value at once. Otherwise a reader reloads (others
  *                              join it); if that load fails (rejects, throws, times out after
  *                              loadTimeoutMs, or the limiter refuses it) the callers get the last
  *                              value, then every reader does until the value reloads, one retry
@@ -149,6 +151,13 @@ export class HotLoads {
       this.staleServed++;
       return held;
     }
+    const flight = this.#flights.get(key);
+    if (flight !== undefined && flight.startedAt < hot.freshUntil && this.#mayServeStale(key, hot, clock)) {
+      // its refresh began while the value was fresh and has not come back by expiry: the store
+      // is slow or down, so readers keep the last value (within staleIfErrorMs) instead of waiting
+      this.staleServed++;
+      return held;
+    }
     return this.#load(key, loader, hot, true) as Promise<T>;
   }
 
@@ -164,21 +173,24 @@ export class HotLoads {
   /** The answer to a caller whose load failed: the key's value if stale-if-error may serve it, else the error. */
   #stale(key: string, hot: HotState, err: unknown): unknown {
     const now = this.#o.readClock();
-    if (
-      this.#o.closed() ||
-      this.#o.hot.get(key) !== hot ||
-      hot.promise === undefined ||
-      now >= hot.keepUntil ||
-      now >= hot.lease.until ||
-      now >= hot.until ||
-      !hot.cache
-    ) {
-      throw err;
-    }
+    if (!this.#mayServeStale(key, hot, now)) throw err;
     this.staleServed++;
     if (hot.retryAt === 0) this.#o.onStale(key, err instanceof Error ? err : new Error(String(err)));
     if (hot.retryAt < now + RELOAD_RETRY_MS) hot.retryAt = now + RELOAD_RETRY_MS;
     return hot.value;
+  }
+
+  /** Whether the key's last value may be served past cacheTtlMs: still kept, leased, hot and cached by rule. */
+  #mayServeStale(key: string, hot: HotState, now: number): boolean {
+    return (
+      !this.#o.closed() &&
+      this.#o.hot.get(key) === hot &&
+      hot.promise !== undefined &&
+      now < hot.keepUntil &&
+      now < hot.lease.until &&
+      now < hot.until &&
+      hot.cache
+    );
   }
 
   /** The flight raced against what is left of loadTimeoutMs (made once per flight). */
