@@ -21,6 +21,10 @@ export interface Setup {
 }
 
 const open: { hk: HotKeyClient; peer: ProtocolPeer }[] = [];
+/** Has closeAll() close a client and peer a test made itself. */
+export function closeLater(hk: HotKeyClient, ...peers: ProtocolPeer[]): void {
+  for (const peer of peers) open.push({ hk, peer });
+}
 /** Closes every client and peer `setup` opened (a failed assertion skips a test's own teardown). */
 export async function closeAll(): Promise<void> {
   for (const { hk, peer } of open.splice(0)) {
@@ -29,11 +33,23 @@ export async function closeAll(): Promise<void> {
   }
 }
 
-export async function setup(opts: Partial<ClientOptions> = {}, rule: Partial<Rule> = {}, keys = ['k']): Promise<Setup> {
+/** A client connected to a fresh scripted hub, its first lease granted (unless the peer grants none). */
+export interface Connected {
+  hk: HotKeyClient;
+  peer: ProtocolPeer;
+  sock: PeerSocket;
+  clock: { t: number };
+}
+
+export type PeerOptions = Partial<ConstructorParameters<typeof ProtocolPeer>[0]>;
+
+/** One HotKeyClient (app `shop`, instance `i-1`, injected clock) welcomed by a ProtocolPeer; closed by closeAll(). */
+export async function connect(opts: Partial<ClientOptions> = {}, peerOpts: PeerOptions = {}): Promise<Connected> {
   const peer = await new ProtocolPeer({
     id: 'hub-a',
-    rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, ...rule }],
+    rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100 }],
     local: [10],
+    ...peerOpts,
   }).listen();
   const clock = { t: 0 };
   const socketP = peer.nextSocket();
@@ -48,7 +64,15 @@ export async function setup(opts: Partial<ClientOptions> = {}, rule: Partial<Rul
   open.push({ hk, peer });
   const sock = await socketP;
   await hk.ready({ signal: AbortSignal.timeout(3000) });
-  await waitFor('the first lease granted', () => sock.grants >= 1);
+  // the Grant goes out before anything the test sends next on this socket
+  if (peerOpts.leaseMs !== false) await waitFor('the first lease granted', () => sock.grants >= 1);
+  return { hk, peer, sock, clock };
+}
+
+/** `connect` with one catch-all rule (`rule` over RULE_DEFAULTS) and `keys` promoted. */
+export async function setup(opts: Partial<ClientOptions> = {}, rule: Partial<Rule> = {}, keys = ['k']): Promise<Setup> {
+  const c = await connect(opts, { rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, ...rule }] });
+  const { hk, sock } = c;
   const statuses: ClientStatus[] = [];
   void (async () => {
     for await (const s of hk.status()) statuses.push(s);
@@ -56,7 +80,7 @@ export async function setup(opts: Partial<ClientOptions> = {}, rule: Partial<Rul
   let seq = 0;
   for (const key of keys) sock.send({ t: MsgType.Promote, seq: ++seq, key, ...P });
   await waitFor('keys hot', () => keys.every((k) => hk.isHot(k)));
-  return { hk, peer, sock, clock, statuses, seq };
+  return { ...c, statuses, seq };
 }
 
 /** Moves the injected clock; the client reads it on the next task's first get(). */

@@ -5,72 +5,31 @@ import { HotKeyClient, type ClientOptions, type ClientStatus } from './client.ts
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Ownership } from '../ownership.ts';
 import { CloseCode, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '../wire/protocol.ts';
-import { ProtocolPeer, type PeerSocket } from '../../../test/support/protocol-peer.ts';
+import { ProtocolPeer } from '../../../test/support/protocol-peer.ts';
 import { waitFor } from '../../../test/support/wait.ts';
+import {
+  closeAll,
+  closeLater,
+  connect,
+  deferred,
+  type Connected,
+  type PeerOptions,
+} from '../../../test/support/sdk-client.ts';
 
 const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 10_000, cache: true, at: 0 };
 
-interface Setup {
-  peer: ProtocolPeer;
-  hk: HotKeyClient;
-  sock: PeerSocket;
-  clock: { t: number };
-}
+type Setup = Connected;
 
-async function setup(
-  opts: Partial<ClientOptions> = {},
-  peerOpts: Partial<ConstructorParameters<typeof ProtocolPeer>[0]> = {},
-): Promise<Setup> {
-  const peer = await new ProtocolPeer({
-    id: 'hub-a',
-    rules: [
-      {
-        ...RULE_DEFAULTS,
-        match: '*',
-        threshold: 100,
-      },
-    ],
-    local: [10],
-    ...peerOpts,
-  }).listen();
-  const clock = { t: 0 };
-  const socketP = peer.nextSocket();
-  const hk = new HotKeyClient({
-    app: 'shop',
-    hubs: [peer.url],
-    token: 's3cret',
-    instanceId: 'i-1',
-    flushIntervalMs: 10,
-    now: () => clock.t,
-    ...opts,
-  });
-  open.push({ hk, peer });
-  const sock = await socketP;
-  await hk.ready({ signal: AbortSignal.timeout(3000) });
-  // the Grant goes out before anything the test sends next on this socket
-  if (peerOpts.leaseMs !== false) await waitFor('the first lease granted', () => sock.grants >= 1);
-  return { peer, hk, sock, clock };
-}
+/** A client with token `s3cret` welcomed by a scripted hub (test/support/sdk-client.ts). */
+const setup = (opts: Partial<ClientOptions> = {}, peerOpts: PeerOptions = {}): Promise<Setup> =>
+  connect({ token: 's3cret', ...opts }, peerOpts);
 
 // A failed assertion skips a test's own teardown: close whatever it left open.
-const open: { hk: HotKeyClient; peer: ProtocolPeer }[] = [];
-test.after.each(async () => {
-  for (const { hk, peer } of open.splice(0)) {
-    await hk.close();
-    await peer.close();
-  }
-});
+test.after.each(closeAll);
 
 async function teardown(s: Setup): Promise<void> {
   await s.hk.close();
   await s.peer.close();
-}
-
-function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
-  return { promise, resolve, reject };
 }
 
 test('hello carries version, app, token, instance; ready resolves on welcome', async () => {
@@ -544,7 +503,7 @@ test('a hub that comes back under a new URL is reached there, whether met as a m
     const x1SocketP = x1.nextSocket();
     // a short backoff: the client keeps retrying the old URL throughout
     const hk = new HotKeyClient({ app: 'shop', hubs: xIsSeed ? x1.url : y.url, reconnectMinMs: 5, reconnectMaxMs: 20 });
-    open.push({ hk, peer: y }, { hk, peer: x1 });
+    closeLater(hk, y, x1);
     const statuses: ClientStatus[] = [];
     void (async () => {
       for await (const st of hk.status()) statuses.push(st);
@@ -557,7 +516,7 @@ test('a hub that comes back under a new URL is reached there, whether met as a m
     await waitFor('hub-x lost', () => hk.hubs().length === 1, 3000);
     assert.equal(hk.hubs(), ['hub-y']);
     const x2 = await new ProtocolPeer({ id: 'hub-x', rules, members: (self) => members(self) }).listen();
-    open.push({ hk, peer: x2 });
+    closeLater(hk, x2);
     const x2SocketP = x2.nextSocket();
     ySock.send({ t: MsgType.Members, epoch: 2, members: members(x2.url) });
     await x2SocketP;
