@@ -205,12 +205,15 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
       : createTlsServer({ ...httpServerOptions(tunables), cert: tls.cert, key: tls.key }, handler);
   httpGuard = guardHttpServer(httpServer, tunables);
   const { maxConnections } = httpGuard();
-  if (maxConnections < tunables.maxSessionsPerApp)
-    // the usual `ulimit -n` of 1024 would cap a hub at 896 SDK connections without a word
-    logger.warn(
+  if (maxConnections < tunables.maxSessionsPerApp) {
+    // the usual `ulimit -n` of 1024 would cap a hub at 896 SDK connections without a word; a cap
+    // above the 10,000 instances a hub is sized for is worth a line, not a warning on every start
+    const level = maxConnections < Math.min(tunables.maxSessionsPerApp, 10_000) ? 'warn' : 'info';
+    logger[level](
       { evt: 'connection_cap', maxConnections, maxSessionsPerApp: tunables.maxSessionsPerApp },
       `this hub accepts at most ${maxConnections} connections (open-file limit or maxConnections), fewer than maxSessionsPerApp: raise \`ulimit -n\` (about one descriptor per SDK connection, plus 128)`,
     );
+  }
   httpServer.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   httpServer.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
