@@ -111,7 +111,7 @@ test('a key driven hot by SDK clients shows within 2 s of its promotion and leav
     await waitFor(
       '3 instances reporting',
       async () => (await row('item:flash').locator('.c-instances').textContent()) === '3',
-      5000,
+      10_000, // all three must have reported within one window: slow on a box running the suite
     );
     assert.match((await row('item:flash').locator('.c-threshold').textContent()) ?? '', /^100\/500ms \(\d+\.\d×\)$/);
     await delay(2500); // let the sparkline collect a few samples for the screenshot

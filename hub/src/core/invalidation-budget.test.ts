@@ -7,13 +7,13 @@ import { InvalidationBudget, type Requester } from './invalidation-budget.ts';
 
 const req = (id: number): InvalidateRequest => ({ t: MsgType.InvalidateRequest, id, key: `k${id}` });
 
-function setup(rate: number, burst: number, maxQueued: number) {
+function setup(rate: number, burst: number, maxQueued: number, now: () => number = Date.now) {
   const routed: string[] = [];
   const budget = new InvalidationBudget({
     rate,
     burst,
     maxQueued,
-    now: () => Date.now(),
+    now,
     route: (from, r) => routed.push(`${(from as Requester & { name: string }).name}:${r.id}`),
   });
   const requester = (name: string) => ({
@@ -28,11 +28,15 @@ function setup(rate: number, burst: number, maxQueued: number) {
 }
 
 test('within the burst requests route at once; beyond it they wait and are released at the rate, in order', async () => {
-  const { budget, routed, requester } = setup(1000, 5, 100);
+  // the clock stands still while the 25 arrive (at 1000/s a slow millisecond would add a token)
+  const arrival = Date.now();
+  let frozen = true;
+  const { budget, routed, requester } = setup(1000, 5, 100, () => (frozen ? arrival : Date.now()));
   const a = requester('a');
   for (let i = 1; i <= 25; i++) budget.request(a, req(i));
   assert.is(routed.length, 5);
   assert.is(budget.stats.queued, 20);
+  frozen = false;
   await waitFor('the queue to drain at 1000/s', () => routed.length === 25, 2000);
   assert.equal(
     routed,
