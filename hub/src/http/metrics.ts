@@ -298,97 +298,97 @@ const CORE_FAMILIES: Family[] = [
     read: (x) => x.s.cluster?.badMessages,
     group: 'cluster',
   },
-  ...protectionFamily(
+  protectionFamily(
     'counter',
     'hotkey_promotions_solo_refused_total',
     'Crossings not promoted: the only reporter was out of its solo budget.',
     (p) => p.promotionsSoloRefused,
   ),
-  ...protectionFamily(
+  protectionFamily(
     'counter',
     'hotkey_promotions_cap_refused_total',
     "Crossings not promoted: the app's hot set was full of stronger keys.",
     (p) => p.promotionsCapRefused,
   ),
-  ...protectionFamily(
+  protectionFamily(
     'counter',
     'hotkey_promotions_displaced_total',
     'Hot keys demoted to make room for a stronger one.',
     (p) => p.promotionsDisplaced,
   ),
-  ...protectionFamily(
+  protectionFamily(
     'counter',
     'hotkey_intake_queued_total',
     'Frames that waited in the fair intake.',
     (p) => p.intakeQueued,
   ),
-  ...protectionFamily(
+  protectionFamily(
     'counter',
     'hotkey_intake_paused_total',
     'Connections paused (not read) for their intake backlog.',
     (p) => p.intakePaused,
   ),
-  ...protectionFamily(
+  protectionFamily(
     'counter',
     'hotkey_intake_yields_total',
     'Intake drains that yielded to the event loop with work left.',
     (p) => p.intakeYields,
   ),
-  ...protectionFamily(
+  protectionFamily(
     'gauge',
     'hotkey_intake_queued_bytes',
     'Bytes waiting in the fair intake.',
     (p) => p.intakeQueuedBytes,
   ),
-  ...protectionFamily(
+  protectionFamily(
     'counter',
     'hotkey_invalidations_delayed_total',
     "Invalidation requests that waited for their connection's budget.",
     (p) => p.invalidationsDelayed,
   ),
-  ...protectionFamily(
+  protectionFamily(
     'counter',
     'hotkey_invalidations_rate_limited_total',
     'Connections closed (4012) for overflowing their invalidation queue.',
     (p) => p.invalidationsRateLimited,
   ),
-  ...protectionFamily(
+  protectionFamily(
     'counter',
     'hotkey_resyncs_coalesced_total',
     'Resyncs answered by a Snapshot already due (rate limit per connection).',
     (p) => p.resyncsCoalesced,
   ),
-  ...admissionFamily(
+  admissionFamily(
     'counter',
     'hotkey_ws_origin_refused_total',
     'WebSocket handshakes refused (403) for their Origin.',
     (a) => a.originRefused,
   ),
-  ...admissionFamily(
+  admissionFamily(
     'counter',
     'hotkey_ws_unauthenticated_evicted_total',
     'Sockets closed (4009) to keep the caps on sockets without a Hello.',
     (a) => a.unauthenticatedEvicted,
   ),
-  ...admissionFamily(
+  admissionFamily(
     'counter',
     'hotkey_ws_prehello_over_budget_total',
     'Sockets closed (4004) for sending more than the pre-Hello budget.',
     (a) => a.preHelloOverBudget,
   ),
-  ...admissionFamily(
+  admissionFamily(
     'gauge',
     'hotkey_ws_unauthenticated',
     'Sockets open without an accepted Hello.',
     (a) => a.unauthenticated,
   ),
-  ...admissionFamily(
+  admissionFamily(
     'gauge',
     'hotkey_http_pending_connections',
     'HTTP connections without a complete first request.',
     (a) => a.httpPending,
   ),
-  ...admissionFamily(
+  admissionFamily(
     'counter',
     'hotkey_http_pending_evicted_total',
     'HTTP connections closed to make room for newer ones.',
@@ -403,8 +403,8 @@ function protectionFamily(
   name: string,
   help: string,
   read: (p: ProtectionCounters) => number,
-): Family[] {
-  return [{ name, type, help, read: (x) => read(x.s.protection) }];
+): Family {
+  return { name, type, help, read: (x) => read(x.s.protection) };
 }
 
 function admissionFamily(
@@ -412,16 +412,9 @@ function admissionFamily(
   name: string,
   help: string,
   read: (a: AdmissionMetrics) => number,
-): Family[] {
-  return [
-    {
-      name,
-      type,
-      help,
-      read: (x) => (x.s.admission === undefined ? undefined : read(x.s.admission)),
-      group: 'admission',
-    },
-  ];
+): Family {
+  const admission = (x: Snapshot) => (x.s.admission === undefined ? undefined : read(x.s.admission));
+  return { name, type, help, read: admission, group: 'admission' };
 }
 
 /** The hub's /metrics registry; the core's MetricsObserver (startHub plugs it in). */
