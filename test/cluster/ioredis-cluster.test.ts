@@ -11,7 +11,7 @@ import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { RedisCluster } from '../support/redis-cluster.ts';
+import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
 import { waitFor } from '../support/wait.ts';
 import { request } from '../support/http.ts';
 
@@ -29,13 +29,9 @@ const configPath = writeConfig(
 let redisCluster: RedisCluster;
 let hub: HubProcess;
 let hk: HotKeyClient;
-const opened: Cluster[] = [];
+const opened: (Cluster | Redis)[] = [];
 
-function cluster(): Cluster {
-  const c = new Cluster(redisCluster.nodes, { redisOptions: { maxRetriesPerRequest: 1 } });
-  opened.push(c);
-  return c;
-}
+const { cluster } = clientsOf(() => redisCluster, opened);
 
 async function promote(key: string): Promise<void> {
   const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, {

@@ -12,11 +12,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Cluster, Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { ErrorCode, type HotKeyClient } from '@hotkey/sdk';
 import { keySlot, REPLICA_TTL_MS, replicaStats, withHotKeys } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
-import { RedisCluster } from '../support/redis-cluster.ts';
+import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { summary } from '../support/staleness.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
@@ -41,16 +41,7 @@ let standalone: RedisServer;
 const opened: (Cluster | Redis)[] = [];
 const children: ChildProcess[] = [];
 
-function cluster(): Cluster {
-  const c = new Cluster(rc.nodes, { redisOptions: { maxRetriesPerRequest: 1 } });
-  opened.push(c);
-  return c;
-}
-function node(port: number): Redis {
-  const c = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
-  opened.push(c);
-  return c;
-}
+const { cluster, node } = clientsOf(() => rc, opened);
 function single(): Redis {
   const c = new Redis({ host: '127.0.0.1', port: standalone.port, maxRetriesPerRequest: 1 });
   opened.push(c);

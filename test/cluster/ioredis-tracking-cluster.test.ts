@@ -9,10 +9,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
-import { RedisCluster } from '../support/redis-cluster.ts';
+import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
 import { measureStaleness, readsNew, summary, warm, type Reader } from '../support/staleness.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
@@ -30,16 +30,7 @@ const opened: (Cluster | Redis)[] = [];
 /** one hot key per master: port → key */
 const keyOn = new Map<number, string>();
 
-function cluster(): Cluster {
-  const c = new Cluster(rc.nodes, { redisOptions: { maxRetriesPerRequest: 1 } });
-  opened.push(c);
-  return c;
-}
-function node(port: number): Redis {
-  const c = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
-  opened.push(c);
-  return c;
-}
+const { cluster, node } = clientsOf(() => rc, opened);
 
 async function readers(n: number): Promise<Reader[]> {
   const hks = await e2e.sdks(n, () => ({ flushIntervalMs: 20 }));

@@ -9,6 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Cluster, Redis } from 'ioredis';
 import { EPHEMERAL_ARGS, freePort } from './redis-server.ts';
 import { delay, waitFor } from './wait.ts';
 
@@ -103,4 +104,19 @@ export class RedisCluster {
 
 function cli(port: number, ...args: string[]): string {
   return spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 }).stdout ?? '';
+}
+
+/**
+ * A test's client factories for a cluster started later (`rc` is read at each call): a Cluster
+ * client, or a plain connection to one node, each pushed on `opened` for the test to disconnect.
+ */
+export function clientsOf(rc: () => RedisCluster, opened: (Cluster | Redis)[]) {
+  const track = <C extends Cluster | Redis>(c: C): C => {
+    opened.push(c);
+    return c;
+  };
+  return {
+    cluster: (): Cluster => track(new Cluster(rc().nodes, { redisOptions: { maxRetriesPerRequest: 1 } })),
+    node: (port: number): Redis => track(new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 })),
+  };
 }
