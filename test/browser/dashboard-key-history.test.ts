@@ -7,11 +7,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { HotKeyClient } from '@hotkey/sdk';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import type { HotKeyClient } from '@hotkey/sdk';
+import { type HubProcess, writeConfig } from '../support/hub-process.ts';
+import { startHubFixture, stopHubFixture } from './hub-fixture.ts';
 import { drive, type Driver } from '../support/traffic.ts';
-import { ARTIFACTS, Chromium, type WatchedPage } from './chromium.ts';
-import { delay, waitFor, within } from '../support/wait.ts';
+import { ARTIFACTS, type Chromium, type WatchedPage } from './chromium.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const RATE = 400;
 const KEY = 'item:hist/a'; // a '/' in the key: the route and the API must both keep it
@@ -21,7 +22,7 @@ const configPath = writeConfig(config, 'hotkey-browser-qps-');
 let hub: HubProcess;
 let browser: Chromium;
 let driver: Driver | undefined;
-const clients: HotKeyClient[] = [];
+let clients: HotKeyClient[] = [];
 
 async function apiJson(path: string): Promise<any> {
   const res = await fetch(`${hub.httpUrl}${path}`, { signal: AbortSignal.timeout(5000) });
@@ -37,20 +38,10 @@ async function chartData(page: WatchedPage): Promise<{ points: number; history: 
 }
 
 test.before(async () => {
-  hub = await within('hub start', HubProcess.start({ args: ['--config', configPath] }), 40_000);
-  browser = await within('chromium launch', Chromium.launch(), 40_000);
-  const list = Array.from(
-    { length: 3 },
-    (_, i) => new HotKeyClient({ app: 'shop', hubs: [hub.url], host: `web-${i + 1}`, reconnectMaxMs: 300 }),
-  );
-  clients.push(...list);
-  await Promise.all(list.map((hk) => hk.ready({ signal: AbortSignal.timeout(5000) })));
+  ({ hub, browser, clients } = await startHubFixture(configPath, 3));
 });
 
-test.after(async () => {
-  driver?.stop();
-  await within('teardown', Promise.all([...clients.map((hk) => hk.close()), browser?.close(), hub?.stop()]), 20_000);
-});
+test.after(() => stopHubFixture({ hub, browser, clients }, driver));
 
 test('a key hot for a few seconds shows its earlier QPS points as soon as its detail opens, then live ones', async () => {
   driver = drive(clients, KEY, RATE);

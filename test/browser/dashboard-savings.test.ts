@@ -8,11 +8,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
-import { HotKeyClient } from '@hotkey/sdk';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import type { HotKeyClient } from '@hotkey/sdk';
+import { type HubProcess, writeConfig } from '../support/hub-process.ts';
+import { startHubFixture, stopHubFixture } from './hub-fixture.ts';
 import { drive, type Driver } from '../support/traffic.ts';
-import { ARTIFACTS, Chromium } from './chromium.ts';
-import { waitFor, within } from '../support/wait.ts';
+import { ARTIFACTS, type Chromium } from './chromium.ts';
+import { waitFor } from '../support/wait.ts';
 
 const RATE = 400;
 const KEY = 'item:saved';
@@ -22,7 +23,7 @@ const configPath = writeConfig(config, 'hotkey-browser-savings-');
 let hub: HubProcess;
 let browser: Chromium;
 let driver: Driver | undefined;
-const clients: HotKeyClient[] = [];
+let clients: HotKeyClient[] = [];
 
 /** a canvas's pixels as a data URL (runs in the page; the test's tsconfig has no DOM types) */
 const image = (c: unknown) => (c as { toDataURL(): string }).toDataURL();
@@ -39,20 +40,10 @@ async function hotRow(): Promise<Row | undefined> {
 }
 
 test.before(async () => {
-  hub = await within('hub start', HubProcess.start({ args: ['--config', configPath] }), 40_000);
-  browser = await within('chromium launch', Chromium.launch(), 40_000);
-  const list = Array.from(
-    { length: 2 },
-    (_, i) => new HotKeyClient({ app: 'shop', hubs: [hub.url], host: `web-${i + 1}`, reconnectMaxMs: 300 }),
-  );
-  clients.push(...list);
-  await Promise.all(list.map((hk) => hk.ready({ signal: AbortSignal.timeout(5000) })));
+  ({ hub, browser, clients } = await startHubFixture(configPath, 2));
 });
 
-test.after(async () => {
-  driver?.stop();
-  await within('teardown', Promise.all([...clients.map((hk) => hk.close()), browser?.close(), hub?.stop()]), 20_000);
-});
+test.after(() => stopHubFixture({ hub, browser, clients }, driver));
 
 test('a hot key read through get() shows served locally %, loads/s and reads spared/s; /metrics has the totals', async () => {
   driver = drive(clients, KEY, RATE, 'get');
