@@ -20,13 +20,14 @@ import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sd
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
+import { hostNow } from '../support/host-clock.ts';
 
 const THRESHOLD = 1000;
 const GENERATORS = 2;
 const THIN_FACTOR = 1.2;
 const THIN_AT = 5000;
 
-const wallNow = () => performance.timeOrigin + performance.now();
+const wallNow = hostNow;
 
 /** A raw SDK connection that reports keys over the threshold and notes when each came back promoted. */
 async function trigger(url: string, name: string) {

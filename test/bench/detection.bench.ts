@@ -9,12 +9,13 @@ import os from 'node:os';
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
+import { hostNow } from '../support/host-clock.ts';
 
 const THRESHOLD = 1000;
 const SURGE_FACTOR = 10;
 const GENERATORS = 2;
 
-const wallNow = () => performance.timeOrigin + performance.now();
+const wallNow = hostNow;
 
 async function run(sdks: number, surges: number) {
   const server = await startServer('hub', { threshold: THRESHOLD });

@@ -12,6 +12,7 @@ import { encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.t
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer } from './server-process.ts';
 import { connectSdkWorkers } from './sdk-workers.ts';
+import { hostNow } from '../support/host-clock.ts';
 
 const THRESHOLD = 1000;
 const WORKERS = 2;
@@ -65,7 +66,7 @@ async function run(kind: 'sdk' | 'naive', sdks: number, promotions: number) {
     const t1 = performance.now();
     for (let p = 0; p < promotions; p++) {
       const key = `fan:${kind}:${p}`;
-      const sentAt = performance.timeOrigin + performance.now();
+      const sentAt = hostNow();
       send(key);
       for (const w of workers) w.send({ type: 'collect', key, deadlineMs: 5000 });
       const results = await Promise.all(

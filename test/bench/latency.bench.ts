@@ -10,6 +10,7 @@
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer } from './server-process.ts';
 import { connectSdkWorkers } from './sdk-workers.ts';
+import { hostNow } from '../support/host-clock.ts';
 
 const THRESHOLD = 1000;
 const SURGE_FACTOR = 10;
@@ -30,7 +31,7 @@ async function run(
     let missing = 0;
     for (let s = 0; s < surges; s++) {
       const key = `surge:${kind}:${sdks}:${s}`;
-      const startAt = performance.timeOrigin + performance.now() + 100;
+      const startAt = hostNow() + 100;
       const rate = (SURGE_FACTOR * THRESHOLD) / sdks;
       for (const w of workers) w.send({ type: 'surge', key, rate, startAt, durationMs: 5000 });
       for (const w of workers) w.send({ type: 'collect', key, deadlineMs: 6000 });

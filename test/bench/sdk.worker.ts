@@ -1,24 +1,25 @@
 /**
  * A process hosting many SDK instances (real HotKeyClients, or naive clients) for the latency and
  * fan-out benchmarks. It records, per key, the wall-clock time each instance learned the key is
- * hot (`performance.timeOrigin + performance.now()`: comparable across processes on one host).
+ * hot (hostNow: one clock for every process on the host).
  *
  *   <- { type: 'connect', url, count, kind: 'sdk' | 'naive', flushIntervalMs? }  -> { type: 'connected' }
  *   <- { type: 'surge', key, rate, startAt, durationMs }  every instance tracks `key` at `rate`/s from
- *      `startAt` (wall ms) until it sees the key hot or `durationMs` passes
+ *      `startAt` (host ms, hostNow) until it sees the key hot or `durationMs` passes
  *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, missing }
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { NaiveClient } from './baseline/naive-client.ts';
 import { fromParent, toParent } from './harness.ts';
 import { waitFor } from '../support/wait.ts';
+import { hostNow } from '../support/host-clock.ts';
 
 interface Instance {
   track(key: string): void;
   close(): Promise<void>;
 }
 
-const wallNow = () => performance.timeOrigin + performance.now();
+const wallNow = hostNow;
 /** key -> receipt time per instance index */
 const seen = new Map<string, Map<number, number>>();
 function mark(key: string, index: number): void {

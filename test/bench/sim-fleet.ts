@@ -45,13 +45,13 @@ export class SimFleet {
     for (const reply of await Promise.all(asks)) if (reply?.error) throw new Error(`simulated SDKs: ${reply.error}`);
   }
 
-  /** Every instance accesses `key` so that the fleet's total is `totalRate`/s, from `startAt` (wall ms). */
+  /** Every instance accesses `key` so that the fleet's total is `totalRate`/s, from `startAt` (host ms, hostNow). */
   surge(key: string, totalRate: number, startAt: number, durationMs: number): void {
     const rate = totalRate / Math.max(1, this.size);
     for (const w of this.workers) w.send({ type: 'surge', key, rate, startAt, durationMs });
   }
 
-  /** When each instance saw `key` promoted (wall ms), and how many never did within `deadlineMs`. */
+  /** When each instance saw `key` promoted (host ms, hostNow), and how many never did within `deadlineMs`. */
   async collect(key: string, deadlineMs: number): Promise<{ times: number[]; missing: number }> {
     for (const w of this.workers) w.send({ type: 'collect', key, deadlineMs });
     const results = await Promise.all(

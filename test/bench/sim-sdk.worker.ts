@@ -23,6 +23,7 @@ import { once } from 'node:events';
 import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/reporter.ts';
 import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
 import { toParent } from './harness.ts';
+import { hostNow } from '../support/host-clock.ts';
 
 const SLICES = 10;
 const SLICE_MS = 100;
@@ -31,7 +32,7 @@ const TICK_MS = 5;
 /** slices a key stays urgent after its first crossing (window.ts urgentSlices) */
 const URGENT_SLICES = 3;
 
-const wallNow = () => performance.timeOrigin + performance.now();
+const wallNow = hostNow;
 
 interface Connect {
   url: string;

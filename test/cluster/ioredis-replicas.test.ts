@@ -20,6 +20,7 @@ import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { summary } from '../support/staleness.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
+import { hostNow } from '../support/host-clock.ts';
 
 const READER = fileURLToPath(new URL('../support/replica-reader.ts', import.meta.url));
 const e2e = hubInProcess(test, {
@@ -190,7 +191,7 @@ async function checker(deployment: 'cluster' | 'standalone'): Promise<void> {
   const plain = make();
   let v = 1;
   await writer.set(key, `v${v}`);
-  const now = (): number => performance.timeOrigin + performance.now();
+  const now = hostNow;
   const writes: Write[] = [{ v, ackAt: now(), kind: 'wrapper' }];
   const copies = 3;
   const readers = await Promise.all(

@@ -9,8 +9,7 @@
  * SIGKILL of a reader process (and a new one), a Redis restart.
  *
  * The check: a read is STALE when it returns a version older than one whose write was
- * acknowledged before the read began (one clock for every process: performance.timeOrigin +
- * performance.now()). Wrapper writes must have 0 stale reads, under every fault. Outside writes
+ * acknowledged before the read began (one clock for every process of the host: hostNow). Wrapper writes must have 0 stale reads, under every fault. Outside writes
  * are counted and reported, not failed on (they are bounded once Redis tracking lands). The
  * Lettuce #3481 race — an invalidation between a miss and its fill — is checked on a key read
  * through hk.get with a deliberately slow fill (the value is read, then held 15 ms).
@@ -24,9 +23,10 @@ import { Redis } from 'ioredis';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
+import { hostNow } from '../support/host-clock.ts';
 
 const WORKER = fileURLToPath(new URL('./consistency-worker.ts', import.meta.url));
-const now = (): number => performance.timeOrigin + performance.now();
+const now = hostNow;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** fault phases are short: the whole file stays under about a minute on two busy cores */
 const PHASE_MS = Number(process.env.CK_PHASE_MS ?? 3000);
@@ -123,33 +123,36 @@ function pct(sorted: number[], p: number): number {
 const fmt = (x: number) => (Number.isNaN(x) ? '—' : `${Math.round(x)}`);
 
 interface Verdict {
-  stale: Read[];
+  /** each stale read, with the acknowledged write it missed (the newest one acked before it began) */
+  stale: { read: Read; missed: Write }[];
   /** per write: ms from its start to the start of the last read that still returned an older version */
   staleness: Map<Write, number>;
 }
 
 /**
  * Stale reads of `key`: versions older than the newest write acknowledged before the read began.
- * Absent values (version 0) after `redisLostAt` are Redis's lost data, not a stale cache.
+ * Absent values (version 0) from reads that ended after `redisLostAt` are Redis's lost data, not a
+ * stale cache (a read in flight when Redis died may be answered by the restarted, empty one).
  */
 function judge(key: string, redisLostAt: number): Verdict {
   const ws = writes.filter((w) => w.key === key).sort((a, b) => a.end - b.end);
   const acked = ws.filter((w) => w.acked);
   const rs = reads.filter((r) => r.key === key).sort((a, b) => a.start - b.start);
-  const stale: Read[] = [];
+  const stale: Verdict['stale'] = [];
   let i = 0;
-  let newestAcked = 0;
+  let newestAcked: Write | undefined;
   for (const r of rs) {
-    while (i < acked.length && acked[i]!.end < r.start) newestAcked = Math.max(newestAcked, acked[i++]!.v);
-    if (r.v === 0 && r.start >= redisLostAt) continue;
-    if (r.v < newestAcked) stale.push(r);
+    for (; i < acked.length && acked[i]!.end < r.start; i++)
+      if (newestAcked === undefined || acked[i]!.v > newestAcked.v) newestAcked = acked[i];
+    if (r.v === 0 && r.end >= redisLostAt) continue;
+    if (newestAcked !== undefined && r.v < newestAcked.v) stale.push({ read: r, missed: newestAcked });
   }
   // staleness of each write: how long after it started did reads still see something older
   const staleness = new Map<Write, number>();
   const byStart = [...ws].sort((a, b) => a.start - b.start);
   for (const w of byStart) staleness.set(w, 0);
   for (const r of rs) {
-    if (r.v === 0 && r.start >= redisLostAt) continue;
+    if (r.v === 0 && r.end >= redisLostAt) continue;
     // writes newer than r.v that started before r: r was stale for them (visibility lag)
     for (let j = byStart.length - 1; j >= 0; j--) {
       const w = byStart[j]!;
@@ -256,7 +259,7 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   );
   for (const p of phases) {
     const inP = (t: number) => t >= p.from && t < p.to;
-    const staleOf = (k: string) => verdicts.get(k)!.stale.filter((r) => inP(r.start)).length;
+    const staleOf = (k: string) => verdicts.get(k)!.stale.filter(({ read }) => inP(read.start)).length;
     const lat = writes
       .filter((w) => w.kind === 'wrapper' && w.proc === 'w0' && w.key === KEY_A && w.acked && inP(w.start))
       .map((w) => w.end - w.start)
@@ -275,8 +278,12 @@ test('no read returns a version older than an acknowledged wrapper write, under 
     );
   }
   for (const k of [...wrapperKeys, KEY_RACE]) {
-    for (const r of verdicts.get(k)!.stale.slice(0, 5))
-      log(`  STALE ${k} v${r.v} read by ${r.proc} at ${phaseOf(r.start)} +${Math.round(r.start - phases[0]!.from)} ms`);
+    for (const { read: r, missed: w } of verdicts.get(k)!.stale.slice(0, 5))
+      log(
+        `  STALE ${k} v${r.v} read by ${r.proc} at ${phaseOf(r.start)} +${Math.round(r.start - phases[0]!.from)} ms ` +
+          `(took ${(r.end - r.start).toFixed(1)} ms); missed v${w.v} written by ${w.proc}, ` +
+          `acked ${(r.start - w.end).toFixed(1)} ms before the read began, ${w.v - r.v} versions behind`,
+      );
   }
   // the figures outlive the run (the runner shows a passing file's output only on failure)
   const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url));

@@ -2,7 +2,7 @@
  * One process of the consistency checker (consistency-checker.test.ts): an SDK instance with an
  * ioredis client wrapped by withHotKeys, running reader loops and, by role, a wrapper writer or
  * a plain-ioredis (outside) writer. Every operation is recorded with times on one clock shared
- * by every process of the machine (performance.timeOrigin + performance.now()) and sent to the
+ * by every process of the machine (hostNow, CLOCK_MONOTONIC) and sent to the
  * parent in batches over IPC. Configured by the CK_CONFIG environment variable (JSON).
  *
  * Records (arrays, to keep IPC small):
@@ -13,6 +13,7 @@
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { Redis } from 'ioredis';
+import { hostNow } from '../support/host-clock.ts';
 
 interface Config {
   id: string;
@@ -31,7 +32,7 @@ interface Config {
 }
 
 const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
-const now = (): number => performance.timeOrigin + performance.now();
+const now = hostNow;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const tick = () => new Promise<void>((r) => setImmediate(r));
 

@@ -2,7 +2,7 @@
  * A reader process of the replica staleness checker (test/cluster/ioredis-replicas.test.ts): SDK
  * instances, each with its own wrapped ioredis client (a Cluster or a standalone Redis), reading
  * one key in loops. Every read is recorded as its start time (one clock for every process of the
- * machine: performance.timeOrigin + performance.now()) and the version it returned (`v<n>`; 0
+ * machine: hostNow) and the version it returned (`v<n>`; 0
  * when absent). Configured by RR_CONFIG (JSON); talks to the parent over IPC:
  *   → { type: 'ready' }                 every instance reads the key through its replicas
  *   ← { type: 'stop' }
@@ -11,6 +11,7 @@
 import { HotKeyClient } from '@hotkey/sdk';
 import { replicaStats, withHotKeys } from '@hotkey/sdk/ioredis';
 import { Cluster, Redis } from 'ioredis';
+import { hostNow } from './host-clock.ts';
 
 interface Config {
   hub: string;
@@ -25,7 +26,7 @@ interface Config {
 }
 
 const cfg = JSON.parse(process.env.RR_CONFIG ?? '{}') as Config;
-const now = (): number => performance.timeOrigin + performance.now();
+const now = hostNow;
 const starts: number[] = [];
 const versions: number[] = [];
 let running = true;
