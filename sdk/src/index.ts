@@ -7,6 +7,7 @@ export type {
   ClientStatus,
   DemoteInfo,
   InvalidateInfo,
+  InvalidateOptions,
   InvalidateResult,
   PromoteInfo,
 } from './client/client.ts';

@@ -39,6 +39,13 @@ export class HubMetrics {
   fills = 0;
   pushesAccepted = 0;
   pushesDiscarded = 0;
+  /** of the discarded: over maxPushBytes */
+  pushesOversized = 0;
+  /** updates (invalidations carrying the new value) broadcast with their value / refused for size (plain invalidation) */
+  updatesPushed = 0;
+  updatesOversized = 0;
+  /** invalidations sent because the session that supplied a pushed value left */
+  orphanInvalidations = 0;
   /** reads of hot keys the SDKs answered from their local caches / loader calls they made for hot keys (from their reports) */
   localHits = 0;
   loaderCalls = 0;

@@ -34,6 +34,7 @@ function setup(n = 3) {
     sessions: () => sessions,
     metrics,
     fillTimeoutMs: 500,
+    maxPushBytes: 1024,
     tickMs: 100,
     pick: () => next++ % sessions.length, // the first session, then the next one
   });

@@ -22,6 +22,7 @@ import {
   MsgType,
   PROTOCOL_VERSION,
   type Hello,
+  type InvalidateRequest,
   type Member,
   type SdkDemoteReason,
   type ServerMessage,
@@ -30,7 +31,7 @@ import {
 import { PendingInvalidations } from './invalidations.ts';
 import { applyGrant, askLease, LEASE_MARGIN_MS } from './leases.ts';
 import { HotLoads, REFRESH_JITTER, type LoadPolicy } from './loads.ts';
-import { ValuePush, type PushCounters } from './push.ts';
+import { ValuePush, type PushCodec, type PushCounters } from './push.ts';
 import { HUB_URL, HubLinks, type HubLink } from './links.ts';
 import { Reporter } from './reporter.ts';
 import { applySnapshot, inSequence } from './resync.ts';
@@ -66,6 +67,18 @@ export interface InvalidateInfo {
   seq: number;
   /** the key names a flushed namespace (`invalidateAll`): every cached value was dropped */
   flush?: true;
+}
+/** `invalidate(key, options)` */
+export interface InvalidateOptions {
+  /**
+   * The key's new value (value push, Redisson's UPDATE): if the key is hot and its rule shares
+   * values (`share: true`), every instance drops the old value and caches this one in the same
+   * step, instead of reloading. Only a value read back after the write, through a source that
+   * vouches for it, belongs here (the ioredis wrapper's `writes: 'update'`). A value that is not
+   * pushable or over `maxPushBytes`, or a key not hot and shared here: a plain invalidation.
+   * @default undefined (a plain invalidation)
+   */
+  value?: unknown;
 }
 /** What a resolved `invalidate()` says. */
 export interface InvalidateResult {
@@ -489,17 +502,42 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    * tell stop serving the old value within one lease (its leaseMs, 2 s by default), but if the hub
    * never heard of it, instances connected to it keep the value until cacheTtlMs — retry.
    */
-  invalidate(key: string): Promise<InvalidateResult> {
+  invalidate(key: string, options?: InvalidateOptions): Promise<InvalidateResult> {
     checkKey(key);
+    if (options !== undefined && (typeof options !== 'object' || options === null))
+      throw new TypeError('invalidate: options must be an object');
     if (this.#closed) return Promise.reject(new HotKeyError(ErrorCode.Closed, 'client is closed'));
-    this.#dropValue(key);
+    const update = options?.value === undefined ? undefined : this.#push.packUpdate(key, options.value);
+    // an update's own drop does not guard against its value coming back (push.ts)
+    if (update === undefined) this.#dropValue(key);
+    else this.#push.keepGuard(key, () => this.#dropValue(key));
     this.#invalidationCount++;
     const hub = this.#links.owner(key);
     if (hub === undefined)
       return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to invalidate "${key}"`));
-    return this.#invalidations.add(key, hub, (id, to) =>
-      this.#links.get(to)?.conn.send({ t: MsgType.InvalidateRequest, id, key }),
-    );
+    if (update === undefined)
+      return this.#invalidations.add(key, hub, (id, to) =>
+        this.#links.get(to)?.conn.send({ t: MsgType.InvalidateRequest, id, key }),
+      );
+    const request = { t: MsgType.InvalidateRequest, key, value: update.bytes } as InvalidateRequest;
+    if (update.form !== undefined) request.form = update.form;
+    const done = this.#invalidations.add(key, hub, (id, to) => this.#links.get(to)?.conn.send({ ...request, id }));
+    this.#push.vouch(key, update);
+    return done;
+  }
+
+  /** Whether `key` is hot here, cached, and its rule shares values (`share: true`): value push applies to it. */
+  isShared(key: string): boolean {
+    const hot = this.#hot.get(key);
+    return hot !== undefined && hot.until > this.#clock && hot.cache && this.#rules.ruleFor(key)?.share === true;
+  }
+
+  /**
+   * For adapters that cache values of their own shape (the ioredis wrapper's records): how they
+   * are pushed and injected, and who vouches for them (push.ts PushCodec). One per client.
+   */
+  usePushCodec(codec: PushCodec): void {
+    this.#push.codec = codec;
   }
 
   /**
@@ -787,6 +825,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       case MsgType.Invalidate: {
         this.#sequence(link, message.seq);
         if (message.flush === true) this.#dropAll();
+        else if (message.value !== undefined) this.#push.update(link, message, () => this.#dropValue(message.key));
         else this.#dropValue(message.key);
         link.conn.send({ t: MsgType.Applied, seq: message.seq });
         this.emit(

@@ -36,6 +36,8 @@ import { WriteHot } from './write-hot.ts';
 import { Breakers, exportBreakerMetrics, type BreakerOptions } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaOptions, type ReplicaStats } from './replicas.ts';
+import { record, SharedRecords, type Rec } from './shared-records.ts';
+import { UpdateWrites } from './update-writes.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
@@ -61,6 +63,17 @@ export interface WithHotKeysOptions {
    * @default {} (on, copies live 2 s)
    */
   replicas?: false | ReplicaOptions;
+  /**
+   * What a write of a hot key whose rule shares values (`share: true`) sends every instance:
+   * 'invalidate' (they drop it and reload) or 'update' (Redisson's UPDATE: a `SET`, `SETEX` or
+   * `PSETEX` on its own — not in a pipeline or MULTI — is read back with its TTL through this
+   * instance's tracking once Redis replied, and the invalidation carries that value: every
+   * instance drops the old value and caches the new one in the same step, without a read of its
+   * own; this instance vouches for it like a filler, update-writes.ts). Other writes, keys not
+   * shared, values over `maxPushBytes`, tracking down: an invalidation, as with 'invalidate'.
+   * @default 'invalidate'
+   */
+  writes?: 'invalidate' | 'update';
 }
 
 /** The fields of ioredis's Command the hook reads or replaces (public in JS, partly untyped). */
@@ -79,22 +92,6 @@ type Client = Redis | Cluster;
 type Send = (this: Client, command: Cmd, stream?: unknown, node?: unknown) => unknown;
 type CmdCtor = new (name: string, args: unknown[], opts: object) => Cmd;
 
-/**
- * What a hot read caches: one entry per Redis key, tagged with the namespace it came from, and
- * with the key's expiry in Redis (PTTL read in the same round trip, measured from before the
- * read was sent, so the local copy always ends first; undefined: no TTL).
- */
-type Rec = (
-  | { kind: 'string'; value: unknown }
-  | { kind: 'hash'; value: Readonly<Record<string, unknown>> }
-  | { kind: 'field'; value: unknown }
-) & {
-  ns: string;
-  expiresAt: number | undefined;
-  /** the tracking session it was read under (UNTRACKED: none could be used); undefined: tracking is off */
-  session: TrackingSession | undefined;
-};
-
 /** Whether a cached record may still be served: Redis has not expired the key. */
 function fresh(rec: Rec): boolean {
   return rec.expiresAt === undefined || performance.now() < rec.expiresAt;
@@ -112,7 +109,7 @@ function vouched(rec: Rec): boolean {
 function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec> {
   return Promise.all([rec, Promise.resolve(pttl).catch(() => -1)]).then(([r, ms]) => {
     if (typeof ms === 'number' && ms >= 0) r.expiresAt = askedAt + ms;
-    return r;
+    return record(r);
   });
 }
 
@@ -128,10 +125,13 @@ const HOOK: unique symbol = Symbol('hotkey.ioredis');
 export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
 /** the circuit breakers (breaker.ts) of a wrapped client, for `hotKeyStats` */
 export const BREAKERS: unique symbol = Symbol('hotkey.breakers');
+/** value push of a wrapped client (shared-records.ts, update-writes.ts), for `hotKeyStats` */
+export const PUSHED: unique symbol = Symbol('hotkey.pushed');
 interface Hooked {
   [HOOK]: HotKeyClient;
   [WRITE_HOT]: WriteHot;
   [BREAKERS]: Breakers | undefined;
+  [PUSHED]: { shared: SharedRecords; updates: UpdateWrites | undefined };
 }
 
 /**
@@ -200,6 +200,11 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         }),
       ),
     ]);
+  const writes = options.writes ?? 'invalidate';
+  if (writes !== 'invalidate' && writes !== 'update')
+    throw new TypeError(`withHotKeys: writes must be 'invalidate' or 'update', got ${String(writes)}`);
+  // value push of what this client caches (shared-records.ts), one per hk
+  const shared = SharedRecords.of(hk);
   const trackingOptions = options.tracking ?? true;
   const tracking =
     trackingOptions === false
@@ -209,7 +214,11 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
           hk,
           (nodeKey, role) => connectionTo(client, base, nodeKey, role),
           trackingOptions === true ? {} : trackingOptions,
-          (key) => replicas?.outsideWrite(key),
+          (key) => {
+            replicas?.outsideWrite(key);
+            shared.heard(key);
+          },
+          (session) => shared.ended(session),
         );
   /** ioredis's Command class, taken from the first command through the hook (ioredis is an optional peer: not imported) */
   let Ctor: CmdCtor | undefined;
@@ -235,6 +244,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const replicas =
     options.replicas === false ? undefined : new Replicas(hk, client, sendOwn, readPrimary, options.replicas ?? {});
   if (replicas !== undefined) replicaSets.set(client, replicas);
+  const updates =
+    writes === 'update' && tracking !== undefined
+      ? new UpdateWrites(hk, shared, (key) => {
+          const node = tracking.nodeFor(key);
+          if (!node?.session.live) return Promise.resolve(undefined);
+          return trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
+        })
+      : undefined;
 
   /**
    * The per-key rate limit (a rule's `limit`) of the command's first key: a refused command is
@@ -305,13 +322,25 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     return names;
   }
 
-  /** The command settles (promise and callback alike) after its keys (and flushed namespaces) were invalidated. */
-  function settleAfterInvalidation(command: Cmd, keys: Set<string>, flushed: Set<string> = new Set()): void {
+  /**
+   * The command settles (promise and callback alike) after its keys (and flushed namespaces) were
+   * invalidated; `update`: a write whose reply is followed by an update of its key instead.
+   */
+  function settleAfterInvalidation(
+    command: Cmd,
+    keys: Set<string>,
+    flushed: Set<string> = new Set(),
+    update?: string,
+  ): void {
     if (keys.size === 0 && flushed.size === 0) return;
     const resolve = command.resolve;
     const reject = command.reject;
     command.resolve = (value) => {
-      const done = invalidate(keys, flushed).then(() => dropCopies(keys));
+      const sent =
+        update === undefined
+          ? invalidate(keys, flushed)
+          : updates!.invalidate(update).catch((err: unknown) => onInvalidateError(err, update));
+      const done = sent.then(() => dropCopies(keys));
       if (awaitInvalidation) void done.then(() => resolve(value));
       else resolve(value);
       return command.promise;
@@ -353,9 +382,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (db !== lastDb) {
       lastDb = db;
       lastNs = `${deployment}/${db}`;
+      shared.noteNamespace(lastNs); // pushed records of it may be injected here
     }
     return lastNs;
   }
+  if (isCluster) shared.noteNamespace(deployment);
+  else namespaceOf(client);
 
   function read(client: Client, send: Send, command: Cmd, name: ReadName): unknown {
     const key = keyName(command.args[0]);
@@ -454,14 +486,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   ): Promise<Rec> {
     return load(kind, key, isCluster ? undefined : dbOf(client)).then((read): Rec => {
       const expiresAt = typeof read.pttl === 'number' && read.pttl >= 0 ? askedAt + read.pttl : undefined;
-      if (kind === 'get') return { ns, kind: 'string', value: read.value, expiresAt, session: read.session };
-      return {
+      if (kind === 'get') return record({ ns, kind: 'string', value: read.value, expiresAt, session: read.session });
+      return record({
         ns,
         kind: 'hash',
         value: Object.freeze(read.value as Record<string, unknown>),
         expiresAt,
         session: read.session,
-      };
+      });
     });
   }
 
@@ -523,7 +555,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       if (pending !== undefined) {
         for (const key of keys) pending.keys.add(key);
         for (const namespace of flushed) pending.flushed.add(namespace);
-      } else settleAfterInvalidation(command, keys, flushed);
+      } else {
+        const [only] = keys;
+        const update =
+          updates !== undefined && stream === undefined && keys.size === 1 && updates.claims(name, only!)
+            ? only
+            : undefined;
+        settleAfterInvalidation(command, keys, flushed, update);
+      }
     } else if (name === 'exec') {
       const pending = typeof stream === 'object' && stream !== null ? transactionKeys.get(stream) : open;
       if (pending !== undefined) {
@@ -627,6 +666,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     [HOOK]: { value: hk },
     [WRITE_HOT]: { value: writeHot },
     [BREAKERS]: { value: breakers },
+    [PUSHED]: { value: { shared, updates } },
   }) as object;
   Object.setPrototypeOf(client, hooked);
   return client;
