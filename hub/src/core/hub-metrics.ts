@@ -46,6 +46,8 @@ export class HubMetrics {
   updatesOversized = 0;
   /** invalidations sent because the session that supplied a pushed value left */
   orphanInvalidations = 0;
+  /** invalidations of a pushed value by its pusher, acked without a broadcast: the value was superseded already */
+  pushedInvalidationsMoot = 0;
   /** reads of hot keys the SDKs answered from their local caches / loader calls they made for hot keys (from their reports) */
   localHits = 0;
   loaderCalls = 0;

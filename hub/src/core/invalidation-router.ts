@@ -6,7 +6,14 @@
  * granted here too: a session lagging behind an invalidation gets none (invalidations.ts). The
  * per-app InvalidationTracker keeps the pending ones; this module is the protocol around it.
  */
-import { CloseCode, encode, MAX_FENCED_IDS, MsgType, type Invalidate, type InvalidateRequest } from '@hotkey/sdk/protocol';
+import {
+  CloseCode,
+  encode,
+  MAX_FENCED_IDS,
+  MsgType,
+  type Invalidate,
+  type InvalidateRequest,
+} from '@hotkey/sdk/protocol';
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import type { HubEvent } from '../cluster/coordinator.ts';
 import type { AppState } from './apps.ts';
@@ -43,6 +50,15 @@ export class InvalidationRouter {
    */
   request(app: AppState, session: Session, request: InvalidateRequest): void {
     const { metrics } = this.#opts;
+    if (request.pushed === true && !app.shares.supplies(request.key, session)) {
+      // the value it pushed is gone everywhere already (a newer value or an invalidation went out)
+      metrics.pushedInvalidationsMoot++;
+      app.broadcaster.sendTo(
+        session.peer,
+        encode({ t: MsgType.Ack, id: request.id, seq: app.broadcaster.seq, fenced: [], ms: 0 }),
+      );
+      return;
+    }
     const at = this.#opts.now();
     const seq = this.broadcast(
       app,

@@ -133,6 +133,11 @@ export class SharedValues {
     return state.ver;
   }
 
+  /** Whether the value SDKs hold for `key` now is the one `session` supplied. */
+  supplies(key: string, session: Session): boolean {
+    return this.#keys.get(key)?.supplier === session;
+  }
+
   /** The keys whose current value `session` supplied, now vouched for by nobody: the caller invalidates them. */
   orphaned(session: Session): string[] {
     const keys: string[] = [];

@@ -79,6 +79,12 @@ export interface InvalidateOptions {
    * @default undefined (a plain invalidation)
    */
   value?: unknown;
+  /**
+   * Only the value this instance pushed (value push: it vouches for it and heard a write of the
+   * key): when the hub holds a newer value or none, nothing is broadcast and the ack comes at once.
+   * @default false
+   */
+  pushed?: boolean;
 }
 /** What a resolved `invalidate()` says. */
 export interface InvalidateResult {
@@ -508,17 +514,21 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       throw new TypeError('invalidate: options must be an object');
     if (this.#closed) return Promise.reject(new HotKeyError(ErrorCode.Closed, 'client is closed'));
     const update = options?.value === undefined ? undefined : this.#push.packUpdate(key, options.value);
-    // an update's own drop does not guard against its value coming back (push.ts)
-    if (update === undefined) this.#dropValue(key);
-    else this.#push.keepGuard(key, () => this.#dropValue(key));
+    this.#dropValue(key);
     this.#invalidationCount++;
     const hub = this.#links.owner(key);
     if (hub === undefined)
       return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to invalidate "${key}"`));
-    if (update === undefined)
+    if (update === undefined) {
+      const pushed = options?.pushed === true;
       return this.#invalidations.add(key, hub, (id, to) =>
-        this.#links.get(to)?.conn.send({ t: MsgType.InvalidateRequest, id, key }),
+        this.#links
+          .get(to)
+          ?.conn.send(
+            pushed ? { t: MsgType.InvalidateRequest, id, key, pushed } : { t: MsgType.InvalidateRequest, id, key },
+          ),
       );
+    }
     const request = { t: MsgType.InvalidateRequest, key, value: update.bytes } as InvalidateRequest;
     if (update.form !== undefined) request.form = update.form;
     const done = this.#invalidations.add(key, hub, (id, to) => this.#links.get(to)?.conn.send({ ...request, id }));

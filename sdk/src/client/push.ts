@@ -32,20 +32,11 @@
  *
  * Updates (`invalidate(key, { value })`): the invalidation carries the key's new value, which
  * the hub versions like a push. An instance drops the old value and injects the new one in the
- * same step — same rules as a Value, except that the drop this very Invalidate causes does not
- * guard against its own value.
+ * same step — same rules as a Value except PUSH_GUARD_MS (see update()).
  */
 import type { HotSet, HotState } from '../cache/hot-set.ts';
 import type { LocalCache } from '../cache/local-cache.ts';
-import {
-  MsgType,
-  packValue,
-  PushForm,
-  unpackValue,
-  type Fill,
-  type Invalidate,
-  type Value,
-} from '../wire/protocol.ts';
+import { MsgType, packValue, PushForm, unpackValue, type Fill, type Invalidate, type Value } from '../wire/protocol.ts';
 import type { HubLink } from './links.ts';
 
 /** a Value arriving this soon after the instance dropped the key itself is ignored */
@@ -249,18 +240,10 @@ export class ValuePush {
   packUpdate(key: string, value: unknown): Packed | undefined {
     const hot = this.#o.hot.get(key);
     const packed =
-      hot !== undefined && hot.cache && hot.cacheTtlMs > 0 && this.#o.shared(key) ? this.#pack(key, value) : undefined;
+      hot?.cache === true && hot.cacheTtlMs > 0 && this.#o.shared(key) ? this.#pack(key, value) : undefined;
     if (packed === undefined) this.counters.updatesPlain++;
     else this.counters.updatesSent++;
     return packed;
-  }
-
-  /** Runs `drop` (the writer's own drop of the value an update replaces) without arming PUSH_GUARD_MS: its update must come back. */
-  keepGuard(key: string, drop: () => void): void {
-    const droppedAt = this.#keys.get(key)?.droppedAt;
-    drop();
-    const entry = this.#keys.get(key);
-    if (entry !== undefined && droppedAt !== undefined) entry.droppedAt = droppedAt;
   }
 
   /** This instance sent `packed` as an update: an adapter's record is vouched for from now on. */
@@ -304,15 +287,16 @@ export class ValuePush {
 
   /**
    * An Invalidate carrying the key's new value (an update): `drop` drops the old value, then the
-   * new one is injected under the same rules as a Value — but a drop within PUSH_GUARD_MS counts
-   * only if it came before this Invalidate.
+   * new one is injected under the same rules as a Value but PUSH_GUARD_MS. The guard keeps out a
+   * value loaded before a write this instance heard; an update's value was read back after its
+   * write, under the tracking of a writer that vouches for it from then on (any later write it
+   * hears invalidates it cluster-wide), and this instance's own drops are mostly of that very
+   * write (its tracking hears the writer's SET like any other write).
    */
   update(link: HubLink, message: Invalidate, drop: () => void): void {
-    const entry = this.#keys.get(message.key);
-    const guarded = entry !== undefined && this.#o.readClock() - entry.droppedAt < PUSH_GUARD_MS;
     drop();
     if (message.value === undefined || message.ver === undefined) return;
-    if (this.#take(link, message.key, message.ver, message.value, message.form, guarded)) {
+    if (this.#take(link, message.key, message.ver, message.value, message.form, false)) {
       this.counters.updatesInjected++;
     }
   }
@@ -352,7 +336,11 @@ export class ValuePush {
     }
     const value = this.#decode(key, bytes, form);
     if (value === undefined) {
-      // its readers load by themselves now rather than wait for a value that will not do
+      // a newer version this instance cannot take: what it holds is superseded (its pusher no
+      // longer vouches for it), and its readers load by themselves rather than wait
+      entry.ver = ver;
+      this.#o.cache.delete(key);
+      this.#o.hot.invalidate(key);
       this.#wake(entry, undefined);
       return false;
     }

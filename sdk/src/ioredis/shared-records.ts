@@ -172,7 +172,9 @@ export class SharedRecords implements PushCodec {
   #invalidate(key: string): void {
     this.#invalidations++;
     // a failure (no hub): the hub invalidates the key when this session goes, leases bound the rest
-    this.#hk.invalidate(key).catch(() => {});
+    // `pushed`: a no-op at the hub if its value was superseded (e.g. by the update of a write
+    // through a wrapper, which this instance's tracking hears like any other write)
+    this.#hk.invalidate(key, { pushed: true }).catch(() => {});
   }
 
   /** Drops vouches for records expired in Redis; true if room was made. */

@@ -166,6 +166,10 @@ export class NodeTracker {
   #answeredAt = performance.now();
   readonly #timer: NodeJS.Timeout;
   #closed = false;
+  /** a session went live once: the connections made on first use are up */
+  #everLive = false;
+  #wentLive!: () => void;
+  readonly #firstLive = new Promise<void>((resolve) => (this.#wentLive = resolve));
 
   constructor(
     nodeKey: string,
@@ -246,6 +250,26 @@ export class NodeTracker {
       return;
     this.#answeredAt = performance.now();
     this.session = { live: true };
+    this.#everLive = true;
+    this.#wentLive();
+  }
+
+  /** Its connections, made on first use, have not had a live session yet (a few ms after creation). */
+  get starting(): boolean {
+    return !this.#everLive && !this.#closed;
+  }
+
+  /** Resolves when the first session goes live, or after `ms` (then check `session.live`). */
+  firstLive(ms: number): Promise<void> {
+    if (this.#everLive) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      timer.unref();
+      void this.#firstLive.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** Invalidations Redis could not deliver to us from now on: what we hold from this node goes. */

@@ -29,7 +29,7 @@ import type { Cluster, Command, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './commands.ts';
 import { dbOf, deploymentOf, keyName } from './identity.ts';
-import { Tracking, UNTRACKED, type TrackingOptions, type TrackingSession } from './tracking.ts';
+import { Tracking, UNTRACKED, type NodeTracker, type TrackingOptions, type TrackingSession } from './tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import { hook, unhooked } from './unhooked.ts';
 import { WriteHot } from './write-hot.ts';
@@ -112,6 +112,9 @@ function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec
     return record(r);
   });
 }
+
+/** ms a shared key's load waits at most for a node's first tracking session (its connections being made) */
+const TRACKING_WAIT_MS = 250;
 
 const replicaSets = new WeakMap<object, Replicas>();
 
@@ -246,9 +249,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   if (replicas !== undefined) replicaSets.set(client, replicas);
   const updates =
     writes === 'update' && tracking !== undefined
-      ? new UpdateWrites(hk, shared, (key) => {
+      ? new UpdateWrites(hk, shared, async (key) => {
           const node = tracking.nodeFor(key);
-          if (!node?.session.live) return Promise.resolve(undefined);
+          if (node?.starting) await node.firstLive(TRACKING_WAIT_MS); // a writer that never read the key
+          if (!node?.session.live) return undefined;
           return trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
         })
       : undefined;
@@ -306,6 +310,11 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   function watchLoad(command: Cmd): void {
     const node = breakers?.nodeOf(command);
     if (node !== undefined) breakers!.watch(node, command);
+  }
+
+  /** A shared key's load on a node whose tracking is still connecting (made on first use) waits for it: only a tracked record can be pushed. */
+  function mayWaitForTracking(key: string, node: NodeTracker | undefined): boolean {
+    return node !== undefined && node.starting && hk.isShared(key);
   }
 
   function isHotKey(arg: unknown): boolean {
@@ -418,12 +427,17 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       void send.call(client, ttl);
       return ttl.promise;
     };
+    let waited = false;
     const loader = (): Promise<Rec> => {
       const refused = loadBlocked(key);
       if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const hashWhole = name !== 'hget' || hk.isHot(key);
       const node = hashWhole ? tracking?.nodeFor(key) : undefined;
+      if (!waited && mayWaitForTracking(key, node)) {
+        waited = true;
+        return node!.firstLive(TRACKING_WAIT_MS).then(loader);
+      }
       if (node?.session.live)
         return trackedLoad(node.load.bind(node), name === 'get' ? 'get' : 'hgetall', key, client, ns, askedAt);
       const session = tracking === undefined ? undefined : UNTRACKED;
@@ -615,11 +629,16 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     const ns = namespaceOf(this);
     let returned: unknown;
     let sent = false;
-    const loaded = hk.get(key, (): Promise<Rec> => {
+    let waited = false;
+    const loader = (): Promise<Rec> => {
       const refused = loadBlocked(key);
       if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const node = tracking?.nodeFor(key);
+      if (!waited && mayWaitForTracking(key, node)) {
+        waited = true;
+        return node!.firstLive(TRACKING_WAIT_MS).then(loader);
+      }
       if (node?.session.live) return trackedLoad(node.load.bind(node), 'get', key, this, ns, askedAt);
       const session = tracking === undefined ? undefined : UNTRACKED;
       sent = true;
@@ -632,10 +651,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         ttl,
         askedAt,
       );
-    });
+    };
+    const loaded = hk.get(key, loader);
     if (sent) return returned;
     return loaded.then(
       (rec) => {
+        if (sent) return returned; // sent after waiting for tracking: the caller's own GET
         if (rec.ns === ns && rec.kind === 'string' && fresh(rec) && vouched(rec)) return rec.value;
         if (!vouched(rec)) hk.dropLocal(key);
         return bypassing(this, baseGet, args);

@@ -277,6 +277,12 @@ export interface InvalidateRequest {
   value?: Uint8Array;
   /** `value` is an adapter's cache record (PushForm), not a plain value */
   form?: PushForm;
+  /**
+   * Invalidates only the value this session pushed (it heard a write of the key, or lost the
+   * tracking it vouched with): when another value or invalidation superseded it at the hub, there
+   * is nothing left to drop and the hub acks at once without a broadcast.
+   */
+  pushed?: true;
 }
 /**
  * Answers InvalidateRequest `id` once every SDK session of the app that might serve the key has
@@ -625,7 +631,8 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
     case MsgType.InvalidateRequest: {
       const key = m.key;
       assertKey(key);
-      return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key, ...flush(m), ...update(m, false) };
+      const pushed = m.pushed === undefined || m.pushed === false ? {} : { pushed: bool(m, 'pushed') as true };
+      return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key, ...flush(m), ...update(m, false), ...pushed };
     }
     case MsgType.Applied:
       return { t: MsgType.Applied, seq: int(m, 'seq') };
