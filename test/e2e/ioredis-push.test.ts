@@ -10,7 +10,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import type { HotKeyClient } from '@hotkey/sdk';
+import { ErrorCode, type HotKeyClient } from '@hotkey/sdk';
+import { MsgType, packValue, PushForm } from '@hotkey/sdk/protocol';
 import { hotKeyStats, withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
@@ -182,6 +183,41 @@ test("writes: 'update' — racing writers end with every instance serving what R
     const final = (await plain.get(key))!;
     await allServe(group, key, final, 1000);
   }
+});
+
+test('hub: updates of shared keys carry their value; oversized ones go plain (HK_ERR_PUSH_TOO_LARGE); pushers vouch', async () => {
+  const { client: a } = await e2e.join('shop');
+  const { client: b } = await e2e.join('shop');
+  const key = 'share:raw:1';
+  assert.ok(e2e.hub.core.promote('shop', key));
+  await b.next(MsgType.Promote, 3000, (m) => m.key === key);
+  // over the hub's maxPushBytes (64 KiB), under the frame limit: invalidated plain, the writer told, acked
+  a.send({ t: MsgType.InvalidateRequest, id: 1, key, value: new Uint8Array(70_000) });
+  assert.is((await a.next(MsgType.Error)).code, ErrorCode.PushTooLarge);
+  assert.is((await b.next(MsgType.Invalidate, 3000, (m) => m.key === key)).value, undefined);
+  await a.next(MsgType.Ack, 3000, (m) => m.id === 1);
+  // an update: the value and a version ride the invalidation
+  a.send({ t: MsgType.InvalidateRequest, id: 2, key, value: packValue('v'), form: PushForm.Record });
+  const upd = await b.next(MsgType.Invalidate, 3000, (m) => m.key === key);
+  assert.equal(
+    [upd.value?.byteLength, upd.form, typeof upd.ver],
+    [packValue('v').byteLength, PushForm.Record, 'number'],
+  );
+  await a.next(MsgType.Ack, 3000, (m) => m.id === 2);
+  // only the supplier's `pushed` invalidation goes out; another's is moot, acked at once
+  const moot = e2e.hub.core.metrics.pushedInvalidationsMoot;
+  b.send({ t: MsgType.InvalidateRequest, id: 3, key, pushed: true });
+  await b.next(MsgType.Ack, 3000, (m) => m.id === 3);
+  assert.is(e2e.hub.core.metrics.pushedInvalidationsMoot, moot + 1);
+  a.send({ t: MsgType.InvalidateRequest, id: 4, key, pushed: true });
+  await b.next(MsgType.Invalidate, 3000, (m) => m.key === key);
+  await a.next(MsgType.Ack, 3000, (m) => m.id === 4);
+  // the supplier of the current value leaves: the hub invalidates it
+  a.send({ t: MsgType.InvalidateRequest, id: 5, key, value: packValue('w') });
+  await b.next(MsgType.Invalidate, 3000, (m) => m.key === key && m.value !== undefined);
+  a.close();
+  const orphan = await b.next(MsgType.Invalidate, 3000, (m) => m.key === key);
+  assert.is(orphan.value, undefined);
 });
 
 test.run();

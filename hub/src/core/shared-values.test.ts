@@ -111,4 +111,41 @@ test('versions grow across keys and re-promotions; rules without share, demoted 
   assert.ok(peer(0).of(MsgType.Fill)[1]!.ver > pushed, 'a re-promoted key never reuses a version');
 });
 
+test('suppliers: a pushing session vouches until an invalidation or a newer value; an update takes the next version', () => {
+  const { shares, sessions, metrics, peer } = setup();
+  shares.promoted('k', RULE, 0);
+  const ver = peer(0).of(MsgType.Fill)[0]!.ver;
+  shares.push(sessions[0]!, { t: MsgType.Push, key: 'k', ver, value: VALUE, form: 1 }, 5);
+  assert.is(peer(1).of(MsgType.Value)[0]!.form, 1, 'the form is forwarded');
+  assert.ok(shares.supplies('k', sessions[0]!));
+  assert.equal(shares.orphaned(sessions[0]!), ['k']);
+  assert.equal(shares.orphaned(sessions[1]!), []);
+  const pushed = peer(1).of(MsgType.Value)[0]!.ver;
+  const updated = shares.updated('k', sessions[1]!, 10);
+  assert.ok(updated !== undefined && updated > pushed, 'an update orders after the push');
+  assert.ok(shares.supplies('k', sessions[1]!));
+  assert.not.ok(shares.supplies('k', sessions[0]!), 'the update superseded the push');
+  shares.invalidated('k', false);
+  assert.equal(shares.orphaned(sessions[1]!), [], 'an invalidation ends the role');
+  assert.is(shares.updated('cold', sessions[1]!, 10), undefined, 'a key not shared: a plain invalidation');
+  // a fill outstanding when an update lands is void: its push is discarded
+  shares.tick(2000);
+  const fill = peer(2).of(MsgType.Fill).at(-1) ?? peer(0).of(MsgType.Fill).at(-1) ?? peer(1).of(MsgType.Fill).at(-1);
+  shares.updated('k', sessions[1]!, 2001);
+  const before = metrics.pushesDiscarded;
+  for (const s of sessions) shares.push(s, { t: MsgType.Push, key: 'k', ver: fill!.ver, value: VALUE }, 2002);
+  assert.is(metrics.pushesDiscarded, before + 3);
+});
+
+test('a push over maxPushBytes is discarded and counted; the SDKs load by themselves', () => {
+  const { shares, sessions, metrics, peer } = setup();
+  shares.promoted('k', RULE, 0);
+  const ver = peer(0).of(MsgType.Fill)[0]!.ver;
+  shares.push(sessions[0]!, { t: MsgType.Push, key: 'k', ver, value: new Uint8Array(1025) }, 5);
+  assert.is(metrics.pushesOversized, 1);
+  assert.is(metrics.pushesDiscarded, 1);
+  assert.is(peer(1).of(MsgType.Value).length, 0);
+  assert.equal(shares.orphaned(sessions[0]!), []);
+});
+
 test.run();
