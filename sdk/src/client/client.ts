@@ -507,6 +507,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    * connected, HK_ERR_CLOSED after close(). A rejection promises nothing: instances the hub did
    * tell stop serving the old value within one lease (its leaseMs, 2 s by default), but if the hub
    * never heard of it, instances connected to it keep the value until cacheTtlMs — retry.
+   * `options.value` makes it an update (value push: every instance caches the new value in the
+   * same step, see InvalidateOptions); the ack means the same either way.
    */
   invalidate(key: string, options?: InvalidateOptions): Promise<InvalidateResult> {
     checkKey(key);
