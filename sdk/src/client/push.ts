@@ -36,7 +36,16 @@
  */
 import type { HotSet, HotState } from '../cache/hot-set.ts';
 import type { LocalCache } from '../cache/local-cache.ts';
-import { MsgType, packValue, PushForm, unpackValue, type Fill, type Invalidate, type Value } from '../wire/protocol.ts';
+import {
+  MsgType,
+  packValue,
+  PushForm,
+  unpackValue,
+  type Fill,
+  type Invalidate,
+  type Push,
+  type Value,
+} from '../wire/protocol.ts';
 import type { HubLink } from './links.ts';
 
 /** a Value arriving this soon after the instance dropped the key itself is ignored */
@@ -224,7 +233,8 @@ export class ValuePush {
     entry.ticket = undefined;
     const packed = this.#pack(key, value);
     if (packed === undefined) return;
-    const push = { t: MsgType.Push, key, ver, value: packed.bytes, ...(packed.form && { form: packed.form }) } as const;
+    const push: Push = { t: MsgType.Push, key, ver, value: packed.bytes };
+    if (packed.form !== undefined) push.form = packed.form;
     if (link?.conn.send(push)) {
       this.counters.pushesSent++;
       if (ver > entry.ver) entry.ver = ver;
@@ -280,7 +290,7 @@ export class ValuePush {
 
   /** A Value from `link`: injected if that hub vouches for the key and nothing newer is known. */
   value(link: HubLink, message: Value): void {
-    if (this.#take(link, message.key, message.ver, message.value, message.form, undefined)) {
+    if (this.#take(link, message.key, message.ver, message.value, message.form, true)) {
       this.counters.valuesInjected++;
     }
   }
@@ -301,14 +311,14 @@ export class ValuePush {
     }
   }
 
-  /** Injects a pushed value if `link`'s hub vouches for the key, its version is new and no guard holds; true if it did. */
+  /** Injects a pushed value if `link`'s hub vouches for the key and its version is new (and, with `guard`, PUSH_GUARD_MS allows); true if it did. */
   #take(
     link: HubLink,
     key: string,
     ver: number,
     bytes: Uint8Array,
     form: PushForm | undefined,
-    guarded: boolean | undefined,
+    guard: boolean,
   ): boolean {
     const c = this.counters;
     const hot = this.#o.hot.get(key);
@@ -330,7 +340,7 @@ export class ValuePush {
       c.valuesOutdated++;
       return false;
     }
-    if (guarded ?? now - entry.droppedAt < PUSH_GUARD_MS) {
+    if (guard && now - entry.droppedAt < PUSH_GUARD_MS) {
       c.valuesGuarded++;
       return false;
     }
