@@ -108,6 +108,31 @@ test('a shared key read through the wrapper: ≤ 2 GETs at promotion for 5 insta
   assert.ok(vouched >= 1, 'the filler invalidated the pushed value it vouched for');
 });
 
+test('hashes too: one HGETALL at promotion, HGET and HGETALL served from the pushed record; an outside HSET reaches all', async () => {
+  const group = await instances(4);
+  const key = 'share:user:7';
+  await plain.hset(key, { name: 'ann', city: 'oslo' });
+  const before = await plain.info('commandstats');
+  const calls = (info: string) => Number(/^cmdstat_hgetall:calls=(\d+)/m.exec(info)?.[1] ?? 0);
+  await promote(key, group);
+  await Promise.all(group.map((r) => r.redis.hgetall(key)));
+  await Promise.all(
+    group.map((r) =>
+      waitFor(`${r.hk.instanceId} serves the hash`, async () => (await r.redis.hget(key, 'name')) === 'ann', 5000, 1),
+    ),
+  );
+  const loads = calls(await plain.info('commandstats')) - calls(before);
+  assert.ok(loads <= 2, `${loads} HGETALLs at promotion`);
+  assert.ok(sum(group, (hk) => hk.stats().push.valuesInjected) >= group.length - 1);
+  for (const r of group) assert.equal(await r.redis.hgetall(key), { name: 'ann', city: 'oslo' });
+  await plain.hset(key, 'name', 'bob');
+  await Promise.all(
+    group.map((r) =>
+      waitFor(`${r.hk.instanceId} sees bob`, async () => (await r.redis.hget(key, 'name')) === 'bob', 1000, 1),
+    ),
+  );
+});
+
 test('the filler leaves: the hub invalidates what it pushed, and the others hear outside writes again', async () => {
   const group = await instances(4);
   const key = 'share:item:2';

@@ -21,8 +21,8 @@
  *
  * Residual window: an outside write reaches receivers one hop later than the pusher (its tracking
  * message, then its invalidation through the hub): a few ms, measured in
- * test/e2e/ioredis-push.test.ts. A pusher frozen while its hub session stays up keeps vouching
- * until its session or lease ends, as for any instance's own tracking.
+ * test/e2e/ioredis-push.test.ts. A pusher frozen while its hub session stays open leaves its
+ * receivers unvouched until that session closes (hub liveness) or their cacheTtlMs ends.
  */
 import type { HotKeyClient } from '../client/client.ts';
 import { UNPUSHABLE, type PushCodec } from '../client/push.ts';
