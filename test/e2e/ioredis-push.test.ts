@@ -133,6 +133,33 @@ test('hashes too: one HGETALL at promotion, HGET and HGETALL served from the pus
   );
 });
 
+test("the filler's tracking session ends (connection killed): it invalidates what it pushed, cluster-wide", async () => {
+  const subs = async () =>
+    ((await plain.client('LIST')) as string)
+      .split('\n')
+      .filter((line) => line.includes(' name=hotkey-invalidations '))
+      .map((line) => /(?:^|\s)id=(\d+)/.exec(line)![1]!);
+  const before = new Set(await subs());
+  const group = await instances(4);
+  const key = 'share:item:3';
+  await plain.set(key, 'k1');
+  await promote(key, group);
+  await Promise.all(group.map((r) => r.redis.get(key)));
+  await allServe(group, key, 'k1');
+  const filler = group.find((r) => r.hk.stats().push.pushesSent > 0)!;
+  const others = group.filter((r) => r !== filler);
+  const fresh = (await subs()).filter((id) => !before.has(id));
+  assert.is(fresh.length, 1, 'only the filler read the key, so only it tracks');
+  const heard = new Set<string>();
+  for (const r of others) r.hk.on('invalidate', (k) => k === key && heard.add(r.hk.instanceId));
+  await plain.client('KILL', 'ID', fresh[0]!);
+  await waitFor('every other instance dropped the pushed value', () => heard.size === others.length, 3000);
+  assert.ok(hotKeyStats(filler.redis).push.vouchInvalidations >= 1);
+  await plain.set(key, 'k2');
+  const ms = await allServe(group, key, 'k2', 2000);
+  assert.ok(ms < 2000, `${ms} ms`);
+});
+
 test('the filler leaves: the hub invalidates what it pushed, and the others hear outside writes again', async () => {
   const group = await instances(4);
   const key = 'share:item:2';
@@ -243,6 +270,11 @@ test('hub: updates of shared keys carry their value; oversized ones go plain (HK
   a.close();
   const orphan = await b.next(MsgType.Invalidate, 3000, (m) => m.key === key);
   assert.is(orphan.value, undefined);
+});
+
+test("withHotKeys: writes must be 'invalidate' or 'update'", async () => {
+  const [hk] = await e2e.sdks(1);
+  assert.throws(() => withHotKeys(redis(), hk!, { writes: 'upsert' as never }), TypeError);
 });
 
 test.run();

@@ -175,6 +175,9 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   if (already === hk) return client;
   if (already !== undefined) throw new TypeError('withHotKeys: client is already wrapped with another HotKeyClient');
 
+  const writeMode = options.writes ?? 'invalidate';
+  if (writeMode !== 'invalidate' && writeMode !== 'update')
+    throw new TypeError(`withHotKeys: writes must be 'invalidate' or 'update', got ${String(writeMode)}`);
   const awaitInvalidation = options.awaitInvalidation ?? true;
   const onInvalidateError = options.onInvalidateError ?? (() => {});
   const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
@@ -203,9 +206,6 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         }),
       ),
     ]);
-  const writes = options.writes ?? 'invalidate';
-  if (writes !== 'invalidate' && writes !== 'update')
-    throw new TypeError(`withHotKeys: writes must be 'invalidate' or 'update', got ${String(writes)}`);
   // value push of what this client caches (shared-records.ts), one per hk
   const shared = SharedRecords.of(hk);
   const trackingOptions = options.tracking ?? true;
@@ -248,7 +248,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     options.replicas === false ? undefined : new Replicas(hk, client, sendOwn, readPrimary, options.replicas ?? {});
   if (replicas !== undefined) replicaSets.set(client, replicas);
   const updates =
-    writes === 'update' && tracking !== undefined
+    writeMode === 'update' && tracking !== undefined
       ? new UpdateWrites(hk, shared, async (key) => {
           const node = tracking.nodeFor(key);
           if (node?.starting) await node.firstLive(TRACKING_WAIT_MS); // a writer that never read the key
