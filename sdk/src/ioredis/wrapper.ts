@@ -317,6 +317,26 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     return node !== undefined && node.starting && hk.isShared(key);
   }
 
+  /**
+   * The GET fast path's load of a shared key whose node's tracking is still connecting: tracked
+   * once it is up, else (not up within TRACKING_WAIT_MS) a plain GET + PTTL of our own (not cached).
+   * Apart from get(): its loader closure must stay small (the hot GET's cost).
+   */
+  function getAfterTracking(node: NodeTracker, key: string, client: Client, args: unknown[], ns: string): Promise<Rec> {
+    return node.firstLive(TRACKING_WAIT_MS).then(() => {
+      const askedAt = performance.now();
+      if (node.session.live) return trackedLoad(node.load.bind(node), 'get', key, client, ns, askedAt);
+      const value = bypassing(client, base.get as (...a: unknown[]) => unknown, args) as Promise<unknown>;
+      const ttl = bypassing(client, base.pttl as (...a: unknown[]) => unknown, args);
+      const session = UNTRACKED;
+      return withTtl(
+        value.then((v): Rec => ({ ns, kind: 'string', value: v, expiresAt: undefined, session })),
+        ttl,
+        askedAt,
+      );
+    });
+  }
+
   function isHotKey(arg: unknown): boolean {
     const key = keyName(arg);
     return key !== undefined && hk.isHot(key);
@@ -629,16 +649,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     const ns = namespaceOf(this);
     let returned: unknown;
     let sent = false;
-    let waited = false;
-    const loader = (): Promise<Rec> => {
+    const loaded = hk.get(key, (): Promise<Rec> => {
       const refused = loadBlocked(key);
       if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const node = tracking?.nodeFor(key);
-      if (!waited && mayWaitForTracking(key, node)) {
-        waited = true;
-        return node!.firstLive(TRACKING_WAIT_MS).then(loader);
-      }
+      if (mayWaitForTracking(key, node)) return getAfterTracking(node!, key, this, args, ns);
       if (node?.session.live) return trackedLoad(node.load.bind(node), 'get', key, this, ns, askedAt);
       const session = tracking === undefined ? undefined : UNTRACKED;
       sent = true;
@@ -651,12 +667,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         ttl,
         askedAt,
       );
-    };
-    const loaded = hk.get(key, loader);
+    });
     if (sent) return returned;
     return loaded.then(
       (rec) => {
-        if (sent) return returned; // sent after waiting for tracking: the caller's own GET
         if (rec.ns === ns && rec.kind === 'string' && fresh(rec) && vouched(rec)) return rec.value;
         if (!vouched(rec)) hk.dropLocal(key);
         return bypassing(this, baseGet, args);
