@@ -164,6 +164,12 @@ const CORE_FAMILIES: Family[] = [
     help: 'Value push: invalidations of pushed values whose supplying session left (nobody vouched for them any more).',
     read: (x) => x.m.orphanInvalidations,
   },
+  {
+    name: 'hotkey_push_vouch_invalidations_moot_total',
+    type: 'counter',
+    help: 'Value push: invalidations of a pushed value by its pusher, acked without a broadcast (already superseded).',
+    read: (x) => x.m.pushedInvalidationsMoot,
+  },
   { name: 'hotkey_demotions_total', type: 'counter', help: 'Hot keys demoted.', read: (x) => x.m.demotions },
   {
     name: 'hotkey_invalidations_total',
