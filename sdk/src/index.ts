@@ -9,6 +9,7 @@ export type {
   InvalidateInfo,
   InvalidateOptions,
   InvalidateResult,
+  UpdateMark,
   PromoteInfo,
 } from './client/client.ts';
 export { DEFAULT_CLIENT_OPTIONS } from './options.ts';

@@ -225,16 +225,31 @@ test("writes: 'update' — racing writers end with every instance serving what R
   await promote(key, group);
   await Promise.all(group.map((r) => r.redis.get(key)));
   await allServe(group, key, 'r0');
-  for (let round = 1; round <= 10; round++) {
-    // two writers at once: whichever update the hub orders last, a write it missed is heard by its writer
+  let superseded = 0;
+  for (let round = 1; round <= 20; round++) {
+    const outside = round % 3 === 0;
     await Promise.all([
       group[0]!.redis.set(key, `a${round}`),
       group[1]!.redis.set(key, `b${round}`),
-      round % 3 === 0 ? plain.set(key, `p${round}`) : Promise.resolve(),
+      outside ? plain.set(key, `p${round}`) : Promise.resolve(),
     ]);
     const final = (await plain.get(key))!;
-    await allServe(group, key, final, 1000);
+    if (outside) {
+      // a write without the SDK is not acked: it reaches the instances through a vouching writer
+      await allServe(group, key, final, 1000);
+      continue;
+    }
+    // both writes acknowledged: no instance may serve the older one, not even for a moment (an
+    // update marked before the other write went out is broadcast as a plain invalidation)
+    const served = await Promise.all(group.map((r) => r.redis.get(key)));
+    assert.equal(
+      served,
+      group.map(() => final),
+      `round ${round}: every instance serves what Redis holds`,
+    );
+    superseded = e2e.hub.core.metrics.updatesSuperseded;
   }
+  console.log(`# racing update writers: ${superseded} updates sent plain (another write went out after their mark)`);
 });
 
 test('hub: updates of shared keys carry their value; oversized ones go plain (HK_ERR_PUSH_TOO_LARGE); pushers vouch', async () => {
@@ -244,12 +259,14 @@ test('hub: updates of shared keys carry their value; oversized ones go plain (HK
   assert.ok(e2e.hub.core.promote('shop', key));
   await b.next(MsgType.Promote, 3000, (m) => m.key === key);
   // over the hub's maxPushBytes (64 KiB), under the frame limit: invalidated plain, the writer told, acked
-  a.send({ t: MsgType.InvalidateRequest, id: 1, key, value: new Uint8Array(70_000) });
+  a.send({ t: MsgType.InvalidateRequest, id: 1, key, value: new Uint8Array(70_000), since: 0 });
   assert.is((await a.next(MsgType.Error)).code, ErrorCode.PushTooLarge);
-  assert.is((await b.next(MsgType.Invalidate, 3000, (m) => m.key === key)).value, undefined);
+  const plainOne = await b.next(MsgType.Invalidate, 3000, (m) => m.key === key);
+  assert.is(plainOne.value, undefined);
   await a.next(MsgType.Ack, 3000, (m) => m.id === 1);
   // an update: the value and a version ride the invalidation
-  a.send({ t: MsgType.InvalidateRequest, id: 2, key, value: packValue('v'), form: PushForm.Record });
+  const since = plainOne.seq; // marked after the last write of the key went out
+  a.send({ t: MsgType.InvalidateRequest, id: 2, key, value: packValue('v'), form: PushForm.Record, since });
   const upd = await b.next(MsgType.Invalidate, 3000, (m) => m.key === key);
   assert.equal(
     [upd.value?.byteLength, upd.form, typeof upd.ver],
@@ -264,8 +281,15 @@ test('hub: updates of shared keys carry their value; oversized ones go plain (HK
   a.send({ t: MsgType.InvalidateRequest, id: 4, key, pushed: true });
   await b.next(MsgType.Invalidate, 3000, (m) => m.key === key);
   await a.next(MsgType.Ack, 3000, (m) => m.id === 4);
+  // an update marked before the last write of the key went out: plain, counted
+  const superseded = e2e.hub.core.metrics.updatesSuperseded;
+  a.send({ t: MsgType.InvalidateRequest, id: 5, key, value: packValue('x'), since: plainOne.seq });
+  const plainFive = await b.next(MsgType.Invalidate, 3000, (m) => m.key === key);
+  assert.is(plainFive.value, undefined);
+  await a.next(MsgType.Ack, 3000, (m) => m.id === 5);
+  assert.is(e2e.hub.core.metrics.updatesSuperseded, superseded + 1);
   // the supplier of the current value leaves: the hub invalidates it
-  a.send({ t: MsgType.InvalidateRequest, id: 5, key, value: packValue('w') });
+  a.send({ t: MsgType.InvalidateRequest, id: 6, key, value: packValue('w'), since: plainFive.seq });
   await b.next(MsgType.Invalidate, 3000, (m) => m.key === key && m.value !== undefined);
   a.close();
   const orphan = await b.next(MsgType.Invalidate, 3000, (m) => m.key === key);

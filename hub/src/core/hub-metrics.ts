@@ -44,6 +44,8 @@ export class HubMetrics {
   /** updates (invalidations carrying the new value) broadcast with their value / refused for size (plain invalidation) */
   updatesPushed = 0;
   updatesOversized = 0;
+  /** updates broadcast as plain invalidations: another write of the key went out after the writer's mark */
+  updatesSuperseded = 0;
   /** invalidations sent because the session that supplied a pushed value left */
   orphanInvalidations = 0;
   /** invalidations of a pushed value by its pusher, acked without a broadcast: the value was superseded already */

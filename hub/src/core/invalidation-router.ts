@@ -60,14 +60,10 @@ export class InvalidationRouter {
       return;
     }
     const at = this.#opts.now();
-    const seq = this.broadcast(
-      app,
-      request.key,
-      false,
-      request.flush === true,
-      false,
-      this.#update(app, session, request),
-    );
+    const seq = this.broadcast(app, request.key, false, request.flush === true, false, {
+      update: this.#update(app, session, request),
+      pushed: request.pushed === true,
+    });
     app.waiters ??= [...app.sessions, ...app.lingering];
     app.invalidations.track(seq, app.waiters, this.#opts.clock(), (result) => {
       const event: HubEvent = {
@@ -111,7 +107,7 @@ export class InvalidationRouter {
       app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Error, code: ErrorCode.PushTooLarge, message }));
       return undefined;
     }
-    const ver = app.shares.updated(request.key, session, this.#opts.now());
+    const ver = app.shares.updated(request.key, session, this.#opts.now(), request.since ?? 0);
     if (ver === undefined) return undefined;
     this.#opts.metrics.updatesPushed++;
     return request.form === undefined ? { value, ver } : { value, ver, form: request.form };
@@ -148,14 +144,24 @@ export class InvalidationRouter {
    * Broadcasts an invalidation of `key` to the app's SDKs; returns its seq. `flush`: `key` names a
    * flushed namespace and every SDK drops every cached value of it (the flag rides along).
    * `publish` false: the caller publishes the event (an SDK's request, once its ack is decided).
-   * `update`: the key's new value and version ride along (an update write).
+   * `update`: the key's new value and version ride along (an update write). `pushed`: a pusher
+   * dropping the value it vouched for because it heard a write — that write is relayed by its own
+   * writer (or was made without the SDK), so it does not hold later updates back.
    */
-  broadcast(app: AppState, key: string, manual: boolean, flush = false, publish = true, update?: Update): number {
+  broadcast(
+    app: AppState,
+    key: string,
+    manual: boolean,
+    flush = false,
+    publish = true,
+    { update, pushed = false }: { update?: Update | undefined; pushed?: boolean } = {},
+  ): number {
     const seq = app.broadcaster.broadcast(
       flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key, ...update },
     );
     // a pushed value loaded before this is void (an update moved the version already)
     if (update === undefined) app.shares.invalidated(key, flush);
+    if (!pushed) app.shares.written(key, flush, seq);
     this.#opts.metrics.invalidations++;
     if (!publish) return seq;
     const event: HubEvent = {

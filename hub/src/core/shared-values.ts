@@ -45,6 +45,11 @@ interface Shared {
   round: number;
   /** when the next refresh Fill is due (Infinity: after the first push) */
   refreshAt: number;
+  /**
+   * seq of the last invalidation or update of the key broadcast (at first: the seq when the hub
+   * began to share it, the writes before unknown): an update marked before it is not pushed
+   */
+  writeSeq: number;
 }
 
 /** Fills per round: the first asked, and one other if it does not answer in time. */
@@ -92,6 +97,7 @@ export class SharedValues {
       fillAt: 0,
       round: 0,
       refreshAt: Infinity,
+      writeSeq: this.#o.broadcaster.seq,
     };
     this.#keys.set(key, state);
     this.#fill(key, state, now);
@@ -118,19 +124,35 @@ export class SharedValues {
   }
 
   /**
-   * A write of `key` by `session` carries its new value: if the key is a hot shared key here, the
+   * A write of `key` by `session` carries its new value: if the key is a hot shared key here and no
+   * other write of it was broadcast after the writer's mark `since` (InvalidateRequest), the
    * value's version (the invalidation's move of `ver` and the value in one), else undefined (a
    * plain invalidation). An outstanding Fill is void; the next refresh counts from now.
    */
-  updated(key: string, session: Session, now: number): number | undefined {
+  updated(key: string, session: Session, now: number, since: number): number | undefined {
     const state = this.#keys.get(key);
     if (state === undefined) return undefined;
+    if (state.writeSeq > since) {
+      // another write went out after the writer's mark: it may be the newer one in the store
+      this.#o.metrics.updatesSuperseded++;
+      return undefined;
+    }
     state.ver = ++this.#ver;
     state.supplier = session;
     state.filler = undefined;
     state.round = 0;
     state.refreshAt = now + state.cacheTtlMs * state.refreshAheadRatio - this.#o.tickMs;
     return state.ver;
+  }
+
+  /** An invalidation or update of `key` (or, `flush`, of everything) was broadcast as `seq`. */
+  written(key: string, flush: boolean, seq: number): void {
+    if (flush) {
+      for (const state of this.#keys.values()) state.writeSeq = seq;
+      return;
+    }
+    const state = this.#keys.get(key);
+    if (state !== undefined) state.writeSeq = seq;
   }
 
   /** Whether the value SDKs hold for `key` now is the one `session` supplied. */

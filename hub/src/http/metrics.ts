@@ -159,6 +159,12 @@ const CORE_FAMILIES: Family[] = [
     read: (x) => x.m.updatesOversized,
   },
   {
+    name: 'hotkey_push_updates_superseded_total',
+    type: 'counter',
+    help: 'Value push: updates broadcast as plain invalidations because another write of the key went out after the writer read its value.',
+    read: (x) => x.m.updatesSuperseded,
+  },
+  {
     name: 'hotkey_push_orphan_invalidations_total',
     type: 'counter',
     help: 'Value push: invalidations of pushed values whose supplying session left (nobody vouched for them any more).',

@@ -80,11 +80,24 @@ export interface InvalidateOptions {
    */
   value?: unknown;
   /**
+   * With `value`: `updateMark(key)` taken before the value was written (or read back). The hub
+   * pushes the value only if no other write of the key went through it since the mark (one that
+   * may have reached the store later, making this value the older); else it invalidates plainly.
+   * @default a mark taken now (right only when nobody else writes the key meanwhile)
+   */
+  mark?: UpdateMark;
+  /**
    * Only the value this instance pushed (value push: it vouches for it and heard a write of the
    * key): when the hub holds a newer value or none, nothing is broadcast and the ack comes at once.
    * @default false
    */
   pushed?: boolean;
+}
+/** Where the key's owner hub's broadcasts stood for this instance (`updateMark`); opaque. */
+export interface UpdateMark {
+  readonly hub: string | undefined;
+  readonly link: object | undefined;
+  readonly seq: number;
 }
 /** What a resolved `invalidate()` says. */
 export interface InvalidateResult {
@@ -515,7 +528,13 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (options !== undefined && (typeof options !== 'object' || options === null))
       throw new TypeError('invalidate: options must be an object');
     if (this.#closed) return Promise.reject(new HotKeyError(ErrorCode.Closed, 'client is closed'));
-    const update = options?.value === undefined ? undefined : this.#push.packUpdate(key, options.value);
+    const mark = options?.value === undefined ? undefined : (options.mark ?? this.updateMark(key));
+    // a mark from another hub, or from before a reconnect, counts in another seq: plain
+    const link = mark?.hub === undefined ? undefined : this.#links.get(mark.hub);
+    const update =
+      mark === undefined || link === undefined || link !== mark.link || this.#links.owner(key) !== mark.hub
+        ? undefined
+        : this.#push.packUpdate(key, options!.value);
     this.#dropValue(key);
     this.#invalidationCount++;
     const hub = this.#links.owner(key);
@@ -531,11 +550,22 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
           ),
       );
     }
-    const request = { t: MsgType.InvalidateRequest, key, value: update.bytes } as InvalidateRequest;
+    const request = { t: MsgType.InvalidateRequest, key, value: update.bytes, since: mark!.seq } as InvalidateRequest;
     if (update.form !== undefined) request.form = update.form;
     const done = this.#invalidations.add(key, hub, (id, to) => this.#links.get(to)?.conn.send({ ...request, id }));
     this.#push.vouch(key, update);
     return done;
+  }
+
+  /**
+   * Marks where `key`'s owner hub's broadcasts stand here, for an update (`invalidate(key, {
+   * value, mark })`): take it before writing the value (or reading it back), so that a write by
+   * someone else the hub relays after the mark turns the update into a plain invalidation.
+   */
+  updateMark(key: string): UpdateMark {
+    const hub = this.#links.owner(key);
+    const link = hub === undefined ? undefined : this.#links.get(hub);
+    return { hub, link, seq: link?.lastSeq ?? 0 };
   }
 
   /** Whether `key` is hot here, cached, and its rule shares values (`share: true`): value push applies to it. */

@@ -172,8 +172,19 @@ test('protocol: update and record fields are checked', () => {
   bad({ t: MsgType.Value, key: 'k', ver: 1, value, form: 2 });
   const ok = decodeServerMessage(encode({ t: MsgType.Invalidate, seq: 1, key: 'k', value, ver: 4, form: 1 }));
   assert.equal(ok, { t: MsgType.Invalidate, seq: 1, key: 'k', value, ver: 4, form: 1 });
-  const req = decodeClientMessage(encode({ t: MsgType.InvalidateRequest, id: 1, key: 'k', value, pushed: true }));
-  assert.equal(req, { t: MsgType.InvalidateRequest, id: 1, key: 'k', value, pushed: true });
+  const req = decodeClientMessage(
+    encode({ t: MsgType.InvalidateRequest, id: 1, key: 'k', value, since: 7, pushed: true }),
+  );
+  assert.equal(req, { t: MsgType.InvalidateRequest, id: 1, key: 'k', value, since: 7, pushed: true });
+  // an update names the broadcast seq its value was read under; without a value, no seq
+  assert.throws(
+    () => decodeClientMessage(encode({ t: MsgType.InvalidateRequest, id: 1, key: 'k', value })),
+    isProtocolError,
+  );
+  assert.throws(
+    () => decodeClientMessage(encode({ t: MsgType.InvalidateRequest, id: 1, key: 'k', since: 3 } as never)),
+    isProtocolError,
+  );
   assert.throws(
     () => decodeClientMessage(encode({ t: MsgType.InvalidateRequest, id: 1, key: 'k', flush: true, value })),
     isProtocolError,

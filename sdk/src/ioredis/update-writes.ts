@@ -11,6 +11,11 @@
  * value like a filler (shared-records.ts): it hears every later write of the key. It costs the
  * writer one read; every other instance reads nothing.
  *
+ * Concurrent writers: the update carries a mark of where the hub's broadcasts stood before the
+ * read-back (client.ts updateMark); if the hub relayed another write of the key after it, that
+ * write may have reached Redis after this read-back, so the hub sends a plain invalidation
+ * instead (shared-values.ts) — a value never overtakes a newer write.
+ *
  * Before the write is sent, the writer releases its vouch for the key (its own write would
  * otherwise come back through its tracking as an "outside" write and invalidate the update).
  * Tracking down, a failed read-back, a key not shared, a value the client may not push: a plain
@@ -56,11 +61,13 @@ export class UpdateWrites {
 
   /** After Redis replied to the write: the invalidation of `key`, carrying its read-back value when there is one. */
   invalidate(key: string): Promise<InvalidateResult> {
+    // before the read-back: a write the hub relays after this mark may have landed after it
+    const mark = this.#hk.updateMark(key);
     return this.#readBack(key).then(
       (rec) => {
         if (rec === undefined) this.stats.readBacksFailed++;
         else this.stats.readBacks++;
-        return this.#hk.invalidate(key, rec === undefined ? undefined : { value: rec });
+        return this.#hk.invalidate(key, rec === undefined ? undefined : { value: rec, mark });
       },
       () => {
         this.stats.readBacksFailed++;

@@ -275,6 +275,13 @@ export interface InvalidateRequest {
    * Acked as any invalidation. Not with `flush`.
    */
   value?: Uint8Array;
+  /**
+   * With `value`: the seq of this hub's broadcasts the writer had applied before it learnt the
+   * value (before its write, or its read-back). The hub broadcasts the value only if no
+   * invalidation or update of the key went out after that seq — such a write may have reached the
+   * store after this one, so this value may be the older: a plain invalidation then.
+   */
+  since?: number;
   /** `value` is an adapter's cache record (PushForm), not a plain value */
   form?: PushForm;
   /**
@@ -542,7 +549,6 @@ function rules(m: Record<string, unknown>): { rules: Rule[]; local: number[] } {
 
 // ---- message guards: decode, then check every field a handler reads ----
 
-/** The optional `flush` flag of InvalidateRequest / Invalidate: absent, or `true` (false reads as absent). */
 /** The optional `form` of a pushed value: absent, or a known PushForm. */
 function form(m: Record<string, unknown>): { form?: PushForm } {
   if (m.form === undefined) return {};
@@ -551,16 +557,21 @@ function form(m: Record<string, unknown>): { form?: PushForm } {
 }
 
 /** The optional update value of InvalidateRequest / Invalidate (not with a flush). */
-function update(m: Record<string, unknown>, withVer: boolean): { value?: Uint8Array; ver?: number; form?: PushForm } {
+function update(
+  m: Record<string, unknown>,
+  withVer: boolean,
+): { value?: Uint8Array; ver?: number; since?: number; form?: PushForm } {
   if (m.value === undefined) {
-    if (m.form !== undefined || m.ver !== undefined) protocolError('"form" and "ver" come only with "value"');
+    if (m.form !== undefined || m.ver !== undefined || m.since !== undefined)
+      protocolError('"form", "ver" and "since" come only with "value"');
     return {};
   }
   if (m.flush !== undefined && m.flush !== false) protocolError('a flush carries no "value"');
   const value = bin(m, 'value', MAX_VALUE_BYTES);
-  return withVer ? { value, ver: int(m, 'ver'), ...form(m) } : { value, ...form(m) };
+  return withVer ? { value, ver: int(m, 'ver'), ...form(m) } : { value, since: int(m, 'since'), ...form(m) };
 }
 
+/** The optional `flush` flag of InvalidateRequest / Invalidate: absent, or `true` (false reads as absent). */
 function flush(m: Record<string, unknown>): { flush?: true } {
   if (m.flush === undefined || m.flush === false) return {};
   if (m.flush !== true) protocolError('"flush" must be a boolean');
