@@ -44,6 +44,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'tracking', file: here('./tracking.bench.ts'), timeoutMs: 120_000 },
   { name: 'waits', file: here('./reader-waits.bench.ts'), timeoutMs: 120_000 },
   { name: 'push', file: here('./push-loads.bench.ts'), timeoutMs: 180_000 },
+  { name: 'push-wrapper', file: here('./push-wrapper.bench.ts'), timeoutMs: 120_000 },
   { name: 'replicas', file: here('./replicas.bench.ts'), timeoutMs: 120_000 },
   { name: 'connections', file: here('./connections.bench.ts'), timeoutMs: 600_000 },
   { name: 'detection', file: here('./detection.bench.ts'), timeoutMs: 300_000 },
