@@ -203,7 +203,7 @@ benchMain(async ({ quick }) => {
       unit: 'GETs',
       better: 'lower',
       target: { reach: 2 },
-      note: `${push.injected} records injected; ${note}`,
+      note: `${push.injected} records injected (both keys, refreshes included); ${note}`,
     },
     {
       bench: '12b value push (ioredis)',
