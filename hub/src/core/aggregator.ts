@@ -114,18 +114,19 @@ const REPORTER_WORDS = 4; // 128 bits
 const REPORTER_BITS = REPORTER_WORDS * 32;
 /**
  * A slot's record in the slab, in float64s: the absolute slice it was last rotated to, the window
- * total, the reporter window, the rule index, the current reporters' bitmap (float64s 4 and 5,
- * read as four uint32s through `#slabBits`), then the WINDOW_SLICES slice counters; 128 bytes.
+ * total, the reporter window, the rule index (float64 3, read as a uint32 through `#slabBits`), the
+ * current reporters' bitmap (float64s 4 and 5, four uint32s), then the WINDOW_SLICES slice
+ * counters; 128 bytes.
  * One Float64Array per field cost a cache line per field per record (six per record, most of them
  * misses for the long tail of keys once other processes have run on the core).
  */
 const TICK = 0;
 const TOTAL = 1;
 const REPORTER_WINDOW = 2;
-const RULE = 3;
 const SLICES = 6;
 const SLOT_STRIDE = SLICES + WINDOW_SLICES;
-/** the bitmap, in uint32s from the slot's start */
+/** in uint32s from the slot's start (`#slabBits`): the rule index (an integer index, never a float64 one), the bitmap */
+const RULE = 6;
 const BITS = 8;
 const BITS_STRIDE = SLOT_STRIDE * 2;
 const NEGATIVE_CACHE_MAX = 10_000;
@@ -314,7 +315,7 @@ export class Aggregator {
         if (this.#slab !== slab) return i;
       }
       const at = slot * SLOT_STRIDE;
-      const r = slab[at + RULE]!;
+      const r = slabBits[slot * BITS_STRIDE + RULE]!;
       const cur = sliceNow[r]!;
       if (slab[at + TICK] !== cur) this.#rotate(slot, now);
       // a clock that stepped back leaves the slot ahead of `cur`: count in its own current slice
@@ -407,7 +408,7 @@ export class Aggregator {
     this.#promoteDeclared(now);
     for (const slot of this.#hotSlots) {
       this.#rotate(slot, now);
-      const r = this.#slab[slot * SLOT_STRIDE + RULE]!;
+      const r = this.#slabBits[slot * BITS_STRIDE + RULE]!;
       if (now >= this.#hotUntil[slot]!) {
         this.#demote(slot, 'expired', now);
       } else if (this.#rSpecial[r] !== 0 && now >= this.#rHotFrom[r]! && now < this.#rHotUntil[r]!) {
@@ -451,7 +452,7 @@ export class Aggregator {
         slot = this.#admit(key, now);
         if (slot < 0) continue;
       }
-      if (this.#slab[slot * SLOT_STRIDE + RULE] !== rule) continue; // a more specific rule decides this key
+      if (this.#slabBits[slot * BITS_STRIDE + RULE] !== rule) continue; // a more specific rule decides this key
       this.#rotate(slot, now);
       this.#hotUntil[slot] = Math.max(now + this.#rHotMs[rule]!, this.#rHotUntil[rule]!);
       this.#lowSince[slot] = NONE;
@@ -465,7 +466,7 @@ export class Aggregator {
     if (slot === undefined) slot = this.#admit(key, now);
     if (slot < 0) return false;
     this.#rotate(slot, now);
-    this.#hotUntil[slot] = now + this.#rHotMs[this.#slab[slot * SLOT_STRIDE + RULE]!]!;
+    this.#hotUntil[slot] = now + this.#rHotMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!;
     this.#lowSince[slot] = NONE;
     this.#promote(slot, now, true);
     return true;
@@ -503,7 +504,7 @@ export class Aggregator {
     const out: HotKeyView[] = [];
     for (const slot of this.#hotSlots) {
       this.#rotate(slot, now);
-      const r = this.#slab[slot * SLOT_STRIDE + RULE]!;
+      const r = this.#slabBits[slot * BITS_STRIDE + RULE]!;
       out.push({
         key: this.#keys[slot]!,
         qps: this.#qps(slot, now),
@@ -534,8 +535,8 @@ export class Aggregator {
         this.#release(slot);
         continue;
       }
-      const changedWindow = oldWindow[this.#slab[slot * SLOT_STRIDE + RULE]!] !== this.#rWindowMs[r];
-      this.#slab[slot * SLOT_STRIDE + RULE] = r;
+      const changedWindow = oldWindow[this.#slabBits[slot * BITS_STRIDE + RULE]!] !== this.#rWindowMs[r];
+      this.#slabBits[slot * BITS_STRIDE + RULE] = r;
       if (this.#hot[slot] === 1) {
         if (this.#rMode[r] !== MODE_FIXED && !(this.#level[slot]! > 0)) this.#level[slot] = this.#rThreshold[r]!;
         const detector = this.#detectors[r];
@@ -629,7 +630,7 @@ export class Aggregator {
   /** A hot slot stops being hot without a demotion event (ownership moved, rules dropped it). */
   #hotGone(slot: number): void {
     if (this.#recounting) return;
-    const detector = this.#detectors[this.#slab[slot * SLOT_STRIDE + RULE]!];
+    const detector = this.#detectors[this.#slabBits[slot * BITS_STRIDE + RULE]!];
     if (detector instanceof TopKDetector) detector.hot = Math.max(0, detector.hot - 1);
   }
 
@@ -640,14 +641,14 @@ export class Aggregator {
    */
   #qps(slot: number, now: number): number {
     this.#rotate(slot, now);
-    const sliceMs = this.#rSliceMs[this.#slab[slot * SLOT_STRIDE + RULE]!]!;
+    const sliceMs = this.#rSliceMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!;
     // clamped: a clock that stepped back leaves `now` before the slot's current slice
     const elapsed = Math.min(sliceMs, Math.max(0, now - this.#slab[slot * SLOT_STRIDE + TICK]! * sliceMs));
     return (this.#slab[slot * SLOT_STRIDE + TOTAL]! * 1000) / ((WINDOW_SLICES - 1) * sliceMs + elapsed);
   }
 
   #rotate(slot: number, now: number): void {
-    const cur = Math.floor(now / this.#rSliceMs[this.#slab[slot * SLOT_STRIDE + RULE]!]!);
+    const cur = Math.floor(now / this.#rSliceMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!);
     const last = this.#slab[slot * SLOT_STRIDE + TICK]!;
     if (cur <= last) return; // same slice, or the clock stepped back: keep counting in place
     if (cur - last >= WINDOW_SLICES) {
@@ -671,7 +672,7 @@ export class Aggregator {
    * that hovered near its threshold for minutes does not report minutes.
    */
   #accumulatedFor(slot: number, now: number): number {
-    const sliceMs = this.#rSliceMs[this.#slab[slot * SLOT_STRIDE + RULE]!]!;
+    const sliceMs = this.#rSliceMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!;
     const tick = this.#slab[slot * SLOT_STRIDE + TICK]!;
     const base = slot * SLOT_STRIDE + SLICES;
     for (let age = WINDOW_SLICES - 1; age > 0; age--) {
@@ -698,7 +699,7 @@ export class Aggregator {
   }
 
   #reporters(slot: number, now: number): number {
-    const gen = Math.floor(now / this.#rWindowMs[this.#slab[slot * SLOT_STRIDE + RULE]!]!);
+    const gen = Math.floor(now / this.#rWindowMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!);
     if (gen !== this.#slab[slot * SLOT_STRIDE + REPORTER_WINDOW]) this.#rollReporters(slot, gen);
     const base = slot * REPORTER_WORDS;
     const current = slot * BITS_STRIDE + BITS;
@@ -713,7 +714,7 @@ export class Aggregator {
   #promote(slot: number, now: number, manual: boolean): void {
     const wasHot = this.#hot[slot] === 1;
     this.#hot[slot] = 1;
-    const r = this.#slab[slot * SLOT_STRIDE + RULE]!;
+    const r = this.#slabBits[slot * BITS_STRIDE + RULE]!;
     if (!wasHot) {
       this.#addHot(slot);
       this.#hotSince[slot] = now;
@@ -815,7 +816,7 @@ export class Aggregator {
   }
 
   #rollReporterWindow(slot: number, now: number): void {
-    const gen = Math.floor(now / this.#rWindowMs[this.#slab[slot * SLOT_STRIDE + RULE]!]!);
+    const gen = Math.floor(now / this.#rWindowMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!);
     if (gen !== this.#slab[slot * SLOT_STRIDE + REPORTER_WINDOW]) this.#rollReporters(slot, gen);
   }
 
@@ -854,7 +855,7 @@ export class Aggregator {
     }
     this.#slotOf.set(key, slot);
     this.#keys[slot] = key;
-    this.#slab[slot * SLOT_STRIDE + RULE] = r;
+    this.#slabBits[slot * BITS_STRIDE + RULE] = r;
     this.#slab[slot * SLOT_STRIDE + TICK] = Math.floor(now / this.#rSliceMs[r]!);
     this.#clearWindow(slot);
     this.#hot[slot] = 0;
