@@ -2,8 +2,8 @@
  * Cluster-wide sliding windows for one app's keys: the hub's hot path.
  *
  * Design: every tracked key owns a slot in a typed-array slab. A slot holds WINDOW_SLICES counters
- * (`slices[slot * 10 + i]`) covering its rule's `windowMs`, a running total, and the absolute slice
- * number it was last rotated to. Rotation is lazy: touching a slot zeroes the slices that expired
+ * covering its rule's `windowMs`, a running total, and the absolute slice number it was last
+ * rotated to, side by side with what else a record updates (SLOT_STRIDE). Rotation is lazy: touching a slot zeroes the slices that expired
  * since its last touch (O(1) amortised), so no timer walks cold keys. The rule of a key is matched
  * once on admission and cached in the slot (RuleSet.match per record would dominate ingest).
  *
@@ -112,6 +112,23 @@ export interface AggregatorStats {
 
 const REPORTER_WORDS = 4; // 128 bits
 const REPORTER_BITS = REPORTER_WORDS * 32;
+/**
+ * A slot's record in the slab, in float64s: the absolute slice it was last rotated to, the window
+ * total, the reporter window, the rule index (float64 3, read as a uint32 through `#slabBits`), the
+ * current reporters' bitmap (float64s 4 and 5, four uint32s), then the WINDOW_SLICES slice
+ * counters; 128 bytes.
+ * One Float64Array per field cost a cache line per field per record (six per record, most of them
+ * misses for the long tail of keys once other processes have run on the core).
+ */
+const TICK = 0;
+const TOTAL = 1;
+const REPORTER_WINDOW = 2;
+const SLICES = 6;
+const SLOT_STRIDE = SLICES + WINDOW_SLICES;
+/** in uint32s from the slot's start (`#slabBits`): the rule index (an integer index, never a float64 one), the bitmap */
+const RULE = 6;
+const BITS = 8;
+const BITS_STRIDE = SLOT_STRIDE * 2;
 const NEGATIVE_CACHE_MAX = 10_000;
 const NONE = -1;
 const MODE_FIXED = 0;
@@ -174,10 +191,12 @@ export class Aggregator {
   #highWater = 0; // slots ever handed out; [0, highWater) minus free list are live
   readonly #free: number[] = [];
   #keys: (string | undefined)[] = [];
-  #rule = new Int32Array(0);
-  #tick = new Float64Array(0);
-  #slices = new Float64Array(0);
-  #total = new Float64Array(0);
+  /**
+   * The per-slot fields an ingested record touches, side by side (see SLOT_STRIDE): one or two
+   * cache lines per record instead of one per field. `#slabBits` views the same memory.
+   */
+  #slab = new Float64Array(0);
+  #slabBits = new Uint32Array(0);
   #hot = new Uint8Array(0);
   #hotUntil = new Float64Array(0);
   #hotSince = new Float64Array(0);
@@ -185,9 +204,7 @@ export class Aggregator {
   /** baseline / topk: the window total the key was promoted at (its renewal level) */
   #level = new Float64Array(0);
   // which instances reported the key (a 128-bit linear-counting bitmap per slot) in the current
-  // window-length period (#reporterWindow = floor(now / windowMs)) and the one before it
-  #reporterWindow = new Float64Array(0);
-  #reporterBitsCurrent = new Uint32Array(0);
+  // window-length period (REPORTER_WINDOW = floor(now / windowMs), bits in the slab) and the one before it
   #reporterBitsPrevious = new Uint32Array(0);
   readonly #hotSlots = new Set<number>();
   // the hot slots again, as an array for uniform sampling (slot -> index in #hotPos)
@@ -250,43 +267,81 @@ export class Aggregator {
     to = keys.length,
   ): void {
     this.#lastNow = now;
-    const word = reporter >>> 5;
-    const bit = 1 << (reporter & 31);
-    const n = Math.min(to, keys.length);
     // per rule, once per call: the current slice, its index in the ring and the reporter window
     // (two float divisions and a float modulo per record cost as much as the rest of the loop)
     this.#hoist(now);
+    const n = Math.min(to, keys.length);
+    for (let i = from; i < n; ) i = this.#ingestRun(keys, counts, reporter, now, solo, i, n);
+  }
+
+  /**
+   * The ingest loop proper, over records [i, n) with the slab's arrays in locals (fields reloaded
+   * per record cost a load and a check each). Returns early, with the next record's index, after a
+   * call that may replace those arrays (an admission can grow the slab; a promotion reaches the
+   * listener), so that `ingest` reloads them.
+   */
+  #ingestRun(
+    keys: readonly string[],
+    counts: readonly number[],
+    reporter: number,
+    now: number,
+    solo: PromotionBudget | undefined,
+    i: number,
+    n: number,
+  ): number {
+    const word = reporter >>> 5;
+    const bit = 1 << (reporter & 31);
+    const slotOf = this.#slotOf;
+    const slab = this.#slab;
+    const slabBits = this.#slabBits;
+    const hotUntil = this.#hotUntil;
+    const lowSince = this.#lowSince;
+    const hot = this.#hot;
+    const special = this.#rSpecial;
+    const threshold = this.#rThreshold;
+    const hotMs = this.#rHotMs;
     const sliceNow = this.#rSliceNow;
     const sliceIndex = this.#rSliceIndex;
     const genNow = this.#rGenNow;
-    for (let i = from; i < n; i++) {
+    for (; i < n; i++) {
       const count = counts[i]!;
       if (!(count > 0)) continue;
       const key = keys[i]!;
-      let slot = this.#slotOf.get(key);
+      let slot = slotOf.get(key);
       if (slot === undefined) {
         slot = this.#admit(key, now);
         if (slot < 0) continue;
+        // the slab may have grown: count this record after reloading the arrays
+        if (this.#slab !== slab) return i;
       }
-      const r = this.#rule[slot]!;
+      const at = slot * SLOT_STRIDE;
+      const r = slabBits[slot * BITS_STRIDE + RULE]!;
       const cur = sliceNow[r]!;
-      if (this.#tick[slot] !== cur) this.#rotate(slot, now);
+      if (slab[at + TICK] !== cur) this.#rotate(slot, now);
       // a clock that stepped back leaves the slot ahead of `cur`: count in its own current slice
-      const index = this.#tick[slot] === cur ? sliceIndex[r]! : this.#tick[slot]! % WINDOW_SLICES;
-      this.#slices[slot * WINDOW_SLICES + index]! += count;
-      const total = (this.#total[slot]! += count);
+      const tick = slab[at + TICK]!;
+      const index = tick === cur ? sliceIndex[r]! : tick % WINDOW_SLICES;
+      slab[at + SLICES + index]! += count;
+      const total = (slab[at + TOTAL]! += count);
 
       const gen = genNow[r]!;
-      if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
-      this.#reporterBitsCurrent[slot * REPORTER_WORDS + word]! |= bit;
+      if (gen !== slab[at + REPORTER_WINDOW]) this.#rollReporters(slot, gen);
+      slabBits[slot * BITS_STRIDE + BITS + word]! |= bit;
 
-      if (this.#rSpecial[r] !== 0) this.#judge(slot, r, key, count, total, now);
-      else if (total >= this.#rThreshold[r]!) {
-        this.#hotUntil[slot] = now + this.#rHotMs[r]!;
-        this.#lowSince[slot] = NONE;
-        if (this.#hot[slot] === 0 && this.#admitHot(slot, solo, now)) this.#promote(slot, now, false);
+      if (special[r] !== 0) {
+        if (this.#judge(slot, r, key, count, total, now)) return i + 1;
+        continue;
+      }
+      if (total >= threshold[r]!) {
+        hotUntil[slot] = now + hotMs[r]!;
+        lowSince[slot] = NONE;
+        if (hot[slot] === 0 && this.#admitHot(slot, solo, now)) {
+          this.#promote(slot, now, false);
+          return i + 1;
+        }
       }
     }
+    return n;
   }
 
   /** Fills the per-rule slice and window numbers for `now` (cached while `now` repeats). */
@@ -301,8 +356,8 @@ export class Aggregator {
     }
   }
 
-  /** A record of a baseline, topk or pre-declared rule (see the design note). */
-  #judge(slot: number, r: number, key: string, count: number, total: number, now: number): void {
+  /** A record of a baseline, topk or pre-declared rule (see the design note); true when it promoted the key. */
+  #judge(slot: number, r: number, key: string, count: number, total: number, now: number): boolean {
     const hot = this.#hot[slot] === 1;
     const mode = this.#rMode[r]!;
     let promote = false;
@@ -327,10 +382,11 @@ export class Aggregator {
       // a pre-declared window is open: any reported access makes the key hot until its end
       this.#hotUntil[slot] = Math.max(now + this.#rHotMs[r]!, this.#rHotUntil[r]!);
       this.#lowSince[slot] = NONE;
-      if (!hot) this.#promote(slot, now, false);
-      return;
+      if (hot) return false;
+      this.#promote(slot, now, false);
+      return true;
     }
-    if (!renew && !promote) return;
+    if (!renew && !promote) return false;
     if (hot) {
       if (renew) {
         this.#hotUntil[slot] = now + this.#rHotMs[r]!;
@@ -340,7 +396,9 @@ export class Aggregator {
       this.#hotUntil[slot] = now + this.#rHotMs[r]!;
       this.#lowSince[slot] = NONE;
       this.#promote(slot, now, false);
+      return true;
     }
+    return false;
   }
 
   /** Demotes hot keys that cooled or expired, and frees idle cold keys. Call every ~100 ms. */
@@ -350,7 +408,7 @@ export class Aggregator {
     this.#promoteDeclared(now);
     for (const slot of this.#hotSlots) {
       this.#rotate(slot, now);
-      const r = this.#rule[slot]!;
+      const r = this.#slabBits[slot * BITS_STRIDE + RULE]!;
       if (now >= this.#hotUntil[slot]!) {
         this.#demote(slot, 'expired', now);
       } else if (this.#rSpecial[r] !== 0 && now >= this.#rHotFrom[r]! && now < this.#rHotUntil[r]!) {
@@ -378,9 +436,9 @@ export class Aggregator {
   /** Below the demotion level: fixed `threshold × demoteRatio`, else the promotion level × demoteRatio (topk: also out of the top ⌈1.5k⌉). */
   #isLow(slot: number, r: number): boolean {
     const mode = this.#rMode[r]!;
-    if (mode === MODE_FIXED) return this.#total[slot]! < this.#rDemoteLevel[r]!;
+    if (mode === MODE_FIXED) return this.#slab[slot * SLOT_STRIDE + TOTAL]! < this.#rDemoteLevel[r]!;
     const ratio = this.#ruleSet.rules[r]!.demoteRatio;
-    if (this.#total[slot]! < this.#level[slot]! * ratio) return true;
+    if (this.#slab[slot * SLOT_STRIDE + TOTAL]! < this.#level[slot]! * ratio) return true;
     return mode === MODE_TOPK && (this.#detectors[r] as TopKDetector).outranked(this.#keys[slot]!);
   }
 
@@ -394,7 +452,7 @@ export class Aggregator {
         slot = this.#admit(key, now);
         if (slot < 0) continue;
       }
-      if (this.#rule[slot] !== rule) continue; // a more specific rule decides this key
+      if (this.#slabBits[slot * BITS_STRIDE + RULE] !== rule) continue; // a more specific rule decides this key
       this.#rotate(slot, now);
       this.#hotUntil[slot] = Math.max(now + this.#rHotMs[rule]!, this.#rHotUntil[rule]!);
       this.#lowSince[slot] = NONE;
@@ -408,7 +466,7 @@ export class Aggregator {
     if (slot === undefined) slot = this.#admit(key, now);
     if (slot < 0) return false;
     this.#rotate(slot, now);
-    this.#hotUntil[slot] = now + this.#rHotMs[this.#rule[slot]!]!;
+    this.#hotUntil[slot] = now + this.#rHotMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!;
     this.#lowSince[slot] = NONE;
     this.#promote(slot, now, true);
     return true;
@@ -432,7 +490,7 @@ export class Aggregator {
     const slot = this.#slotOf.get(key);
     if (slot === undefined) return 0;
     this.#rotate(slot, now);
-    return this.#total[slot]!;
+    return this.#slab[slot * SLOT_STRIDE + TOTAL]!;
   }
 
   /** A key's accesses per second over the time its window covers at `now` (0 when untracked). */
@@ -446,7 +504,7 @@ export class Aggregator {
     const out: HotKeyView[] = [];
     for (const slot of this.#hotSlots) {
       this.#rotate(slot, now);
-      const r = this.#rule[slot]!;
+      const r = this.#slabBits[slot * BITS_STRIDE + RULE]!;
       out.push({
         key: this.#keys[slot]!,
         qps: this.#qps(slot, now),
@@ -477,8 +535,8 @@ export class Aggregator {
         this.#release(slot);
         continue;
       }
-      const changedWindow = oldWindow[this.#rule[slot]!] !== this.#rWindowMs[r];
-      this.#rule[slot] = r;
+      const changedWindow = oldWindow[this.#slabBits[slot * BITS_STRIDE + RULE]!] !== this.#rWindowMs[r];
+      this.#slabBits[slot * BITS_STRIDE + RULE] = r;
       if (this.#hot[slot] === 1) {
         if (this.#rMode[r] !== MODE_FIXED && !(this.#level[slot]! > 0)) this.#level[slot] = this.#rThreshold[r]!;
         const detector = this.#detectors[r];
@@ -486,7 +544,7 @@ export class Aggregator {
       }
       if (changedWindow) {
         this.#clearWindow(slot);
-        this.#tick[slot] = Math.floor(now / this.#rSliceMs[r]!);
+        this.#slab[slot * SLOT_STRIDE + TICK] = Math.floor(now / this.#rSliceMs[r]!);
       }
     }
     this.#recounting = false;
@@ -572,7 +630,7 @@ export class Aggregator {
   /** A hot slot stops being hot without a demotion event (ownership moved, rules dropped it). */
   #hotGone(slot: number): void {
     if (this.#recounting) return;
-    const detector = this.#detectors[this.#rule[slot]!];
+    const detector = this.#detectors[this.#slabBits[slot * BITS_STRIDE + RULE]!];
     if (detector instanceof TopKDetector) detector.hot = Math.max(0, detector.hot - 1);
   }
 
@@ -583,29 +641,29 @@ export class Aggregator {
    */
   #qps(slot: number, now: number): number {
     this.#rotate(slot, now);
-    const sliceMs = this.#rSliceMs[this.#rule[slot]!]!;
+    const sliceMs = this.#rSliceMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!;
     // clamped: a clock that stepped back leaves `now` before the slot's current slice
-    const elapsed = Math.min(sliceMs, Math.max(0, now - this.#tick[slot]! * sliceMs));
-    return (this.#total[slot]! * 1000) / ((WINDOW_SLICES - 1) * sliceMs + elapsed);
+    const elapsed = Math.min(sliceMs, Math.max(0, now - this.#slab[slot * SLOT_STRIDE + TICK]! * sliceMs));
+    return (this.#slab[slot * SLOT_STRIDE + TOTAL]! * 1000) / ((WINDOW_SLICES - 1) * sliceMs + elapsed);
   }
 
   #rotate(slot: number, now: number): void {
-    const cur = Math.floor(now / this.#rSliceMs[this.#rule[slot]!]!);
-    const last = this.#tick[slot]!;
+    const cur = Math.floor(now / this.#rSliceMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!);
+    const last = this.#slab[slot * SLOT_STRIDE + TICK]!;
     if (cur <= last) return; // same slice, or the clock stepped back: keep counting in place
     if (cur - last >= WINDOW_SLICES) {
       this.#clearWindow(slot);
     } else {
-      const base = slot * WINDOW_SLICES;
-      let total = this.#total[slot]!;
+      const base = slot * SLOT_STRIDE + SLICES;
+      let total = this.#slab[slot * SLOT_STRIDE + TOTAL]!;
       for (let s = last + 1; s <= cur; s++) {
         const i = base + (s % WINDOW_SLICES);
-        total -= this.#slices[i]!;
-        this.#slices[i] = 0;
+        total -= this.#slab[i]!;
+        this.#slab[i] = 0;
       }
-      this.#total[slot] = total;
+      this.#slab[slot * SLOT_STRIDE + TOTAL] = total;
     }
-    this.#tick[slot] = cur;
+    this.#slab[slot * SLOT_STRIDE + TICK] = cur;
   }
 
   /**
@@ -614,38 +672,40 @@ export class Aggregator {
    * that hovered near its threshold for minutes does not report minutes.
    */
   #accumulatedFor(slot: number, now: number): number {
-    const sliceMs = this.#rSliceMs[this.#rule[slot]!]!;
-    const tick = this.#tick[slot]!;
-    const base = slot * WINDOW_SLICES;
+    const sliceMs = this.#rSliceMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!;
+    const tick = this.#slab[slot * SLOT_STRIDE + TICK]!;
+    const base = slot * SLOT_STRIDE + SLICES;
     for (let age = WINDOW_SLICES - 1; age > 0; age--) {
-      if (this.#slices[base + ((((tick - age) % WINDOW_SLICES) + WINDOW_SLICES) % WINDOW_SLICES)]! > 0)
+      if (this.#slab[base + ((((tick - age) % WINDOW_SLICES) + WINDOW_SLICES) % WINDOW_SLICES)]! > 0)
         return Math.max(0, now - (tick - age) * sliceMs);
     }
     return Math.max(0, now - tick * sliceMs);
   }
 
   #clearWindow(slot: number): void {
-    this.#slices.fill(0, slot * WINDOW_SLICES, slot * WINDOW_SLICES + WINDOW_SLICES);
-    this.#total[slot] = 0;
+    this.#slab.fill(0, slot * SLOT_STRIDE + SLICES, slot * SLOT_STRIDE + SLICES + WINDOW_SLICES);
+    this.#slab[slot * SLOT_STRIDE + TOTAL] = 0;
   }
 
   #rollReporters(slot: number, gen: number): void {
     const base = slot * REPORTER_WORDS;
-    const adjacent = gen === this.#reporterWindow[slot]! + 1;
+    const current = slot * BITS_STRIDE + BITS;
+    const adjacent = gen === this.#slab[slot * SLOT_STRIDE + REPORTER_WINDOW]! + 1;
     for (let w = 0; w < REPORTER_WORDS; w++) {
-      this.#reporterBitsPrevious[base + w] = adjacent ? this.#reporterBitsCurrent[base + w]! : 0;
-      this.#reporterBitsCurrent[base + w] = 0;
+      this.#reporterBitsPrevious[base + w] = adjacent ? this.#slabBits[current + w]! : 0;
+      this.#slabBits[current + w] = 0;
     }
-    this.#reporterWindow[slot] = gen;
+    this.#slab[slot * SLOT_STRIDE + REPORTER_WINDOW] = gen;
   }
 
   #reporters(slot: number, now: number): number {
-    const gen = Math.floor(now / this.#rWindowMs[this.#rule[slot]!]!);
-    if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
+    const gen = Math.floor(now / this.#rWindowMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!);
+    if (gen !== this.#slab[slot * SLOT_STRIDE + REPORTER_WINDOW]) this.#rollReporters(slot, gen);
     const base = slot * REPORTER_WORDS;
+    const current = slot * BITS_STRIDE + BITS;
     let ones = 0;
     for (let w = 0; w < REPORTER_WORDS; w++)
-      ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
+      ones += popcount32((this.#slabBits[current + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
     const zeros = REPORTER_BITS - ones;
     if (zeros === 0) return Math.round(REPORTER_BITS * Math.log(REPORTER_BITS));
     return Math.round(-REPORTER_BITS * Math.log(zeros / REPORTER_BITS));
@@ -654,7 +714,7 @@ export class Aggregator {
   #promote(slot: number, now: number, manual: boolean): void {
     const wasHot = this.#hot[slot] === 1;
     this.#hot[slot] = 1;
-    const r = this.#rule[slot]!;
+    const r = this.#slabBits[slot * BITS_STRIDE + RULE]!;
     if (!wasHot) {
       this.#addHot(slot);
       this.#hotSince[slot] = now;
@@ -699,9 +759,10 @@ export class Aggregator {
   /** distinct reporter bits of the slot over the current and previous window (1: one instance alone) */
   #reporterBitCount(slot: number): number {
     const base = slot * REPORTER_WORDS;
+    const current = slot * BITS_STRIDE + BITS;
     let ones = 0;
     for (let w = 0; w < REPORTER_WORDS; w++)
-      ones += popcount32((this.#reporterBitsCurrent[base + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
+      ones += popcount32((this.#slabBits[current + w]! | this.#reporterBitsPrevious[base + w]!) >>> 0);
     return ones;
   }
 
@@ -755,8 +816,8 @@ export class Aggregator {
   }
 
   #rollReporterWindow(slot: number, now: number): void {
-    const gen = Math.floor(now / this.#rWindowMs[this.#rule[slot]!]!);
-    if (gen !== this.#reporterWindow[slot]) this.#rollReporters(slot, gen);
+    const gen = Math.floor(now / this.#rWindowMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!);
+    if (gen !== this.#slab[slot * SLOT_STRIDE + REPORTER_WINDOW]) this.#rollReporters(slot, gen);
   }
 
   #admit(key: string, now: number): number {
@@ -794,16 +855,16 @@ export class Aggregator {
     }
     this.#slotOf.set(key, slot);
     this.#keys[slot] = key;
-    this.#rule[slot] = r;
-    this.#tick[slot] = Math.floor(now / this.#rSliceMs[r]!);
+    this.#slabBits[slot * BITS_STRIDE + RULE] = r;
+    this.#slab[slot * SLOT_STRIDE + TICK] = Math.floor(now / this.#rSliceMs[r]!);
     this.#clearWindow(slot);
     this.#hot[slot] = 0;
     this.#hotUntil[slot] = 0;
     this.#hotSince[slot] = 0;
     this.#lowSince[slot] = NONE;
     this.#level[slot] = 0;
-    this.#reporterWindow[slot] = Math.floor(now / this.#rWindowMs[r]!);
-    this.#reporterBitsCurrent.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
+    this.#slab[slot * SLOT_STRIDE + REPORTER_WINDOW] = Math.floor(now / this.#rWindowMs[r]!);
+    this.#slabBits.fill(0, slot * BITS_STRIDE + BITS, slot * BITS_STRIDE + BITS + REPORTER_WORDS);
     this.#reporterBitsPrevious.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
     return slot;
   }
@@ -835,7 +896,7 @@ export class Aggregator {
       const slot = Math.floor(this.#random() * this.#highWater);
       if (this.#keys[slot] === undefined || this.#hot[slot] === 1) continue;
       this.#rotate(slot, now);
-      const total = this.#total[slot]!;
+      const total = this.#slab[slot * SLOT_STRIDE + TOTAL]!;
       if (total < bestTotal) {
         bestTotal = total;
         best = slot;
@@ -865,13 +926,13 @@ export class Aggregator {
       const slot = this.#sweepAt++;
       if (this.#keys[slot] === undefined || this.#hot[slot] === 1) continue;
       this.#rotate(slot, now);
-      if (this.#total[slot] === 0) this.#release(slot);
+      if (this.#slab[slot * SLOT_STRIDE + TOTAL] === 0) this.#release(slot);
     }
   }
 
   #grow(capacity: number): void {
-    const copyF = (a: Float64Array, per = 1) => {
-      const b = new Float64Array(capacity * per);
+    const copyF = (a: Float64Array) => {
+      const b = new Float64Array(capacity);
       b.set(a);
       return b;
     };
@@ -880,24 +941,20 @@ export class Aggregator {
       b.set(a);
       return b;
     };
-    const rule = new Int32Array(capacity);
-    rule.set(this.#rule);
-    this.#rule = rule;
+    const slab = new Float64Array(capacity * SLOT_STRIDE);
+    slab.set(this.#slab);
+    this.#slab = slab;
+    this.#slabBits = new Uint32Array(slab.buffer);
     const hot = new Uint8Array(capacity);
     hot.set(this.#hot);
     this.#hot = hot;
     const hotPos = new Int32Array(capacity);
     hotPos.set(this.#hotPos);
     this.#hotPos = hotPos;
-    this.#tick = copyF(this.#tick);
-    this.#slices = copyF(this.#slices, WINDOW_SLICES);
-    this.#total = copyF(this.#total);
     this.#hotUntil = copyF(this.#hotUntil);
     this.#hotSince = copyF(this.#hotSince);
     this.#lowSince = copyF(this.#lowSince);
     this.#level = copyF(this.#level);
-    this.#reporterWindow = copyF(this.#reporterWindow);
-    this.#reporterBitsCurrent = copyU32(this.#reporterBitsCurrent, REPORTER_WORDS);
     this.#reporterBitsPrevious = copyU32(this.#reporterBitsPrevious, REPORTER_WORDS);
     // push, not `length =`: a length jump turns the array into a slow dictionary-mode array
     for (let i = this.#keys.length; i < capacity; i++) this.#keys.push(undefined);
