@@ -44,6 +44,12 @@ export const ErrorCode = {
   Unavailable: 'HK_ERR_UNAVAILABLE',
   /** a hot-key load found the client's load limiter full (maxLoadsInFlight busy, maxLoadsQueued waiting) */
   LoadLimit: 'HK_ERR_LOAD_LIMIT',
+  /**
+   * An update (InvalidateRequest with a value) whose value is over the hub's `maxPushBytes`: the
+   * hub broadcast a plain invalidation instead (acked as usual) and tells the writer with an Error
+   * frame (not fatal). A Push over it is discarded.
+   */
+  PushTooLarge: 'HK_ERR_PUSH_TOO_LARGE',
   /** the TLS handshake with a wss:// hub failed (an untrusted or wrong certificate, TLS on one side only) */
   Tls: 'HK_ERR_TLS',
   // The hub's HTTP API answers with these too (HttpError); the ones above keep their meaning there.

@@ -7,7 +7,9 @@ export type {
   ClientStatus,
   DemoteInfo,
   InvalidateInfo,
+  InvalidateOptions,
   InvalidateResult,
+  UpdateMark,
   PromoteInfo,
 } from './client/client.ts';
 export { DEFAULT_CLIENT_OPTIONS } from './options.ts';

@@ -110,6 +110,11 @@ const PUSH: Record<keyof PushCounters, string> = {
   valuesGuarded: 'pushed values ignored: within the guard time of a local drop',
   valuesUndecodable: 'pushed values ignored: undecodable or undefined',
   valuesUnvouched: 'pushed values ignored: key not hot here under that hub',
+  pushesUnvouched: 'values not pushed: the adapter cannot vouch for them (untracked, expiring)',
+  valuesForeign: 'pushed records ignored: another namespace than this instance uses',
+  updatesSent: 'invalidations sent with the new value (update writes)',
+  updatesPlain: 'update writes sent as plain invalidations (key not shared here, value not pushable)',
+  updatesInjected: 'update values injected with their invalidation',
 };
 
 /** The names of the client's own families (without prefix and `_total`): sources may not add to them. */

@@ -1,7 +1,9 @@
 /**
  * A Jepsen-style consistency checker. Three SDK processes (consistency-worker.ts) read hot keys
  * through `withHotKeys` while writers change them: two wrapper writers (one of them behind the
- * frozen link) and one plain-ioredis writer (an outside write), every value a growing version
+ * frozen link), an update writer of a shared key (`writes: 'update'`: its value is pushed to every
+ * instance with the invalidation, and fills are pushed too) and one plain-ioredis writer (an
+ * outside write), every value a growing version
  * stored in a real redis-server, through a real hub process. Faults, one phase each: a frozen
  * link (a TCP proxy that stops forwarding, in front of one process's hub connection), hub
  * SIGSTOP/SIGCONT, hub SIGKILL and restart on the same port (writes acked as soon as the new hub
@@ -9,8 +11,9 @@
  * SIGKILL of a reader process (and a new one), a Redis restart.
  *
  * The check: a read is STALE when it returns a version older than one whose write was
- * acknowledged before the read began (one clock for every process of the host: hostNow). Wrapper writes must have 0 stale reads, under every fault. Outside writes
- * are counted and reported, not failed on (they are bounded once Redis tracking lands). The
+ * acknowledged before the read began (one clock for every process of the host: hostNow).
+ * Wrapper and update writes must have 0 stale reads, under every fault. Outside writes are
+ * counted and reported, not failed on (Redis tracking bounds them, without an ack). The
  * Lettuce #3481 race — an invalidation between a miss and its fill — is checked on a key read
  * through hk.get with a deliberately slow fill (the value is read, then held 15 ms).
  */
@@ -35,8 +38,16 @@ const KEY_A = 'ck:a'; // wrapper writes, from worker w0 (direct link)
 const KEY_C = 'ck:c'; // wrapper writes, from worker w1 (behind the proxy)
 const KEY_B = 'ck:b'; // plain ioredis writes (outside the SDK), from worker w2
 const KEY_RACE = 'ck:race'; // wrapper writes from w0; read through hk.get with a slow fill
+const KEY_D = 'cks:d'; // a shared key (value push): update writes from w0, pushed values read by all
 const config = {
-  apps: { ck: { rules: [{ match: 'ck:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000 }] } },
+  apps: {
+    ck: {
+      rules: [
+        { match: 'ck:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000 },
+        { match: 'cks:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000, share: true },
+      ],
+    },
+  },
 };
 
 type Read = { key: string; v: number; start: number; end: number; proc: string };
@@ -48,6 +59,9 @@ interface Worker {
   exited: Promise<void>;
 }
 
+/** value push counters summed over the workers (sent with their last records) */
+type PushStats = { updatesSent: number; updatesInjected: number; valuesInjected: number };
+const push: PushStats = { updatesSent: 0, updatesInjected: 0, valuesInjected: 0 };
 const reads: Read[] = [];
 const writes: Write[] = [];
 const phases: { name: string; from: number; to: number }[] = [];
@@ -59,7 +73,7 @@ function startWorker(id: string, hubUrl: string, redisPort: number, extra: objec
     id,
     hub: hubUrl,
     redisPort,
-    readKeys: [KEY_A, KEY_B, KEY_C],
+    readKeys: [KEY_A, KEY_B, KEY_C, KEY_D],
     raceKey: KEY_RACE,
     readers: 2,
     writeEveryMs: 30,
@@ -71,8 +85,9 @@ function startWorker(id: string, hubUrl: string, redisPort: number, extra: objec
   });
   children.push(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.on('message', (msg: { type: string; records?: (string | number | boolean)[][] }) => {
+  child.on('message', (msg: { type: string; records?: (string | number | boolean)[][]; push?: PushStats }) => {
     if (msg.type !== 'records') return;
+    if (msg.push !== undefined) for (const k of Object.keys(push) as (keyof PushStats)[]) push[k] += msg.push[k];
     for (const r of msg.records!) {
       if (r[0] === 'r')
         reads.push({ key: r[1] as string, v: r[2] as number, start: r[3] as number, end: r[4] as number, proc: id });
@@ -185,7 +200,7 @@ test.after(async () => {
 test('no read returns a version older than an acknowledged wrapper write, under every fault', async () => {
   redis = await RedisServer.start();
   const seed = new Redis({ port: redis.port, host: '127.0.0.1' });
-  for (const k of [KEY_A, KEY_B, KEY_C, KEY_RACE]) await seed.set(k, '1');
+  for (const k of [KEY_A, KEY_B, KEY_C, KEY_D, KEY_RACE]) await seed.set(k, '1');
   seed.disconnect();
   const configPath = writeConfig(config, 'hotkey-ck-');
   hub = await HubProcess.start({ args: ['--config', configPath] });
@@ -194,7 +209,7 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   const direct = `ws://127.0.0.1:${hubPort}/ws`;
   const proxied = `ws://127.0.0.1:${proxy.port}/ws`;
   const [w0, w1, w2] = await Promise.all([
-    startWorker('w0', direct, redis.port, { wrapperWrites: [KEY_A, KEY_RACE] }),
+    startWorker('w0', direct, redis.port, { wrapperWrites: [KEY_A, KEY_RACE], updateWrites: [KEY_D] }),
     startWorker('w1', proxied, redis.port, { wrapperWrites: [KEY_C] }),
     startWorker('w2', direct, redis.port, { plainWrites: KEY_B }),
   ]);
@@ -245,8 +260,8 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   await Promise.all(workers.map(stopWorker));
 
   // ---- verdict ----
-  const wrapperKeys = [KEY_A, KEY_C];
-  const verdicts = new Map([KEY_A, KEY_B, KEY_C, KEY_RACE].map((k) => [k, judge(k, redisLostAt)] as const));
+  const wrapperKeys = [KEY_A, KEY_C, KEY_D];
+  const verdicts = new Map([KEY_A, KEY_B, KEY_C, KEY_D, KEY_RACE].map((k) => [k, judge(k, redisLostAt)] as const));
   const phaseOf = (t: number) => phases.find((p) => t >= p.from && t < p.to)?.name ?? 'after';
   const report: string[] = [];
   const log = (line: string) => {
@@ -254,6 +269,9 @@ test('no read returns a version older than an acknowledged wrapper write, under 
     console.log(line);
   };
   log(`\n  ${reads.length} reads, ${writes.length} writes (${writes.filter((w) => w.acked).length} acknowledged)`);
+  log(
+    `  value push (${KEY_D}): ${push.updatesSent} updates sent, ${push.updatesInjected} injected, ${push.valuesInjected} pushed fills injected`,
+  );
   log(
     '  phase                              reads   stale(wrapper) stale(race) stale(outside)  write ms p50/p99 (wrapper, w0)  staleness ms p50/p99/max wrapper | outside',
   );
@@ -290,9 +308,12 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   mkdirSync(artifacts, { recursive: true });
   writeFileSync(`${artifacts}consistency-checker.txt`, `${report.join('\n')}\n`);
   const readsOf = (k: string) => reads.filter((r) => r.key === k).length;
-  for (const k of [KEY_A, KEY_B, KEY_C, KEY_RACE]) assert.ok(readsOf(k) > 1000, `${k}: only ${readsOf(k)} reads`);
+  for (const k of [KEY_A, KEY_B, KEY_C, KEY_D, KEY_RACE])
+    assert.ok(readsOf(k) > 1000, `${k}: only ${readsOf(k)} reads`);
   assert.ok(writes.filter((w) => w.key === KEY_A && w.acked).length > 50, 'wrapper writes were acknowledged');
   for (const k of wrapperKeys) assert.is(verdicts.get(k)!.stale.length, 0, `stale reads of ${k} (wrapper writes)`);
+  assert.ok(writes.filter((w) => w.key === KEY_D && w.acked).length > 50, 'update writes were acknowledged');
+  assert.ok(push.updatesInjected > 0, 'update writes pushed their values to other instances');
   assert.is(verdicts.get(KEY_RACE)!.stale.length, 0, 'stale reads of the slow-fill key (Lettuce #3481 race)');
 });
 

@@ -8,7 +8,8 @@
  * Records (arrays, to keep IPC small):
  *   ['r', key, version, start, end]                    a read (version 0: the key was absent)
  *   ['w', key, version, start, end, acked, kind]       a write; acked: the call resolved and its
- *                                                      invalidation was acknowledged
+ *                                                      invalidation was acknowledged; kind: wrapper,
+ *                                                      update (value push) or plain
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
@@ -26,6 +27,8 @@ interface Config {
   readers: number;
   /** key this process writes through the wrapper */
   wrapperWrites?: string[];
+  /** keys this process writes through a wrapper with `writes: 'update'` (value push of shared keys) */
+  updateWrites?: string[];
   /** key this process writes with a plain ioredis client (outside the SDK) */
   plainWrites?: string;
   writeEveryMs: number;
@@ -57,8 +60,13 @@ const redisOpts = {
 };
 const invalidateFailed = new Set<string>();
 const redis = withHotKeys(new Redis(redisOpts), hk, { onInvalidateError: (_err, key) => invalidateFailed.add(key) });
+const updater = withHotKeys(new Redis(redisOpts), hk, {
+  writes: 'update',
+  onInvalidateError: (_err, key) => invalidateFailed.add(key),
+});
 const plain = new Redis(redisOpts);
 redis.on('error', () => {});
+updater.on('error', () => {});
 plain.on('error', () => {});
 
 async function readLoop(): Promise<void> {
@@ -94,7 +102,7 @@ async function readLoop(): Promise<void> {
   }
 }
 
-async function wrapperWriter(key: string): Promise<void> {
+async function wrapperWriter(key: string, client: Redis = redis, kind = 'wrapper'): Promise<void> {
   let version = Math.floor(now()); // grows across restarts of this process
   while (running) {
     const v = ++version;
@@ -102,12 +110,12 @@ async function wrapperWriter(key: string): Promise<void> {
     invalidateFailed.delete(key);
     let acked = false;
     try {
-      await redis.set(key, String(v));
+      await client.set(key, String(v));
       acked = !invalidateFailed.has(key);
     } catch {
       acked = false;
     }
-    batch.push(['w', key, v, start, now(), acked, 'wrapper']);
+    batch.push(['w', key, v, start, now(), acked, kind]);
     await sleep(cfg.writeEveryMs);
   }
 }
@@ -139,9 +147,10 @@ process.on('message', (msg: { type: string }) => {
   if (msg.type !== 'stop') return;
   running = false;
   clearInterval(flusher);
-  process.send?.({ type: 'records', records: batch }, () => {
+  const { updatesSent, updatesInjected, valuesInjected } = hk.stats().push;
+  process.send?.({ type: 'records', records: batch, push: { updatesSent, updatesInjected, valuesInjected } }, () => {
     batch = [];
-    void Promise.allSettled([hk.close(), redis.quit(), plain.quit()]).finally(() => process.exit(0));
+    void Promise.allSettled([hk.close(), redis.quit(), updater.quit(), plain.quit()]).finally(() => process.exit(0));
   });
 });
 
@@ -151,5 +160,6 @@ process.on('disconnect', () => process.exit(0));
 const loops: Promise<void>[] = [];
 for (let i = 0; i < cfg.readers; i++) loops.push(readLoop());
 for (const key of cfg.wrapperWrites ?? []) loops.push(wrapperWriter(key));
+for (const key of cfg.updateWrites ?? []) loops.push(wrapperWriter(key, updater, 'update'));
 if (cfg.plainWrites !== undefined) loops.push(plainWriter(cfg.plainWrites));
 process.send?.({ type: 'ready' });

@@ -281,6 +281,7 @@ export class Apps {
         sessions: () => app.sessions,
         metrics: this.#opts.metrics,
         fillTimeoutMs: tunables.pushFillTimeoutMs,
+        maxPushBytes: tunables.maxPushBytes,
         tickMs: tunables.tickMs,
       }),
       savings: new Savings(this.#opts.now()),

@@ -119,6 +119,7 @@ export class HubCore implements SessionHost {
       clock,
       leaseMs: this.tunables.leaseMs,
       publish: (event) => this.#publish(event),
+      maxPushBytes: this.tunables.maxPushBytes,
     });
     const t = this.tunables;
     this.intake = new Intake({
@@ -285,7 +286,15 @@ export class HubCore implements SessionHost {
     this.#awaitingHello.delete(session);
     this.invalidationBudget.closed(session);
     this.#apps.leave(session);
-    this.#apps.get(session.app)?.shares.left(session, this.#now());
+    const app = this.#apps.get(session.app);
+    if (app === undefined) return;
+    // values it pushed lose the one instance that hears Redis writes of them: invalidated first,
+    // so a Fill sent next (left) is answered under the new version
+    for (const key of app.shares.orphaned(session)) {
+      this.metrics.orphanInvalidations++;
+      this.#invalidations.broadcast(app, key, false);
+    }
+    app.shares.left(session, this.#now());
   }
 
   faulted(session: Session, err: unknown): void {

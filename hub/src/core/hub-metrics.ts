@@ -39,6 +39,17 @@ export class HubMetrics {
   fills = 0;
   pushesAccepted = 0;
   pushesDiscarded = 0;
+  /** of the discarded: over maxPushBytes */
+  pushesOversized = 0;
+  /** updates (invalidations carrying the new value) broadcast with their value / refused for size (plain invalidation) */
+  updatesPushed = 0;
+  updatesOversized = 0;
+  /** updates broadcast as plain invalidations: another write of the key went out after the writer's mark */
+  updatesSuperseded = 0;
+  /** invalidations sent because the session that supplied a pushed value left */
+  orphanInvalidations = 0;
+  /** invalidations of a pushed value by its pusher, acked without a broadcast: the value was superseded already */
+  pushedInvalidationsMoot = 0;
   /** reads of hot keys the SDKs answered from their local caches / loader calls they made for hot keys (from their reports) */
   localHits = 0;
   loaderCalls = 0;

@@ -6,7 +6,14 @@
  * granted here too: a session lagging behind an invalidation gets none (invalidations.ts). The
  * per-app InvalidationTracker keeps the pending ones; this module is the protocol around it.
  */
-import { CloseCode, encode, MAX_FENCED_IDS, MsgType, type InvalidateRequest } from '@hotkey/sdk/protocol';
+import {
+  CloseCode,
+  encode,
+  MAX_FENCED_IDS,
+  MsgType,
+  type Invalidate,
+  type InvalidateRequest,
+} from '@hotkey/sdk/protocol';
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import type { HubEvent } from '../cluster/coordinator.ts';
 import type { AppState } from './apps.ts';
@@ -23,7 +30,12 @@ export interface InvalidationRouterOptions {
   leaseMs: number;
   /** records the event (cluster-wide history, the live feed) */
   publish: (event: HubEvent) => void;
+  /** bytes of an update's value at most (tunable maxPushBytes) */
+  maxPushBytes: number;
 }
+
+/** What an update adds to its Invalidate broadcast. */
+type Update = Pick<Invalidate, 'value' | 'ver' | 'form'>;
 
 export class InvalidationRouter {
   readonly #opts: InvalidationRouterOptions;
@@ -38,8 +50,20 @@ export class InvalidationRouter {
    */
   request(app: AppState, session: Session, request: InvalidateRequest): void {
     const { metrics } = this.#opts;
+    if (request.pushed === true && !app.shares.supplies(request.key, session)) {
+      // the value it pushed is gone everywhere already (a newer value or an invalidation went out)
+      metrics.pushedInvalidationsMoot++;
+      app.broadcaster.sendTo(
+        session.peer,
+        encode({ t: MsgType.Ack, id: request.id, seq: app.broadcaster.seq, fenced: [], ms: 0 }),
+      );
+      return;
+    }
     const at = this.#opts.now();
-    const seq = this.broadcast(app, request.key, false, request.flush === true, false);
+    const seq = this.broadcast(app, request.key, false, request.flush === true, false, {
+      update: this.#update(app, session, request),
+      pushed: request.pushed === true,
+    });
     app.waiters ??= [...app.sessions, ...app.lingering];
     app.invalidations.track(seq, app.waiters, this.#opts.clock(), (result) => {
       const event: HubEvent = {
@@ -67,6 +91,26 @@ export class InvalidationRouter {
       }
       this.#opts.publish(event);
     });
+  }
+
+  /**
+   * An InvalidateRequest's value, if it may ride the broadcast: the key is a hot shared key here
+   * and the value within maxPushBytes (else the writer hears HK_ERR_PUSH_TOO_LARGE; the
+   * invalidation goes out plain either way, so the write is never lost).
+   */
+  #update(app: AppState, session: Session, request: InvalidateRequest): Update | undefined {
+    const { value } = request;
+    if (value === undefined || request.flush === true) return undefined;
+    if (value.byteLength > this.#opts.maxPushBytes) {
+      this.#opts.metrics.updatesOversized++;
+      const message = `update of "${request.key}": ${value.byteLength} bytes over maxPushBytes ${this.#opts.maxPushBytes}; invalidated instead`;
+      app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Error, code: ErrorCode.PushTooLarge, message }));
+      return undefined;
+    }
+    const ver = app.shares.updated(request.key, session, this.#opts.now(), request.since ?? 0);
+    if (ver === undefined) return undefined;
+    this.#opts.metrics.updatesPushed++;
+    return request.form === undefined ? { value, ver } : { value, ver, form: request.form };
   }
 
   /**
@@ -100,12 +144,24 @@ export class InvalidationRouter {
    * Broadcasts an invalidation of `key` to the app's SDKs; returns its seq. `flush`: `key` names a
    * flushed namespace and every SDK drops every cached value of it (the flag rides along).
    * `publish` false: the caller publishes the event (an SDK's request, once its ack is decided).
+   * `update`: the key's new value and version ride along (an update write). `pushed`: a pusher
+   * dropping the value it vouched for because it heard a write — that write is relayed by its own
+   * writer (or was made without the SDK), so it does not hold later updates back.
    */
-  broadcast(app: AppState, key: string, manual: boolean, flush = false, publish = true): number {
+  broadcast(
+    app: AppState,
+    key: string,
+    manual: boolean,
+    flush = false,
+    publish = true,
+    { update, pushed = false }: { update?: Update | undefined; pushed?: boolean } = {},
+  ): number {
     const seq = app.broadcaster.broadcast(
-      flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key },
+      flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key, ...update },
     );
-    app.shares.invalidated(key, flush); // a pushed value loaded before this is void
+    // a pushed value loaded before this is void (an update moved the version already)
+    if (update === undefined) app.shares.invalidated(key, flush);
+    if (!pushed) app.shares.written(key, flush, seq);
     this.#opts.metrics.invalidations++;
     if (!publish) return seq;
     const event: HubEvent = {

@@ -34,11 +34,12 @@ function setup(n = 3) {
     sessions: () => sessions,
     metrics,
     fillTimeoutMs: 500,
+    maxPushBytes: 1024,
     tickMs: 100,
     pick: () => next++ % sessions.length, // the first session, then the next one
   });
   const peer = (i: number) => sessions[i]!.peer as unknown as MemoryPeer;
-  return { shares, sessions, metrics, peer };
+  return { shares, sessions, metrics, peer, broadcaster };
 }
 
 test('promotion: one session asked; its push is broadcast with a higher version; refresh at ratio × TTL', () => {
@@ -108,6 +109,68 @@ test('versions grow across keys and re-promotions; rules without share, demoted 
   assert.is(shares.size, 0);
   shares.promoted('k', RULE, 2);
   assert.ok(peer(0).of(MsgType.Fill)[1]!.ver > pushed, 'a re-promoted key never reuses a version');
+});
+
+test('suppliers: a pushing session vouches until an invalidation or a newer value; an update takes the next version', () => {
+  const { shares, sessions, metrics, peer, broadcaster } = setup();
+  shares.promoted('k', RULE, 0);
+  const ver = peer(0).of(MsgType.Fill)[0]!.ver;
+  shares.push(sessions[0]!, { t: MsgType.Push, key: 'k', ver, value: VALUE, form: 1 }, 5);
+  assert.is(peer(1).of(MsgType.Value)[0]!.form, 1, 'the form is forwarded');
+  assert.ok(shares.supplies('k', sessions[0]!));
+  assert.equal(shares.orphaned(sessions[0]!), ['k']);
+  assert.equal(shares.orphaned(sessions[1]!), []);
+  const pushed = peer(1).of(MsgType.Value)[0]!.ver;
+  const updated = shares.updated('k', sessions[1]!, 10, broadcaster.seq);
+  assert.ok(updated !== undefined && updated > pushed, 'an update orders after the push');
+  assert.ok(shares.supplies('k', sessions[1]!));
+  assert.not.ok(shares.supplies('k', sessions[0]!), 'the update superseded the push');
+  shares.invalidated('k', false);
+  assert.equal(shares.orphaned(sessions[1]!), [], 'an invalidation ends the role');
+  assert.is(
+    shares.updated('cold', sessions[1]!, 10, broadcaster.seq),
+    undefined,
+    'a key not shared: a plain invalidation',
+  );
+  // a fill outstanding when an update lands is void: its push is discarded
+  shares.tick(2000);
+  const fill = peer(2).of(MsgType.Fill).at(-1) ?? peer(0).of(MsgType.Fill).at(-1) ?? peer(1).of(MsgType.Fill).at(-1);
+  shares.updated('k', sessions[1]!, 2001, broadcaster.seq);
+  const before = metrics.pushesDiscarded;
+  for (const s of sessions) shares.push(s, { t: MsgType.Push, key: 'k', ver: fill!.ver, value: VALUE }, 2002);
+  assert.is(metrics.pushesDiscarded, before + 3);
+});
+
+test('an update marked before another write of the key went out is not pushed (that write may be the newer)', () => {
+  const { shares, sessions, metrics, broadcaster } = setup();
+  shares.promoted('k', RULE, 0);
+  const mark = broadcaster.seq; // writer A reads its value back with this mark
+  // writer B's invalidation of the key goes out after A's mark
+  const seq = broadcaster.broadcast({ t: MsgType.Invalidate, key: 'k' });
+  shares.invalidated('k', false);
+  shares.written('k', false, seq);
+  assert.is(shares.updated('k', sessions[0]!, 10, mark), undefined, 'A: a plain invalidation');
+  assert.is(metrics.updatesSuperseded, 1);
+  // a write of another key, or a mark taken after B's broadcast, does not hold A back
+  shares.promoted('j', RULE, 0);
+  shares.written('j', false, broadcaster.broadcast({ t: MsgType.Invalidate, key: 'j' }));
+  assert.ok(shares.updated('k', sessions[0]!, 11, seq) !== undefined, 'marked after B: pushed');
+  // a flush counts as a write of every key
+  const before = broadcaster.seq;
+  shares.written('ignored', true, broadcaster.broadcast({ t: MsgType.Invalidate, key: 'ns', flush: true }));
+  assert.is(shares.updated('k', sessions[0]!, 12, before), undefined, 'marked before a flush: plain');
+  assert.is(metrics.updatesSuperseded, 2);
+});
+
+test('a push over maxPushBytes is discarded and counted; the SDKs load by themselves', () => {
+  const { shares, sessions, metrics, peer } = setup();
+  shares.promoted('k', RULE, 0);
+  const ver = peer(0).of(MsgType.Fill)[0]!.ver;
+  shares.push(sessions[0]!, { t: MsgType.Push, key: 'k', ver, value: new Uint8Array(1025) }, 5);
+  assert.is(metrics.pushesOversized, 1);
+  assert.is(metrics.pushesDiscarded, 1);
+  assert.is(peer(1).of(MsgType.Value).length, 0);
+  assert.equal(shares.orphaned(sessions[0]!), []);
 });
 
 test.run();

@@ -85,6 +85,8 @@ export interface HubTunables {
   minResyncIntervalMs: number;
   /** value push (`share: true` rules): ms an SDK asked to load a shared key has to push it before another is asked (once per round); keep it under the SDKs' pushWaitMs @default 500 */
   pushFillTimeoutMs: number;
+  /** value push: bytes of a pushed value (Push, or an update's value) at most; larger ones are discarded / sent as a plain invalidation (HK_ERR_PUSH_TOO_LARGE) @default 65536 */
+  maxPushBytes: number;
 }
 
 export const DEFAULT_TUNABLES: HubTunables = {
@@ -125,4 +127,5 @@ export const DEFAULT_TUNABLES: HubTunables = {
   keepAliveTimeoutMs: 5000,
   minResyncIntervalMs: 1000,
   pushFillTimeoutMs: 500,
+  maxPushBytes: 65_536,
 };

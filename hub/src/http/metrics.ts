@@ -143,8 +143,38 @@ const CORE_FAMILIES: Family[] = [
   {
     name: 'hotkey_pushes_discarded_total',
     type: 'counter',
-    help: 'Value push: pushes discarded (loaded before an invalidation, from a session not asked, key not shared).',
+    help: 'Value push: pushes discarded (loaded before an invalidation, from a session not asked, key not shared, over maxPushBytes).',
     read: (x) => x.m.pushesDiscarded,
+  },
+  {
+    name: 'hotkey_push_updates_total',
+    type: 'counter',
+    help: 'Value push: writes whose invalidation carried the new value to every SDK.',
+    read: (x) => x.m.updatesPushed,
+  },
+  {
+    name: 'hotkey_push_updates_oversized_total',
+    type: 'counter',
+    help: 'Value push: update values over maxPushBytes, broadcast as plain invalidations (HK_ERR_PUSH_TOO_LARGE).',
+    read: (x) => x.m.updatesOversized,
+  },
+  {
+    name: 'hotkey_push_updates_superseded_total',
+    type: 'counter',
+    help: 'Value push: updates broadcast as plain invalidations because another write of the key went out after the writer read its value.',
+    read: (x) => x.m.updatesSuperseded,
+  },
+  {
+    name: 'hotkey_push_orphan_invalidations_total',
+    type: 'counter',
+    help: 'Value push: invalidations of pushed values whose supplying session left (nobody vouched for them any more).',
+    read: (x) => x.m.orphanInvalidations,
+  },
+  {
+    name: 'hotkey_push_vouch_invalidations_moot_total',
+    type: 'counter',
+    help: 'Value push: invalidations of a pushed value by its pusher, acked without a broadcast (already superseded).',
+    read: (x) => x.m.pushedInvalidationsMoot,
   },
   { name: 'hotkey_demotions_total', type: 'counter', help: 'Hot keys demoted.', read: (x) => x.m.demotions },
   {

@@ -22,6 +22,7 @@ import {
   MsgType,
   PROTOCOL_VERSION,
   type Hello,
+  type InvalidateRequest,
   type Member,
   type SdkDemoteReason,
   type ServerMessage,
@@ -30,7 +31,7 @@ import {
 import { PendingInvalidations } from './invalidations.ts';
 import { applyGrant, askLease, LEASE_MARGIN_MS } from './leases.ts';
 import { HotLoads, REFRESH_JITTER, type LoadPolicy } from './loads.ts';
-import { ValuePush, type PushCounters } from './push.ts';
+import { ValuePush, type PushCodec, type PushCounters } from './push.ts';
 import { HUB_URL, HubLinks, type HubLink } from './links.ts';
 import { Reporter } from './reporter.ts';
 import { applySnapshot, inSequence } from './resync.ts';
@@ -66,6 +67,37 @@ export interface InvalidateInfo {
   seq: number;
   /** the key names a flushed namespace (`invalidateAll`): every cached value was dropped */
   flush?: true;
+}
+/** `invalidate(key, options)` */
+export interface InvalidateOptions {
+  /**
+   * The key's new value (value push, Redisson's UPDATE): if the key is hot and its rule shares
+   * values (`share: true`), every instance drops the old value and caches this one in the same
+   * step, instead of reloading. Only a value read back after the write, through a source that
+   * vouches for it, belongs here (the ioredis wrapper's `writes: 'update'`). A value that is not
+   * pushable or over `maxPushBytes`, or a key not hot and shared here: a plain invalidation.
+   * @default undefined (a plain invalidation)
+   */
+  value?: unknown;
+  /**
+   * With `value`: `updateMark(key)` taken before the value was written (or read back). The hub
+   * pushes the value only if no other write of the key went through it since the mark (one that
+   * may have reached the store later, making this value the older); else it invalidates plainly.
+   * @default a mark taken now (right only when nobody else writes the key meanwhile)
+   */
+  mark?: UpdateMark;
+  /**
+   * Only the value this instance pushed (value push: it vouches for it and heard a write of the
+   * key): when the hub holds a newer value or none, nothing is broadcast and the ack comes at once.
+   * @default false
+   */
+  pushed?: boolean;
+}
+/** Where the key's owner hub's broadcasts stood for this instance (`updateMark`); opaque. */
+export interface UpdateMark {
+  readonly hub: string | undefined;
+  readonly link: object | undefined;
+  readonly seq: number;
 }
 /** What a resolved `invalidate()` says. */
 export interface InvalidateResult {
@@ -488,18 +520,66 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    * connected, HK_ERR_CLOSED after close(). A rejection promises nothing: instances the hub did
    * tell stop serving the old value within one lease (its leaseMs, 2 s by default), but if the hub
    * never heard of it, instances connected to it keep the value until cacheTtlMs — retry.
+   * `options.value` makes it an update (value push: every instance caches the new value in the
+   * same step, see InvalidateOptions); the ack means the same either way.
    */
-  invalidate(key: string): Promise<InvalidateResult> {
+  invalidate(key: string, options?: InvalidateOptions): Promise<InvalidateResult> {
     checkKey(key);
+    if (options !== undefined && (typeof options !== 'object' || options === null))
+      throw new TypeError('invalidate: options must be an object');
     if (this.#closed) return Promise.reject(new HotKeyError(ErrorCode.Closed, 'client is closed'));
+    const mark = options?.value === undefined ? undefined : (options.mark ?? this.updateMark(key));
+    // a mark from another hub, or from before a reconnect, counts in another seq: plain
+    const link = mark?.hub === undefined ? undefined : this.#links.get(mark.hub);
+    const update =
+      mark === undefined || link === undefined || link !== mark.link || this.#links.owner(key) !== mark.hub
+        ? undefined
+        : this.#push.packUpdate(key, options!.value);
     this.#dropValue(key);
     this.#invalidationCount++;
     const hub = this.#links.owner(key);
     if (hub === undefined)
       return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to invalidate "${key}"`));
-    return this.#invalidations.add(key, hub, (id, to) =>
-      this.#links.get(to)?.conn.send({ t: MsgType.InvalidateRequest, id, key }),
-    );
+    if (update === undefined) {
+      const pushed = options?.pushed === true;
+      return this.#invalidations.add(key, hub, (id, to) =>
+        this.#links
+          .get(to)
+          ?.conn.send(
+            pushed ? { t: MsgType.InvalidateRequest, id, key, pushed } : { t: MsgType.InvalidateRequest, id, key },
+          ),
+      );
+    }
+    const request = { t: MsgType.InvalidateRequest, key, value: update.bytes, since: mark!.seq } as InvalidateRequest;
+    if (update.form !== undefined) request.form = update.form;
+    const done = this.#invalidations.add(key, hub, (id, to) => this.#links.get(to)?.conn.send({ ...request, id }));
+    this.#push.vouch(key, update);
+    return done;
+  }
+
+  /**
+   * Marks where `key`'s owner hub's broadcasts stand here, for an update (`invalidate(key, {
+   * value, mark })`): take it before writing the value (or reading it back), so that a write by
+   * someone else the hub relays after the mark turns the update into a plain invalidation.
+   */
+  updateMark(key: string): UpdateMark {
+    const hub = this.#links.owner(key);
+    const link = hub === undefined ? undefined : this.#links.get(hub);
+    return { hub, link, seq: link?.lastSeq ?? 0 };
+  }
+
+  /** Whether `key` is hot here, cached, and its rule shares values (`share: true`): value push applies to it. */
+  isShared(key: string): boolean {
+    const hot = this.#hot.get(key);
+    return hot !== undefined && hot.until > this.#clock && hot.cache && this.#rules.ruleFor(key)?.share === true;
+  }
+
+  /**
+   * For adapters that cache values of their own shape (the ioredis wrapper's records): how they
+   * are pushed and injected, and who vouches for them (push.ts PushCodec). One per client.
+   */
+  usePushCodec(codec: PushCodec): void {
+    this.#push.codec = codec;
   }
 
   /**
@@ -787,6 +867,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       case MsgType.Invalidate: {
         this.#sequence(link, message.seq);
         if (message.flush === true) this.#dropAll();
+        else if (message.value !== undefined) this.#push.update(link, message, () => this.#dropValue(message.key));
         else this.#dropValue(message.key);
         link.conn.send({ t: MsgType.Applied, seq: message.seq });
         this.emit(

@@ -23,16 +23,56 @@
  * Object or null) of them, `undefined` inside objects and arrays; at most `maxPushBytes` once
  * encoded. Anything else (a class instance, a Map, a function, a symbol …) is unserialisable:
  * counted, not pushed, and every instance loads by itself.
+ *
+ * Adapters (the ioredis wrapper) cache values of their own shape: a PushCodec turns them into a
+ * pushable form (Push/Value `form`) and back, and decides what may be pushed at all — a record
+ * is pushed only by an instance that can vouch for it (hears Redis writes of the key), and
+ * injected only where it means the same thing (its namespace). Values of a `form` this instance
+ * has no codec for, or that the codec refuses, are ignored (counted); readers then load.
+ *
+ * Updates (`invalidate(key, { value })`): the invalidation carries the key's new value, which
+ * the hub versions like a push. An instance drops the old value and injects the new one in the
+ * same step — same rules as a Value except PUSH_GUARD_MS (see update()).
  */
 import type { HotSet, HotState } from '../cache/hot-set.ts';
 import type { LocalCache } from '../cache/local-cache.ts';
-import { MsgType, packValue, unpackValue, type Fill, type Value } from '../wire/protocol.ts';
+import {
+  MsgType,
+  packValue,
+  PushForm,
+  unpackValue,
+  type Fill,
+  type Invalidate,
+  type Push,
+  type Value,
+} from '../wire/protocol.ts';
 import type { HubLink } from './links.ts';
 
 /** a Value arriving this soon after the instance dropped the key itself is ignored */
 export const PUSH_GUARD_MS = 1000;
 /** nodes of a value walked at most to decide whether it may be pushed (deeper or larger: not pushed) */
 const MAX_WALK = 100_000;
+
+/** PushCodec.encode's answer for an adapter's value that must not be pushed (it cannot vouch for it) */
+export const UNPUSHABLE: unique symbol = Symbol('hotkey.unpushable');
+
+/** The form of an adapter's cached values on the wire (the ioredis wrapper: ioredis/shared-records.ts). */
+export interface PushCodec {
+  /** `value` as something packValue can hold; undefined: not the adapter's value (pushed as itself); UNPUSHABLE: not pushed */
+  encode(key: string, value: unknown): { data: unknown } | typeof UNPUSHABLE | undefined;
+  /** a pushed form back to the value to cache, or why it may not be cached here */
+  decode(key: string, data: unknown): { value: unknown } | 'malformed' | 'foreign';
+  /** this instance pushed (or wrote) `value` for `key`: it vouches for it from now on */
+  pushed(key: string, value: unknown): void;
+}
+
+/** A value ready to push. */
+interface Packed {
+  bytes: Uint8Array;
+  form: PushForm | undefined;
+  /** the value packed: what pushed() vouches for */
+  value: unknown;
+}
 
 interface Shared {
   /** the last version injected or pushed for the key (0: none) */
@@ -55,13 +95,22 @@ export interface PushCounters {
   /** values not pushed: not of a type that round-trips / over maxPushBytes */
   pushesUnserialisable: number;
   pushesOversized: number;
+  /** values an adapter would not push: it cannot vouch for them (read without tracking, expiring, its vouch list full) */
+  pushesUnvouched: number;
   /** Values injected without calling the loader */
   valuesInjected: number;
-  /** Values ignored: version not above the last / within PUSH_GUARD_MS of a local drop / undecodable or undefined / key not hot here under that hub */
+  /** Values ignored: version not above the last / within PUSH_GUARD_MS of a local drop / undecodable, undefined, a malformed record or a form without codec here / key not hot here under that hub */
   valuesOutdated: number;
   valuesGuarded: number;
   valuesUndecodable: number;
   valuesUnvouched: number;
+  /** records of another namespace than this instance's wrapped clients use: ignored, readers load */
+  valuesForeign: number;
+  /** invalidations this instance sent with the new value / sent plain instead (key not hot and shared here, value not pushable or oversized) */
+  updatesSent: number;
+  updatesPlain: number;
+  /** updates whose value was injected (the others only dropped the old value, counted as the Values above) */
+  updatesInjected: number;
 }
 
 export interface PushOptions {
@@ -85,15 +134,26 @@ export class ValuePush {
     pushesSent: 0,
     pushesUnserialisable: 0,
     pushesOversized: 0,
+    pushesUnvouched: 0,
     valuesInjected: 0,
     valuesOutdated: 0,
     valuesGuarded: 0,
     valuesUndecodable: 0,
     valuesUnvouched: 0,
+    valuesForeign: 0,
+    updatesSent: 0,
+    updatesPlain: 0,
+    updatesInjected: 0,
   };
+  #codec: PushCodec | undefined;
 
   constructor(options: PushOptions) {
     this.#o = options;
+  }
+
+  /** The adapter whose values this instance caches (one per client: the ioredis wrapper's records). */
+  set codec(codec: PushCodec) {
+    this.#codec = codec;
   }
 
   /** A shared key was promoted: readers wait for its pushed value a while rather than load. */
@@ -171,31 +231,97 @@ export class ValuePush {
     if (entry === undefined || entry.ticket === undefined) return;
     const ver = entry.ticket;
     entry.ticket = undefined;
-    if (!pushable(value)) {
-      this.counters.pushesUnserialisable++;
-      return;
+    const packed = this.#pack(key, value);
+    if (packed === undefined) return;
+    const push: Push = { t: MsgType.Push, key, ver, value: packed.bytes };
+    if (packed.form !== undefined) push.form = packed.form;
+    if (link?.conn.send(push)) {
+      this.counters.pushesSent++;
+      if (ver > entry.ver) entry.ver = ver;
+      if (packed.form !== undefined) this.#codec?.pushed(key, packed.value);
+    }
+  }
+
+  /**
+   * An update's value for `key` (invalidate(key, { value })): its bytes if the key is hot and
+   * shared here and the value may be pushed, else undefined (a plain invalidation; counted).
+   * The caller sends it, then calls `vouch`.
+   */
+  packUpdate(key: string, value: unknown): Packed | undefined {
+    const hot = this.#o.hot.get(key);
+    const packed =
+      hot?.cache === true && hot.cacheTtlMs > 0 && this.#o.shared(key) ? this.#pack(key, value) : undefined;
+    if (packed === undefined) this.counters.updatesPlain++;
+    else this.counters.updatesSent++;
+    return packed;
+  }
+
+  /** This instance sent `packed` as an update: an adapter's record is vouched for from now on. */
+  vouch(key: string, packed: Packed): void {
+    if (packed.form !== undefined) this.#codec?.pushed(key, packed.value);
+  }
+
+  /** `value` as bytes to push, or undefined (not pushable: counted). */
+  #pack(key: string, value: unknown): Packed | undefined {
+    const c = this.counters;
+    const encoded = this.#codec?.encode(key, value);
+    if (encoded === UNPUSHABLE) {
+      c.pushesUnvouched++;
+      return undefined;
+    }
+    const data = encoded === undefined ? value : encoded.data;
+    if (!pushable(data)) {
+      c.pushesUnserialisable++;
+      return undefined;
     }
     let bytes: Uint8Array;
     try {
-      bytes = packValue(value);
+      bytes = packValue(data);
     } catch {
-      this.counters.pushesUnserialisable++;
-      return;
+      c.pushesUnserialisable++;
+      return undefined;
     }
     if (bytes.byteLength > this.#o.maxPushBytes) {
-      this.counters.pushesOversized++;
-      return;
+      c.pushesOversized++;
+      return undefined;
     }
-    if (link?.conn.send({ t: MsgType.Push, key, ver, value: bytes })) {
-      this.counters.pushesSent++;
-      if (ver > entry.ver) entry.ver = ver;
-    }
+    return { bytes, form: encoded === undefined ? undefined : PushForm.Record, value };
   }
 
   /** A Value from `link`: injected if that hub vouches for the key and nothing newer is known. */
   value(link: HubLink, message: Value): void {
+    if (this.#take(link, message.key, message.ver, message.value, message.form, true)) {
+      this.counters.valuesInjected++;
+    }
+  }
+
+  /**
+   * An Invalidate carrying the key's new value (an update): `drop` drops the old value, then the
+   * new one is injected under the same rules as a Value but PUSH_GUARD_MS. The guard keeps out a
+   * value loaded before a write this instance heard; an update's value was read back after its
+   * write, under the tracking of a writer that vouches for it from then on (any later write it
+   * hears invalidates it cluster-wide), and this instance's own drops are mostly of that very
+   * write (its tracking hears the writer's SET like any other write).
+   */
+  update(link: HubLink, message: Invalidate, drop: () => void): void {
+    drop();
+    if (message.value === undefined || message.ver === undefined) return;
+    if (this.#take(link, message.key, message.ver, message.value, message.form, false)) {
+      this.counters.updatesInjected++;
+    }
+  }
+
+  /** Injects a pushed value if `link`'s hub vouches for the key and its version is new (and, with `guard`, PUSH_GUARD_MS allows); true if it did. */
+  #take(
+    link: HubLink,
+    key: string,
+    ver: number,
+    bytes: Uint8Array,
+    form: PushForm | undefined,
+    guard: boolean,
+  ): boolean {
     const c = this.counters;
-    const hot = this.#o.hot.get(message.key);
+    const hot = this.#o.hot.get(key);
     const now = this.#o.readClock();
     if (
       hot === undefined ||
@@ -204,39 +330,63 @@ export class ValuePush {
       now >= hot.lease.until ||
       !hot.cache ||
       hot.cacheTtlMs <= 0 ||
-      !this.#o.shared(message.key)
+      !this.#o.shared(key)
     ) {
       c.valuesUnvouched++;
-      return;
+      return false;
     }
-    const entry = this.#entry(message.key);
-    if (message.ver <= entry.ver) {
+    const entry = this.#entry(key);
+    if (ver <= entry.ver) {
       c.valuesOutdated++;
-      return;
+      return false;
     }
-    if (now - entry.droppedAt < PUSH_GUARD_MS) {
+    if (guard && now - entry.droppedAt < PUSH_GUARD_MS) {
       c.valuesGuarded++;
-      return;
+      return false;
     }
-    let value: unknown;
-    try {
-      value = unpackValue(message.value);
-    } catch {
-      c.valuesUndecodable++;
-      return;
-    }
+    const value = this.#decode(key, bytes, form);
     if (value === undefined) {
-      c.valuesUndecodable++;
-      return;
+      // a newer version this instance cannot take: what it holds is superseded (its pusher no
+      // longer vouches for it), and its readers load by themselves rather than wait
+      entry.ver = ver;
+      this.#o.cache.delete(key);
+      this.#o.hot.invalidate(key);
+      this.#wake(entry, undefined);
+      return false;
     }
-    entry.ver = message.ver;
-    const { refreshMs, keepMs } = this.#o.lifetime(message.key, hot);
-    this.#o.cache.set(message.key, value, now + refreshMs, hot, now + hot.cacheTtlMs + keepMs);
+    entry.ver = ver;
+    const { refreshMs, keepMs } = this.#o.lifetime(key, hot);
+    this.#o.cache.set(key, value, now + refreshMs, hot, now + hot.cacheTtlMs + keepMs);
     hot.freshUntil = now + hot.cacheTtlMs;
     hot.retryAt = 0;
-    c.valuesInjected++;
+    this.#wake(entry, { value });
+    return true;
+  }
+
+  /** A pushed value's bytes back to the value to cache, or undefined (counted). */
+  #decode(key: string, bytes: Uint8Array, form: PushForm | undefined): unknown {
+    const c = this.counters;
+    let data: unknown;
+    try {
+      data = unpackValue(bytes);
+    } catch {
+      c.valuesUndecodable++;
+      return undefined;
+    }
+    if (form === undefined) {
+      if (data === undefined) c.valuesUndecodable++;
+      return data;
+    }
+    const decoded = this.#codec?.decode(key, data) ?? 'malformed';
+    if (decoded === 'foreign') c.valuesForeign++;
+    else if (decoded === 'malformed' || decoded.value === undefined) c.valuesUndecodable++;
+    else return decoded.value;
+    return undefined;
+  }
+
+  #wake(entry: Shared, got: { value: unknown } | undefined): void {
     entry.waitUntil = 0;
-    for (const wake of entry.waiters.splice(0)) wake({ value });
+    for (const wake of entry.waiters.splice(0)) wake(got);
   }
 
   #entry(key: string): Shared {

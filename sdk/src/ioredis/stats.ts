@@ -4,13 +4,17 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Breakers, BreakerStats } from './breaker.ts';
-import { BREAKERS, WRITE_HOT } from './wrapper.ts';
+import { BREAKERS, PUSHED, WRITE_HOT } from './wrapper.ts';
 import type { WriteHot, WriteHotStats } from './write-hot.ts';
+import type { SharedRecords, SharedRecordStats } from './shared-records.ts';
+import type { UpdateWrites, UpdateWriteStats } from './update-writes.ts';
 
 export interface IoredisStats {
   writeHot: WriteHotStats;
   /** one per Redis node seen, with its breaker's state; empty with `breaker: false` */
   breakers: BreakerStats[];
+  /** value push of cached records (shared by every client wrapped with the same hk), and this client's update writes (zero with `writes: 'invalidate'`) */
+  push: SharedRecordStats & UpdateWriteStats;
 }
 
 function writeHotOf(client: Redis | Cluster): WriteHot {
@@ -22,7 +26,12 @@ function writeHotOf(client: Redis | Cluster): WriteHot {
 /** The adapter's counters for a client wrapped with `withHotKeys`; TypeError for another client. */
 export function hotKeyStats(client: Redis | Cluster): IoredisStats {
   const breakers = (client as unknown as { [BREAKERS]?: Breakers })[BREAKERS];
-  return { writeHot: writeHotOf(client).stats(), breakers: breakers?.stats() ?? [] };
+  const writeHot = writeHotOf(client).stats();
+  const pushed = (client as unknown as { [PUSHED]: { shared: SharedRecords; updates: UpdateWrites | undefined } })[
+    PUSHED
+  ];
+  const updates = pushed.updates?.stats ?? { readBacks: 0, readBacksFailed: 0 };
+  return { writeHot, breakers: breakers?.stats() ?? [], push: { ...pushed.shared.stats, ...updates } };
 }
 
 /** Sends every merged (coalesced) increment of a wrapped client now; resolves once they landed. */

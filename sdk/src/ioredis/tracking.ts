@@ -73,20 +73,26 @@ export class Tracking {
   /** makes a connection of ours to a node with the client's options (unwrapped) */
   readonly #connect: (nodeKey: string, role: Role) => Redis | undefined;
   readonly #onKey: (key: string) => void;
+  readonly #onEnd: (session: TrackingSession) => void;
   #listening = false;
   /** the HotKeyClient closed: nothing is cached any more, so no connection is made again */
   #hkClosed = false;
 
-  /** @param onKey hears every key an invalidation named (after its cached value was dropped): replica keys follow */
+  /**
+   * @param onKey hears every key an invalidation named (after its cached value was dropped): replica keys and pushed records follow
+   * @param onEnd hears every session that ended (after its values were dropped here): pushed records follow
+   */
   constructor(
     client: Client,
     hk: HotKeyClient,
     connect: (nodeKey: string, role: Role) => Redis | undefined,
     options: TrackingOptions = {},
     onKey: (key: string) => void = () => {},
+    onEnd: (session: TrackingSession) => void = () => {},
   ) {
     this.#client = client;
     this.#onKey = onKey;
+    this.#onEnd = onEnd;
     this.#hk = hk;
     this.#isCluster = (client as Partial<Cluster>).isCluster === true;
     this.#connect = connect;
@@ -124,7 +130,7 @@ export class Tracking {
           this.close();
         });
       }
-      node = new NodeTracker(nodeKey, reader, sub, this.#hk, this.#options, this.#onKey);
+      node = new NodeTracker(nodeKey, reader, sub, this.#hk, this.#options, this.#onKey, this.#onEnd);
       this.#nodes.set(nodeKey, node);
     }
     return node;
@@ -152,6 +158,7 @@ export class NodeTracker {
   readonly #hk: HotKeyClient;
   readonly #options: Required<TrackingOptions>;
   readonly #onKey: (key: string) => void;
+  readonly #onEnd: (session: TrackingSession) => void;
   /** the sub connection's CLIENT ID once it is subscribed, per connection incarnation */
   #subscribed: Promise<number> | undefined;
   /** bumped by every loss and every (re)establishment: a stale establishment never goes live */
@@ -159,6 +166,10 @@ export class NodeTracker {
   #answeredAt = performance.now();
   readonly #timer: NodeJS.Timeout;
   #closed = false;
+  /** a session went live once: the connections made on first use are up */
+  #everLive = false;
+  #wentLive!: () => void;
+  readonly #firstLive = new Promise<void>((resolve) => (this.#wentLive = resolve));
 
   constructor(
     nodeKey: string,
@@ -167,9 +178,11 @@ export class NodeTracker {
     hk: HotKeyClient,
     options: Required<TrackingOptions>,
     onKey: (key: string) => void = () => {},
+    onEnd: (session: TrackingSession) => void = () => {},
   ) {
     this.nodeKey = nodeKey;
     this.#onKey = onKey;
+    this.#onEnd = onEnd;
     this.#reader = reader;
     this.#sub = sub;
     this.#hk = hk;
@@ -237,6 +250,26 @@ export class NodeTracker {
       return;
     this.#answeredAt = performance.now();
     this.session = { live: true };
+    this.#everLive = true;
+    this.#wentLive();
+  }
+
+  /** Its connections, made on first use, have not had a live session yet (a few ms after creation). */
+  get starting(): boolean {
+    return !this.#everLive && !this.#closed;
+  }
+
+  /** Resolves when the first session goes live, or after `ms` (then check `session.live`). */
+  firstLive(ms: number): Promise<void> {
+    if (this.#everLive) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      timer.unref();
+      void this.#firstLive.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** Invalidations Redis could not deliver to us from now on: what we hold from this node goes. */
@@ -252,6 +285,7 @@ export class NodeTracker {
     old.live = false;
     this.session = { live: false };
     this.#hk.dropLocal((_key, value) => (value as { session?: unknown } | null)?.session === old);
+    this.#onEnd(old);
   }
 
   #onInvalidation(channel: Buffer, payload: unknown): void {

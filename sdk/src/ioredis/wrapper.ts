@@ -29,13 +29,15 @@ import type { Cluster, Command, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './commands.ts';
 import { dbOf, deploymentOf, keyName } from './identity.ts';
-import { Tracking, UNTRACKED, type TrackingOptions, type TrackingSession } from './tracking.ts';
+import { Tracking, UNTRACKED, type NodeTracker, type TrackingOptions, type TrackingSession } from './tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import { hook, unhooked } from './unhooked.ts';
 import { WriteHot } from './write-hot.ts';
 import { Breakers, exportBreakerMetrics, type BreakerOptions } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaOptions, type ReplicaStats } from './replicas.ts';
+import { record, SharedRecords, type Rec } from './shared-records.ts';
+import { UpdateWrites } from './update-writes.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
@@ -61,6 +63,17 @@ export interface WithHotKeysOptions {
    * @default {} (on, copies live 2 s)
    */
   replicas?: false | ReplicaOptions;
+  /**
+   * What a write of a hot key whose rule shares values (`share: true`) sends every instance:
+   * 'invalidate' (they drop it and reload) or 'update' (Redisson's UPDATE: a `SET`, `SETEX` or
+   * `PSETEX` on its own — not in a pipeline or MULTI — is read back with its TTL through this
+   * instance's tracking once Redis replied, and the invalidation carries that value: every
+   * instance drops the old value and caches the new one in the same step, without a read of its
+   * own; this instance vouches for it like a filler, update-writes.ts). Other writes, keys not
+   * shared, values over `maxPushBytes`, tracking down: an invalidation, as with 'invalidate'.
+   * @default 'invalidate'
+   */
+  writes?: 'invalidate' | 'update';
 }
 
 /** The fields of ioredis's Command the hook reads or replaces (public in JS, partly untyped). */
@@ -79,22 +92,6 @@ type Client = Redis | Cluster;
 type Send = (this: Client, command: Cmd, stream?: unknown, node?: unknown) => unknown;
 type CmdCtor = new (name: string, args: unknown[], opts: object) => Cmd;
 
-/**
- * What a hot read caches: one entry per Redis key, tagged with the namespace it came from, and
- * with the key's expiry in Redis (PTTL read in the same round trip, measured from before the
- * read was sent, so the local copy always ends first; undefined: no TTL).
- */
-type Rec = (
-  | { kind: 'string'; value: unknown }
-  | { kind: 'hash'; value: Readonly<Record<string, unknown>> }
-  | { kind: 'field'; value: unknown }
-) & {
-  ns: string;
-  expiresAt: number | undefined;
-  /** the tracking session it was read under (UNTRACKED: none could be used); undefined: tracking is off */
-  session: TrackingSession | undefined;
-};
-
 /** Whether a cached record may still be served: Redis has not expired the key. */
 function fresh(rec: Rec): boolean {
   return rec.expiresAt === undefined || performance.now() < rec.expiresAt;
@@ -112,9 +109,12 @@ function vouched(rec: Rec): boolean {
 function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec> {
   return Promise.all([rec, Promise.resolve(pttl).catch(() => -1)]).then(([r, ms]) => {
     if (typeof ms === 'number' && ms >= 0) r.expiresAt = askedAt + ms;
-    return r;
+    return record(r);
   });
 }
+
+/** ms a shared key's load waits at most for a node's first tracking session (its connections being made) */
+const TRACKING_WAIT_MS = 250;
 
 const replicaSets = new WeakMap<object, Replicas>();
 
@@ -128,10 +128,13 @@ const HOOK: unique symbol = Symbol('hotkey.ioredis');
 export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
 /** the circuit breakers (breaker.ts) of a wrapped client, for `hotKeyStats` */
 export const BREAKERS: unique symbol = Symbol('hotkey.breakers');
+/** value push of a wrapped client (shared-records.ts, update-writes.ts), for `hotKeyStats` */
+export const PUSHED: unique symbol = Symbol('hotkey.pushed');
 interface Hooked {
   [HOOK]: HotKeyClient;
   [WRITE_HOT]: WriteHot;
   [BREAKERS]: Breakers | undefined;
+  [PUSHED]: { shared: SharedRecords; updates: UpdateWrites | undefined };
 }
 
 /**
@@ -172,6 +175,9 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   if (already === hk) return client;
   if (already !== undefined) throw new TypeError('withHotKeys: client is already wrapped with another HotKeyClient');
 
+  const writeMode = options.writes ?? 'invalidate';
+  if (writeMode !== 'invalidate' && writeMode !== 'update')
+    throw new TypeError(`withHotKeys: writes must be 'invalidate' or 'update', got ${String(writeMode)}`);
   const awaitInvalidation = options.awaitInvalidation ?? true;
   const onInvalidateError = options.onInvalidateError ?? (() => {});
   const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
@@ -200,6 +206,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         }),
       ),
     ]);
+  // value push of what this client caches (shared-records.ts), one per hk
+  const shared = SharedRecords.of(hk);
   const trackingOptions = options.tracking ?? true;
   const tracking =
     trackingOptions === false
@@ -209,7 +217,11 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
           hk,
           (nodeKey, role) => connectionTo(client, base, nodeKey, role),
           trackingOptions === true ? {} : trackingOptions,
-          (key) => replicas?.outsideWrite(key),
+          (key) => {
+            replicas?.outsideWrite(key);
+            shared.heard(key);
+          },
+          (session) => shared.ended(session),
         );
   /** ioredis's Command class, taken from the first command through the hook (ioredis is an optional peer: not imported) */
   let Ctor: CmdCtor | undefined;
@@ -235,6 +247,15 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const replicas =
     options.replicas === false ? undefined : new Replicas(hk, client, sendOwn, readPrimary, options.replicas ?? {});
   if (replicas !== undefined) replicaSets.set(client, replicas);
+  const updates =
+    writeMode === 'update' && tracking !== undefined
+      ? new UpdateWrites(hk, shared, async (key) => {
+          const node = tracking.nodeFor(key);
+          if (node?.starting) await node.firstLive(TRACKING_WAIT_MS); // a writer that never read the key
+          if (!node?.session.live) return undefined;
+          return trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
+        })
+      : undefined;
 
   /**
    * The per-key rate limit (a rule's `limit`) of the command's first key: a refused command is
@@ -291,6 +312,31 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (node !== undefined) breakers!.watch(node, command);
   }
 
+  /** A shared key's load on a node whose tracking is still connecting (made on first use) waits for it: only a tracked record can be pushed. */
+  function mayWaitForTracking(key: string, node: NodeTracker | undefined): boolean {
+    return node !== undefined && node.starting && hk.isShared(key);
+  }
+
+  /**
+   * The GET fast path's load of a shared key whose node's tracking is still connecting: tracked
+   * once it is up, else (not up within TRACKING_WAIT_MS) a plain GET + PTTL of our own (not cached).
+   * Apart from get(): its loader closure must stay small (the hot GET's cost).
+   */
+  function getAfterTracking(node: NodeTracker, key: string, client: Client, args: unknown[], ns: string): Promise<Rec> {
+    return node.firstLive(TRACKING_WAIT_MS).then(() => {
+      const askedAt = performance.now();
+      if (node.session.live) return trackedLoad(node.load.bind(node), 'get', key, client, ns, askedAt);
+      const value = bypassing(client, base.get as (...a: unknown[]) => unknown, args) as Promise<unknown>;
+      const ttl = bypassing(client, base.pttl as (...a: unknown[]) => unknown, args);
+      const session = UNTRACKED;
+      return withTtl(
+        value.then((v): Rec => ({ ns, kind: 'string', value: v, expiresAt: undefined, session })),
+        ttl,
+        askedAt,
+      );
+    });
+  }
+
   function isHotKey(arg: unknown): boolean {
     const key = keyName(arg);
     return key !== undefined && hk.isHot(key);
@@ -305,13 +351,25 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     return names;
   }
 
-  /** The command settles (promise and callback alike) after its keys (and flushed namespaces) were invalidated. */
-  function settleAfterInvalidation(command: Cmd, keys: Set<string>, flushed: Set<string> = new Set()): void {
+  /**
+   * The command settles (promise and callback alike) after its keys (and flushed namespaces) were
+   * invalidated; `update`: a write whose reply is followed by an update of its key instead.
+   */
+  function settleAfterInvalidation(
+    command: Cmd,
+    keys: Set<string>,
+    flushed: Set<string> = new Set(),
+    update?: string,
+  ): void {
     if (keys.size === 0 && flushed.size === 0) return;
     const resolve = command.resolve;
     const reject = command.reject;
     command.resolve = (value) => {
-      const done = invalidate(keys, flushed).then(() => dropCopies(keys));
+      const sent =
+        update === undefined
+          ? invalidate(keys, flushed)
+          : updates!.invalidate(update).catch((err: unknown) => onInvalidateError(err, update));
+      const done = sent.then(() => dropCopies(keys));
       if (awaitInvalidation) void done.then(() => resolve(value));
       else resolve(value);
       return command.promise;
@@ -353,9 +411,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (db !== lastDb) {
       lastDb = db;
       lastNs = `${deployment}/${db}`;
+      shared.noteNamespace(lastNs); // pushed records of it may be injected here
     }
     return lastNs;
   }
+  if (isCluster) shared.noteNamespace(deployment);
+  else namespaceOf(client);
 
   function read(client: Client, send: Send, command: Cmd, name: ReadName): unknown {
     const key = keyName(command.args[0]);
@@ -386,12 +447,17 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       void send.call(client, ttl);
       return ttl.promise;
     };
+    let waited = false;
     const loader = (): Promise<Rec> => {
       const refused = loadBlocked(key);
       if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const hashWhole = name !== 'hget' || hk.isHot(key);
       const node = hashWhole ? tracking?.nodeFor(key) : undefined;
+      if (!waited && mayWaitForTracking(key, node)) {
+        waited = true;
+        return node!.firstLive(TRACKING_WAIT_MS).then(loader);
+      }
       if (node?.session.live)
         return trackedLoad(node.load.bind(node), name === 'get' ? 'get' : 'hgetall', key, client, ns, askedAt);
       const session = tracking === undefined ? undefined : UNTRACKED;
@@ -454,14 +520,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   ): Promise<Rec> {
     return load(kind, key, isCluster ? undefined : dbOf(client)).then((read): Rec => {
       const expiresAt = typeof read.pttl === 'number' && read.pttl >= 0 ? askedAt + read.pttl : undefined;
-      if (kind === 'get') return { ns, kind: 'string', value: read.value, expiresAt, session: read.session };
-      return {
+      if (kind === 'get') return record({ ns, kind: 'string', value: read.value, expiresAt, session: read.session });
+      return record({
         ns,
         kind: 'hash',
         value: Object.freeze(read.value as Record<string, unknown>),
         expiresAt,
         session: read.session,
-      };
+      });
     });
   }
 
@@ -523,7 +589,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       if (pending !== undefined) {
         for (const key of keys) pending.keys.add(key);
         for (const namespace of flushed) pending.flushed.add(namespace);
-      } else settleAfterInvalidation(command, keys, flushed);
+      } else {
+        const [only] = keys;
+        const update =
+          updates !== undefined && stream === undefined && keys.size === 1 && updates.claims(name, only!)
+            ? only
+            : undefined;
+        settleAfterInvalidation(command, keys, flushed, update);
+      }
     } else if (name === 'exec') {
       const pending = typeof stream === 'object' && stream !== null ? transactionKeys.get(stream) : open;
       if (pending !== undefined) {
@@ -581,6 +654,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const node = tracking?.nodeFor(key);
+      if (mayWaitForTracking(key, node)) return getAfterTracking(node!, key, this, args, ns);
       if (node?.session.live) return trackedLoad(node.load.bind(node), 'get', key, this, ns, askedAt);
       const session = tracking === undefined ? undefined : UNTRACKED;
       sent = true;
@@ -627,6 +701,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     [HOOK]: { value: hk },
     [WRITE_HOT]: { value: writeHot },
     [BREAKERS]: { value: breakers },
+    [PUSHED]: { value: { shared, updates } },
   }) as object;
   Object.setPrototypeOf(client, hooked);
   return client;

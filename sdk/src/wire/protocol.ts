@@ -224,6 +224,15 @@ export interface Invalidate {
   key: string;
   /** `key` names a namespace (a Redis database, as the writer's ioredis wrapper names it) that was flushed: drop every cached value of it */
   flush?: true;
+  /**
+   * An update (a write that pushes its value, InvalidateRequest `value`): the key's new value
+   * (packValue bytes) under version `ver` of the shared key. SDKs drop the old value and inject
+   * this one in the same step, if `ver` is above the last version they took for the key.
+   */
+  value?: Uint8Array;
+  ver?: number;
+  /** `value` is an adapter's cache record (PushForm), not a plain value */
+  form?: PushForm;
 }
 export interface Demote {
   t: typeof MsgType.Demote;
@@ -259,6 +268,28 @@ export interface InvalidateRequest {
   key: string;
   /** `key` names a flushed namespace (FLUSHDB, FLUSHALL, SWAPDB): the broadcast carries the flag, acks as for a key */
   flush?: true;
+  /**
+   * An update: the key's new value (packValue bytes), which the hub broadcasts with the
+   * invalidation when the key is a hot shared key (`share: true`) and the value is within its
+   * `maxPushBytes` (else a plain invalidation, and an Error HK_ERR_PUSH_TOO_LARGE to the writer).
+   * Acked as any invalidation. Not with `flush`.
+   */
+  value?: Uint8Array;
+  /**
+   * With `value`: the seq of this hub's broadcasts the writer had applied before it learnt the
+   * value (before its write, or its read-back). The hub broadcasts the value only if no
+   * invalidation or update of the key went out after that seq — such a write may have reached the
+   * store after this one, so this value may be the older: a plain invalidation then.
+   */
+  since?: number;
+  /** `value` is an adapter's cache record (PushForm), not a plain value */
+  form?: PushForm;
+  /**
+   * Invalidates only the value this session pushed (it heard a write of the key, or lost the
+   * tracking it vouched with): when another value or invalidation superseded it at the hub, there
+   * is nothing left to drop and the hub acks at once without a broadcast.
+   */
+  pushed?: true;
 }
 /**
  * Answers InvalidateRequest `id` once every SDK session of the app that might serve the key has
@@ -325,6 +356,8 @@ export interface Push {
   key: string;
   ver: number;
   value: Uint8Array;
+  /** `value` is an adapter's cache record (PushForm), not a plain value */
+  form?: PushForm;
 }
 /**
  * A shared key's value for every SDK of the app. `ver` grows with every accepted push and every
@@ -336,7 +369,17 @@ export interface Value {
   key: string;
   ver: number;
   value: Uint8Array;
+  /** `value` is an adapter's cache record (PushForm), not a plain value */
+  form?: PushForm;
 }
+
+/**
+ * What a pushed value's bytes hold, when not the value itself (absent): 1, a cache record of the
+ * ioredis wrapper (ioredis/shared-records.ts), which only SDKs with a wrapped client inject.
+ * The hub forwards it untouched.
+ */
+export const PushForm = { Record: 1 } as const;
+export type PushForm = (typeof PushForm)[keyof typeof PushForm];
 
 export type ClientMessage = Hello | Report | InvalidateRequest | Applied | Resync | Lease | Push;
 export type ServerMessage =
@@ -506,6 +549,28 @@ function rules(m: Record<string, unknown>): { rules: Rule[]; local: number[] } {
 
 // ---- message guards: decode, then check every field a handler reads ----
 
+/** The optional `form` of a pushed value: absent, or a known PushForm. */
+function form(m: Record<string, unknown>): { form?: PushForm } {
+  if (m.form === undefined) return {};
+  if (m.form !== PushForm.Record) protocolError('"form" must be 1 (a cache record)');
+  return { form: m.form };
+}
+
+/** The optional update value of InvalidateRequest / Invalidate (not with a flush). */
+function update(
+  m: Record<string, unknown>,
+  withVer: boolean,
+): { value?: Uint8Array; ver?: number; since?: number; form?: PushForm } {
+  if (m.value === undefined) {
+    if (m.form !== undefined || m.ver !== undefined || m.since !== undefined)
+      protocolError('"form", "ver" and "since" come only with "value"');
+    return {};
+  }
+  if (m.flush !== undefined && m.flush !== false) protocolError('a flush carries no "value"');
+  const value = bin(m, 'value', MAX_VALUE_BYTES);
+  return withVer ? { value, ver: int(m, 'ver'), ...form(m) } : { value, since: int(m, 'since'), ...form(m) };
+}
+
 /** The optional `flush` flag of InvalidateRequest / Invalidate: absent, or `true` (false reads as absent). */
 function flush(m: Record<string, unknown>): { flush?: true } {
   if (m.flush === undefined || m.flush === false) return {};
@@ -577,7 +642,8 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
     case MsgType.InvalidateRequest: {
       const key = m.key;
       assertKey(key);
-      return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key, ...flush(m) };
+      const pushed = m.pushed === undefined || m.pushed === false ? {} : { pushed: bool(m, 'pushed') as true };
+      return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key, ...flush(m), ...update(m, false), ...pushed };
     }
     case MsgType.Applied:
       return { t: MsgType.Applied, seq: int(m, 'seq') };
@@ -588,7 +654,7 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
     case MsgType.Push: {
       const key = m.key;
       assertKey(key);
-      return { t: MsgType.Push, key, ver: int(m, 'ver'), value: bin(m, 'value', MAX_VALUE_BYTES) };
+      return { t: MsgType.Push, key, ver: int(m, 'ver'), value: bin(m, 'value', MAX_VALUE_BYTES), ...form(m) };
     }
     default:
       protocolError(`message type ${m.t} is not one a client may send`);
@@ -633,7 +699,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
     case MsgType.Invalidate: {
       const key = m.key;
       assertKey(key);
-      return { t: MsgType.Invalidate, seq: int(m, 'seq'), key, ...flush(m) };
+      return { t: MsgType.Invalidate, seq: int(m, 'seq'), key, ...flush(m), ...update(m, true) };
     }
     case MsgType.Demote: {
       const key = m.key;
@@ -685,7 +751,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
     case MsgType.Value: {
       const key = m.key;
       assertKey(key);
-      return { t: MsgType.Value, key, ver: int(m, 'ver'), value: bin(m, 'value', MAX_VALUE_BYTES) };
+      return { t: MsgType.Value, key, ver: int(m, 'ver'), value: bin(m, 'value', MAX_VALUE_BYTES), ...form(m) };
     }
     case MsgType.Limit: {
       const keys = arr(m, 'keys', MAX_LIMIT_KEYS);
