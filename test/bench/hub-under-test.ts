@@ -8,6 +8,8 @@ import { startHub } from '@hotkey/hub';
 export interface HubUnderTestOptions {
   /** accesses per window that promote a key @default 1000 */
   threshold?: number;
+  /** fields of the app `bench`'s one rule over RULE_DEFAULTS (e.g. a long `hotMs`) @default none */
+  rule?: Record<string, unknown>;
   tunables?: Record<string, number>;
   /** more apps, each with one catch-all rule: these fields over RULE_DEFAULTS and the threshold */
   apps?: Record<string, Record<string, unknown>>;
@@ -27,6 +29,7 @@ export async function startHubUnderTest(
               ...RULE_DEFAULTS,
               match: '*',
               threshold: opts.threshold ?? 1000,
+              ...opts.rule,
             },
           ],
         },

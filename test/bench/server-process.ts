@@ -10,6 +10,8 @@ import { within } from '../support/wait.ts';
 export interface ServerOptions {
   /** the rule threshold (accesses per window) @default 1000 */
   threshold?: number;
+  /** hub only: fields of the app `bench`'s rule over the defaults (hub-under-test.ts) */
+  rule?: Record<string, unknown>;
   /** hub tunables passed through to startHub */
   tunables?: Record<string, number>;
   /** hub only: more apps, each with one catch-all rule made of these fields (hub-under-test.ts) */
@@ -20,6 +22,9 @@ export type ServerKind = 'hub' | 'sink' | 'naive';
 
 export interface ServerStats {
   cpuMs: number;
+  /** of cpuMs: user (JavaScript, libuv) and system (the kernel: on loopback TCP, also the receivers' side) */
+  userMs: number;
+  systemMs: number;
   heapUsed: number;
   rss: number;
   records: number;

@@ -52,6 +52,8 @@ process.on('message', (raw) => {
     toParent({
       type: 'stats',
       cpuMs: (cpu.user + cpu.system) / 1000,
+      userMs: cpu.user / 1000,
+      systemMs: cpu.system / 1000,
       heapUsed: mem.heapUsed,
       rss: mem.rss,
       records: records(),

@@ -14,6 +14,7 @@ import { CloseCode, errorFrame, MAX_FRAME_BYTES } from '@hotkey/sdk/protocol';
 import type { HubCore } from '../core/hub-core.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
 import { HandshakePool, OriginPolicy } from './admission.ts';
+import { Heartbeat } from './heartbeat.ts';
 import { HubSocket } from './hub-socket.ts';
 
 /** One connection on an endpoint: the adapter hands it every frame and the close. */
@@ -52,9 +53,8 @@ export class SocketServer {
   readonly #wss: WebSocketServer;
   readonly #core: HubCore;
   readonly #endpoints: ReadonlyMap<string, SocketEndpoint>;
-  /** sockets pinged and not heard from since: dropped at the next round (a peer that vanished without a FIN) */
-  readonly #unanswered = new WeakSet<WebSocket>();
-  readonly #heartbeat: NodeJS.Timeout;
+  /** pings every socket once per `pingIntervalMs`, spread over the interval; drops the silent ones */
+  readonly #heartbeat: Heartbeat<WebSocket>;
   readonly #origins: OriginPolicy;
   readonly #handshakes: HandshakePool<WebSocket>;
   readonly #counters = { originRefused: 0, unauthenticatedEvicted: 0, preHelloOverBudget: 0 };
@@ -78,23 +78,7 @@ export class SocketServer {
       // sendShared: a broadcast framed once for all sockets
       WebSocket: HubSocket,
     });
-    this.#heartbeat = setInterval(() => this.#ping(), Math.max(1, core.tunables.pingIntervalMs));
-    this.#heartbeat.unref();
-  }
-
-  #ping(): void {
-    for (const ws of this.#wss.clients) {
-      if (this.#unanswered.has(ws)) {
-        ws.terminate(); // emits 'close': the session leaves its app
-        continue;
-      }
-      this.#unanswered.add(ws);
-      try {
-        ws.ping();
-      } catch {
-        // not open yet or already closing
-      }
-    }
+    this.#heartbeat = new Heartbeat(core.tunables.pingIntervalMs);
   }
 
   get counters(): AdmissionCounters {
@@ -131,9 +115,10 @@ export class SocketServer {
 
   #accept(ws: WebSocket, attach: SocketEndpoint, socket: Duplex, address: string): void {
     const session = attach(ws);
-    ws.on('pong', () => this.#unanswered.delete(ws));
+    this.#heartbeat.add(ws);
+    ws.on('pong', () => this.#heartbeat.heard(ws));
     ws.on('message', (data, isBinary) => {
-      this.#unanswered.delete(ws);
+      this.#heartbeat.heard(ws);
       const bytes = Array.isArray(data)
         ? Buffer.concat(data)
         : data instanceof ArrayBuffer
@@ -143,6 +128,7 @@ export class SocketServer {
       if (session.admitted) this.#handshakes.leave(ws);
     });
     ws.on('close', () => {
+      this.#heartbeat.remove(ws);
       this.#handshakes.leave(ws);
       session.onClose();
     });
@@ -204,7 +190,7 @@ export class SocketServer {
 
   /** Waits up to `timeoutMs` for clients to finish closing, then drops the rest. */
   async close(timeoutMs = 1000): Promise<void> {
-    clearInterval(this.#heartbeat);
+    this.#heartbeat.stop();
     const deadline = Date.now() + timeoutMs;
     while (this.#wss.clients.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     for (const ws of this.#wss.clients) ws.terminate();
