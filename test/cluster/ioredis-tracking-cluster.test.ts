@@ -10,10 +10,17 @@ import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Cluster, Redis } from 'ioredis';
-import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
-import { measureStaleness, readsNew, summary, warm, type Reader } from '../support/staleness.ts';
+import {
+  measureStaleness,
+  promoteOn,
+  readsNew,
+  summary,
+  warm,
+  wrappedReaders,
+  type Reader,
+} from '../support/staleness.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
@@ -32,15 +39,8 @@ const keyOn = new Map<number, string>();
 
 const { cluster, node } = clientsOf(() => rc, opened);
 
-async function readers(n: number): Promise<Reader[]> {
-  const hks = await e2e.sdks(n, () => ({ flushIntervalMs: 20 }));
-  return hks.map((hk) => ({ hk, redis: withHotKeys(cluster(), hk) }));
-}
-
-async function promote(key: string, on: readonly Reader[]): Promise<void> {
-  assert.ok(e2e.hub.core.promote('shop', key), `promote ${key}`);
-  await waitFor(`${key} hot on every instance`, () => on.every((r) => r.hk.isHot(key)));
-}
+const readers = (n: number): Promise<Reader<Cluster>[]> => wrappedReaders(e2e, n, cluster);
+const promote = (key: string, on: readonly Reader[]): Promise<void> => promoteOn(e2e, key, on);
 
 async function named(port: number, name: string): Promise<{ id: string; line: string }[]> {
   const list = (await node(port).client('LIST')) as string;

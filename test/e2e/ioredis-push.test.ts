@@ -15,6 +15,7 @@ import { MsgType, packValue, PushForm } from '@hotkey/sdk/protocol';
 import { hotKeyStats, withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
+import { promoteOn, wrappedReaders, type Reader } from '../support/staleness.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const SHARED = { threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 30_000, share: true };
@@ -22,10 +23,7 @@ const e2e = hubInProcess(test, {
   config: { apps: { shop: { rules: [{ match: '*', ...SHARED }] } } },
 });
 
-interface Instance {
-  hk: HotKeyClient;
-  redis: Redis;
-}
+type Instance = Reader<Redis>;
 
 let server: RedisServer;
 const opened: Redis[] = [];
@@ -37,15 +35,9 @@ function redis(): Redis {
   return c;
 }
 
-async function instances(n: number, wrap: WithHotKeysOptions = {}): Promise<Instance[]> {
-  const hks = await e2e.sdks(n, () => ({ flushIntervalMs: 20 }));
-  return hks.map((hk) => ({ hk, redis: withHotKeys(redis(), hk, wrap) }));
-}
-
-async function promote(key: string, on: readonly Instance[]): Promise<void> {
-  assert.ok(e2e.hub.core.promote('shop', key), `promote ${key}`);
-  await waitFor(`${key} hot on every instance`, () => on.every((r) => r.hk.isHot(key)));
-}
+const instances = (n: number, wrap: WithHotKeysOptions = {}): Promise<Instance[]> =>
+  wrappedReaders(e2e, n, redis, wrap);
+const promote = (key: string, on: readonly Instance[]): Promise<void> => promoteOn(e2e, key, on);
 
 /** GET commands Redis executed so far (tracked loads' GETs inside MULTI count too). */
 async function gets(): Promise<number> {

@@ -11,10 +11,18 @@ import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
+import type { WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { measureStaleness, readsNew, summary, warm, type Reader } from '../support/staleness.ts';
+import {
+  measureStaleness,
+  promoteOn,
+  readsNew,
+  summary,
+  warm,
+  wrappedReaders,
+  type Reader,
+} from '../support/staleness.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
@@ -36,15 +44,9 @@ function redis(): Redis {
 }
 
 /** `n` instances: a HotKeyClient each, and a wrapped client. */
-async function readers(n: number, wrap: WithHotKeysOptions = {}): Promise<Reader[]> {
-  const hks = await e2e.sdks(n, () => ({ flushIntervalMs: 20 }));
-  return hks.map((hk) => ({ hk, redis: withHotKeys(redis(), hk, wrap) }));
-}
-
-async function promote(key: string, on: readonly Reader[]): Promise<void> {
-  assert.ok(e2e.hub.core.promote('shop', key), `promote ${key}`);
-  await waitFor(`${key} hot on every instance`, () => on.every((r) => r.hk.isHot(key)));
-}
+const readers = (n: number, wrap: WithHotKeysOptions = {}): Promise<Reader<Redis>[]> =>
+  wrappedReaders(e2e, n, redis, wrap);
+const promote = (key: string, on: readonly Reader[]): Promise<void> => promoteOn(e2e, key, on);
 
 /** CLIENT LIST lines of our connections named `name` (hotkey-tracking / hotkey-invalidations). */
 async function connections(name: string): Promise<{ id: string; line: string }[]> {

@@ -5,13 +5,34 @@
  * the event loop between reads (a value answered locally resolves without I/O). Shared by the
  * tracking tests and test/bench/tracking.bench.ts. Every wait has a deadline.
  */
+import * as assert from 'uvu/assert';
 import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '@hotkey/sdk';
+import type { Hub } from '@hotkey/hub';
+import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
+import type { E2e } from './e2e.ts';
 import { waitFor } from './wait.ts';
 
-export interface Reader {
+export interface Reader<C extends Redis | Cluster = Redis | Cluster> {
   hk: HotKeyClient;
-  redis: Redis | Cluster;
+  redis: C;
+}
+
+/** `n` SDK instances of the e2e hub's app `shop`, each with its own client from `client()`, wrapped. */
+export async function wrappedReaders<C extends Redis | Cluster>(
+  e2e: E2e<Hub>,
+  n: number,
+  client: () => C,
+  wrap: WithHotKeysOptions = {},
+): Promise<Reader<C>[]> {
+  const hks = await e2e.sdks(n, () => ({ flushIntervalMs: 20 }));
+  return hks.map((hk) => ({ hk, redis: withHotKeys(client(), hk, wrap) }));
+}
+
+/** Promotes `key` of app `shop` at the e2e hub and waits until every reader has it hot. */
+export async function promoteOn(e2e: E2e<Hub>, key: string, on: readonly Reader[]): Promise<void> {
+  assert.ok(e2e.hub.core.promote('shop', key), `promote ${key}`);
+  await waitFor(`${key} hot on every instance`, () => on.every((r) => r.hk.isHot(key)));
 }
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
