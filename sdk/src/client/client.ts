@@ -528,16 +528,15 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (options !== undefined && (typeof options !== 'object' || options === null))
       throw new TypeError('invalidate: options must be an object');
     if (this.#closed) return Promise.reject(new HotKeyError(ErrorCode.Closed, 'client is closed'));
+    const hub = this.#links.owner(key);
     const mark = options?.value === undefined ? undefined : (options.mark ?? this.updateMark(key));
     // a mark from another hub, or from before a reconnect, counts in another seq: plain
-    const link = mark?.hub === undefined ? undefined : this.#links.get(mark.hub);
     const update =
-      mark === undefined || link === undefined || link !== mark.link || this.#links.owner(key) !== mark.hub
+      mark === undefined || hub === undefined || mark.hub !== hub || mark.link !== this.#links.get(hub)
         ? undefined
         : this.#push.packUpdate(key, options!.value);
     this.#dropValue(key);
     this.#invalidationCount++;
-    const hub = this.#links.owner(key);
     if (hub === undefined)
       return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to invalidate "${key}"`));
     if (update === undefined) {
