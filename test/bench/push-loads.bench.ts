@@ -9,12 +9,12 @@
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { benchMain, type BenchRow } from './harness.ts';
+import { PUSH_HUB, PUSH_TTL_MS } from './push-apps.ts';
 import { startServer } from './server-process.ts';
 import { waitFor } from '../support/wait.ts';
 
 const INSTANCES = 100;
 const KEY = 'item:flash';
-const TTL_MS = 1000;
 /** the promotion's loads: before the first refresh (0.8 × TTL less a tick and jitter) */
 const PROMOTION_MS = 500;
 
@@ -53,7 +53,7 @@ async function loadsFor(url: string, app: string, steadyMs: number): Promise<Run
     await new Promise((r) => setTimeout(r, PROMOTION_MS));
     const promotion = calls;
     await new Promise((r) => setTimeout(r, steadyMs));
-    const perTtl = ((calls - promotion) * TTL_MS) / steadyMs;
+    const perTtl = ((calls - promotion) * PUSH_TTL_MS) / steadyMs;
     const injected = clients.reduce((n, hk) => n + hk.stats().push.valuesInjected, 0);
     return { promotion, perTtl, injected };
   } finally {
@@ -64,13 +64,7 @@ async function loadsFor(url: string, app: string, steadyMs: number): Promise<Run
 
 benchMain(async ({ quick }) => {
   const steadyMs = quick ? 2000 : 4000;
-  const hub = await startServer('hub', {
-    threshold: 50,
-    apps: {
-      today: { cacheTtlMs: TTL_MS, refreshAheadRatio: 1, staleIfErrorMs: 0 },
-      push: { cacheTtlMs: TTL_MS, share: true },
-    },
-  });
+  const hub = await startServer('hub', PUSH_HUB);
   let today: Run;
   let push: Run;
   try {

@@ -23,6 +23,7 @@ import { Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { benchMain, type BenchRow } from './harness.ts';
+import { PUSH_HUB, PUSH_TTL_MS } from './push-apps.ts';
 import { startServer } from './server-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
@@ -31,7 +32,6 @@ const INSTANCES = 100;
 /** the measured key; WARM_KEY is promoted first, so that the instances' tracking connections are up */
 const KEY = 'item:flash';
 const WARM_KEY = 'item:warm';
-const TTL_MS = 1000;
 /** the promotion's GETs: before the first refresh (0.8 × TTL less a tick and jitter) */
 const PROMOTION_MS = 500;
 const OUTSIDE_WRITES = 3;
@@ -153,7 +153,7 @@ async function run(hubUrl: string, server: RedisServer, app: string, steadyMs: n
       writes.push({ ms: performance.now() - t0, gets: (await gets.of(KEY)) - gets0 });
       await delay(1500); // settle: past PUSH_GUARD_MS, the key cached (and pushed) again
     }
-    return { coldPromotion, promotion, perTtl: (steady * TTL_MS) / steadyMs, injected, writes };
+    return { coldPromotion, promotion, perTtl: (steady * PUSH_TTL_MS) / steadyMs, injected, writes };
   } finally {
     clearInterval(timer);
     await Promise.all(group.map((r) => r.hk.close()));
@@ -168,13 +168,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 benchMain(async ({ quick }) => {
   const steadyMs = quick ? 2000 : 4000;
   const server = await RedisServer.start();
-  const hub = await startServer('hub', {
-    threshold: 50,
-    apps: {
-      today: { cacheTtlMs: TTL_MS, refreshAheadRatio: 1, staleIfErrorMs: 0 },
-      push: { cacheTtlMs: TTL_MS, share: true },
-    },
-  });
+  const hub = await startServer('hub', PUSH_HUB);
   let today: Run;
   let push: Run;
   try {
