@@ -18,8 +18,10 @@
  * (report-frame.ts checks), which never contains those forms: a frame's key bytes equal a stored
  * key's bytes exactly when the decoded strings are equal.
  *
- * Hash flooding: the hash is seeded per table with a random seed, so keys that collide cannot be
- * chosen without knowing it (V8 seeds its own string hash the same way).
+ * Hash flooding: the hash is seeded with a random seed per process (KEY_HASH_SEED), so keys that
+ * collide cannot be chosen without knowing it (V8 seeds its own string hash the same way). One
+ * seed for every table lets a frame's key hashes be computed once, as the frame is checked
+ * (report-frame.ts), and used by whichever app's table then looks the keys up.
  */
 const EMPTY = -1;
 const MIN_CAPACITY = 16;
@@ -30,6 +32,9 @@ const VALUE = 1;
 const LENGTH = 2;
 const INLINE_AT = 12; // bytes from the bucket's start
 const INLINE_BYTES = STRIDE * 4 - INLINE_AT;
+
+/** the default seed of every KeyIndex, and of the key hashes report-frame.ts computes */
+export const KEY_HASH_SEED = (Math.random() * 0x1_0000_0000) | 0;
 
 /** WTF-8 encoding scratch (keys are re-encoded on insert and for non-ASCII string lookups) */
 let scratch = new Uint8Array(256);
@@ -78,18 +83,20 @@ function encodeKey(key: string): number {
  * characters per block; anything else encoded first).
  */
 
-function mixBlock(block: number): number {
+/* the steps of hashBytes, for a caller that reads the bytes anyway (report-frame.ts checks them) */
+
+export function mixBlock(block: number): number {
   const k = Math.imul(block, 0xcc9e2d51);
   return Math.imul((k << 15) | (k >>> 17), 0x1b873593);
 }
 
-function round(h: number, block: number): number {
+export function round(h: number, block: number): number {
   h ^= mixBlock(block);
   h = (h << 13) | (h >>> 19);
   return (Math.imul(h, 5) + 0xe6546b64) | 0;
 }
 
-function finish(h: number, length: number): number {
+export function finish(h: number, length: number): number {
   h ^= length;
   // fmix32: every input bit reaches the low bits the table masks
   h ^= h >>> 16;
@@ -145,7 +152,8 @@ export function hashString(key: string, seed: number): number {
 }
 
 export class KeyIndex {
-  readonly #seed: number;
+  /** the hash seed: `getHashed` takes hashes made with it */
+  readonly seed: number;
   #mask: number;
   /** per bucket i, from STRIDE * i: hash, slot (or EMPTY), byte length, inline bytes */
   #table: Int32Array;
@@ -157,9 +165,9 @@ export class KeyIndex {
   #long: (Uint8Array | undefined)[];
   #size = 0;
 
-  /** @param [seed] hash seed @default random */
-  constructor(seed: number = (Math.random() * 0x1_0000_0000) >>> 0) {
-    this.#seed = seed;
+  /** @param [seed] hash seed @default KEY_HASH_SEED (random per process) */
+  constructor(seed: number = KEY_HASH_SEED) {
+    this.seed = seed | 0;
     this.#mask = MIN_CAPACITY - 1;
     this.#table = KeyIndex.#emptyTable(MIN_CAPACITY);
     this.#bytes = new Uint8Array(this.#table.buffer);
@@ -173,7 +181,7 @@ export class KeyIndex {
 
   /** The slot stored for `key` (a non-negative integer), or undefined. */
   get(key: string): number | undefined {
-    const h = hashString(key, this.#seed);
+    const h = hashString(key, this.seed);
     const mask = this.#mask;
     const table = this.#table;
     for (let i = h & mask; ; i = (i + 1) & mask) {
@@ -188,7 +196,11 @@ export class KeyIndex {
    * The bytes must be well-formed UTF-8 (report-frame.ts checks every key of a frame).
    */
   getBytes(src: Uint8Array, start: number, length: number): number {
-    const h = hashBytes(src, start, length, this.#seed);
+    return this.getHashed(src, start, length, hashBytes(src, start, length, this.seed));
+  }
+
+  /** As `getBytes`, with the bytes' hash `h` (`hashBytes` under this index's `seed`) known. */
+  getHashed(src: Uint8Array, start: number, length: number, h: number): number {
     const mask = this.#mask;
     const table = this.#table;
     for (let i = h & mask; ; i = (i + 1) & mask) {
@@ -197,6 +209,14 @@ export class KeyIndex {
       if (v === EMPTY) return EMPTY;
       if (table[at + HASH] === h && table[at + LENGTH] === length && this.#sameBytes(i, src, start, length)) return v;
     }
+  }
+
+  /**
+   * The slot in the home bucket of hash `h` (-1 when empty), whichever key it holds: the caller
+   * reads it ahead, so that the cache misses of many lookups overlap (aggregator.ts).
+   */
+  peek(h: number): number {
+    return this.#table[(h & this.#mask) * STRIDE + VALUE]!;
   }
 
   #sameBytes(bucket: number, src: Uint8Array, start: number, length: number): boolean {
@@ -220,7 +240,7 @@ export class KeyIndex {
   /** Stores `value` (a non-negative integer below 2^31) for `key`. */
   set(key: string, value: number): this {
     if ((this.#size + 1) * 2 > this.#mask + 1) this.#resize((this.#mask + 1) * 2);
-    const h = hashString(key, this.#seed);
+    const h = hashString(key, this.seed);
     const mask = this.#mask;
     const table = this.#table;
     for (let i = h & mask; ; i = (i + 1) & mask) {
@@ -246,7 +266,7 @@ export class KeyIndex {
 
   /** Removes `key`; true when it was there. */
   delete(key: string): boolean {
-    const h = hashString(key, this.#seed);
+    const h = hashString(key, this.seed);
     const mask = this.#mask;
     const table = this.#table;
     let i = h & mask;

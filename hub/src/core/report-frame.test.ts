@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
 import { ProtocolError } from '@hotkey/sdk';
 import { decodeClientMessage, encode, MAX_COUNT, MAX_KEY_LENGTH, MsgType, type Report } from '@hotkey/sdk/protocol';
+import { hashBytes } from './key-index.ts';
 import { readReport } from './report-frame.ts';
 
 /** the frame's records through the reader (keys decoded), or undefined when it falls back */
@@ -165,6 +166,18 @@ test('fuzz: a frame with random bytes changed is read as the decoder reads it, o
     if (agrees(frame, `round ${round}`)) accepted++;
   }
   assert.ok(accepted > 100, `some mutants stay valid (${accepted})`);
+});
+
+test('the key hashes computed while checking are the index hash of each key, under the seed given', () => {
+  const keys = ['a', 'abcd', 'abcde', 'item:12345', 'ключ', '🔥', 'z'.repeat(37)];
+  const utf8 = new TextEncoder();
+  for (const seed of [0, 77]) {
+    const frame = readReport(encode({ t: MsgType.Report, keys, counts: keys.map(() => 1) }), seed)!;
+    keys.forEach((key, i) => {
+      const bytes = utf8.encode(key);
+      assert.is(frame.hashes[i], hashBytes(bytes, 0, bytes.length, seed), key);
+    });
+  }
 });
 
 test('save and restore walk the same records again', () => {

@@ -19,6 +19,7 @@
  * never accepts a frame the protocol refuses, nor reads one differently.
  */
 import { MAX_COUNT, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MAX_REPORT_KEYS, MsgType } from '@hotkey/sdk/protocol';
+import { finish, KEY_HASH_SEED, mixBlock, round } from './key-index.ts';
 
 const T = 0;
 const KEYS = 1;
@@ -53,6 +54,9 @@ export class ReportFrame {
   readonly bytes: Uint8Array;
   /** records in the frame */
   readonly length: number;
+  /** per record: its key's hash (key-index.ts `hashBytes`) under `seed`, computed while checking */
+  readonly hashes: Int32Array;
+  readonly seed: number;
   /** the frame carries `hits` and `loads` */
   readonly savings: boolean;
   /** the record `next()` reads */
@@ -69,9 +73,19 @@ export class ReportFrame {
   /** the integer #readCount read */
   #value = 0;
 
-  constructor(bytes: Uint8Array, length: number, keyAt: number, countAt: number, hitAt: number, loadAt: number) {
+  constructor(
+    bytes: Uint8Array,
+    hashes: Int32Array,
+    seed: number,
+    keyAt: number,
+    countAt: number,
+    hitAt: number,
+    loadAt: number,
+  ) {
     this.bytes = bytes;
-    this.length = length;
+    this.length = hashes.length;
+    this.hashes = hashes;
+    this.seed = seed;
     this.savings = hitAt >= 0;
     this.#keyAt = keyAt;
     this.#countAt = countAt;
@@ -161,8 +175,9 @@ export function decodeKey(bytes: Uint8Array, start: number, length: number): str
 /**
  * The frame as a ReportFrame, or undefined when it is not a Report of the plain shape, or breaks
  * any rule (the caller then decodes it with `decodeClientMessage`: see the note at the top).
+ * @param [seed=KEY_HASH_SEED] the seed of the key hashes
  */
-export function readReport(bytes: Uint8Array): ReportFrame | undefined {
+export function readReport(bytes: Uint8Array, seed = KEY_HASH_SEED): ReportFrame | undefined {
   const end = bytes.byteLength;
   if (end > MAX_FRAME_BYTES || end === 0) return undefined;
   const head = bytes[0]!;
@@ -170,6 +185,7 @@ export function readReport(bytes: Uint8Array): ReportFrame | undefined {
   let p = 1;
   let seen = 0;
   let records = -1;
+  let hashes: Int32Array | undefined;
   const at = [-1, -1, -1, -1, -1];
   for (let f = 0; f < (head & 0x0f); f++) {
     const field = fieldAt(bytes, p);
@@ -197,11 +213,14 @@ export function readReport(bytes: Uint8Array): ReportFrame | undefined {
     if (n > MAX_REPORT_KEYS || (records >= 0 && n !== records)) return undefined;
     records = n;
     at[field] = p;
-    p = field === KEYS ? skipKeys(bytes, p, n) : skipCounts(bytes, p, n);
+    if (field === KEYS) {
+      hashes = new Int32Array(n);
+      p = skipKeys(bytes, p, hashes, seed);
+    } else p = skipCounts(bytes, p, n);
     if (p < 0) return undefined;
   }
   if (p !== end || seen !== (head === 0x83 ? WITHOUT_SAVINGS : WITH_SAVINGS)) return undefined;
-  return new ReportFrame(bytes, records, at[KEYS]!, at[COUNTS]!, at[HITS]!, at[LOADS]!);
+  return new ReportFrame(bytes, hashes!, seed, at[KEYS]!, at[COUNTS]!, at[HITS]!, at[LOADS]!);
 }
 
 /** Which field name starts at `p`, or -1. */
@@ -215,10 +234,13 @@ function fieldAt(bytes: Uint8Array, p: number): number {
   return -1;
 }
 
-/** Past `n` keys from `p` (each a string of 1 to MAX_KEY_LENGTH UTF-16 units, well-formed UTF-8), or -1. */
-function skipKeys(bytes: Uint8Array, p: number, n: number): number {
+/**
+ * Past `hashes.length` keys from `p` (each a string of 1 to MAX_KEY_LENGTH UTF-16 units,
+ * well-formed UTF-8), or -1; fills `hashes`.
+ */
+function skipKeys(bytes: Uint8Array, p: number, hashes: Int32Array, seed: number): number {
   const end = bytes.byteLength;
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < hashes.length; i++) {
     if (p >= end) return -1;
     const b = bytes[p]!;
     let length: number;
@@ -235,10 +257,29 @@ function skipKeys(bytes: Uint8Array, p: number, n: number): number {
       length = readUint32(bytes, p + 1);
       p += 5;
     } else return -1;
-    if (p + length > end) return -1;
-    const units = utf16Length(bytes, p, p + length);
+    const stop = p + length;
+    if (stop > end) return -1;
+    // key-index.ts `hashBytes`, inlined: the same reads tell whether the key is ASCII
+    let h = seed;
+    let high = 0;
+    let q = p;
+    for (; q + 4 <= stop; q += 4) {
+      const block = bytes[q]! | (bytes[q + 1]! << 8) | (bytes[q + 2]! << 16) | (bytes[q + 3]! << 24);
+      high |= block;
+      h = round(h, block);
+    }
+    if (q < stop) {
+      let tail = bytes[q]!;
+      if (q + 1 < stop) tail |= bytes[q + 1]! << 8;
+      if (q + 2 < stop) tail |= bytes[q + 2]! << 16;
+      high |= tail;
+      h ^= mixBlock(tail);
+    }
+    hashes[i] = finish(h, length);
+    // ASCII (the common case): one unit per byte
+    const units = (high & 0x80808080) === 0 ? length : utf16Length(bytes, p, stop);
     if (units < 1 || units > MAX_KEY_LENGTH) return -1;
-    p += length;
+    p = stop;
   }
   return p;
 }
