@@ -176,6 +176,7 @@ export class Aggregator {
   #rGenNow = new Float64Array(0);
   #hoistedAt = NaN;
   /** what #prefetch read (kept so that the reads are not optimised away) */
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: written only, so that the reads it sums stay
   #prefetched = 0;
   #detectors: Detector[] = [];
   #detectorKeys: string[] = [];
