@@ -175,9 +175,6 @@ export class Aggregator {
   #rSliceIndex = new Int32Array(0);
   #rGenNow = new Float64Array(0);
   #hoistedAt = NaN;
-  /** what #prefetch read (kept so that the reads are not optimised away) */
-  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: written only, so that the reads it sums stay
-  #prefetched = 0;
   #detectors: Detector[] = [];
   #detectorKeys: string[] = [];
   readonly #reportFraction: number;
@@ -287,24 +284,7 @@ export class Aggregator {
     this.#lastNow = now;
     this.#hoist(now);
     const n = Math.min(to, frame.length);
-    if (frame.seed === this.#slotOf.seed) this.#prefetch(frame.hashes, frame.index, n);
     for (let i = frame.index; i < n; ) i = this.#ingestRun(undefined, undefined, frame, reporter, now, solo, i, n);
-  }
-
-  /**
-   * Reads, for records [from, to), the table bucket each key's hash leads to and the slab record
-   * of the slot found there (most likely the key's own): a loop of independent loads, whose cache
-   * misses the CPU overlaps, where the ingest loop would take them one after another.
-   */
-  #prefetch(hashes: Int32Array, from: number, to: number): void {
-    const slotOf = this.#slotOf;
-    const slab = this.#slab;
-    let sink = 0;
-    for (let i = from; i < to; i++) {
-      const slot = slotOf.peek(hashes[i]!);
-      if (slot >= 0) sink += slab[slot * SLOT_STRIDE + TICK]!;
-    }
-    this.#prefetched = sink;
   }
 
   /**

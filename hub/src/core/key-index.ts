@@ -211,14 +211,6 @@ export class KeyIndex {
     }
   }
 
-  /**
-   * The slot in the home bucket of hash `h` (-1 when empty), whichever key it holds: the caller
-   * reads it ahead, so that the cache misses of many lookups overlap (aggregator.ts).
-   */
-  peek(h: number): number {
-    return this.#table[(h & this.#mask) * STRIDE + VALUE]!;
-  }
-
   #sameBytes(bucket: number, src: Uint8Array, start: number, length: number): boolean {
     let stored: Uint8Array;
     let at: number;
