@@ -15,7 +15,7 @@
  *   <- { type: 'connect', url, count, app?, batch? }  opens `count` more -> { type: 'connected', total, error? }
  *   <- { type: 'surge', key, rate, startAt, durationMs }   every instance accesses `key` at `rate`/s
  *      (fractional rates accrue, so 0.24/s means one access per ~4 s) until all saw it hot or time is up
- *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, missing, reports, reportBytes }
+ *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, decidedAt, missing, reports, reportBytes }
  *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes }
  */
 import WebSocket from 'ws';
@@ -47,6 +47,8 @@ const sockets: WebSocket[] = [];
 let local = new Float64Array(0);
 /** key -> wall time each instance saw it promoted (NaN: not yet) */
 const seen = new Map<string, Float64Array>();
+/** key -> when the hub decided to promote it (its Promote's `at`), on the host clock */
+const decided = new Map<string, number>();
 const seenCount = new Map<string, number>();
 let reports = 0;
 let reportBytes = 0;
@@ -61,6 +63,8 @@ function onFrame(index: number, data: Buffer): void {
     if (times === undefined) {
       seen.set(m.key, (times = new Float64Array(local.length).fill(NaN)));
       seenCount.set(m.key, 0);
+      // `at` is the hub's Date.now(): same host, same wall clock; moved onto the host clock here
+      decided.set(m.key, m.at - (Date.now() - at));
     }
     if (Number.isNaN(times[index]!)) {
       times[index] = at;
@@ -222,5 +226,13 @@ async function collect(key: string, deadlineMs: number): Promise<void> {
   while ((seenCount.get(key) ?? 0) < sockets.length && performance.now() < deadline)
     await new Promise((r) => setTimeout(r, 10));
   const times = [...(seen.get(key) ?? [])].filter((t) => !Number.isNaN(t));
-  toParent({ type: 'promoted', key, times, missing: sockets.length - times.length, reports, reportBytes });
+  toParent({
+    type: 'promoted',
+    key,
+    times,
+    decidedAt: decided.get(key) ?? NaN,
+    missing: sockets.length - times.length,
+    reports,
+    reportBytes,
+  });
 }
