@@ -53,18 +53,18 @@ export class SimFleet {
 
   /**
    * When each instance saw `key` promoted (host ms, hostNow), when the hub decided it (its
-   * Promote's `at`, NaN if none arrived), and how many never saw it within `deadlineMs`.
+   * Promote's `at`, Infinity if none arrived), and how many never saw it within `deadlineMs`.
    */
   async collect(key: string, deadlineMs: number): Promise<{ times: number[]; decidedAt: number; missing: number }> {
     for (const w of this.workers) w.send({ type: 'collect', key, deadlineMs });
     const results = await Promise.all(
       this.workers.map((w) =>
-        w.waitFor<{ times: number[]; decidedAt: number; missing: number }>('promoted', deadlineMs + 15_000),
+        w.waitFor<{ times: number[]; decidedAt: number | null; missing: number }>('promoted', deadlineMs + 15_000),
       ),
     );
     return {
       times: results.flatMap((r) => r.times),
-      decidedAt: Math.min(...results.map((r) => (Number.isNaN(r.decidedAt) ? Infinity : r.decidedAt))),
+      decidedAt: Math.min(...results.map((r) => r.decidedAt ?? Infinity)),
       missing: results.reduce((a, r) => a + r.missing, 0),
     };
   }

@@ -230,7 +230,7 @@ async function collect(key: string, deadlineMs: number): Promise<void> {
     type: 'promoted',
     key,
     times,
-    decidedAt: decided.get(key) ?? NaN,
+    decidedAt: decided.get(key) ?? null, // IPC is JSON: NaN would arrive as null anyway
     missing: sockets.length - times.length,
     reports,
     reportBytes,
