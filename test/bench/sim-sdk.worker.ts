@@ -10,7 +10,8 @@
  * (Config.local, scaled the same way) the accesses since the last report are due; the first
  * crossing is reported at once (urgent, at least URGENT_FLUSH_GAP_MS after the previous report) and
  * opens an urgent episode of three slices in which every further threshold's worth is reported
- * early too; other counts go at the instance's own 100 ms flush (each instance has its own phase).
+ * early too, until the instance sees the key promoted; other counts go at the instance's own
+ * 100 ms flush (each instance has its own phase).
  *
  *   <- { type: 'connect', url, count, app?, batch? }  opens `count` more -> { type: 'connected', total, error? }
  *   <- { type: 'surge', key, rate, startAt, durationMs }   every instance accesses `key` at `rate`/s
@@ -180,6 +181,7 @@ function surge(key: string, rate: number, startAt: number, durationMs: number): 
     const added = ((now - last) * rate) / 1000;
     last = now;
     const slice = Math.floor(now / SLICE_MS);
+    const hotAt = seen.get(key);
     for (let i = 0; i < n; i++) {
       // rotate this instance's window to `slice`
       const from = sliceOf[i]!;
@@ -211,6 +213,8 @@ function surge(key: string, rate: number, startAt: number, durationMs: number): 
         due[i] = 1;
         if (urgentUntil[i]! <= now) urgentUntil[i] = now + URGENT_SLICES * SLICE_MS;
       }
+      // an instance that saw the key promoted ends its urgent episode (the client's window.calm)
+      if (hotAt !== undefined && !Number.isNaN(hotAt[i]!)) urgentUntil[i] = 0;
       const urgent =
         now < urgentUntil[i]! && unreported[i]! >= local[i]! && now - lastReport[i]! >= URGENT_FLUSH_GAP_MS;
       if (urgent || flushNow) send(i, now);
