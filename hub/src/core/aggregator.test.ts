@@ -1,6 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { localThreshold, parseRules, type Rule } from '@hotkey/sdk/rules';
+import { encode, MsgType } from '@hotkey/sdk/protocol';
+import { readReport } from './report-frame.ts';
 import { TokenBucket } from './token-bucket.ts';
 import { Aggregator, reporterBit, type AggregatorListener, type DemoteReason } from './aggregator.ts';
 
@@ -9,7 +11,10 @@ interface Recorded {
   demotes: { key: string; qps: number; reason: DemoteReason }[];
 }
 
-function setup(rules: unknown, options: { maxKeys?: number; random?: () => number; maxHot?: number } = {}) {
+function setup(
+  rules: unknown,
+  options: { maxKeys?: number; random?: () => number; maxHot?: number; initialCapacity?: number } = {},
+) {
   const rec: Recorded = { promotes: [], demotes: [] };
   const listener: AggregatorListener = {
     promote: (key, rule, qps, latencyMs, manual) => rec.promotes.push({ key, rule, qps, latencyMs, manual }),
@@ -344,6 +349,59 @@ test('thin spread: a key at 1.2 x threshold over 5,000 instances, each reporting
   assert.ok(promotedAt >= 0, 'promoted within 3 s');
   assert.ok(promotedAt < 1000, `promoted after ${promotedAt} ms: once the first window is full`);
   assert.is(rec.promotes[0]!.key, 'thin');
+});
+
+test('a frame read in place ingests exactly as its decoded keys: growth, eviction, promotions, unmatched keys', () => {
+  // two aggregators fed the same reports, one as strings and one as frames, with the same random
+  // source: a small initial slab that grows, a key cap that evicts, keys no rule matches
+  const rules = [
+    { match: 'item:*', threshold: 40 },
+    { match: 'ключ:*', mode: 'baseline', minQps: 5 },
+  ];
+  const make = () => {
+    let seed = 9;
+    const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 0x1_0000_0000;
+    return setup(rules, { maxKeys: 150, initialCapacity: 8, random });
+  };
+  const strings = make();
+  const frames = make();
+  let seed = 5;
+  const random = () => (seed = (Math.imul(seed, 22695477) + 1) >>> 0) / 0x1_0000_0000;
+  const shapes = [
+    (i: number) => `item:${i}`,
+    (i: number) => `ключ:${i}`,
+    (i: number) => `item:${'long'.repeat(8)}:${i}`,
+    (i: number) => `other:${i}`,
+  ];
+  for (let report = 0; report < 300; report++) {
+    const now = report * 20;
+    const keys: string[] = [];
+    const counts: number[] = [];
+    for (let r = 0; r < 50; r++) {
+      const rank = Math.floor(1000 * random() ** 4); // skewed: a few hot keys, a long tail
+      keys.push(shapes[rank % shapes.length]!(rank));
+      counts.push(Math.floor(random() * 4));
+    }
+    const reporter = report % 7;
+    strings.agg.ingest(keys, counts, reporter, now);
+    // every other frame's key hashes under another seed than the table's: looked up by bytes alone
+    const frame = readReport(encode({ t: MsgType.Report, keys, counts }), report % 2 === 0 ? undefined : 12345)!;
+    // in two steps, as the intake splits a long report
+    frames.agg.ingestFrame(frame, reporter, now, undefined, 20);
+    assert.is(frame.index, 20);
+    frames.agg.ingestFrame(frame, reporter, now);
+    assert.is(frame.index, keys.length);
+    if (report % 10 === 0) {
+      strings.agg.tick(now);
+      frames.agg.tick(now);
+    }
+  }
+  assert.ok(strings.rec.promotes.length > 0 && strings.agg.stats.evicted > 0 && strings.agg.stats.ignored > 0);
+  assert.equal(frames.rec, strings.rec);
+  assert.equal(frames.agg.stats, strings.agg.stats);
+  const now = 300 * 20;
+  for (let rank = 0; rank < 1000; rank++)
+    for (const shape of shapes) assert.is(frames.agg.count(shape(rank), now), strings.agg.count(shape(rank), now));
 });
 
 test.run();

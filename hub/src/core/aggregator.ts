@@ -42,6 +42,7 @@ import { RuleSet, WINDOW_SLICES, type Rule } from '@hotkey/sdk/rules';
 import { BaselineDetector } from './detectors/baseline.ts';
 import { TopKDetector } from './detectors/topk.ts';
 import { KeyIndex } from './key-index.ts';
+import type { ReportFrame } from './report-frame.ts';
 import { activeExactKeys, nextTransition } from './schedule.ts';
 
 export type DemoteReason = HubDemoteReason;
@@ -271,18 +272,32 @@ export class Aggregator {
     // (two float divisions and a float modulo per record cost as much as the rest of the loop)
     this.#hoist(now);
     const n = Math.min(to, keys.length);
-    for (let i = from; i < n; ) i = this.#ingestRun(keys, counts, reporter, now, solo, i, n);
+    for (let i = from; i < n; ) i = this.#ingestRun(keys, counts, undefined, reporter, now, solo, i, n);
   }
 
   /**
-   * The ingest loop proper, over records [i, n) with the slab's arrays in locals (fields reloaded
-   * per record cost a load and a check each). Returns early, with the next record's index, after a
-   * call that may replace those arrays (an admission can grow the slab; a promotion reaches the
-   * listener), so that `ingest` reloads them.
+   * As `ingest`, for a Report frame read in place (report-frame.ts), from its cursor's record to
+   * record `to`: a tracked key is found by its bytes, and only a key not tracked yet is decoded to
+   * a string. The cursor ends at `to`.
+   */
+  ingestFrame(frame: ReportFrame, reporter: number, now: number, solo?: PromotionBudget, to = frame.length): void {
+    this.#lastNow = now;
+    this.#hoist(now);
+    const n = Math.min(to, frame.length);
+    for (let i = frame.index; i < n; ) i = this.#ingestRun(undefined, undefined, frame, reporter, now, solo, i, n);
+  }
+
+  /**
+   * The ingest loop proper, over records [i, n) of `keys`/`counts` or, without them, of `frame`
+   * (whose cursor stands at record i), with the slab's arrays in locals (fields reloaded per
+   * record cost a load and a check each; an admission that grows the slab reloads them). Returns
+   * early, with the next record's index, after a promotion (it reaches the listener, which may
+   * change anything), so that the caller starts a fresh run.
    */
   #ingestRun(
-    keys: readonly string[],
-    counts: readonly number[],
+    keys: readonly string[] | undefined,
+    counts: readonly number[] | undefined,
+    frame: ReportFrame | undefined,
     reporter: number,
     now: number,
     solo: PromotionBudget | undefined,
@@ -292,11 +307,11 @@ export class Aggregator {
     const word = reporter >>> 5;
     const bit = 1 << (reporter & 31);
     const slotOf = this.#slotOf;
-    const slab = this.#slab;
-    const slabBits = this.#slabBits;
-    const hotUntil = this.#hotUntil;
-    const lowSince = this.#lowSince;
-    const hot = this.#hot;
+    let slab = this.#slab;
+    let slabBits = this.#slabBits;
+    let hotUntil = this.#hotUntil;
+    let lowSince = this.#lowSince;
+    let hot = this.#hot;
     const special = this.#rSpecial;
     const threshold = this.#rThreshold;
     const hotMs = this.#rHotMs;
@@ -304,15 +319,32 @@ export class Aggregator {
     const sliceIndex = this.#rSliceIndex;
     const genNow = this.#rGenNow;
     for (; i < n; i++) {
-      const count = counts[i]!;
-      if (!(count > 0)) continue;
-      const key = keys[i]!;
-      let slot = slotOf.get(key);
-      if (slot === undefined) {
-        slot = this.#admit(key, now);
-        if (slot < 0) continue;
-        // the slab may have grown: count this record after reloading the arrays
-        if (this.#slab !== slab) return i;
+      let count: number;
+      let slot: number;
+      if (frame === undefined) {
+        count = counts![i]!;
+        if (!(count > 0)) continue;
+        const key = keys![i]!;
+        const found = slotOf.get(key);
+        slot = found === undefined ? this.#admit(key, now) : found;
+      } else {
+        frame.next();
+        count = frame.count;
+        if (!(count > 0)) continue;
+        slot =
+          frame.seed === slotOf.seed
+            ? slotOf.getHashed(frame.bytes, frame.keyStart, frame.keyLength, frame.hashes[i]!)
+            : slotOf.getBytes(frame.bytes, frame.keyStart, frame.keyLength);
+        if (slot < 0) slot = this.#admit(frame.key(), now);
+      }
+      if (slot < 0) continue;
+      if (this.#slab !== slab) {
+        // the admission grew the slab
+        slab = this.#slab;
+        slabBits = this.#slabBits;
+        hotUntil = this.#hotUntil;
+        lowSince = this.#lowSince;
+        hot = this.#hot;
       }
       const at = slot * SLOT_STRIDE;
       const r = slabBits[slot * BITS_STRIDE + RULE]!;
@@ -329,7 +361,7 @@ export class Aggregator {
       slabBits[slot * BITS_STRIDE + BITS + word]! |= bit;
 
       if (special[r] !== 0) {
-        if (this.#judge(slot, r, key, count, total, now)) return i + 1;
+        if (this.#judge(slot, r, count, total, now)) return i + 1;
         continue;
       }
       if (total >= threshold[r]!) {
@@ -357,7 +389,8 @@ export class Aggregator {
   }
 
   /** A record of a baseline, topk or pre-declared rule (see the design note); true when it promoted the key. */
-  #judge(slot: number, r: number, key: string, count: number, total: number, now: number): boolean {
+  #judge(slot: number, r: number, count: number, total: number, now: number): boolean {
+    const key = this.#keys[slot]!;
     const hot = this.#hot[slot] === 1;
     const mode = this.#rMode[r]!;
     let promote = false;

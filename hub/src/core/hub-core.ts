@@ -34,6 +34,7 @@ import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
 import { closeReason, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
+import type { ReportFrame } from './report-frame.ts';
 import { Session, SessionState, type SessionHost } from './session.ts';
 import { TokenBucket } from './token-bucket.ts';
 import type { HubTunables } from './tunables.ts';
@@ -237,26 +238,74 @@ export class HubCore implements SessionHost {
     if (app === undefined) return report.keys.length;
     const now = this.#now();
     const to = Math.min(report.keys.length, from + max);
+    this.#countReport(app, session, from, to, now, bytes);
+    app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
+    const { hits, loads } = report;
+    if (hits !== undefined && loads !== undefined) {
+      for (let i = from; i < to; i++)
+        if (hits[i]! > 0 || loads[i]! > 0) this.#savings(app, report.keys[i]!, hits[i]!, loads[i]!);
+    }
+    if (app.limits.active) app.limits.observe(session, report.keys, report.counts, from, to, now);
+    return to;
+  }
+
+  /**
+   * As `report`, for a Report frame read in place (report-frame.ts), from its cursor's record on;
+   * moves the cursor to where it stopped. Keys become strings only where needed: an admission,
+   * a record carrying savings, or every key while the app has rate limits.
+   */
+  reportFrame(session: Session, frame: ReportFrame, max: number, bytes?: number): number {
+    const app = this.#apps.get(session.app);
+    if (app === undefined) {
+      frame.index = frame.length;
+      return frame.length;
+    }
+    const now = this.#now();
+    const from = frame.index;
+    const to = Math.min(frame.length, from + max);
+    this.#countReport(app, session, from, to, now, bytes);
+    const limits = app.limits.active;
+    const start = frame.savings || limits ? frame.save() : undefined;
+    app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to);
+    if (start === undefined) return to;
+    // a second walk over the step for what needs the keys as strings
+    frame.restore(start);
+    const keys: string[] = [];
+    const counts: number[] = [];
+    while (frame.index < to) {
+      frame.next();
+      if (frame.hits > 0 || frame.loads > 0) this.#savings(app, frame.key(), frame.hits, frame.loads);
+      if (limits) {
+        keys.push(frame.key());
+        counts.push(frame.count);
+      }
+    }
+    if (limits) app.limits.observe(session, keys, counts, 0, keys.length, now);
+    return to;
+  }
+
+  #countReport(
+    app: AppState,
+    session: Session,
+    from: number,
+    to: number,
+    now: number,
+    bytes: number | undefined,
+  ): void {
     session.lastReport = now;
     if (from === 0) {
       this.metrics.reports++;
       if (bytes !== undefined) this.metrics.reportFrame(app.name, bytes);
     }
     this.metrics.records += to - from;
-    app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
-    const { hits, loads } = report;
-    if (hits !== undefined && loads !== undefined) {
-      // only keys hot at the SDK carry counts; only keys hot here are kept (bounded)
-      for (let i = from; i < to; i++) {
-        if ((hits[i]! > 0 || loads[i]! > 0) && app.aggregator.isHot(report.keys[i]!)) {
-          app.savings.add(report.keys[i]!, hits[i]!, loads[i]!);
-          this.metrics.localHits += hits[i]!;
-          this.metrics.loaderCalls += loads[i]!;
-        }
-      }
-    }
-    if (app.limits.active) app.limits.observe(session, report.keys, report.counts, from, to, now);
-    return to;
+  }
+
+  /** A record's savings: only keys hot at the SDK carry them; only keys hot here are kept (bounded). */
+  #savings(app: AppState, key: string, hits: number, loads: number): void {
+    if (!app.aggregator.isHot(key)) return;
+    app.savings.add(key, hits, loads);
+    this.metrics.localHits += hits;
+    this.metrics.loaderCalls += loads;
   }
 
   invalidate(session: Session, request: InvalidateRequest): void {

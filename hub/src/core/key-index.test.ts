@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { KeyIndex } from './key-index.ts';
+import { hashBytes, hashString, KeyIndex } from './key-index.ts';
 
 /** a deterministic random source, so a failure replays */
 function lcg(seed: number): () => number {
@@ -48,6 +48,101 @@ test('keys that look like object internals and the empty key are ordinary keys',
   assert.is(index.get('🔥'), 5);
   assert.ok(index.has('constructor'));
   assert.not.ok(index.has('hasOwnProperty'));
+});
+
+const utf8 = new TextEncoder();
+
+/** `key`'s bytes inside a larger buffer (as in a frame: an offset, other bytes around) */
+function embedded(key: string): [Uint8Array, number, number] {
+  const bytes = utf8.encode(key);
+  const buffer = new Uint8Array(bytes.length + 7).fill(0x61);
+  buffer.set(bytes, 3);
+  return [buffer, 3, bytes.length];
+}
+
+function lookupBytes(index: KeyIndex, key: string): number {
+  return index.getBytes(...embedded(key));
+}
+
+test('a string and its UTF-8 bytes hash alike (ASCII, 2-, 3- and 4-byte characters, every tail length)', () => {
+  const keys = [
+    '',
+    'a',
+    'ab',
+    'abc',
+    'abcd',
+    'abcde',
+    'é',
+    'aé',
+    'abcé',
+    'ü:€:𝄞',
+    '🔥🔥',
+    '日本語のキー',
+    'x'.repeat(1024),
+  ];
+  for (const key of keys)
+    for (const seed of [0, 1, 0xdeadbeef]) {
+      const bytes = utf8.encode(key);
+      assert.is(hashString(key, seed), hashBytes(bytes, 0, bytes.length, seed), `${key.slice(0, 12)} seed ${seed}`);
+    }
+});
+
+test('getBytes agrees with get under random sets and deletes: short, long (past the inline bytes) and multibyte keys', () => {
+  const random = lcg(7);
+  const index = new KeyIndex(7);
+  const reference = new Map<string, number>();
+  const shapes = [
+    (i: number) => `k:${i}`,
+    (i: number) => `user:${i}:profile:settings:${i % 7}`, // longer than a bucket's inline bytes
+    (i: number) => `ключ:${i}`,
+    (i: number) => `🔥${i}`,
+  ];
+  for (let op = 0; op < 30_000; op++) {
+    const key = shapes[op % shapes.length]!(Math.floor(random() * 800));
+    const r = random();
+    if (r < 0.6) {
+      index.set(key, op);
+      reference.set(key, op);
+    } else if (r < 0.85) {
+      index.delete(key);
+      reference.delete(key);
+    } else {
+      assert.is(lookupBytes(index, key), reference.get(key) ?? -1, `bytes of ${key} at op ${op}`);
+    }
+  }
+  for (const [key, value] of reference) {
+    assert.is(index.get(key), value, key);
+    assert.is(lookupBytes(index, key), value, key);
+  }
+});
+
+test('keys whose hashes collide (fixed seed) stay apart, by string and by bytes', () => {
+  // found by search: same length, same 32-bit hash under seed 0
+  const [a, b] = ['k:138767', 'k:176429'];
+  assert.is(hashString(a, 0), hashString(b, 0));
+  const index = new KeyIndex(0);
+  index.set(a, 1);
+  assert.is(index.get(b), undefined);
+  assert.is(lookupBytes(index, b), -1);
+  index.set(b, 2);
+  assert.is(index.get(a), 1);
+  assert.is(index.get(b), 2);
+  assert.is(lookupBytes(index, a), 1);
+  assert.is(lookupBytes(index, b), 2);
+  index.delete(a);
+  assert.is(lookupBytes(index, a), -1);
+  assert.is(lookupBytes(index, b), 2);
+});
+
+test('a key with a lone surrogate is its own key, apart from U+FFFD (what UTF-8 would turn it into)', () => {
+  const index = new KeyIndex(3);
+  index.set('a\ud800', 1);
+  index.set('a\ufffd', 2);
+  index.set('a\ud83d\udd25', 3); // a surrogate pair: 🔥
+  assert.is(index.get('a\ud800'), 1);
+  assert.is(lookupBytes(index, 'a\ufffd'), 2);
+  assert.is(lookupBytes(index, 'a🔥'), 3);
+  assert.is(index.size, 3);
 });
 
 test.run();

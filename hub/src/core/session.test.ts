@@ -16,7 +16,7 @@ import { HubCore } from './hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import { DEFAULT_TUNABLES } from './tunables.ts';
 import type { Peer } from './peer.ts';
-import { delay } from '../../../test/support/wait.ts';
+import { delay, waitFor } from '../../../test/support/wait.ts';
 
 /** An in-memory end of a connection: what the hub sent, and how it closed. */
 class MemoryPeer implements Peer {
@@ -114,6 +114,31 @@ const cases: [string, (h: ReturnType<typeof setup>['hello']) => (Message | Uint8
     CloseCode.Protocol,
     'HK_ERR_PROTOCOL',
   ],
+  // Reports the in-place reader (report-frame.ts) leaves to the decoder: its codes, as ever
+  [
+    'long key in surrogate pairs',
+    (h) => [h(), pack({ t: MsgType.Report, keys: ['🔥'.repeat(MAX_KEY_LENGTH / 2 + 1)], counts: [1] })],
+    CloseCode.KeyTooLong,
+    'HK_ERR_KEY_TOO_LONG',
+  ],
+  [
+    'empty key',
+    (h) => [h(), pack({ t: MsgType.Report, keys: [''], counts: [1] })],
+    CloseCode.KeyTooLong,
+    'HK_ERR_KEY_TOO_LONG',
+  ],
+  [
+    'count over 2^31 - 1',
+    (h) => [h(), pack({ t: MsgType.Report, keys: ['k'], counts: [2 ** 31] })],
+    CloseCode.Protocol,
+    'HK_ERR_PROTOCOL',
+  ],
+  [
+    'hits without loads',
+    (h) => [h(), pack({ t: MsgType.Report, keys: ['k'], counts: [1], hits: [1] })],
+    CloseCode.Protocol,
+    'HK_ERR_PROTOCOL',
+  ],
   ['Applied ahead of the hub', (h) => [h(), { t: MsgType.Applied, seq: 5 }], CloseCode.Protocol, 'HK_ERR_PROTOCOL'],
 ];
 
@@ -133,6 +158,33 @@ for (const [name, frames, code, error] of cases) {
     assert.is(healthy.peer.closedWith, undefined);
   });
 }
+
+test('a Report read in place and one the decoder reads count alike: threshold, savings, steps', async () => {
+  const { open, hello, core } = setup();
+  const { peer, session } = open([hello()]);
+  const promoted = () => peer.frames.flatMap((f) => (f.t === MsgType.Promote ? [f.key] : []));
+  // an extra field: valid, but not the reader's shape, so the decoder reads it
+  session.onFrame(pack({ t: MsgType.Report, keys: ['item:1', 'item:2'], counts: [4, 9], x: 1 }), true);
+  session.onFrame(encode({ t: MsgType.Report, keys: ['item:1', 'item:2'], counts: [5, 0] }), true);
+  assert.equal(promoted(), []);
+  session.onFrame(encode({ t: MsgType.Report, keys: ['item:1'], counts: [1] }), true);
+  assert.equal(promoted(), ['item:1'], 'the 10th access, whichever way it came');
+
+  const savings = (extra: object) =>
+    pack({ t: MsgType.Report, keys: ['item:1', 'item:2'], counts: [1, 0], hits: [7, 3], loads: [2, 1], ...extra });
+  session.onFrame(savings({}), true);
+  session.onFrame(savings({ x: 1 }), true);
+  assert.is(core.metrics.localHits, 14, 'hot keys only (item:2 is not hot)');
+  assert.is(core.metrics.loaderCalls, 4);
+
+  // more records than one intake step, the last key crossing at its very end
+  const keys = Array.from({ length: 9000 }, (_, i) => `item:m${i}`);
+  const counts = keys.map((_, i) => (i === keys.length - 1 ? 10 : 1));
+  const records = core.metrics.records;
+  session.onFrame(encode({ t: MsgType.Report, keys, counts }), true);
+  await waitFor('the long report', () => core.metrics.records === records + keys.length, 5000);
+  assert.equal(promoted(), ['item:1', 'item:m8999']);
+});
 
 test('hello timeout is driven by the injected clock', () => {
   const { open, core, advance, hello } = setup();

@@ -17,6 +17,7 @@ import {
   type Report,
 } from '@hotkey/sdk/protocol';
 import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
+import { readReport, ReportFrame } from './report-frame.ts';
 import type { Waiter } from './invalidations.ts';
 import { closeReason, type Peer } from './peer.ts';
 import type { TokenBucket } from './token-bucket.ts';
@@ -32,6 +33,8 @@ export interface SessionHost {
    * `bytes`: the frame's size, on its first step when known.
    */
   report(session: Session, report: Report, from: number, max: number, bytes?: number): number;
+  /** As `report`, for a Report frame read in place, from its cursor's record on. */
+  reportFrame(session: Session, frame: ReportFrame, max: number, bytes?: number): number;
   invalidate(session: Session, request: InvalidateRequest): void;
   applied(session: Session, seq: number): void;
   resync(session: Session): void;
@@ -163,12 +166,21 @@ export class Session implements Waiter, IntakeFlow {
     }
   }
 
-  /** IntakeFlow: one queued frame (raw or decoded) or the rest of a report; returns what is left. */
+  /**
+   * IntakeFlow: one queued frame (raw or decoded) or the rest of a report; returns what is left.
+   * A raw Report of the plain shape is read in place (report-frame.ts); any other frame, or one
+   * that breaks a rule, is decoded by the protocol module.
+   */
   run(item: unknown): unknown {
     if (this.state !== SessionState.Open) return undefined;
+    if (item instanceof ReportFrame) return this.#reportFrame(item);
     if ((item as ReportRest).report !== undefined)
       return this.#report((item as ReportRest).report, (item as ReportRest).from);
     const raw = item instanceof Uint8Array;
+    if (raw) {
+      const frame = readReport(item);
+      if (frame !== undefined) return this.#reportFrame(frame, item.byteLength);
+    }
     const msg = raw ? decodeClientMessage(item) : (item as ClientMessage);
     switch (msg.t) {
       case MsgType.Report:
@@ -216,6 +228,11 @@ export class Session implements Waiter, IntakeFlow {
   #report(report: Report, from: number, bytes?: number): ReportRest | undefined {
     const next = this.#host.report(this, report, from, REPORT_STEP_RECORDS, bytes);
     return next < report.keys.length ? { report, from: next } : undefined;
+  }
+
+  #reportFrame(frame: ReportFrame, bytes?: number): ReportFrame | undefined {
+    this.#host.reportFrame(this, frame, REPORT_STEP_RECORDS, bytes);
+    return frame.index < frame.length ? frame : undefined;
   }
 
   /**

@@ -29,7 +29,8 @@ export const MAX_VALUE_BYTES = MAX_FRAME_BYTES - 2 * MAX_KEY_LENGTH - 1024;
 export const MAX_LIMIT_KEYS = 65_536;
 /** records in one Report frame */
 export const MAX_REPORT_KEYS = 65_536;
-const MAX_COUNT = 0x7fffffff;
+/** a Report's counts (and hits, loads) are integers in [0, MAX_COUNT] */
+export const MAX_COUNT = 0x7fffffff;
 /** app, instance, host and hub names at most this long */
 export const MAX_NAME_LENGTH = 256;
 /**
