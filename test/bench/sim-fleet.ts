@@ -51,13 +51,22 @@ export class SimFleet {
     for (const w of this.workers) w.send({ type: 'surge', key, rate, startAt, durationMs });
   }
 
-  /** When each instance saw `key` promoted (host ms, hostNow), and how many never did within `deadlineMs`. */
-  async collect(key: string, deadlineMs: number): Promise<{ times: number[]; missing: number }> {
+  /**
+   * When each instance saw `key` promoted (host ms, hostNow), when the hub decided it (its
+   * Promote's `at`, Infinity if none arrived), and how many never saw it within `deadlineMs`.
+   */
+  async collect(key: string, deadlineMs: number): Promise<{ times: number[]; decidedAt: number; missing: number }> {
     for (const w of this.workers) w.send({ type: 'collect', key, deadlineMs });
     const results = await Promise.all(
-      this.workers.map((w) => w.waitFor<{ times: number[]; missing: number }>('promoted', deadlineMs + 15_000)),
+      this.workers.map((w) =>
+        w.waitFor<{ times: number[]; decidedAt: number | null; missing: number }>('promoted', deadlineMs + 15_000),
+      ),
     );
-    return { times: results.flatMap((r) => r.times), missing: results.reduce((a, r) => a + r.missing, 0) };
+    return {
+      times: results.flatMap((r) => r.times),
+      decidedAt: Math.min(...results.map((r) => r.decidedAt ?? Infinity)),
+      missing: results.reduce((a, r) => a + r.missing, 0),
+    };
   }
 
   async stats(): Promise<FleetStats> {

@@ -10,12 +10,13 @@
  * (Config.local, scaled the same way) the accesses since the last report are due; the first
  * crossing is reported at once (urgent, at least URGENT_FLUSH_GAP_MS after the previous report) and
  * opens an urgent episode of three slices in which every further threshold's worth is reported
- * early too; other counts go at the instance's own 100 ms flush (each instance has its own phase).
+ * early too, until the instance sees the key promoted; other counts go at the instance's own
+ * 100 ms flush (each instance has its own phase).
  *
  *   <- { type: 'connect', url, count, app?, batch? }  opens `count` more -> { type: 'connected', total, error? }
  *   <- { type: 'surge', key, rate, startAt, durationMs }   every instance accesses `key` at `rate`/s
  *      (fractional rates accrue, so 0.24/s means one access per ~4 s) until all saw it hot or time is up
- *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, missing, reports, reportBytes }
+ *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, decidedAt, missing, reports, reportBytes }
  *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes }
  */
 import WebSocket from 'ws';
@@ -47,6 +48,8 @@ const sockets: WebSocket[] = [];
 let local = new Float64Array(0);
 /** key -> wall time each instance saw it promoted (NaN: not yet) */
 const seen = new Map<string, Float64Array>();
+/** key -> when the hub decided to promote it (its Promote's `at`), on the host clock */
+const decided = new Map<string, number>();
 const seenCount = new Map<string, number>();
 let reports = 0;
 let reportBytes = 0;
@@ -61,6 +64,8 @@ function onFrame(index: number, data: Buffer): void {
     if (times === undefined) {
       seen.set(m.key, (times = new Float64Array(local.length).fill(NaN)));
       seenCount.set(m.key, 0);
+      // `at` is the hub's Date.now(): same host, same wall clock; moved onto the host clock here
+      decided.set(m.key, m.at - (Date.now() - at));
     }
     if (Number.isNaN(times[index]!)) {
       times[index] = at;
@@ -176,6 +181,7 @@ function surge(key: string, rate: number, startAt: number, durationMs: number): 
     const added = ((now - last) * rate) / 1000;
     last = now;
     const slice = Math.floor(now / SLICE_MS);
+    const hotAt = seen.get(key);
     for (let i = 0; i < n; i++) {
       // rotate this instance's window to `slice`
       const from = sliceOf[i]!;
@@ -207,6 +213,8 @@ function surge(key: string, rate: number, startAt: number, durationMs: number): 
         due[i] = 1;
         if (urgentUntil[i]! <= now) urgentUntil[i] = now + URGENT_SLICES * SLICE_MS;
       }
+      // an instance that saw the key promoted ends its urgent episode (the client's window.calm)
+      if (hotAt !== undefined && !Number.isNaN(hotAt[i]!)) urgentUntil[i] = 0;
       const urgent =
         now < urgentUntil[i]! && unreported[i]! >= local[i]! && now - lastReport[i]! >= URGENT_FLUSH_GAP_MS;
       if (urgent || flushNow) send(i, now);
@@ -222,5 +230,13 @@ async function collect(key: string, deadlineMs: number): Promise<void> {
   while ((seenCount.get(key) ?? 0) < sockets.length && performance.now() < deadline)
     await new Promise((r) => setTimeout(r, 10));
   const times = [...(seen.get(key) ?? [])].filter((t) => !Number.isNaN(t));
-  toParent({ type: 'promoted', key, times, missing: sockets.length - times.length, reports, reportBytes });
+  toParent({
+    type: 'promoted',
+    key,
+    times,
+    decidedAt: decided.get(key) ?? null, // IPC is JSON: NaN would arrive as null anyway
+    missing: sockets.length - times.length,
+    reports,
+    reportBytes,
+  });
 }
