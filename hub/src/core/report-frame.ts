@@ -55,7 +55,7 @@ export class ReportFrame {
   /** records in the frame */
   readonly length: number;
   /** per record: its key's hash (key-index.ts `hashBytes`) under `seed`, computed while checking */
-  readonly hashes: Int32Array;
+  readonly hashes: readonly number[];
   readonly seed: number;
   /** the frame carries `hits` and `loads` */
   readonly savings: boolean;
@@ -75,7 +75,7 @@ export class ReportFrame {
 
   constructor(
     bytes: Uint8Array,
-    hashes: Int32Array,
+    hashes: number[],
     seed: number,
     keyAt: number,
     countAt: number,
@@ -185,7 +185,7 @@ export function readReport(bytes: Uint8Array, seed = KEY_HASH_SEED): ReportFrame
   let p = 1;
   let seen = 0;
   let records = -1;
-  let hashes: Int32Array | undefined;
+  let hashes: number[] | undefined;
   const at = [-1, -1, -1, -1, -1];
   for (let f = 0; f < (head & 0x0f); f++) {
     const field = fieldAt(bytes, p);
@@ -214,8 +214,9 @@ export function readReport(bytes: Uint8Array, seed = KEY_HASH_SEED): ReportFrame
     records = n;
     at[field] = p;
     if (field === KEYS) {
-      hashes = new Int32Array(n);
-      p = skipKeys(bytes, p, hashes, seed);
+      // a plain array: on the JS heap, where a typed array's backing store costs a malloc per frame
+      hashes = [];
+      p = skipKeys(bytes, p, n, hashes, seed);
     } else p = skipCounts(bytes, p, n);
     if (p < 0) return undefined;
   }
@@ -235,12 +236,12 @@ function fieldAt(bytes: Uint8Array, p: number): number {
 }
 
 /**
- * Past `hashes.length` keys from `p` (each a string of 1 to MAX_KEY_LENGTH UTF-16 units,
- * well-formed UTF-8), or -1; fills `hashes`.
+ * Past `n` keys from `p` (each a string of 1 to MAX_KEY_LENGTH UTF-16 units, well-formed
+ * UTF-8), or -1; appends each key's hash to `hashes`.
  */
-function skipKeys(bytes: Uint8Array, p: number, hashes: Int32Array, seed: number): number {
+function skipKeys(bytes: Uint8Array, p: number, n: number, hashes: number[], seed: number): number {
   const end = bytes.byteLength;
-  for (let i = 0; i < hashes.length; i++) {
+  for (let i = 0; i < n; i++) {
     if (p >= end) return -1;
     const b = bytes[p]!;
     let length: number;
@@ -275,7 +276,7 @@ function skipKeys(bytes: Uint8Array, p: number, hashes: Int32Array, seed: number
       high |= tail;
       h ^= mixBlock(tail);
     }
-    hashes[i] = finish(h, length);
+    hashes.push(finish(h, length));
     // ASCII (the common case): one unit per byte
     const units = (high & 0x80808080) === 0 ? length : utf16Length(bytes, p, stop);
     if (units < 1 || units > MAX_KEY_LENGTH) return -1;
