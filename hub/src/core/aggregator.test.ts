@@ -351,12 +351,13 @@ test('thin spread: a key at 1.2 x threshold over 5,000 instances, each reporting
   assert.is(rec.promotes[0]!.key, 'thin');
 });
 
-test('a frame read in place ingests exactly as its decoded keys: growth, eviction, promotions, unmatched keys', () => {
+test('a frame read in place ingests exactly as its decoded keys: growth, eviction, fixed / baseline / topk promotions, unmatched keys', () => {
   // two aggregators fed the same reports, one as strings and one as frames, with the same random
   // source: a small initial slab that grows, a key cap that evicts, keys no rule matches
   const rules = [
     { match: 'item:*', threshold: 40 },
     { match: 'ключ:*', mode: 'baseline', minQps: 5 },
+    { match: 'top:*', mode: 'topk', k: 3, minQps: 5 },
   ];
   const make = () => {
     let seed = 9;
@@ -372,6 +373,7 @@ test('a frame read in place ingests exactly as its decoded keys: growth, evictio
     (i: number) => `ключ:${i}`,
     (i: number) => `item:${'long'.repeat(8)}:${i}`,
     (i: number) => `other:${i}`,
+    (i: number) => `top:${i}`,
   ];
   for (let report = 0; report < 300; report++) {
     const now = report * 20;
@@ -397,6 +399,11 @@ test('a frame read in place ingests exactly as its decoded keys: growth, evictio
     }
   }
   assert.ok(strings.rec.promotes.length > 0 && strings.agg.stats.evicted > 0 && strings.agg.stats.ignored > 0);
+  for (const family of ['item:', 'ключ:', 'top:'])
+    assert.ok(
+      strings.rec.promotes.some((p) => p.key.startsWith(family)),
+      `a ${family} key (${family === 'item:' ? 'fixed' : family === 'top:' ? 'topk' : 'baseline'}) was promoted`,
+    );
   assert.equal(frames.rec, strings.rec);
   assert.equal(frames.agg.stats, strings.agg.stats);
   const now = 300 * 20;
