@@ -441,7 +441,7 @@ export class Aggregator {
     this.#promoteDeclared(now);
     for (const slot of this.#hotSlots) {
       this.#rotate(slot, now);
-      const r = this.#slabBits[slot * BITS_STRIDE + RULE]!;
+      const r = this.#ruleOf(slot);
       if (now >= this.#hotUntil[slot]!) {
         this.#demote(slot, 'expired', now);
       } else if (this.#rSpecial[r] !== 0 && now >= this.#rHotFrom[r]! && now < this.#rHotUntil[r]!) {
@@ -469,9 +469,9 @@ export class Aggregator {
   /** Below the demotion level: fixed `threshold × demoteRatio`, else the promotion level × demoteRatio (topk: also out of the top ⌈1.5k⌉). */
   #isLow(slot: number, r: number): boolean {
     const mode = this.#rMode[r]!;
-    if (mode === MODE_FIXED) return this.#slab[slot * SLOT_STRIDE + TOTAL]! < this.#rDemoteLevel[r]!;
+    if (mode === MODE_FIXED) return this.#totalOf(slot) < this.#rDemoteLevel[r]!;
     const ratio = this.#ruleSet.rules[r]!.demoteRatio;
-    if (this.#slab[slot * SLOT_STRIDE + TOTAL]! < this.#level[slot]! * ratio) return true;
+    if (this.#totalOf(slot) < this.#level[slot]! * ratio) return true;
     return mode === MODE_TOPK && (this.#detectors[r] as TopKDetector).outranked(this.#keys[slot]!);
   }
 
@@ -485,7 +485,7 @@ export class Aggregator {
         slot = this.#admit(key, now);
         if (slot < 0) continue;
       }
-      if (this.#slabBits[slot * BITS_STRIDE + RULE] !== rule) continue; // a more specific rule decides this key
+      if (this.#ruleOf(slot) !== rule) continue; // a more specific rule decides this key
       this.#rotate(slot, now);
       this.#hotUntil[slot] = Math.max(now + this.#rHotMs[rule]!, this.#rHotUntil[rule]!);
       this.#lowSince[slot] = NONE;
@@ -499,7 +499,7 @@ export class Aggregator {
     if (slot === undefined) slot = this.#admit(key, now);
     if (slot < 0) return false;
     this.#rotate(slot, now);
-    this.#hotUntil[slot] = now + this.#rHotMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!;
+    this.#hotUntil[slot] = now + this.#rHotMs[this.#ruleOf(slot)]!;
     this.#lowSince[slot] = NONE;
     this.#promote(slot, now, true);
     return true;
@@ -523,7 +523,7 @@ export class Aggregator {
     const slot = this.#slotOf.get(key);
     if (slot === undefined) return 0;
     this.#rotate(slot, now);
-    return this.#slab[slot * SLOT_STRIDE + TOTAL]!;
+    return this.#totalOf(slot);
   }
 
   /** A key's accesses per second over the time its window covers at `now` (0 when untracked). */
@@ -537,7 +537,7 @@ export class Aggregator {
     const out: HotKeyView[] = [];
     for (const slot of this.#hotSlots) {
       this.#rotate(slot, now);
-      const r = this.#slabBits[slot * BITS_STRIDE + RULE]!;
+      const r = this.#ruleOf(slot);
       out.push({
         key: this.#keys[slot]!,
         qps: this.#qps(slot, now),
@@ -568,7 +568,7 @@ export class Aggregator {
         this.#release(slot);
         continue;
       }
-      const changedWindow = oldWindow[this.#slabBits[slot * BITS_STRIDE + RULE]!] !== this.#rWindowMs[r];
+      const changedWindow = oldWindow[this.#ruleOf(slot)] !== this.#rWindowMs[r];
       this.#slabBits[slot * BITS_STRIDE + RULE] = r;
       if (this.#hot[slot] === 1) {
         if (this.#rMode[r] !== MODE_FIXED && !(this.#level[slot]! > 0)) this.#level[slot] = this.#rThreshold[r]!;
@@ -663,7 +663,7 @@ export class Aggregator {
   /** A hot slot stops being hot without a demotion event (ownership moved, rules dropped it). */
   #hotGone(slot: number): void {
     if (this.#recounting) return;
-    const detector = this.#detectors[this.#slabBits[slot * BITS_STRIDE + RULE]!];
+    const detector = this.#detectors[this.#ruleOf(slot)];
     if (detector instanceof TopKDetector) detector.hot = Math.max(0, detector.hot - 1);
   }
 
@@ -674,21 +674,31 @@ export class Aggregator {
    */
   #qps(slot: number, now: number): number {
     this.#rotate(slot, now);
-    const sliceMs = this.#rSliceMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!;
+    const sliceMs = this.#rSliceMs[this.#ruleOf(slot)]!;
     // clamped: a clock that stepped back leaves `now` before the slot's current slice
     const elapsed = Math.min(sliceMs, Math.max(0, now - this.#slab[slot * SLOT_STRIDE + TICK]! * sliceMs));
-    return (this.#slab[slot * SLOT_STRIDE + TOTAL]! * 1000) / ((WINDOW_SLICES - 1) * sliceMs + elapsed);
+    return (this.#totalOf(slot) * 1000) / ((WINDOW_SLICES - 1) * sliceMs + elapsed);
+  }
+
+  /** The rule index cached in the slot (the ingest loop reads it from its local view instead). */
+  #ruleOf(slot: number): number {
+    return this.#slabBits[slot * BITS_STRIDE + RULE]!;
+  }
+
+  /** The slot's window total (as of its last rotation). */
+  #totalOf(slot: number): number {
+    return this.#slab[slot * SLOT_STRIDE + TOTAL]!;
   }
 
   #rotate(slot: number, now: number): void {
-    const cur = Math.floor(now / this.#rSliceMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!);
+    const cur = Math.floor(now / this.#rSliceMs[this.#ruleOf(slot)]!);
     const last = this.#slab[slot * SLOT_STRIDE + TICK]!;
     if (cur <= last) return; // same slice, or the clock stepped back: keep counting in place
     if (cur - last >= WINDOW_SLICES) {
       this.#clearWindow(slot);
     } else {
       const base = slot * SLOT_STRIDE + SLICES;
-      let total = this.#slab[slot * SLOT_STRIDE + TOTAL]!;
+      let total = this.#totalOf(slot);
       for (let s = last + 1; s <= cur; s++) {
         const i = base + (s % WINDOW_SLICES);
         total -= this.#slab[i]!;
@@ -705,7 +715,7 @@ export class Aggregator {
    * that hovered near its threshold for minutes does not report minutes.
    */
   #accumulatedFor(slot: number, now: number): number {
-    const sliceMs = this.#rSliceMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!;
+    const sliceMs = this.#rSliceMs[this.#ruleOf(slot)]!;
     const tick = this.#slab[slot * SLOT_STRIDE + TICK]!;
     const base = slot * SLOT_STRIDE + SLICES;
     for (let age = WINDOW_SLICES - 1; age > 0; age--) {
@@ -732,7 +742,7 @@ export class Aggregator {
   }
 
   #reporters(slot: number, now: number): number {
-    const gen = Math.floor(now / this.#rWindowMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!);
+    const gen = Math.floor(now / this.#rWindowMs[this.#ruleOf(slot)]!);
     if (gen !== this.#slab[slot * SLOT_STRIDE + REPORTER_WINDOW]) this.#rollReporters(slot, gen);
     const base = slot * REPORTER_WORDS;
     const current = slot * BITS_STRIDE + BITS;
@@ -747,7 +757,7 @@ export class Aggregator {
   #promote(slot: number, now: number, manual: boolean): void {
     const wasHot = this.#hot[slot] === 1;
     this.#hot[slot] = 1;
-    const r = this.#slabBits[slot * BITS_STRIDE + RULE]!;
+    const r = this.#ruleOf(slot);
     if (!wasHot) {
       this.#addHot(slot);
       this.#hotSince[slot] = now;
@@ -849,7 +859,7 @@ export class Aggregator {
   }
 
   #rollReporterWindow(slot: number, now: number): void {
-    const gen = Math.floor(now / this.#rWindowMs[this.#slabBits[slot * BITS_STRIDE + RULE]!]!);
+    const gen = Math.floor(now / this.#rWindowMs[this.#ruleOf(slot)]!);
     if (gen !== this.#slab[slot * SLOT_STRIDE + REPORTER_WINDOW]) this.#rollReporters(slot, gen);
   }
 
@@ -929,7 +939,7 @@ export class Aggregator {
       const slot = Math.floor(this.#random() * this.#highWater);
       if (this.#keys[slot] === undefined || this.#hot[slot] === 1) continue;
       this.#rotate(slot, now);
-      const total = this.#slab[slot * SLOT_STRIDE + TOTAL]!;
+      const total = this.#totalOf(slot);
       if (total < bestTotal) {
         bestTotal = total;
         best = slot;
@@ -959,7 +969,7 @@ export class Aggregator {
       const slot = this.#sweepAt++;
       if (this.#keys[slot] === undefined || this.#hot[slot] === 1) continue;
       this.#rotate(slot, now);
-      if (this.#slab[slot * SLOT_STRIDE + TOTAL] === 0) this.#release(slot);
+      if (this.#totalOf(slot) === 0) this.#release(slot);
     }
   }
 
