@@ -181,13 +181,17 @@ export class KeyIndex {
 
   /** The slot stored for `key` (a non-negative integer), or undefined. */
   get(key: string): number | undefined {
-    const h = hashString(key, this.seed);
+    const bucket = this.#find(key, hashString(key, this.seed));
+    return bucket < 0 ? undefined : this.#table[bucket * STRIDE + VALUE]!;
+  }
+
+  /** The bucket holding `key` (hash `h`), or -1 - the empty bucket that ends its probe run. */
+  #find(key: string, h: number): number {
     const mask = this.#mask;
     const table = this.#table;
     for (let i = h & mask; ; i = (i + 1) & mask) {
-      const v = table[i * STRIDE + VALUE]!;
-      if (v === EMPTY) return undefined;
-      if (table[i * STRIDE + HASH] === h && this.#keys[i] === key) return v;
+      if (table[i * STRIDE + VALUE] === EMPTY) return -1 - i;
+      if (table[i * STRIDE + HASH] === h && this.#keys[i] === key) return i;
     }
   }
 
@@ -233,40 +237,31 @@ export class KeyIndex {
   set(key: string, value: number): this {
     if ((this.#size + 1) * 2 > this.#mask + 1) this.#resize((this.#mask + 1) * 2);
     const h = hashString(key, this.seed);
-    const mask = this.#mask;
     const table = this.#table;
-    for (let i = h & mask; ; i = (i + 1) & mask) {
-      const at = i * STRIDE;
-      const v = table[at + VALUE]!;
-      if (v === EMPTY) {
-        table[at + HASH] = h;
-        table[at + VALUE] = value;
-        this.#keys[i] = key;
-        const length = encodeKey(key);
-        table[at + LENGTH] = length;
-        if (length <= INLINE_BYTES) this.#bytes.set(scratch.subarray(0, length), at * 4 + INLINE_AT);
-        else this.#long[i] = scratch.slice(0, length);
-        this.#size++;
-        return this;
-      }
-      if (table[at + HASH] === h && this.#keys[i] === key) {
-        table[at + VALUE] = value;
-        return this;
-      }
+    const found = this.#find(key, h);
+    if (found >= 0) {
+      table[found * STRIDE + VALUE] = value;
+      return this;
     }
+    const i = -1 - found;
+    const at = i * STRIDE;
+    table[at + HASH] = h;
+    table[at + VALUE] = value;
+    this.#keys[i] = key;
+    const length = encodeKey(key);
+    table[at + LENGTH] = length;
+    if (length <= INLINE_BYTES) this.#bytes.set(scratch.subarray(0, length), at * 4 + INLINE_AT);
+    else this.#long[i] = scratch.slice(0, length);
+    this.#size++;
+    return this;
   }
 
   /** Removes `key`; true when it was there. */
   delete(key: string): boolean {
-    const h = hashString(key, this.seed);
+    const i = this.#find(key, hashString(key, this.seed));
+    if (i < 0) return false;
     const mask = this.#mask;
     const table = this.#table;
-    let i = h & mask;
-    for (; ; i = (i + 1) & mask) {
-      const v = table[i * STRIDE + VALUE]!;
-      if (v === EMPTY) return false;
-      if (table[i * STRIDE + HASH] === h && this.#keys[i] === key) break;
-    }
     // backward-shift deletion: move later entries of the probe run into the hole, so lookups
     // never need tombstones (Knuth, TAOCP vol. 3, 6.4 Algorithm R)
     let hole = i;
