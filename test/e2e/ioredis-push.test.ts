@@ -39,6 +39,13 @@ const instances = (n: number, wrap: WithHotKeysOptions = {}): Promise<Instance[]
   wrappedReaders(e2e, n, redis, wrap);
 const promote = (key: string, on: readonly Instance[]): Promise<void> => promoteOn(e2e, key, on);
 
+/** `key` is promoted, every instance reads it once (one fills, the others get the push), and all serve `value`. */
+async function promoteShared(group: readonly Instance[], key: string, value: string): Promise<void> {
+  await promote(key, group);
+  await Promise.all(group.map((r) => r.redis.get(key)));
+  await allServe(group, key, value);
+}
+
 /** GET commands Redis executed so far (tracked loads' GETs inside MULTI count too). */
 async function gets(): Promise<number> {
   const info = await plain.info('commandstats');
@@ -77,9 +84,7 @@ test('a shared key read through the wrapper: ≤ 2 GETs at promotion for 5 insta
   const key = 'share:item:1';
   await plain.set(key, 'v1', 'PX', 600_000);
   const before = await gets();
-  await promote(key, group);
-  await Promise.all(group.map((r) => r.redis.get(key)));
-  await allServe(group, key, 'v1');
+  await promoteShared(group, key, 'v1');
   const atPromotion = (await gets()) - before;
   console.log(
     `# push through the wrapper: ${atPromotion} GET(s) of the key at promotion for ${group.length} instances`,
@@ -135,9 +140,7 @@ test("the filler's tracking session ends (connection killed): it invalidates wha
   const group = await instances(4);
   const key = 'share:item:3';
   await plain.set(key, 'k1');
-  await promote(key, group);
-  await Promise.all(group.map((r) => r.redis.get(key)));
-  await allServe(group, key, 'k1');
+  await promoteShared(group, key, 'k1');
   const filler = group.find((r) => r.hk.stats().push.pushesSent > 0)!;
   const others = group.filter((r) => r !== filler);
   const fresh = (await subs()).filter((id) => !before.has(id));
@@ -156,9 +159,7 @@ test('the filler leaves: the hub invalidates what it pushed, and the others hear
   const group = await instances(4);
   const key = 'share:item:2';
   await plain.set(key, 'w1');
-  await promote(key, group);
-  await Promise.all(group.map((r) => r.redis.get(key)));
-  await allServe(group, key, 'w1');
+  await promoteShared(group, key, 'w1');
   const filler = group.find((r) => r.hk.stats().push.pushesSent > 0);
   assert.ok(filler !== undefined, 'one instance pushed');
   const others = group.filter((r) => r !== filler);
@@ -179,9 +180,7 @@ test("writes: 'update' — after the ack every instance serves the new value wit
   const group = await instances(4, { writes: 'update' });
   const key = 'share:upd:1';
   await plain.set(key, 'u1');
-  await promote(key, group);
-  await Promise.all(group.map((r) => r.redis.get(key)));
-  await allServe(group, key, 'u1');
+  await promoteShared(group, key, 'u1');
   const writer = group.find((r) => r.hk.stats().push.pushesSent === 0)!; // not the filler: it never read the key
   let total = 0;
   for (let round = 2; round <= 6; round++) {
@@ -214,9 +213,7 @@ test("writes: 'update' — racing writers end with every instance serving what R
   const group = await instances(4, { writes: 'update' });
   const key = 'share:upd:race';
   await plain.set(key, 'r0');
-  await promote(key, group);
-  await Promise.all(group.map((r) => r.redis.get(key)));
-  await allServe(group, key, 'r0');
+  await promoteShared(group, key, 'r0');
   let superseded = 0;
   for (let round = 1; round <= 20; round++) {
     const outside = round % 3 === 0;
