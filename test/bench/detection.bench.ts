@@ -33,32 +33,32 @@ async function run(sdks: number, surges: number) {
     await fleet.grow(server.url, sdks, 120_000);
     // Config frames (instance count -> local thresholds) settle before the first surge
     await new Promise((r) => setTimeout(r, 1000));
+    /** One surge of its own key; resolves when every instance saw it hot (or the deadline passed) and the hub is quiet again. */
+    const surge = async (s: number) => {
+      const key = `surge:sim:${sdks}:${s}`;
+      const startAt = wallNow() + 100;
+      fleet.surge(key, SURGE_FACTOR * THRESHOLD, startAt, 5000);
+      const got = await fleet.collect(key, 6000);
+      // the next surge starts on a quiet hub
+      await new Promise((r) => setTimeout(r, 300));
+      return { startAt, ...got };
+    };
+    for (let s = -WARM_UP; s < 0; s++) await surge(s);
     const latencies: number[] = [];
     /** per surge: the hub's decision after the surge began, and each delivery after the decision */
     const decisions: number[] = [];
     const afterDecision: number[] = [];
     let missing = 0;
-    let hub0 = await server.stats();
-    let gen0 = await fleet.stats();
-    for (let s = -WARM_UP; s < surges; s++) {
-      const key = `surge:sim:${sdks}:${s}`;
-      const startAt = wallNow() + 100;
-      fleet.surge(key, SURGE_FACTOR * THRESHOLD, startAt, 5000);
-      const got = await fleet.collect(key, 6000);
-      if (s >= 0) {
-        for (const t of got.times) latencies.push(t - startAt);
-        if (Number.isFinite(got.decidedAt)) {
-          decisions.push(got.decidedAt - startAt);
-          for (const t of got.times) afterDecision.push(t - got.decidedAt);
-        }
-        missing += got.missing;
+    const hub0 = await server.stats();
+    const gen0 = await fleet.stats();
+    for (let s = 0; s < surges; s++) {
+      const got = await surge(s);
+      for (const t of got.times) latencies.push(t - got.startAt);
+      if (Number.isFinite(got.decidedAt)) {
+        decisions.push(got.decidedAt - got.startAt);
+        for (const t of got.times) afterDecision.push(t - got.decidedAt);
       }
-      // the next surge starts on a quiet hub
-      await new Promise((r) => setTimeout(r, 300));
-      if (s === -1) {
-        hub0 = await server.stats();
-        gen0 = await fleet.stats();
-      }
+      missing += got.missing;
     }
     const hub1 = await server.stats();
     const gen1 = await fleet.stats();
