@@ -145,4 +145,29 @@ test('a key with a lone surrogate is its own key, apart from U+FFFD (what UTF-8 
   assert.is(index.size, 3);
 });
 
+test('bytes compare exactly after buckets are reused by keys of other lengths, and trailing NULs count', () => {
+  // a 16-bucket table (never more than 7 keys): every round reuses buckets that held other keys
+  const random = lcg(11);
+  const index = new KeyIndex(0);
+  for (let round = 0; round < 300; round++) {
+    const keys = new Set<string>();
+    while (keys.size < 7) {
+      const length = Math.floor(random() * 22);
+      keys.add(
+        Array.from({ length }, () => String.fromCharCode(random() < 0.2 ? 0 : 97 + Math.floor(random() * 3))).join(''),
+      );
+    }
+    const values = [...keys].map((key, i) => [key, round * 10 + i] as const);
+    for (const [key, value] of values) index.set(key, value);
+    for (const [key, value] of values) {
+      assert.is(lookupBytes(index, key), value, JSON.stringify(key));
+      if (!keys.has(`${key}\u0000`)) assert.is(lookupBytes(index, `${key}\u0000`), -1, `${JSON.stringify(key)} + NUL`);
+      if (key.length > 0 && !keys.has(key.slice(0, -1)))
+        assert.is(lookupBytes(index, key.slice(0, -1)), -1, `${JSON.stringify(key)} less its last byte`);
+    }
+    for (const [key] of values) index.delete(key);
+    assert.is(index.size, 0);
+  }
+});
+
 test.run();

@@ -8,9 +8,10 @@
  * Why bytes: a key the hub already tracks needs no string at all — decoding one per record cost
  * its decode, its garbage, and a compare against a stored string elsewhere in the heap.
  *
- * Layout: a bucket is 32 bytes in one Int32Array — the key's hash, its slot, its UTF-8 length and
- * its first INLINE_BYTES bytes — so a lookup of a short key reads one cache line: no pointer to a
- * string to follow. Longer keys keep their bytes in `#long`. The string of every key is kept too
+ * Layout: a bucket is 32 bytes in one Int32Array — the key's hash, its slot, its UTF-8 length and,
+ * when it has at most INLINE_BYTES, its bytes as little-endian words (zeros past its end, so a
+ * frame's key compares four bytes at a time) — so a lookup of a short key reads one cache line: no
+ * pointer to a string to follow. Longer keys keep their bytes in `#long`. The string of every key is kept too
  * (`#keys`), for string lookups (`===`) and iteration.
  *
  * Bytes are WTF-8: UTF-8, with a lone surrogate (which a JS string may hold) as its 3-byte form,
@@ -30,8 +31,9 @@ const STRIDE = 8;
 const HASH = 0;
 const VALUE = 1;
 const LENGTH = 2;
-const INLINE_AT = 12; // bytes from the bucket's start
-const INLINE_BYTES = STRIDE * 4 - INLINE_AT;
+/** the inline bytes, as little-endian int32 words (see `word`), from the bucket's start */
+const INLINE = 3;
+const INLINE_BYTES = (STRIDE - INLINE) * 4;
 
 /** the default seed of every KeyIndex, and of the key hashes report-frame.ts computes */
 export const KEY_HASH_SEED = (Math.random() * 0x1_0000_0000) | 0;
@@ -151,14 +153,25 @@ export function hashString(key: string, seed: number): number {
   return finish(h, n);
 }
 
+/**
+ * Bytes [p, min(p + 4, end)) of `src` as one little-endian int32, zeros past `end`: how a bucket
+ * keeps its inline bytes, so that a key compares four bytes at a time (on any host byte order).
+ */
+function word(src: Uint8Array, p: number, end: number): number {
+  if (p + 4 <= end) return src[p]! | (src[p + 1]! << 8) | (src[p + 2]! << 16) | (src[p + 3]! << 24);
+  if (p >= end) return 0;
+  let w = src[p]!;
+  if (p + 1 < end) w |= src[p + 1]! << 8;
+  if (p + 2 < end) w |= src[p + 2]! << 16;
+  return w;
+}
+
 export class KeyIndex {
   /** the hash seed: `getHashed` takes hashes made with it */
   readonly seed: number;
   #mask: number;
   /** per bucket i, from STRIDE * i: hash, slot (or EMPTY), byte length, inline bytes */
   #table: Int32Array;
-  /** the same memory, for the inline bytes */
-  #bytes: Uint8Array;
   /** per bucket: the key */
   #keys: (string | undefined)[];
   /** per bucket: the key's bytes, when longer than INLINE_BYTES */
@@ -170,7 +183,6 @@ export class KeyIndex {
     this.seed = seed | 0;
     this.#mask = MIN_CAPACITY - 1;
     this.#table = KeyIndex.#emptyTable(MIN_CAPACITY);
-    this.#bytes = new Uint8Array(this.#table.buffer);
     this.#keys = new Array<string | undefined>(MIN_CAPACITY).fill(undefined);
     this.#long = new Array<Uint8Array | undefined>(MIN_CAPACITY).fill(undefined);
   }
@@ -216,16 +228,16 @@ export class KeyIndex {
   }
 
   #sameBytes(bucket: number, src: Uint8Array, start: number, length: number): boolean {
-    let stored: Uint8Array;
-    let at: number;
-    if (length <= INLINE_BYTES) {
-      stored = this.#bytes;
-      at = bucket * STRIDE * 4 + INLINE_AT;
-    } else {
-      stored = this.#long[bucket]!;
-      at = 0;
+    if (length > INLINE_BYTES) {
+      const stored = this.#long[bucket]!;
+      for (let k = 0; k < length; k++) if (stored[k] !== src[start + k]) return false;
+      return true;
     }
-    for (let k = 0; k < length; k++) if (stored[at + k] !== src[start + k]) return false;
+    // four bytes per compare (a key's last word holds zeros past its end, as `word` reads it)
+    const table = this.#table;
+    const end = start + length;
+    let at = bucket * STRIDE + INLINE;
+    for (let p = start; p < end; p += 4, at++) if (table[at] !== word(src, p, end)) return false;
     return true;
   }
 
@@ -250,8 +262,10 @@ export class KeyIndex {
     this.#keys[i] = key;
     const length = encodeKey(key);
     table[at + LENGTH] = length;
-    if (length <= INLINE_BYTES) this.#bytes.set(scratch.subarray(0, length), at * 4 + INLINE_AT);
-    else this.#long[i] = scratch.slice(0, length);
+    if (length <= INLINE_BYTES) {
+      // the words a compare reads: the key's bytes, zeros past its end (words after are never read)
+      for (let w = 0; w * 4 < length; w++) table[at + INLINE + w] = word(scratch, w * 4, length);
+    } else this.#long[i] = scratch.slice(0, length);
     this.#size++;
     return this;
   }
@@ -284,7 +298,6 @@ export class KeyIndex {
 
   clear(): void {
     this.#table = KeyIndex.#emptyTable(this.#mask + 1);
-    this.#bytes = new Uint8Array(this.#table.buffer);
     this.#keys.fill(undefined);
     this.#long.fill(undefined);
     this.#size = 0;
@@ -324,6 +337,5 @@ export class KeyIndex {
     }
     this.#mask = mask;
     this.#table = table;
-    this.#bytes = new Uint8Array(table.buffer);
   }
 }
