@@ -137,6 +137,8 @@ test('bad frames fall back to the decoder, which refuses them with its own codes
     ['lone continuation byte', hex('83 a174 03 a46b657973 91 a280 61 a6636f756e7473 91 05')],
     ['cut UTF-8 sequence', hex('83 a174 03 a46b657973 91 a2 61e2 a6636f756e7473 91 05')],
     ['0xc1', hex('83 a174 03 a46b657973 91 c1 a6636f756e7473 91 05')],
+    ['an array 16 of keys longer than the frame', hex('83 a174 03 a46b657973 dcffff a161 a6636f756e7473 91 05')],
+    ['keys one byte short of their count', hex('83 a174 03 a46b657973 93 a161 a162 a1')],
   ];
   for (const [what, frame] of bad) assert.is(readReport(frame), undefined, what);
   // the invalid UTF-8 keys are not refused by the decoder (it substitutes): the reader must still not read them

@@ -214,8 +214,12 @@ export function readReport(bytes: Uint8Array, seed = KEY_HASH_SEED): ReportFrame
     records = n;
     at[field] = p;
     if (field === KEYS) {
-      // a plain array: on the JS heap, where a typed array's backing store costs a malloc per frame
-      hashes = [];
+      // every key takes 2 bytes at least: a frame too short for its count fails here, before the
+      // array is sized by that count
+      if (2 * n > end - p) return undefined;
+      // a plain array: on the JS heap, where a typed array's backing store costs a malloc per
+      // frame; sized once (`push` grew it step by step, copying)
+      hashes = new Array<number>(n).fill(0);
       p = skipKeys(bytes, p, n, hashes, seed);
     } else p = skipCounts(bytes, p, n);
     if (p < 0) return undefined;
@@ -237,7 +241,7 @@ function fieldAt(bytes: Uint8Array, p: number): number {
 
 /**
  * Past `n` keys from `p` (each a string of 1 to MAX_KEY_LENGTH UTF-16 units, well-formed
- * UTF-8), or -1; appends each key's hash to `hashes`.
+ * UTF-8), or -1; writes key i's hash to `hashes[i]`.
  */
 function skipKeys(bytes: Uint8Array, p: number, n: number, hashes: number[], seed: number): number {
   const end = bytes.byteLength;
@@ -276,7 +280,7 @@ function skipKeys(bytes: Uint8Array, p: number, n: number, hashes: number[], see
       high |= tail;
       h ^= mixBlock(tail);
     }
-    hashes.push(finish(h, length));
+    hashes[i] = finish(h, length);
     // ASCII (the common case): one unit per byte
     const units = (high & 0x80808080) === 0 ? length : utf16Length(bytes, p, stop);
     if (units < 1 || units > MAX_KEY_LENGTH) return -1;
