@@ -105,6 +105,29 @@ test('a frame cut into single bytes, one read each, is reassembled', async () =>
   }
 });
 
+test('a frame cut in two at every position, each part one read, is reassembled', async () => {
+  const peer = await wsServer();
+  try {
+    const serverSide = peer.next();
+    const c = await client(peer.url);
+    const raw = rawSocket(await serverSide);
+    raw.setNoDelay(true);
+    const payload = bytes(130, 3);
+    const frame = serverFrame(2, payload);
+    for (let cut = 1; cut < frame.length; cut++) {
+      for (const part of [frame.subarray(0, cut), frame.subarray(cut)]) {
+        const reads = c.ws.readsIn;
+        raw.write(part);
+        await waitFor(`the client to read a part (cut at ${cut})`, () => c.ws.readsIn > reads, 5000, 1);
+      }
+    }
+    await waitFor('every message', () => c.messages.length === frame.length - 1, 5000);
+    for (const m of c.messages) assert.equal(m, payload);
+  } finally {
+    await peer.stop();
+  }
+});
+
 test('many frames in one read are all delivered, in order', async () => {
   const peer = await wsServer();
   try {
