@@ -4,6 +4,12 @@
  * one prebuilt WebSocket frame, one socket write each, no per-socket framing or allocation). A socket whose send buffer is over `maxBufferedBytes` is
  * closed with 4008 (slow consumer) instead of silently missing frames: the SDK reconnects and
  * resynchronises from a Snapshot, so no broadcast is ever lost without the SDK knowing.
+ *
+ * Bursts: one report can promote many keys at once (a sale opens), and a write per socket per
+ * broadcast is a syscall each. Work that may broadcast many times runs between `hold()` and
+ * `release()`: the first broadcast goes out at once; from the second on, every peer is corked, so
+ * the rest of the burst (and any reply written to a peer meanwhile, in order) leaves in one
+ * writev per socket when the hold ends. A lone broadcast costs what it always did.
  */
 import {
   CloseCode,
@@ -32,6 +38,12 @@ export class Broadcaster {
   readonly #onSlow: ((peer: Peer) => void) | undefined;
   readonly #onSendError: ((peer: Peer, err: unknown) => void) | undefined;
   #seq = 0;
+  /** open hold() calls */
+  #holds = 0;
+  /** broadcasts sent during the current hold */
+  #heldBroadcasts = 0;
+  /** peers corked during the current hold, uncorked by its release */
+  #corked: Peer[] = [];
 
   constructor(options: BroadcasterOptions) {
     this.#maxBuffered = options.maxBufferedBytes;
@@ -57,8 +69,30 @@ export class Broadcaster {
     this.sendShared(encode(message));
   }
 
+  /** Starts a region that may broadcast many times (see the note at the top); pair with `release`. */
+  hold(): void {
+    this.#holds++;
+  }
+
+  /** Ends a `hold`: the outermost release writes what the burst left corked. */
+  release(): void {
+    if (--this.#holds > 0) return;
+    this.#heldBroadcasts = 0;
+    if (this.#corked.length === 0) return;
+    const corked = this.#corked;
+    this.#corked = [];
+    for (const peer of corked) peer.uncork!();
+  }
+
   /** Sends pre-encoded bytes to every peer, framed once for all of them (Peer.sendShared). */
   sendShared(bytes: Uint8Array): void {
+    if (this.#holds > 0 && ++this.#heldBroadcasts === 2) {
+      for (const peer of this.peers) {
+        if (peer.cork === undefined || peer.uncork === undefined) continue;
+        peer.cork();
+        this.#corked.push(peer);
+      }
+    }
     const frame: SharedFrame = { payload: bytes };
     for (const peer of this.peers) this.sendTo(peer, bytes, frame);
   }

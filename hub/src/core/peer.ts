@@ -13,6 +13,12 @@ export interface Peer {
   close(code: number, reason: string): void;
   /** bytes queued but not yet written to the network */
   readonly bufferedAmount: number;
+  /**
+   * Buffer writes until `uncork` (Broadcaster.hold: a burst of broadcasts leaves in one write);
+   * calls nest. Optional, both or neither.
+   */
+  cork?(): void;
+  uncork?(): void;
   /** stop / restart reading from the connection (the fair intake's backpressure); a ws WebSocket has both */
   pause?(): void;
   resume?(): void;

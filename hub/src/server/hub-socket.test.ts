@@ -3,6 +3,8 @@ import * as assert from 'uvu/assert';
 import { once } from 'node:events';
 import { WebSocket, WebSocketServer } from 'ws';
 import { HubSocket } from './hub-socket.ts';
+import { Broadcaster } from '../core/broadcaster.ts';
+import { decodeServerMessage, encode, MsgType } from '@hotkey/sdk/protocol';
 import { within } from '../../../test/support/wait.ts';
 
 /** A server whose sockets are HubSockets, and one client connected to it. */
@@ -62,6 +64,47 @@ test('sendShared on a socket that is closing does not throw (falls back to send,
     server.close(1000, 'bye');
     server.sendShared({ payload: new Uint8Array([1, 2, 3]) });
     assert.is(server.readyState, WebSocket.CLOSING);
+  } finally {
+    await close();
+  }
+});
+
+test('a held burst of broadcasts is buffered from the second one on and arrives whole and in order at release', async () => {
+  const { server, client, close } = await pair();
+  try {
+    const got: { t: number; seq?: number; key?: string }[] = [];
+    client.on('message', (data: Buffer) => got.push(decodeServerMessage(data) as (typeof got)[number]));
+    const broadcaster = new Broadcaster({ maxBufferedBytes: 1 << 20 });
+    broadcaster.peers.add(server);
+    const promote = (key: string) =>
+      broadcaster.broadcast({ t: MsgType.Promote, key, qps: 100, hotMs: 1000, cacheTtlMs: 1000, cache: true, at: 0 });
+    broadcaster.hold();
+    promote('first');
+    assert.is(server.bufferedAmount, 0, 'the first broadcast of a hold is written at once');
+    promote('second');
+    broadcaster.sendTo(server, encode({ t: MsgType.Snapshot, seq: broadcaster.seq, hot: [] })); // a reply in between
+    broadcaster.hold(); // nested: only the outermost release writes
+    promote('third');
+    broadcaster.release();
+    assert.ok(server.bufferedAmount > 0, 'the rest of the burst waits for the release');
+    broadcaster.release();
+    await within(
+      'the burst',
+      (async () => {
+        while (got.length < 4) await new Promise((r) => setTimeout(r, 5));
+      })(),
+      5000,
+    );
+    assert.equal(
+      got.map((m) => m.key ?? `snapshot@${m.seq}`),
+      ['first', 'second', 'snapshot@2', 'third'],
+    );
+    assert.equal(
+      got.filter((m) => m.t === MsgType.Promote).map((m) => m.seq),
+      [1, 2, 3],
+    );
+    promote('after');
+    assert.is(server.bufferedAmount, 0, 'outside a hold nothing is held back');
   } finally {
     await close();
   }

@@ -42,6 +42,15 @@ export function binaryFrame(payload: Uint8Array): Uint8Array {
 }
 
 export class HubSocket extends WebSocket {
+  /** Peer.cork: the socket's own (ws corks it too around a send; calls nest) */
+  cork(): void {
+    (this as unknown as WsInternals)._socket?.cork();
+  }
+
+  uncork(): void {
+    (this as unknown as WsInternals)._socket?.uncork();
+  }
+
   /** Peer.sendShared: the frame's wire bytes (built by the first socket, cached on the frame). */
   sendShared(frame: SharedFrame): void {
     const { _socket: socket, _sender: sender } = this as unknown as WsInternals;
