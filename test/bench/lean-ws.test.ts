@@ -54,14 +54,20 @@ function serverFrame(opcode: number, payload: Buffer, fin = true): Buffer {
 }
 
 const rawSocket = (ws: WebSocket) => (ws as unknown as { _socket: Socket })._socket;
+
+/** A client connected to `peer`, with the server's side of it and that side's raw socket. */
+async function connected(peer: Peer) {
+  const serverSide = peer.next();
+  const c = await client(peer.url);
+  const server = await serverSide;
+  return { c, server, raw: rawSocket(server) };
+}
 const bytes = (n: number, seed = 1) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff));
 
 test('handshake, then binary both ways at every length encoding (7, 16 and 64 bit)', async () => {
   const peer = await wsServer();
   try {
-    const serverSide = peer.next();
-    const c = await client(peer.url);
-    const server = await serverSide;
+    const { c, server } = await connected(peer);
     assert.ok(c.ws.open);
     const received: Buffer[] = [];
     server.on('message', (data: Buffer, isBinary) => {
@@ -85,9 +91,7 @@ test('handshake, then binary both ways at every length encoding (7, 16 and 64 bi
 test('a frame cut into single bytes, one read each, is reassembled', async () => {
   const peer = await wsServer();
   try {
-    const serverSide = peer.next();
-    const c = await client(peer.url);
-    const raw = rawSocket(await serverSide);
+    const { c, raw } = await connected(peer);
     raw.setNoDelay(true);
     // 16-bit length: the header itself is cut too
     const payload = bytes(200, 7);
@@ -108,9 +112,7 @@ test('a frame cut into single bytes, one read each, is reassembled', async () =>
 test('a frame cut in two at every position, each part one read, is reassembled', async () => {
   const peer = await wsServer();
   try {
-    const serverSide = peer.next();
-    const c = await client(peer.url);
-    const raw = rawSocket(await serverSide);
+    const { c, raw } = await connected(peer);
     raw.setNoDelay(true);
     const payload = bytes(130, 3);
     const frame = serverFrame(2, payload);
@@ -131,9 +133,7 @@ test('a frame cut in two at every position, each part one read, is reassembled',
 test('many frames in one read are all delivered, in order', async () => {
   const peer = await wsServer();
   try {
-    const serverSide = peer.next();
-    const c = await client(peer.url);
-    const raw = rawSocket(await serverSide);
+    const { c, raw } = await connected(peer);
     const frames = Array.from({ length: 200 }, (_, i) => serverFrame(2, bytes(i % 130, i)));
     const reads = c.ws.readsIn;
     raw.write(Buffer.concat(frames));
@@ -148,9 +148,7 @@ test('many frames in one read are all delivered, in order', async () => {
 test('a fragmented binary message arrives whole; a text frame closes with 1003', async () => {
   const peer = await wsServer();
   try {
-    const serverSide = peer.next();
-    const c = await client(peer.url);
-    const server = await serverSide;
+    const { c, server } = await connected(peer);
     server.send(bytes(10, 1), { binary: true, fin: false });
     server.send(bytes(300, 2), { binary: true, fin: true });
     await waitFor('the reassembled message', () => c.messages.length === 1, 5000);
@@ -169,9 +167,7 @@ test('a fragmented binary message arrives whole; a text frame closes with 1003',
 test('a ping is answered with a pong carrying the same payload', async () => {
   const peer = await wsServer();
   try {
-    const serverSide = peer.next();
-    await client(peer.url);
-    const server = await serverSide;
+    const { server } = await connected(peer);
     const pong = once(server, 'pong');
     server.ping(Buffer.from('heartbeat-7'));
     const [data] = await within('the pong', pong, 5000);
