@@ -96,6 +96,11 @@ export class Hub {
     this.#tickTimer.unref();
   }
 
+  /** internal: sockets the fan-out threads wrote, and those the event loop finished after them (fanout-threads.ts) */
+  get fanoutStats(): { readonly byHelpers: number; readonly finishedByLoop: number } {
+    return this.#fanout.stats;
+  }
+
   get port(): number {
     return (this.httpServer.address() as AddressInfo | null)?.port ?? 0;
   }
