@@ -60,6 +60,7 @@ if (process.argv[2] === 'receivers') {
       const plain = new Broadcaster({ maxBufferedBytes: 8 << 20 });
       pool = new FanoutThreads({ threads: DEFAULT_TUNABLES.fanoutThreads, minSockets: 1 });
       const threaded = new Broadcaster({ maxBufferedBytes: 8 << 20, bulk: pool });
+      await pool.start();
       for (const ws of sockets) {
         shared.peers.add(ws as unknown as Peer);
         threaded.peers.add(ws as unknown as Peer);
@@ -80,7 +81,7 @@ if (process.argv[2] === 'receivers') {
       };
       const wall = { shared: [] as number[], plain: [] as number[], threaded: [] as number[] };
       for (let r = -1; r < rounds; r++) {
-        // round -1 starts the helper threads, uncounted
+        // round -1 warms the threaded path up, uncounted
         const kind = r < 0 ? 'threaded' : kinds[r % kinds.length]!;
         const message = encode({
           t: MsgType.Promote,

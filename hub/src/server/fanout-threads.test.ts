@@ -50,6 +50,7 @@ test('helper threads write a broadcast to their share of the sockets: every clie
   const f = await fleet(40);
   const pool = new FanoutThreads({ threads: 2, minSockets: 8 });
   try {
+    await pool.start();
     assert.ok(threads >= 1, 'this test needs 2 CPUs');
     assert.is(pool.threads, threads);
     const broadcaster = new Broadcaster({ maxBufferedBytes: 8 << 20, bulk: pool });
@@ -95,6 +96,7 @@ test('a socket whose kernel buffer fills mid-frame gets the rest from the event 
   const f = await fleet(12);
   const pool = new FanoutThreads({ threads: 2, minSockets: 4 });
   try {
+    await pool.start();
     const broadcaster = new Broadcaster({ maxBufferedBytes: 256 << 20, bulk: pool });
     for (const s of f.servers) broadcaster.peers.add(s);
     // every client stops reading: the kernel buffers fill, and writes come back short or EAGAIN
@@ -131,6 +133,7 @@ test('small fan-outs, frames over 64 KiB and a closed pool stay on the event loo
     for (const s of f.servers) broadcaster.peers.add(s);
     broadcaster.sendShared(payload(0, 100)); // 6 sockets < minSockets
     const big = new FanoutThreads({ threads: 2, minSockets: 1 });
+    await big.start();
     const wide = new Broadcaster({ maxBufferedBytes: 8 << 20, bulk: big });
     for (const s of f.servers) wide.peers.add(s);
     wide.sendShared(payload(1, 70_000)); // over the shared frame buffer

@@ -18,8 +18,9 @@
  * connection errors through Node's own path). Every socket thus gets exactly the bytes, in order,
  * that `socket.write` would have given it.
  *
- * The helpers start on the first big fan-out (a small hub never runs them), do not keep the
- * process alive, and stop with `close`.
+ * The helpers start on the first big fan-out (a small hub never runs them; that fan-out and any
+ * until they are up are written by the event loop alone), do not keep the process alive, and stop
+ * with `close`.
  */
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -39,10 +40,12 @@ const SHARES = 4;
 const WAIT_LIMIT_MS = 10_000;
 /** frames above this go through the event loop only (broadcasts are Promote-sized; Config frames can be larger) */
 const MAX_FRAME_BYTES = 64 * 1024;
+/** sockets the shared descriptor list holds at first (256 KiB each list); more restart the helpers over bigger ones */
+const INITIAL_CAPACITY = 65_536;
 
 /** The helper thread: waits for a generation, writes its share, counts down, and again. */
 const HELPER_SOURCE = `
-const { workerData } = require('node:worker_threads');
+const { workerData, parentPort } = require('node:worker_threads');
 const { writeSync } = require('node:fs');
 const control = new Int32Array(workerData.control);
 const fds = new Int32Array(workerData.fds);
@@ -50,6 +53,7 @@ const written = new Int32Array(workerData.written);
 const frame = new Uint8Array(workerData.frame);
 const at = ${SHARES} + 2 * workerData.index;
 let generation = 0;
+parentPort.postMessage('ready');
 for (;;) {
   Atomics.wait(control, ${GENERATION}, generation);
   generation = Atomics.load(control, ${GENERATION});
@@ -84,6 +88,8 @@ export class FanoutThreads implements BulkWriter {
   readonly minPeers: number;
   readonly threads: number;
   #helpers: Worker[] = [];
+  /** helpers that have started and wait for work: until all have, the event loop writes alone */
+  #started = 0;
   #control = sharedInts(SHARES);
   #fds = sharedInts(0);
   #written = sharedInts(0);
@@ -112,19 +118,23 @@ export class FanoutThreads implements BulkWriter {
     if (this.threads === 0 || this.#broken || peers.length < this.minPeers) return peers;
     const wire = (frame.wire ??= binaryFrame(frame.payload));
     if (wire.byteLength > MAX_FRAME_BYTES) return peers;
+    if (!this.#ready(peers.length)) return peers;
     const rest: Peer[] = [];
     const rawPeers: Peer[] = [];
+    const rawFds: number[] = [];
     const sockets = this.#handed;
     for (const peer of peers) {
       const socket = (peer as RawWritable).rawSocket?.();
-      if (socket !== undefined && fdOf(socket) >= 0) {
+      const fd = socket === undefined ? -1 : fdOf(socket);
+      if (fd >= 0) {
         rawPeers.push(peer);
-        sockets.push(socket);
+        rawFds.push(fd);
+        sockets.push(socket!);
       } else rest.push(peer);
     }
     // the event loop writes an equal share of the raw-writable sockets, besides the others
     const share = Math.floor(sockets.length / (this.threads + 1));
-    if (share === 0 || !this.#ready(sockets.length)) {
+    if (share === 0) {
       sockets.length = 0;
       return peers;
     }
@@ -132,7 +142,7 @@ export class FanoutThreads implements BulkWriter {
     for (let k = 0; k < mine; k++) rest.push(rawPeers[k]!);
     const control = this.#control;
     const fds = this.#fds;
-    for (let k = mine; k < sockets.length; k++) fds[k] = fdOf(sockets[k]!);
+    for (let k = mine; k < sockets.length; k++) fds[k] = rawFds[k]!;
     for (let h = 0; h < this.threads; h++) {
       control[SHARES + 2 * h] = mine + h * share;
       control[SHARES + 2 * h + 1] = mine + (h + 1) * share;
@@ -182,6 +192,16 @@ export class FanoutThreads implements BulkWriter {
     sockets.length = 0;
   }
 
+  /** Starts the helpers now (else the first big fan-out does); resolves once they wait for work. */
+  async start(): Promise<void> {
+    const deadline = performance.now() + WAIT_LIMIT_MS;
+    while (!this.#ready(this.#fds.length) && !this.#broken) {
+      if (performance.now() > deadline)
+        throw new Error(`fan-out helper threads did not start within ${WAIT_LIMIT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
   /** Stops the helpers (they do not keep the process alive anyway). */
   async close(): Promise<void> {
     const helpers = this.#helpers;
@@ -193,10 +213,14 @@ export class FanoutThreads implements BulkWriter {
     await Promise.all(helpers.map((h) => h.terminate()));
   }
 
-  /** Starts the helpers, or restarts them over bigger shared arrays; false once broken. */
+  /**
+   * True when the helpers wait for work with room for `sockets`; else starts them (over bigger
+   * shared lists when they had too little room) and says false: a thread takes tens of ms to
+   * start, and no broadcast waits for that. False for good once broken.
+   */
   #ready(sockets: number): boolean {
     if (this.#broken) return false;
-    if (this.#helpers.length > 0 && this.#fds.length >= sockets) return true;
+    if (this.#helpers.length > 0 && this.#fds.length >= sockets) return this.#started === this.threads;
     const old = this.#helpers;
     if (old.length > 0) {
       Atomics.store(this.#control, STOP, 1);
@@ -204,7 +228,8 @@ export class FanoutThreads implements BulkWriter {
       Atomics.notify(this.#control, GENERATION);
       for (const helper of old) void helper.terminate();
     }
-    const capacity = Math.max(1024, 2 ** Math.ceil(Math.log2(sockets)));
+    this.#started = 0;
+    const capacity = Math.max(INITIAL_CAPACITY, 2 ** Math.ceil(Math.log2(sockets)));
     this.#control = sharedInts(SHARES + 2 * this.threads);
     this.#fds = sharedInts(capacity);
     this.#written = sharedInts(capacity);
@@ -220,13 +245,16 @@ export class FanoutThreads implements BulkWriter {
         },
       });
       helper.unref();
+      helper.once('message', () => {
+        if (this.#helpers.includes(helper)) this.#started++;
+      });
       helper.on('error', (err) => this.#fail(err));
       helper.on('exit', (code) => {
         if (!this.#broken && this.#helpers.includes(helper)) this.#fail(new Error(`fan-out helper exited (${code})`));
       });
       return helper;
     });
-    return true;
+    return false;
   }
 
   #fail(err: Error): void {
