@@ -31,6 +31,9 @@ const USAGE = `usage: hotkey-hub [options]
                         default ${DEFAULT_TUNABLES.maxSessionsPerApp})
   --max-connections N   TCP connections in all; 0 = the open-file limit minus 128 (env HOTKEY_MAX_CONNECTIONS,
                         default ${DEFAULT_TUNABLES.maxConnections}): raise \`ulimit -n\` for big fleets
+  --fanout-threads N    threads besides the event loop that write a broadcast to ${DEFAULT_TUNABLES.fanoutThreadsMinSockets}+ sockets, at most
+                        (never more than the CPUs minus one; 0 = none) (env HOTKEY_FANOUT_THREADS,
+                        default ${DEFAULT_TUNABLES.fanoutThreads})
   --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS);
                         rediss:// for TLS
   --redis-ca FILE       PEM CA that signed the rediss:// server's certificate (env HOTKEY_REDIS_CA,
@@ -67,6 +70,7 @@ function parse() {
         'lease-ms': { type: 'string' },
         'max-sessions-per-app': { type: 'string' },
         'max-connections': { type: 'string' },
+        'fanout-threads': { type: 'string' },
         'redis-ca': { type: 'string' },
         'tls-cert': { type: 'string' },
         'tls-key': { type: 'string' },
@@ -153,6 +157,7 @@ async function main(): Promise<void> {
     1,
   );
   const maxConnections = intFlag('--max-connections', args['max-connections'] ?? env.HOTKEY_MAX_CONNECTIONS, 0);
+  const fanoutThreads = intFlag('--fanout-threads', args['fanout-threads'] ?? env.HOTKEY_FANOUT_THREADS, 0);
   const redisCa = nonEmpty('--redis-ca', args['redis-ca'] ?? env.HOTKEY_REDIS_CA);
   const tlsCert = nonEmpty('--tls-cert', args['tls-cert'] ?? env.HOTKEY_TLS_CERT);
   const tlsKey = nonEmpty('--tls-key', args['tls-key'] ?? env.HOTKEY_TLS_KEY);
@@ -205,7 +210,7 @@ async function main(): Promise<void> {
     );
 
   const tunables = Object.fromEntries(
-    Object.entries({ leaseMs, maxSessionsPerApp, maxConnections }).filter(([, v]) => v !== undefined),
+    Object.entries({ leaseMs, maxSessionsPerApp, maxConnections, fanoutThreads }).filter(([, v]) => v !== undefined),
   );
   const logger = createLogger({ level: logLevel, pretty });
   const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config, logger, ca);

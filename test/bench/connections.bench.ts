@@ -12,7 +12,9 @@
  * last delivery cannot come before (hub + generators) CPU / cores, however fast the hub. The hub's
  * CPU is split into user and system: on loopback the kernel's part of every write includes the
  * receiver's side of the segment (TCP input, waking the reader), which a real network puts on the
- * receiving host.
+ * receiving host. Then a few promotions with the generator processes stopped (SIGSTOP) while the
+ * hub writes: the trigger's receipt is then the hub's own time to put the frame on every socket,
+ * with the box's cores to itself (the kernel still queues each segment into the stopped receiver).
  *
  * Each promotion is measured on a hub that is not writing another broadcast: the rule keeps
  * promoted keys hot for the whole run (hotMs, demoteWindows), so no Demote of an earlier key
@@ -29,6 +31,7 @@ import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sd
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
+import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
 import { hostNow } from '../support/host-clock.ts';
 
 const THRESHOLD = 1000;
@@ -37,6 +40,8 @@ const THIN_FACTOR = 1.2;
 const THIN_AT = 5000;
 /** promoted keys stay hot through the run: no Demote fan-out overlaps a measured promotion */
 const NO_DEMOTION = { hotMs: 600_000, demoteWindows: 100 };
+/** promotions written while the receivers are stopped: the hub's own time */
+const STOPPED_PROMOTIONS = 3;
 
 const wallNow = hostNow;
 
@@ -116,6 +121,25 @@ benchMain(async ({ quick }) => {
       }
       const hub1 = await server.stats();
       const gen1 = await fleet.stats();
+      // the hub's own part: the generators stopped while it writes (on loopback the kernel queues
+      // every segment into a stopped receiver's socket), the trigger's receipt is the last write
+      const stoppedDone: number[] = [];
+      for (let p = 0; p < STOPPED_PROMOTIONS; p++) {
+        const key = `fan-stopped:${n}:${p}`;
+        for (const w of fleet.workers) w.child.kill('SIGSTOP');
+        try {
+          await new Promise((r) => setTimeout(r, 50));
+          const sentAt = wallNow();
+          t.send(key);
+          const deadline = sentAt + 10_000;
+          while (!t.back.has(key) && wallNow() < deadline) await new Promise((r) => setTimeout(r, 1));
+          stoppedDone.push((t.back.get(key) ?? Infinity) - sentAt);
+        } finally {
+          for (const w of fleet.workers) w.child.kill('SIGCONT');
+        }
+        missing += (await fleet.collect(key, 10_000)).missing;
+        await new Promise((r) => setTimeout(r, 200));
+      }
       t.close();
       const hubCpu = hub1.cpuMs - hub0.cpuMs;
       const genCpu = gen1.cpuMs - gen0.cpuMs;
@@ -154,6 +178,14 @@ benchMain(async ({ quick }) => {
           ours: percentile(delivery, 50),
           unit: 'ms',
           better: 'lower',
+        },
+        {
+          bench,
+          metric: 'hub wrote every socket, receivers stopped, max',
+          ours: Math.max(...stoppedDone),
+          unit: 'ms',
+          better: 'lower',
+          note: `${STOPPED_PROMOTIONS} promotions, the generator processes stopped while the hub writes (fan-out threads: ${DEFAULT_TUNABLES.fanoutThreads} at most, ${Math.min(DEFAULT_TUNABLES.fanoutThreads, cores - 1)} here); every receiver got it after`,
         },
         {
           bench,

@@ -133,6 +133,8 @@ test('bad usage exits 2 with the usage text', async () => {
     ['--lease-ms', '0'],
     ['--max-sessions-per-app', '0'],
     ['--max-connections', 'many'],
+    ['--fanout-threads', '-1'],
+    ['--fanout-threads', '1.5'],
     ['--log-level', 'verbose'],
     ['--tls-key', 'k.pem'],
   ];

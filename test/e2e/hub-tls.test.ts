@@ -30,6 +30,8 @@ test.before(async () => {
     config,
     log: () => {},
     tls: { cert: readFileSync(pki.serverCert), key: readFileSync(pki.serverKey) },
+    // every broadcast is offered to the fan-out threads, which must leave TLS sockets to the event loop
+    tunables: { fanoutThreadsMinSockets: 1 },
   });
 });
 test.after(async () => {
@@ -78,6 +80,7 @@ test('an SDK that trusts the CA is welcomed over wss:// and sees a promotion', a
   await hk.ready({ signal: AbortSignal.timeout(5000) });
   for (let i = 0; i < 100; i++) hk.track('item:tls');
   await waitFor('item:tls hot at the SDK', () => hk.isHot('item:tls'), 4000);
+  assert.is(hub.fanoutStats.byHelpers, 0, 'no raw write to a TLS socket');
   assert.ok(
     logged.some((o) => (o as { evt?: string }).evt === 'connect'),
     `the SDK logger heard the connect: ${JSON.stringify(logged)}`,

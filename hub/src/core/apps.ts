@@ -18,7 +18,7 @@ import { Savings } from './savings.ts';
 import { SharedValues } from './shared-values.ts';
 import { LimitShares } from './limit-shares.ts';
 import { ReplicaSteps } from './replica-steps.ts';
-import type { Peer } from './peer.ts';
+import type { BulkWriter, Peer } from './peer.ts';
 import { SessionState, type Session } from './session.ts';
 import type { HubTunables } from './tunables.ts';
 
@@ -115,6 +115,8 @@ export interface AppsOptions {
   logger: Logger;
   /** which keys this hub owns; undefined while it is the only member */
   accept: ((key: string) => boolean) | undefined;
+  /** every app's broadcaster writes big fan-outs through it (Broadcaster's `bulk`) */
+  bulk?: BulkWriter;
   /** an app's aggregator promoted a key */
   onPromote: (
     app: AppState,
@@ -238,6 +240,7 @@ export class Apps {
     const createdAt = this.#opts.now();
     const broadcaster = new Broadcaster({
       maxBufferedBytes: tunables.maxBufferedBytes,
+      bulk: this.#opts.bulk,
       onSlowConsumer: (peer) => {
         metrics.slowConsumers++;
         logger.warn(

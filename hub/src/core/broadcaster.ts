@@ -19,7 +19,7 @@ import {
   type Promote,
   type ServerMessage,
 } from '@hotkey/sdk/protocol';
-import type { Peer, SharedFrame } from './peer.ts';
+import type { BulkWriter, Peer, SharedFrame } from './peer.ts';
 
 type Sequenced = Omit<Promote, 'seq'> | Omit<Invalidate, 'seq'> | Omit<Demote, 'seq'>;
 
@@ -30,6 +30,8 @@ export interface BroadcasterOptions {
   onSlowConsumer?: (peer: Peer) => void;
   /** called when writing to a socket throws (the socket is then closed with CloseCode.InternalError) */
   onSendError?: (peer: Peer, err: unknown) => void;
+  /** writes big fan-outs with other threads' help (the socket adapter's FanoutThreads); none: all on this thread */
+  bulk?: BulkWriter;
 }
 
 export class Broadcaster {
@@ -37,6 +39,7 @@ export class Broadcaster {
   readonly #maxBuffered: number;
   readonly #onSlow: ((peer: Peer) => void) | undefined;
   readonly #onSendError: ((peer: Peer, err: unknown) => void) | undefined;
+  readonly #bulk: BulkWriter | undefined;
   #seq = 0;
   /** open hold() calls */
   #holds = 0;
@@ -49,6 +52,7 @@ export class Broadcaster {
     this.#maxBuffered = options.maxBufferedBytes;
     this.#onSlow = options.onSlowConsumer;
     this.#onSendError = options.onSendError;
+    this.#bulk = options.bulk;
   }
 
   /** seq of the last sequenced broadcast */
@@ -94,7 +98,19 @@ export class Broadcaster {
       }
     }
     const frame: SharedFrame = { payload: bytes };
-    for (const peer of this.peers) this.sendTo(peer, bytes, frame);
+    const bulk = this.#bulk;
+    // corked peers (a held burst) buffer their writes anyway: no hand-over
+    if (bulk === undefined || this.peers.size < bulk.minPeers || this.#corked.length > 0) {
+      for (const peer of this.peers) this.sendTo(peer, bytes, frame);
+      return;
+    }
+    const admitted: Peer[] = [];
+    for (const peer of this.peers) if (this.#admit(peer)) admitted.push(peer);
+    try {
+      for (const peer of bulk.begin(frame, admitted)) this.#write(peer, bytes, frame);
+    } finally {
+      bulk.end();
+    }
   }
 
   /**
@@ -102,12 +118,19 @@ export class Broadcaster {
    * @param [shared] the same bytes as a frame shared by a whole fan-out
    */
   sendTo(peer: Peer, bytes: Uint8Array, shared?: SharedFrame): boolean {
-    if (peer.bufferedAmount > this.#maxBuffered) {
-      this.peers.delete(peer);
-      this.#onSlow?.(peer);
-      peer.close(CloseCode.SlowConsumer, 'slow consumer: send buffer full, reconnect and resync');
-      return false;
-    }
+    return this.#admit(peer) && this.#write(peer, bytes, shared);
+  }
+
+  /** false (and the peer cut off) when its send buffer is over the limit */
+  #admit(peer: Peer): boolean {
+    if (peer.bufferedAmount <= this.#maxBuffered) return true;
+    this.peers.delete(peer);
+    this.#onSlow?.(peer);
+    peer.close(CloseCode.SlowConsumer, 'slow consumer: send buffer full, reconnect and resync');
+    return false;
+  }
+
+  #write(peer: Peer, bytes: Uint8Array, shared?: SharedFrame): boolean {
     try {
       if (shared !== undefined && peer.sendShared !== undefined) peer.sendShared(shared);
       else peer.send(bytes);

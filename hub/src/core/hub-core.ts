@@ -32,7 +32,7 @@ import { HubMetrics, type Gauges, type ProtectionCounters } from './hub-metrics.
 import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
-import { closeReason, type Peer } from './peer.ts';
+import { closeReason, type BulkWriter, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
 import type { ReportFrame } from './report-frame.ts';
 import { Session, SessionState, type SessionHost } from './session.ts';
@@ -50,6 +50,8 @@ export interface HubCoreOptions {
   qpsHistory?: QpsHistory;
   /** monotonic clock in ms for leases (a wall clock jumping forward would end them early) @default performance.now */
   clock?: () => number;
+  /** writes big fan-outs with other threads' help (the socket adapter's FanoutThreads) @default none */
+  bulk?: BulkWriter;
 }
 
 const STATUS_HOT_MAX = 100;
@@ -110,6 +112,7 @@ export class HubCore implements SessionHost {
       ackNotBefore: clock() + this.tunables.leaseMs,
       logger: this.#logger,
       accept: this.#accept,
+      bulk: options.bulk,
       onPromote: (app, key, rule, qps, latencyMs, manual) => this.#onPromote(app, key, rule, qps, latencyMs, manual),
       onDemote: (app, key, qps, reason) => this.#onDemote(app, key, qps, reason),
     });

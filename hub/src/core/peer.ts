@@ -24,6 +24,18 @@ export interface Peer {
   resume?(): void;
 }
 
+/**
+ * Writes one broadcast to many peers with other threads' help (the socket adapter's
+ * fanout-threads.ts). `begin` takes the peers it can write and returns the rest, which the caller
+ * writes meanwhile; `end` (always called after `begin`) waits until every taken peer has it.
+ */
+export interface BulkWriter {
+  /** fan-outs to fewer peers are not worth a hand-over */
+  readonly minPeers: number;
+  begin(frame: SharedFrame, peers: readonly Peer[]): readonly Peer[];
+  end(): void;
+}
+
 /** One broadcast's payload, plus whatever the socket adapter caches for it (its wire form). */
 export interface SharedFrame {
   readonly payload: Uint8Array;

@@ -34,6 +34,13 @@ export interface HubTunables {
   configDebounceMs: number;
   /** share of a rule's threshold the cluster may leave unreported by per-instance pre-filtering @default 0.2 */
   localThresholdFraction: number;
+  /**
+   * threads besides the event loop that write a big broadcast (server/fanout-threads.ts), at most:
+   * never more than the CPU count minus one; 0 = the event loop writes every socket itself @default 3
+   */
+  fanoutThreads: number;
+  /** broadcasts to fewer sockets than this are written by the event loop alone (a hand-over costs ~0.1 ms) @default 1000 */
+  fanoutThreadsMinSockets: number;
   /** ms between WebSocket pings; a socket that answered none of the last is dropped (dead peer) @default 15000 */
   pingIntervalMs: number;
   /** largest HTTP request body accepted @default 65536 */
@@ -102,6 +109,8 @@ export const DEFAULT_TUNABLES: HubTunables = {
   statusIntervalMs: 1000,
   configDebounceMs: 250,
   localThresholdFraction: 0.2,
+  fanoutThreads: 3,
+  fanoutThreadsMinSockets: 1000,
   pingIntervalMs: 15_000,
   maxBodyBytes: 64 * 1024,
   recentEvents: 1000,

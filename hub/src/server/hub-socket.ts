@@ -53,17 +53,24 @@ export class HubSocket extends WebSocket {
 
   /** Peer.sendShared: the frame's wire bytes (built by the first socket, cached on the frame). */
   sendShared(frame: SharedFrame): void {
-    const { _socket: socket, _sender: sender } = this as unknown as WsInternals;
-    if (
-      this.readyState !== WebSocket.OPEN ||
-      socket === undefined ||
-      sender?._state !== SENDER_IDLE ||
-      (sender._queue !== undefined && sender._queue.length > 0)
-    ) {
+    const socket = this.rawSocket();
+    if (socket === undefined) {
       this.send(frame.payload);
       return;
     }
     frame.wire ??= binaryFrame(frame.payload);
     socket.write(frame.wire);
+  }
+
+  /** The underlying socket while bytes written to it are the next on this WebSocket's wire (see the top), else undefined. */
+  rawSocket(): Duplex | undefined {
+    const { _socket: socket, _sender: sender } = this as unknown as WsInternals;
+    if (
+      this.readyState !== WebSocket.OPEN ||
+      sender?._state !== SENDER_IDLE ||
+      (sender._queue !== undefined && sender._queue.length > 0)
+    )
+      return undefined;
+    return socket;
   }
 }

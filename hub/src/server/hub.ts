@@ -22,6 +22,7 @@ import { DEFAULT_HOST, DEFAULT_PORT, type HubOptions } from './options.ts';
 import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
 import { checkTls, loadTls } from './tls.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
+import { FanoutThreads } from './fanout-threads.ts';
 import { guardHttpServer, httpServerOptions, type HttpGuardStats } from './admission.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
@@ -56,6 +57,7 @@ export class Hub {
   /** true when started without a config file: any app, no token, default rule */
   readonly open: boolean;
   readonly #sockets: SocketServer;
+  readonly #fanout: FanoutThreads;
   readonly #feed: DashboardFeed | undefined;
   readonly #host: string;
   readonly #advertiseUrl: string | undefined;
@@ -70,6 +72,7 @@ export class Hub {
     coordinator: Coordinator;
     httpServer: Server;
     sockets: SocketServer;
+    fanout: FanoutThreads;
     feed?: DashboardFeed;
     host: string;
     advertiseUrl?: string;
@@ -84,12 +87,18 @@ export class Hub {
     this.coordinator = parts.coordinator;
     this.httpServer = parts.httpServer;
     this.#sockets = parts.sockets;
+    this.#fanout = parts.fanout;
     this.#feed = parts.feed;
     this.#host = parts.host;
     this.#advertiseUrl = parts.advertiseUrl;
     this.open = parts.open;
     this.#tickTimer = setInterval(() => this.core.tick(), this.core.tunables.tickMs);
     this.#tickTimer.unref();
+  }
+
+  /** internal: sockets the fan-out threads wrote, and those the event loop finished after them (fanout-threads.ts) */
+  get fanoutStats(): { readonly byHelpers: number; readonly finishedByLoop: number } {
+    return this.#fanout.stats;
   }
 
   get port(): number {
@@ -126,6 +135,7 @@ export class Hub {
     const httpClosed = new Promise<void>((resolve) => this.httpServer.close(() => resolve()));
     this.httpServer.closeIdleConnections();
     await this.#sockets.close();
+    await this.#fanout.close();
     this.httpServer.closeAllConnections();
     await httpClosed;
     try {
@@ -157,7 +167,16 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   const coordinator = options.coordinator ?? new LocalCoordinator({ selfId: id, config, maxApps: tunables.maxApps });
   const open = config === undefined;
   const metrics = new MetricsRegistry({ maxAppLabels: open ? tunables.maxAppLabels : Infinity });
-  const core = new HubCore({ id, coordinator, tunables, now, logger });
+  const fanout = new FanoutThreads({
+    threads: tunables.fanoutThreads,
+    minSockets: tunables.fanoutThreadsMinSockets,
+    onFailure: (err) =>
+      logger.error(
+        { evt: 'fanout_threads_failed', err },
+        'fan-out threads stopped; the event loop writes every socket',
+      ),
+  });
+  const core = new HubCore({ id, coordinator, tunables, now, logger, bulk: fanout.threads > 0 ? fanout : undefined });
   core.metrics.observer = metrics;
   const adminToken = options.adminToken ?? config?.adminToken;
   const dashboardToken = options.dashboardToken ?? config?.dashboardToken;
@@ -243,6 +262,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     coordinator,
     httpServer,
     sockets,
+    fanout,
     feed,
     host,
     advertiseUrl: options.advertiseUrl,
