@@ -5,11 +5,11 @@
  * closed with 4008 (slow consumer) instead of silently missing frames: the SDK reconnects and
  * resynchronises from a Snapshot, so no broadcast is ever lost without the SDK knowing.
  *
- * Bursts: one report can promote many keys at once (a sale opens), and a write per socket per
- * broadcast is a syscall each. Work that may broadcast many times runs between `hold()` and
- * `release()`: the first broadcast goes out at once; from the second on, every peer is corked, so
- * the rest of the burst (and any reply written to a peer meanwhile, in order) leaves in one
- * writev per socket when the hold ends. A lone broadcast costs what it always did.
+ * Bursts: one report can promote many keys at once (a sale opens), one tick can demote many, and
+ * a write per socket per broadcast is a syscall each. So the first broadcast of an event-loop turn
+ * goes out at once; from the second on, every peer is corked, and the rest of the burst (with any
+ * reply written to a peer meanwhile, in order) leaves in one writev per socket when the turn's
+ * synchronous work ends (process.nextTick). A lone broadcast costs what it always did.
  */
 import {
   CloseCode,
@@ -41,12 +41,17 @@ export class Broadcaster {
   readonly #onSendError: ((peer: Peer, err: unknown) => void) | undefined;
   readonly #bulk: BulkWriter | undefined;
   #seq = 0;
-  /** open hold() calls */
-  #holds = 0;
-  /** broadcasts sent during the current hold */
-  #heldBroadcasts = 0;
-  /** peers corked during the current hold, uncorked by its release */
+  /** broadcasts sent in this event-loop turn (reset by #endBurst) */
+  #burst = 0;
+  /** peers corked by this turn's burst, uncorked by #endBurst */
   #corked: Peer[] = [];
+  readonly #endBurst = (): void => {
+    this.#burst = 0;
+    if (this.#corked.length === 0) return;
+    const corked = this.#corked;
+    this.#corked = [];
+    for (const peer of corked) peer.uncork!();
+  };
 
   constructor(options: BroadcasterOptions) {
     this.#maxBuffered = options.maxBufferedBytes;
@@ -73,24 +78,10 @@ export class Broadcaster {
     this.sendShared(encode(message));
   }
 
-  /** Starts a region that may broadcast many times (see the note at the top); pair with `release`. */
-  hold(): void {
-    this.#holds++;
-  }
-
-  /** Ends a `hold`: the outermost release writes what the burst left corked. */
-  release(): void {
-    if (--this.#holds > 0) return;
-    this.#heldBroadcasts = 0;
-    if (this.#corked.length === 0) return;
-    const corked = this.#corked;
-    this.#corked = [];
-    for (const peer of corked) peer.uncork!();
-  }
-
   /** Sends pre-encoded bytes to every peer, framed once for all of them (Peer.sendShared). */
   sendShared(bytes: Uint8Array): void {
-    if (this.#holds > 0 && ++this.#heldBroadcasts === 2) {
+    if (this.#burst++ === 0) process.nextTick(this.#endBurst);
+    else if (this.#burst === 2) {
       for (const peer of this.peers) {
         if (peer.cork === undefined || peer.uncork === undefined) continue;
         peer.cork();
@@ -99,7 +90,7 @@ export class Broadcaster {
     }
     const frame: SharedFrame = { payload: bytes };
     const bulk = this.#bulk;
-    // corked peers (a held burst) buffer their writes anyway: no hand-over
+    // corked peers (a burst) buffer their writes anyway: no hand-over
     if (bulk === undefined || this.peers.size < bulk.minPeers || this.#corked.length > 0) {
       for (const peer of this.peers) this.sendTo(peer, bytes, frame);
       return;

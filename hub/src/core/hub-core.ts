@@ -242,12 +242,7 @@ export class HubCore implements SessionHost {
     const now = this.#now();
     const to = Math.min(report.keys.length, from + max);
     this.#countReport(app, session, from, to, now, bytes);
-    app.broadcaster.hold(); // one report can promote many keys
-    try {
-      app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
-    } finally {
-      app.broadcaster.release();
-    }
+    app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
     const { hits, loads } = report;
     if (hits !== undefined && loads !== undefined) {
       for (let i = from; i < to; i++)
@@ -274,12 +269,7 @@ export class HubCore implements SessionHost {
     this.#countReport(app, session, from, to, now, bytes);
     const limits = app.limits.active;
     const start = frame.savings || limits ? frame.save() : undefined;
-    app.broadcaster.hold(); // one report can promote many keys
-    try {
-      app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to);
-    } finally {
-      app.broadcaster.release();
-    }
+    app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to);
     if (start === undefined) return to;
     // a second walk over the step for what needs the keys as strings
     frame.restore(start);
@@ -501,12 +491,7 @@ export class HubCore implements SessionHost {
     }
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => {
-        app.broadcaster.hold(); // many keys can cool off in one tick
-        try {
-          app.aggregator.tick(now);
-        } finally {
-          app.broadcaster.release();
-        }
+        app.aggregator.tick(now);
         app.shares.tick(now);
         app.savings.roll(now, (key) => app.aggregator.isHot(key));
         if (app.limits.active) this.#sendShares(app, now);

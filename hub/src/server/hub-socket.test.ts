@@ -69,7 +69,7 @@ test('sendShared on a socket that is closing does not throw (falls back to send,
   }
 });
 
-test('a held burst of broadcasts is buffered from the second one on and arrives whole and in order at release', async () => {
+test('a burst of broadcasts in one event-loop turn is buffered from the second one on and arrives whole and in order when the turn ends', async () => {
   const { server, client, close } = await pair();
   try {
     const got: { t: number; seq?: number; key?: string }[] = [];
@@ -78,33 +78,31 @@ test('a held burst of broadcasts is buffered from the second one on and arrives 
     broadcaster.peers.add(server);
     const promote = (key: string) =>
       broadcaster.broadcast({ t: MsgType.Promote, key, qps: 100, hotMs: 1000, cacheTtlMs: 1000, cache: true, at: 0 });
-    broadcaster.hold();
     promote('first');
-    assert.is(server.bufferedAmount, 0, 'the first broadcast of a hold is written at once');
+    assert.is(server.bufferedAmount, 0, 'the first broadcast of a turn is written at once');
     promote('second');
     broadcaster.sendTo(server, encode({ t: MsgType.Snapshot, seq: broadcaster.seq, hot: [] })); // a reply in between
-    broadcaster.hold(); // nested: only the outermost release writes
     promote('third');
-    broadcaster.release();
-    assert.ok(server.bufferedAmount > 0, 'the rest of the burst waits for the release');
-    broadcaster.release();
+    assert.ok(server.bufferedAmount > 0, 'the rest of the burst waits for the end of the turn');
+    await new Promise((r) => setImmediate(r));
+    assert.is(server.bufferedAmount, 0, 'written once the turn ended');
+    promote('next turn');
+    assert.is(server.bufferedAmount, 0, 'a new turn starts a new burst: its first broadcast goes at once');
     await within(
       'the burst',
       (async () => {
-        while (got.length < 4) await new Promise((r) => setTimeout(r, 5));
+        while (got.length < 5) await new Promise((r) => setTimeout(r, 5));
       })(),
       5000,
     );
     assert.equal(
       got.map((m) => m.key ?? `snapshot@${m.seq}`),
-      ['first', 'second', 'snapshot@2', 'third'],
+      ['first', 'second', 'snapshot@2', 'third', 'next turn'],
     );
     assert.equal(
       got.filter((m) => m.t === MsgType.Promote).map((m) => m.seq),
-      [1, 2, 3],
+      [1, 2, 3, 4],
     );
-    promote('after');
-    assert.is(server.bufferedAmount, 0, 'outside a hold nothing is held back');
   } finally {
     await close();
   }
