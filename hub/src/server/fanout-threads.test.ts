@@ -130,7 +130,7 @@ test('a socket whose kernel buffer fills mid-frame gets the rest from the event 
   }
 });
 
-test('small fan-outs, frames over 64 KiB and a closed pool stay on the event loop', async () => {
+test('small fan-outs, frames over 64 KiB, a fan-out begun inside another and a closed pool stay on the event loop', async () => {
   const f = await fleet(6);
   const pool = new FanoutThreads({ threads: 2, minSockets: 10 });
   try {
@@ -142,15 +142,21 @@ test('small fan-outs, frames over 64 KiB and a closed pool stay on the event loo
     const wide = new Broadcaster({ maxBufferedBytes: 8 << 20, bulk: big });
     for (const s of f.servers) wide.peers.add(s);
     wide.sendShared(payload(1, 70_000)); // over the shared frame buffer
+    assert.equal(big.stats, { byHelpers: 0, finishedByLoop: 0 });
+    // a fan-out begun while another is open (re-entered from a write callback) is left to the caller
+    const open = big.begin({ payload: payload(9, 10) }, f.servers);
+    assert.is(big.begin({ payload: payload(9, 10) }, f.servers).length, f.servers.length);
+    for (const peer of open) (peer as HubSocket).sendShared({ payload: payload(9, 10) });
+    big.end();
+    assert.ok(big.stats.byHelpers > 0, 'the outer fan-out went through the helpers');
     await big.close();
     wide.sendShared(payload(2, 100)); // closed: no helpers
     assert.equal(pool.stats, { byHelpers: 0, finishedByLoop: 0 });
-    assert.equal(big.stats, { byHelpers: 0, finishedByLoop: 0 });
-    await waitFor('all three frames', () => f.clients.every((c) => c.got.length === 3), 5000);
+    await waitFor('all four frames', () => f.clients.every((c) => c.got.length === 4), 5000);
     for (const c of f.clients)
       assert.equal(
         c.got.map((b) => new DataView(b.buffer, b.byteOffset).getUint32(0)),
-        [0, 1, 2],
+        [0, 1, 9, 2],
       );
   } finally {
     await pool.close();

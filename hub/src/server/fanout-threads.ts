@@ -115,7 +115,8 @@ export class FanoutThreads implements BulkWriter {
    * returns the peers left for the caller to write now. `end` must follow, even if that throws.
    */
   begin(frame: SharedFrame, peers: readonly Peer[]): readonly Peer[] {
-    if (this.threads === 0 || this.#broken || peers.length < this.minPeers) return peers;
+    // a broadcast started while one is open (from a callback of the caller's writes) stays on the event loop
+    if (this.threads === 0 || this.#broken || peers.length < this.minPeers || this.#wire !== undefined) return peers;
     const wire = (frame.wire ??= binaryFrame(frame.payload));
     if (wire.byteLength > MAX_FRAME_BYTES) return peers;
     if (!this.#ready(peers.length)) return peers;
