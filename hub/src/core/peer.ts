@@ -14,8 +14,8 @@ export interface Peer {
   /** bytes queued but not yet written to the network */
   readonly bufferedAmount: number;
   /**
-   * Buffer writes until `uncork` (Broadcaster.hold: a burst of broadcasts leaves in one write);
-   * calls nest. Optional, both or neither.
+   * Buffer writes until `uncork` (Broadcaster: the broadcasts after the first in one event-loop
+   * turn leave in one write); calls nest. Optional, both or neither.
    */
   cork?(): void;
   uncork?(): void;

@@ -205,13 +205,18 @@ export class FanoutThreads implements BulkWriter {
 
   /** Stops the helpers (they do not keep the process alive anyway). */
   async close(): Promise<void> {
+    this.#broken = true;
+    await Promise.all(this.#stopHelpers().map((h) => h.terminate()));
+  }
+
+  /** Tells the helpers to leave their loop and forgets them; returns them, for `terminate`. */
+  #stopHelpers(): Worker[] {
     const helpers = this.#helpers;
     this.#helpers = [];
-    this.#broken = true;
     Atomics.store(this.#control, STOP, 1);
     Atomics.add(this.#control, GENERATION, 1);
     Atomics.notify(this.#control, GENERATION);
-    await Promise.all(helpers.map((h) => h.terminate()));
+    return helpers;
   }
 
   /**
@@ -222,13 +227,7 @@ export class FanoutThreads implements BulkWriter {
   #ready(sockets: number): boolean {
     if (this.#broken) return false;
     if (this.#helpers.length > 0 && this.#fds.length >= sockets) return this.#started === this.threads;
-    const old = this.#helpers;
-    if (old.length > 0) {
-      Atomics.store(this.#control, STOP, 1);
-      Atomics.add(this.#control, GENERATION, 1);
-      Atomics.notify(this.#control, GENERATION);
-      for (const helper of old) void helper.terminate();
-    }
+    for (const helper of this.#stopHelpers()) void helper.terminate();
     this.#started = 0;
     const capacity = Math.max(INITIAL_CAPACITY, 2 ** Math.ceil(Math.log2(sockets)));
     this.#control = sharedInts(SHARES + 2 * this.threads);
