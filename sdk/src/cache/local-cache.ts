@@ -7,7 +7,7 @@
  * filled by `set` and emptied by every removal (eviction, expiry, delete, clear). So a caller
  * holding the slot reads the value, and a ready-made resolved Promise of it, without a lookup
  * here: a slot with a `promise` is exactly a slot this cache holds. Recency is whatever the
- * caller reports through `touch` (the client does once per coarse clock tick per key).
+ * caller reports through `touch` (the client does at most once per key per millisecond).
  */
 import { LRUMapWithDelete } from 'mnemonist';
 

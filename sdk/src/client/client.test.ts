@@ -610,7 +610,7 @@ test('lease: no grant, no cached value served; a refused renewal lets it lapse',
   await teardown(s);
 });
 
-test('lease: the clock is read fresh on the first get() of a task, not left stale by a stall', async () => {
+test('lease: every get() reads the clock itself, so no read that begins after a stall trusts an older reading', async () => {
   // no tick for a minute: only get() itself can notice that time moved (a SIGSTOP, a long GC)
   const s = await setup({ flushIntervalMs: 60_000 }, { leaseMs: 1000 });
   s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
@@ -619,9 +619,21 @@ test('lease: the clock is read fresh on the first get() of a task, not left stal
   const loader = () => `v${++loads}`;
   assert.is(await s.hk.get('k', loader), 'v1');
   assert.is(await s.hk.get('k', loader), 'v1');
-  s.clock.t = 5000; // "resumed" long after the lease ended, before any timer ran
+  // Three reactions run in one microtask checkpoint: a read, a stall that outlasts the lease (the
+  // process stopped; the hub fenced it and acknowledged a write meanwhile), then a read that
+  // begins after the stall. A clock read once per task would still be the first read's.
+  const reads: Promise<string>[] = [];
+  const queued = Promise.resolve();
+  void queued.then(() => reads.push(s.hk.get('k', loader)));
+  void queued.then(() => (s.clock.t = 5000));
+  void queued.then(() => reads.push(s.hk.get('k', loader)));
+  await queued;
+  const [before, after] = await Promise.all(reads);
+  assert.is(before, 'v1', 'the read before the stall: a hit');
+  assert.is(after, 'v2', 'the read after the stall: the lease ended, so the loader runs');
+  s.clock.t = 6000; // "resumed" again, before any timer ran
   await new Promise((r) => setImmediate(r));
-  assert.is(await s.hk.get('k', loader), 'v2');
+  assert.is(await s.hk.get('k', loader), 'v3', 'the first read of a later task reads the clock too');
   await teardown(s);
 });
 

@@ -41,6 +41,8 @@ export type { ClientOptions } from '../options.ts';
 export type { ClientStatus } from './status.ts';
 
 export const SDK_NAME = '@hotkey/sdk/0.1.0';
+/** a hit tells the LRU about its key at most this often (ms): recency finer than this buys nothing */
+const LRU_TOUCH_MS = 1;
 
 /** What one access did to a key, as `track()` counts it. */
 export type AccessKind = 'read' | 'write';
@@ -202,17 +204,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   /** per-rule local thresholds scaled to this window, indexed like #rules.rules */
   #thresholds: number[] = [];
   #instances = 0;
-  /** coarse clock, refreshed by the tick, by every hub frame and once per task by get() */
+  /** coarse clock, refreshed by the tick, by every hub frame and by every get() of a hot key */
   #clock: number;
-  /**
-   * #clock was read in this task: get() reads the real clock at most once per task (a microtask
-   * clears the flag), so a lease is never checked against a clock left stale by a stall (SIGSTOP,
-   * a long GC) whose first callbacks run before the tick refreshes it.
-   */
-  #fresh = false;
-  readonly #staleClock = (): void => {
-    this.#fresh = false;
-  };
 
   #tickTimer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -376,9 +369,12 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       // A hot key counts through the window slot it remembers: one Map lookup per hit, not two.
       if (!this.#window.trackAt(hot.counterSlot, key)) hot.counterSlot = this.#window.track(key);
       // The hit path: the hot entry is also the cache slot and holds a resolved promise of the
-      // value, served while the lease of its hub is current. Recency reaches the LRU once per key
-      // per coarse clock tick, not on every hit.
-      const clock = this.#fresh ? this.#clock : this.#refreshClock();
+      // value, served while the lease of its hub is current. The lease is checked against the
+      // clock read by this call: a clock kept from an earlier call may predate a stall (SIGSTOP,
+      // a long GC) during which the hub fenced this instance and acknowledged a write, so a read
+      // that begins after the stall must not trust it. Recency reaches the LRU at most once per
+      // key per LRU_TOUCH_MS, not on every hit.
+      const clock = (this.#clock = this.#now());
       if (
         hot.promise !== undefined &&
         clock < hot.lease.until &&
@@ -386,7 +382,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
         clock < hot.until &&
         hot.cache
       ) {
-        if (hot.usedAt !== clock) {
+        if (!(clock - hot.usedAt < LRU_TOUCH_MS)) {
           hot.usedAt = clock;
           this.#cache.touch(key);
         }
@@ -399,13 +395,6 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return this.#getSlow(key, loader, hot);
   }
 
-  /** Reads the real clock; get() trusts it until this task ends. */
-  #refreshClock(): number {
-    this.#fresh = true;
-    queueMicrotask(this.#staleClock);
-    return (this.#clock = this.#now());
-  }
-
   /** get() past the hit path; a `hot` key's access is counted already. */
   #getSlow<T>(key: string, loader: (key: string) => T | PromiseLike<T>, hot: HotState | undefined): Promise<T> {
     if (this.#closed) return this.#callLoader(key, loader);
@@ -414,7 +403,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       this.#misses++;
       return this.#callLoader(key, loader);
     }
-    const clock = this.#clock; // read in get() for this task already
+    const clock = this.#clock; // read by get() in this call
     if (hot.until <= clock || !hot.cache || hot.lease.until <= clock) {
       // not hot any more, not cached by rule, or no current lease vouches for a cached value
       this.#misses++;

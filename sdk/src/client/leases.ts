@@ -6,9 +6,9 @@
  *     (clock reading when it SENT that request) + ms − margin
  *
  * while the hub's view ends at (when it RECEIVED it) + ms, so the instance's view always ends
- * first, by at least LEASE_MARGIN_MS. The client reads the real clock on the first get() of each
- * task (client.ts), so within a task its clock is stale by at most that task's run time: the
- * margin covers tasks up to ~100 ms (and the few ms between reading the clock and sending). A hub acks an
+ * first, by at least LEASE_MARGIN_MS (an allowance for clocks that run at different rates on
+ * different hosts). Every get() of a hot key checks the lease against a clock it reads itself (client.ts):
+ * a reading kept from an earlier call may predate a stall of the process. A hub acks an
  * invalidation an instance did not confirm only after its view of that instance's lease lapsed,
  * so once `invalidate()` resolves nobody serves the old value, partitioned or not. A hub grants
  * nothing to a session behind the oldest invalidation it waits on (a one-way partition cannot
@@ -19,7 +19,7 @@ import type { HubLink } from './links.ts';
 
 /** Lease requests kept awaiting their Grant per link; older ones are forgotten (their grant, if it comes, is ignored). */
 const MAX_ASKS = 16;
-/** ms shaved off every lease: a task that runs this long still checks a lease safely */
+/** ms shaved off every lease: the instance's view of it ends at least this much before the hub's */
 export const LEASE_MARGIN_MS = 100;
 
 let nextLeaseId = 0;
