@@ -69,35 +69,63 @@ export interface NsPerOp {
  * compare variants measured the same way (e.g. beside a bare `Map.get`).
  */
 export function measureNsPerOp(body: (n: number) => unknown, opts: NsPerOpOptions = {}): NsPerOp {
-  const warmupMs = opts.warmupMs ?? 300;
-  const rounds = opts.rounds ?? 7;
-  const roundMs = opts.roundMs ?? 100;
-  // calibrate: grow n until one call takes a measurable slice, warming up on the way
-  let n = 1000;
-  const warmEnd = process.hrtime.bigint() + BigInt(Math.round(warmupMs * 1e6));
-  let perOp = 0;
-  for (;;) {
+  const run = nsPerOpRun(opts);
+  for (let n = run.next(); n > 0; n = run.next()) {
     const t0 = process.hrtime.bigint();
     consume(body(n));
-    const elapsed = Number(process.hrtime.bigint() - t0);
-    perOp = elapsed / n;
-    if (process.hrtime.bigint() >= warmEnd && elapsed > 5e6) break;
-    if (elapsed < 5e6) n *= 2;
+    run.took(Number(process.hrtime.bigint() - t0));
   }
-  const iterations = Math.max(1000, Math.round((roundMs * 1e6) / Math.max(perOp, 0.01)));
-  const samples: number[] = [];
-  for (let r = 0; r < rounds; r++) {
+  return run.result();
+}
+
+/** measureNsPerOp for a body that awaits its operations (each `await` ends a microtask). */
+export async function measureNsPerOpAsync(
+  body: (n: number) => Promise<unknown>,
+  opts: NsPerOpOptions = {},
+): Promise<NsPerOp> {
+  const run = nsPerOpRun(opts);
+  for (let n = run.next(); n > 0; n = run.next()) {
     const t0 = process.hrtime.bigint();
-    consume(body(iterations));
-    samples.push(Number(process.hrtime.bigint() - t0) / iterations);
+    consume(await body(n));
+    run.took(Number(process.hrtime.bigint() - t0));
   }
-  const sorted = [...samples].sort((a, b) => a - b);
+  return run.result();
+}
+
+/**
+ * The schedule both measurements follow: calibrate n upwards until one call takes a measurable
+ * slice (warming up on the way), then `rounds` rounds of `roundMs` each. `next()` is the n to
+ * run (0: done), `took(ns)` reports how long it took.
+ */
+function nsPerOpRun(opts: NsPerOpOptions) {
+  const rounds = opts.rounds ?? 7;
+  const roundMs = opts.roundMs ?? 100;
+  const warmEnd = process.hrtime.bigint() + BigInt(Math.round((opts.warmupMs ?? 300) * 1e6));
+  let n = 1000;
+  let iterations = 0; // 0 while calibrating
+  const samples: number[] = [];
   return {
-    median: percentile(sorted, 50, true),
-    min: sorted[0]!,
-    max: sorted[sorted.length - 1]!,
-    rounds: samples,
-    iterations,
+    next: (): number => (iterations === 0 ? n : samples.length < rounds ? iterations : 0),
+    took(elapsed: number): void {
+      if (iterations !== 0) {
+        samples.push(elapsed / iterations);
+        return;
+      }
+      const perOp = elapsed / n;
+      if (process.hrtime.bigint() >= warmEnd && elapsed > 5e6)
+        iterations = Math.max(1000, Math.round((roundMs * 1e6) / Math.max(perOp, 0.01)));
+      else if (elapsed < 5e6) n *= 2;
+    },
+    result(): NsPerOp {
+      const sorted = [...samples].sort((a, b) => a - b);
+      return {
+        median: percentile(sorted, 50, true),
+        min: sorted[0]!,
+        max: sorted[sorted.length - 1]!,
+        rounds: samples,
+        iterations,
+      };
+    },
   };
 }
 
