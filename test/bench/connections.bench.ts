@@ -21,6 +21,9 @@
  * (one more 10,000-socket fan-out, ~3 s after each promotion with the default rule) is in flight.
  * Two broadcasts back to back take twice as long; that is a different figure.
  *
+ * Lease renewals: every instance asks every leaseMs / 4 as a real SDK does. The hub's CPU for that
+ * traffic over its CPU idle, and the fan-out measured again while it flows.
+ *
  * At 5,000: thin spread — a key at 1.2 × the threshold in total, spread evenly over every instance
  * (0.24 accesses/s each), must be promoted; the Report traffic it costs is measured.
  */
@@ -42,6 +45,10 @@ const THIN_AT = 5000;
 const NO_DEMOTION = { hotMs: 600_000, demoteWindows: 100 };
 /** promotions written while the receivers are stopped: the hub's own time */
 const STOPPED_PROMOTIONS = 3;
+/** how often each simulated SDK asks for a lease: a real one asks every leaseMs / 4 */
+const LEASE_ASK_MS = DEFAULT_TUNABLES.leaseMs / 4;
+/** CPU is measured over this long, idle and with lease traffic */
+const LEASE_SPAN_MS = 2000;
 
 const wallNow = hostNow;
 
@@ -103,22 +110,28 @@ benchMain(async ({ quick }) => {
       const rss = (await server.stats()).rss;
       const load = os.loadavg()[0]!.toFixed(1);
 
-      const delivery: number[] = [];
-      const hubDone: number[] = [];
-      let missing = 0;
+      /** `promotions` fresh keys over the threshold, one at a time: every delivery, and the trigger's receipts */
+      const fanOut = async (prefix: string) => {
+        const delivery: number[] = [];
+        const hubDone: number[] = [];
+        let missing = 0;
+        for (let p = 0; p < promotions; p++) {
+          const key = `${prefix}:${n}:${p}`;
+          const sentAt = wallNow();
+          t.send(key);
+          const got = await fleet.collect(key, 10_000);
+          for (const at of got.times) delivery.push(at - sentAt);
+          missing += got.missing;
+          const back = t.back.get(key);
+          if (back !== undefined) hubDone.push(back - sentAt);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        return { delivery, hubDone, missing };
+      };
       const hub0 = await server.stats();
       const gen0 = await fleet.stats();
-      for (let p = 0; p < promotions; p++) {
-        const key = `fan:${n}:${p}`;
-        const sentAt = wallNow();
-        t.send(key);
-        const got = await fleet.collect(key, 10_000);
-        for (const at of got.times) delivery.push(at - sentAt);
-        missing += got.missing;
-        const back = t.back.get(key);
-        if (back !== undefined) hubDone.push(back - sentAt);
-        await new Promise((r) => setTimeout(r, 200));
-      }
+      const { delivery, hubDone, missing: fanMissing } = await fanOut('fan');
+      let missing = fanMissing;
       const hub1 = await server.stats();
       const gen1 = await fleet.stats();
       // the hub's own part: the generators stopped while it writes (on loopback the kernel queues
@@ -140,6 +153,7 @@ benchMain(async ({ quick }) => {
         missing += (await fleet.collect(key, 10_000)).missing;
         await new Promise((r) => setTimeout(r, 200));
       }
+      const leases = await leaseTraffic(server, fleet, () => fanOut('fan-leased'));
       t.close();
       const hubCpu = hub1.cpuMs - hub0.cpuMs;
       const genCpu = gen1.cpuMs - gen0.cpuMs;
@@ -198,6 +212,25 @@ benchMain(async ({ quick }) => {
         },
       );
 
+      rows.push(
+        {
+          bench,
+          metric: `lease traffic, every SDK asking each ${LEASE_ASK_MS} ms: hub CPU`,
+          ours: leases.hubPct,
+          unit: '% of a core',
+          better: 'lower',
+          note: `${Math.round(leases.asksPerS).toLocaleString('en')} asks/s, ${Math.round(leases.grantsPerS).toLocaleString('en')} grants/s; hub ${leases.hubUsPerAsk.toFixed(1)} µs per ask and grant, over idle; the generators ${leases.genPct.toFixed(0)} % of a core`,
+        },
+        {
+          bench,
+          metric: 'promotion fan-out p99, with that lease traffic',
+          ours: percentile(leases.fan.delivery, 99),
+          unit: 'ms',
+          better: 'lower',
+          note: `${promotions} promotions; hub done writing p50 ${percentile(leases.fan.hubDone, 50).toFixed(1)} / max ${Math.max(...leases.fan.hubDone).toFixed(1)} ms${leases.fan.missing ? `; ${leases.fan.missing} deliveries missing` : ''}`,
+        },
+      );
+
       if (n === THIN_AT || (quick && n === steps.at(-1))) rows.push(...(await thinSpread(fleet, server.url, n)));
     }
   } finally {
@@ -206,6 +239,44 @@ benchMain(async ({ quick }) => {
   }
   return rows;
 });
+
+/**
+ * What lease renewals cost the hub: its CPU while every instance asks every LEASE_ASK_MS (as a
+ * real SDK does, leaseMs / 4) over its CPU idle, per second and per ask; then `fanOut` runs with
+ * the asks still coming, as a real fleet's promotions do.
+ */
+async function leaseTraffic<T>(
+  server: Awaited<ReturnType<typeof startServer>>,
+  fleet: SimFleet,
+  fanOut: () => Promise<T>,
+) {
+  const cpu = async () => ({ hub: (await server.stats()).cpuMs, fleet: await fleet.stats(), at: wallNow() });
+  const idle0 = await cpu();
+  await new Promise((r) => setTimeout(r, LEASE_SPAN_MS));
+  const idle1 = await cpu();
+  fleet.leases(LEASE_ASK_MS);
+  try {
+    await new Promise((r) => setTimeout(r, 2 * LEASE_ASK_MS)); // every instance asked twice: steady
+    const on0 = await cpu();
+    await new Promise((r) => setTimeout(r, LEASE_SPAN_MS));
+    const on1 = await cpu();
+    const fan = await fanOut();
+    const idleS = (idle1.at - idle0.at) / 1000;
+    const onS = (on1.at - on0.at) / 1000;
+    const hubMsPerS = (on1.hub - on0.hub) / onS - (idle1.hub - idle0.hub) / idleS;
+    const asksPerS = (on1.fleet.leaseAsks - on0.fleet.leaseAsks) / onS;
+    return {
+      hubPct: hubMsPerS / 10,
+      hubUsPerAsk: (hubMsPerS * 1000) / Math.max(1, asksPerS),
+      genPct: ((on1.fleet.cpuMs - on0.fleet.cpuMs) / onS - (idle1.fleet.cpuMs - idle0.fleet.cpuMs) / idleS) / 10,
+      asksPerS,
+      grantsPerS: (on1.fleet.grants - on0.fleet.grants) / onS,
+      fan,
+    };
+  } finally {
+    fleet.leases(0);
+  }
+}
 
 /** A key at THIN_FACTOR × threshold spread evenly over every instance: promoted, and at what report cost. */
 async function thinSpread(fleet: SimFleet, _url: string, n: number): Promise<BenchRow[]> {

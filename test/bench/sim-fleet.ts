@@ -12,6 +12,9 @@ export interface FleetStats {
   /** Report frames sent so far and their bytes */
   reports: number;
   reportBytes: number;
+  /** Lease frames sent and Grant frames received so far */
+  leaseAsks: number;
+  grants: number;
 }
 
 export class SimFleet {
@@ -69,6 +72,11 @@ export class SimFleet {
     };
   }
 
+  /** Every instance asks for a lease every `everyMs` (0: stop), as an SDK does every leaseMs / 4. */
+  leases(everyMs: number): void {
+    for (const w of this.workers) w.send({ type: 'leases', everyMs });
+  }
+
   async stats(): Promise<FleetStats> {
     for (const w of this.workers) w.send({ type: 'stats' });
     const all = await Promise.all(this.workers.map((w) => w.waitFor<FleetStats>('stats', 10_000)));
@@ -77,6 +85,8 @@ export class SimFleet {
       rss: all.reduce((a, s) => a + s.rss, 0),
       reports: all.reduce((a, s) => a + s.reports, 0),
       reportBytes: all.reduce((a, s) => a + s.reportBytes, 0),
+      leaseAsks: all.reduce((a, s) => a + s.leaseAsks, 0),
+      grants: all.reduce((a, s) => a + s.grants, 0),
     };
   }
 }

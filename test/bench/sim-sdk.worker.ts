@@ -20,7 +20,9 @@
  *   <- { type: 'surge', key, rate, startAt, durationMs }   every instance accesses `key` at `rate`/s
  *      (fractional rates accrue, so 0.24/s means one access per ~4 s) until all saw it hot or time is up
  *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, decidedAt, missing, reports, reportBytes }
- *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes }
+ *   <- { type: 'leases', everyMs }           every instance asks for a lease every `everyMs` (the SDK's
+ *      leaseMs / 4), phases spread evenly over the period; 0 stops asking
+ *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants }
  */
 import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/reporter.ts';
 import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
@@ -43,6 +45,8 @@ const INSTANCES_PER_TICK_MS = 500;
 const MAX_TICK_MS = 5;
 /** slices a key stays urgent after its first crossing (window.ts urgentSlices) */
 const URGENT_SLICES = 3;
+/** how often the lease timer sends the asks that came due */
+const LEASE_TICK_MS = 10;
 
 const wallNow = hostNow;
 
@@ -66,6 +70,9 @@ let reports = 0;
 let reportBytes = 0;
 /** handshakes that timed out and were tried again */
 let handshakeRetries = 0;
+let leaseAsks = 0;
+let grants = 0;
+let leaseTimer: NodeJS.Timeout | undefined;
 
 /** `data` is a view into the read buffer, valid during this call only: decoded here, never kept */
 function onFrame(index: number, data: Uint8Array): void {
@@ -83,6 +90,8 @@ function onFrame(index: number, data: Uint8Array): void {
       times[index] = at;
       seenCount.set(m.key, seenCount.get(m.key)! + 1);
     }
+  } else if (m.t === MsgType.Grant) {
+    grants++;
   } else if (m.t === MsgType.Welcome || m.t === MsgType.Config) {
     local[index] = m.local[0] ?? 1;
   }
@@ -145,6 +154,7 @@ process.on('message', (raw) => {
   if (m.type === 'connect') void connectMore(raw as Connect);
   else if (m.type === 'surge') surge(m.key, m.rate, m.startAt, m.durationMs);
   else if (m.type === 'collect') void collect(m.key, m.deadlineMs);
+  else if (m.type === 'leases') leases((raw as { everyMs: number }).everyMs);
   else if (m.type === 'stats') {
     const cpu = process.cpuUsage();
     toParent({
@@ -153,6 +163,8 @@ process.on('message', (raw) => {
       rss: process.memoryUsage().rss,
       reports,
       reportBytes,
+      leaseAsks,
+      grants,
     });
   }
 });
@@ -254,6 +266,24 @@ function surge(key: string, rate: number, startAt: number, durationMs: number): 
     if (!allHot && now - startAt < durationMs) setTimeout(step, tickMs);
   };
   step();
+}
+
+/** Every instance asks for a lease every `everyMs`, instance i at i/n of the period, as SDKs spread by their start times; 0 stops. */
+function leases(everyMs: number): void {
+  clearInterval(leaseTimer);
+  leaseTimer = undefined;
+  if (!(everyMs > 0)) return;
+  const n = sockets.length;
+  const start = wallNow();
+  let asked = 0; // asks sent since start, instance asked % n next
+  let id = 0;
+  leaseTimer = setInterval(() => {
+    const due = Math.floor(((wallNow() - start) * n) / everyMs);
+    for (; asked < due; asked++) {
+      sockets[asked % n]!.send(encode({ t: MsgType.Lease, id: ++id }));
+      leaseAsks++;
+    }
+  }, LEASE_TICK_MS);
 }
 
 async function collect(key: string, deadlineMs: number): Promise<void> {
