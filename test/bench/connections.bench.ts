@@ -128,6 +128,9 @@ benchMain(async ({ quick }) => {
         }
         return { delivery, hubDone, missing };
       };
+      /** what a fan-out p99 row says beside its figure: when the hub was done, and what never arrived */
+      const fanOutNote = (hubDone: number[], missing: number) =>
+        `${promotions} promotions; hub done writing p50 ${percentile(hubDone, 50).toFixed(1)} / max ${Math.max(...hubDone).toFixed(1)} ms${missing ? `; ${missing} deliveries missing` : ''}`;
       const hub0 = await server.stats();
       const gen0 = await fleet.stats();
       const { delivery, hubDone, missing: fanMissing } = await fanOut('fan');
@@ -184,7 +187,7 @@ benchMain(async ({ quick }) => {
           unit: 'ms',
           better: 'lower',
           target: n >= 10_000 ? { reach: 100 } : undefined,
-          note: `${promotions} promotions; hub done writing p50 ${percentile(hubDone, 50).toFixed(1)} / max ${Math.max(...hubDone).toFixed(1)} ms${missing ? `; ${missing} deliveries missing` : ''}`,
+          note: fanOutNote(hubDone, missing),
         },
         {
           bench,
@@ -227,7 +230,7 @@ benchMain(async ({ quick }) => {
           ours: percentile(leases.fan.delivery, 99),
           unit: 'ms',
           better: 'lower',
-          note: `${promotions} promotions; hub done writing p50 ${percentile(leases.fan.hubDone, 50).toFixed(1)} / max ${Math.max(...leases.fan.hubDone).toFixed(1)} ms${leases.fan.missing ? `; ${leases.fan.missing} deliveries missing` : ''}`,
+          note: fanOutNote(leases.fan.hubDone, leases.fan.missing),
         },
       );
 

@@ -98,7 +98,6 @@ function onFrame(index: number, data: Uint8Array): void {
 }
 
 /** `open`, retried: on a box at load 15 a handshake now and then outlasts its deadline */
-/** `open`, retried: on a box at load 15 a handshake now and then outlasts its deadline */
 async function openRetrying(url: string, app: string, index: number, attempts = 3): Promise<LeanWebSocket> {
   for (let a = 1; ; a++) {
     try {

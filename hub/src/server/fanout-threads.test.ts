@@ -114,8 +114,11 @@ test('a socket whose kernel buffer fills mid-frame gets the rest from the event 
     }
     assert.ok(pool.stats.finishedByLoop > 0, 'some helper write came back short');
     // and more after it: those sockets now have a queue, so the event loop writes them
-    for (let i = sent.length; i < sent.length + 5; i++) broadcaster.sendShared(payload(i, 60_000));
-    for (let i = sent.length, end = sent.length + 5; i < end; i++) sent.push(payload(i, 60_000));
+    for (let k = 0; k < 5; k++) {
+      const p = payload(sent.length, 60_000);
+      sent.push(p);
+      broadcaster.sendShared(p);
+    }
     for (const c of f.clients) (c.ws as unknown as { _socket: { resume(): void } })._socket.resume();
     await waitFor('every frame at every client', () => f.clients.every((c) => c.got.length >= sent.length), 20_000);
     for (const c of f.clients) {
