@@ -104,7 +104,7 @@ export interface ReplicaPolicy {
   max: number;
 }
 
-/** The replica sizing of seed 000: `ceil(qps / 35000 × 1.5)` copies. */
+/** One copy per 35 000 reads/s of the key with 50 % headroom, at most 8: `ceil(qps × 1.5 / 35000)` copies. */
 export const REPLICA_DEFAULTS: Readonly<ReplicaPolicy> = Object.freeze({ perNodeQps: 35_000, factor: 1.5, max: 8 });
 /** most copies a rule may ask for (replica names are probed per copy) */
 export const MAX_REPLICAS = 64;
@@ -113,7 +113,7 @@ export const MAX_LIMIT = 1_000_000_000;
 
 export type RuleKind = 'read' | 'write' | 'any';
 export const RULE_KINDS: readonly RuleKind[] = ['read', 'write', 'any'];
-/** defaults of the write-hot fields, used when a rule asks for them (seed 000 merges INCRs for 100 ms) */
+/** defaults of the write-hot fields, used when a rule asks for them (a hot counter's INCRs merge for 100 ms) */
 export const WRITE_DEFAULTS = { coalesceMs: 100 } as const;
 export const MAX_SHARDS = 1024;
 

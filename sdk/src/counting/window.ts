@@ -23,7 +23,7 @@
  *
  * Sampling (`sampleRate` < 1, per client, or a rule's `sampleRate`): only a share p of the
  * accesses is counted and every reported count is scaled by 1/p (thresholds by p), so the hub
- * sees unbiased estimates (seed 000 counts 0.5 %). The client rate is a countdown to the next
+ * sees unbiased estimates. The client rate is a countdown to the next
  * counted access, drawn from the geometric distribution (the skip trick of Vitter's reservoir
  * "Algorithm Z", TOMS 1985): a sampled-out access costs one decrement, no random draw. A rule
  * with a lower rate thins its keys' counted accesses further (effective rate min(client, rule)).
@@ -168,9 +168,9 @@ export class AccessWindow {
     this.maxCandidates = positiveInt(options.maxCandidates ?? DEFAULT_CLIENT_OPTIONS.maxCandidates, 'maxCandidates');
     this.sliceMs = positiveInt(options.sliceMs ?? DEFAULT_CLIENT_OPTIONS.windowSliceMs, 'sliceMs');
     this.slices = positiveInt(options.slices ?? WINDOW_SLICES, 'slices');
-    // Sampled windows keep the same admission (two counted accesses): admitting on one made every
-    // single sample of a rare key a report of 1 / sampleRate accesses (benchmark 8: precision of
-    // baseline mode at 1 % fell from 0.15 to 0.002)
+    // Sampled windows keep the same admission (two counted accesses): admitting on one would make
+    // every single sample of a rare key a report of 1 / sampleRate accesses, which baseline mode
+    // reads as a surge of a key that was never hot
     this.#admission = positiveInt(options.admission ?? 2, 'admission');
     this.#samples = positiveInt(options.evictionSamples ?? 5, 'evictionSamples');
     this.#sketch = new CountMinSketch({
