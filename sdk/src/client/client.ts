@@ -15,18 +15,10 @@ import { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
 import type { Rule, RuleKind } from '../rules.ts';
-import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
-import {
-  MAX_KEY_LENGTH,
-  MsgType,
-  PROTOCOL_VERSION,
-  type Hello,
-  type Member,
-  type ServerMessage,
-  type Welcome,
-} from '../wire/protocol.ts';
+import { MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION, type Hello } from '../wire/protocol.ts';
 import { AppConfig } from './app-config.ts';
 import { Dispatch } from './dispatch.ts';
+import { HubEvents } from './hub-events.ts';
 import type { ClientEvents, EmitClientEvent } from './events.ts';
 import { Invalidator, type InvalidateOptions, type InvalidateResult, type UpdateMark } from './invalidator.ts';
 import { askLease } from './leases.ts';
@@ -35,6 +27,7 @@ import { HUB_URL, HubLinks } from './links.ts';
 import { ValuePush, type PushCodec } from './push.ts';
 import { RateLimits } from './rate-limits.ts';
 import { ReadPath } from './read-path.ts';
+import { Readiness } from './readiness.ts';
 import { Reporter } from './reporter.ts';
 import { collectStats, type ClientStats } from './stats.ts';
 import { logFault, logStatus } from './status-log.ts';
@@ -77,10 +70,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   #tickTimer: NodeJS.Timeout | undefined;
   #closed = false;
-  #readySettled = false;
-  readonly #ready: Promise<void>;
-  #resolveReady!: () => void;
-  #rejectReady!: (err: Error) => void;
+  readonly #readiness = new Readiness();
+  readonly #hubEvents: HubEvents;
 
   /** get() answered from the local cache (the loads count their own hits) */
   #hits = 0;
@@ -153,6 +144,20 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       jitter,
       closed: () => this.#closed,
     });
+    this.#hubEvents = new HubEvents({
+      hot: this.#hot,
+      loads: this.#loads,
+      config: this.#config,
+      readiness: this.#readiness,
+      maxStaleMs: opts.maxStaleMs,
+      links: () => this.#links,
+      dispatch: () => this.#dispatch,
+      invalidator: () => this.#invalidator,
+      closed: () => this.#closed,
+      readClock,
+      status: (status) => this.#status(status),
+      fault: (error, url, refused) => this.#fault(error, url, refused),
+    });
     const hello: Hello = {
       t: MsgType.Hello,
       v: PROTOCOL_VERSION,
@@ -171,8 +176,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       reconnectMinMs: opts.reconnectMinMs,
       reconnectMaxMs: opts.reconnectMaxMs,
       tls: opts.tls,
-      handler: this.#makeHandler(),
-      onLost: (hub) => this.#onLinkLost(hub),
+      handler: this.#hubEvents,
+      onLost: (hub) => this.#hubEvents.lost(hub),
     });
     this.#invalidator = new Invalidator({
       links: this.#links,
@@ -196,7 +201,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       forget: (key) => this.#forget(key),
       emit: this.emit.bind(this) as EmitClientEvent,
       status: (status) => this.#status(status),
-      applyMembers: (epoch, members) => this.#applyMembers(epoch, members),
+      applyMembers: (epoch, members) => this.#hubEvents.members(epoch, members),
     });
     this.#reporter = new Reporter({
       window: this.#window,
@@ -206,12 +211,6 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       loadsOf: (key) => (this.#hot.get(key)?.cache === true ? this.#loads.tallied(key) : undefined),
       reported: () => this.#loads.resetTally(),
     });
-    this.#ready = new Promise<void>((resolve, reject) => {
-      this.#resolveReady = resolve;
-      this.#rejectReady = reject;
-    });
-    this.#ready.catch(() => {}); // nobody may ever call ready(): not an unhandled rejection
-
     // One timer drives the coarse clock, the window slices, hot-key expiry and the reports.
     this.#tickTimer = setInterval(() => this.#onTick(), this.#opts.flushIntervalMs);
     this.#links.start();
@@ -225,23 +224,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    * reached), HK_ERR_CLOSED when the client is closed first, or the signal's reason when `signal` aborts.
    */
   ready(options: { signal?: AbortSignal } = {}): Promise<void> {
-    const { signal } = options;
-    if (signal === undefined) return this.#ready;
-    if (signal.aborted) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => reject(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#ready.then(
-        () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        (err) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(err);
-        },
-      );
-    });
+    return this.#readiness.wait(options.signal);
   }
 
   /**
@@ -484,10 +467,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#cache.clear();
     this.#loads.clear();
     this.#push.clear();
-    if (!this.#readySettled) {
-      this.#readySettled = true;
-      this.#rejectReady(new HotKeyError(ErrorCode.Closed, 'client closed before a hub welcomed it'));
-    }
+    this.#readiness.reject(new HotKeyError(ErrorCode.Closed, 'client closed before a hub welcomed it'));
     this.#status({ type: 'closed' });
     this.#statusFeed.end();
     this.emit('close');
@@ -532,77 +512,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#reporter.flush(now);
   }
 
-  #makeHandler(): ConnectionHandler {
-    return {
-      welcome: (conn, welcome) => this.#onWelcome(conn, welcome),
-      message: (conn, message) => this.#onMessage(conn, message),
-      down: (conn, code, reason, welcomed) => this.#onDown(conn, code, reason, welcomed),
-      reconnecting: (conn, delayMs) => this.#status({ type: 'reconnecting', url: conn.url, delayMs }),
-      error: (conn, error) => {
-        this.#fault(error, conn.url);
-        // not fatal (a fixed certificate heals it), but ready() must not wait forever on a trust problem
-        if (error instanceof HotKeyError && error.code === ErrorCode.Tls && !this.#readySettled) {
-          this.#readySettled = true;
-          this.#rejectReady(error);
-        }
-      },
-      fatal: (conn, error) => {
-        this.#links.forget(conn);
-        this.#fault(error, conn.url, true);
-        if (!this.#readySettled) {
-          this.#readySettled = true;
-          this.#rejectReady(error);
-        }
-      },
-    };
-  }
-
-  #onWelcome(conn: HubConnection, welcome: Welcome): void {
-    if (this.#closed) return;
-    this.#clock = this.#now();
-    if (!this.#links.admit(conn, welcome)) return;
-    const link = this.#links.get(welcome.hub);
-    if (link !== undefined) askLease(link, this.#clock, true);
-    this.#config.apply(welcome.rules, welcome.local, welcome.instances);
-    this.#status({ type: 'connect', hub: welcome.hub, url: conn.url });
-    this.#applyMembers(welcome.epoch, welcome.members);
-    if (!this.#readySettled) {
-      this.#readySettled = true;
-      this.#resolveReady();
-    }
-  }
-
-  #onDown(conn: HubConnection, code: number, reason: string, welcomed: boolean): void {
-    // a failed attempt to reconnect is an 'error' + 'reconnecting', not another disconnect
-    if (welcomed) this.#status({ type: 'disconnect', hub: conn.hubId, url: conn.url, code, reason });
-    this.#links.down(conn, code);
-  }
-
-  /** A welcomed hub is gone: its keys moved to the other hubs and its hot keys go stale. */
-  #onLinkLost(hub: string): void {
-    this.#clock = this.#now();
-    // Loads in flight may have missed an invalidation: they must not fill. Values cached already
-    // stay servable under the old link's lease, which the hub waits out before any ack.
-    for (const key of this.#hot.invalidateHub(hub)) this.#loads.drop(key);
-    const stale = this.#hot.markStale(hub, this.#clock, this.#opts.maxStaleMs);
-    if (stale > 0) this.#status({ type: 'stale', hub, keys: stale });
-    this.#invalidator.hubLost(hub);
-  }
-
-  #onMessage(conn: HubConnection, message: ServerMessage): void {
-    if (this.#closed) return;
-    const link = this.#links.linkOf(conn);
-    if (link === undefined) return;
-    this.#clock = this.#now();
-    this.#dispatch.message(link, message);
-  }
-
-  /** Connects to new members and drops those that left (links.ts), then tells status(). */
-  #applyMembers(epoch: number, members: Member[]): void {
-    if (this.#links.applyMembers(epoch, members)) this.#status({ type: 'members', epoch, members });
-  }
-
-  #fault(error: Error, url?: string, refused = false): void {
+  #fault(error: Error, url: string | undefined, refused: boolean): void {
     logFault(this.#opts.logger, error, url, refused);
     this.#status(url === undefined ? { type: 'error', error } : { type: 'error', error, url });
     // EventEmitter throws on 'error' without listeners: a network fault must never do that.
