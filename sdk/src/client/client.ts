@@ -9,7 +9,7 @@
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { HotSet } from '../cache/hot-set.ts';
+import { HotSet, type HotState } from '../cache/hot-set.ts';
 import { LocalCache } from '../cache/local-cache.ts';
 import { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
@@ -264,6 +264,11 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     }
     // Everything else lives apart (read-path.ts) so that get() stays small enough for V8 to
     // inline into the caller's loop (the load path alone would exceed its bytecode budget).
+    return this.#getSlow(key, loader, hot);
+  }
+
+  /** get() past the hit path: one private call, so get() itself stays as small as it can be. */
+  #getSlow<T>(key: string, loader: (key: string) => T | PromiseLike<T>, hot: HotState | undefined): Promise<T> {
     return this.#reads.slow(key, loader, hot, this.#clock);
   }
 
