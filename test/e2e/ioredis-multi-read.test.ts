@@ -235,6 +235,24 @@ test('pipeline: hot cached GETs answered locally, the rest sent, exec() in order
   assert.equal(hits.sent, []);
 });
 
+test('pipeline: a hot key not cached yet loads apart, after the batch (tracking off: the load is on this connection)', async () => {
+  const [r] = await readers(1, { tracking: false });
+  await plain.mset({ 'u:c1': 'c1', 'u:h': 'hot', 'u:c2': 'c2', 'u:b': 'buf' });
+  await promoteOn(e2e, 'u:h', [r!]);
+  await promoteOn(e2e, 'u:b', [r!]);
+  const build = (c: Redis) =>
+    c.pipeline().get('u:c1').get('u:h').getBuffer('u:b').mget('u:c2', 'u:h').get('u:c2').exec();
+  const expected = await build(redis());
+  const { result, sent } = await sentBy(r!.redis, () => build(r!.redis));
+  assert.equal(result, expected);
+  // the loads (GET + PTTL) follow the pipeline's own commands
+  assert.equal(
+    sent.slice(0, 3).map((s) => s.join(' ')),
+    ['get u:c1', 'mget u:c2', 'get u:c2'],
+  );
+  assert.equal(await build(r!.redis), expected); // and now from the cache
+});
+
 test('multi(): never answered locally, it reads the transaction’s own snapshot', async () => {
   const [r] = await readers(1);
   await plain.set('x:k', 'old');
