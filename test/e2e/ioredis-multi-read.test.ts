@@ -16,7 +16,12 @@ import { delay, waitFor, within } from '../support/wait.ts';
 const e2e = hubInProcess(test, {
   config: {
     apps: {
-      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 }] },
+      shop: {
+        rules: [
+          { match: 'cnt:*', threshold: 1_000_000, kind: 'write', shards: 4, cache: false, hotMs: 600_000 },
+          { match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 },
+        ],
+      },
     },
   },
 });
@@ -191,6 +196,22 @@ test('hmget and Buffer replies: typed like a plain client, copies, exact bytes',
   assert.ok(bin.result!.equals(binary));
   assert.equal(bin.sent.length, 1);
   assert.ok((await c.mgetBuffer('b:s', 'b:bin'))[1]!.equals(binary));
+});
+
+test('mget of a sharded counter sums its shards, as its GET does', async () => {
+  const [r] = await readers(1, { tracking: false });
+  const { hotKeyStats } = await import('@hotkey/sdk/ioredis');
+  await plain.set('cnt:1', '10');
+  await plain.set('n:1', 'x');
+  await hotAndCached([r!], ['n:1']);
+  await promoteOn(e2e, 'cnt:1', [r!]);
+  assert.is(r!.hk.hotKind('cnt:1'), 'write');
+  for (let i = 0; i < 20; i++) await r!.redis.incrby('cnt:1', 2);
+  await waitFor('cnt:1 sharded', () => hotKeyStats(r!.redis).writeHot.sharded === 1, 2000);
+  assert.ok(Number(await plain.get('cnt:1')) < 50, 'increments went to the shards');
+  assert.is(await r!.redis.get('cnt:1'), '50');
+  assert.equal(await r!.redis.mget('n:1', 'cnt:1', 'n:none'), ['x', '50', null]);
+  assert.equal(await r!.redis.mgetBuffer('cnt:1'), [Buffer.from('50')]);
 });
 
 test('pipeline: hot cached GETs answered locally, the rest sent, exec() in order with [err, value]', async () => {
