@@ -312,4 +312,34 @@ test('multi(): never answered locally, it reads the transaction’s own snapshot
   assert.match(String(queued.result.exec![3]![0]), /WRONGTYPE/);
 });
 
+test('tracking down: multi-key reads serve no value read under the lost session', async () => {
+  const [r] = await readers(1);
+  await plain.set('k:k', 'v0');
+  await plain.set('k:other', 'o');
+  await hotAndCached([r!], ['k:k', 'k:other']);
+  assert.equal(await r!.redis.mget('k:k', 'k:other'), ['v0', 'o']);
+  const list = (await plain.client('LIST')) as string;
+  const victims = list
+    .split('\n')
+    .filter((line) => line.includes(' name=hotkey-invalidations '))
+    .map((line) => /(?:^|\s)id=(\d+)/.exec(line)![1]!);
+  assert.ok(victims.length > 0);
+  // kept down while we write: Redis refuses new connections while maxclients is reached
+  const connected = Number(/^connected_clients:(\d+)/m.exec(await plain.info('clients'))![1]);
+  await plain.config('SET', 'maxclients', String(connected - victims.length));
+  try {
+    for (const id of victims) await plain.client('KILL', 'ID', id);
+    for (let i = 1; i <= 10; i++) {
+      const v = `down-${i}`;
+      await plain.set('k:k', v); // nobody can tell the wrapper now
+      assert.equal(await r!.redis.mget('k:other', 'k:k'), ['o', v], `mget ${i}`);
+      assert.equal(await r!.redis.mgetBuffer('k:k'), [Buffer.from(v)], `mgetBuffer ${i}`);
+      assert.equal(await r!.redis.getBuffer('k:k'), Buffer.from(v), `getBuffer ${i}`);
+      assert.equal(await r!.redis.pipeline().get('k:k').exec(), [[null, v]], `pipeline ${i}`);
+    }
+  } finally {
+    await plain.config('SET', 'maxclients', '10000');
+  }
+});
+
 test.run();
