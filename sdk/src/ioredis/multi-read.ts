@@ -58,6 +58,11 @@ export interface MultiReadContext {
   isCluster: boolean;
   /** the client can answer reads at all (not ended, not a subscriber connection) */
   servable(client: Client): boolean;
+  /**
+   * the wrapper's GET method (its fast path: a hit builds no Command), called with the key as the
+   * caller names it (without the client's keyPrefix)
+   */
+  get(client: Client, key: string): Promise<unknown>;
   /** the wrapper's hot read of one key (`get`, `hget`, `hgetall`, UTF-8 reply): settles `command` */
   read(client: Client, command: MultiCmd): void;
   /**
@@ -258,6 +263,14 @@ export class MultiRead {
 
   /** A hot key's GET through the wrapper's one-key path (or a sharded counter's sum). */
   #getOne(client: Client, Ctor: CmdCtor, arg: unknown, key: string): Promise<unknown> {
+    // the GET method, unless a rate limit would take a token again or the prefix is not a string
+    const prefix = client.options.keyPrefix;
+    if (
+      !this.#ctx.hk.limiting &&
+      typeof arg === 'string' &&
+      (prefix === undefined || (typeof prefix === 'string' && arg.startsWith(prefix)))
+    )
+      return this.#ctx.get(client, prefix ? arg.slice(prefix.length) : arg);
     const get = new Ctor('get', [arg], { replyEncoding: 'utf8' });
     const sum = this.#ctx.sharded(key) ? this.#ctx.sum(client, get) : undefined;
     if (sum !== undefined) return sum;

@@ -536,6 +536,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     hk,
     isCluster,
     servable: (c) => c.status !== 'end' && !inSubscriberMode(c),
+    get: (c, key) => get.call(c, key) as Promise<unknown>,
     read: (c, command) => {
       dispatched.add(command);
       void read(c, base.sendCommand as Send, command as Cmd, command.name as ReadName);
