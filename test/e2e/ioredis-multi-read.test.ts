@@ -274,6 +274,25 @@ test('pipeline: a hot key not cached yet loads apart, after the batch (tracking 
   assert.equal(await build(r!.redis), expected); // and now from the cache
 });
 
+test('enableAutoPipelining: hot cached HGET, MGET and getBuffer answered locally, the rest batched', async () => {
+  const [r] = await readers(1, {}, { enableAutoPipelining: true });
+  await plain.hset('ap:h', { f: 'v' });
+  await plain.mset({ 'ap:s': 's', 'ap:c': 'c' });
+  await promoteOn(e2e, 'ap:h', [r!]);
+  await hotAndCached([r!], ['ap:s']);
+  await r!.redis.hgetall('ap:h');
+  await r!.redis.hgetall('ap:h');
+  const c = r!.redis;
+  const { result, sent } = await sentBy(c, () =>
+    Promise.all([c.hget('ap:h', 'f'), c.mget('ap:s', 'ap:c'), c.getBuffer('ap:s'), c.get('ap:c')]),
+  );
+  assert.equal(result, ['v', ['s', 'c'], Buffer.from('s'), 'c']);
+  assert.equal(
+    sent.map((s) => s.join(' ')),
+    ['mget ap:c', 'get ap:c'],
+  );
+});
+
 test('multi(): never answered locally, it reads the transaction’s own snapshot', async () => {
   const [r] = await readers(1);
   await plain.set('x:k', 'old');

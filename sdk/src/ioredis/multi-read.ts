@@ -134,6 +134,11 @@ export class MultiRead {
     if (encoding !== 'utf8' && encoding !== null) return undefined; // another encoding: Redis converts it
     // a one-key read with a UTF-8 reply on its own is the wrapper's (its fast path)
     if (!multiKey && encoding === 'utf8' && !inPipeline) return undefined;
+    // with enableAutoPipelining a GET in a pipeline may be the wrapper's own load of the key,
+    // batched after the hook let it pass: waiting on that load would wait on itself (the GET
+    // method answers hot keys before ioredis batches them)
+    if (inPipeline && name === 'get' && encoding === 'utf8' && client.options.enableAutoPipelining === true)
+      return undefined;
     if (!this.#ctx.servable(client)) return undefined;
     if (inPipeline && !this.#canRelease(client, stream)) return undefined;
     if (name === 'mget') return this.#mget(client, command, encoding, stream, node);
