@@ -84,51 +84,39 @@ benchMain(async ({ quick }) => {
         }
         return last;
       }, opts);
-    // alternated, so that drift on a shared machine falls on both
-    const plainHot = await time(plain, HOT);
-    const wrappedHot = await time(wrapped, HOT);
-    const plainMixed = await time(plain, MIXED);
-    const wrappedMixed = await time(wrapped, MIXED);
     const calls = quick ? 200 : 2000;
-    const cmd = {
-      plainHot: await commandsPer(calls, () => plain.mget(HOT)),
-      wrappedHot: await commandsPer(calls, () => wrapped.mget(HOT)),
-      plainMixed: await commandsPer(calls, () => plain.mget(MIXED)),
-      wrappedMixed: await commandsPer(calls, () => wrapped.mget(MIXED)),
-    };
-    const row = (metric: string, ours: number, baseline: number, unit: string, note: string): BenchRow => ({
-      bench: '16 multi-key reads',
-      metric,
-      ours,
-      baseline,
-      unit,
-      better: 'lower',
-      note,
-    });
-    return [
-      row(
-        'awaited mget, 10 hot keys',
-        Math.round(wrappedHot.median),
-        Math.round(plainHot.median),
-        'ns/call',
-        'baseline: plain ioredis, same server, same run',
-      ),
-      row('Redis commands per mget, 10 hot keys', cmd.wrappedHot, cmd.plainHot, 'commands', `${calls} calls each`),
-      row(
-        'awaited mget, 8 hot + 2 cold keys',
-        Math.round(wrappedMixed.median),
-        Math.round(plainMixed.median),
-        'ns/call',
-        'the wrapper sends one MGET of the 2 cold keys',
-      ),
-      row(
-        'Redis commands per mget, 8 hot + 2 cold',
-        cmd.wrappedMixed,
-        cmd.plainMixed,
-        'commands',
-        `${calls} calls each`,
-      ),
+    const cases = [
+      { name: '10 hot keys', keys: HOT, note: 'baseline: plain ioredis, same server, same run' },
+      { name: '8 hot + 2 cold keys', keys: MIXED, note: 'the wrapper sends one MGET of the 2 cold keys' },
     ];
+    const rows: BenchRow[] = [];
+    for (const { name, keys, note } of cases) {
+      // alternated, so that drift on a shared machine falls on both
+      const plainNs = (await time(plain, keys)).median;
+      const wrappedNs = (await time(wrapped, keys)).median;
+      const plainCommands = await commandsPer(calls, () => plain.mget(keys));
+      const wrappedCommands = await commandsPer(calls, () => wrapped.mget(keys));
+      const row = { bench: '16 multi-key reads', better: 'lower' } as const;
+      rows.push(
+        {
+          ...row,
+          metric: `awaited mget, ${name}`,
+          ours: Math.round(wrappedNs),
+          baseline: Math.round(plainNs),
+          unit: 'ns/call',
+          note,
+        },
+        {
+          ...row,
+          metric: `Redis commands per mget, ${name}`,
+          ours: wrappedCommands,
+          baseline: plainCommands,
+          unit: 'commands',
+          note: `${calls} calls each`,
+        },
+      );
+    }
+    return rows;
   } finally {
     plain.disconnect();
     wrapped.disconnect();
