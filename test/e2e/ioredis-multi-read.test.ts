@@ -10,7 +10,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import type { WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { promoteOn, warm, wrappedReaders, type Reader } from '../support/staleness.ts';
+import { promoteOn, wrappedReaders, type Reader } from '../support/staleness.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
@@ -85,11 +85,34 @@ test.after(async () => {
   await server?.stop();
 });
 
+/** Commands Redis executed so far, on every connection (INFO itself left out). */
+async function executed(): Promise<number> {
+  let n = 0;
+  for (const m of (await plain.info('commandstats')).matchAll(/^cmdstat_([\w|]+):calls=(\d+)/gm))
+    if (m[1] !== 'info') n += Number(m[2]);
+  return n;
+}
+
+/** Runs `read` until it sends Redis nothing: cached, under a live tracking session if tracking is on. */
+async function servedLocally(label: string, read: () => Promise<unknown>): Promise<void> {
+  await waitFor(
+    `${label} served locally`,
+    async () => {
+      await read();
+      const before = await executed();
+      await read();
+      return (await executed()) === before;
+    },
+    3000,
+    5,
+  );
+}
+
 /** `keys` promoted on `group` and read until each instance serves them from its cache. */
 async function hotAndCached(group: readonly Reader<Redis>[], keys: readonly string[]): Promise<void> {
   for (const key of keys) {
     await promoteOn(e2e, key, group);
-    for (const r of group) await warm(r, key);
+    for (const r of group) await servedLocally(key, () => r.redis.get(key));
   }
 }
 
@@ -120,7 +143,7 @@ test('mget: a hot key holding a hash is null, as MGET says; callbacks get the sa
   await plain.hset('t:h', { f: 'v' });
   await hotAndCached([r!], ['t:s']);
   await promoteOn(e2e, 't:h', [r!]);
-  await r!.redis.hgetall('t:h');
+  await servedLocally('t:h', () => r!.redis.hgetall('t:h'));
   const expected = await plain.mget('t:h', 't:s', 't:none');
   assert.equal(await r!.redis.mget('t:h', 't:s', 't:none'), expected);
   const viaCallback = await new Promise((resolve, reject) =>
@@ -165,8 +188,7 @@ test('hmget and Buffer replies: typed like a plain client, copies, exact bytes',
   await plain.hset('b:h', { name: 'ann', city: 'oslo' });
   await hotAndCached([r!], ['b:s', 'b:bin']);
   await promoteOn(e2e, 'b:h', [r!]);
-  await r!.redis.hgetall('b:h');
-  await r!.redis.hgetall('b:h');
+  await servedLocally('b:h', () => r!.redis.hgetall('b:h'));
   const c = r!.redis;
   const hm = await sentBy(c, () => c.hmget('b:h', 'city', 'nope', 'name'));
   assert.equal(hm.result, ['oslo', null, 'ann']);
@@ -220,8 +242,7 @@ test('pipeline: hot cached GETs answered locally, the rest sent, exec() in order
   await plain.hset('q:hash', { f: 'v' });
   await hotAndCached([r!], ['q:h1', 'q:h2']);
   await promoteOn(e2e, 'q:hash', [r!]);
-  await r!.redis.hgetall('q:hash');
-  await r!.redis.hgetall('q:hash');
+  await servedLocally('q:hash', () => r!.redis.hgetall('q:hash'));
   const build = (c: Redis) =>
     c
       .pipeline()
@@ -236,7 +257,7 @@ test('pipeline: hot cached GETs answered locally, the rest sent, exec() in order
   const expected = await build(redis()).exec();
   await plain.mset({ 'q:h2': 'two', 'q:c': 'cold' });
   await r!.redis.set('q:h2', 'two'); // through the wrapper, so that its cache drops it
-  await warm(r!, 'q:h2');
+  await servedLocally('q:h2', () => r!.redis.get('q:h2'));
   const { result, sent } = await sentBy(r!.redis, () => build(r!.redis).exec());
   assert.is(result!.length, expected!.length);
   result!.forEach(([err, value], i) => {
@@ -280,8 +301,7 @@ test('enableAutoPipelining: hot cached HGET, MGET and getBuffer answered locally
   await plain.mset({ 'ap:s': 's', 'ap:c': 'c' });
   await promoteOn(e2e, 'ap:h', [r!]);
   await hotAndCached([r!], ['ap:s']);
-  await r!.redis.hgetall('ap:h');
-  await r!.redis.hgetall('ap:h');
+  await servedLocally('ap:h', () => r!.redis.hgetall('ap:h'));
   const c = r!.redis;
   const { result, sent } = await sentBy(c, () =>
     Promise.all([c.hget('ap:h', 'f'), c.mget('ap:s', 'ap:c'), c.getBuffer('ap:s'), c.get('ap:c')]),
@@ -312,7 +332,7 @@ test('multi(): never answered locally, it reads the transaction’s own snapshot
   );
   // multi({ pipeline: false }): the reads go to Redis (QUEUED) as well
   await r!.redis.set('x:k', 'v2');
-  await warm(r!, 'x:k');
+  await servedLocally('x:k', () => r!.redis.get('x:k'));
   const transaction = async (c: Redis) => {
     await c.multi({ pipeline: false });
     const got = await Promise.all([c.get('x:k'), c.mget('x:k'), c.getBuffer('x:k'), c.hmget('x:k', 'f')]);
