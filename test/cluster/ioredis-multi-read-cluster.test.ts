@@ -51,6 +51,17 @@ async function hotAndCached(r: Reader<Cluster>, keys: readonly string[]): Promis
   for (const key of keys) {
     await promoteOn(e2e, key, [r]);
     await warm(r, key);
+    // and under a live tracking session of its master: a GET of it sends nothing
+    await waitFor(
+      `${key} served locally`,
+      async () => {
+        const gets = await calls(r.redis, 'get');
+        await r.redis.get(key);
+        return (await calls(r.redis, 'get')) === gets;
+      },
+      5000,
+      5,
+    );
   }
 }
 
