@@ -1,13 +1,14 @@
 /**
- * `hotkey-conformance`: checks a hub or a client against the wire protocol's numbered rules
+ * `hotkey-hub conformance`: checks a hub or a client against the wire protocol's numbered rules
  * (sdk/src/wire/PROTOCOL.md, "Conformance kit") and prints which hold and which are broken.
+ * bin/hotkey-hub.js dispatches to it (one bin per package keeps `npx @hotkey/hub` working).
  * Exit codes: 0 every checked rule holds, 1 a rule is broken (or the peer never came), 2 bad usage.
  */
 import { parseArgs } from 'node:util';
 import { checkHub, startClientCheck, type Results } from './conformance/index.ts';
 
-const USAGE = `usage: hotkey-conformance hub <ws-url> [options]
-       hotkey-conformance client [options]
+const USAGE = `usage: hotkey-hub conformance hub <ws-url> [options]
+       hotkey-hub conformance client [options]
 
   hub <ws-url>       play clients against the hub at ws-url (ws:// or wss://): rules H1-H13
     --app NAME       the app to join (default conformance; any name on a hub without a config file)
@@ -15,7 +16,7 @@ const USAGE = `usage: hotkey-conformance hub <ws-url> [options]
   client             play a hub; the client under test connects to the printed URL: rules C1-C8
     --host ADDR      interface to listen on (default 127.0.0.1)
     --port N         port, 0 = any free one (default 0)
-    --lease-ms N     lease the kit grants (default 1000)
+    --lease-ms N     lease the kit grants (default 2000)
     --wait-ms N      how long to wait for the client to connect (default 30000)
   --timeout-ms N     how long one step may take (default 3000)
   --json             print the results as one JSON object
@@ -25,7 +26,7 @@ Exit codes: 0 every checked rule holds, 1 a rule is broken, 2 bad usage.
 `;
 
 function usageError(message: string): never {
-  process.stderr.write(`hotkey-conformance: ${message}\n\n${USAGE}`);
+  process.stderr.write(`hotkey-hub conformance: ${message}\n\n${USAGE}`);
   process.exit(2);
 }
 
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
     for (const flag of ['host', 'port', 'lease-ms', 'wait-ms'] as const)
       if (values[flag] !== undefined) usageError(`--${flag} is for client mode`);
     if (values.app !== undefined && values.app === '') usageError('--app must not be empty');
-    title = `hotkey-conformance hub ${url}`;
+    title = `hotkey-hub conformance hub ${url}`;
     results = await checkHub(url, {
       ...(values.app === undefined ? {} : { app: values.app }),
       ...(values.token === undefined ? {} : { token: values.token }),
@@ -96,7 +97,7 @@ async function main(): Promise<void> {
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
     });
     process.stdout.write(`HOTKEY_CONFORMANCE_LISTENING ${check.url}\n`);
-    title = `hotkey-conformance client (${check.url})`;
+    title = `hotkey-hub conformance client (${check.url})`;
     results = await check.done;
   } else {
     usageError(mode === undefined ? 'say hub or client' : `unknown mode "${mode}"`);
@@ -110,6 +111,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`hotkey-conformance: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.stderr.write(`hotkey-hub conformance: ${(err as Error)?.stack ?? String(err)}\n`);
   process.exit(1);
 });

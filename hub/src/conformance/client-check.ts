@@ -10,7 +10,14 @@
  *
  * Every frame the client sends is checked as it arrives (C2).
  */
-import { decodeClientMessage, MsgType, PROTOCOL_VERSION, type Hello, type ServerMessage } from '@hotkey/sdk/protocol';
+import {
+  DEFAULT_LEASE_MS,
+  decodeClientMessage,
+  MsgType,
+  PROTOCOL_VERSION,
+  type Hello,
+  type ServerMessage,
+} from '@hotkey/sdk/protocol';
 import { hexToBytes, storedVectors } from '@hotkey/sdk/vectors';
 import { CLIENT_RULES, Results } from './rules.ts';
 import { type Link, Listener, pause, type Frame } from './socket.ts';
@@ -20,7 +27,7 @@ export interface ClientCheckOptions {
   host?: string;
   /** 0: any free port @default 0 */
   port?: number;
-  /** the lease the kit grants @default 1000 */
+  /** the lease the kit grants @default 2000 (DEFAULT_LEASE_MS) */
   leaseMs?: number;
   /** how long to wait for the client's first connection @default 30000 */
   waitMs?: number;
@@ -52,7 +59,7 @@ const is =
 export async function startClientCheck(options: ClientCheckOptions = {}): Promise<ClientCheck> {
   const listener = await Listener.listen(options.host ?? '127.0.0.1', options.port ?? 0, decodeClientMessage);
   const done = scenario(listener, {
-    leaseMs: options.leaseMs ?? 1000,
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
     waitMs: options.waitMs ?? 30_000,
     timeoutMs: options.timeoutMs ?? 3000,
   }).finally(() => listener.close());

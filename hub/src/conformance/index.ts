@@ -1,6 +1,6 @@
 /**
  * The conformance kit: checks a hub or a client against the numbered rules of the wire protocol
- * (sdk/src/wire/PROTOCOL.md). `hotkey-conformance` (conformance-cli.ts) is its command; tests and
+ * (sdk/src/wire/PROTOCOL.md). `hotkey-hub conformance` (conformance-cli.ts) is its command; tests and
  * tools may call it directly.
  */
 export { checkHub, CHECK_KEY } from './hub-check.ts';
