@@ -70,11 +70,17 @@ export class Results {
     if (r.details.length < MAX_DETAILS) r.details.push(detail);
   }
 
-  /** A part not checked, and why: the reason while nothing else of the rule was checked, a note beside a pass. */
+  /** Not checked, and why (only while nothing of the rule was checked). */
   skip(id: RuleId, why: string): void {
     const r = this.#get(id);
-    if (r.status === 'fail' || r.details.length >= MAX_DETAILS) return;
-    if (r.status === 'ok' || r.details.length === 0) r.details.push(r.status === 'ok' ? `not checked: ${why}` : why);
+    if (r.status === 'skip' && r.details.length === 0) r.details.push(why);
+  }
+
+  /** A part of the rule not checked: the reason if nothing else of it was, else a note beside its pass. */
+  partly(id: RuleId, why: string): void {
+    const r = this.#get(id);
+    if (r.status === 'ok') r.details.push(`not checked: ${why}`);
+    else this.skip(id, why);
   }
 
   /** Passes `id` when `ok`, else fails it with `detail`; returns `ok`. */
