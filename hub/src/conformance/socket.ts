@@ -28,13 +28,34 @@ export interface Closed {
 
 export type Decoder = (bytes: Uint8Array) => Message;
 
+/** Sleepers woken early by news (a frame, a close, a connection), each at its deadline at the latest. */
+class Wakers {
+  readonly #all = new Set<() => void>();
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#all.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#all.add(done);
+    });
+  }
+
+  wake(): void {
+    for (const wake of [...this.#all]) wake();
+  }
+}
+
 export class Link {
   readonly frames: Frame[] = [];
   closed: Closed | undefined;
   /** called for each frame as it arrives, before any wait sees it */
   onFrame: ((frame: Frame) => void) | undefined;
   readonly #ws: WebSocket;
-  readonly #wakers = new Set<() => void>();
+  readonly #wakers = new Wakers();
 
   constructor(ws: WebSocket, decode: Decoder) {
     this.#ws = ws;
@@ -49,11 +70,11 @@ export class Link {
       }
       this.frames.push(frame);
       this.onFrame?.(frame);
-      this.#wake();
+      this.#wakers.wake();
     });
     ws.on('close', (code, reason) => {
       this.closed = { code, reason: reason.toString(), at: performance.now() };
-      this.#wake();
+      this.#wakers.wake();
     });
     ws.on('error', () => {}); // the close that follows is what counts
   }
@@ -110,7 +131,7 @@ export class Link {
       if (this.closed !== undefined) return undefined;
       const left = deadline - performance.now();
       if (left <= 0) return undefined;
-      await this.#sleep(left);
+      await this.#wakers.sleep(left);
     }
   }
 
@@ -120,25 +141,9 @@ export class Link {
     while (this.closed === undefined) {
       const left = deadline - performance.now();
       if (left <= 0) return undefined;
-      await this.#sleep(left);
+      await this.#wakers.sleep(left);
     }
     return this.closed;
-  }
-
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#wakers.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.#wakers.add(done);
-    });
-  }
-
-  #wake(): void {
-    for (const wake of [...this.#wakers]) wake();
   }
 }
 
@@ -147,7 +152,7 @@ export class Listener {
   readonly #wss: WebSocketServer;
   readonly #queue: Link[] = [];
   readonly #all: Link[] = [];
-  readonly #wakers = new Set<() => void>();
+  readonly #wakers = new Wakers();
   /** connections accepted so far */
   accepted = 0;
 
@@ -158,7 +163,7 @@ export class Listener {
       this.accepted++;
       this.#queue.push(link);
       this.#all.push(link);
-      for (const wake of [...this.#wakers]) wake();
+      this.#wakers.wake();
     });
   }
 
@@ -181,15 +186,7 @@ export class Listener {
     while (this.#queue.length === 0) {
       const left = deadline - performance.now();
       if (left <= 0) return undefined;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          this.#wakers.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(done, left);
-        this.#wakers.add(done);
-      });
+      await this.#wakers.sleep(left);
     }
     return this.#queue.shift();
   }
