@@ -274,7 +274,9 @@ async function fenced(r: Results, a: Member, b: Member, timeoutMs: number, lease
     .slice(fromB)
     .filter((f) => f.message?.t === MsgType.Grant && asked.has(f.message.id))
     .map((f) => ({ sentAt: asked.get((f.message as Grant).id)!, ms: (f.message as Grant).ms, at: f.at }));
-  const grace = leaseMs / 8 + 20;
+  // the hub's grace (leaseMs / 8) counts from just after its broadcast; 100 ms more absorbs a
+  // hub stalled between the broadcast and that clock reading
+  const grace = leaseMs / 8 + 100;
   const lagging = grants.filter((g) => g.sentAt > bLagsFrom + grace);
   r.check(
     'H12',
