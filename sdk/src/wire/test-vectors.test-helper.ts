@@ -10,6 +10,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { hashString } from '../hash.ts';
+import { Ownership } from '../ownership.ts';
 import { DEFAULT_RULE } from '../rules.ts';
 import {
   encode,
@@ -24,7 +26,16 @@ import {
   PROTOCOL_VERSION,
   type Message,
 } from './protocol.ts';
-import { bytesToHex, hexToBytes, run, toJson, type Direction, type Vector, type VectorFile } from './vectors.ts';
+import {
+  bytesToHex,
+  hexToBytes,
+  run,
+  toJson,
+  type Direction,
+  type OwnershipVectors,
+  type Vector,
+  type VectorFile,
+} from './vectors.ts';
 
 // ---- the cases ----
 
@@ -425,9 +436,19 @@ export function buildVectors(): VectorFile {
     protocolVersion: PROTOCOL_VERSION,
     generatedBy: 'pnpm --filter @hotkey/sdk run vectors (sdk/src/wire/test-vectors.test-helper.ts)',
     format:
-      'hex: the frame, "<xx*N>" = byte xx N times. direction: to-hub (a hub decodes it), to-client (a client decodes it), value (packValue bytes). input: what encode() wrote (hex is exactly its output). decoded or error {code, close}: what the decoder makes of it. JSON forms: {"$bin": hex} bin, {"$date": iso}, {"$set": [...]}, {"$bigint": "n"}, {"$undefined": true}.',
+      'hex: the frame, "<xx*N>" = byte xx N times. direction: to-hub (a hub decodes it), to-client (a client decodes it), value (packValue bytes). input: what encode() wrote (hex is exactly its output). decoded or error {code, close}: what the decoder makes of it. JSON forms: {"$bin": hex} bin, {"$date": iso}, {"$set": [...]}, {"$bigint": "n"}, {"$undefined": true}. ownership: hash(key) (FNV-1a over UTF-16 code units, then fmix32) and the owner of each key among hubs (rendezvous hashing).',
     vectors,
+    ownership: ownershipVectors(),
   };
+}
+
+/** Keys (ASCII, Latin-1, outside the BMP: hashed by UTF-16 code unit) and their owners among three hubs. */
+function ownershipVectors(): OwnershipVectors {
+  const hubs = ['hub-a', 'hub-b', 'hub-c'];
+  const ownership = new Ownership(hubs);
+  const keys = ['item:42', 'item:43', 'cart:7', 'session:ana@example.com', 'café', 'emoji:\u{1f525}', 'k', 'hub-a'];
+  for (let i = 0; i < 8; i++) keys.push(`item:${1000 + i}`);
+  return { hubs, cases: keys.map((key) => ({ key, hash: hashString(key), owner: ownership.owner(key)! })) };
 }
 
 export const VECTORS_PATH = fileURLToPath(new URL('./test-vectors.json', import.meta.url));

@@ -8,7 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { MsgType, PROTOCOL_VERSION } from './protocol.ts';
 import { VECTORS_PATH, vectorsJson } from './test-vectors.test-helper.ts';
-import { checkVector, storedVectors, type Vector } from './vectors.ts';
+import { checkOwnership, checkVector, storedVectors, type Vector } from './vectors.ts';
 
 const text = readFileSync(VECTORS_PATH, 'utf8');
 const file = storedVectors();
@@ -22,6 +22,17 @@ test('the file is for this protocol version, and the module serves what the file
 test('every stored vector encodes, decodes or is refused as the file says', () => {
   const problems = file.vectors.map(checkVector).filter((p) => p !== undefined);
   assert.equal(problems, [], problems.join('\n'));
+});
+
+test('key ownership: every stored hash and owner is what the code computes, and the owners differ', () => {
+  const problems = checkOwnership(file.ownership);
+  assert.equal(problems, [], problems.join('\n'));
+  assert.ok(new Set(file.ownership.cases.map((c) => c.owner)).size > 1, 'the cases cover more than one owner');
+  const broken = { ...file.ownership, hubs: ['hub-a', 'hub-b'] };
+  assert.ok(
+    checkOwnership(broken).some((p) => /is now owned by/.test(p)),
+    'a changed member list is noticed',
+  );
 });
 
 test('the file is what the generator writes now (else: pnpm --filter @hotkey/sdk run vectors)', () => {

@@ -6,6 +6,8 @@
  */
 import stored from './test-vectors.json' with { type: 'json' };
 import { ProtocolError } from '../errors.ts';
+import { hashString } from '../hash.ts';
+import { Ownership } from '../ownership.ts';
 import { decodeClientMessage, decodeServerMessage, encode, packValue, unpackValue, type Message } from './protocol.ts';
 
 /** Who decodes the frame: the hub (frames a client sends), a client (frames a hub sends), or a pushed value's bytes. */
@@ -32,11 +34,18 @@ export interface Vector {
   note?: string;
 }
 
+/** Key ownership (PROTOCOL.md, "Cluster"): the hash of each key and its owner among `hubs`. */
+export interface OwnershipVectors {
+  hubs: string[];
+  cases: { key: string; hash: number; owner: string }[];
+}
+
 export interface VectorFile {
   protocolVersion: number;
   generatedBy: string;
   format: string;
   vectors: Vector[];
+  ownership: OwnershipVectors;
 }
 
 // ---- JSON forms of what msgpack holds and JSON does not ----
@@ -137,6 +146,21 @@ export function checkVector(v: Vector): string | undefined {
   if (now !== JSON.stringify(v.decoded))
     return `${what} decodes differently: now ${now.slice(0, 200)}, the vector says ${JSON.stringify(v.decoded).slice(0, 200)}`;
   return undefined;
+}
+
+/** What is wrong with the ownership vectors against the current code (one line each). */
+export function checkOwnership(o: OwnershipVectors): string[] {
+  const ownership = new Ownership(o.hubs);
+  const problems: string[] = [];
+  for (const c of o.cases) {
+    const hash = hashString(c.key);
+    const owner = ownership.owner(c.key);
+    if (hash !== c.hash)
+      problems.push(`ownership: hash(${JSON.stringify(c.key)}) is now ${hash}, the vector says ${c.hash}`);
+    if (owner !== c.owner)
+      problems.push(`ownership: ${JSON.stringify(c.key)} is now owned by ${owner}, the vector says ${c.owner}`);
+  }
+  return problems;
 }
 
 /** The vectors published with this version of the protocol. */
