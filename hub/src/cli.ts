@@ -3,6 +3,7 @@
  * Logs JSON lines on stdout (human lines on a TTY or with --log-pretty), plus one machine-readable
  * `HOTKEY_READY {json}` line that tests and supervisors parse.
  * Exit codes: 0 after a graceful SIGTERM/SIGINT, 1 bad config or start failure, 2 bad usage.
+ * SIGHUP re-reads the config file and the TLS files (server/live-config.ts); a bad file is refused.
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -10,7 +11,8 @@ import { ValidationError } from '@hotkey/sdk';
 import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { startDemo } from './demo/demo.ts';
 import { loadHubConfig, parseOrigins, type HubConfig } from './server/config.ts';
-import { startHub } from './server/hub.ts';
+import { startHub, type Hub } from './server/hub.ts';
+import type { ReloadSource } from './server/live-config.ts';
 import { DEFAULT_TUNABLES } from './core/tunables.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger } from './server/logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubTlsOptions } from './server/options.ts';
@@ -132,7 +134,16 @@ function configError(message: string): never {
   process.exit(1);
 }
 
+/** the running hub, once started: SIGHUP before that is ignored rather than fatal */
+let running: Hub | undefined;
+let reloadSource: ReloadSource = {};
+
 async function main(): Promise<void> {
+  // without a handler SIGHUP terminates node: install it before the slow part of start-up
+  process.on('SIGHUP', () => {
+    // a refused reload is logged (config_refused, with the field) and the running config stays
+    running?.reload(reloadSource).catch(() => {});
+  });
   const args = parse();
   if (args.help) {
     process.stdout.write(USAGE);
@@ -230,6 +241,13 @@ async function main(): Promise<void> {
     allowedOrigins,
     ...(tls === undefined ? {} : { tls }),
   });
+  running = hub;
+  reloadSource = {
+    configPath,
+    ...(tlsCert !== undefined && tlsKey !== undefined
+      ? { tlsFiles: { cert: tlsCert, key: tlsKey }, tlsNames: { cert: '--tls-cert', key: '--tls-key' } }
+      : {}),
+  };
   const pageUrl = `${hub.httpUrl}/`;
   logger.info(
     { evt: 'listening', id: hub.id, url: hub.url, http: hub.httpUrl, tls: hub.tls, cluster: safeRedis },

@@ -24,6 +24,7 @@ import { checkTls, loadTls } from './tls.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
 import { FanoutThreads } from './fanout-threads.ts';
 import { guardHttpServer, httpServerOptions, type HttpGuardStats } from './admission.ts';
+import { LiveConfig, type ReloadResult, type ReloadSource } from './live-config.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   const t = { ...DEFAULT_TUNABLES, ...input };
@@ -56,6 +57,8 @@ export class Hub {
   readonly logger: Logger;
   /** true when started without a config file: any app, no token, default rule */
   readonly open: boolean;
+  /** internal: what a config reload changes (tokens, apps, TLS pair, notify targets) */
+  readonly live: LiveConfig;
   readonly #sockets: SocketServer;
   readonly #fanout: FanoutThreads;
   readonly #feed: DashboardFeed | undefined;
@@ -79,7 +82,9 @@ export class Hub {
     open: boolean;
     tls: boolean;
     logger: Logger;
+    live: LiveConfig;
   }) {
+    this.live = parts.live;
     this.tls = parts.tls;
     this.logger = parts.logger;
     this.id = parts.id;
@@ -111,6 +116,15 @@ export class Hub {
   /** http:// (https:// with TLS) base URL of the API and the page on this process */
   get httpUrl(): string {
     return `${this.tls ? 'https' : 'http'}://${urlHost(this.#host)}:${this.port}`;
+  }
+
+  /**
+   * Re-reads the config (SIGHUP on the CLI): tokens, apps, rules, the TLS pair and notify targets
+   * change without a restart; live connections stay. Rejects with ValidationError (HK_ERR_CONFIG)
+   * naming the field and changes nothing when the new config is bad (see live-config.ts).
+   */
+  reload(source: ReloadSource): Promise<ReloadResult> {
+    return this.live.reload(source);
   }
 
   /**
@@ -178,12 +192,22 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   });
   const core = new HubCore({ id, coordinator, tunables, now, logger, bulk: fanout.threads > 0 ? fanout : undefined });
   core.metrics.observer = metrics;
-  const adminToken = options.adminToken ?? config?.adminToken;
-  const dashboardToken = options.dashboardToken ?? config?.dashboardToken;
+  const live = new LiveConfig({
+    coordinator,
+    tls: tls !== undefined,
+    logger,
+    config,
+    fixed: { adminToken: options.adminToken, dashboardToken: options.dashboardToken },
+  });
+  // getters: a reload changes the tokens, and the feed and the API read them at every check
   const feed = new DashboardFeed({
     source: core,
-    adminToken,
-    dashboardToken,
+    get adminToken() {
+      return live.adminToken;
+    },
+    get dashboardToken() {
+      return live.dashboardToken;
+    },
     helloTimeoutMs: tunables.helloTimeoutMs,
     maxBufferBytes: tunables.maxBufferedBytes,
     logger,
@@ -203,8 +227,12 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   let httpGuard: (() => HttpGuardStats) | undefined;
   const handler = createHttpHandler({
     core,
-    adminToken,
-    dashboardToken,
+    get adminToken() {
+      return live.adminToken;
+    },
+    get dashboardToken() {
+      return live.dashboardToken;
+    },
     maxBodyBytes: tunables.maxBodyBytes,
     ready: () => hub?.ready ?? false,
     page: () => fallbackPageHtml(id),
@@ -222,6 +250,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     tls === undefined
       ? createServer(httpServerOptions(tunables), handler)
       : createTlsServer({ ...httpServerOptions(tunables), cert: tls.cert, key: tls.key }, handler);
+  live.server = httpServer;
   httpGuard = guardHttpServer(httpServer, tunables);
   const { maxConnections } = httpGuard();
   if (maxConnections < tunables.maxSessionsPerApp) {
@@ -269,6 +298,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     open: open && options.coordinator === undefined,
     tls: tls !== undefined,
     logger,
+    live,
   });
   core.url = hub.url;
   try {
