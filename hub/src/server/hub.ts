@@ -25,6 +25,8 @@ import { SocketServer, WS_PATH } from './socket-server.ts';
 import { FanoutThreads } from './fanout-threads.ts';
 import { guardHttpServer, httpServerOptions, type HttpGuardStats } from './admission.ts';
 import { LiveConfig, type ReloadResult, type ReloadSource } from './live-config.ts';
+import { startNotifications } from './notifications.ts';
+import type { Notifier } from '../notify/notifier.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   const t = { ...DEFAULT_TUNABLES, ...input };
@@ -59,6 +61,7 @@ export class Hub {
   readonly open: boolean;
   /** internal: what a config reload changes (tokens, apps, TLS pair, notify targets) */
   readonly live: LiveConfig;
+  readonly #notifier: Notifier;
   readonly #sockets: SocketServer;
   readonly #fanout: FanoutThreads;
   readonly #feed: DashboardFeed | undefined;
@@ -83,8 +86,10 @@ export class Hub {
     tls: boolean;
     logger: Logger;
     live: LiveConfig;
+    notifier: Notifier;
   }) {
     this.live = parts.live;
+    this.#notifier = parts.notifier;
     this.tls = parts.tls;
     this.logger = parts.logger;
     this.id = parts.id;
@@ -146,6 +151,7 @@ export class Hub {
     }
     this.core.shutdown(this.core.clustered ? CloseCode.Leaving : CloseCode.GoingAway, 'hub shutting down');
     this.#feed?.close(CloseCode.GoingAway, 'hub shutting down');
+    this.#notifier.close();
     const httpClosed = new Promise<void>((resolve) => this.httpServer.close(() => resolve()));
     this.httpServer.closeIdleConnections();
     await this.#sockets.close();
@@ -199,6 +205,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     config,
     fixed: { adminToken: options.adminToken, dashboardToken: options.dashboardToken },
   });
+  const notifier = startNotifications({ hubId: id, coordinator, live, metrics, logger });
   // getters: a reload changes the tokens, and the feed and the API read them at every check
   const feed = new DashboardFeed({
     source: core,
@@ -299,6 +306,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     tls: tls !== undefined,
     logger,
     live,
+    notifier,
   });
   core.url = hub.url;
   try {
