@@ -198,6 +198,14 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   });
   const core = new HubCore({ id, coordinator, tunables, now, logger, bulk: fanout.threads > 0 ? fanout : undefined });
   core.metrics.observer = metrics;
+  // a coordinator with loss counters shares a store (Redis): say whether it is reachable
+  if ((coordinator as Coordinator).stats !== undefined)
+    metrics.addSeries({
+      name: 'hotkey_redis_up',
+      type: 'gauge',
+      help: '1 while the shared store (Redis) is reachable, 0 while this hub serves on its last known state.',
+      read: () => (coordinator.health().state === 'ok' ? 1 : 0),
+    });
   const live = new LiveConfig({
     coordinator,
     tls: tls !== undefined,
