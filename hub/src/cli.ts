@@ -13,6 +13,7 @@ import { startDemo } from './demo/demo.ts';
 import { loadHubConfig, parseOrigins, type HubConfig } from './server/config.ts';
 import { startHub, type Hub } from './server/hub.ts';
 import type { ReloadSource } from './server/live-config.ts';
+import { watchConfigFiles } from './server/config-watch.ts';
 import { DEFAULT_TUNABLES } from './core/tunables.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger } from './server/logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubTlsOptions } from './server/options.ts';
@@ -46,6 +47,7 @@ const USAGE = `usage: hotkey-hub [options]
   --log-pretty          human log lines instead of JSON (env HOTKEY_LOG_PRETTY=1; default on a TTY)
   --allow-origin O      browser origin allowed to open /ws and /live, e.g. https://ops.example.com or *;
                         repeatable (env HOTKEY_ALLOW_ORIGIN, comma-separated; config allowedOrigins)
+  --watch-config        reload when the config or TLS files change, as on SIGHUP (env HOTKEY_WATCH_CONFIG=1)
   --demo                also run the built-in demo traffic
   --help                show this help
 `;
@@ -79,6 +81,7 @@ function parse() {
         'log-level': { type: 'string' },
         'log-pretty': { type: 'boolean', default: false },
         'allow-origin': { type: 'string', multiple: true },
+        'watch-config': { type: 'boolean', default: false },
         demo: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -183,6 +186,9 @@ async function main(): Promise<void> {
   if (redis !== undefined && !/^rediss?:\/\//.test(redis))
     usageError(`--redis must be a redis:// or rediss:// URL, got "${redis}"`);
   if (redisCa !== undefined && redis === undefined) usageError('--redis-ca needs --redis');
+  const watch = args['watch-config'] || env.HOTKEY_WATCH_CONFIG === '1';
+  if (watch && configPath === undefined && tlsCert === undefined)
+    usageError('--watch-config needs --config or --tls-cert');
   if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl))
     usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
 
@@ -248,6 +254,11 @@ async function main(): Promise<void> {
       ? { tlsFiles: { cert: tlsCert, key: tlsKey }, tlsNames: { cert: '--tls-cert', key: '--tls-key' } }
       : {}),
   };
+  if (watch) {
+    const tlsPaths = reloadSource.tlsFiles ?? config?.tls;
+    const paths = [configPath, tlsPaths?.cert, tlsPaths?.key].filter((p): p is string => p !== undefined);
+    watchConfigFiles(paths, () => void hub.reload(reloadSource).catch(() => {}));
+  }
   const pageUrl = `${hub.httpUrl}/`;
   logger.info(
     { evt: 'listening', id: hub.id, url: hub.url, http: hub.httpUrl, tls: hub.tls, cluster: safeRedis },

@@ -112,6 +112,25 @@ test('SIGHUP without a config file is harmless', async () => {
   }
 });
 
+test('--watch-config: an edit of the file reloads it without a signal; an edit that breaks it is refused', async () => {
+  const path = writeConfig({ apps: { shop: { token: 'one' } } });
+  const hub = await HubProcess.start({ args: ['--config', path, '--watch-config'] });
+  const count = (evt: string) => lines(hub, evt).length;
+  try {
+    assert.is(await hello(hub.url, 'one'), 'welcome');
+    writeFileSync(path, JSON.stringify({ apps: { shop: { token: 'two' } } }));
+    await waitFor('a reload after the edit', () => count('config_reloaded') === 1, 10_000);
+    assert.is(await hello(hub.url, 'two'), 'welcome');
+    assert.is(await hello(hub.url, 'one'), CloseCode.Auth);
+    writeFileSync(path, JSON.stringify({ apps: { shop: { token: 'three', extra: 1 } } }));
+    await waitFor('the broken edit refused', () => count('config_refused') === 1, 10_000);
+    assert.is(lines(hub, 'config_refused')[0]!.field, 'apps.shop.extra');
+    assert.is(await hello(hub.url, 'two'), 'welcome', 'the last good config stays');
+  } finally {
+    await hub.stop();
+  }
+});
+
 let pki: TestPki;
 let pki2: TestPki;
 test.before(() => {
