@@ -166,6 +166,8 @@ test('SIGHUP rotates the TLS pair: new handshakes get the new certificate, an op
     const sdk = await RawClient.join(hub.url.replace('ws://', 'wss://'), 'shop').catch(() => undefined);
     assert.is(sdk, undefined, 'a wss client without the CA is refused (sanity: the port serves TLS)');
 
+    assert.equal((await hup(hub, 'config_reloaded')).changed, [], 'the same files: nothing changed');
+
     // a key that does not match: refused, the old pair stays
     copyFileSync(pki2.serverCert, cert);
     const refused = await hup(hub, 'config_refused');

@@ -209,6 +209,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   const live = new LiveConfig({
     coordinator,
     tls: tls !== undefined,
+    tlsPair: tls,
     logger,
     config,
     fixed: { adminToken: options.adminToken, dashboardToken: options.dashboardToken },

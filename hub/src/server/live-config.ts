@@ -42,6 +42,8 @@ export interface ReloadResult {
 export interface LiveConfigParts {
   coordinator: Coordinator;
   tls: boolean;
+  /** the pair the server started with (PEM), so that a reload with the same files changes nothing */
+  tlsPair?: HubTlsOptions | undefined;
   logger: Logger;
   /** the config the hub started with (undefined: open mode or options only) */
   config: HubConfig | undefined;
@@ -54,12 +56,14 @@ export class LiveConfig {
   /** the hub's server (an https.Server when `tls`), set once it exists */
   server: unknown;
   #config: HubConfig | undefined;
+  #tlsPair: HubTlsOptions | undefined;
   readonly #listeners: ((config: HubConfig) => string[] | undefined)[] = [];
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(parts: LiveConfigParts) {
     this.#parts = parts;
     this.#config = parts.config;
+    this.#tlsPair = parts.tlsPair;
   }
 
   get adminToken(): string | undefined {
@@ -129,8 +133,9 @@ export class LiveConfig {
   #apply(config: HubConfig | undefined, tls: HubTlsOptions | undefined): string[] {
     const before = this.#config;
     const changed: string[] = [];
-    if (tls !== undefined) {
+    if (tls !== undefined && !samePair(tls, this.#tlsPair)) {
       (this.server as HttpsServer).setSecureContext({ cert: tls.cert, key: tls.key });
+      this.#tlsPair = tls;
       changed.push('tls');
     }
     if (config === undefined) return changed;
@@ -148,4 +153,9 @@ export class LiveConfig {
     for (const listener of this.#listeners) changed.push(...(listener(config) ?? []));
     return changed;
   }
+}
+
+function samePair(a: HubTlsOptions, b: HubTlsOptions | undefined): boolean {
+  const bytes = (v: string | Buffer) => (typeof v === 'string' ? Buffer.from(v) : v);
+  return b !== undefined && bytes(a.cert).equals(bytes(b.cert)) && bytes(a.key).equals(bytes(b.key));
 }
