@@ -49,7 +49,7 @@ export interface NotifyPayload {
 export interface NotifyCounters {
   /** events a receiver answered with 2xx */
   sent: number;
-  /** events given up (retries exhausted, a 4xx, the target removed mid-retry) */
+  /** events given up (retries exhausted, an answer not worth retrying, an invalid URL) */
   failed: number;
   /** events not queued: the target's queue was full */
   dropped: number;
@@ -241,6 +241,7 @@ export class Notifier {
   #post(t: Target, item: Queued, done: (outcome: Outcome) => void): void {
     const { config } = t;
     let finished = false;
+    let deadline: NodeJS.Timeout | undefined;
     const finish = (outcome: Outcome) => {
       if (finished) return;
       finished = true;
@@ -267,12 +268,13 @@ export class Notifier {
       return;
     }
     t.request = req;
-    const deadline = setTimeout(() => {
+    deadline = setTimeout(() => {
       req.destroy(new Error(`no answer within ${config.timeoutMs} ms`));
     }, config.timeoutMs);
     deadline.unref();
     req.on('response', (res) => {
       res.resume(); // the body is not used; reading it frees the socket
+      res.on('error', () => {}); // a body cut short changes nothing: the status decided
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return finish({ ok: true });
       const retry = status >= 500 || status === 408 || status === 429;
