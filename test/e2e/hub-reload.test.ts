@@ -54,6 +54,7 @@ test('SIGHUP applies new tokens and rules to new connections; a bad file is refu
   const path = writeConfig({
     apps: { shop: { token: 'one', rules: [{ match: 'item:*', threshold: 50 }] } },
     adminToken: 'admin-one',
+    dashboardToken: 'dash-one',
   });
   const hub = await HubProcess.start({ args: ['--config', path] });
   try {
@@ -65,13 +66,15 @@ test('SIGHUP applies new tokens and rules to new connections; a bad file is refu
       JSON.stringify({
         apps: { shop: { token: 'two', rules: [{ match: 'item:*', threshold: 70 }] }, cart: {} },
         adminToken: 'admin-two',
+        dashboardToken: 'dash-two',
       }),
     );
     const reloaded = await hup(hub, 'config_reloaded');
-    assert.equal(reloaded.changed, ['apps', 'adminToken']);
+    assert.equal(reloaded.changed, ['apps', 'adminToken', 'dashboardToken']);
     assert.is(await hello(hub.url, 'one'), CloseCode.Auth, 'the old token is refused for new connections');
     assert.is(await hello(hub.url, 'two'), 'welcome', 'the new token is accepted');
-    const rules = await request(`${hub.httpUrl}/api/apps/shop/rules`);
+    assert.is((await request(`${hub.httpUrl}/api/apps`, { token: 'dash-one' })).status, 403, 'old dashboard token');
+    const rules = await request(`${hub.httpUrl}/api/apps/shop/rules`, { token: 'dash-two' });
     assert.is(rules.body.rules[0].threshold, 70, 'the file changed the rules');
     const write = (token: string) =>
       request(`${hub.httpUrl}/api/apps/shop/rules`, { method: 'PUT', token, body: JSON.stringify(rules.body.rules) });
