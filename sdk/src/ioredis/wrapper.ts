@@ -38,6 +38,7 @@ import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaOptions, type ReplicaStats } from './replicas.ts';
 import { record, SharedRecords, type Rec } from './shared-records.ts';
 import { UpdateWrites } from './update-writes.ts';
+import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
@@ -168,8 +169,10 @@ const openTransactions = new WeakMap<object, Written>();
  * with another `hk` it throws TypeError. `duplicate()` returns a client wrapped the same way.
  */
 export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, options: WithHotKeysOptions = {}): C {
-  if (typeof client !== 'object' || client === null || typeof (client as Partial<Client>).sendCommand !== 'function') {
-    throw new TypeError('withHotKeys: client must be an ioredis Redis or Cluster');
+  if (!looksLikeIoredis(client)) {
+    throw new TypeError(
+      'withHotKeys: client must be an ioredis Redis or Cluster (sendCommand, duplicate, options and status of ioredis)',
+    );
   }
   const already = (client as unknown as Partial<Hooked>)[HOOK];
   if (already === hk) return client;
@@ -181,6 +184,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const awaitInvalidation = options.awaitInvalidation ?? true;
   const onInvalidateError = options.onInvalidateError ?? (() => {});
   const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
+  if (!Object.isExtensible(client))
+    throw new TypeError('withHotKeys: client is frozen, sealed or not extensible: its dispatch cannot be hooked');
+  // checked before anything listens or connects: an own sendCommand it cannot move under the hook throws
+  const layers = layerSendCommand(client, base, sendCommand as never);
+  /** sends past the hook: the user's instance patches, then the class's (maybe patched) method, read at each call */
+  const down = layers.down as unknown as Send;
   const deployment = deploymentOf(client);
   const isCluster = (client as Partial<Cluster>).isCluster === true;
   // first: it validates its options, before anything listens or connects
@@ -229,7 +238,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const sendOwn = (name: string, args: unknown[], replyEncoding: string | null): Promise<unknown> => {
     const command = new Ctor!(name, args, { replyEncoding });
     dispatched.add(command);
-    void (base.sendCommand as Send).call(client, command);
+    void down.call(client, command);
     return command.promise;
   };
   /** value and PTTL of a key in one round trip, through tracking when its node's session is live */
@@ -532,7 +541,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   }
 
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
-    const send = base.sendCommand as Send; // read at each call: patches of the class apply
+    const send = down;
     if (hook.bypass) {
       // sent by the GET fast path below (which counted it already) or by the adapter's own features
       dispatched.add(command);
@@ -695,7 +704,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     enumerable: isEnumerable(base, name),
   });
   const hooked = Object.create(base, {
-    sendCommand: shadow('sendCommand', sendCommand),
+    sendCommand: layers.descriptor,
     ...(client.options.showFriendlyErrorStack ? {} : { get: shadow('get', get) }),
     duplicate: shadow('duplicate', duplicate),
     [HOOK]: { value: hk },
@@ -703,7 +712,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     [BREAKERS]: { value: breakers },
     [PUSHED]: { value: { shared, updates } },
   }) as object;
+  removeOwnSendCommand(client);
   Object.setPrototypeOf(client, hooked);
+  if (Object.getPrototypeOf(client) !== hooked || Object.hasOwn(client, 'sendCommand'))
+    throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
   return client;
 }
 
@@ -743,10 +755,15 @@ function inSubscriberMode(client: Client): boolean {
   return Boolean((client as { condition?: { subscriber?: unknown } | null }).condition?.subscriber);
 }
 
-function isEnumerable(proto: object | null, name: string): boolean {
-  for (let o = proto; o !== null; o = Object.getPrototypeOf(o) as object | null) {
-    const d = Object.getOwnPropertyDescriptor(o, name);
-    if (d !== undefined) return d.enumerable === true;
-  }
-  return false;
+/** ioredis's shape (ioredis is an optional peer, not imported): a node-redis client or a plain object fails it. */
+function looksLikeIoredis(client: unknown): client is Client {
+  if (typeof client !== 'object' || client === null) return false;
+  const c = client as Partial<Record<'sendCommand' | 'duplicate' | 'options' | 'status', unknown>>;
+  return (
+    typeof c.sendCommand === 'function' &&
+    typeof c.duplicate === 'function' &&
+    typeof c.options === 'object' &&
+    c.options !== null &&
+    typeof c.status === 'string'
+  );
 }
