@@ -31,7 +31,7 @@ import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './command
 import { dbOf, deploymentOf, keyName } from './identity.ts';
 import { Tracking, UNTRACKED, type NodeTracker, type TrackingOptions, type TrackingSession } from './tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
-import { hook, unhooked } from './unhooked.ts';
+import { hook, isClosing, unhooked } from './unhooked.ts';
 import { WriteHot } from './write-hot.ts';
 import { Breakers, exportBreakerMetrics, type BreakerOptions } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
@@ -114,7 +114,11 @@ function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec
   });
 }
 
-/** ms a shared key's load waits at most for a node's first tracking session (its connections being made) */
+/**
+ * ms a hot key's load waits at most for its node's first tracking session (the connections opened
+ * at the promotion or when the client became ready, tracking.ts): a tracked load is cached, an
+ * untracked one is not. Readers of the key share that one load meanwhile.
+ */
 const TRACKING_WAIT_MS = 250;
 
 const replicaSets = new WeakMap<object, Replicas>();
@@ -236,6 +240,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   let Ctor: CmdCtor | undefined;
   /** a command of ours to the node holding args' key, past the hook */
   const sendOwn = (name: string, args: unknown[], replyEncoding: string | null): Promise<unknown> => {
+    // the user's client is closing (QUIT sent) or closed: a late write of ours would hit a closing socket (EPIPE)
+    if (isClosing(client)) return Promise.reject(new HotKeyError(ErrorCode.Closed, `${name}: the Redis client is closing`));
     const command = new Ctor!(name, args, { replyEncoding });
     dispatched.add(command);
     void down.call(client, command);
@@ -321,13 +327,13 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (node !== undefined) breakers!.watch(node, command);
   }
 
-  /** A shared key's load on a node whose tracking is still connecting (made on first use) waits for it: only a tracked record can be pushed. */
-  function mayWaitForTracking(key: string, node: NodeTracker | undefined): boolean {
-    return node !== undefined && node.starting && hk.isShared(key);
+  /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
+  function mayWaitForTracking(node: NodeTracker | undefined): boolean {
+    return node !== undefined && node.starting;
   }
 
   /**
-   * The GET fast path's load of a shared key whose node's tracking is still connecting: tracked
+   * The GET fast path's load of a hot key whose node's tracking is still connecting: tracked
    * once it is up, else (not up within TRACKING_WAIT_MS) a plain GET + PTTL of our own (not cached).
    * Apart from get(): its loader closure must stay small (the hot GET's cost).
    */
@@ -463,7 +469,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       const askedAt = performance.now();
       const hashWhole = name !== 'hget' || hk.isHot(key);
       const node = hashWhole ? tracking?.nodeFor(key) : undefined;
-      if (!waited && mayWaitForTracking(key, node)) {
+      if (!waited && mayWaitForTracking(node)) {
         waited = true;
         return node!.firstLive(TRACKING_WAIT_MS).then(loader);
       }
@@ -663,7 +669,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const node = tracking?.nodeFor(key);
-      if (mayWaitForTracking(key, node)) return getAfterTracking(node!, key, this, args, ns);
+      if (mayWaitForTracking(node)) return getAfterTracking(node!, key, this, args, ns);
       if (node?.session.live) return trackedLoad(node.load.bind(node), 'get', key, this, ns, askedAt);
       const session = tracking === undefined ? undefined : UNTRACKED;
       sent = true;
