@@ -79,7 +79,8 @@ export function layerSendCommand(client: object, base: Record<string | symbol, u
       }
       const undone = levels.indexOf(fn as AnySend);
       if (undone >= 0) layers.length = Math.min(layers.length, undone);
-      else if (fn === base.sendCommand) layers.length = 0; // the class's method put back: no instance patch left
+      else if (fn === base.sendCommand)
+        layers.length = 0; // the class's method put back: no instance patch left
       else layers.push(fn as AnySend);
     },
   };

@@ -140,7 +140,8 @@ export class Tracking {
       this.nodeFor('');
       return;
     }
-    for (const node of (this.#client as Cluster).nodes('master')) this.#nodeAt(`${node.options.host}:${node.options.port}`);
+    for (const node of (this.#client as Cluster).nodes('master'))
+      this.#nodeAt(`${node.options.host}:${node.options.port}`);
   }
 
   /** The tracker of the node holding `key` (made, and connecting, if it was not yet); undefined while the node is unknown. */

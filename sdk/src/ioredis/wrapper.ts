@@ -241,7 +241,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   /** a command of ours to the node holding args' key, past the hook */
   const sendOwn = (name: string, args: unknown[], replyEncoding: string | null): Promise<unknown> => {
     // the user's client is closing (QUIT sent) or closed: a late write of ours would hit a closing socket (EPIPE)
-    if (isClosing(client)) return Promise.reject(new HotKeyError(ErrorCode.Closed, `${name}: the Redis client is closing`));
+    if (isClosing(client))
+      return Promise.reject(new HotKeyError(ErrorCode.Closed, `${name}: the Redis client is closing`));
     const command = new Ctor!(name, args, { replyEncoding });
     dispatched.add(command);
     void down.call(client, command);
@@ -329,7 +330,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
 
   /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
   function mayWaitForTracking(node: NodeTracker | undefined): boolean {
-    return node !== undefined && node.starting;
+    return node?.starting === true;
   }
 
   /**
