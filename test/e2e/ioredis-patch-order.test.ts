@@ -77,7 +77,7 @@ async function served(): Promise<{ get: number; hgetall: number }> {
 
 type Seen = string[];
 /** A counting patch of `sendCommand` wrapping `original`, the way an APM agent or a test counter does it. */
-function counter(seen: Seen, original: Function) {
+function counter(seen: Seen, original: (this: unknown, ...a: any[]) => unknown) {
   return function (this: unknown, command: { name: string }, ...rest: unknown[]) {
     seen.push(command.name);
     return original.call(this, command, ...rest);
