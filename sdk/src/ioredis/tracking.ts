@@ -23,9 +23,9 @@
  * first load is already tracked and cached (reads are local from the read after it). Not at
  * wrapping either: a client with nothing hot makes no connection of ours (a server counting its
  * clients, or a test counting sockets and timers, sees what a plain client makes). A hot load
- * whose node's connections are still being made (a few ms) waits for them, at most
- * `TRACKING_WAIT_MS` (the wrapper's; concurrent reads share that one load); not up by then, it is
- * read through the user's client and not cached.
+ * whose node's connections are still being made (a few ms) waits for them, until at most
+ * `TRACKING_WAIT_MS` after they were opened (concurrent reads share that one load); not up by
+ * then, it is read through the user's client and not cached.
  *
  * Each node's live state is a `TrackingSession`; a value loaded under a session is served from
  * the local cache only while that session lives (the wrapper checks it on every cached read). A
@@ -47,6 +47,14 @@ import { keyName } from './identity.ts';
 import { keySlot } from './slots.ts';
 
 const CHANNEL = '__redis__:invalidate';
+
+/**
+ * ms after a node's connections were opened during which a hot load waits for its first session
+ * (a tracked load is cached, an untracked one is not); readers of the key share that one load
+ * meanwhile. A bound in total, not per load: connections not up by then (an unreachable node, a
+ * refused CLIENT TRACKING) cost later loads no wait.
+ */
+export const TRACKING_WAIT_MS = 250;
 
 /** A node's tracking state: values loaded under it are served while `live`. */
 export interface TrackingSession {
@@ -207,6 +215,7 @@ export class NodeTracker {
   #closed = false;
   /** a session went live once: the connections made on first use are up */
   #everLive = false;
+  readonly #openedAt = performance.now();
   #wentLive!: () => void;
   readonly #firstLive = new Promise<void>((resolve) => (this.#wentLive = resolve));
 
@@ -293,14 +302,15 @@ export class NodeTracker {
     this.#wentLive();
   }
 
-  /** Its connections, made on first use, have not had a live session yet (a few ms after creation). */
+  /** Its connections have not had a live session yet, and were opened less than TRACKING_WAIT_MS ago. */
   get starting(): boolean {
-    return !this.#everLive && !this.#closed;
+    return !this.#everLive && !this.#closed && performance.now() - this.#openedAt < TRACKING_WAIT_MS;
   }
 
-  /** Resolves when the first session goes live, or after `ms` (then check `session.live`). */
-  firstLive(ms: number): Promise<void> {
+  /** Resolves when the first session goes live, or at the end of the start-up wait (then check `session.live`). */
+  firstLive(): Promise<void> {
     if (this.#everLive) return Promise.resolve();
+    const ms = Math.max(0, this.#openedAt + TRACKING_WAIT_MS - performance.now());
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
       timer.unref();

@@ -114,13 +114,6 @@ function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec
   });
 }
 
-/**
- * ms a hot key's load waits at most for its node's first tracking session (the connections opened
- * at the promotion or when the client became ready, tracking.ts): a tracked load is cached, an
- * untracked one is not. Readers of the key share that one load meanwhile.
- */
-const TRACKING_WAIT_MS = 250;
-
 const replicaSets = new WeakMap<object, Replicas>();
 
 /** What a wrapped client's replica keys did (replicas.ts); undefined for a client without them. */
@@ -267,7 +260,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     writeMode === 'update' && tracking !== undefined
       ? new UpdateWrites(hk, shared, async (key) => {
           const node = tracking.nodeFor(key);
-          if (node?.starting) await node.firstLive(TRACKING_WAIT_MS); // a writer that never read the key
+          if (node?.starting) await node.firstLive(); // a writer that never read the key
           if (!node?.session.live) return undefined;
           return trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
         })
@@ -335,11 +328,11 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
 
   /**
    * The GET fast path's load of a hot key whose node's tracking is still connecting: tracked
-   * once it is up, else (not up within TRACKING_WAIT_MS) a plain GET + PTTL of our own (not cached).
+   * once it is up, else (not up within tracking.ts's TRACKING_WAIT_MS) a plain GET + PTTL of our own (not cached).
    * Apart from get(): its loader closure must stay small (the hot GET's cost).
    */
   function getAfterTracking(node: NodeTracker, key: string, client: Client, args: unknown[], ns: string): Promise<Rec> {
-    return node.firstLive(TRACKING_WAIT_MS).then(() => {
+    return node.firstLive().then(() => {
       const askedAt = performance.now();
       if (node.session.live) return trackedLoad(node.load.bind(node), 'get', key, client, ns, askedAt);
       const value = bypassing(client, base.get as (...a: unknown[]) => unknown, args) as Promise<unknown>;
@@ -472,7 +465,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       const node = hashWhole ? tracking?.nodeFor(key) : undefined;
       if (!waited && mayWaitForTracking(node)) {
         waited = true;
-        return node!.firstLive(TRACKING_WAIT_MS).then(loader);
+        return node!.firstLive().then(loader);
       }
       if (node?.session.live)
         return trackedLoad(node.load.bind(node), name === 'get' ? 'get' : 'hgetall', key, client, ns, askedAt);
