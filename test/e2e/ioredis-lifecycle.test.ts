@@ -12,7 +12,7 @@ import * as assert from 'uvu/assert';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
-import { withHotKeys } from '@hotkey/sdk/ioredis';
+import { counter, withHotKeys } from '@hotkey/sdk/ioredis';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { waitFor, within } from '../support/wait.ts';
@@ -214,10 +214,35 @@ async function quitAfterWrite(c: Redis, seen: string[]): Promise<void> {
   assert.is(await c.set('rep:q', 'w'), 'OK');
   await c.quit();
   await waitFor('the invalidation acked', () => hk.stats().invalidationsPending === 0);
-  assert.is(c.status, 'end');
+  await waitFor('the connection closed', () => c.status === 'end');
   const after = seen.slice(seen.indexOf('quit') + 1);
   assert.equal(after, [], 'nothing sent behind QUIT');
 }
+
+test("a fold of the adapter's issued right behind QUIT is rejected, not written", async () => {
+  const c = withHotKeys(client(), hk, { tracking: false });
+  await c.ping();
+  const seen: string[] = [];
+  const original = Redis.prototype.sendCommand;
+  Redis.prototype.sendCommand = function (this: Redis, command: any, ...rest: any[]) {
+    if (this === c) seen.push(command.name);
+    return (original as any).call(this, command, ...rest);
+  } as any;
+  try {
+    const quit = c.quit();
+    const fold = await counter(c, 'lc:{n}', { shards: 2 })
+      .fold()
+      .then(
+        () => undefined,
+        (e: { code?: string }) => e,
+      );
+    await quit;
+    assert.is(fold?.code, 'HK_ERR_CLOSED');
+    assert.equal(seen, ['quit'], 'no EVAL written behind QUIT');
+  } finally {
+    Redis.prototype.sendCommand = original;
+  }
+});
 
 test('bad input: not an ioredis client, wrapped by another HotKeyClient', async () => {
   for (const bad of [null, 42, {}, { sendCommand() {} }, { sendCommand() {}, duplicate() {}, options: {} }]) {

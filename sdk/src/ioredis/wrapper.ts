@@ -545,6 +545,11 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (hook.bypass) {
       // sent by the GET fast path below (which counted it already) or by the adapter's own features
       dispatched.add(command);
+      if (stream === undefined && isClosing(this)) {
+        // a fold, merged increment or probe of ours behind the user's QUIT would meet a closing socket
+        command.reject(new HotKeyError(ErrorCode.Closed, `${command.name}: the Redis client is closing`));
+        return command.promise;
+      }
       if (stream === undefined && blocked(command)) return command.promise;
       return send.call(this, command, stream, node);
     }
