@@ -7,14 +7,14 @@
  * the offline queue's replay, pipelines and MULTI at `exec()` — becomes a `Command` that passes
  * through `sendCommand(command, stream?, node?)`. The hook is that one method (with `duplicate`,
  * and GET's fast path for hot keys), on a prototype inserted between the client and its class
- * (`client → hooked → Redis.prototype`):
+ * (`client → hooked → Redis.prototype`); `sendCommand` there is an accessor that keeps the hook
+ * above other patches of it in any order (layers.ts):
  * - nothing else changes, so built-ins, `instanceof`, `constructor`, `String()`, own-property
  *   enumeration, events and their `this`, `status`, options and chaining (`on()` returns the
  *   client) are the client's own, by construction;
- * - the instance gets no own property, so a spy (`obj.del = spy(obj.del)`, `sinon.spy(obj,
- *   'sendCommand')`) or shimmer wrapping of `sendCommand` on the instance or on `Redis.prototype`
- *   wraps around or under the hook, never into a loop (the hook reads its base method from the
- *   class prototype at each call);
+ * - the instance gets no own property; a patch of `sendCommand` on the instance (before or after
+ *   wrapping) or on `Redis.prototype` sits under the hook and sees what reaches Redis, never a
+ *   loop (layers.ts says which order puts one above);
  * - callback and promise styles share one path, and commands not answered locally are sent
  *   synchronously in call order, so replies keep plain ioredis's order;
  * - `showFriendlyErrorStack` frames are taken by ioredis before dispatch, in the caller's frame.
