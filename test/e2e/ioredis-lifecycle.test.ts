@@ -13,29 +13,11 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { counter, withHotKeys } from '@hotkey/sdk/ioredis';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import { MANUAL_RULE, promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { waitFor, within } from '../support/wait.ts';
-import { request } from '../support/http.ts';
 
-const ADMIN = 'admin-lifecycle';
-const configPath = writeConfig(
-  {
-    apps: {
-      shop: {
-        rules: [
-          { match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 },
-          // read-hot keys served by replica keys, not cached: a write deletes its copies (replicas.ts)
-          { match: 'rep:*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cache: false },
-        ],
-      },
-    },
-    adminToken: ADMIN,
-  },
-  'hotkey-lifecycle-',
-);
-
-let hub: HubProcess;
+let fixture: PromotingHub;
 let server: RedisServer;
 let hk: HotKeyClient;
 let plain: Redis;
@@ -43,16 +25,21 @@ const opened: Redis[] = [];
 
 test.before(async () => {
   server = await RedisServer.start();
-  hub = await HubProcess.start({ args: ['--config', configPath] });
-  hk = new HotKeyClient({ app: 'shop', hubs: [hub.url], flushIntervalMs: 20 });
-  await hk.ready({ signal: AbortSignal.timeout(5000) });
+  fixture = await promotingHub(
+    [
+      MANUAL_RULE,
+      // read-hot keys served by replica keys, not cached: a write deletes its copies (replicas.ts)
+      { ...MANUAL_RULE, match: 'rep:*', cache: false },
+    ],
+    'hotkey-lifecycle-',
+  );
+  hk = fixture.hk;
   plain = client();
 });
 
 test.after(async () => {
   for (const c of opened) c.disconnect();
-  await hk?.close();
-  await hub?.stop();
+  await fixture?.close();
   await server?.stop();
 });
 
@@ -62,15 +49,7 @@ function client(options: { lazyConnect?: boolean } = {}): Redis {
   return c;
 }
 
-async function promote(key: string, on = hk): Promise<void> {
-  const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, {
-    method: 'POST',
-    body: JSON.stringify({ key }),
-    token: ADMIN,
-  });
-  assert.is(res.status, 200, JSON.stringify(res.body));
-  await waitFor(`${key} hot`, () => on.isHot(key));
-}
+const promote = (key: string, on = hk): Promise<void> => fixture.promote(key, on);
 
 async function redisGets(): Promise<number> {
   const info = await plain.info('commandstats');
@@ -253,7 +232,7 @@ test('bad input: not an ioredis client, wrapped by another HotKeyClient', async 
   }
   const c = withHotKeys(client(), hk);
   assert.is(withHotKeys(c, hk), c, 'the same HotKeyClient again: a no-op');
-  const other = new HotKeyClient({ app: 'shop', hubs: [hub.url] });
+  const other = new HotKeyClient({ app: 'shop', hubs: [fixture.hub.url] });
   try {
     assert.throws(
       () => withHotKeys(c, other),
@@ -265,7 +244,7 @@ test('bad input: not an ioredis client, wrapped by another HotKeyClient', async 
 });
 
 test('a wrapped client after hk.close(): a plain client (reads from Redis, writes unhindered)', async () => {
-  const own = new HotKeyClient({ app: 'shop', hubs: [hub.url], flushIntervalMs: 20 });
+  const own = new HotKeyClient({ app: 'shop', hubs: [fixture.hub.url], flushIntervalMs: 20 });
   await own.ready({ signal: AbortSignal.timeout(5000) });
   const c = withHotKeys(client(), own, { tracking: false });
   await plain.set('lc:closed', 'a');

@@ -12,25 +12,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
-import { HotKeyClient } from '@hotkey/sdk';
+import type { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import { promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { waitFor } from '../support/wait.ts';
-import { request } from '../support/http.ts';
 
-const ADMIN = 'admin-patch-order';
-const configPath = writeConfig(
-  {
-    apps: {
-      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 }] },
-    },
-    adminToken: ADMIN,
-  },
-  'hotkey-patch-order-',
-);
-
-let hub: HubProcess;
+let fixture: PromotingHub;
 let server: RedisServer;
 let hk: HotKeyClient;
 let plain: Redis;
@@ -39,16 +26,14 @@ const UNTRACKED = { tracking: false } as const;
 
 test.before(async () => {
   server = await RedisServer.start();
-  hub = await HubProcess.start({ args: ['--config', configPath] });
-  hk = new HotKeyClient({ app: 'shop', hubs: [hub.url], flushIntervalMs: 20 });
-  await hk.ready({ signal: AbortSignal.timeout(5000) });
+  fixture = await promotingHub(undefined, 'hotkey-patch-order-');
+  hk = fixture.hk;
   plain = client();
 });
 
 test.after(async () => {
   for (const c of opened) c.disconnect();
-  await hk?.close();
-  await hub?.stop();
+  await fixture?.close();
   await server?.stop();
 });
 
@@ -58,15 +43,7 @@ function client(): Redis {
   return c;
 }
 
-async function promote(key: string): Promise<void> {
-  const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, {
-    method: 'POST',
-    body: JSON.stringify({ key }),
-    token: ADMIN,
-  });
-  assert.is(res.status, 200, JSON.stringify(res.body));
-  await waitFor(`${key} hot`, () => hk.isHot(key));
-}
+const promote = (key: string, on = hk): Promise<void> => fixture.promote(key, on);
 
 /** GETs and HGETALLs Redis itself answered so far (every client of the server). */
 async function served(): Promise<{ get: number; hgetall: number }> {
