@@ -167,6 +167,20 @@ test('hot from the first read: promote, load, read again at once — Redis answe
   await waitFor('v2', async () => (await c.get('lc:hot')) === 'v2');
 });
 
+test('a hot read while the client connects waits in its offline queue, in call order', async () => {
+  await plain.set('lc:early', 'e');
+  await plain.set('lc:cold-early', 'c');
+  await promote('lc:early');
+  const c = withHotKeys(client({ lazyConnect: true }), hk);
+  const replied: string[] = [];
+  // plain ioredis queues both until the connection is ready and replays them in call order
+  const hot = c.get('lc:early').then((v) => replied.push(`hot=${v}`));
+  const cold = c.get('lc:cold-early').then((v) => replied.push(`cold=${v}`));
+  assert.is(c.status, 'connecting');
+  await within('both replies', Promise.all([hot, cold]), 5000);
+  assert.equal(replied, ['hot=e', 'cold=c']);
+});
+
 test("no command of the adapter's is written after the user's QUIT (a replica copy's DEL of a late-acked write)", async () => {
   const c = withHotKeys(client(), hk, { tracking: false, awaitInvalidation: false });
   const errors: Error[] = [];

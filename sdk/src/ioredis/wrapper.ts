@@ -463,7 +463,9 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const hashWhole = name !== 'hget' || hk.isHot(key);
-      const node = hashWhole ? tracking?.nodeFor(key) : undefined;
+      // a client not ready yet queues the read as plain ioredis does (call order, its errors), and
+      // opens no tracking connections for it: they open at its 'ready'
+      const node = hashWhole && client.status === 'ready' ? tracking?.nodeFor(key) : undefined;
       if (!waited && mayWaitForTracking(node)) {
         waited = true;
         return node!.firstLive().then(loader);
