@@ -1,7 +1,7 @@
 /**
  * A circuit breaker per Redis node (the standalone server, or each Cluster master), so that a
- * dead or frozen node costs callers nothing once it is known to be down (seed 000: 5 failures →
- * open for 3 s). After `failures` consecutive failures — a connection error, or a command still
+ * dead or frozen node costs callers nothing once it is known to be down (the circuit-breaker
+ * pattern of Nygard's "Release It!"; defaults: 5 failures → open for 3 s). After `failures` consecutive failures — a connection error, or a command still
  * unanswered after `timeoutMs` — the node's breaker opens: commands for it are rejected at once
  * with HK_ERR_BREAKER_OPEN instead of queueing, and a hot key's load rejects the same way, which
  * lets the client serve its last value (stale-if-error). After `coolDownMs` the breaker goes

@@ -1,5 +1,6 @@
 /**
- * Write coalescing (seed 000: merge a hot counter's INCRs locally for 100 ms, send one INCRBY).
+ * Write coalescing: a hot counter's INCRs are merged locally for a short window (100 ms by
+ * default) and sent as one INCRBY, so Redis sees one write per window instead of one per caller.
  *
  * Per key, increments arriving within `windowMs` of the first one form a batch; the batch goes to
  * Redis as one INCRBY of their sum. When it lands with result R, the i-th caller of the batch gets

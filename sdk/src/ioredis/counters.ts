@@ -1,6 +1,7 @@
 /**
- * Sharded counters for write-hot numeric keys (seed 003: `item:stock:1001` split into 20 sub-keys
- * spread over the cluster, decremented by a Lua script that moves on when a shard is short).
+ * Sharded counters for write-hot numeric keys: a stock counter such as `item:stock:1001` split into
+ * sub-keys (20, say) spread over the cluster's slots, so that its writes land on many masters, and
+ * decremented by a Lua script that moves on to another shard when one is short.
  *
  * A counter is its base key plus N shard keys (slots.ts `shardNames`: N equal slot ranges, so
  * the shards sit on different masters). Its value is base + Σ shards. Each operation is atomic on

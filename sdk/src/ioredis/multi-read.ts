@@ -30,27 +30,11 @@
  * - Rate limits: a command on its own took its token (first key) before it got here, as any
  *   command does; its hot keys take none again. Pipelines take none, as before.
  */
-import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { KEYSPACE_WRITES, WRITES } from './commands.ts';
+import type { Client, Cmd, CmdCtor } from './cmd.ts';
 import { keyName } from './identity.ts';
 import { keySlot } from './slots.ts';
-
-type Client = Redis | Cluster;
-
-/** The fields of ioredis's Command this module reads or settles. */
-export interface MultiCmd {
-  name: string;
-  args: unknown[];
-  promise: Promise<unknown>;
-  replyEncoding?: string | null;
-  inTransaction?: boolean;
-  isReadOnly?: boolean;
-  getKeys: () => unknown[];
-  resolve: (value: unknown) => unknown;
-  reject: (error: Error) => void;
-}
-type CmdCtor = new (name: string, args: unknown[], opts: object) => MultiCmd;
 
 /** What the wrapper lends this module: its one-key hot read, its own sends, and its routing of sharded counters. */
 export interface MultiReadContext {
@@ -64,16 +48,16 @@ export interface MultiReadContext {
    */
   get(client: Client, key: string): Promise<unknown>;
   /** the wrapper's hot read of one key (`get`, `hget`, `hgetall`, UTF-8 reply): settles `command` */
-  read(client: Client, command: MultiCmd): void;
+  read(client: Client, command: Cmd): void;
   /**
    * sends a command of ours (or the caller's, late) past the hook: on its own through the circuit
    * breaker, or in the caller's pipeline (`stream`, `node`: what ioredis gave the hook)
    */
-  send(client: Client, command: MultiCmd, stream?: unknown, node?: unknown): void;
+  send(client: Client, command: Cmd, stream?: unknown, node?: unknown): void;
   /** whether `key` is a sharded counter here (write-hot.ts): its GET sums the shards */
   sharded(key: string): boolean;
   /** a sharded counter's GET: its sum, or undefined when the key is not routed (write-hot.ts) */
-  sum(client: Client, command: MultiCmd): Promise<unknown> | undefined;
+  sum(client: Client, command: Cmd): Promise<unknown> | undefined;
 }
 
 /** What a pipeline's earlier commands wrote: reads of these keys stay in the pipeline. */
@@ -113,14 +97,7 @@ export class MultiRead {
    * on as usual. `name` is its lower-case name; `stream` ioredis's pipeline stream, if any;
    * `transaction`: a `multi({ pipeline: false })` is open on the client.
    */
-  dispatch(
-    client: Client,
-    command: MultiCmd,
-    name: string,
-    stream: unknown,
-    node: unknown,
-    transaction: boolean,
-  ): unknown {
+  dispatch(client: Client, command: Cmd, name: string, stream: unknown, node: unknown, transaction: boolean): unknown {
     const inPipeline = stream !== undefined;
     if (inPipeline) {
       if (typeof stream !== 'object' || stream === null || !(stream as { isPipeline?: unknown }).isPipeline)
@@ -149,7 +126,7 @@ export class MultiRead {
    * Notes what a pipeline's command writes; false when `command` itself may not be answered
    * apart (one of its keys was written earlier in the pipeline, or everything was).
    */
-  #note(stream: object, command: MultiCmd, name: string): boolean {
+  #note(stream: object, command: Cmd, name: string): boolean {
     let written = this.#written.get(stream);
     if (CHANGES_EVERYTHING.has(name)) {
       this.#written.set(stream, { keys: written?.keys ?? new Set(), all: true });
@@ -206,7 +183,7 @@ export class MultiRead {
     if (stream !== undefined) (stream as { write: (data: string) => void }).write('');
   }
 
-  #mget(client: Client, command: MultiCmd, encoding: string | null, stream: unknown, node: unknown): unknown {
+  #mget(client: Client, command: Cmd, encoding: string | null, stream: unknown, node: unknown): unknown {
     const { hk } = this.#ctx;
     const args = command.args;
     if (args.length === 0) return undefined; // Redis says what is wrong
@@ -284,7 +261,7 @@ export class MultiRead {
   }
 
   /** GET / HGET / HGETALL with a Buffer reply, HMGET (either reply), or a one-key read inside a pipeline. */
-  #oneKey(client: Client, command: MultiCmd, name: string, encoding: string | null, stream: unknown): unknown {
+  #oneKey(client: Client, command: Cmd, name: string, encoding: string | null, stream: unknown): unknown {
     const { hk } = this.#ctx;
     const arity = name === 'hget' ? 2 : name === 'hmget' ? command.args.length : 1;
     const key = keyName(command.args[0]);
@@ -340,7 +317,7 @@ export class MultiRead {
   }
 
   /** Settles `command` with `shape(value)`; a value it cannot shape, or a failed read: the command itself goes to Redis. */
-  #answer(client: Client, command: MultiCmd, value: Promise<unknown>, shape: (value: unknown) => unknown): void {
+  #answer(client: Client, command: Cmd, value: Promise<unknown>, shape: (value: unknown) => unknown): void {
     value.then(
       (v) => {
         const reply = shape(v);
