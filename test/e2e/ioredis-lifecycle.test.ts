@@ -114,6 +114,24 @@ function timerLedger() {
   };
 }
 
+test('a stubbed setTimeout that returns no handle (a test double of the clock) breaks no command', async () => {
+  const c = withHotKeys(client(), hk);
+  await c.ping();
+  const g = globalThis as Record<string, any>;
+  const saved = g.setTimeout;
+  const calls: number[] = [];
+  // what `sinon.stub(global, 'setTimeout')` does: records the call, schedules nothing, returns undefined
+  g.setTimeout = (_fn: unknown, ms?: number) => void calls.push(ms ?? 0);
+  try {
+    assert.is(await c.set('lc:stubbed', 's'), 'OK');
+    assert.is(await c.get('lc:stubbed'), 's');
+  } finally {
+    g.setTimeout = saved;
+    c.disconnect(); // a ready wrapped client opens tracking at the next promotion: not this one
+  }
+  assert.ok(calls.length > 0, 'the adapter did ask for a timer');
+});
+
 test('no timer of the adapter outlives the commands it watched (a command from the offline queue)', async () => {
   const ledger = timerLedger();
   try {

@@ -202,7 +202,7 @@ export class Breakers {
     node.state = 'open';
     node.opened++;
     this.#onChange(node.node, 'open');
-    setTimeout(() => this.#probe(node), this.#opts.coolDownMs).unref?.();
+    setTimeout(() => this.#probe(node), this.#opts.coolDownMs)?.unref?.();
   }
 
   #probe(node: NodeBreaker): void {
@@ -220,7 +220,7 @@ export class Breakers {
       this.#onChange(node.node, 'closed');
     };
     const timer = setTimeout(() => verdict(false), this.#opts.timeoutMs);
-    timer.unref?.();
+    timer?.unref?.();
     this.#ping(node).then(
       () => verdict(true),
       (err: unknown) => verdict(isReply(err)),
@@ -243,7 +243,7 @@ export class Breakers {
       this.#sweep();
       if (this.#inflight > 0) this.#arm();
     }, every);
-    this.#sweeper.unref?.();
+    this.#sweeper?.unref?.(); // a stubbed or fake clock may hand back no Timeout object
   }
 
   /** A command left the in-flight set: the last one stops the sweeper. */

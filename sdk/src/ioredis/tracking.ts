@@ -256,7 +256,7 @@ export class NodeTracker {
     });
     sub.on('messageBuffer', (channel: Buffer, payload: unknown) => this.#onInvalidation(channel, payload));
     this.#timer = setInterval(() => this.#beat(), options.pingMs);
-    this.#timer.unref();
+    this.#timer?.unref?.(); // a stubbed or fake clock may hand back no Timeout object
   }
 
   /**
@@ -313,7 +313,7 @@ export class NodeTracker {
     const ms = Math.max(0, this.#openedAt + TRACKING_WAIT_MS - performance.now());
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
-      timer.unref();
+      timer?.unref?.();
       void this.#firstLive.then(() => {
         clearTimeout(timer);
         resolve();
