@@ -255,6 +255,23 @@ test("a fold of the adapter's issued right behind QUIT is rejected, not written"
   }
 });
 
+test("tracking connections of a RESP3 client with replyMapping 'resp3' open (RESP2, plain replies)", async () => {
+  await plain.set('lc:resp3', 'r');
+  const c = withHotKeys(new Redis(server.url, { protocol: 3, replyMapping: 'resp3' } as never), hk);
+  opened.push(c);
+  try {
+    await c.ping();
+    const before = await ownConnections();
+    await promote('lc:resp3');
+    assert.is(await c.get('lc:resp3'), 'r');
+    await waitFor('its tracking connections up', async () => (await ownConnections()) === before + 2);
+    await plain.set('lc:resp3', 'r2'); // a write behind its back: its tracking drops the copy
+    await waitFor('r2', async () => (await c.get('lc:resp3')) === 'r2');
+  } finally {
+    c.disconnect();
+  }
+});
+
 test('bad input: not an ioredis client, wrapped by another HotKeyClient', async () => {
   for (const bad of [null, 42, {}, { sendCommand() {} }, { sendCommand() {}, duplicate() {}, options: {} }]) {
     assert.throws(

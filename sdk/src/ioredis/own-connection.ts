@@ -41,6 +41,8 @@ export function connectionTo(
 ): Redis | undefined {
   const overrides = {
     protocol: 2,
+    // RESP3-only reply shapes (ioredis 6's replyMapping 'resp3') are refused with RESP2: ours reads plain replies
+    replyMapping: undefined,
     keyPrefix: undefined,
     lazyConnect: false,
     enableOfflineQueue: false,
