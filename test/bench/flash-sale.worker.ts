@@ -1,0 +1,118 @@
+/**
+ * One service of the flash-sale benchmark (flash-sale.bench.ts): an ioredis client whose
+ * `sendCommand` is patched ON THE INSTANCE before `withHotKeys` (the way an APM agent or a
+ * service's own metrics count what it sends), reading a flash key and Zipf-distributed other keys
+ * at fixed rates. A patch of `Redis.prototype.sendCommand` counts the flash key's GETs on every
+ * connection of the process (the adapter's tracking loads too) per 100 ms bucket since the surge
+ * started; the instance patch counts its client's.
+ *
+ *   <- { type: 'start', redisUrl, hubUrl, durationMs, flashRate, zipfRate, flashKey, zipfKeys, seed }
+ *   then per phase (plain first, then wrapped: the same client, `withHotKeys` applied between them):
+ *   <- { type: 'phase', wrapped }  -> { type: 'ready' }
+ *   <- { type: 'go', startAt (hostNow ms) }   after the run   -> { type: 'done', buckets, flashReads, errors, classGets, instanceGets }
+ */
+import { Redis } from 'ioredis';
+import { HotKeyClient } from '@hotkey/sdk';
+import { withHotKeys } from '@hotkey/sdk/ioredis';
+import { ZipfSampler } from './zipf.ts';
+import { fromParent, toParent } from './harness.ts';
+import { hostNow } from '../support/host-clock.ts';
+import { delay } from '../support/wait.ts';
+
+const BUCKET_MS = 100;
+/** reads of one service not yet answered, beyond which a tick skips (bounded: a stalled Redis cannot pile them up) */
+const MAX_IN_FLIGHT = 5000;
+
+const run = await fromParent<{
+  redisUrl: string;
+  hubUrl: string;
+  durationMs: number;
+  flashRate: number;
+  zipfRate: number;
+  flashKey: string;
+  zipfKeys: number;
+  seed: number;
+}>('start', 60_000);
+
+let startAt = Number.POSITIVE_INFINITY;
+const redis = new Redis(run.redisUrl);
+let buckets: number[] = [];
+/** the flash key's GETs at the class, on every connection of this process (the adapter's own tracking loads too): what Redis was asked */
+let classGets = 0;
+const atClass = Redis.prototype.sendCommand;
+Redis.prototype.sendCommand = function (this: Redis, command: { name: string; args: unknown[] }, ...rest: unknown[]) {
+  if (command.name === 'get' && String(command.args[0]) === run.flashKey) {
+    const at = Math.floor((hostNow() - startAt) / BUCKET_MS);
+    if (at >= 0 && at < buckets.length) {
+      buckets[at]!++;
+      classGets++;
+    }
+  }
+  return (atClass as (...a: unknown[]) => unknown).call(this, command, ...rest);
+} as never;
+/** the same, counted by the service's own patch on its client */
+let instanceGets = 0;
+const original = redis.sendCommand;
+// the instance patch, before withHotKeys (as an APM agent or a service's own metrics do it): it
+// must keep seeing every command of this client that reaches Redis, and only those
+redis.sendCommand = function (this: Redis, command: { name: string; args: unknown[] }, ...rest: unknown[]) {
+  if (command.name === 'get' && String(command.args[0]) === run.flashKey && hostNow() >= startAt) instanceGets++;
+  return (original as (...a: unknown[]) => unknown).call(this, command, ...rest);
+} as never;
+await redis.ping();
+let hk: HotKeyClient | undefined;
+
+const zipf = new ZipfSampler({ n: run.zipfKeys, s: 1.1, seed: run.seed });
+let inFlight = 0;
+let errors = 0;
+let firstError: string | undefined;
+const read = (key: string) => {
+  inFlight++;
+  redis.get(key).then(
+    () => inFlight--,
+    (err: { code?: string; message?: string }) => {
+      inFlight--;
+      errors++;
+      if (errors === 1) firstError = String(err?.code ?? err?.message);
+    },
+  );
+};
+for (let phase = 0; phase < 2; phase++) {
+  const { wrapped } = await fromParent<{ wrapped: boolean }>('phase', 60_000);
+  if (wrapped && hk === undefined) {
+    hk = new HotKeyClient({ app: 'bench', hubs: run.hubUrl, flushIntervalMs: 50 });
+    await hk.ready({ signal: AbortSignal.timeout(10_000) });
+    withHotKeys(redis, hk);
+  }
+  buckets = new Array<number>(Math.ceil(run.durationMs / BUCKET_MS) + 1).fill(0);
+  errors = 0;
+  classGets = 0;
+  instanceGets = 0;
+  let flashReads = 0;
+  toParent({ type: 'ready' });
+  startAt = (await fromParent<{ startAt: number }>('go', 60_000)).startAt;
+  await delay(Math.max(0, startAt - hostNow()));
+  const TICK_MS = 10;
+  let flashDue = 0;
+  let zipfDue = 0;
+  // paced against the clock: a late tick issues what it owes, so the rates hold under load
+  while (hostNow() - startAt < run.durationMs) {
+    const elapsed = hostNow() - startAt;
+    const flashOwed = Math.floor((elapsed * run.flashRate) / 1000) - flashDue;
+    const zipfOwed = Math.floor((elapsed * run.zipfRate) / 1000) - zipfDue;
+    for (let i = 0; i < flashOwed && inFlight < MAX_IN_FLIGHT; i++) {
+      read(run.flashKey);
+      flashReads++;
+    }
+    for (let i = 0; i < zipfOwed && inFlight < MAX_IN_FLIGHT; i++) read(`item:${zipf.next()}`);
+    flashDue += flashOwed;
+    zipfDue += zipfOwed;
+    await delay(TICK_MS);
+  }
+  const drained = hostNow();
+  while (inFlight > 0 && hostNow() - drained < 5000) await delay(10);
+  toParent({ type: 'done', buckets, flashReads, errors, firstError, classGets, instanceGets });
+}
+redis.disconnect();
+await hk?.close();
+process.exit(0);
