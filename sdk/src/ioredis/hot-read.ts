@@ -190,18 +190,7 @@ export function hotReads(ctx: HotReadContext): HotReads {
   }
 
   /** A load through the node's tracking connections (value, PTTL, opt-in: one round trip). */
-  function trackedLoad(
-    load: (
-      kind: 'get' | 'hgetall',
-      key: string,
-      db: number | undefined,
-    ) => Promise<{ value: unknown; pttl: unknown; session: TrackingSession }>,
-    kind: 'get' | 'hgetall',
-    key: string,
-    client: Client,
-    ns: string,
-    askedAt: number,
-  ): Promise<Rec> {
+  const trackedLoad: TrackedLoad = (load, kind, key, client, ns, askedAt) => {
     return load(kind, key, isCluster ? undefined : dbOf(client)).then((read): Rec => {
       const expiresAt = typeof read.pttl === 'number' && read.pttl >= 0 ? askedAt + read.pttl : undefined;
       if (kind === 'get') return record({ ns, kind: 'string', value: read.value, expiresAt, session: read.session });
@@ -213,7 +202,7 @@ export function hotReads(ctx: HotReadContext): HotReads {
         session: read.session,
       });
     });
-  }
+  };
 
   /**
    * The GET fast path's load of a hot key whose node's tracking is still connecting: tracked
