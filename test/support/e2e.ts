@@ -1,14 +1,18 @@
 /**
  * The shared set-up of an end-to-end test file: one hub for the file, the SDK clients and raw
  * protocol peers its tests make, and one teardown that closes every one of them. `hubProcess`
- * runs the real `hotkey-hub` CLI; `hubInProcess` calls `startHub` (for tests that set tunables or
- * read the hub's state). Both register `before` and `after` on the uvu suite they are given.
+ * runs the real `hotkey-hub` CLI (through HubProcess, the one process starter); `hubInProcess`
+ * calls `startHub` (for tests that set tunables or read the hub's state). Both register `before`
+ * and `after` on the uvu suite they are given.
  *
  *   const e2e = hubProcess(test, { config, sdk: { token: 's3cret' } });
  *   test('…', async () => {
  *     const group = await e2e.sdks(3);            // connected and welcomed, or it throws
  *     fetch(`${e2e.hub.httpUrl}/api/cluster`);
  *   });
+ *
+ * `startHubInProcess` is the one in-process start, for a test (or a benchmark) that needs a hub
+ * of its own beside the file's: `const h = await startHubInProcess({ tunables }); … await h.close()`.
  */
 import type { Test } from 'uvu';
 import { HotKeyClient, type ClientOptions } from '@hotkey/sdk';
@@ -151,12 +155,17 @@ export function hubProcess(
   );
 }
 
-/** A hub in this process via `startHub` (port 0, silent log unless given) for the whole file. */
+/** A hub in this process via `startHub`: port 0 and a silent log unless given. Close it with `hub.close()`. */
+export function startHubInProcess(hubOptions: HubOptions = {}): Promise<Hub> {
+  return startHub({ port: 0, log: () => {}, ...hubOptions });
+}
+
+/** A hub in this process (`startHubInProcess`) for the whole file. */
 export function hubInProcess(suite: Test, hubOptions: HubOptions = {}, options: E2eOptions = {}): E2e<Hub> {
   return register(
     suite,
     options,
-    (port) => startHub({ port: 0, log: () => {}, ...hubOptions, ...(port === undefined ? {} : { port }) }),
+    (port) => startHubInProcess({ ...hubOptions, ...(port === undefined ? {} : { port }) }),
     (hub) => within('the hub to close', hub.close(), 10_000),
   );
 }
