@@ -41,6 +41,7 @@ export class E2e<H extends AnyHub> {
   readonly #options: E2eOptions;
   readonly #start: (port?: number) => Promise<H>;
   readonly #stop: (hub: H) => Promise<unknown>;
+  readonly #deferred: (() => unknown)[] = [];
 
   constructor(options: E2eOptions, start: (port?: number) => Promise<H>, stop: (hub: H) => Promise<unknown>) {
     this.#options = options;
@@ -60,13 +61,25 @@ export class E2e<H extends AnyHub> {
     return this.#hub;
   }
 
-  /** Closes every client and peer made here, then stops the hub (the suite's `after` does). */
+  /**
+   * Closes every client and peer made here, then stops the hub (the suite's `after` does). What
+   * `defer` was given runs first, the last given first.
+   */
   async close(): Promise<void> {
     try {
-      await this.closeClients();
+      for (const cleanup of this.#deferred.splice(0).reverse()) await cleanup();
     } finally {
-      if (this.#hub) await this.#stop(this.#hub);
+      try {
+        await this.closeClients();
+      } finally {
+        if (this.#hub) await this.#stop(this.#hub);
+      }
     }
+  }
+
+  /** Runs `cleanup` at the start of `close()`, before the clients close (a traffic driver, a browser). */
+  defer(cleanup: () => unknown): void {
+    this.#deferred.push(cleanup);
   }
 
   /** A client of this file's hub (closed at the end of the file); not yet ready. */
