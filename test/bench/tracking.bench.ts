@@ -12,7 +12,8 @@
 import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
-import { startHub, type Hub } from '@hotkey/hub';
+import type { Hub } from '@hotkey/hub';
+import { startHubInProcess } from '../support/hub-in-process.ts';
 import { benchMain, type BenchRow } from './harness.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
@@ -110,7 +111,7 @@ benchMain(async ({ quick }) => {
   const cacheTtlMs = quick ? 1000 : 5000;
   // a 10-minute window: a key promoted by hand is not demoted for cooling during the run
   const rules = [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs }];
-  const hub = await startHub({ port: 0, log: () => {}, config: { apps: { bench: { rules } } } });
+  const hub = await startHubInProcess({ config: { apps: { bench: { rules } } } });
   const server = await RedisServer.start();
   const rc = await RedisCluster.start();
   const writer = new Redis(server.url);

@@ -11,13 +11,14 @@
  *     fetch(`${e2e.hub.httpUrl}/api/cluster`);
  *   });
  *
- * `startHubInProcess` is the one in-process start, for a test (or a benchmark) that needs a hub
+ * `startHubInProcess` (hub-in-process.ts) is the one in-process start, for a test that needs a hub
  * of its own beside the file's: `const h = await startHubInProcess({ tunables }); … await h.close()`.
  */
 import type { Test } from 'uvu';
 import { HotKeyClient, type ClientOptions } from '@hotkey/sdk';
-import { startHub, type Hub, type HubOptions } from '@hotkey/hub';
+import type { Hub, HubOptions } from '@hotkey/hub';
 import { HubProcess, writeConfig, type HubProcessOptions } from './hub-process.ts';
+import { startHubInProcess } from './hub-in-process.ts';
 import { RawClient } from './raw-client.ts';
 import { within } from './wait.ts';
 
@@ -168,10 +169,7 @@ export function hubProcess(
   );
 }
 
-/** A hub in this process via `startHub`: port 0 and a silent log unless given. Close it with `hub.close()`. */
-export function startHubInProcess(hubOptions: HubOptions = {}): Promise<Hub> {
-  return startHub({ port: 0, log: () => {}, ...hubOptions });
-}
+export { startHubInProcess };
 
 /** A hub in this process (`startHubInProcess`) for the whole file. */
 export function hubInProcess(suite: Test, hubOptions: HubOptions = {}, options: E2eOptions = {}): E2e<Hub> {
