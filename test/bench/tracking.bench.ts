@@ -18,7 +18,8 @@ import { benchMain, type BenchRow } from './harness.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { measureStaleness, summary, warm, type Reader } from '../support/staleness.ts';
-import { delay, waitFor, within } from '../support/wait.ts';
+import { promoteInProcess } from '../support/promote.ts';
+import { delay, within } from '../support/wait.ts';
 
 const INSTANCES = 3;
 
@@ -43,10 +44,13 @@ async function setup(hub: Hub, connect: () => Redis | Cluster, wrap: WithHotKeys
   };
 }
 
-async function promote(hub: Hub, readers: readonly Reader[], key: string): Promise<void> {
-  if (!hub.core.promote('bench', key)) throw new Error(`cannot promote ${key}`);
-  await waitFor(`${key} hot everywhere`, () => readers.every((r) => r.hk.isHot(key)), 5000);
-}
+const promote = (hub: Hub, readers: readonly Reader[], key: string): Promise<void> =>
+  promoteInProcess(
+    hub,
+    'bench',
+    key,
+    readers.map((r) => r.hk),
+  );
 
 /** Ours: sequential outside writes over `keys`, each one's staleness. */
 async function tracked(
