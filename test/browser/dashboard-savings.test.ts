@@ -13,7 +13,7 @@ import type { HubProcess } from '../support/hub-process.ts';
 import { hubProcess } from '../support/e2e.ts';
 import { drive, type Driver } from '../support/traffic.ts';
 import { ARTIFACTS, Chromium } from './chromium.ts';
-import { waitFor, within } from '../support/wait.ts';
+import { delay, waitFor, within } from '../support/wait.ts';
 
 const RATE = 400;
 const KEY = 'item:saved';
@@ -89,7 +89,7 @@ test('a hot key read through get() shows served locally %, loads/s and reads spa
   // each invalidation drops the value at both instances: their next reads load it
   for (let i = 0; i < 6; i++) {
     await clients[i % 2]!.invalidate(KEY);
-    await new Promise((r) => setTimeout(r, 150));
+    await delay(150);
   }
   await waitFor(
     'loads/s sparkline shows the reloads',

@@ -7,6 +7,7 @@ import { CloseCode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION }
 import { DEFAULT_RULE, localThreshold } from '@hotkey/sdk/rules';
 import { RawClient } from '../support/raw-client.ts';
 import { hubInProcess, startHubInProcess } from '../support/e2e.ts';
+import { delay } from '../support/wait.ts';
 
 const config = {
   apps: {
@@ -130,7 +131,7 @@ test('an SDK that never applies is fenced once its lease lapsed (no renewal mean
   const inv = await w.client.next(MsgType.Invalidate);
   w.client.send({ t: MsgType.Applied, seq: inv.seq });
   await silent.client.next(MsgType.Invalidate);
-  await new Promise((r) => setTimeout(r, 100));
+  await delay(100);
   silent.client.send({ t: MsgType.Lease, id: 2 }); // behind an invalidation older than leaseMs / 8: refused
   const ack = await w.client.next(MsgType.Ack, 3000);
   assert.is(ack.id, 1);
