@@ -13,7 +13,7 @@ import type { HubProcess } from '../support/hub-process.ts';
 import { hubProcess } from '../support/e2e.ts';
 import { drive, type Driver } from '../support/traffic.ts';
 import { ARTIFACTS, Chromium } from './chromium.ts';
-import { delay, waitFor, within } from '../support/wait.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const RATE = 400;
 const KEY = 'item:saved';
@@ -41,11 +41,8 @@ async function hotRow(): Promise<Row | undefined> {
 
 test.before(async () => {
   hub = e2e.hub;
-  browser = await within('chromium launch', Chromium.launch(), 40_000);
-  e2e.defer(async () => {
-    driver?.stop();
-    await within('chromium to close', browser.close(), 20_000);
-  });
+  e2e.defer(() => driver?.stop()); // runs last: the browser closes first
+  browser = await Chromium.launchFor(e2e);
   clients = await e2e.sdks(2, (i) => ({ host: `web-${i + 1}` }));
 });
 
