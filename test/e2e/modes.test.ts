@@ -116,8 +116,9 @@ test('baseline rule: a key that jumps far above its own normal is promoted; a bu
     () => group[0]!.rules().some((r) => r.match === 'feed:*' && r.baselineWindows === 4),
     2000,
   );
-  const busy = drive(group, 'feed:busy', 400);
-  const quiet = drive(group, 'feed:quiet', 30);
+  // steady: a stall of this process must not come back as a burst, which is the surge rule's input
+  const busy = drive(group, 'feed:busy', 400, 'track', { steady: true });
+  const quiet = drive(group, 'feed:quiet', 30, 'track', { steady: true });
   try {
     await delay(3500); // warm-up: 4 windows of 500 ms, then normal
     assert.not.ok(group[0]!.isHot('feed:busy'), 'busy but steady');
