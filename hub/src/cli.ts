@@ -3,6 +3,7 @@
  * Logs JSON lines on stdout (human lines on a TTY or with --log-pretty), plus one machine-readable
  * `HOTKEY_READY {json}` line that tests and supervisors parse.
  * Exit codes: 0 after a graceful SIGTERM/SIGINT, 1 bad config or start failure, 2 bad usage.
+ * SIGHUP re-reads the config file and the TLS files (server/live-config.ts); a bad file is refused.
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -10,7 +11,9 @@ import { ValidationError } from '@hotkey/sdk';
 import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { startDemo } from './demo/demo.ts';
 import { loadHubConfig, parseOrigins, type HubConfig } from './server/config.ts';
-import { startHub } from './server/hub.ts';
+import { startHub, type Hub } from './server/hub.ts';
+import type { ReloadSource } from './server/live-config.ts';
+import { watchConfigFiles } from './server/config-watch.ts';
 import { DEFAULT_TUNABLES } from './core/tunables.ts';
 import { createLogger, isLogLevel, LOG_LEVELS, type Logger } from './server/logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubTlsOptions } from './server/options.ts';
@@ -44,6 +47,7 @@ const USAGE = `usage: hotkey-hub [options]
   --log-pretty          human log lines instead of JSON (env HOTKEY_LOG_PRETTY=1; default on a TTY)
   --allow-origin O      browser origin allowed to open /ws and /live, e.g. https://ops.example.com or *;
                         repeatable (env HOTKEY_ALLOW_ORIGIN, comma-separated; config allowedOrigins)
+  --watch-config        reload when the config or TLS files change, as on SIGHUP (env HOTKEY_WATCH_CONFIG=1)
   --demo                also run the built-in demo traffic
   --help                show this help
 `;
@@ -77,6 +81,7 @@ function parse() {
         'log-level': { type: 'string' },
         'log-pretty': { type: 'boolean', default: false },
         'allow-origin': { type: 'string', multiple: true },
+        'watch-config': { type: 'boolean', default: false },
         demo: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -132,7 +137,16 @@ function configError(message: string): never {
   process.exit(1);
 }
 
+/** the running hub, once started: SIGHUP before that is ignored rather than fatal */
+let running: Hub | undefined;
+let reloadSource: ReloadSource = {};
+
 async function main(): Promise<void> {
+  // without a handler SIGHUP terminates node: install it before the slow part of start-up
+  process.on('SIGHUP', () => {
+    // a refused reload is logged (config_refused, with the field) and the running config stays
+    running?.reload(reloadSource).catch(() => {});
+  });
   const args = parse();
   if (args.help) {
     process.stdout.write(USAGE);
@@ -172,6 +186,9 @@ async function main(): Promise<void> {
   if (redis !== undefined && !/^rediss?:\/\//.test(redis))
     usageError(`--redis must be a redis:// or rediss:// URL, got "${redis}"`);
   if (redisCa !== undefined && redis === undefined) usageError('--redis-ca needs --redis');
+  const watch = args['watch-config'] || env.HOTKEY_WATCH_CONFIG === '1';
+  if (watch && configPath === undefined && tlsCert === undefined)
+    usageError('--watch-config needs --config or --tls-cert');
   if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl))
     usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
 
@@ -230,6 +247,18 @@ async function main(): Promise<void> {
     allowedOrigins,
     ...(tls === undefined ? {} : { tls }),
   });
+  running = hub;
+  reloadSource = {
+    configPath,
+    ...(tlsCert !== undefined && tlsKey !== undefined
+      ? { tlsFiles: { cert: tlsCert, key: tlsKey }, tlsNames: { cert: '--tls-cert', key: '--tls-key' } }
+      : {}),
+  };
+  if (watch) {
+    const tlsPaths = reloadSource.tlsFiles ?? config?.tls;
+    const paths = [configPath, tlsPaths?.cert, tlsPaths?.key].filter((p): p is string => p !== undefined);
+    watchConfigFiles(paths, () => void hub.reload(reloadSource).catch(() => {}));
+  }
   const pageUrl = `${hub.httpUrl}/`;
   logger.info(
     { evt: 'listening', id: hub.id, url: hub.url, http: hub.httpUrl, tls: hub.tls, cluster: safeRedis },

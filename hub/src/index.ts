@@ -8,9 +8,22 @@ export { createLogger } from './server/logger.ts';
 export type { Logger, LoggerOptions, LogLevel } from './server/logger.ts';
 export { LocalCoordinator } from './cluster/local-coordinator.ts';
 export type { LocalCoordinatorOptions } from './cluster/local-coordinator.ts';
-export type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubStatus } from './cluster/coordinator.ts';
+export type {
+  AppAuth,
+  AppSeed,
+  Coordinator,
+  CoordinatorCounters,
+  Health,
+  HubEvent,
+  HubStatus,
+} from './cluster/coordinator.ts';
 export { loadHubConfig, parseHubConfig } from './server/config.ts';
 export type { AppConfig, HubConfig } from './server/config.ts';
 export { Aggregator } from './core/aggregator.ts';
 export type { AggregatorOptions, AggregatorListener, DemoteReason, HotKeyView } from './core/aggregator.ts';
 export type { AppSummary, HotKeyRow, InstanceRow } from './core/apps.ts';
+export type { ReloadResult, ReloadSource } from './server/live-config.ts';
+export { NOTIFY_EVENTS } from './notify/notify-config.ts';
+export type { NotifyEvent, NotifyTarget } from './notify/notify-config.ts';
+export { DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature } from './notify/notifier.ts';
+export type { NotifyPayload } from './notify/notifier.ts';

@@ -57,6 +57,8 @@ export const ErrorCode = {
   BreakerOpen: 'HK_ERR_BREAKER_OPEN',
   /** HTTP: no such route, or no such app */
   NotFound: 'HK_ERR_NOT_FOUND',
+  /** HTTP 403 on a WebSocket upgrade: the request's `Origin` is not one the hub admits on that path */
+  Origin: 'HK_ERR_ORIGIN',
   /** HTTP: the route exists but not for this method */
   Method: 'HK_ERR_METHOD',
   /** HTTP: the body is not valid JSON or lacks a field */

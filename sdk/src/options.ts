@@ -4,7 +4,7 @@
  * DEFAULT_REDIS_OPTIONS is the model.
  */
 
-import { MAX_VALUE_BYTES } from './wire/protocol.ts';
+import { MAX_NAME_LENGTH, MAX_VALUE_BYTES } from './wire/limits.ts';
 
 /**
  * TLS for `wss://` hubs, handed to ws (and so to node:tls): trust a private CA, present a client
@@ -122,31 +122,35 @@ export type ClientTunables = Required<
 >;
 
 /**
- * Every default of the client and its connections. `welcomeTimeoutMs` is not a client option:
- * a hub that opened the socket but sent no Welcome within it is dropped.
+ * Every default of the client and its connections. `welcomeTimeoutMs` and `windowSliceMs` are
+ * not client options: a hub that opened the socket but sent no Welcome within `welcomeTimeoutMs`
+ * is dropped; the access window counts in slices of `windowSliceMs`, WINDOW_SLICES of them (the
+ * 1 s window the per-instance thresholds are scaled to).
  */
-export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutMs: number }> = Object.freeze({
-  flushIntervalMs: 100,
-  maxEntries: 10_000,
-  maxStaleMs: 3000,
-  maxCandidates: 8192,
-  maxHotKeys: 65_536,
-  maxLimitedKeys: 10_000,
-  reconnectMinMs: 100,
-  reconnectMaxMs: 5000,
-  pingIntervalMs: 1000,
-  livenessTimeoutMs: 2000,
-  invalidateTimeoutMs: 5000,
-  maxPendingInvalidations: 10_000,
-  maxBufferedBytes: 1 << 20,
-  sampleRate: 1,
-  maxLoadsInFlight: 64,
-  maxLoadsQueued: 1024,
-  loadTimeoutMs: 1000,
-  maxPushBytes: 65_536,
-  pushWaitMs: 1000,
-  welcomeTimeoutMs: 5000,
-});
+export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutMs: number; windowSliceMs: number }> =
+  Object.freeze({
+    flushIntervalMs: 100,
+    maxEntries: 10_000,
+    maxStaleMs: 3000,
+    maxCandidates: 8192,
+    maxHotKeys: 65_536,
+    maxLimitedKeys: 10_000,
+    reconnectMinMs: 100,
+    reconnectMaxMs: 5000,
+    pingIntervalMs: 1000,
+    livenessTimeoutMs: 2000,
+    invalidateTimeoutMs: 5000,
+    maxPendingInvalidations: 10_000,
+    maxBufferedBytes: 1 << 20,
+    sampleRate: 1,
+    maxLoadsInFlight: 64,
+    maxLoadsQueued: 1024,
+    loadTimeoutMs: 1000,
+    maxPushBytes: 65_536,
+    pushWaitMs: 1000,
+    welcomeTimeoutMs: 5000,
+    windowSliceMs: 100,
+  });
 
 /** The options after validation, every default filled in. */
 export type ResolvedClientOptions = ClientTunables & {
@@ -171,16 +175,16 @@ export function resolveClientOptions(
   defaultInstanceId: (host: string) => string,
 ): ResolvedClientOptions {
   const { app, token } = options;
-  if (typeof app !== 'string' || app.length === 0 || app.length > 256)
-    throw new TypeError('options.app must be a non-empty string of at most 256 characters');
-  if (token !== undefined && (typeof token !== 'string' || token.length > 256))
-    throw new TypeError('options.token must be a string of at most 256 characters');
+  if (typeof app !== 'string' || app.length === 0 || app.length > MAX_NAME_LENGTH)
+    throw new TypeError(`options.app must be a non-empty string of at most ${MAX_NAME_LENGTH} characters`);
+  if (token !== undefined && (typeof token !== 'string' || token.length > MAX_NAME_LENGTH))
+    throw new TypeError(`options.token must be a string of at most ${MAX_NAME_LENGTH} characters`);
   const host = options.host ?? defaultHost();
   const instanceId = options.instanceId ?? defaultInstanceId(host);
-  if (typeof instanceId !== 'string' || instanceId.length === 0 || instanceId.length > 256)
-    throw new TypeError('options.instanceId must be a non-empty string of at most 256 characters');
-  if (typeof host !== 'string' || host.length > 256)
-    throw new TypeError('options.host must be a string of at most 256 characters');
+  if (typeof instanceId !== 'string' || instanceId.length === 0 || instanceId.length > MAX_NAME_LENGTH)
+    throw new TypeError(`options.instanceId must be a non-empty string of at most ${MAX_NAME_LENGTH} characters`);
+  if (typeof host !== 'string' || host.length > MAX_NAME_LENGTH)
+    throw new TypeError(`options.host must be a string of at most ${MAX_NAME_LENGTH} characters`);
   const { tls, logger } = options;
   if (tls !== undefined) {
     if (typeof tls !== 'object' || tls === null || Array.isArray(tls))

@@ -54,7 +54,7 @@ test('replicaCount: ceil(qps × factor / perNodeQps) copies, capped, only for un
     { match: 'c', threshold: 10, cache: false, replicas: { max: 3 } },
   ]);
   assert.is(replicaCount(uncached!, 20_000), 1); // 0.86 of a node
-  assert.is(replicaCount(uncached!, 50_000), 3); // seed 000: ceil(50000 / 35000 × 1.5)
+  assert.is(replicaCount(uncached!, 50_000), 3); // ceil(50000 × 1.5 / 35000)
   assert.is(replicaCount(uncached!, 0), 1);
   assert.is(replicaCount(cached!, 1e6), 1);
   assert.is(replicaCount(capped!, 1e6), 3);

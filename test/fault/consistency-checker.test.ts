@@ -15,7 +15,10 @@
  * Wrapper and update writes must have 0 stale reads, under every fault. Outside writes are
  * counted and reported, not failed on (Redis tracking bounds them, without an ack). The
  * Lettuce #3481 race — an invalidation between a miss and its fill — is checked on a key read
- * through hk.get with a deliberately slow fill (the value is read, then held 15 ms).
+ * through hk.get with a deliberately slow fill (the value is read, then held 15 ms). Each process
+ * also reads every key with one MGET per round (multi-read.ts: hot keys answered locally, the
+ * others in one MGET); those reads are judged like the others, and Redis's own MGET count shows
+ * that they were answered locally.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -50,7 +53,7 @@ const config = {
   },
 };
 
-type Read = { key: string; v: number; start: number; end: number; proc: string };
+type Read = { key: string; v: number; start: number; end: number; proc: string; via: string };
 type Write = { key: string; v: number; start: number; end: number; acked: boolean; kind: string; proc: string };
 
 interface Worker {
@@ -76,6 +79,7 @@ function startWorker(id: string, hubUrl: string, redisPort: number, extra: objec
     readKeys: [KEY_A, KEY_B, KEY_C, KEY_D],
     raceKey: KEY_RACE,
     readers: 2,
+    mgetReaders: 1,
     writeEveryMs: 30,
     ...extra,
   };
@@ -90,7 +94,14 @@ function startWorker(id: string, hubUrl: string, redisPort: number, extra: objec
     if (msg.push !== undefined) for (const k of Object.keys(push) as (keyof PushStats)[]) push[k] += msg.push[k];
     for (const r of msg.records!) {
       if (r[0] === 'r')
-        reads.push({ key: r[1] as string, v: r[2] as number, start: r[3] as number, end: r[4] as number, proc: id });
+        reads.push({
+          key: r[1] as string,
+          v: r[2] as number,
+          start: r[3] as number,
+          end: r[4] as number,
+          proc: id,
+          via: r[5] as string,
+        });
       else
         writes.push({
           key: r[1] as string,
@@ -217,7 +228,12 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   let redisLostAt = Infinity;
 
   await phase('warm-up', () => delay(2000));
+  const probe = new Redis({ port: redis.port, host: '127.0.0.1' });
+  const mgetCalls = async () => Number(/^cmdstat_mget:calls=(\d+)/m.exec(await probe.info('commandstats'))?.[1] ?? 0);
+  const mgetsBefore = await mgetCalls();
   await phase('connected', () => delay(PHASE_MS));
+  const mgetsSent = (await mgetCalls()) - mgetsBefore;
+  probe.disconnect();
   await phase('frozen link (w1)', async () => {
     proxy!.freeze();
     await delay(PHASE_MS);
@@ -303,6 +319,19 @@ test('no read returns a version older than an acknowledged wrapper write, under 
           `acked ${(r.start - w.end).toFixed(1)} ms before the read began, ${w.v - r.v} versions behind`,
       );
   }
+  const connected = phases.find((p) => p.name === 'connected')!;
+  const mgetReads = reads.filter((r) => r.via === 'mget');
+  // one MGET records a read of each of its keys
+  const mgetsRead = mgetReads.filter(
+    (r) => r.key === KEY_A && r.start >= connected.from && r.start < connected.to,
+  ).length;
+  const staleMget = [...wrapperKeys, KEY_B].map(
+    (k) => verdicts.get(k)!.stale.filter(({ read }) => read.via === 'mget').length,
+  );
+  log(
+    `  MGET readers: ${mgetReads.length} key reads; stale ${staleMget.slice(0, 3).reduce((a, b) => a + b, 0)} (wrapper keys), ${staleMget[3]} (outside writes); ` +
+      `phase connected: ${mgetsRead} MGETs, ${mgetsSent} reached Redis`,
+  );
   // the figures outlive the run (the runner shows a passing file's output only on failure)
   const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url));
   mkdirSync(artifacts, { recursive: true });
@@ -315,6 +344,9 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   assert.ok(writes.filter((w) => w.key === KEY_D && w.acked).length > 50, 'update writes were acknowledged');
   assert.ok(push.updatesInjected > 0, 'update writes pushed their values to other instances');
   assert.is(verdicts.get(KEY_RACE)!.stale.length, 0, 'stale reads of the slow-fill key (Lettuce #3481 race)');
+  assert.ok(mgetReads.length > 4000, `MGET readers: only ${mgetReads.length} key reads`);
+  assert.equal(staleMget.slice(0, 3), [0, 0, 0], 'stale MGET reads of wrapper keys');
+  assert.ok(mgetsSent * 2 < mgetsRead, `MGETs answered locally: ${mgetsSent} of ${mgetsRead} reached Redis`);
 });
 
 test.run();

@@ -6,7 +6,8 @@
  * parent in batches over IPC. Configured by the CK_CONFIG environment variable (JSON).
  *
  * Records (arrays, to keep IPC small):
- *   ['r', key, version, start, end]                    a read (version 0: the key was absent)
+ *   ['r', key, version, start, end, via]               a read (version 0: the key was absent); via:
+ *                                                      'get', or 'mget' (one MGET of every read key)
  *   ['w', key, version, start, end, acked, kind]       a write; acked: the call resolved and its
  *                                                      invalidation was acknowledged; kind: wrapper,
  *                                                      update (value push) or plain
@@ -26,6 +27,8 @@ interface Config {
   /** key read through hk.get with a slow loader (the fill race) */
   raceKey?: string;
   readers: number;
+  /** loops reading every read key with one MGET each round (multi-key reads, multi-read.ts) */
+  mgetReaders?: number;
   /** key this process writes through the wrapper */
   wrapperWrites?: string[];
   /** keys this process writes through a wrapper with `writes: 'update'` (value push of shared keys) */
@@ -76,7 +79,7 @@ async function readLoop(): Promise<void> {
       const start = now();
       try {
         const v = await redis.get(key);
-        batch.push(['r', key, v === null ? 0 : Number(v), start, now()]);
+        batch.push(['r', key, v === null ? 0 : Number(v), start, now(), 'get']);
       } catch {
         // Redis down: no read to judge
       }
@@ -91,12 +94,31 @@ async function readLoop(): Promise<void> {
           await delay(15);
           return value;
         });
-        batch.push(['r', key, v === null ? 0 : Number(v), start, now()]);
+        batch.push(['r', key, v === null ? 0 : Number(v), start, now(), 'get']);
       } catch {
         // Redis down
       }
     }
     // yield to I/O: hot reads resolve as microtasks and would starve the sockets
+    if (++n % 8 === 0) await delay(2);
+    else await tick();
+  }
+}
+
+async function mgetLoop(): Promise<void> {
+  let n = 0;
+  while (running) {
+    const start = now();
+    try {
+      const values = await redis.mget(cfg.readKeys);
+      const end = now();
+      cfg.readKeys.forEach((key, i) => {
+        const v = values[i];
+        batch.push(['r', key, v === null || v === undefined ? 0 : Number(v), start, end, 'mget']);
+      });
+    } catch {
+      // Redis down: no read to judge
+    }
     if (++n % 8 === 0) await delay(2);
     else await tick();
   }
@@ -159,6 +181,7 @@ process.on('disconnect', () => process.exit(0));
 
 const loops: Promise<void>[] = [];
 for (let i = 0; i < cfg.readers; i++) loops.push(readLoop());
+for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) loops.push(mgetLoop());
 for (const key of cfg.wrapperWrites ?? []) loops.push(wrapperWriter(key));
 for (const key of cfg.updateWrites ?? []) loops.push(wrapperWriter(key, updater, 'update'));
 if (cfg.plainWrites !== undefined) loops.push(plainWriter(cfg.plainWrites));

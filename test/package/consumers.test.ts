@@ -10,7 +10,8 @@
  *   ts   the README's "Use it from a service" snippet, verbatim, in a strict NodeNext project:
  *        `tsc --noEmit`, then compiled with tsc and run (plus withHotKeys on a Redis.Cluster)
  *   hub  `npx @hotkey/hub` serves the prebuilt dashboard; `npx hotkey-hub --help` works, and so
- *        does `hotkey-hub` after `npm install -g @hotkey/hub` (into a prefix of the test's own)
+ *        does `hotkey-hub` after `npm install -g @hotkey/hub` (into a prefix of the test's own);
+ *        `npx hotkey-hub conformance --help` loads the kit with the installed sdk's test vectors
  *
  * Every child runs without the workspace's NODE_OPTIONS / npm_config_* and every wait has a deadline.
  */
@@ -243,6 +244,11 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   const listing = (await run('tar', ['-tzf', tarballs.get('@hotkey/hub')!], { cwd: work, timeoutMs: 10_000 })).stdout;
   assert.ok(listing.includes('package/dist/cli.js') && listing.includes('package/bin/hotkey-hub.js'), listing);
   assert.not.ok(/package\/src\//.test(listing), 'the hub tarball ships no TypeScript sources');
+  assert.ok(listing.includes('package/dist/conformance-cli.js'), listing);
+  const sdkListing = (await run('tar', ['-tzf', tarballs.get('@hotkey/sdk')!], { cwd: work, timeoutMs: 10_000 }))
+    .stdout;
+  for (const file of ['src/wire/PROTOCOL.md', 'src/wire/test-vectors.json', 'dist/wire/test-vectors.json'])
+    assert.ok(sdkListing.includes(`package/${file}`), `the sdk tarball lacks ${file}`);
   const dashListing = (await run('tar', ['-tzf', tarballs.get('@hotkey/dashboard')!], { cwd: work, timeoutMs: 10_000 }))
     .stdout;
   assert.ok(dashListing.includes('package/dist/assets/app.js'), dashListing);
@@ -331,13 +337,16 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
     );
     return run(join(globalPrefix, 'bin', 'hotkey-hub'), ['--help'], { cwd: work, timeoutMs: 30_000 });
   };
-  const [help, , , global] = await Promise.all([
+  const [help, , , global, kit] = await Promise.all([
     run('npx', ['hotkey-hub', '--help'], { cwd: app, timeoutMs: 30_000 }),
     run(process.execPath, [tsc, '--noEmit', '-p', '.'], { cwd: ts, timeoutMs: 120_000 }),
     RedisServer.start().then((server) => (redis = server)),
     globalHelp(),
+    // the conformance kit loads the protocol's test vectors from the installed sdk
+    run('npx', ['hotkey-hub', 'conformance', '--help'], { cwd: app, timeoutMs: 30_000 }),
   ]);
   assert.match(help.stdout, /usage: hotkey-hub/);
+  assert.match(kit.stdout, /usage: hotkey-hub conformance/);
   assert.match(global.stdout, /usage: hotkey-hub/);
   // type-checked above; emit only (Node 20 cannot strip types)
   await run(process.execPath, [tsc, '-p', '.', '--noCheck'], { cwd: ts, timeoutMs: 120_000 });

@@ -36,6 +36,14 @@ export interface HubStatus extends Omit<FeedHub, 'hotCount' | 'instanceCount'> {
   instanceRows: { app: string; instance: string; host: string; sdk: string; lastReport: number; connectedAt: number }[];
 }
 
+/** An app as the config file describes it. */
+export interface AppSeed {
+  /** token SDKs of the app must present; undefined: the app is open */
+  token?: string;
+  /** validated rules; [] = the default rule */
+  rules?: readonly Rule[];
+}
+
 export interface AppAuth {
   /** token SDKs of the app must present; undefined: the app is open */
   token?: string;
@@ -69,6 +77,12 @@ export interface Coordinator {
   apps(): string[];
   /** the app's validated rules ([] = the default rule) */
   rules(app: string): Rule[];
+  /**
+   * A reloaded config file's apps (validated): tokens apply to the next Hello, and the rules of an
+   * app whose rules in the file changed replace its current ones where the file is their source.
+   * Absent: apps are fixed at start.
+   */
+  reconfigure?(apps: Readonly<Record<string, AppSeed>>): void;
   /** Validates (throws ValidationError naming the field) and stores; every hub hears of it within 1 s. */
   setRules(app: string, rules: unknown): Promise<Rule[]>;
   onRules(listener: (app: string, rules: Rule[]) => void): void;

@@ -6,7 +6,7 @@
 import type { Member } from '@hotkey/sdk/protocol';
 import { ErrorCode, HotKeyError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
-import type { AppAuth, Coordinator, Health, HubEvent, HubStatus } from './coordinator.ts';
+import type { AppAuth, AppSeed, Coordinator, Health, HubEvent, HubStatus } from './coordinator.ts';
 import { isValidAppName } from '../core/apps.ts';
 import type { HubConfig } from '../server/config.ts';
 
@@ -46,7 +46,8 @@ class Ring<T> {
 export class LocalCoordinator implements Coordinator {
   readonly selfId: string;
   readonly open: boolean;
-  readonly #config: HubConfig | undefined;
+  /** the config file's apps (replaced by `reconfigure`); undefined in open mode */
+  #apps: Readonly<Record<string, AppSeed>> | undefined;
   readonly #rules = new Map<string, Rule[]>();
   readonly #maxApps: number;
   readonly #history: Ring<HubEvent>;
@@ -58,7 +59,7 @@ export class LocalCoordinator implements Coordinator {
 
   constructor(options: LocalCoordinatorOptions) {
     this.selfId = options.selfId;
-    this.#config = options.config;
+    this.#apps = options.config?.apps;
     this.open = options.config === undefined;
     this.#maxApps = options.maxApps ?? 1000;
     this.#history = new Ring(options.historySize ?? 10_000);
@@ -82,7 +83,7 @@ export class LocalCoordinator implements Coordinator {
 
   app(app: string): AppAuth | undefined {
     if (this.open) return isValidAppName(app) ? {} : undefined;
-    const cfg = this.#config?.apps[app];
+    const cfg = this.#apps?.[app];
     if (cfg === undefined) return undefined;
     return cfg.token === undefined ? {} : { token: cfg.token };
   }
@@ -92,6 +93,25 @@ export class LocalCoordinator implements Coordinator {
   rules(app: string): Rule[] {
     return this.#rules.get(app) ?? [];
   }
+  /**
+   * Tokens and the app list take effect at the next Hello; an app whose rules in the file changed
+   * gets them (rules set through the API since stay otherwise); apps gone from the file are unknown
+   * to new connections. Ignored in open mode.
+   */
+  reconfigure(apps: Readonly<Record<string, AppSeed>>): void {
+    if (this.open) return;
+    const before = this.#apps ?? {};
+    this.#apps = apps;
+    for (const app of [...this.#rules.keys()]) if (!Object.hasOwn(apps, app)) this.#rules.delete(app);
+    for (const [app, cfg] of Object.entries(apps)) {
+      const rules = [...(cfg.rules ?? [])];
+      const old = before[app];
+      if (old !== undefined && JSON.stringify(old.rules ?? []) === JSON.stringify(rules)) continue;
+      this.#rules.set(app, rules);
+      for (const l of this.#ruleListeners) l(app, rules.slice());
+    }
+  }
+
   async setRules(app: string, rules: unknown): Promise<Rule[]> {
     if (this.app(app) === undefined) throw new HotKeyError(ErrorCode.UnknownApp, `unknown app "${app}"`);
     const parsed = parseRules(rules);

@@ -226,6 +226,10 @@ export class RedisCoordinator implements Coordinator {
     return this.#rules.set(app, rules);
   }
 
+  reconfigure(apps: Readonly<Record<string, AppSeed>>): void {
+    this.#rules.reconfigure(apps);
+  }
+
   onRules(listener: (app: string, rules: Rule[]) => void): void {
     this.#rules.onChange(listener);
   }

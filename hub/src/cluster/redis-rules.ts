@@ -15,6 +15,7 @@
  */
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
 import { ErrorCode, HotKeyError } from '@hotkey/sdk';
+import type { AppSeed } from './coordinator.ts';
 import { isReady, type Redis } from './redis-client.ts';
 
 /** apps read from Redis beyond this are ignored (with a warning): memory stays bounded */
@@ -22,12 +23,7 @@ export const MAX_APPS = 10_000;
 /** a stored rule list or token longer than this is refused */
 const MAX_VALUE_LENGTH = 1 << 20;
 
-export interface AppSeed {
-  /** token SDKs of the app must present; undefined: the app is open */
-  token?: string;
-  /** rules from the config file; [] = the default rule */
-  rules?: readonly Rule[];
-}
+export type { AppSeed };
 
 export interface RedisRulesOptions {
   client: Redis;
@@ -50,7 +46,7 @@ export class RedisRules {
   readonly #rulesKey: string;
   readonly #tokensKey: string;
   readonly #channel: string;
-  readonly #config: Readonly<Record<string, AppSeed>>;
+  #config: Readonly<Record<string, AppSeed>>;
   readonly #log: (message: string) => void;
   readonly #apps = new Map<string, AppState>();
   /** tokens read from Redis; win over the config file */
@@ -115,6 +111,23 @@ export class RedisRules {
     }
     this.#accept(app, raw, rules);
     return rules;
+  }
+
+  /**
+   * A reloaded config file: its tokens apply where Redis has none, and apps Redis does not know yet
+   * take the file's rules and are seeded on the next (re)connect or now. What Redis holds still wins.
+   */
+  reconfigure(apps: Readonly<Record<string, AppSeed>>): void {
+    this.#config = apps;
+    for (const [app, seed] of Object.entries(apps)) {
+      const state = this.#apps.get(app);
+      if (state?.shared) continue;
+      const rules = [...(seed.rules ?? [])];
+      const changed = state === undefined || JSON.stringify(state.rules) !== JSON.stringify(rules);
+      this.#apps.set(app, { rules, shared: false });
+      if (changed) for (const listener of this.#listeners) listener(app, rules.slice());
+    }
+    if (isReady(this.#client)) this.seed().catch((err: unknown) => this.#log(`seeding rules failed: ${String(err)}`));
   }
 
   /** Writes the rules this hub knows for apps Redis has none of (after a start or a Redis restart). */

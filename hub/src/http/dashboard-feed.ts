@@ -54,7 +54,7 @@ export interface FeedSource extends ClusterSource {
  */
 export interface DashboardFeedOptions {
   source: FeedSource;
-  /** when set, Hello must carry it (or the admin token) */
+  /** when set, Hello must carry it (or the admin token); both read at every Hello (a reload may change them) */
   dashboardToken?: string;
   adminToken?: string;
   intervalMs?: number;
@@ -211,8 +211,7 @@ class Subscriber implements FeedConnection {
 export class DashboardFeed {
   readonly #source: FeedSource;
   readonly #opts: Required<Omit<DashboardFeedOptions, 'dashboardToken' | 'adminToken' | 'source'>>;
-  readonly #dashboardToken: string | undefined;
-  readonly #adminToken: string | undefined;
+  readonly #tokens: Pick<DashboardFeedOptions, 'dashboardToken' | 'adminToken'>;
   readonly #subscribers = new Set<Subscriber>();
   #pendingEvents: FeedEvent[] = [];
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -226,8 +225,7 @@ export class DashboardFeed {
 
   constructor(options: DashboardFeedOptions) {
     this.#source = options.source;
-    this.#dashboardToken = options.dashboardToken;
-    this.#adminToken = options.adminToken;
+    this.#tokens = options;
     const d = DEFAULT_FEED_OPTIONS;
     this.#opts = {
       intervalMs: options.intervalMs ?? d.intervalMs,
@@ -280,10 +278,11 @@ export class DashboardFeed {
 
   /** @internal called by a Subscriber on a valid Hello */
   admit(sub: Subscriber, token: string | undefined): void {
-    if (this.#dashboardToken !== undefined) {
+    const { dashboardToken, adminToken } = this.#tokens;
+    if (dashboardToken !== undefined) {
       const ok =
-        tokenMatches(token || undefined, this.#dashboardToken) ||
-        (this.#adminToken !== undefined && tokenMatches(token || undefined, this.#adminToken));
+        tokenMatches(token || undefined, dashboardToken) ||
+        (adminToken !== undefined && tokenMatches(token || undefined, adminToken));
       if (!ok) {
         this.stats.refused++;
         throw new AuthError(token ? 'wrong dashboard token' : 'this hub requires the dashboard token', CloseCode.Auth);

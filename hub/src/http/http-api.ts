@@ -40,6 +40,7 @@ export function contentSecurityPolicy(host: string | undefined): string {
 
 export interface HttpApiOptions {
   core: HubCore;
+  /** read on every request, so a config reload may change it (a getter) */
   adminToken: string | undefined;
   dashboardToken: string | undefined;
   maxBodyBytes: number;
@@ -70,7 +71,7 @@ function matchPath(pattern: string | RegExp, path: string): string[] | undefined
 }
 
 export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { core, adminToken, dashboardToken } = options;
+  const { core } = options;
   const coordinator = core.coordinator;
   const perApp = appRoutes(core, options.maxBodyBytes);
 
@@ -80,6 +81,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
   }
 
   function authorizeRead(req: IncomingMessage): void {
+    const { adminToken, dashboardToken } = options;
     if (dashboardToken === undefined) return;
     const presented = bearerToken(req.headers.authorization);
     if (presented === undefined)
@@ -90,6 +92,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
   }
 
   function authorizeWrite(req: IncomingMessage): void {
+    const { adminToken } = options;
     if (adminToken === undefined) {
       throw new HttpError(
         403,

@@ -541,35 +541,46 @@ export class MetricsRegistry implements MetricsObserver {
 
   /** The plain-number series of one group; the feed and cluster ones once their source exists. */
   #register(group: Family['group']): void {
-    const registers = [this.registry];
     for (const f of CORE_FAMILIES) {
       if (f.group !== group) continue;
       const read = () => {
         const x = this.#snapshot;
-        const v = x === undefined ? 0 : (f.read(x) ?? 0);
-        return Number.isFinite(v) && v > 0 ? v : 0;
+        return x === undefined ? 0 : (f.read(x) ?? 0);
       };
-      if (f.type === 'counter') {
-        new Counter({
-          name: f.name,
-          help: f.help,
-          registers,
-          collect() {
-            this.reset();
-            this.inc(read());
-          },
-        });
-      } else {
-        new Gauge({
-          name: f.name,
-          help: f.help,
-          registers,
-          collect() {
-            this.set(read());
-          },
-        });
-      }
+      this.addSeries({ name: f.name, type: f.type, help: f.help, read });
     }
+  }
+
+  /**
+   * A series read from a part above the HTTP layer (the notifier), so that prom-client stays
+   * behind this module. Call once per name, before the first scrape.
+   */
+  addSeries(series: { name: string; type: 'counter' | 'gauge'; help: string; read: () => number }): void {
+    const { read } = series;
+    const value = () => {
+      const v = read();
+      return Number.isFinite(v) && v > 0 ? v : 0;
+    };
+    const registers = [this.registry];
+    if (series.type === 'counter')
+      new Counter({
+        name: series.name,
+        help: series.help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(value());
+        },
+      });
+    else
+      new Gauge({
+        name: series.name,
+        help: series.help,
+        registers,
+        collect() {
+          this.set(value());
+        },
+      });
   }
 
   #observers(app: string): AppObservers {

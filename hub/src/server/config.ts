@@ -12,6 +12,7 @@ import { dirname, resolve } from 'node:path';
 import { ErrorCode, ValidationError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
 import { isValidAppName, MAX_APP_NAME } from '../core/apps.ts';
+import { parseNotify, type NotifyTarget } from '../notify/notify-config.ts';
 
 export interface AppConfig {
   /** token SDKs of the app present in Hello; undefined: none required */
@@ -28,9 +29,11 @@ export interface HubConfig {
   tls?: { cert: string; key: string };
   /** browser origins allowed to open /ws and /live (see HubOptions.allowedOrigins) */
   allowedOrigins?: string[];
+  /** webhooks told of promotions, demotions, invalidations, fencing (notify/notify-config.ts) */
+  notify?: NotifyTarget[];
 }
 
-const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken', 'tls', 'allowedOrigins']);
+const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken', 'tls', 'allowedOrigins', 'notify']);
 const APP_FIELDS = new Set(['token', 'rules']);
 
 function fail(field: string, message: string): never {
@@ -48,8 +51,11 @@ function token(v: unknown, field: string): string | undefined {
   return v;
 }
 
-/** Validates a parsed config object; throws ValidationError (HK_ERR_CONFIG) naming the field. */
-export function parseHubConfig(input: unknown): HubConfig {
+/**
+ * Validates a parsed config object; throws ValidationError (HK_ERR_CONFIG) naming the field.
+ * @param baseDir where relative file paths inside (`notify[].ca`) start @default process.cwd()
+ */
+export function parseHubConfig(input: unknown, baseDir?: string): HubConfig {
   if (!isPlainObject(input)) fail('config', 'must be a JSON object');
   for (const name of Object.keys(input)) if (!TOP_LEVEL.has(name)) fail(name, 'unknown field');
   const appsIn = input.apps;
@@ -88,6 +94,7 @@ export function parseHubConfig(input: unknown): HubConfig {
     config.tls = { cert: tls.cert as string, key: tls.key as string };
   }
   if (input.allowedOrigins !== undefined) config.allowedOrigins = parseOrigins(input.allowedOrigins, 'allowedOrigins');
+  if (input.notify !== undefined) config.notify = parseNotify(input.notify, 'notify', baseDir);
   return config;
 }
 
@@ -115,7 +122,7 @@ export async function loadHubConfig(path: string): Promise<HubConfig> {
   } catch (err) {
     fail('config', `${path} is not valid JSON: ${(err as Error).message}`);
   }
-  const config = parseHubConfig(parsed);
+  const config = parseHubConfig(parsed, dirname(path));
   if (config.tls !== undefined)
     config.tls = { cert: resolve(dirname(path), config.tls.cert), key: resolve(dirname(path), config.tls.key) };
   return config;

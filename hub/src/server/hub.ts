@@ -24,6 +24,9 @@ import { checkTls, loadTls } from './tls.ts';
 import { SocketServer, WS_PATH } from './socket-server.ts';
 import { FanoutThreads } from './fanout-threads.ts';
 import { guardHttpServer, httpServerOptions, type HttpGuardStats } from './admission.ts';
+import { LiveConfig, type ReloadResult, type ReloadSource } from './live-config.ts';
+import { startNotifications } from './notifications.ts';
+import type { Notifier } from '../notify/notifier.ts';
 
 function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   const t = { ...DEFAULT_TUNABLES, ...input };
@@ -56,6 +59,9 @@ export class Hub {
   readonly logger: Logger;
   /** true when started without a config file: any app, no token, default rule */
   readonly open: boolean;
+  /** internal: what a config reload changes (tokens, apps, TLS pair, notify targets) */
+  readonly live: LiveConfig;
+  readonly #notifier: Notifier;
   readonly #sockets: SocketServer;
   readonly #fanout: FanoutThreads;
   readonly #feed: DashboardFeed | undefined;
@@ -79,7 +85,11 @@ export class Hub {
     open: boolean;
     tls: boolean;
     logger: Logger;
+    live: LiveConfig;
+    notifier: Notifier;
   }) {
+    this.live = parts.live;
+    this.#notifier = parts.notifier;
     this.tls = parts.tls;
     this.logger = parts.logger;
     this.id = parts.id;
@@ -114,6 +124,15 @@ export class Hub {
   }
 
   /**
+   * Re-reads the config (SIGHUP on the CLI): tokens, apps, rules, the TLS pair and notify targets
+   * change without a restart; live connections stay. Rejects with ValidationError (HK_ERR_CONFIG)
+   * naming the field and changes nothing when the new config is bad (see live-config.ts).
+   */
+  reload(source: ReloadSource): Promise<ReloadResult> {
+    return this.live.reload(source);
+  }
+
+  /**
    * Graceful close: leave the cluster first (so reconnecting SDKs learn the new member list), close
    * SDK sockets with 4010 when clustered or 1001 alone, ack pending invalidations, stop the server.
    */
@@ -132,6 +151,7 @@ export class Hub {
     }
     this.core.shutdown(this.core.clustered ? CloseCode.Leaving : CloseCode.GoingAway, 'hub shutting down');
     this.#feed?.close(CloseCode.GoingAway, 'hub shutting down');
+    this.#notifier.close();
     const httpClosed = new Promise<void>((resolve) => this.httpServer.close(() => resolve()));
     this.httpServer.closeIdleConnections();
     await this.#sockets.close();
@@ -178,12 +198,32 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   });
   const core = new HubCore({ id, coordinator, tunables, now, logger, bulk: fanout.threads > 0 ? fanout : undefined });
   core.metrics.observer = metrics;
-  const adminToken = options.adminToken ?? config?.adminToken;
-  const dashboardToken = options.dashboardToken ?? config?.dashboardToken;
+  // a coordinator with loss counters shares a store (Redis): say whether it is reachable
+  if ((coordinator as Coordinator).stats !== undefined)
+    metrics.addSeries({
+      name: 'hotkey_redis_up',
+      type: 'gauge',
+      help: '1 while the shared store (Redis) is reachable, 0 while this hub serves on its last known state.',
+      read: () => (coordinator.health().state === 'ok' ? 1 : 0),
+    });
+  const live = new LiveConfig({
+    coordinator,
+    tls: tls !== undefined,
+    tlsPair: tls,
+    logger,
+    config,
+    fixed: { adminToken: options.adminToken, dashboardToken: options.dashboardToken },
+  });
+  const notifier = startNotifications({ hubId: id, coordinator, live, metrics, logger });
+  // getters: a reload changes the tokens, and the feed and the API read them at every check
   const feed = new DashboardFeed({
     source: core,
-    adminToken,
-    dashboardToken,
+    get adminToken() {
+      return live.adminToken;
+    },
+    get dashboardToken() {
+      return live.dashboardToken;
+    },
     helloTimeoutMs: tunables.helloTimeoutMs,
     maxBufferBytes: tunables.maxBufferedBytes,
     logger,
@@ -203,8 +243,12 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
   let httpGuard: (() => HttpGuardStats) | undefined;
   const handler = createHttpHandler({
     core,
-    adminToken,
-    dashboardToken,
+    get adminToken() {
+      return live.adminToken;
+    },
+    get dashboardToken() {
+      return live.dashboardToken;
+    },
     maxBodyBytes: tunables.maxBodyBytes,
     ready: () => hub?.ready ?? false,
     page: () => fallbackPageHtml(id),
@@ -222,6 +266,7 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     tls === undefined
       ? createServer(httpServerOptions(tunables), handler)
       : createTlsServer({ ...httpServerOptions(tunables), cert: tls.cert, key: tls.key }, handler);
+  live.server = httpServer;
   httpGuard = guardHttpServer(httpServer, tunables);
   const { maxConnections } = httpGuard();
   if (maxConnections < tunables.maxSessionsPerApp) {
@@ -269,6 +314,8 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     open: open && options.coordinator === undefined,
     tls: tls !== undefined,
     logger,
+    live,
+    notifier,
   });
   core.url = hub.url;
   try {

@@ -11,6 +11,8 @@ export interface HubConfigInput {
   apps: Record<string, { token?: string; rules?: readonly object[] }>;
   adminToken?: string;
   dashboardToken?: string;
+  /** webhook targets `{ url, events, apps?, secret?, ca?, timeoutMs?, retries?, maxQueue? }` (notify/notify-config.ts) */
+  notify?: readonly object[];
 }
 
 /** where a hub listens unless told otherwise (`--port`, `--host`, `HubOptions`) */

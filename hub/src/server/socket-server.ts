@@ -101,8 +101,7 @@ export class SocketServer {
     // visitor's network position; Node SDKs send no Origin
     if (!this.#origins.allows(req.headers.origin, req.headers.host, !sdkPath)) {
       this.#counters.originRefused++;
-      const body =
-        "HK_ERR_ORIGIN: this origin may not open a WebSocket here (see the hub's allowedOrigins / --allow-origin)\n";
+      const body = `${ErrorCode.Origin}: this origin may not open a WebSocket here (see the hub's allowedOrigins / --allow-origin)\n`;
       socket.end(
         `HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );

@@ -15,6 +15,7 @@
  * An entry is also the key's local-cache slot (`CacheSlot`): one lookup here answers both "is it
  * hot?" and "what is its cached value?" on the `get()` hot path. The cache fills and empties it.
  */
+import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
 import type { RuleKind } from '../rules.ts';
 import type { CacheSlot } from './local-cache.ts';
 
@@ -72,7 +73,7 @@ export interface Promotion {
 }
 
 export interface HotSetOptions {
-  /** hot keys kept at most; a promotion past it drops the lowest-QPS of the 16 oldest entries @default 65536 */
+  /** hot keys kept at most; a promotion past it drops the lowest-QPS of the 16 oldest entries @default 65536 (DEFAULT_CLIENT_OPTIONS.maxHotKeys) */
   maxKeys?: number;
 }
 
@@ -84,7 +85,7 @@ export class HotSet {
   #nextExpiry = Infinity;
 
   constructor(options: HotSetOptions = {}) {
-    const maxKeys = options.maxKeys ?? 65_536;
+    const maxKeys = options.maxKeys ?? DEFAULT_CLIENT_OPTIONS.maxHotKeys;
     if (!Number.isInteger(maxKeys) || maxKeys < 1)
       throw new TypeError(`maxKeys must be a positive integer, got ${String(maxKeys)}`);
     this.maxKeys = maxKeys;

@@ -10,6 +10,7 @@
  * caller reports through `touch` (the client does at most once per key per millisecond).
  */
 import { LRUMapWithDelete } from 'mnemonist';
+import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
 
 /** What `get` returns for an absent or expired entry (values themselves may be `undefined`). */
 export const MISS: unique symbol = Symbol('hotkey.miss');
@@ -28,7 +29,7 @@ export interface CacheSlot {
 }
 
 export interface LocalCacheOptions {
-  /** values kept at most; the least recently used one leaves first @default 10000 */
+  /** values kept at most; the least recently used one leaves first @default 10000 (DEFAULT_CLIENT_OPTIONS.maxEntries) */
   maxEntries?: number;
 }
 
@@ -50,7 +51,7 @@ export class LocalCache {
   #expirations = 0;
 
   constructor(options: LocalCacheOptions = {}) {
-    const maxEntries = options.maxEntries ?? 10_000;
+    const maxEntries = options.maxEntries ?? DEFAULT_CLIENT_OPTIONS.maxEntries;
     if (!Number.isInteger(maxEntries) || maxEntries < 1)
       throw new TypeError(`maxEntries must be a positive integer, got ${String(maxEntries)}`);
     this.maxEntries = maxEntries;

@@ -23,7 +23,7 @@
  *
  * Sampling (`sampleRate` < 1, per client, or a rule's `sampleRate`): only a share p of the
  * accesses is counted and every reported count is scaled by 1/p (thresholds by p), so the hub
- * sees unbiased estimates (seed 000 counts 0.5 %). The client rate is a countdown to the next
+ * sees unbiased estimates. The client rate is a countdown to the next
  * counted access, drawn from the geometric distribution (the skip trick of Vitter's reservoir
  * "Algorithm Z", TOMS 1985): a sampled-out access costs one decrement, no random draw. A rule
  * with a lower rate thins its keys' counted accesses further (effective rate min(client, rule)).
@@ -36,6 +36,7 @@
  * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
  * (2005); Einziger et al., "TinyLFU: A highly efficient cache admission policy" (2017).
  */
+import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
 import { CountMinSketch } from './count-min-sketch.ts';
 import { RuleSet, WINDOW_SLICES, type RuleKind } from '../rules.ts';
 
@@ -45,7 +46,7 @@ const WRITE = 2;
 const KIND_MASK: Record<RuleKind, number> = { read: READ, write: WRITE, any: READ | WRITE };
 
 export interface AccessWindowOptions {
-  /** exact counters kept at most @default 8192 */
+  /** exact counters kept at most @default 8192 (DEFAULT_CLIENT_OPTIONS.maxCandidates) */
   maxCandidates?: number;
   /** sketch counters per row, rounded up to a power of two @default 16384 */
   sketchWidth?: number;
@@ -53,7 +54,7 @@ export interface AccessWindowOptions {
   sketchDepth?: number;
   /** sketch estimate at which a key gets an exact counter @default 2 */
   admission?: number;
-  /** length of one slice @default 100 */
+  /** length of one slice @default 100 (DEFAULT_CLIENT_OPTIONS.windowSliceMs) */
   sliceMs?: number;
   /** slices per window @default 10 (WINDOW_SLICES) */
   slices?: number;
@@ -67,7 +68,7 @@ export interface AccessWindowOptions {
   urgentSlices?: number;
   /** called (synchronously, from `track`) when a slot becomes urgent @default none */
   onUrgent?: () => void;
-  /** share of accesses counted, in (0, 1]; counts are reported scaled by 1 / sampleRate @default 1 */
+  /** share of accesses counted, in (0, 1]; counts are reported scaled by 1 / sampleRate @default 1 (DEFAULT_CLIENT_OPTIONS.sampleRate) */
   sampleRate?: number;
 }
 
@@ -164,12 +165,12 @@ export class AccessWindow {
   #rejected = 0;
 
   constructor(options: AccessWindowOptions = {}) {
-    this.maxCandidates = positiveInt(options.maxCandidates ?? 8192, 'maxCandidates');
-    this.sliceMs = positiveInt(options.sliceMs ?? 100, 'sliceMs');
+    this.maxCandidates = positiveInt(options.maxCandidates ?? DEFAULT_CLIENT_OPTIONS.maxCandidates, 'maxCandidates');
+    this.sliceMs = positiveInt(options.sliceMs ?? DEFAULT_CLIENT_OPTIONS.windowSliceMs, 'sliceMs');
     this.slices = positiveInt(options.slices ?? WINDOW_SLICES, 'slices');
-    // Sampled windows keep the same admission (two counted accesses): admitting on one made every
-    // single sample of a rare key a report of 1 / sampleRate accesses (benchmark 8: precision of
-    // baseline mode at 1 % fell from 0.15 to 0.002)
+    // Sampled windows keep the same admission (two counted accesses): admitting on one would make
+    // every single sample of a rare key a report of 1 / sampleRate accesses, which baseline mode
+    // reads as a surge of a key that was never hot
     this.#admission = positiveInt(options.admission ?? 2, 'admission');
     this.#samples = positiveInt(options.evictionSamples ?? 5, 'evictionSamples');
     this.#sketch = new CountMinSketch({
@@ -195,7 +196,7 @@ export class AccessWindow {
     this.#freeTop = n;
     this.#used = new Int32Array(n);
     this.#usedAt = new Int32Array(n);
-    const rate = options.sampleRate ?? 1;
+    const rate = options.sampleRate ?? DEFAULT_CLIENT_OPTIONS.sampleRate;
     if (!(rate > 0 && rate <= 1)) throw new TypeError(`sampleRate must be in (0, 1], got ${String(rate)}`);
     this.#sampleRate = rate;
     this.#sampling = rate < 1;

@@ -38,6 +38,7 @@ import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaOptions, type ReplicaStats } from './replicas.ts';
 import { record, SharedRecords, type Rec } from './shared-records.ts';
 import { UpdateWrites } from './update-writes.ts';
+import { MultiRead } from './multi-read.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */
@@ -531,6 +532,24 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     });
   }
 
+  const multiRead = new MultiRead({
+    hk,
+    isCluster,
+    servable: (c) => c.status !== 'end' && !inSubscriberMode(c),
+    get: (c, key) => get.call(c, key) as Promise<unknown>,
+    read: (c, command) => {
+      dispatched.add(command);
+      void read(c, base.sendCommand as Send, command as Cmd, command.name as ReadName);
+    },
+    send: (c, command, stream, node) => {
+      dispatched.add(command);
+      if (stream !== undefined || !blocked(command as Cmd))
+        void (base.sendCommand as Send).call(c, command as Cmd, stream, node);
+    },
+    sharded: (key) => writeHot.owns(key),
+    sum: (c, command) => writeHot.route(c, command, 'get'),
+  });
+
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
     const send = base.sendCommand as Send; // read at each call: patches of the class apply
     if (hook.bypass) {
@@ -558,6 +577,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         dispatched.add(command);
         return routed;
       }
+    }
+    // MGET, HMGET, Buffer replies, reads in a pipeline (multi-read.ts); never a MULTI's commands
+    const answered = multiRead.dispatch(this, command, name, stream, node, openTransactions.has(this));
+    if (answered !== undefined) {
+      dispatched.add(command);
+      return answered;
     }
     if (stream === undefined && blocked(command, name)) {
       dispatched.add(command);

@@ -5,8 +5,9 @@
  * belongs in a frame, and msgpackr decodes them through one process-wide table with no option to
  * turn them off per decoder. So every frame is walked once before decoding and an ext token is
  * refused: nothing it names is ever constructed. The one exception is fixext 1 of type 0, msgpackr's
- * `undefined` (it builds nothing): encoders before this check wrote it for an absent optional
- * field such as Hello's token, and those SDKs must still connect. This codec no longer writes it.
+ * `undefined` (it builds nothing): msgpackr writes it for a field set to `undefined` unless told to
+ * skip such fields, as codec.ts does, so a peer encoding with msgpackr's defaults (a Hello with
+ * `token: undefined`) must still connect.
  *
  * The walk is linear and iterative (a count of values still owed, no recursion: deep nesting
  * cannot overflow the stack) and skips string and binary payloads without reading them.

@@ -1,0 +1,151 @@
+/**
+ * Dispatch of what a welcomed hub sends: each ServerMessage kind applied to the hot set, the
+ * caches, the leases, the value push, the rate limits and the app's config, and the events that
+ * follow. Broadcasts (Promote, Invalidate, Demote) carry a sequence number; a gap means one was
+ * lost, so every value that hub vouched for goes and the hub resends its hot set (resync.ts).
+ */
+import type { HotSet } from '../cache/hot-set.ts';
+import type { AccessWindow } from '../counting/window.ts';
+import { MsgType, type Member, type ServerMessage } from '../wire/protocol.ts';
+import type { AppConfig } from './app-config.ts';
+import type { EmitClientEvent } from './events.ts';
+import type { Invalidator } from './invalidator.ts';
+import { applyGrant, LEASE_MARGIN_MS } from './leases.ts';
+import type { HubLink } from './links.ts';
+import type { ValuePush } from './push.ts';
+import type { RateLimits } from './rate-limits.ts';
+import { applySnapshot, inSequence } from './resync.ts';
+import type { ClientStatus } from './status.ts';
+
+export interface DispatchOptions {
+  hot: HotSet;
+  window: AccessWindow;
+  push: ValuePush;
+  limits: RateLimits;
+  invalidator: Invalidator;
+  config: AppConfig;
+  now: () => number;
+  /** the client's coarse clock, refreshed on the message's arrival */
+  clock: () => number;
+  /** drops the key's cached value and any load of it in flight; the key stays hot */
+  dropValue: (key: string) => void;
+  /** drops every cached value; hot keys stay hot */
+  dropAll: () => void;
+  /** drops the key's cached value, load and pushed state: it is no longer hot here (or cached) */
+  forget: (key: string) => void;
+  emit: EmitClientEvent;
+  status: (status: ClientStatus) => void;
+  applyMembers: (epoch: number, members: Member[]) => void;
+}
+
+export class Dispatch {
+  readonly #o: DispatchOptions;
+  /** sequence gaps that made this instance resynchronise with a hub */
+  resyncs = 0;
+
+  constructor(options: DispatchOptions) {
+    this.#o = options;
+  }
+
+  /** Applies one message of `link`'s hub. */
+  message(link: HubLink, message: ServerMessage): void {
+    const o = this.#o;
+    const hub = link.hub;
+    switch (message.t) {
+      case MsgType.Promote: {
+        this.#sequence(link, message.seq);
+        const promotion = {
+          ttlMs: message.hotMs,
+          cacheTtlMs: message.cacheTtlMs,
+          cache: message.cache,
+          qps: message.qps,
+          kind: message.kind ?? 'read',
+          replicas: message.replicas ?? 1,
+        };
+        const { state, added, evicted, reset } = o.hot.promote(hub, message.key, promotion, o.clock(), link.lease);
+        if (reset === true) o.forget(message.key); // cached under an older link or another hub
+        if (evicted !== undefined) {
+          o.forget(evicted);
+          o.emit('demote', evicted, { hub, reason: 'evicted' });
+        }
+        if (!state.cache) o.forget(message.key);
+        else if (added || reset === true) o.push.promoted(message.key, o.clock());
+        o.window.calm(message.key); // hot already: its reports need not hurry any more
+        if (added) o.emit('promote', message.key, { hub, ...promotion });
+        return;
+      }
+      case MsgType.Invalidate: {
+        this.#sequence(link, message.seq);
+        if (message.flush === true) o.dropAll();
+        else if (message.value !== undefined) o.push.update(link, message, () => o.dropValue(message.key));
+        else o.dropValue(message.key);
+        link.conn.send({ t: MsgType.Applied, seq: message.seq });
+        o.emit(
+          'invalidate',
+          message.key,
+          message.flush === true ? { hub, seq: message.seq, flush: true } : { hub, seq: message.seq },
+        );
+        return;
+      }
+      case MsgType.Demote: {
+        this.#sequence(link, message.seq);
+        o.forget(message.key);
+        if (o.hot.demote(message.key)) o.emit('demote', message.key, { hub, reason: 'demote' });
+        return;
+      }
+      case MsgType.Snapshot: {
+        const { removed, touched, promoted } = applySnapshot(o.hot, link, message, o.clock());
+        for (const key of touched) o.forget(key);
+        for (const key of removed) {
+          o.forget(key);
+          o.emit('demote', key, { hub, reason: 'snapshot' });
+        }
+        for (const e of promoted) {
+          const { qps, ttlMs, cacheTtlMs, cache } = e;
+          o.emit('promote', e.key, {
+            hub,
+            qps,
+            ttlMs,
+            cacheTtlMs,
+            cache,
+            replicas: e.replicas ?? 1,
+            kind: e.kind ?? 'read',
+          });
+        }
+        return;
+      }
+      case MsgType.Ack:
+        o.invalidator.ack(message.id, { hub, fenced: message.fenced, ms: message.ms });
+        return;
+      case MsgType.Grant:
+        applyGrant(link, message, LEASE_MARGIN_MS);
+        return;
+      case MsgType.Fill:
+        if (o.hot.get(message.key)?.hub === hub) o.push.fill(message);
+        return;
+      case MsgType.Value:
+        o.push.value(link, message);
+        return;
+      case MsgType.Limit:
+        o.limits.setShares(message.keys, message.rates, message.ttlMs, o.now());
+        return;
+      case MsgType.Config:
+        o.config.apply(message.rules, message.local, message.instances);
+        return;
+      case MsgType.Members:
+        o.applyMembers(message.epoch, message.members);
+        return;
+      case MsgType.Welcome:
+      case MsgType.Error:
+        return;
+    }
+  }
+
+  /** A broadcast's sequence number; on a gap every cached value that hub vouched for goes (resync.ts). */
+  #sequence(link: HubLink, seq: number): void {
+    if (inSequence(link, seq)) return;
+    this.resyncs++;
+    for (const key of this.#o.hot.invalidateHub(link.hub)) this.#o.forget(key);
+    this.#o.status({ type: 'resync', hub: link.hub, reason: 'gap' });
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * What happens to this instance's hub connections (wire/connection.ts ConnectionHandler): a
+ * Welcome admits a link and applies the app's config, a frame goes to dispatch.ts, a drop or a
+ * refusal goes to status(), and a lost hub's hot keys go stale while its pending invalidations
+ * move to the keys' new owners.
+ */
+import type { HotSet } from '../cache/hot-set.ts';
+import { ErrorCode, HotKeyError } from '../errors.ts';
+import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
+import type { Member, ServerMessage, Welcome } from '../wire/protocol.ts';
+import type { AppConfig } from './app-config.ts';
+import type { Dispatch } from './dispatch.ts';
+import type { Invalidator } from './invalidator.ts';
+import { askLease } from './leases.ts';
+import type { HubLinks } from './links.ts';
+import type { HotLoads } from './loads.ts';
+import type { Readiness } from './readiness.ts';
+import type { ClientStatus } from './status.ts';
+
+export interface HubEventsOptions {
+  hot: HotSet;
+  loads: HotLoads;
+  config: AppConfig;
+  readiness: Readiness;
+  /** hot keys of a lost hub stay servable this long (ms) */
+  maxStaleMs: number;
+  /** the parts built after the handler they serve (the links take the handler) */
+  links: () => HubLinks;
+  dispatch: () => Dispatch;
+  invalidator: () => Invalidator;
+  closed: () => boolean;
+  /** reads the real clock and refreshes the client's coarse one */
+  readClock: () => number;
+  status: (status: ClientStatus) => void;
+  /** logs, reports to status() and emits 'error' (when listened to) */
+  fault: (error: Error, url: string | undefined, refused: boolean) => void;
+}
+
+export class HubEvents implements ConnectionHandler {
+  readonly #o: HubEventsOptions;
+
+  constructor(options: HubEventsOptions) {
+    this.#o = options;
+  }
+
+  welcome(conn: HubConnection, welcome: Welcome): void {
+    const o = this.#o;
+    if (o.closed()) return;
+    const clock = o.readClock();
+    const links = o.links();
+    if (!links.admit(conn, welcome)) return;
+    const link = links.get(welcome.hub);
+    if (link !== undefined) askLease(link, clock, true);
+    o.config.apply(welcome.rules, welcome.local, welcome.instances);
+    o.status({ type: 'connect', hub: welcome.hub, url: conn.url });
+    this.members(welcome.epoch, welcome.members);
+    o.readiness.resolve();
+  }
+
+  message(conn: HubConnection, message: ServerMessage): void {
+    const o = this.#o;
+    if (o.closed()) return;
+    const link = o.links().linkOf(conn);
+    if (link === undefined) return;
+    o.readClock();
+    o.dispatch().message(link, message);
+  }
+
+  down(conn: HubConnection, code: number, reason: string, welcomed: boolean): void {
+    // a failed attempt to reconnect is an 'error' + 'reconnecting', not another disconnect
+    if (welcomed) this.#o.status({ type: 'disconnect', hub: conn.hubId, url: conn.url, code, reason });
+    this.#o.links().down(conn, code);
+  }
+
+  reconnecting(conn: HubConnection, delayMs: number): void {
+    this.#o.status({ type: 'reconnecting', url: conn.url, delayMs });
+  }
+
+  error(conn: HubConnection, error: Error): void {
+    this.#o.fault(error, conn.url, false);
+    // not fatal (a fixed certificate heals it), but ready() must not wait forever on a trust problem
+    if (error instanceof HotKeyError && error.code === ErrorCode.Tls) this.#o.readiness.reject(error);
+  }
+
+  fatal(conn: HubConnection, error: Error): void {
+    this.#o.links().forget(conn);
+    this.#o.fault(error, conn.url, true);
+    this.#o.readiness.reject(error);
+  }
+
+  /** A welcomed hub is gone: its keys moved to the other hubs and its hot keys go stale. */
+  lost(hub: string): void {
+    const o = this.#o;
+    const clock = o.readClock();
+    // Loads in flight may have missed an invalidation: they must not fill. Values cached already
+    // stay servable under the old link's lease, which the hub waits out before any ack.
+    for (const key of o.hot.invalidateHub(hub)) o.loads.drop(key);
+    const stale = o.hot.markStale(hub, clock, o.maxStaleMs);
+    if (stale > 0) o.status({ type: 'stale', hub, keys: stale });
+    o.invalidator().hubLost(hub);
+  }
+
+  /** Connects to new members and drops those that left (links.ts), then tells status(). */
+  members(epoch: number, members: Member[]): void {
+    if (this.#o.links().applyMembers(epoch, members)) this.#o.status({ type: 'members', epoch, members });
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * `stats()`: the client's counters in one object. Each part counts its own (the loads, the
+ * reporter, the caches, the window); this file only gathers them, so that the read path keeps its
+ * few counters as plain fields of the client.
+ */
+import type { HotSet } from '../cache/hot-set.ts';
+import type { LocalCache } from '../cache/local-cache.ts';
+import type { AccessWindow } from '../counting/window.ts';
+import type { AppConfig } from './app-config.ts';
+import type { Dispatch } from './dispatch.ts';
+import type { Invalidator } from './invalidator.ts';
+import type { HubLinks } from './links.ts';
+import type { HotLoads } from './loads.ts';
+import type { PushCounters, ValuePush } from './push.ts';
+import type { RateLimits } from './rate-limits.ts';
+import type { ReadPath } from './read-path.ts';
+import type { Reporter } from './reporter.ts';
+
+export interface ClientStats {
+  /** get() answered from the local cache */
+  hits: number;
+  /** get() that called the loader because the key was not hot (or hot without caching, or unleased) */
+  misses: number;
+  /** of those, hot keys whose hub's lease was not current (cut off, stalled, or refused a renewal) */
+  unleased: number;
+  /** loads of hot keys (single flight: concurrent callers share one) */
+  loads: number;
+  /** get() calls that joined a load already in flight */
+  coalesced: number;
+  loadErrors: number;
+  /** background reloads of hot values ahead of their expiry (refresh-ahead) */
+  refreshes: number;
+  /** refreshes put off because maxLoadsInFlight loads were running */
+  refreshesSkipped: number;
+  /** get() answered with a value past its cacheTtlMs because its reload failed (stale-if-error) */
+  staleServed: number;
+  /** hot-key loads that did not settle within loadTimeoutMs */
+  loadTimeouts: number;
+  /** hot-key loads running / waiting for a slot now, and refused by a full queue (HK_ERR_LOAD_LIMIT) */
+  loadsInFlight: number;
+  loadsQueued: number;
+  loadsRejected: number;
+  /** hot-key loads that resolved to `undefined`: returned, never cached */
+  undefinedLoads: number;
+  /** value push (`share: true` rules), see push.ts */
+  push: PushCounters;
+  /** Report frames sent / keys in them / reports dropped because the socket was backed up */
+  reports: number;
+  reportedKeys: number;
+  reportsDropped: number;
+  hotKeys: number;
+  cacheSize: number;
+  evictions: number;
+  expirations: number;
+  /** keys with an exact counter now / admitted / evicted from the counters */
+  candidates: number;
+  candidatesEvicted: number;
+  invalidations: number;
+  invalidationsPending: number;
+  invalidateTimeouts: number;
+  resyncs: number;
+  /** hubs with a live, welcomed connection */
+  hubs: number;
+  /** SDK instances of the app the hub last reported */
+  instances: number;
+  /** accesses of rate-limited keys refused / admitted by `allow()` (and the ioredis wrapper) */
+  rateLimited: number;
+  rateAdmitted: number;
+}
+
+/** The parts whose counters `stats()` reports, and the hits the client counts itself. */
+export interface StatsSources {
+  hits: number;
+  reads: ReadPath;
+  window: AccessWindow;
+  loads: HotLoads;
+  push: ValuePush;
+  reporter: Reporter;
+  hot: HotSet;
+  cache: LocalCache;
+  invalidator: Invalidator;
+  dispatch: Dispatch;
+  config: AppConfig;
+  links: HubLinks;
+  limits: RateLimits;
+}
+
+export function collectStats(s: StatsSources): ClientStats {
+  const w = s.window.stats();
+  const l = s.loads;
+  return {
+    hits: s.hits + l.hits,
+    misses: s.reads.misses,
+    unleased: s.reads.unleased,
+    loads: l.loads,
+    coalesced: l.coalesced,
+    loadErrors: s.reads.loadErrors,
+    refreshes: l.refreshes,
+    refreshesSkipped: l.refreshesSkipped,
+    staleServed: l.staleServed,
+    loadTimeouts: l.timeouts,
+    loadsInFlight: l.inFlight,
+    loadsQueued: l.queued,
+    loadsRejected: l.rejected,
+    undefinedLoads: l.undefinedValues,
+    push: { ...s.push.counters },
+    reports: s.reporter.reports,
+    reportedKeys: s.reporter.reportedKeys,
+    reportsDropped: s.reporter.reportsDropped,
+    hotKeys: s.hot.size,
+    cacheSize: s.cache.size,
+    evictions: s.cache.evictions,
+    expirations: s.cache.expirations,
+    candidates: w.candidates,
+    candidatesEvicted: w.evicted,
+    invalidations: s.invalidator.count,
+    invalidationsPending: s.invalidator.pending,
+    invalidateTimeouts: s.invalidator.timeouts,
+    resyncs: s.dispatch.resyncs,
+    hubs: s.links.size,
+    instances: s.config.instances,
+    rateLimited: s.limits.rejected,
+    rateAdmitted: s.limits.admitted,
+  };
+}

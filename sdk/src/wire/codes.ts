@@ -1,0 +1,71 @@
+/**
+ * The closed sets of values the protocol carries besides message kinds: WebSocket close codes
+ * (and which of them forbid a reconnect) and the reasons a key stops being hot.
+ */
+/**
+ * WebSocket close codes the hub uses. 1009 is sent by ws itself for a frame over its hard limit
+ * (`4 * MAX_FRAME_BYTES`); frames between the two limits get an Error frame and 4004.
+ */
+export const CloseCode = {
+  Normal: 1000,
+  GoingAway: 1001,
+  MessageTooBig: 1009,
+  InternalError: 1011, // a fault inside the hub (logged there): the client reconnects
+  Protocol: 4000,
+  Version: 4001,
+  UnknownApp: 4002,
+  Auth: 4003,
+  FrameTooLarge: 4004,
+  KeyTooLong: 4005,
+  HelloTimeout: 4006,
+  SlowConsumer: 4008,
+  /** the hub is at its connection limit for the app (or for dashboards): retry later, with backoff */
+  OverCapacity: 4009,
+  /** the hub leaves the cluster (SIGTERM): reconnect elsewhere, its keys move */
+  Leaving: 4010,
+  /** the hub keeps state for its most apps (open mode): retry later, with backoff; idle apps leave after a grace period */
+  AppLimit: 4011,
+  /** the connection sent more than its budget allows (e.g. queued invalidations): reconnect with backoff, send less */
+  RateLimited: 4012,
+} as const;
+
+/**
+ * Why a key stops being hot: one set for the hub and the SDK. The hub decides 'cooled' (its window
+ * stayed under the demotion level), 'expired' (no renewal within the rule's hotMs), 'manual' (an
+ * operator demoted it) and 'rules' (a rule change left it unmatched); the dashboard feed carries
+ * them, and 'evicted' (the app's hot set was at the hub's cap and a stronger key took the place). An SDK's 'demote' event says 'demote' (the hub's Demote frame), 'expired' (the promotion
+ * ran out here), 'stale' (cut off from its hub past maxStaleMs), 'snapshot' (absent from a resync
+ * snapshot) or 'evicted' (over maxHotKeys).
+ */
+export const DemoteReason = {
+  Cooled: 'cooled',
+  Expired: 'expired',
+  Manual: 'manual',
+  Rules: 'rules',
+  Demote: 'demote',
+  Stale: 'stale',
+  Snapshot: 'snapshot',
+  Evicted: 'evicted',
+} as const;
+export type DemoteReason = (typeof DemoteReason)[keyof typeof DemoteReason];
+/** the reasons a hub decides */
+export type HubDemoteReason =
+  | typeof DemoteReason.Cooled
+  | typeof DemoteReason.Expired
+  | typeof DemoteReason.Manual
+  | typeof DemoteReason.Rules
+  | typeof DemoteReason.Evicted;
+/** the reasons an SDK's 'demote' event carries */
+export type SdkDemoteReason =
+  | typeof DemoteReason.Demote
+  | typeof DemoteReason.Expired
+  | typeof DemoteReason.Stale
+  | typeof DemoteReason.Snapshot
+  | typeof DemoteReason.Evicted;
+
+/** Close codes after which a client must not reconnect: retrying cannot succeed. */
+export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([
+  CloseCode.Version,
+  CloseCode.UnknownApp,
+  CloseCode.Auth,
+]);
