@@ -50,6 +50,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'detection', file: here('./detection.bench.ts'), timeoutMs: 300_000 },
   { name: 'fanout-write', file: here('./fanout-write.bench.ts'), timeoutMs: 180_000 },
   { name: 'write-hot', file: here('./write-hot.bench.ts'), timeoutMs: 180_000 },
+  { name: 'ioredis-get', file: here('./ioredis-get.bench.ts'), timeoutMs: 120_000 },
   { name: 'multi-read', file: here('./multi-read.bench.ts'), timeoutMs: 120_000 },
 ];
 

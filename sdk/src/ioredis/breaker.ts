@@ -11,14 +11,17 @@
  * A Redis error reply (WRONGTYPE, NOSCRIPT …) is the node answering: a success. A command that
  * timed out is counted once, when it passes `timeoutMs`, and not again when it settles.
  * Unanswered commands are found by a timer that looks at each node's oldest command in flight
- * (every timeoutMs / 4), not by a timer per command.
+ * (every timeoutMs / 4), not by a timer per command. That timer exists only while a command is in
+ * flight: an idle or closed client keeps no timer of ours (a test counting the process's timers,
+ * or waiting for the event loop to empty, sees what it would see on a plain client), and it is a
+ * one-shot timeout re-armed by each sweep, never an interval.
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { registerMetricsSource, type MetricSample } from '../metrics.ts';
 import { keySlot } from './slots.ts';
-import { unguarded } from './unhooked.ts';
+import { isClosing, unguarded } from './unhooked.ts';
 
 type Client = Redis | Cluster;
 
@@ -95,7 +98,9 @@ export class Breakers {
   #single: NodeBreaker | undefined;
   /** commands counted as timed out: their late settlement is not counted again */
   readonly #timedOut = new WeakSet<object>();
-  #sweeper: ReturnType<typeof setInterval> | undefined;
+  #sweeper: ReturnType<typeof setTimeout> | undefined;
+  /** commands in flight on every node (the sweeper runs while this is above 0) */
+  #inflight = 0;
 
   constructor(client: Client, options: BreakerOptions, onChange: (node: string, state: BreakerState) => void) {
     const opts = { ...BREAKER_DEFAULTS, ...options };
@@ -162,7 +167,7 @@ export class Breakers {
   watch(node: NodeBreaker, command: Watched): void {
     if (WAITS.has(command.name.toLowerCase())) return;
     node.inflight.set(command, performance.now());
-    this.#sweeper ??= this.#startSweeper();
+    if (this.#inflight++ === 0) this.#arm();
     command.promise.then(
       () => this.#settled(node, command, true),
       (err: unknown) => this.#settled(node, command, isReply(err)),
@@ -180,7 +185,7 @@ export class Breakers {
   }
 
   #settled(node: NodeBreaker, command: object, ok: boolean): void {
-    node.inflight.delete(command);
+    if (node.inflight.delete(command)) this.#left();
     if (this.#timedOut.has(command)) return;
     if (ok) {
       if (node.state === 'closed') node.consecutive = 0;
@@ -201,6 +206,7 @@ export class Breakers {
   }
 
   #probe(node: NodeBreaker): void {
+    if (isClosing(this.#client)) return; // the client is going: no probe is written behind its QUIT
     node.state = 'half-open';
     this.#onChange(node.node, 'half-open');
     let settled = false;
@@ -230,11 +236,21 @@ export class Breakers {
     return conn === undefined ? Promise.reject(new Error('node left the cluster')) : conn.ping();
   }
 
-  #startSweeper(): ReturnType<typeof setInterval> {
+  #arm(): void {
     const every = Math.max(10, Math.floor(this.#opts.timeoutMs / 4));
-    const timer = setInterval(() => this.#sweep(), every);
-    timer.unref?.();
-    return timer;
+    this.#sweeper = setTimeout(() => {
+      this.#sweeper = undefined;
+      this.#sweep();
+      if (this.#inflight > 0) this.#arm();
+    }, every);
+    this.#sweeper.unref?.();
+  }
+
+  /** A command left the in-flight set: the last one stops the sweeper. */
+  #left(): void {
+    if (--this.#inflight > 0 || this.#sweeper === undefined) return;
+    clearTimeout(this.#sweeper);
+    this.#sweeper = undefined;
   }
 
   /** Commands unanswered past timeoutMs count as failures, once each (oldest first: stop at the first young one). */
@@ -244,6 +260,7 @@ export class Breakers {
       for (const [command, sentAt] of node.inflight) {
         if (sentAt > limit) break;
         node.inflight.delete(command);
+        this.#inflight--; // the caller re-arms while some are left
         this.#timedOut.add(command);
         this.#failure(node);
       }

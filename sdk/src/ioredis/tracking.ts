@@ -17,6 +17,16 @@
  * table when it is written), cold reads never touch these connections (they stay on the user's
  * client), and the user's connection never enters tracking mode or a MULTI of ours.
  *
+ * When the connections open: as soon as a key is hot here and the wrapped client is ready — at
+ * the promotion (`hk`'s 'promote', for the key's node), or when the client becomes ready while
+ * keys are already hot (every master of a Cluster) — not at the first read, so a promoted key's
+ * first load is already tracked and cached (reads are local from the read after it). Not at
+ * wrapping either: a client with nothing hot makes no connection of ours (a server counting its
+ * clients, or a test counting sockets and timers, sees what a plain client makes). A hot load
+ * whose node's connections are still being made (a few ms) waits for them, until at most
+ * `TRACKING_WAIT_MS` after they were opened (concurrent reads share that one load); not up by
+ * then, it is read through the user's client and not cached.
+ *
  * Each node's live state is a `TrackingSession`; a value loaded under a session is served from
  * the local cache only while that session lives (the wrapper checks it on every cached read). A
  * session ends — and the values loaded under it are dropped at once (`hk.dropLocal`) — when
@@ -37,6 +47,14 @@ import { keyName } from './identity.ts';
 import { keySlot } from './slots.ts';
 
 const CHANNEL = '__redis__:invalidate';
+
+/**
+ * ms after a node's connections were opened during which a hot load waits for its first session
+ * (a tracked load is cached, an untracked one is not); readers of the key share that one load
+ * meanwhile. A bound in total, not per load: connections not up by then (an unreachable node, a
+ * refused CLIENT TRACKING) cost later loads no wait.
+ */
+export const TRACKING_WAIT_MS = 250;
 
 /** A node's tracking state: values loaded under it are served while `live`. */
 export interface TrackingSession {
@@ -105,14 +123,43 @@ export class Tracking {
     // (or never quit it): our connections must not keep the process alive
     hk.once('close', () => {
       this.#hkClosed = true;
+      hk.off('promote', onPromote);
       this.close();
     });
+    const onPromote = (key: string) => {
+      if (client.status === 'ready') this.nodeFor(key);
+    };
+    // heard while the client may use them: not after its 'end' (a wrapped client dropped by the app holds no listener of hk's)
+    hk.on('promote', onPromote);
+    client.on('end', () => hk.off('promote', onPromote));
+    // a lazily connecting client (or one connected again after 'end') opens them when it is ready
+    client.on('ready', () => {
+      if (this.#hkClosed) return;
+      if (!hk.listeners('promote').includes(onPromote)) hk.on('promote', onPromote);
+      this.#warmAll();
+    });
+    if (client.status === 'ready') this.#warmAll();
   }
 
-  /** The tracker of the node holding `key` (made, and connecting, on first use); undefined while the node is unknown. */
+  /** Keys are hot here already: every node a hot key may live on gets its connections now. */
+  #warmAll(): void {
+    if (this.#hkClosed || this.#hk.stats().hotKeys === 0) return;
+    if (!this.#isCluster) {
+      this.nodeFor('');
+      return;
+    }
+    for (const node of (this.#client as Cluster).nodes('master'))
+      this.#nodeAt(`${node.options.host}:${node.options.port}`);
+  }
+
+  /** The tracker of the node holding `key` (made, and connecting, if it was not yet); undefined while the node is unknown. */
   nodeFor(key: string): NodeTracker | undefined {
     const nodeKey = this.#isCluster ? (this.#client as Cluster).slots[slotOf(key)]?.[0] : 'standalone';
-    if (nodeKey === undefined || this.#hkClosed) return undefined;
+    return nodeKey === undefined ? undefined : this.#nodeAt(nodeKey);
+  }
+
+  #nodeAt(nodeKey: string): NodeTracker | undefined {
+    if (this.#hkClosed) return undefined;
     let node = this.#nodes.get(nodeKey);
     if (node === undefined) {
       const reader = this.#connect(nodeKey, 'reader');
@@ -123,7 +170,7 @@ export class Tracking {
       }
       if (!this.#listening) {
         // the client ended (quit, disconnect, retries given up): so do our connections; a later
-        // connect() of the client makes new ones on its next hot load
+        // connect() of the client makes new ones once it is ready
         this.#listening = true;
         this.#client.once('end', () => {
           this.#listening = false;
@@ -168,6 +215,7 @@ export class NodeTracker {
   #closed = false;
   /** a session went live once: the connections made on first use are up */
   #everLive = false;
+  readonly #openedAt = performance.now();
   #wentLive!: () => void;
   readonly #firstLive = new Promise<void>((resolve) => (this.#wentLive = resolve));
 
@@ -254,14 +302,15 @@ export class NodeTracker {
     this.#wentLive();
   }
 
-  /** Its connections, made on first use, have not had a live session yet (a few ms after creation). */
+  /** Its connections have not had a live session yet, and were opened less than TRACKING_WAIT_MS ago. */
   get starting(): boolean {
-    return !this.#everLive && !this.#closed;
+    return !this.#everLive && !this.#closed && performance.now() - this.#openedAt < TRACKING_WAIT_MS;
   }
 
-  /** Resolves when the first session goes live, or after `ms` (then check `session.live`). */
-  firstLive(ms: number): Promise<void> {
+  /** Resolves when the first session goes live, or at the end of the start-up wait (then check `session.live`). */
+  firstLive(): Promise<void> {
     if (this.#everLive) return Promise.resolve();
+    const ms = Math.max(0, this.#openedAt + TRACKING_WAIT_MS - performance.now());
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
       timer.unref();

@@ -25,3 +25,13 @@ export function unguarded<T>(fn: () => T): T {
     hook.unguarded = false;
   }
 }
+
+/**
+ * The user's client is closing or closed (QUIT or disconnect() called, retries given up): the
+ * adapter's own background commands (replica copies, probes) are not sent any more — written
+ * behind a QUIT they would meet a closing socket (EPIPE) — and reject instead.
+ */
+export function isClosing(client: object): boolean {
+  const c = client as { status?: string; manuallyClosing?: boolean };
+  return c.manuallyClosing === true || c.status === 'end' || c.status === 'close' || c.status === 'disconnecting';
+}

@@ -7,14 +7,14 @@
  * the offline queue's replay, pipelines and MULTI at `exec()` — becomes a `Command` that passes
  * through `sendCommand(command, stream?, node?)`. The hook is that one method (with `duplicate`,
  * and GET's fast path for hot keys), on a prototype inserted between the client and its class
- * (`client → hooked → Redis.prototype`):
+ * (`client → hooked → Redis.prototype`); `sendCommand` there is an accessor that keeps the hook
+ * above other patches of it in any order (layers.ts):
  * - nothing else changes, so built-ins, `instanceof`, `constructor`, `String()`, own-property
  *   enumeration, events and their `this`, `status`, options and chaining (`on()` returns the
  *   client) are the client's own, by construction;
- * - the instance gets no own property, so a spy (`obj.del = spy(obj.del)`, `sinon.spy(obj,
- *   'sendCommand')`) or shimmer wrapping of `sendCommand` on the instance or on `Redis.prototype`
- *   wraps around or under the hook, never into a loop (the hook reads its base method from the
- *   class prototype at each call);
+ * - the instance gets no own property; a patch of `sendCommand` on the instance (before or after
+ *   wrapping) or on `Redis.prototype` sits under the hook and sees what reaches Redis, never a
+ *   loop (layers.ts says which order puts one above);
  * - callback and promise styles share one path, and commands not answered locally are sent
  *   synchronously in call order, so replies keep plain ioredis's order;
  * - `showFriendlyErrorStack` frames are taken by ioredis before dispatch, in the caller's frame.
@@ -31,13 +31,14 @@ import { isRead, KEYSPACE_WRITES, READS, WRITES, type ReadName } from './command
 import { dbOf, deploymentOf, keyName } from './identity.ts';
 import { Tracking, UNTRACKED, type NodeTracker, type TrackingOptions, type TrackingSession } from './tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
-import { hook, unhooked } from './unhooked.ts';
+import { hook, isClosing, unhooked } from './unhooked.ts';
 import { WriteHot } from './write-hot.ts';
 import { Breakers, exportBreakerMetrics, type BreakerOptions } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaOptions, type ReplicaStats } from './replicas.ts';
 import { record, SharedRecords, type Rec } from './shared-records.ts';
 import { UpdateWrites } from './update-writes.ts';
+import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
 import { MultiRead } from './multi-read.ts';
 
 export interface WithHotKeysOptions {
@@ -114,9 +115,6 @@ function withTtl(rec: Promise<Rec>, pttl: unknown, askedAt: number): Promise<Rec
   });
 }
 
-/** ms a shared key's load waits at most for a node's first tracking session (its connections being made) */
-const TRACKING_WAIT_MS = 250;
-
 const replicaSets = new WeakMap<object, Replicas>();
 
 /** What a wrapped client's replica keys did (replicas.ts); undefined for a client without them. */
@@ -169,8 +167,10 @@ const openTransactions = new WeakMap<object, Written>();
  * with another `hk` it throws TypeError. `duplicate()` returns a client wrapped the same way.
  */
 export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, options: WithHotKeysOptions = {}): C {
-  if (typeof client !== 'object' || client === null || typeof (client as Partial<Client>).sendCommand !== 'function') {
-    throw new TypeError('withHotKeys: client must be an ioredis Redis or Cluster');
+  if (!looksLikeIoredis(client)) {
+    throw new TypeError(
+      'withHotKeys: client must be an ioredis Redis or Cluster (sendCommand, duplicate, options and status of ioredis)',
+    );
   }
   const already = (client as unknown as Partial<Hooked>)[HOOK];
   if (already === hk) return client;
@@ -182,6 +182,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const awaitInvalidation = options.awaitInvalidation ?? true;
   const onInvalidateError = options.onInvalidateError ?? (() => {});
   const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
+  if (!Object.isExtensible(client))
+    throw new TypeError('withHotKeys: client is frozen, sealed or not extensible: its dispatch cannot be hooked');
+  // checked before anything listens or connects: an own sendCommand it cannot move under the hook throws
+  const layers = layerSendCommand(client, base, sendCommand as never);
+  /** sends past the hook: the user's instance patches, then the class's (maybe patched) method, read at each call */
+  const down = layers.down as unknown as Send;
   const deployment = deploymentOf(client);
   const isCluster = (client as Partial<Cluster>).isCluster === true;
   // first: it validates its options, before anything listens or connects
@@ -228,9 +234,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   let Ctor: CmdCtor | undefined;
   /** a command of ours to the node holding args' key, past the hook */
   const sendOwn = (name: string, args: unknown[], replyEncoding: string | null): Promise<unknown> => {
+    // the user's client is closing (QUIT sent) or closed: a late write of ours would hit a closing socket (EPIPE)
+    if (isClosing(client))
+      return Promise.reject(new HotKeyError(ErrorCode.Closed, `${name}: the Redis client is closing`));
     const command = new Ctor!(name, args, { replyEncoding });
     dispatched.add(command);
-    void (base.sendCommand as Send).call(client, command);
+    void down.call(client, command);
     return command.promise;
   };
   /** value and PTTL of a key in one round trip, through tracking when its node's session is live */
@@ -252,7 +261,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     writeMode === 'update' && tracking !== undefined
       ? new UpdateWrites(hk, shared, async (key) => {
           const node = tracking.nodeFor(key);
-          if (node?.starting) await node.firstLive(TRACKING_WAIT_MS); // a writer that never read the key
+          if (node?.starting) await node.firstLive(); // a writer that never read the key
           if (!node?.session.live) return undefined;
           return trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
         })
@@ -313,18 +322,18 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (node !== undefined) breakers!.watch(node, command);
   }
 
-  /** A shared key's load on a node whose tracking is still connecting (made on first use) waits for it: only a tracked record can be pushed. */
-  function mayWaitForTracking(key: string, node: NodeTracker | undefined): boolean {
-    return node !== undefined && node.starting && hk.isShared(key);
+  /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
+  function mayWaitForTracking(node: NodeTracker | undefined): boolean {
+    return node?.starting === true;
   }
 
   /**
-   * The GET fast path's load of a shared key whose node's tracking is still connecting: tracked
-   * once it is up, else (not up within TRACKING_WAIT_MS) a plain GET + PTTL of our own (not cached).
+   * The GET fast path's load of a hot key whose node's tracking is still connecting: tracked
+   * once it is up, else (not up within tracking.ts's TRACKING_WAIT_MS) a plain GET + PTTL of our own (not cached).
    * Apart from get(): its loader closure must stay small (the hot GET's cost).
    */
   function getAfterTracking(node: NodeTracker, key: string, client: Client, args: unknown[], ns: string): Promise<Rec> {
-    return node.firstLive(TRACKING_WAIT_MS).then(() => {
+    return node.firstLive().then(() => {
       const askedAt = performance.now();
       if (node.session.live) return trackedLoad(node.load.bind(node), 'get', key, client, ns, askedAt);
       const value = bypassing(client, base.get as (...a: unknown[]) => unknown, args) as Promise<unknown>;
@@ -455,9 +464,9 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       const askedAt = performance.now();
       const hashWhole = name !== 'hget' || hk.isHot(key);
       const node = hashWhole ? tracking?.nodeFor(key) : undefined;
-      if (!waited && mayWaitForTracking(key, node)) {
+      if (!waited && mayWaitForTracking(node)) {
         waited = true;
-        return node!.firstLive(TRACKING_WAIT_MS).then(loader);
+        return node!.firstLive().then(loader);
       }
       if (node?.session.live)
         return trackedLoad(node.load.bind(node), name === 'get' ? 'get' : 'hgetall', key, client, ns, askedAt);
@@ -539,22 +548,26 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     get: (c, key) => get.call(c, key) as Promise<unknown>,
     read: (c, command) => {
       dispatched.add(command);
-      void read(c, base.sendCommand as Send, command as Cmd, command.name as ReadName);
+      void read(c, down, command as Cmd, command.name as ReadName);
     },
     send: (c, command, stream, node) => {
       dispatched.add(command);
-      if (stream !== undefined || !blocked(command as Cmd))
-        void (base.sendCommand as Send).call(c, command as Cmd, stream, node);
+      if (stream !== undefined || !blocked(command as Cmd)) void down.call(c, command as Cmd, stream, node);
     },
     sharded: (key) => writeHot.owns(key),
     sum: (c, command) => writeHot.route(c, command, 'get'),
   });
 
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
-    const send = base.sendCommand as Send; // read at each call: patches of the class apply
+    const send = down;
     if (hook.bypass) {
       // sent by the GET fast path below (which counted it already) or by the adapter's own features
       dispatched.add(command);
+      if (stream === undefined && isClosing(this)) {
+        // a fold, merged increment or probe of ours behind the user's QUIT would meet a closing socket
+        command.reject(new HotKeyError(ErrorCode.Closed, `${command.name}: the Redis client is closing`));
+        return command.promise;
+      }
       if (stream === undefined && blocked(command)) return command.promise;
       return send.call(this, command, stream, node);
     }
@@ -679,7 +692,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       if (refused !== undefined) return Promise.reject(refused);
       const askedAt = performance.now();
       const node = tracking?.nodeFor(key);
-      if (mayWaitForTracking(key, node)) return getAfterTracking(node!, key, this, args, ns);
+      if (mayWaitForTracking(node)) return getAfterTracking(node!, key, this, args, ns);
       if (node?.session.live) return trackedLoad(node.load.bind(node), 'get', key, this, ns, askedAt);
       const session = tracking === undefined ? undefined : UNTRACKED;
       sent = true;
@@ -720,7 +733,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     enumerable: isEnumerable(base, name),
   });
   const hooked = Object.create(base, {
-    sendCommand: shadow('sendCommand', sendCommand),
+    sendCommand: layers.descriptor,
     ...(client.options.showFriendlyErrorStack ? {} : { get: shadow('get', get) }),
     duplicate: shadow('duplicate', duplicate),
     [HOOK]: { value: hk },
@@ -728,7 +741,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     [BREAKERS]: { value: breakers },
     [PUSHED]: { value: { shared, updates } },
   }) as object;
+  removeOwnSendCommand(client);
   Object.setPrototypeOf(client, hooked);
+  if (Object.getPrototypeOf(client) !== hooked || Object.hasOwn(client, 'sendCommand'))
+    throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
   return client;
 }
 
@@ -768,10 +784,15 @@ function inSubscriberMode(client: Client): boolean {
   return Boolean((client as { condition?: { subscriber?: unknown } | null }).condition?.subscriber);
 }
 
-function isEnumerable(proto: object | null, name: string): boolean {
-  for (let o = proto; o !== null; o = Object.getPrototypeOf(o) as object | null) {
-    const d = Object.getOwnPropertyDescriptor(o, name);
-    if (d !== undefined) return d.enumerable === true;
-  }
-  return false;
+/** ioredis's shape (ioredis is an optional peer, not imported): a node-redis client or a plain object fails it. */
+function looksLikeIoredis(client: unknown): client is Client {
+  if (typeof client !== 'object' || client === null) return false;
+  const c = client as Partial<Record<'sendCommand' | 'duplicate' | 'options' | 'status', unknown>>;
+  return (
+    typeof c.sendCommand === 'function' &&
+    typeof c.duplicate === 'function' &&
+    typeof c.options === 'object' &&
+    c.options !== null &&
+    typeof c.status === 'string'
+  );
 }

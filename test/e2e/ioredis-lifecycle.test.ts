@@ -1,0 +1,261 @@
+/**
+ * What a wrapped ioredis client holds besides the user's connection, and when: no timer of the
+ * adapter outlives the commands it watches (a client in the offline queue, one that connects and
+ * disconnects); no connection of the adapter's own while nothing is hot, tracking connections
+ * opened at the promotion so the first load is tracked and cached (Redis answers one read); no
+ * command of the adapter's written after the user's QUIT; and bad input: objects that are not
+ * ioredis clients, a client wrapped by another HotKeyClient, a wrapped client after `hk.close()`.
+ * A real hub process and a real redis-server.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { once } from 'node:events';
+import { Redis } from 'ioredis';
+import { HotKeyClient } from '@hotkey/sdk';
+import { counter, withHotKeys } from '@hotkey/sdk/ioredis';
+import { MANUAL_RULE, promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
+import { RedisServer } from '../support/redis-server.ts';
+import { waitFor, within } from '../support/wait.ts';
+
+let fixture: PromotingHub;
+let server: RedisServer;
+let hk: HotKeyClient;
+let plain: Redis;
+const opened: Redis[] = [];
+
+test.before(async () => {
+  server = await RedisServer.start();
+  fixture = await promotingHub(
+    [
+      MANUAL_RULE,
+      // read-hot keys served by replica keys, not cached: a write deletes its copies (replicas.ts)
+      { ...MANUAL_RULE, match: 'rep:*', cache: false },
+    ],
+    'hotkey-lifecycle-',
+  );
+  hk = fixture.hk;
+  plain = client();
+});
+
+test.after(async () => {
+  for (const c of opened) c.disconnect();
+  await fixture?.close();
+  await server?.stop();
+});
+
+function client(options: { lazyConnect?: boolean } = {}): Redis {
+  const c = new Redis(server.url, { maxRetriesPerRequest: 1, ...options });
+  opened.push(c);
+  return c;
+}
+
+const promote = (key: string, on = hk): Promise<void> => fixture.promote(key, on);
+
+async function redisGets(): Promise<number> {
+  const info = await plain.info('commandstats');
+  return Number(/cmdstat_get:calls=(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+/** Connections of the adapter's own (tracking) on the server. */
+async function ownConnections(): Promise<number> {
+  const list = (await plain.client('LIST')) as string;
+  return list.split('\n').filter((l) => / name=hotkey-(tracking|invalidations) /.test(l)).length;
+}
+
+/**
+ * Timers the ioredis adapter (sdk/src/ioredis/) creates while it runs, through the global timer
+ * functions: which are still pending, and how many intervals were set and cleared.
+ */
+function timerLedger() {
+  const g = globalThis as Record<string, any>;
+  const saved = { st: g.setTimeout, si: g.setInterval, ct: g.clearTimeout, ci: g.clearInterval };
+  const live = new Set<unknown>();
+  const counts = { intervals: 0, intervalsCleared: 0 };
+  const ours = () => /sdk\/(src|dist)\/ioredis\//.test(new Error().stack ?? '');
+  g.setTimeout = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    const mine = ours();
+    const handle = saved.st(
+      (...a: unknown[]) => {
+        live.delete(handle);
+        fn(...a);
+      },
+      ms,
+      ...args,
+    );
+    if (mine) live.add(handle);
+    return handle;
+  };
+  g.setInterval = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    const handle = saved.si(fn, ms, ...args);
+    if (ours()) {
+      counts.intervals++;
+      live.add(handle);
+    }
+    return handle;
+  };
+  g.clearTimeout = (handle: unknown) => {
+    live.delete(handle);
+    saved.ct(handle);
+  };
+  g.clearInterval = (handle: unknown) => {
+    if (live.delete(handle)) counts.intervalsCleared++;
+    saved.ci(handle);
+  };
+  return {
+    live,
+    counts,
+    restore: () =>
+      Object.assign(g, {
+        setTimeout: saved.st,
+        setInterval: saved.si,
+        clearTimeout: saved.ct,
+        clearInterval: saved.ci,
+      }),
+  };
+}
+
+test('no timer of the adapter outlives the commands it watched (a command from the offline queue)', async () => {
+  const ledger = timerLedger();
+  try {
+    const c = withHotKeys(client(), hk, { tracking: false });
+    assert.is(c.status, 'connecting');
+    const reply = await c.hget('lc:h', 'f').catch((e: Error) => e); // queued until the connection is up
+    assert.is(reply, null);
+    await c.ping();
+    assert.is(ledger.live.size, 0, 'the breaker keeps no timer while nothing is in flight');
+  } finally {
+    ledger.restore();
+  }
+});
+
+test('connect then disconnect: every interval the adapter set is cleared by the end event', async () => {
+  const ledger = timerLedger();
+  try {
+    const c = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk);
+    const failed = c.ping().catch((e: Error) => e); // watched by the breaker, fails with the disconnect
+    c.on('connect', () => c.disconnect());
+    await within('end', once(c, 'end'), 5000);
+    assert.instance(await failed, Error);
+    assert.is(ledger.counts.intervals, ledger.counts.intervalsCleared);
+    assert.is(ledger.live.size, 0);
+  } finally {
+    ledger.restore();
+  }
+});
+
+test('nothing hot: no connection of our own; a promotion opens tracking before any read of the key', async () => {
+  const c = withHotKeys(client(), hk);
+  await c.set('lc:cold', '1');
+  assert.is(await c.get('lc:cold'), '1');
+  assert.is(await ownConnections(), 0, 'a plain client makes one connection: so does this one');
+  await plain.set('lc:first', 'v');
+  await promote('lc:first');
+  await waitFor('tracking connections up', async () => (await ownConnections()) === 2);
+});
+
+test('hot from the first read: promote, load, read again at once — Redis answers one read', async () => {
+  const c = withHotKeys(client(), hk);
+  await c.ping();
+  await plain.set('lc:hot', 'v1');
+  await promote('lc:hot');
+  const before = await redisGets();
+  assert.is(await c.get('lc:hot'), 'v1'); // the load: waits (bounded) for tracking, then tracked and cached
+  assert.is(await c.get('lc:hot'), 'v1');
+  assert.is(await c.get('lc:hot'), 'v1');
+  assert.is((await redisGets()) - before, 1);
+  await plain.set('lc:hot', 'v2'); // a write behind the wrapper's back: tracking drops the copy
+  await waitFor('v2', async () => (await c.get('lc:hot')) === 'v2');
+});
+
+test("no command of the adapter's is written after the user's QUIT (a replica copy's DEL of a late-acked write)", async () => {
+  const c = withHotKeys(client(), hk, { tracking: false, awaitInvalidation: false });
+  const errors: Error[] = [];
+  c.on('error', (e: Error) => errors.push(e));
+  const seen: string[] = [];
+  const original = Redis.prototype.sendCommand;
+  Redis.prototype.sendCommand = function (this: Redis, command: any, ...rest: any[]) {
+    if (this === c) seen.push(command.name); // everything written on c's connection, the adapter's too
+    return (original as any).call(this, command, ...rest);
+  } as any;
+  try {
+    await quitAfterWrite(c, seen);
+  } finally {
+    Redis.prototype.sendCommand = original;
+  }
+  assert.equal(errors, []);
+});
+
+async function quitAfterWrite(c: Redis, seen: string[]): Promise<void> {
+  await plain.set('rep:q', 'v');
+  await promote('rep:q');
+  assert.is(await c.get('rep:q'), 'v');
+  // the write resolves at once (awaitInvalidation false); its copies' DEL waits for the hub's ack
+  assert.is(await c.set('rep:q', 'w'), 'OK');
+  await c.quit();
+  await waitFor('the invalidation acked', () => hk.stats().invalidationsPending === 0);
+  await waitFor('the connection closed', () => c.status === 'end');
+  const after = seen.slice(seen.indexOf('quit') + 1);
+  assert.equal(after, [], 'nothing sent behind QUIT');
+}
+
+test("a fold of the adapter's issued right behind QUIT is rejected, not written", async () => {
+  const c = withHotKeys(client(), hk, { tracking: false });
+  await c.ping();
+  const seen: string[] = [];
+  const original = Redis.prototype.sendCommand;
+  Redis.prototype.sendCommand = function (this: Redis, command: any, ...rest: any[]) {
+    if (this === c) seen.push(command.name);
+    return (original as any).call(this, command, ...rest);
+  } as any;
+  try {
+    const quit = c.quit();
+    const fold = await counter(c, 'lc:{n}', { shards: 2 })
+      .fold()
+      .then(
+        () => undefined,
+        (e: { code?: string }) => e,
+      );
+    await quit;
+    assert.is(fold?.code, 'HK_ERR_CLOSED');
+    assert.equal(seen, ['quit'], 'no EVAL written behind QUIT');
+  } finally {
+    Redis.prototype.sendCommand = original;
+  }
+});
+
+test('bad input: not an ioredis client, wrapped by another HotKeyClient', async () => {
+  for (const bad of [null, 42, {}, { sendCommand() {} }, { sendCommand() {}, duplicate() {}, options: {} }]) {
+    assert.throws(
+      () => withHotKeys(bad as never, hk),
+      (e: Error) => e instanceof TypeError && /ioredis Redis or Cluster/.test(e.message),
+    );
+  }
+  const c = withHotKeys(client(), hk);
+  assert.is(withHotKeys(c, hk), c, 'the same HotKeyClient again: a no-op');
+  const other = new HotKeyClient({ app: 'shop', hubs: [fixture.hub.url] });
+  try {
+    assert.throws(
+      () => withHotKeys(c, other),
+      (e: Error) => e instanceof TypeError && /another HotKeyClient/.test(e.message),
+    );
+  } finally {
+    await other.close();
+  }
+});
+
+test('a wrapped client after hk.close(): a plain client (reads from Redis, writes unhindered)', async () => {
+  const own = new HotKeyClient({ app: 'shop', hubs: [fixture.hub.url], flushIntervalMs: 20 });
+  await own.ready({ signal: AbortSignal.timeout(5000) });
+  const c = withHotKeys(client(), own, { tracking: false });
+  await plain.set('lc:closed', 'a');
+  await promote('lc:closed', own);
+  assert.is(await c.get('lc:closed'), 'a');
+  assert.is(await c.get('lc:closed'), 'a');
+  await own.close();
+  await plain.set('lc:closed', 'b'); // behind the wrapper's back: only Redis knows
+  assert.is(await c.get('lc:closed'), 'b', 'nothing served locally any more');
+  assert.is(await c.set('lc:closed', 'c'), 'OK');
+  assert.is(await c.get('lc:closed'), 'c');
+});
+
+test.run();
