@@ -12,7 +12,8 @@ import { startDemo } from './demo/demo.ts';
 import { loadHubConfig, parseOrigins, type HubConfig } from './server/config.ts';
 import { startHub } from './server/hub.ts';
 import { DEFAULT_TUNABLES } from './core/tunables.ts';
-import { createLogger, isLogLevel, LOG_LEVELS, type Logger } from './server/logger.ts';
+import { isLogLevel, LOG_LEVELS, type Logger } from './core/logger.ts';
+import { createLogger } from './server/logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubTlsOptions } from './server/options.ts';
 import { loadTls } from './server/tls.ts';
 

@@ -4,6 +4,7 @@
  */
 import { RULE_DEFAULTS } from '@hotkey/sdk/rules';
 import { startHub } from '@hotkey/hub';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 
 export interface HubUnderTestOptions {
   /** accesses per window that promote a key @default 1000 */
@@ -42,7 +43,7 @@ export async function startHubUnderTest(
       },
     },
     tunables: opts.tunables,
-    log: () => undefined,
+    logger: silentLogger,
   });
   return hub;
 }

@@ -18,6 +18,7 @@ import { startHub, type Hub } from '@hotkey/hub';
 import { benchMain, type BenchRow } from './harness.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 
 const KEY = 'item:hot';
 const INSTANCES = 2;
@@ -103,7 +104,7 @@ async function phase(
 benchMain(async ({ quick }) => {
   const seconds = quick ? 2 : 8;
   const rules = [{ match: 'item:*', threshold: 100, hotMs: 600_000, cache: false, replicas: { perNodeQps: 1000 } }];
-  const hub = await startHub({ port: 0, log: () => {}, config: { apps: { bench: { rules } } } });
+  const hub = await startHub({ port: 0, logger: silentLogger, config: { apps: { bench: { rules } } } });
   const rc = await RedisCluster.start();
   const seed = new Cluster(rc.nodes);
   try {

@@ -18,6 +18,7 @@ import { RedisServer } from '../support/redis-server.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { measureStaleness, summary, warm, type Reader } from '../support/staleness.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 
 const INSTANCES = 3;
 
@@ -110,7 +111,7 @@ benchMain(async ({ quick }) => {
   const cacheTtlMs = quick ? 1000 : 5000;
   // a 10-minute window: a key promoted by hand is not demoted for cooling during the run
   const rules = [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs }];
-  const hub = await startHub({ port: 0, log: () => {}, config: { apps: { bench: { rules } } } });
+  const hub = await startHub({ port: 0, logger: silentLogger, config: { apps: { bench: { rules } } } });
   const server = await RedisServer.start();
   const rc = await RedisCluster.start();
   const writer = new Redis(server.url);

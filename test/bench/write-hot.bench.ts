@@ -20,6 +20,7 @@ import { benchMain, type BenchRow } from './harness.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { delay, waitFor } from '../support/wait.ts';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 
 const CONNECTIONS = 8;
 /** in flight per connection */
@@ -121,7 +122,7 @@ async function coalescing(seconds: number): Promise<IncrRun[]> {
   const server = await RedisServer.start();
   const hub = await startHub({
     port: 0,
-    log: () => {},
+    logger: silentLogger,
     config: { apps: { bench: { rules: [{ match: 'ctr:*', threshold: 1000, kind: 'write', coalesce: true }] } } },
   });
   const hk = new HotKeyClient({ app: 'bench', hubs: hub.url, flushIntervalMs: 20 });
@@ -163,7 +164,7 @@ interface FrozenRun {
 async function frozen(protect: boolean, frozenMs: number): Promise<FrozenRun> {
   const server = await RedisServer.start();
   const rule = { match: 'hot:*', threshold: 100, cacheTtlMs: 1000, ...(protect ? {} : { staleIfErrorMs: 0 }) };
-  const hub = await startHub({ port: 0, log: () => {}, config: { apps: { bench: { rules: [rule] } } } });
+  const hub = await startHub({ port: 0, logger: silentLogger, config: { apps: { bench: { rules: [rule] } } } });
   const hk = new HotKeyClient({ app: 'bench', hubs: hub.url, flushIntervalMs: 20 });
   try {
     await hk.ready({ signal: AbortSignal.timeout(5000) });

@@ -9,11 +9,12 @@ import * as assert from 'uvu/assert';
 import WebSocket from 'ws';
 import { startHub, type Hub } from '@hotkey/hub';
 import { CloseCode } from '@hotkey/sdk/protocol';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 
 let hub: Hub;
 
 test.before(async () => {
-  hub = await startHub({ port: 0, tunables: { helloTimeoutMs: 200 }, log: () => {} });
+  hub = await startHub({ port: 0, tunables: { helloTimeoutMs: 200 }, logger: silentLogger });
 });
 test.after(async () => {
   await hub.close();

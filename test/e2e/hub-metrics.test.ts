@@ -12,6 +12,7 @@ import { startHub, type Hub } from '@hotkey/hub';
 import { RawClient } from '../support/raw-client.ts';
 import { waitFor } from '../support/wait.ts';
 import { parseExposition, type Exposition } from '../support/exposition.ts';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 
 /** The series `/metrics` had before prom-client, by name (the feed's are exported by every hub with a dashboard). */
 const OLD_SERIES = [
@@ -93,7 +94,7 @@ test.after(async () => {
 test('old series keep their names, new histograms have per-app labels, process metrics per hub', async () => {
   const config = { apps: { shop: { rules: [{ match: 'item:*', threshold: 20 }] }, blog: {} } };
   // maxAppLabels applies in open mode only: configured apps are all labelled
-  const hub = await startHub({ port: 0, config, log: () => {}, tunables: { maxAppLabels: 1 } });
+  const hub = await startHub({ port: 0, config, logger: silentLogger, tunables: { maxAppLabels: 1 } });
   hubs.push(hub);
   const hk = new HotKeyClient({ app: 'shop', hubs: [hub.url] });
   const blog = new HotKeyClient({ app: 'blog', hubs: [hub.url] });
@@ -150,7 +151,7 @@ test('old series keep their names, new histograms have per-app labels, process m
   }
 
   // a second hub in this process has a registry of its own (the global one would refuse the names)
-  const other = await startHub({ port: 0, log: () => {} });
+  const other = await startHub({ port: 0, logger: silentLogger });
   hubs.push(other);
   const y = await scrape(other);
   assert.is(
@@ -162,7 +163,7 @@ test('old series keep their names, new histograms have per-app labels, process m
 });
 
 test('open mode caps the app label set: past maxAppLabels apps share app="other"', async () => {
-  const hub = await startHub({ port: 0, log: () => {}, tunables: { maxAppLabels: 3 } });
+  const hub = await startHub({ port: 0, logger: silentLogger, tunables: { maxAppLabels: 3 } });
   hubs.push(hub);
   for (let i = 0; i < 6; i++) {
     const { client } = await RawClient.join(hub.url, `app${i}`);

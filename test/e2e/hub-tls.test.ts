@@ -17,6 +17,7 @@ import { HubProcess, runHubCli } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { makeTestPki, type TestPki } from '../support/tls-certs.ts';
 import { waitFor, within } from '../support/wait.ts';
+import { loggerFromFunction, silentLogger } from '../../hub/src/core/logger.ts';
 
 let pki: TestPki;
 let hub: Hub;
@@ -28,7 +29,7 @@ test.before(async () => {
   hub = await startHub({
     port: 0,
     config,
-    log: () => {},
+    logger: silentLogger,
     tls: { cert: readFileSync(pki.serverCert), key: readFileSync(pki.serverKey) },
     // every broadcast is offered to the fan-out threads, which must leave TLS sockets to the event loop
     tunables: { fanoutThreadsMinSockets: 1 },
@@ -259,25 +260,25 @@ test('rediss://: a cluster hub reaches Redis over TLS with the CA', async () => 
     prefix: 'tls:',
     tls: { ca: pki.ca },
     startTimeoutMs: 3000,
-    log: (m) => logs.push(m),
+    logger: loggerFromFunction((m) => logs.push(m)),
   });
   const untrusted = new RedisCoordinator({
     url,
     nodeId: 'tls-b',
     prefix: 'tls:',
     startTimeoutMs: 1000,
-    log: (m) => logs.push(m),
+    logger: loggerFromFunction((m) => logs.push(m)),
   });
   let a: Hub | undefined;
   let b: Hub | undefined;
   try {
-    a = await startHub({ port: 0, coordinator: trusted, log: () => {} });
+    a = await startHub({ port: 0, coordinator: trusted, logger: silentLogger });
     assert.is(trusted.health().state, 'ok', `joined over rediss:// (${logs.join(' | ')})`);
     assert.equal(
       trusted.members().members.map((m) => m.id),
       ['tls-a'],
     );
-    b = await startHub({ port: 0, coordinator: untrusted, log: () => {} });
+    b = await startHub({ port: 0, coordinator: untrusted, logger: silentLogger });
     assert.is(untrusted.health().state, 'degraded', 'without the CA the hub serves alone');
     assert.ok(logs.some((l) => l.includes('cannot reach Redis at rediss://127.0.0.1')));
   } finally {

@@ -14,6 +14,7 @@ import { CloseCode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { printFigures } from '../support/attack.ts';
 import { RawClient } from '../support/raw-client.ts';
 import { waitFor, within } from '../support/wait.ts';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 
 const MAX_APPS = 40;
 const KEYS_TOTAL = 20_000;
@@ -26,7 +27,7 @@ const raws: RawClient[] = [];
 test.before(async () => {
   hub = await startHub({
     port: 0,
-    log: () => {},
+    logger: silentLogger,
     tunables: { maxApps: MAX_APPS, maxKeysTotal: KEYS_TOTAL, maxKeysPerApp: 10_000, appIdleMs: APP_IDLE_MS },
   });
 });

@@ -16,6 +16,7 @@ import { startHub, type Hub, type HubOptions } from '@hotkey/hub';
 import { HubProcess, writeConfig, type HubProcessOptions } from './hub-process.ts';
 import { RawClient } from './raw-client.ts';
 import { within } from './wait.ts';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 
 export interface E2eOptions {
   /** options every `sdk()` client gets (before its own extras); `app` defaults to 'shop' */
@@ -156,7 +157,7 @@ export function hubInProcess(suite: Test, hubOptions: HubOptions = {}, options: 
   return register(
     suite,
     options,
-    (port) => startHub({ port: 0, log: () => {}, ...hubOptions, ...(port === undefined ? {} : { port }) }),
+    (port) => startHub({ port: 0, logger: silentLogger, ...hubOptions, ...(port === undefined ? {} : { port }) }),
     (hub) => within('the hub to close', hub.close(), 10_000),
   );
 }

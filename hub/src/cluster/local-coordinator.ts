@@ -6,15 +6,14 @@
 import type { Member } from '@hotkey/sdk/protocol';
 import { ErrorCode, HotKeyError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
-import type { AppAuth, Coordinator, Health, HubEvent, HubStatus } from './coordinator.ts';
-import { isValidAppName } from '../core/apps.ts';
-import type { HubConfig } from '../server/config.ts';
+import type { AppAuth, Coordinator, Health, HubEvent, HubStatus } from '../core/coordinator.ts';
+import { isValidAppName, type AppConfig } from '../core/apps.ts';
 
 export interface LocalCoordinatorOptions {
   /** this hub's id */
   selfId: string;
   /** apps, tokens and rules; undefined runs open (any app, no token, default rule) */
-  config?: HubConfig;
+  config?: { apps: Record<string, AppConfig> };
   /** events kept for `history` @default 10000 */
   historySize?: number;
   /** apps whose rules may be set in open mode @default 1000 */
@@ -45,8 +44,9 @@ class Ring<T> {
 
 export class LocalCoordinator implements Coordinator {
   readonly selfId: string;
+  readonly standalone = true;
   readonly open: boolean;
-  readonly #config: HubConfig | undefined;
+  readonly #config: { apps: Record<string, AppConfig> } | undefined;
   readonly #rules = new Map<string, Rule[]>();
   readonly #maxApps: number;
   readonly #history: Ring<HubEvent>;

@@ -22,8 +22,7 @@ import {
   type Report,
 } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
-import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
-import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import type { Coordinator, HubEvent, HubStatus } from './coordinator.ts';
 import type { Logger } from './logger.ts';
 import { reporterBit, type DemoteReason, type HotKeyView } from './aggregator.ts';
 import { SHARE_TTL_MS } from './limit-shares.ts';
@@ -164,7 +163,7 @@ export class HubCore implements SessionHost {
 
   /** true when the hub is part of a multi-hub cluster (SDKs are sent 4010 on leave) */
   get clustered(): boolean {
-    return !(this.coordinator instanceof LocalCoordinator);
+    return this.coordinator.standalone !== true;
   }
 
   // ---- sessions ----

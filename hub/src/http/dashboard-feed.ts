@@ -23,11 +23,11 @@ import {
   type FeedInstance,
 } from '@hotkey/sdk/feed-protocol';
 import { RULE_DEFAULTS, RuleSet, type Rule } from '@hotkey/sdk/rules';
-import type { HubEvent } from '../cluster/coordinator.ts';
+import type { HubEvent } from '../core/coordinator.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
 import { tokenMatches } from '../core/auth.ts';
 import { DEFAULT_TUNABLES } from '../core/tunables.ts';
-import { silentLogger, type Logger } from '../server/logger.ts';
+import { silentLogger, type Logger } from '../core/logger.ts';
 import { clusterHotRows, clusterInstanceRows, rowId, type ClusterSource } from './cluster-view.ts';
 
 export const LIVE_PATH = '/live';

@@ -22,7 +22,7 @@ import {
   type Route,
 } from './http-request.ts';
 import type { AdmissionMetrics, FeedCounters, MetricsRegistry } from './metrics.ts';
-import type { Logger } from '../server/logger.ts';
+import type { Logger } from '../core/logger.ts';
 import { appRoutes } from './routes-apps.ts';
 
 /**

@@ -11,7 +11,7 @@
  * (event-loop lag, heap, GC, CPU) are prom-client's defaults, unprefixed (`nodejs_*`, `process_*`).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { CoordinatorCounters } from '../cluster/coordinator.ts';
+import type { CoordinatorCounters } from '../core/coordinator.ts';
 import type { Gauges, HubMetrics, MetricsObserver, ProtectionCounters } from '../core/hub-metrics.ts';
 
 /** The live dashboard feed's counters (DashboardFeed.stats plus the pages connected). */

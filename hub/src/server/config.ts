@@ -11,14 +11,10 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { ErrorCode, ValidationError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
-import { isValidAppName, MAX_APP_NAME } from '../core/apps.ts';
+import { MAX_NAME_LENGTH } from '@hotkey/sdk/protocol';
+import { isValidAppName, type AppConfig } from '../core/apps.ts';
 
-export interface AppConfig {
-  /** token SDKs of the app present in Hello; undefined: none required */
-  token?: string;
-  /** validated rules; [] = the default rule */
-  rules: Rule[];
-}
+export type { AppConfig };
 
 export interface HubConfig {
   apps: Record<string, AppConfig>;
@@ -57,7 +53,7 @@ export function parseHubConfig(input: unknown): HubConfig {
   const apps: Record<string, AppConfig> = Object.create(null);
   for (const [name, raw] of Object.entries(appsIn)) {
     const field = `apps.${name}`;
-    if (!isValidAppName(name)) fail(field, `app name must be 1 to ${MAX_APP_NAME} printable characters`);
+    if (!isValidAppName(name)) fail(field, `app name must be 1 to ${MAX_NAME_LENGTH} printable characters`);
     if (!isPlainObject(raw)) fail(field, 'must be an object');
     for (const k of Object.keys(raw)) if (!APP_FIELDS.has(k)) fail(`${field}.${k}`, 'unknown field');
     let rules: Rule[] = [];
