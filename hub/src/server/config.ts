@@ -40,7 +40,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 function token(v: unknown, field: string): string | undefined {
   if (v === undefined) return undefined;
   if (typeof v !== 'string' || v.length === 0) fail(field, 'must be a non-empty string');
-  if (v.length > 4096) fail(field, 'must be at most 4096 characters');
+  // every token is presented in a Hello (SDKs the app token, dashboards theirs or the admin one)
+  if (v.length > MAX_NAME_LENGTH)
+    fail(field, `must be at most ${MAX_NAME_LENGTH} characters (the longest a Hello carries)`);
   return v;
 }
 
