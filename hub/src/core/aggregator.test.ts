@@ -4,7 +4,8 @@ import { localThreshold, parseRules, type Rule } from '@hotkey/sdk/rules';
 import { encode, MsgType } from '@hotkey/sdk/protocol';
 import { readReport } from './report-frame.ts';
 import { TokenBucket } from './token-bucket.ts';
-import { Aggregator, reporterBit, type AggregatorListener, type DemoteReason } from './aggregator.ts';
+import { Aggregator, type AggregatorListener, type DemoteReason } from './aggregator.ts';
+import { reporterBit } from './reporters.ts';
 
 interface Recorded {
   promotes: { key: string; qps: number; latencyMs: number | undefined; manual: boolean; rule: Rule }[];

@@ -24,7 +24,8 @@ import {
 import type { Rule } from '@hotkey/sdk/rules';
 import type { Coordinator, HubEvent, HubStatus } from './coordinator.ts';
 import type { Logger } from './logger.ts';
-import { reporterBit, type DemoteReason, type HotKeyView } from './aggregator.ts';
+import type { DemoteReason, HotKeyView } from './aggregator.ts';
+import { reporterBit } from './reporters.ts';
 import { SHARE_TTL_MS } from './limit-shares.ts';
 import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
 import { HubMetrics, type Gauges, type ProtectionCounters } from './hub-metrics.ts';
