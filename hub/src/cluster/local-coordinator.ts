@@ -8,6 +8,7 @@ import { ErrorCode, HotKeyError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
 import type { AppAuth, Coordinator, Health, HubEvent, HubStatus } from '../core/coordinator.ts';
 import { isValidAppName, type AppConfig } from '../core/apps.ts';
+import { DEFAULT_TUNABLES } from '../core/tunables.ts';
 
 export interface LocalCoordinatorOptions {
   /** this hub's id */
@@ -60,7 +61,7 @@ export class LocalCoordinator implements Coordinator {
     this.selfId = options.selfId;
     this.#config = options.config;
     this.open = options.config === undefined;
-    this.#maxApps = options.maxApps ?? 1000;
+    this.#maxApps = options.maxApps ?? DEFAULT_TUNABLES.maxApps;
     this.#history = new Ring(options.historySize ?? 10_000);
     this.#self = { id: options.selfId, url: '' };
     for (const [app, cfg] of Object.entries(options.config?.apps ?? {})) this.#rules.set(app, cfg.rules);

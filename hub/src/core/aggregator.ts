@@ -22,6 +22,7 @@ import { TopKDetector } from './detectors/topk.ts';
 import { Decider, type AggregatorListener, type DemoteReason, type PromotionBudget } from './decide.ts';
 import type { ReportFrame } from './report-frame.ts';
 import { MODE_FIXED, RuleTable } from './rule-table.ts';
+import { DEFAULT_TUNABLES } from './tunables.ts';
 import { BITS, BITS_STRIDE, REPORTER_WINDOW, RULE, SLICES, SLOT_STRIDE, Slots, TICK, TOTAL, NONE } from './slots.ts';
 
 export type { AggregatorListener, DemoteReason, PromotionBudget };
@@ -79,13 +80,13 @@ export interface AggregatorStats {
   displaced: number;
 }
 
-/** defaults of AggregatorOptions, one home for each */
+/** defaults of AggregatorOptions; the two the hub also tunes are its tunables' */
 const DEFAULTS = {
-  maxKeys: 100_000,
+  maxKeys: DEFAULT_TUNABLES.maxKeysPerApp,
   initialCapacity: 1024,
   evictionSamples: 8,
   sweepPerTick: 2048,
-  reportFraction: 0.2,
+  reportFraction: DEFAULT_TUNABLES.localThresholdFraction,
 } as const;
 const NEGATIVE_CACHE_MAX = 10_000;
 
