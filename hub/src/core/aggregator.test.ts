@@ -119,7 +119,7 @@ test('qps of a steady rate reads the rate at any point of a slice, not ~9 % low'
       `${agg.qps('slow:k', now).toFixed(1)} qps over a 5 s window`,
     );
   }
-  // the old scaling (total / whole window) read 900..990: lowest right after a slice boundary
+  // total / whole window would read 900..990: lowest right after a slice boundary
   assert.ok(Math.min(...observed) > 990, `lowest ${Math.min(...observed).toFixed(1)}`);
   // right on a slice boundary the new slice is empty and the window covers exactly 9 slices
   feed(6100);

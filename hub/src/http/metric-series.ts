@@ -36,7 +36,7 @@ export interface AdmissionMetrics {
   httpEvicted: number;
 }
 
-/** What a scrape reads besides the counters: each part is optional as before. */
+/** What a scrape reads besides the counters: each optional part is omitted when the hub lacks it. */
 export interface MetricsSources {
   gauges: Gauges;
   protection: ProtectionCounters;
