@@ -15,21 +15,14 @@ import {
   type HotEntry,
   type Member,
   type Promote,
+  type Welcome,
 } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
 import type { HotKeyView } from './aggregator.ts';
 import { SHARE_TTL_MS } from './limit-shares.ts';
 
-/** What a Welcome tells a new SDK session. */
-export interface WelcomeFields {
-  hub: string;
-  epoch: number;
-  members: Member[];
-  rules: Rule[];
-  local: number[];
-  instances: number;
-  seq: number;
-}
+/** What a Welcome tells a new SDK session (all of it but the type and the protocol version). */
+export type WelcomeFields = Omit<Welcome, 't' | 'v'>;
 
 export function welcomeFrame(fields: WelcomeFields): Uint8Array {
   return encode({ t: MsgType.Welcome, v: PROTOCOL_VERSION, ...fields });
