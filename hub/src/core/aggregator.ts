@@ -23,7 +23,20 @@ import { Decider, type AggregatorListener, type DemoteReason, type PromotionBudg
 import type { ReportFrame } from './report-frame.ts';
 import { MODE_FIXED, RuleTable } from './rule-table.ts';
 import { DEFAULT_TUNABLES } from './tunables.ts';
-import { BITS, BITS_STRIDE, REPORTER_WINDOW, RULE, SLICES, SLOT_STRIDE, Slots, TICK, TOTAL, NONE } from './slots.ts';
+import {
+  BITS,
+  BITS_STRIDE,
+  NONE,
+  REPORTER_WINDOW,
+  RULE,
+  rollReporters,
+  rotateSlot,
+  SLICES,
+  SLOT_STRIDE,
+  Slots,
+  TICK,
+  TOTAL,
+} from './slots.ts';
 
 export type { AggregatorListener, DemoteReason, PromotionBudget };
 
@@ -208,16 +221,22 @@ export class Aggregator {
     let hotUntil = this.#slots.hotUntil;
     let lowSince = this.#slots.lowSince;
     let hot = this.#slots.hot;
+    let previous = this.#slots.reportersPrevious;
     const { special, threshold, hotMs, sliceNow, sliceIndex, genNow } = this.#rules;
     for (; i < n; i++) {
       let count: number;
       let slot: number;
+      // a new key's admission may grow the slab (then the locals below are reloaded)
+      let admitted = false;
       if (frame === undefined) {
         count = counts![i]!;
         if (!(count > 0)) continue;
         const key = keys![i]!;
         const found = slotOf.get(key);
-        slot = found === undefined ? this.#admit(key, now) : found;
+        if (found === undefined) {
+          slot = this.#admit(key, now);
+          admitted = true;
+        } else slot = found;
       } else {
         frame.next();
         count = frame.count;
@@ -226,22 +245,25 @@ export class Aggregator {
           frame.seed === slotOf.seed
             ? slotOf.getHashed(frame.bytes, frame.keyStart, frame.keyLength, frame.hashes[i]!)
             : slotOf.getBytes(frame.bytes, frame.keyStart, frame.keyLength);
-        if (slot < 0) slot = this.#admit(frame.key(), now);
+        if (slot < 0) {
+          slot = this.#admit(frame.key(), now);
+          admitted = true;
+        }
       }
       if (slot < 0) continue;
-      if (this.#slots.slab !== slab) {
-        // the admission grew the slab
+      if (admitted && this.#slots.slab !== slab) {
         const slots = this.#slots;
         slab = slots.slab;
         slabBits = slots.bits;
         hotUntil = slots.hotUntil;
         lowSince = slots.lowSince;
         hot = slots.hot;
+        previous = slots.reportersPrevious;
       }
       const at = slot * SLOT_STRIDE;
       const r = slabBits[slot * BITS_STRIDE + RULE]!;
       const cur = sliceNow[r]!;
-      if (slab[at + TICK] !== cur) this.#slots.rotateTo(slot, cur);
+      if (slab[at + TICK] !== cur) rotateSlot(slab, slot, cur);
       // a clock that stepped back leaves the slot ahead of `cur`: count in its own current slice
       const tick = slab[at + TICK]!;
       const index = tick === cur ? sliceIndex[r]! : tick % WINDOW_SLICES;
@@ -249,7 +271,7 @@ export class Aggregator {
       const total = (slab[at + TOTAL]! += count);
 
       const gen = genNow[r]!;
-      if (gen !== slab[at + REPORTER_WINDOW]) this.#slots.rollReporters(slot, gen);
+      if (gen !== slab[at + REPORTER_WINDOW]) rollReporters(slab, slabBits, previous, slot, gen);
       slabBits[slot * BITS_STRIDE + BITS + word]! |= bit;
 
       if (special[r] !== 0) {

@@ -32,6 +32,53 @@ export const BITS_STRIDE = SLOT_STRIDE * 2;
 /** `lowSince` of a slot that is not below its demotion level */
 export const NONE = -1;
 
+/**
+ * Brings slot `slot` of `slab` to absolute slice `cur`, zeroing the slices that expired since its
+ * last touch. A plain function over the slab, so that the ingest loop calls it on its local view
+ * of the slab as cheaply as a private method.
+ */
+export function rotateSlot(slab: Float64Array, slot: number, cur: number): void {
+  const at = slot * SLOT_STRIDE;
+  const last = slab[at + TICK]!;
+  if (cur <= last) return; // same slice, or the clock stepped back: keep counting in place
+  if (cur - last >= WINDOW_SLICES) {
+    slab.fill(0, at + SLICES, at + SLICES + WINDOW_SLICES);
+    slab[at + TOTAL] = 0;
+  } else {
+    const base = at + SLICES;
+    let total = slab[at + TOTAL]!;
+    for (let s = last + 1; s <= cur; s++) {
+      const i = base + (s % WINDOW_SLICES);
+      total -= slab[i]!;
+      slab[i] = 0;
+    }
+    slab[at + TOTAL] = total;
+  }
+  slab[at + TICK] = cur;
+}
+
+/**
+ * Starts reporter period `gen` of slot `slot`: its current bitmap (in `bits`, the slab's uint32
+ * view) becomes the previous one (in `previous`) if `gen` follows it, else both clear. A plain
+ * function for the same reason as rotateSlot.
+ */
+export function rollReporters(
+  slab: Float64Array,
+  bits: Uint32Array,
+  previous: Uint32Array,
+  slot: number,
+  gen: number,
+): void {
+  const base = slot * REPORTER_WORDS;
+  const current = slot * BITS_STRIDE + BITS;
+  const adjacent = gen === slab[slot * SLOT_STRIDE + REPORTER_WINDOW]! + 1;
+  for (let w = 0; w < REPORTER_WORDS; w++) {
+    previous[base + w] = adjacent ? bits[current + w]! : 0;
+    bits[current + w] = 0;
+  }
+  slab[slot * SLOT_STRIDE + REPORTER_WINDOW] = gen;
+}
+
 export interface SlotsOptions {
   maxKeys: number;
   initialCapacity: number;
@@ -70,7 +117,7 @@ export class Slots {
    * which instances reported the key in the window-length period before the current one (the
    * current period's bitmap is in the slab, its number at REPORTER_WINDOW = floor(now / windowMs))
    */
-  #reportersPrevious = new Uint32Array(0);
+  reportersPrevious = new Uint32Array(0);
   #sweepAt = 0;
   /** keys evicted to admit others */
   evicted = 0;
@@ -125,7 +172,7 @@ export class Slots {
     this.level[slot] = 0;
     this.slab[slot * SLOT_STRIDE + REPORTER_WINDOW] = Math.floor(now / this.#rules.windowMs[r]!);
     this.bits.fill(0, slot * BITS_STRIDE + BITS, slot * BITS_STRIDE + BITS + REPORTER_WORDS);
-    this.#reportersPrevious.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
+    this.reportersPrevious.fill(0, slot * REPORTER_WORDS, slot * REPORTER_WORDS + REPORTER_WORDS);
     return slot;
   }
 
@@ -140,26 +187,7 @@ export class Slots {
 
   /** Brings the slot's window to `now`'s slice, zeroing the slices that expired since its last touch. */
   rotate(slot: number, now: number): void {
-    this.rotateTo(slot, Math.floor(now / this.#rules.sliceMs[this.ruleOf(slot)]!));
-  }
-
-  /** As `rotate`, to absolute slice `cur` (the ingest loop has it per rule: RuleTable.hoist). */
-  rotateTo(slot: number, cur: number): void {
-    const last = this.slab[slot * SLOT_STRIDE + TICK]!;
-    if (cur <= last) return; // same slice, or the clock stepped back: keep counting in place
-    if (cur - last >= WINDOW_SLICES) {
-      this.clearWindow(slot);
-    } else {
-      const base = slot * SLOT_STRIDE + SLICES;
-      let total = this.totalOf(slot);
-      for (let s = last + 1; s <= cur; s++) {
-        const i = base + (s % WINDOW_SLICES);
-        total -= this.slab[i]!;
-        this.slab[i] = 0;
-      }
-      this.slab[slot * SLOT_STRIDE + TOTAL] = total;
-    }
-    this.slab[slot * SLOT_STRIDE + TICK] = cur;
+    rotateSlot(this.slab, slot, Math.floor(now / this.#rules.sliceMs[this.ruleOf(slot)]!));
   }
 
   clearWindow(slot: number): void {
@@ -198,14 +226,7 @@ export class Slots {
 
   /** Starts reporter period `gen`: the current bitmap becomes the previous one if `gen` follows it, else both clear. */
   rollReporters(slot: number, gen: number): void {
-    const base = slot * REPORTER_WORDS;
-    const current = slot * BITS_STRIDE + BITS;
-    const adjacent = gen === this.slab[slot * SLOT_STRIDE + REPORTER_WINDOW]! + 1;
-    for (let w = 0; w < REPORTER_WORDS; w++) {
-      this.#reportersPrevious[base + w] = adjacent ? this.bits[current + w]! : 0;
-      this.bits[current + w] = 0;
-    }
-    this.slab[slot * SLOT_STRIDE + REPORTER_WINDOW] = gen;
+    rollReporters(this.slab, this.bits, this.reportersPrevious, slot, gen);
   }
 
   /** Rolls the slot's reporter period forward to `now`'s. */
@@ -220,7 +241,7 @@ export class Slots {
     const current = slot * BITS_STRIDE + BITS;
     let ones = 0;
     for (let w = 0; w < REPORTER_WORDS; w++)
-      ones += popcount32((this.bits[current + w]! | this.#reportersPrevious[base + w]!) >>> 0);
+      ones += popcount32((this.bits[current + w]! | this.reportersPrevious[base + w]!) >>> 0);
     return ones;
   }
 
@@ -308,8 +329,8 @@ export class Slots {
     this.lowSince = copyF(this.lowSince);
     this.level = copyF(this.level);
     const previous = new Uint32Array(capacity * REPORTER_WORDS);
-    previous.set(this.#reportersPrevious);
-    this.#reportersPrevious = previous;
+    previous.set(this.reportersPrevious);
+    this.reportersPrevious = previous;
     // push, not `length =`: a length jump turns the array into a slow dictionary-mode array
     for (let i = this.keys.length; i < capacity; i++) this.keys.push(undefined);
     this.#capacity = capacity;
