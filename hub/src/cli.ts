@@ -15,7 +15,8 @@ import { startHub, type Hub } from './server/hub.ts';
 import type { ReloadSource } from './server/live-config.ts';
 import { watchConfigFiles } from './server/config-watch.ts';
 import { DEFAULT_TUNABLES } from './core/tunables.ts';
-import { createLogger, isLogLevel, LOG_LEVELS, type Logger } from './server/logger.ts';
+import { isLogLevel, LOG_LEVELS, type Logger } from './core/logger.ts';
+import { createLogger } from './server/logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubTlsOptions } from './server/options.ts';
 import { loadTls } from './server/tls.ts';
 

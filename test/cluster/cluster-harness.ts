@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { HotKeyClient, Ownership, type ClientOptions } from '@hotkey/sdk';
 import { RedisServer } from '../support/redis-server.ts';
 import { HubProcess } from '../support/hub-process.ts';
-import type { HubEvent } from '../../hub/src/cluster/coordinator.ts';
+import type { HubEvent } from '../../hub/src/core/coordinator.ts';
 import { request } from '../support/http.ts';
 import { waitFor } from '../support/wait.ts';
 

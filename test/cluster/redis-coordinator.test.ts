@@ -7,10 +7,11 @@ import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis-server.ts';
 import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/cluster/redis-coordinator.ts';
-import type { HubEvent, HubStatus } from '../../hub/src/cluster/coordinator.ts';
+import type { HubEvent, HubStatus } from '../../hub/src/core/coordinator.ts';
 import { HotKeyError, ValidationError } from '@hotkey/sdk';
 import { DEFAULT_RULE, type Rule } from '@hotkey/sdk/rules';
 import { delay, waitFor } from '../support/wait.ts';
+import { loggerFromFunction } from '../../hub/src/core/logger.ts';
 
 let redis: RedisServer;
 let raw: Redis;
@@ -31,7 +32,7 @@ function hub(
     prefix,
     heartbeatMs: 200,
     memberTtlMs: 1000,
-    log: (m) => logs.push(m),
+    logger: loggerFromFunction((m) => logs.push(m)),
     ...opts,
   });
   open.push(c);

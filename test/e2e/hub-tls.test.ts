@@ -18,6 +18,7 @@ import { RedisServer } from '../support/redis-server.ts';
 import { makeTestPki, type TestPki } from '../support/tls-certs.ts';
 import { waitFor, within } from '../support/wait.ts';
 import { startHubInProcess } from '../support/e2e.ts';
+import { loggerFromFunction } from '../../hub/src/core/logger.ts';
 
 let pki: TestPki;
 let hub: Hub;
@@ -258,14 +259,14 @@ test('rediss://: a cluster hub reaches Redis over TLS with the CA', async () => 
     prefix: 'tls:',
     tls: { ca: pki.ca },
     startTimeoutMs: 3000,
-    log: (m) => logs.push(m),
+    logger: loggerFromFunction((m) => logs.push(m)),
   });
   const untrusted = new RedisCoordinator({
     url,
     nodeId: 'tls-b',
     prefix: 'tls:',
     startTimeoutMs: 1000,
-    log: (m) => logs.push(m),
+    logger: loggerFromFunction((m) => logs.push(m)),
   });
   let a: Hub | undefined;
   let b: Hub | undefined;

@@ -7,7 +7,8 @@
  *   try { … h.url, h.httpUrl, h.core … } finally { await h.close(); }
  */
 import { startHub, type Hub, type HubOptions } from '@hotkey/hub';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 
 export function startHubInProcess(options: HubOptions = {}): Promise<Hub> {
-  return startHub({ port: 0, log: () => {}, ...options });
+  return startHub({ port: 0, logger: silentLogger, ...options });
 }

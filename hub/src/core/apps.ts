@@ -5,9 +5,9 @@
  * count or rules (the per-instance threshold depends on both).
  */
 import { CapacityError, ErrorCode, AuthError, ProtocolError } from '@hotkey/sdk';
-import { CloseCode, MsgType, type Hello } from '@hotkey/sdk/protocol';
+import { CloseCode, MAX_NAME_LENGTH, MsgType, type Hello } from '@hotkey/sdk/protocol';
 import { localThreshold, type Rule } from '@hotkey/sdk/rules';
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator } from './coordinator.ts';
 import { Aggregator, type DemoteReason } from './aggregator.ts';
 import { tokenMatches } from './auth.ts';
 import { Broadcaster } from './broadcaster.ts';
@@ -22,12 +22,17 @@ import type { BulkWriter, Peer } from './peer.ts';
 import { SessionState, type Session } from './session.ts';
 import type { HubTunables } from './tunables.ts';
 
-/** longest app name (matches the protocol's string limit) */
-export const MAX_APP_NAME = 256;
-
-/** Checks an app name wherever one arrives (config, API path, Hello). */
+/** Checks an app name wherever one arrives (config, API path, Hello): at most what a Hello can carry. */
 export function isValidAppName(name: string): boolean {
-  return name.length > 0 && name.length <= MAX_APP_NAME && !/[\u0000-\u001f]/.test(name);
+  return name.length > 0 && name.length <= MAX_NAME_LENGTH && !/[\u0000-\u001f]/.test(name);
+}
+
+/** An app as a config file or an embedder declares it. */
+export interface AppConfig {
+  /** token SDKs of the app present in Hello; undefined: none required */
+  token?: string;
+  /** validated rules; [] = the default rule */
+  rules: Rule[];
 }
 
 export interface AppState {

@@ -3,7 +3,7 @@
  * status. The HTTP API (`/api/hot`, `/api/instances`) and the live dashboard feed both read the
  * cluster through these two functions, so each row names its hub the same way (`hub`) everywhere.
  */
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator } from '../core/coordinator.ts';
 import type { HotKeyRow, InstanceRow } from '../core/apps.ts';
 
 /** What the merge reads from this hub (HubCore satisfies it). */

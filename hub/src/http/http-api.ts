@@ -21,8 +21,9 @@ import {
   type RequestContext,
   type Route,
 } from './http-request.ts';
-import type { AdmissionMetrics, FeedCounters, MetricsRegistry } from './metrics.ts';
-import type { Logger } from '../server/logger.ts';
+import type { AdmissionMetrics, FeedCounters } from './metric-series.ts';
+import type { MetricsRegistry } from './metrics.ts';
+import type { Logger } from '../core/logger.ts';
 import { appRoutes } from './routes-apps.ts';
 
 /**

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ValidationError } from '@hotkey/sdk';
+import { decodeClientMessage, encode, MAX_NAME_LENGTH, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { DEFAULT_RULE } from '@hotkey/sdk/rules';
 import { loadHubConfig, parseHubConfig } from './config.ts';
 
@@ -85,6 +86,24 @@ test('files: unreadable and non-JSON files are config errors', async () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a config token must fit in a Hello: longer ones are a config error naming the field', () => {
+  const longest = 't'.repeat(MAX_NAME_LENGTH);
+  const c = parseHubConfig({ apps: { shop: { token: longest } }, adminToken: longest, dashboardToken: longest });
+  assert.is(c.apps.shop?.token, longest);
+  // the longest accepted token is one a client can present
+  const hello = encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: longest, instance: 'i', sdk: 'x' });
+  assert.is((decodeClientMessage(hello) as { token?: string }).token, longest);
+  const tooLong = `${longest}t`;
+  assert.throws(() =>
+    decodeClientMessage(
+      encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: 'shop', token: tooLong, instance: 'i', sdk: 'x' }),
+    ),
+  );
+  assert.is(fieldOf({ apps: { shop: { token: tooLong } } }), 'apps.shop.token');
+  assert.is(fieldOf({ apps: {}, adminToken: tooLong }), 'adminToken');
+  assert.is(fieldOf({ apps: {}, dashboardToken: tooLong }), 'dashboardToken');
 });
 
 test.run();

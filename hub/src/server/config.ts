@@ -11,15 +11,11 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { ErrorCode, ValidationError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
-import { isValidAppName, MAX_APP_NAME } from '../core/apps.ts';
+import { MAX_NAME_LENGTH } from '@hotkey/sdk/protocol';
+import { isValidAppName, type AppConfig } from '../core/apps.ts';
 import { parseNotify, type NotifyTarget } from '../notify/notify-config.ts';
 
-export interface AppConfig {
-  /** token SDKs of the app present in Hello; undefined: none required */
-  token?: string;
-  /** validated rules; [] = the default rule */
-  rules: Rule[];
-}
+export type { AppConfig };
 
 export interface HubConfig {
   apps: Record<string, AppConfig>;
@@ -47,7 +43,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 function token(v: unknown, field: string): string | undefined {
   if (v === undefined) return undefined;
   if (typeof v !== 'string' || v.length === 0) fail(field, 'must be a non-empty string');
-  if (v.length > 4096) fail(field, 'must be at most 4096 characters');
+  // every token is presented in a Hello (SDKs the app token, dashboards theirs or the admin one)
+  if (v.length > MAX_NAME_LENGTH)
+    fail(field, `must be at most ${MAX_NAME_LENGTH} characters (the longest a Hello carries)`);
   return v;
 }
 
@@ -63,7 +61,7 @@ export function parseHubConfig(input: unknown, baseDir?: string): HubConfig {
   const apps: Record<string, AppConfig> = Object.create(null);
   for (const [name, raw] of Object.entries(appsIn)) {
     const field = `apps.${name}`;
-    if (!isValidAppName(name)) fail(field, `app name must be 1 to ${MAX_APP_NAME} printable characters`);
+    if (!isValidAppName(name)) fail(field, `app name must be 1 to ${MAX_NAME_LENGTH} printable characters`);
     if (!isPlainObject(raw)) fail(field, 'must be an object');
     for (const k of Object.keys(raw)) if (!APP_FIELDS.has(k)) fail(`${field}.${k}`, 'unknown field');
     let rules: Rule[] = [];

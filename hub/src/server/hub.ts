@@ -9,7 +9,7 @@ import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { CloseCode } from '@hotkey/sdk/protocol';
 import { loadHubConfig, parseHubConfig, type HubConfig } from './config.ts';
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator } from '../core/coordinator.ts';
 import { buildDashboard } from '@hotkey/dashboard';
 import { DashboardFeed, LIVE_PATH } from '../http/dashboard-feed.ts';
 import { fallbackPageHtml } from '../http/fallback-page.ts';
@@ -17,7 +17,8 @@ import { createHttpHandler } from '../http/http-api.ts';
 import { HubCore } from '../core/hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import { MetricsRegistry } from '../http/metrics.ts';
-import { createLogger, loggerFromFunction, type Logger } from './logger.ts';
+import type { Logger } from '../core/logger.ts';
+import { createLogger } from './logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubOptions } from './options.ts';
 import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
 import { checkTls, loadTls } from './tls.ts';
@@ -169,11 +170,7 @@ export class Hub {
 /** Starts a hub; resolves once it listens and has joined its cluster. Bad config throws ValidationError (HK_ERR_CONFIG). */
 export async function startHub(options: HubOptions = {}): Promise<Hub> {
   const tunables = checkTunables(options.tunables);
-  const logger =
-    options.logger ??
-    (options.log !== undefined
-      ? loggerFromFunction(options.log)
-      : createLogger({ level: 'warn', out: process.stderr }));
+  const logger = options.logger ?? createLogger({ level: 'warn', out: process.stderr });
   const now = options.now ?? Date.now;
   let config: HubConfig | undefined;
   if (options.config !== undefined) config = parseHubConfig(options.config);

@@ -13,7 +13,7 @@ import {
   MAX_NAME_LENGTH,
   MAX_REPORT_KEYS,
   MAX_VALUE_BYTES,
-} from './limits.ts';
+} from '../limits.ts';
 import {
   MsgType,
   PushForm,

@@ -28,7 +28,7 @@ export {
   MAX_NAME_LENGTH,
   MAX_REPORT_KEYS,
   MAX_VALUE_BYTES,
-} from './limits.ts';
+} from '../limits.ts';
 export {
   MsgType,
   PROTOCOL_VERSION,
