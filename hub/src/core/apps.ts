@@ -14,6 +14,7 @@ import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import { InvalidationTracker } from './invalidations.ts';
+import { closeLease, cutOffLagging, isLegacy } from './legacy-sessions.ts';
 import { Savings } from './savings.ts';
 import { SharedValues } from './shared-values.ts';
 import { LimitShares } from './limit-shares.ts';
@@ -358,6 +359,7 @@ export class Apps {
     app.sessions.add(session);
     app.sessionByPeer.set(session.peer, session);
     app.broadcaster.peers.add(session.peer);
+    if (isLegacy(session)) app.broadcaster.legacy.add(session.peer);
     app.waiters = undefined;
     const instancesBefore = app.sessionsByInstance.size;
     app.sessionsByInstance.set(session.instance, (app.sessionsByInstance.get(session.instance) ?? 0) + 1);
@@ -372,9 +374,11 @@ export class Apps {
     this.#connections--;
     app.sessionByPeer.delete(session.peer);
     app.broadcaster.peers.delete(session.peer);
+    app.broadcaster.legacy.delete(session.peer);
     app.waiters = undefined;
     // a closed socket proves nothing: the instance may serve until its lease lapses
     const now = this.#opts.clock();
+    closeLease(session, now, this.#opts.tunables.leaseMs);
     if (session.leaseUntil > now) app.lingering.add(session);
     if (app.sessions.size === 0) app.idleSince = this.#opts.now();
     const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
@@ -389,6 +393,7 @@ export class Apps {
   /** Time passes: leases lapse (fencing needs no message), lingering sessions whose lease ended go. */
   settle(app: AppState): void {
     const now = this.#opts.clock();
+    cutOffLagging(app, now, this.#opts.tunables.leaseMs);
     app.invalidations.settle(now);
     for (const session of app.lingering) {
       if (session.leaseUntil > now) continue;

@@ -10,7 +10,6 @@ import {
   MAX_FRAME_BYTES,
   MAX_LIMIT_KEYS,
   MsgType,
-  PROTOCOL_VERSION,
   type Demote,
   type HotEntry,
   type Member,
@@ -24,8 +23,9 @@ import { SHARE_TTL_MS } from './limit-shares.ts';
 /** What a Welcome tells a new SDK session (all of it but the type and the protocol version). */
 export type WelcomeFields = Omit<Welcome, 't' | 'v'>;
 
-export function welcomeFrame(fields: WelcomeFields): Uint8Array {
-  return encode({ t: MsgType.Welcome, v: PROTOCOL_VERSION, ...fields });
+/** @param version the version the session speaks, negotiated from its Hello */
+export function welcomeFrame(fields: WelcomeFields, version: number): Uint8Array {
+  return encode({ t: MsgType.Welcome, v: version, ...fields });
 }
 
 /** Rule kinds other than plain reads travel in the frame; a read promotion carries no `kind`. */

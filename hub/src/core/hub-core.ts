@@ -10,6 +10,10 @@ import { ErrorCode, ProtocolError, closeCodeOf } from '@hotkey/sdk';
 import { Ownership } from '@hotkey/sdk/ownership';
 import {
   CloseCode,
+  describeRange,
+  negotiateVersion,
+  offeredRange,
+  OLDEST_CLIENT_VERSION,
   PROTOCOL_VERSION,
   type Hello,
   type InvalidateRequest,
@@ -20,6 +24,7 @@ import {
 import type { Coordinator, HubEvent, HubStatus } from './coordinator.ts';
 import type { Logger } from './logger.ts';
 import { reporterBit } from './reporters.ts';
+import { admitVersion, isLegacy, refuseFromLegacy } from './legacy-sessions.ts';
 import { limitFrames, membersFrame, snapshotFrame, welcomeFrame } from './frames.ts';
 import { Announcer } from './announce.ts';
 import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
@@ -192,10 +197,12 @@ export class HubCore implements SessionHost {
   }
 
   hello(session: Session, hello: Hello): void {
-    if (hello.v !== PROTOCOL_VERSION) {
+    const version = negotiateVersion(hello, OLDEST_CLIENT_VERSION, PROTOCOL_VERSION);
+    if (version === undefined) {
+      const [lo, hi] = offeredRange(hello);
       throw new ProtocolError(
         ErrorCode.Version,
-        `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`,
+        `protocol ${describeRange(lo, hi)} is not supported; this hub speaks ${describeRange(OLDEST_CLIENT_VERSION, PROTOCOL_VERSION)}`,
         CloseCode.Version,
       );
     }
@@ -213,6 +220,7 @@ export class HubCore implements SessionHost {
     session.sdk = hello.sdk;
     session.reporter = reporterBit(hello.instance);
     session.appliedSeq = app.broadcaster.seq;
+    admitVersion(session, version);
     session.soloBudget = new TokenBucket(
       this.tunables.soloPromotionRate,
       this.tunables.soloPromotionBurst,
@@ -221,15 +229,18 @@ export class HubCore implements SessionHost {
     this.#apps.join(app, session);
     app.broadcaster.sendTo(
       session.peer,
-      welcomeFrame({
-        hub: this.id,
-        epoch: this.#epoch,
-        members: this.#members,
-        rules: [...app.aggregator.rules],
-        local: this.#apps.localThresholds(app),
-        instances: app.sessionsByInstance.size,
-        seq: app.broadcaster.seq,
-      }),
+      welcomeFrame(
+        {
+          hub: this.id,
+          epoch: this.#epoch,
+          members: this.#members,
+          rules: [...app.aggregator.rules],
+          local: this.#apps.localThresholds(app),
+          instances: app.sessionsByInstance.size,
+          seq: app.broadcaster.seq,
+        },
+        version,
+      ),
     );
     this.#sendSnapshot(app, session);
   }
@@ -328,11 +339,13 @@ export class HubCore implements SessionHost {
   }
 
   lease(session: Session, id: number): void {
+    refuseFromLegacy(session, 'Lease');
     const app = this.#apps.get(session.app);
     if (app !== undefined) this.#invalidations.lease(app, session, id);
   }
 
   push(session: Session, push: Push): void {
+    refuseFromLegacy(session, 'Push');
     this.#apps.get(session.app)?.shares.push(session, push, this.#now());
   }
 
@@ -510,6 +523,7 @@ export class HubCore implements SessionHost {
   /** Each session's changed (or due) rate-limit shares, in one Limit frame per session. */
   #sendShares(app: AppState, now: number): void {
     app.limits.tick(now, (session, keys, rates) => {
+      if (isLegacy(session)) return; // a version-1 SDK cannot read a Limit: its keys go unlimited there
       for (const frame of limitFrames(keys, rates)) if (!app.broadcaster.sendTo(session.peer, frame)) return;
     });
   }

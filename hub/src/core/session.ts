@@ -10,6 +10,7 @@ import {
   decodeClientMessage,
   errorFrame,
   MsgType,
+  PROTOCOL_VERSION,
   type ClientMessage,
   type Hello,
   type InvalidateRequest,
@@ -88,6 +89,8 @@ export class Session implements Waiter, IntakeFlow {
   appliedSeq = 0;
   /** hub monotonic time its lease ends (0: none granted); outlives the socket (invalidations.ts) */
   leaseUntil = 0;
+  /** the protocol version negotiated from its Hello (legacy-sessions.ts for the older one) */
+  version = PROTOCOL_VERSION;
   /** promotions this connection may still carry alone (the aggregator's solo budget), set on Hello */
   soloBudget: TokenBucket | undefined;
   readonly #host: SessionHost;
