@@ -146,7 +146,7 @@ test('a hashed app shows only keyed hashes on the page, in logs, history and the
   }
 
   // the read API, with the same names
-  for (const path of ['/api/hot', '/api/events', '/api/history']) {
+  for (const path of ['/api/hot', '/api/events', '/api/history', '/api/cluster']) {
     const { text } = await api(path);
     assert.is(text.includes(PRIVATE), false, `${path}: no plain shop key`);
     assert.ok(text.includes(SHOWN) && text.includes(BLOG_KEY), `${path}: both keys as shown`);

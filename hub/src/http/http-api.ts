@@ -178,7 +178,11 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       self: core.id,
       epoch,
       members,
-      statuses: coordinator.statuses(),
+      // other hubs' statuses carry their hot keys as decided (plain): shown here like every row
+      statuses: coordinator.statuses().map((st) => ({
+        ...st,
+        hotKeys: st.hotKeys.map((h) => ({ ...h, key: core.keyPrivacy.show(h.app, h.key) })),
+      })),
       health: coordinator.health(),
     });
   }
