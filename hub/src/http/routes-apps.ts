@@ -37,10 +37,14 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
     // a hashed or redacted app's pages know its keys only as shown: find the hot key behind the name
     // (a plain name gets nothing, or a reader could confirm guesses of personal data)
     const privacy = core.keyPrivacy;
+    // (redacted names are alike on purpose: they find nothing)
+    const mode = privacy.mode(app);
     const key =
-      privacy.mode(app) === 'plain'
+      mode === 'plain'
         ? asked
-        : clusterHotRows(core, app).find((r) => privacy.show(app, r.key) === asked)?.key;
+        : mode === 'hash'
+          ? clusterHotRows(core, app).find((r) => privacy.show(app, r.key) === asked)?.key
+          : undefined;
     if (key === undefined)
       return sendJson(res, 200, { app, key: asked, hub: core.id, stepMs: core.qpsHistory.stepMs, points: [] });
     const owner = remoteOwner(core, req, key);
