@@ -47,8 +47,10 @@ function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
 /** what of a config decides how keys are shown (for a reload's list of changed fields) */
 function keyPrivacySettings(config: HubConfig | undefined): unknown {
   if (config === undefined) return undefined;
-  const apps = Object.entries(config.apps).map(([name, a]) => [name, a.keys, a.keepPrefix]);
-  return [config.keySecret, apps];
+  const apps = Object.entries(config.apps)
+    .filter(([, a]) => (a.keys ?? 'plain') !== 'plain')
+    .map(([name, a]) => [name, a.keys, a.keepPrefix]);
+  return [apps.length === 0 ? undefined : config.keySecret, apps];
 }
 
 function urlHost(host: string): string {
