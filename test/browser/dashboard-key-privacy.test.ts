@@ -91,40 +91,29 @@ test('a hashed app shows only keyed hashes on the page, in logs, history and the
   page.page.on('websocket', (ws) =>
     ws.on('framereceived', (f) => frames.push(Buffer.isBuffer(f.payload) ? f.payload : Buffer.from(f.payload))),
   );
+  /** waits until the element shows the shop key's hashed name and the blog key */
+  const bothShown = (testId: string, timeoutMs: number) =>
+    waitFor(
+      `both keys in ${testId}`,
+      async () => {
+        const text = (await page.page.getByTestId(testId).textContent()) ?? '';
+        return text.includes(SHOWN) && text.includes(BLOG_KEY);
+      },
+      timeoutMs,
+    );
   await page.page.reload(); // the listener is in place before the feed's socket opens
   drivers.push(drive(clients.slice(0, 2), SHOP_KEY, 400), drive(clients.slice(2), BLOG_KEY, 400));
 
-  await waitFor(
-    'both keys on the hot page',
-    async () => {
-      const text = (await page.page.getByTestId('hot-table').textContent()) ?? '';
-      return text.includes(SHOWN) && text.includes(BLOG_KEY);
-    },
-    15_000,
-  );
+  await bothShown('hot-table', 15_000);
   // the SDKs still use the real key: it is hot for them under its own name
   assert.ok(clients[0]!.isHot(SHOP_KEY), 'the shop SDK knows its key is hot');
 
   await page.page.goto(`${hub.httpUrl}/#/events`);
-  await waitFor(
-    'promotion events listed',
-    async () => {
-      const text = (await page.page.getByTestId('events-body').textContent()) ?? '';
-      return text.includes(SHOWN) && text.includes(BLOG_KEY);
-    },
-    10_000,
-  );
+  await bothShown('events-body', 10_000);
   const eventsHtml = await page.page.content();
 
   await page.page.goto(`${hub.httpUrl}/#/history`);
-  await waitFor(
-    'history lists both',
-    async () => {
-      const text = (await page.page.getByTestId('history-body').textContent()) ?? '';
-      return text.includes(SHOWN) && text.includes(BLOG_KEY);
-    },
-    10_000,
-  );
+  await bothShown('history-body', 10_000);
   const download = page.page.waitForEvent('download', { timeout: 5000 });
   await page.page.getByTestId('history-csv').click();
   const csv = readFileSync((await (await download).path())!, 'utf8');
