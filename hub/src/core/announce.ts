@@ -10,6 +10,7 @@ import type { Coordinator, HubEvent } from './coordinator.ts';
 import { demoteMessage, promoteMessage, replicaStepMessage } from './frames.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import type { Logger } from './logger.ts';
+import type { KeyPrivacy } from './key-privacy.ts';
 
 export interface AnnouncerOptions {
   hubId: string;
@@ -17,6 +18,8 @@ export interface AnnouncerOptions {
   metrics: HubMetrics;
   logger: Logger;
   now: () => number;
+  /** how keys are shown in log lines and events */
+  privacy: KeyPrivacy;
 }
 
 export class Announcer {
@@ -25,6 +28,7 @@ export class Announcer {
   readonly #metrics: HubMetrics;
   readonly #logger: Logger;
   readonly #now: () => number;
+  readonly #privacy: KeyPrivacy;
 
   constructor(options: AnnouncerOptions) {
     this.#hubId = options.hubId;
@@ -32,6 +36,7 @@ export class Announcer {
     this.#metrics = options.metrics;
     this.#logger = options.logger;
     this.#now = options.now;
+    this.#privacy = options.privacy;
   }
 
   /** A read-hot uncached key whose QPS crossed a replica step is promoted again with the new count. */
@@ -39,7 +44,10 @@ export class Announcer {
     const replicas = app.replicas.update(v.key, v.rule, v.qps);
     if (replicas === undefined) return;
     app.broadcaster.broadcast(replicaStepMessage(v, now, replicas));
-    this.#logger.info({ evt: 'replicas', app: app.name, key: v.key, qps: v.qps, replicas }, 'replica count changed');
+    this.#logger.info(
+      { evt: 'replicas', app: app.name, key: this.#privacy.show(app.name, v.key), qps: v.qps, replicas },
+      'replica count changed',
+    );
   }
 
   promoted(app: AppState, key: string, rule: Rule, qps: number, latencyMs: number | undefined, manual: boolean): void {
@@ -55,7 +63,7 @@ export class Announcer {
       {
         evt: 'promote',
         app: app.name,
-        key,
+        key: this.#privacy.show(app.name, key),
         qps,
         threshold: rule.threshold,
         rule: rule.match,
@@ -77,13 +85,17 @@ export class Announcer {
     app.broadcaster.broadcast(demoteMessage(key));
     app.shares.demoted(key);
     this.#metrics.demotions++;
-    this.#logger.info({ evt: 'demote', app: app.name, key, qps, reason }, 'key demoted');
+    this.#logger.info(
+      { evt: 'demote', app: app.name, key: this.#privacy.show(app.name, key), qps, reason },
+      'key demoted',
+    );
     this.publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.#hubId, reason });
   }
 
+  /** Every event leaves through here, its key as the app's privacy shows it (history, feed, webhooks). */
   publish(event: HubEvent): void {
     try {
-      this.#coordinator.publishEvent(event);
+      this.#coordinator.publishEvent(this.#privacy.event(event));
     } catch (err) {
       this.#logger.error(
         { evt: 'publish_failed', type: event.type, app: event.app, err },

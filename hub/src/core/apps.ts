@@ -22,6 +22,7 @@ import { ReplicaSteps } from './replica-steps.ts';
 import type { BulkWriter, Peer } from './peer.ts';
 import { SessionState, type Session } from './session.ts';
 import type { HubTunables } from './tunables.ts';
+import type { KeyMode } from './key-privacy.ts';
 
 /** Checks an app name wherever one arrives (config, API path, Hello): at most what a Hello can carry. */
 export function isValidAppName(name: string): boolean {
@@ -34,6 +35,10 @@ export interface AppConfig {
   token?: string;
   /** validated rules; [] = the default rule */
   rules: Rule[];
+  /** how its keys are shown outside the hub's core (key-privacy.ts) @default 'plain' */
+  keys?: KeyMode;
+  /** prefixes kept in clear in front of a hashed or redacted key @default [] */
+  keepPrefix?: string[];
 }
 
 export interface AppState {

@@ -38,6 +38,7 @@ import type { ReportFrame } from './report-frame.ts';
 import { Session, SessionState, type SessionHost } from './session.ts';
 import { TokenBucket } from './token-bucket.ts';
 import type { HubTunables } from './tunables.ts';
+import { KeyPrivacy } from './key-privacy.ts';
 
 export interface HubCoreOptions {
   id: string;
@@ -52,6 +53,8 @@ export interface HubCoreOptions {
   clock?: () => number;
   /** writes big fan-outs with other threads' help (the socket adapter's FanoutThreads) @default none */
   bulk?: BulkWriter;
+  /** how keys are shown outside the core (key-privacy.ts) @default every key plain */
+  keyPrivacy?: KeyPrivacy;
 }
 
 const STATUS_HOT_MAX = 100;
@@ -69,6 +72,8 @@ export class HubCore implements SessionHost {
   readonly intake: Intake;
   /** per-connection InvalidateRequest budgets (invalidation-budget.ts) */
   readonly invalidationBudget: InvalidationBudget;
+  /** how keys are shown outside the core: events, logs, the API and the feed (key-privacy.ts) */
+  readonly keyPrivacy: KeyPrivacy;
   url = '';
   readonly #now: () => number;
   readonly #logger: Logger;
@@ -103,7 +108,9 @@ export class HubCore implements SessionHost {
     const initial = new Ownership(membership.members.map((member) => member.id));
     this.#ownership = initial;
     if (initial.ids.length > 1) this.#accept = (key) => initial.owner(key) === this.id;
+    this.keyPrivacy = options.keyPrivacy ?? new KeyPrivacy();
     this.#announcer = new Announcer({
+      privacy: this.keyPrivacy,
       hubId: this.id,
       coordinator: this.coordinator,
       metrics: this.metrics,

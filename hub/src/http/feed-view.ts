@@ -74,11 +74,12 @@ export class FeedView {
 
   /** every hot key of the cluster, hottest first: ours exactly, other hubs' from their statuses */
   hotRows(): FeedHotRow[] {
+    const privacy = this.#source.keyPrivacy;
     return clusterHotRows(this.#source).map((r) => {
       const rule = this.#ruleOf(r.app, r.key);
       const row: FeedHotRow = {
         app: r.app,
-        key: r.key,
+        key: privacy.show(r.app, r.key),
         qps: r.qps,
         threshold: r.threshold,
         windowMs: rule?.windowMs ?? RULE_DEFAULTS.windowMs,
