@@ -19,6 +19,7 @@ import {
 import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
 import { readReport, ReportFrame } from './report-frame.ts';
 import type { Waiter } from './invalidations.ts';
+import type { KeyShare } from './key-shares.ts';
 import { closeReason, type Peer } from './peer.ts';
 import type { TokenBucket } from './token-bucket.ts';
 
@@ -90,6 +91,8 @@ export class Session implements Waiter, IntakeFlow {
   leaseUntil = 0;
   /** promotions this connection may still carry alone (the aggregator's solo budget), set on Hello */
   soloBudget: TokenBucket | undefined;
+  /** this connection's share of its app's key table (fair admission, key-shares.ts), set on Hello */
+  keyShare: KeyShare | undefined;
   readonly #host: SessionHost;
   #flow: FlowQueue | undefined;
   /** Resyncs answered and coalesced away, for tests */
