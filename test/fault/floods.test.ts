@@ -1,7 +1,8 @@
 /**
  * Issue 11, findings 1 and 2 and the fairness observation, against a real hub process: one
  * connection reporting 131,072 unique keys at the threshold, one pipelining InvalidateRequests as
- * fast as its socket drains, and 48 pipelining ~900 KiB Report frames (floods.ts measures; the
+ * fast as its socket drains, 48 pipelining ~900 KiB Report frames, and one reporting fresh unique
+ * keys at threshold − 1 to evict legit candidates from the key table (floods.ts measures; the
  * attacker is its own process). Legit SDKs must keep detecting, keep their real hot key, and the
  * hub must keep answering /healthz. The figures are printed for the record; on this shared 2-core
  * box latencies are noisy, so the bounds are loose and the structural properties exact.
@@ -58,13 +59,14 @@ test('48 connections pipelining ~900 KiB reports: a legit SDK is not queued behi
 test('eviction flood: unique keys at threshold − 1 from one connection evict no legit candidate', async () => {
   const f = await run('evict', true);
   assert.ok(f.protection.keysEvicted > 10_000, `the flood filled the key table (${f.protection.keysEvicted} evicted)`);
-  // the same probes before and during the flood, in one run: a ratio, loose for a loaded 2-core box
+  // the same probes before and during the flood, in one run: a ratio (a probe crosses in ~0.8 s,
+  // so the flood's CPU adds little; a candidate evicted while it gathers restarts from zero)
   assert.ok(
-    f.attack.p95 <= 3 * Math.max(f.baseline.p95, 100),
+    f.attack.p95 <= 2 * f.baseline.p95,
     `legit detection p95 ${f.attack.p95} ms under the flood against ${f.baseline.p95} ms before it`,
   );
   assert.ok(
-    f.protection.keysEvictedOverShare + f.protection.keysRefused > 10_000,
+    f.protection.keysEvictedOverShare + f.protection.keysRefused > 1000,
     `/metrics counted what the flood cost its own session (${JSON.stringify(f.protection)})`,
   );
 });

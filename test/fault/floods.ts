@@ -163,14 +163,14 @@ export async function measureAttack(
     connections?: number;
     baselineProbes?: number;
     /**
-     * reads / s of each probe key @default 10 × threshold (crosses in ~0.1 s); 'evict': 3 ×
-     * (~0.35 s), as a key gathering its counts longer is what an eviction flood threatens
+     * reads / s of each probe key @default 10 × threshold (crosses in ~0.1 s); 'evict': 1.5 ×
+     * (~0.7 s), as a key gathering its counts longer is what an eviction flood threatens
      */
     probeRate?: number;
   } = {},
 ): Promise<AttackFigures> {
   const attackSeconds = options.attackSeconds ?? 6;
-  const probeRate = options.probeRate ?? FLOOD_THRESHOLD * (mode === 'evict' ? 3 : 10);
+  const probeRate = options.probeRate ?? FLOOD_THRESHOLD * (mode === 'evict' ? 1.5 : 10);
   const opts = { app: FLOOD_APP, hubs: [hub.url], reconnectMaxMs: 300 };
   const clients = [
     new HotKeyClient({ ...opts, instanceId: `legit-a-${mode}` }),
