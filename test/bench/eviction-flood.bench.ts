@@ -7,12 +7,12 @@
  *
  *   pnpm bench --only eviction-flood
  */
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { floodConfig, measureAttack } from '../fault/floods.ts';
+import { HubProcess } from '../support/hub-process.ts';
+import { floodHubArgs, measureAttack } from '../fault/floods.ts';
 import { benchMain, type BenchRow } from './harness.ts';
 
 benchMain(async ({ quick }) => {
-  const hub = await HubProcess.start({ args: ['--config', writeConfig(floodConfig, 'hotkey-bench-evict-')] });
+  const hub = await HubProcess.start({ args: floodHubArgs('evict') });
   try {
     const f = await measureAttack(hub, 'evict', { attackSeconds: quick ? 3 : 8, baselineProbes: quick ? 2 : 6 });
     const bench = 'eviction flood';

@@ -6,8 +6,8 @@
  * `--hub-bin` runs another checkout's CLI (e.g. main's hub/bin/hotkey-hub.js) to compare.
  */
 import { parseArgs } from 'node:util';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { floodConfig, measureAttack, type AttackMode } from './floods.ts';
+import { HubProcess } from '../support/hub-process.ts';
+import { floodHubArgs, measureAttack, type AttackMode } from './floods.ts';
 
 const { values } = parseArgs({
   options: { 'hub-bin': { type: 'string' }, only: { type: 'string' }, seconds: { type: 'string' } },
@@ -15,7 +15,7 @@ const { values } = parseArgs({
 const modes = (values.only ?? 'promote,invalidate,frames,evict').split(',') as AttackMode[];
 for (const mode of modes) {
   const hub = await HubProcess.start({
-    args: ['--config', writeConfig(floodConfig, 'hotkey-floods-')],
+    args: floodHubArgs(mode),
     bin: values['hub-bin'],
   });
   try {

@@ -9,12 +9,12 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { floodConfig, measureAttack, type AttackMode } from './floods.ts';
+import { HubProcess } from '../support/hub-process.ts';
+import { floodHubArgs, measureAttack, type AttackMode } from './floods.ts';
 
 /** `exact`: no legit promotion may be lost (else one, for the floods whose probes share the CPU with them) */
 async function run(mode: AttackMode, exact = false) {
-  const hub = await HubProcess.start({ args: ['--config', writeConfig(floodConfig, 'hotkey-floods-')] });
+  const hub = await HubProcess.start({ args: floodHubArgs(mode) });
   try {
     const f = await measureAttack(hub, mode, { attackSeconds: 5, baselineProbes: 4 });
     console.log(`  ${mode}: ${JSON.stringify(f)}`);

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { HotKeyClient } from '@hotkey/sdk';
-import type { HubProcess } from '../support/hub-process.ts';
+import { type HubProcess, writeConfig } from '../support/hub-process.ts';
 import { scrapeMetrics } from '../support/http.ts';
 import { drive } from '../support/traffic.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
@@ -22,6 +22,26 @@ export const FLOOD_APP = 'shop';
 export const floodConfig = {
   apps: { [FLOOD_APP]: { rules: [{ match: '*', threshold: FLOOD_THRESHOLD, hotMs: 30_000, cacheTtlMs: 5000 }] } },
 };
+
+/**
+ * The hub config for `mode`. 'evict' counts over a 10 s window, so that the flood's keys hold
+ * their counts while the table turns over and an eviction must choose between non-empty keys.
+ */
+export function floodConfigFor(mode: AttackMode) {
+  if (mode !== 'evict') return floodConfig;
+  const rule = { match: '*', threshold: FLOOD_THRESHOLD, windowMs: 10_000, hotMs: 30_000, cacheTtlMs: 5000 };
+  return { apps: { [FLOOD_APP]: { rules: [rule] } } };
+}
+
+/**
+ * Hub flags for `mode`. 'evict' runs a 20,000-key table: the flood turns it over several times
+ * in a few seconds at the rate a shared 2-core box ingests (a fast hub under a faster flood does
+ * the same to the default 100,000).
+ */
+export function floodHubArgs(mode: AttackMode): string[] {
+  const args = ['--config', writeConfig(floodConfigFor(mode), 'hotkey-floods-')];
+  return mode === 'evict' ? [...args, '--max-keys-per-app', '20000'] : args;
+}
 
 const ATTACKER = fileURLToPath(new URL('./flood-attacker.ts', import.meta.url));
 
