@@ -52,6 +52,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'write-hot', file: here('./write-hot.bench.ts'), timeoutMs: 180_000 },
   { name: 'ioredis-get', file: here('./ioredis-get.bench.ts'), timeoutMs: 120_000 },
   { name: 'multi-read', file: here('./multi-read.bench.ts'), timeoutMs: 120_000 },
+  { name: 'eviction-flood', file: here('./eviction-flood.bench.ts'), timeoutMs: 120_000 },
 ];
 
 const { values } = parseArgs({

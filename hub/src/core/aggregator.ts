@@ -5,6 +5,7 @@
  *   ingest      this file: each Report's records are added to their key's slot, a new key is
  *               matched to its rule once and admitted (or ignored: no rule, another hub's key)
  *   store       slots.ts: the slab of per-key windows, lazy rotation, sampled eviction at maxKeys
+ *   fairness    key-shares.ts: which session admitted each key, so that none evicts the others'
  *   rules       rule-table.ts: the rules compiled to typed arrays, the detectors
  *   reporters   reporters.ts: distinct reporting instances by linear counting
  *   decide      decide.ts: promotion, demotion and hot-set admission; detectors/ beside it
@@ -22,6 +23,7 @@ import { TopKDetector } from './detectors/topk.ts';
 import { Decider, type AggregatorListener, type DemoteReason, type PromotionBudget } from './decide.ts';
 import type { ReportFrame } from './report-frame.ts';
 import { MODE_FIXED, RuleTable } from './rule-table.ts';
+import type { KeyShare } from './key-shares.ts';
 import { DEFAULT_TUNABLES } from './tunables.ts';
 import {
   BITS,
@@ -38,7 +40,7 @@ import {
   TOTAL,
 } from './slots.ts';
 
-export type { AggregatorListener, DemoteReason, PromotionBudget };
+export type { AggregatorListener, DemoteReason, KeyShare, PromotionBudget };
 
 export interface AggregatorOptions {
   rules: readonly Rule[];
@@ -91,6 +93,10 @@ export interface AggregatorStats {
   capRefused: number;
   /** hot keys demoted to make room for a stronger one */
   displaced: number;
+  /** new keys not tracked: their session held its part of the full key table and sampled none it may replace */
+  keysRefused: number;
+  /** keys evicted from sessions holding their part of the full key table */
+  evictedOverShare: number;
 }
 
 /** defaults of AggregatorOptions; the two the hub also tunes are its tunables' */
@@ -114,6 +120,8 @@ export class Aggregator {
   #lastNow = 0;
   #dropped = 0;
   #ignored = 0;
+  /** the session whose records the current ingest call carries: new keys are admitted on its share */
+  #share: KeyShare | undefined;
 
   constructor(options: AggregatorOptions) {
     const maxKeys = Math.max(1, options.maxKeys ?? DEFAULTS.maxKeys);
@@ -158,13 +166,26 @@ export class Aggregator {
       soloRefused: this.#decider.soloRefused,
       capRefused: this.#decider.capRefused,
       displaced: this.#decider.displaced,
+      keysRefused: this.#slots.shares.refused,
+      evictedOverShare: this.#slots.shares.evictedOverShare,
     };
+  }
+
+  /** A session's share of the key table (fair admission, key-shares.ts); pass it to every ingest call. */
+  openShare(): KeyShare {
+    return this.#slots.shares.open();
+  }
+
+  /** The session closed: the keys it admitted stay tracked, owned by nobody. */
+  closeShare(share: KeyShare): void {
+    this.#slots.shares.close(share);
   }
 
   /**
    * Adds `counts[i]` accesses of `keys[i]` at `now`, for i in [from, to). `reporter` is the sending
    * instance's bit from `reporterBit`; `solo` is its connection's budget for keys only it reports
-   * (none: unlimited). Promotes synchronously. Allocates nothing per record for tracked keys.
+   * (none: unlimited); `share` its session's share of the key table (none: admission is not
+   * limited per session). Promotes synchronously. Allocates nothing per record for tracked keys.
    */
   ingest(
     keys: readonly string[],
@@ -174,8 +195,10 @@ export class Aggregator {
     solo?: PromotionBudget,
     from = 0,
     to = keys.length,
+    share?: KeyShare,
   ): void {
     this.#lastNow = now;
+    this.#share = share;
     // per rule, once per call: the current slice, its index in the ring and the reporter window
     // (two float divisions and a float modulo per record cost as much as the rest of the loop)
     this.#rules.hoist(now);
@@ -188,8 +211,16 @@ export class Aggregator {
    * record `to`: a tracked key is found by its bytes, and only a key not tracked yet is decoded to
    * a string. The cursor ends at `to`.
    */
-  ingestFrame(frame: ReportFrame, reporter: number, now: number, solo?: PromotionBudget, to = frame.length): void {
+  ingestFrame(
+    frame: ReportFrame,
+    reporter: number,
+    now: number,
+    solo?: PromotionBudget,
+    to = frame.length,
+    share?: KeyShare,
+  ): void {
     this.#lastNow = now;
+    this.#share = share;
     this.#rules.hoist(now);
     const n = Math.min(to, frame.length);
     for (let i = frame.index; i < n; ) i = this.#ingestRun(undefined, undefined, frame, reporter, now, solo, i, n);
@@ -234,7 +265,7 @@ export class Aggregator {
         const key = keys![i]!;
         const found = slotOf.get(key);
         if (found === undefined) {
-          slot = this.#admit(key, now);
+          slot = this.#admit(key, now, this.#share);
           admitted = true;
         } else slot = found;
       } else {
@@ -246,7 +277,7 @@ export class Aggregator {
             ? slotOf.getHashed(frame.bytes, frame.keyStart, frame.keyLength, frame.hashes[i]!)
             : slotOf.getBytes(frame.bytes, frame.keyStart, frame.keyLength);
         if (slot < 0) {
-          slot = this.#admit(frame.key(), now);
+          slot = this.#admit(frame.key(), now, this.#share);
           admitted = true;
         }
       }
@@ -290,8 +321,11 @@ export class Aggregator {
     return n;
   }
 
-  /** A new key: its slot, or -1 when no rule matches it, another hub owns it or every sampled slot is hot. */
-  #admit(key: string, now: number): number {
+  /**
+   * A new key, admitted on `share`: its slot, or -1 when no rule matches it, another hub owns it
+   * or no sampled slot may be replaced (all hot, or `share` holds its part of the table).
+   */
+  #admit(key: string, now: number, share?: KeyShare): number {
     if (this.#negative.has(key)) {
       this.#ignored++;
       return -1;
@@ -304,9 +338,9 @@ export class Aggregator {
       this.#ignored++;
       return -1;
     }
-    const slot = this.#slots.allocate(key, r, now);
-    if (slot < 0) this.#dropped++;
-    return slot;
+    const slot = this.#slots.allocate(key, r, now, share);
+    if (slot === -1) this.#dropped++;
+    return slot < 0 ? -1 : slot;
   }
 
   /** Demotes hot keys that cooled or expired, and frees idle cold keys. Call every ~100 ms. */

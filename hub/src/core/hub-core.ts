@@ -233,6 +233,7 @@ export class HubCore implements SessionHost {
       this.tunables.soloPromotionBurst,
       this.#now(),
     );
+    session.keyShare = app.aggregator.openShare();
     this.#apps.join(app, session);
     app.broadcaster.sendTo(
       session.peer,
@@ -262,7 +263,16 @@ export class HubCore implements SessionHost {
     const now = this.#now();
     const to = Math.min(report.keys.length, from + max);
     this.#countReport(app, session, from, to, now, bytes);
-    app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
+    app.aggregator.ingest(
+      report.keys,
+      report.counts,
+      session.reporter,
+      now,
+      session.soloBudget,
+      from,
+      to,
+      session.keyShare,
+    );
     const { hits, loads } = report;
     if (hits !== undefined && loads !== undefined) {
       for (let i = from; i < to; i++)
@@ -289,7 +299,7 @@ export class HubCore implements SessionHost {
     this.#countReport(app, session, from, to, now, bytes);
     const limits = app.limits.active;
     const start = frame.savings || limits ? frame.save() : undefined;
-    app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to);
+    app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to, session.keyShare);
     if (start === undefined) return to;
     // a second walk over the step for what needs the keys as strings
     frame.restore(start);
@@ -362,6 +372,7 @@ export class HubCore implements SessionHost {
     this.#apps.leave(session);
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
+    if (session.keyShare !== undefined) app.aggregator.closeShare(session.keyShare);
     // values it pushed lose the one instance that hears Redis writes of them: invalidated first,
     // so a Fill sent next (left) is answered under the new version
     for (const key of app.shares.orphaned(session)) {

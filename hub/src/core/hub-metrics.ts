@@ -84,6 +84,10 @@ export interface ProtectionCounters {
   promotionsCapRefused: number;
   /** hot keys demoted to make room for a stronger one */
   promotionsDisplaced: number;
+  /** new keys not tracked: their session held its part of a full key table (fair admission) */
+  keysRefused: number;
+  /** keys evicted from sessions holding their part of a full key table */
+  keysEvictedOverShare: number;
   /** frames that waited in the fair intake / flows paused for their backlog / drains that yielded */
   intakeQueued: number;
   intakePaused: number;
@@ -125,16 +129,22 @@ export function protectionCounters(
   let soloRefused = 0;
   let capRefused = 0;
   let displaced = 0;
+  let keysRefused = 0;
+  let keysEvictedOverShare = 0;
   for (const app of apps) {
     const stats = app.aggregator.stats;
     soloRefused += stats.soloRefused;
     capRefused += stats.capRefused;
     displaced += stats.displaced;
+    keysRefused += stats.keysRefused;
+    keysEvictedOverShare += stats.evictedOverShare;
   }
   return {
     promotionsSoloRefused: soloRefused,
     promotionsCapRefused: capRefused,
     promotionsDisplaced: displaced,
+    keysRefused,
+    keysEvictedOverShare,
     intakeQueued: intake.queued,
     intakePaused: intake.paused,
     intakeYields: intake.yields,

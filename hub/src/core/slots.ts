@@ -10,12 +10,15 @@
  * the core). Rotation is lazy: touching a slot zeroes the slices that expired since its last
  * touch (O(1) amortised), so no timer walks cold keys.
  *
- * Once full, a new key replaces the smallest non-hot key among a random sample (sampled
- * eviction, as in Redis' approximated LRU), so any key cardinality keeps the slab at its cap; a
- * periodic sweep frees slots whose window emptied.
+ * Once full, a new key replaces a non-hot key among a random sample (sampled eviction, as in
+ * Redis' approximated LRU), so any key cardinality keeps the slab at its cap; a periodic sweep
+ * frees slots whose window emptied. The victim is fair to the sessions (key-shares.ts): an empty
+ * window first, then keys of sessions holding their part of the table, then keys one instance
+ * reported, keys several instances reported last, the smallest total within each.
  */
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
 import { KeyIndex } from './key-index.ts';
+import { type KeyShare, KeyShares } from './key-shares.ts';
 import { estimateReporters, popcount32, REPORTER_WORDS } from './reporters.ts';
 import type { RuleTable } from './rule-table.ts';
 
@@ -97,6 +100,8 @@ export class Slots {
   maxKeys: number;
   /** key -> slot (a Map would hash every freshly decoded key in a runtime call: key-index.ts) */
   readonly index = new KeyIndex();
+  /** which session admitted each key (fair admission) */
+  readonly shares = new KeyShares();
   #capacity = 0;
   /** slots ever handed out; [0, highWater) minus the free list are live */
   #highWater = 0;
@@ -142,24 +147,26 @@ export class Slots {
   }
 
   /**
-   * A slot for `key` under rule `r`, its window and reporters empty and not hot; -1 when every
-   * sampled slot was hot (the slab is at `maxKeys`).
+   * A slot for `key` under rule `r`, admitted by `share`'s session, its window and reporters empty
+   * and not hot; when the slab is at `maxKeys` and no sampled slot may be replaced, -1 (all hot)
+   * or -2 (`share` holds its part of the table and sampled none it may replace).
    */
-  allocate(key: string, r: number, now: number): number {
+  allocate(key: string, r: number, now: number, share?: KeyShare): number {
     let slot: number;
     if (this.index.size >= this.maxKeys) {
       // at the cap (lowered by setMaxKeys below what is allocated): replace, never add
-      slot = this.evictOne(now);
-      if (slot < 0) return -1;
+      slot = this.evictOne(now, share);
+      if (slot < 0) return slot;
     } else if (this.#free.length > 0) slot = this.#free.pop()!;
     else if (this.#highWater < this.#capacity) slot = this.#highWater++;
     else if (this.#capacity < this.maxKeys) {
       this.#grow(Math.min(this.maxKeys, this.#capacity * 2));
       slot = this.#highWater++;
     } else {
-      slot = this.evictOne(now);
-      if (slot < 0) return -1;
+      slot = this.evictOne(now, share);
+      if (slot < 0) return slot;
     }
+    this.shares.assign(slot, share);
     this.index.set(key, slot);
     this.keys[slot] = key;
     this.bits[slot * BITS_STRIDE + RULE] = r;
@@ -251,22 +258,48 @@ export class Slots {
     return estimateReporters(this.reporterBitCount(slot));
   }
 
-  /** Frees the smallest non-hot slot in a random sample and returns it, or -1 if all sampled were hot. */
-  evictOne(now: number): number {
+  /**
+   * Frees a non-hot slot of a random sample for a key `share`'s session admits, and returns it; -1
+   * if none sampled may go. The victim: an empty window first, then a key of a session holding its
+   * part of the table (key-shares.ts), then one a single instance reported, then one several
+   * reported; the smallest total within each. A `share` holding its part itself may take only an
+   * empty window or such a session's key (in a one-connection flood, its own): -2 if none sampled.
+   */
+  evictOne(now: number, share?: KeyShare): number {
+    const shares = this.shares;
+    const restricted = share !== undefined && shares.atShare(share, this.maxKeys);
     let best = -1;
+    let bestRank = 4;
     let bestTotal = Infinity;
     for (let attempt = 0; attempt < this.#samples * 4 && (best < 0 || attempt < this.#samples); attempt++) {
       const slot = Math.floor(this.#random() * this.#highWater);
       if (this.keys[slot] === undefined || this.hot[slot] === 1) continue;
       this.rotate(slot, now);
       const total = this.totalOf(slot);
-      if (total < bestTotal) {
+      let rank = 0;
+      if (total > 0) {
+        const owner = shares.ownerOf(slot);
+        if (owner !== undefined && shares.atShare(owner, this.maxKeys)) rank = 1;
+        else if (restricted) continue;
+        else {
+          this.rollReporterWindow(slot, now);
+          rank = this.reporterBitCount(slot) > 1 ? 3 : 2;
+        }
+      }
+      if (rank < bestRank || (rank === bestRank && total < bestTotal)) {
+        bestRank = rank;
         bestTotal = total;
         best = slot;
-        if (total === 0) break;
+        if (rank === 0) break;
       }
     }
-    if (best < 0) return -1;
+    if (best < 0) {
+      if (!restricted) return -1;
+      shares.refused++;
+      return -2;
+    }
+    if (bestRank === 1) shares.evictedOverShare++;
+    shares.unassign(best);
     this.index.delete(this.keys[best]!);
     this.keys[best] = undefined;
     this.evicted++;
@@ -277,6 +310,7 @@ export class Slots {
   release(slot: number): void {
     const key = this.keys[slot];
     if (key === undefined) return;
+    this.shares.unassign(slot);
     this.index.delete(key);
     this.keys[slot] = undefined;
     this.hot[slot] = 0;
@@ -331,6 +365,7 @@ export class Slots {
     const previous = new Uint32Array(capacity * REPORTER_WORDS);
     previous.set(this.reportersPrevious);
     this.reportersPrevious = previous;
+    this.shares.grow(capacity);
     // push, not `length =`: a length jump turns the array into a slow dictionary-mode array
     for (let i = this.keys.length; i < capacity; i++) this.keys.push(undefined);
     this.#capacity = capacity;

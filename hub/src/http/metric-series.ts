@@ -300,6 +300,18 @@ export const CORE_FAMILIES: Family[] = [
   },
   protectionFamily(
     'counter',
+    'hotkey_keys_refused_total',
+    'New keys not tracked: their connection held its fair part of the full key table.',
+    (p) => p.keysRefused,
+  ),
+  protectionFamily(
+    'counter',
+    'hotkey_keys_evicted_over_share_total',
+    'Keys evicted from connections holding their fair part of the full key table.',
+    (p) => p.keysEvictedOverShare,
+  ),
+  protectionFamily(
+    'counter',
     'hotkey_promotions_solo_refused_total',
     'Crossings not promoted: the only reporter was out of its solo budget.',
     (p) => p.promotionsSoloRefused,
