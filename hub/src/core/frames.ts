@@ -54,7 +54,7 @@ export function promoteMessage(
   };
 }
 
-/** A hot key promoted again because its QPS crossed a replica step, with its remaining lifetime. */
+/** A hot key promoted again because its QPS crossed a replica step, with its remaining lifetime and its kind (the SDK takes a Promote without one as a read promotion). */
 export function replicaStepMessage(view: HotKeyView, now: number, replicas: number): Omit<Promote, 'seq'> {
   return {
     t: MsgType.Promote,
@@ -64,6 +64,7 @@ export function replicaStepMessage(view: HotKeyView, now: number, replicas: numb
     cacheTtlMs: view.rule.cacheTtlMs,
     cache: view.rule.cache,
     at: now,
+    ...kindField(view.rule),
     replicas,
   };
 }
