@@ -15,7 +15,8 @@ import { startHub, type Hub } from './server/hub.ts';
 import type { ReloadSource } from './server/live-config.ts';
 import { watchConfigFiles } from './server/config-watch.ts';
 import { DEFAULT_TUNABLES } from './core/tunables.ts';
-import { createLogger, isLogLevel, LOG_LEVELS, type Logger } from './server/logger.ts';
+import { isLogLevel, LOG_LEVELS, type Logger } from './core/logger.ts';
+import { createLogger } from './server/logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubTlsOptions } from './server/options.ts';
 import { loadTls } from './server/tls.ts';
 
@@ -32,6 +33,8 @@ const USAGE = `usage: hotkey-hub [options]
   --lease-ms N          lease granted to each SDK: bounds write latency under a partition (env HOTKEY_LEASE_MS, default ${DEFAULT_TUNABLES.leaseMs})
   --max-sessions-per-app N  SDK connections one app may hold on this hub (env HOTKEY_MAX_SESSIONS_PER_APP,
                         default ${DEFAULT_TUNABLES.maxSessionsPerApp})
+  --max-keys-per-app N  keys one app's table tracks at most (env HOTKEY_MAX_KEYS_PER_APP,
+                        default ${DEFAULT_TUNABLES.maxKeysPerApp})
   --max-connections N   TCP connections in all; 0 = the open-file limit minus 128 (env HOTKEY_MAX_CONNECTIONS,
                         default ${DEFAULT_TUNABLES.maxConnections}): raise \`ulimit -n\` for big fleets
   --fanout-threads N    threads besides the event loop that write a broadcast to ${DEFAULT_TUNABLES.fanoutThreadsMinSockets}+ sockets, at most
@@ -73,6 +76,7 @@ function parse() {
         redis: { type: 'string' },
         'lease-ms': { type: 'string' },
         'max-sessions-per-app': { type: 'string' },
+        'max-keys-per-app': { type: 'string' },
         'max-connections': { type: 'string' },
         'fanout-threads': { type: 'string' },
         'redis-ca': { type: 'string' },
@@ -170,6 +174,7 @@ async function main(): Promise<void> {
     args['max-sessions-per-app'] ?? env.HOTKEY_MAX_SESSIONS_PER_APP,
     1,
   );
+  const maxKeysPerApp = intFlag('--max-keys-per-app', args['max-keys-per-app'] ?? env.HOTKEY_MAX_KEYS_PER_APP, 1);
   const maxConnections = intFlag('--max-connections', args['max-connections'] ?? env.HOTKEY_MAX_CONNECTIONS, 0);
   const fanoutThreads = intFlag('--fanout-threads', args['fanout-threads'] ?? env.HOTKEY_FANOUT_THREADS, 0);
   const redisCa = nonEmpty('--redis-ca', args['redis-ca'] ?? env.HOTKEY_REDIS_CA);
@@ -227,7 +232,9 @@ async function main(): Promise<void> {
     );
 
   const tunables = Object.fromEntries(
-    Object.entries({ leaseMs, maxSessionsPerApp, maxConnections, fanoutThreads }).filter(([, v]) => v !== undefined),
+    Object.entries({ leaseMs, maxSessionsPerApp, maxKeysPerApp, maxConnections, fanoutThreads }).filter(
+      ([, v]) => v !== undefined,
+    ),
   );
   const logger = createLogger({ level: logLevel, pretty });
   const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config, logger, ca);

@@ -5,7 +5,9 @@ export type { HubConfigInput, HubOptions, HubTlsOptions } from './server/options
 export { DEFAULT_TUNABLES } from './core/tunables.ts';
 export type { HubTunables } from './core/tunables.ts';
 export { createLogger } from './server/logger.ts';
-export type { Logger, LoggerOptions, LogLevel } from './server/logger.ts';
+export type { LoggerOptions } from './server/logger.ts';
+export { loggerFromFunction, silentLogger } from './core/logger.ts';
+export type { Logger, LogLevel } from './core/logger.ts';
 export { LocalCoordinator } from './cluster/local-coordinator.ts';
 export type { LocalCoordinatorOptions } from './cluster/local-coordinator.ts';
 export type {
@@ -16,7 +18,7 @@ export type {
   Health,
   HubEvent,
   HubStatus,
-} from './cluster/coordinator.ts';
+} from './core/coordinator.ts';
 export { loadHubConfig, parseHubConfig } from './server/config.ts';
 export type { AppConfig, HubConfig } from './server/config.ts';
 export { Aggregator } from './core/aggregator.ts';

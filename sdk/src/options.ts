@@ -4,7 +4,7 @@
  * DEFAULT_REDIS_OPTIONS is the model.
  */
 
-import { MAX_NAME_LENGTH, MAX_VALUE_BYTES } from './wire/limits.ts';
+import { MAX_NAME_LENGTH, MAX_VALUE_BYTES } from './limits.ts';
 
 /**
  * TLS for `wss://` hubs, handed to ws (and so to node:tls): trust a private CA, present a client

@@ -65,13 +65,17 @@ for (const tree of trees) {
     rules: parseRules([{ match: '*', threshold: 1000 }]),
     listener: { promote: () => undefined, demote: () => undefined },
   });
+  // a session's key share as the hub passes it (fair admission), where the tree has one
+  const share = (aggregator as { openShare?: () => unknown }).openShare?.() as
+    | Parameters<typeof aggregator.ingestFrame>[5]
+    | undefined;
   sides.push({
     tree,
     ingest: (bytes, reporter, now) => {
       const start = process.hrtime.bigint();
       const frame = readReport(bytes)!;
       const read = process.hrtime.bigint();
-      aggregator.ingestFrame(frame, reporter, now);
+      aggregator.ingestFrame(frame, reporter, now, undefined, frame.length, share);
       return [read - start, process.hrtime.bigint() - read];
     },
     tick: (now) => aggregator.tick(now),

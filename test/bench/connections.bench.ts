@@ -36,6 +36,7 @@ import { startServer } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
 import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
 import { hostNow } from '../support/host-clock.ts';
+import { delay } from '../support/wait.ts';
 
 const THRESHOLD = 1000;
 const GENERATORS = 2;
@@ -86,7 +87,7 @@ benchMain(async ({ quick }) => {
   const workers: Worker[] = [];
   try {
     const fleet = SimFleet.start(workers, GENERATORS);
-    await new Promise((r) => setTimeout(r, 500));
+    await delay(500);
     const base = { heap: await server.gcHeap(), rss: (await server.stats()).rss };
     for (const n of steps) {
       try {
@@ -105,7 +106,7 @@ benchMain(async ({ quick }) => {
       }
       const t = await trigger(server.url, `trigger-${n}`);
       // Config frames (instance count) settle, sockets go idle
-      await new Promise((r) => setTimeout(r, 2000));
+      await delay(2000);
       const heap = await server.gcHeap();
       const rss = (await server.stats()).rss;
       const load = os.loadavg()[0]!.toFixed(1);
@@ -124,7 +125,7 @@ benchMain(async ({ quick }) => {
           missing += got.missing;
           const back = t.back.get(key);
           if (back !== undefined) hubDone.push(back - sentAt);
-          await new Promise((r) => setTimeout(r, 200));
+          await delay(200);
         }
         return { delivery, hubDone, missing };
       };
@@ -144,17 +145,17 @@ benchMain(async ({ quick }) => {
         const key = `fan-stopped:${n}:${p}`;
         for (const w of fleet.workers) w.child.kill('SIGSTOP');
         try {
-          await new Promise((r) => setTimeout(r, 50));
+          await delay(50);
           const sentAt = wallNow();
           t.send(key);
           const deadline = sentAt + 10_000;
-          while (!t.back.has(key) && wallNow() < deadline) await new Promise((r) => setTimeout(r, 1));
+          while (!t.back.has(key) && wallNow() < deadline) await delay(1);
           stoppedDone.push((t.back.get(key) ?? Infinity) - sentAt);
         } finally {
           for (const w of fleet.workers) w.child.kill('SIGCONT');
         }
         missing += (await fleet.collect(key, 10_000)).missing;
-        await new Promise((r) => setTimeout(r, 200));
+        await delay(200);
       }
       const leases = await leaseTraffic(server, fleet, () => fanOut('fan-leased'));
       t.close();
@@ -255,13 +256,13 @@ async function leaseTraffic<T>(
 ) {
   const cpu = async () => ({ hub: (await server.stats()).cpuMs, fleet: await fleet.stats(), at: wallNow() });
   const idle0 = await cpu();
-  await new Promise((r) => setTimeout(r, LEASE_SPAN_MS));
+  await delay(LEASE_SPAN_MS);
   const idle1 = await cpu();
   fleet.leases(LEASE_ASK_MS);
   try {
-    await new Promise((r) => setTimeout(r, 2 * LEASE_ASK_MS)); // every instance asked twice: steady
+    await delay(2 * LEASE_ASK_MS); // every instance asked twice: steady
     const on0 = await cpu();
-    await new Promise((r) => setTimeout(r, LEASE_SPAN_MS));
+    await delay(LEASE_SPAN_MS);
     const on1 = await cpu();
     const fan = await fanOut();
     const idleS = (idle1.at - idle0.at) / 1000;

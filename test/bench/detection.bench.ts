@@ -10,6 +10,7 @@ import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts'
 import { startServer } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
 import { hostNow } from '../support/host-clock.ts';
+import { delay } from '../support/wait.ts';
 
 const THRESHOLD = 1000;
 const SURGE_FACTOR = 10;
@@ -32,7 +33,7 @@ async function run(sdks: number, surges: number) {
     const fleet = SimFleet.start(workers, GENERATORS);
     await fleet.grow(server.url, sdks, 120_000);
     // Config frames (instance count -> local thresholds) settle before the first surge
-    await new Promise((r) => setTimeout(r, 1000));
+    await delay(1000);
     /** One surge of its own key; resolves when every instance saw it hot (or the deadline passed) and the hub is quiet again. */
     const surge = async (s: number) => {
       const key = `surge:sim:${sdks}:${s}`;
@@ -40,7 +41,7 @@ async function run(sdks: number, surges: number) {
       fleet.surge(key, SURGE_FACTOR * THRESHOLD, startAt, 5000);
       const got = await fleet.collect(key, 6000);
       // the next surge starts on a quiet hub
-      await new Promise((r) => setTimeout(r, 300));
+      await delay(300);
       return { startAt, ...got };
     };
     for (let s = -WARM_UP; s < 0; s++) await surge(s);

@@ -24,6 +24,7 @@ import { HubSocket } from '../../hub/src/server/hub-socket.ts';
 import { FanoutThreads } from '../../hub/src/server/fanout-threads.ts';
 import { encode, MsgType } from '../../sdk/src/wire/protocol.ts';
 import { benchMain, type BenchRow } from './harness.ts';
+import { delay } from '../support/wait.ts';
 
 if (process.argv[2] === 'receivers') {
   // child: open `count` connections, 64 handshakes at a time, count what arrives
@@ -95,7 +96,7 @@ if (process.argv[2] === 'receivers') {
         });
         const b = kind === 'shared' ? shared : kind === 'plain' ? plain : threaded;
         child.kill('SIGSTOP');
-        await new Promise((res) => setTimeout(res, 20));
+        await delay(20);
         const c0 = process.cpuUsage(); // every thread of the process
         const t0 = performance.now();
         b.sendShared(message);
@@ -106,7 +107,7 @@ if (process.argv[2] === 'receivers') {
           cpu[kind].push([c.user / n, c.system / n]);
           wall[kind].push(t);
         }
-        await new Promise((res) => setTimeout(res, 300)); // the receivers drain
+        await delay(300); // the receivers drain
       }
       const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
       const user = (k: (typeof kinds)[number]) => median(cpu[k].map((x) => x[0]));

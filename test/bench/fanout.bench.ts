@@ -13,6 +13,7 @@ import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts'
 import { startServer } from './server-process.ts';
 import { connectSdkWorkers } from './sdk-workers.ts';
 import { hostNow } from '../support/host-clock.ts';
+import { delay } from '../support/wait.ts';
 
 const THRESHOLD = 1000;
 const WORKERS = 2;
@@ -48,13 +49,13 @@ async function run(kind: 'sdk' | 'naive', sdks: number, promotions: number) {
   try {
     await connectSdkWorkers(workers, server.url, sdks, kind, 120_000, WORKERS);
     const send = await trigger(server.url, kind);
-    await new Promise((r) => setTimeout(r, 1000));
+    await delay(1000);
 
     // idle CPU over the same span the promotions take
     const spanMs = promotions * 200;
     const idle0 = await server.stats();
     const t0 = performance.now();
-    await new Promise((r) => setTimeout(r, spanMs));
+    await delay(spanMs);
     const idle1 = await server.stats();
     const idleRate = (idle1.cpuMs - idle0.cpuMs) / (performance.now() - t0);
 
@@ -80,7 +81,7 @@ async function run(kind: 'sdk' | 'naive', sdks: number, promotions: number) {
       delivery.push(...these);
       perPromotion.push([percentile(these, 50), Math.max(...these)]);
       if (process.env.BENCH_DEBUG) console.error(kind, p, perPromotion.at(-1));
-      await new Promise((r) => setTimeout(r, 150));
+      await delay(150);
     }
     const busy1 = await server.stats();
     const activeCpuMs = busy1.cpuMs - busy0.cpuMs - idleRate * (performance.now() - t1);

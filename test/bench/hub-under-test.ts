@@ -1,9 +1,10 @@
 /**
- * The one place the benchmarks start the real hub, so that a change in `startHub`'s options is
- * fixed here once. Open mode is avoided: the app `bench` is configured with one catch-all rule.
+ * The benchmarks' hub under measurement: a thin bench layer over the tests' one in-process start
+ * (startHubInProcess) that only builds the config. Open mode is avoided: the app `bench` is
+ * configured with one catch-all rule.
  */
 import { RULE_DEFAULTS } from '@hotkey/sdk/rules';
-import { startHub } from '@hotkey/hub';
+import { startHubInProcess } from '../support/hub-in-process.ts';
 
 export interface HubUnderTestOptions {
   /** accesses per window that promote a key @default 1000 */
@@ -18,8 +19,7 @@ export interface HubUnderTestOptions {
 export async function startHubUnderTest(
   opts: HubUnderTestOptions = {},
 ): Promise<{ url: string; close(): Promise<void> }> {
-  const hub = await startHub({
-    port: 0,
+  const hub = await startHubInProcess({
     host: '127.0.0.1',
     config: {
       apps: {
@@ -42,7 +42,6 @@ export async function startHubUnderTest(
       },
     },
     tunables: opts.tunables,
-    log: () => undefined,
   });
   return hub;
 }

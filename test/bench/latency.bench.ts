@@ -11,6 +11,7 @@ import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts'
 import { startServer } from './server-process.ts';
 import { connectSdkWorkers } from './sdk-workers.ts';
 import { hostNow } from '../support/host-clock.ts';
+import { delay } from '../support/wait.ts';
 
 const THRESHOLD = 1000;
 const SURGE_FACTOR = 10;
@@ -26,7 +27,7 @@ async function run(
   try {
     await connectSdkWorkers(workers, server.url, sdks, kind, 90_000, WORKERS);
     // let Config frames (instance counts -> local thresholds) settle before the first surge
-    await new Promise((r) => setTimeout(r, 800));
+    await delay(800);
     const latencies: number[] = [];
     let missing = 0;
     for (let s = 0; s < surges; s++) {
@@ -43,7 +44,7 @@ async function run(
         missing += r.missing;
       }
       // the next surge starts on a quiet hub
-      await new Promise((r) => setTimeout(r, 300));
+      await delay(300);
     }
     return { latencies, missing };
   } finally {

@@ -10,6 +10,7 @@
  */
 import { benchMain, forkWorker, type BenchRow } from './harness.ts';
 import { startServer, type ServerKind } from './server-process.ts';
+import { delay } from '../support/wait.ts';
 
 const THRESHOLD = 1000;
 const MB = 1024 * 1024;
@@ -67,7 +68,7 @@ async function hubFlood(kind: ServerKind, durationMs: number) {
       )
       .finally(() => (finished = true));
     while (!finished) {
-      await new Promise((r) => setTimeout(r, 500));
+      await delay(500);
       peak = Math.max(peak, (await server.stats()).heapUsed);
     }
     const result = await done;

@@ -11,7 +11,7 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { benchMain, type BenchRow } from './harness.ts';
 import { PUSH_HUB, PUSH_TTL_MS } from './push-apps.ts';
 import { startServer } from './server-process.ts';
-import { waitFor } from '../support/wait.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const INSTANCES = 100;
 const KEY = 'item:flash';
@@ -50,9 +50,9 @@ async function loadsFor(url: string, app: string, steadyMs: number): Promise<Run
     timer = setInterval(() => {
       for (const hk of clients) hk.get(KEY, loader).catch(() => {});
     }, 10);
-    await new Promise((r) => setTimeout(r, PROMOTION_MS));
+    await delay(PROMOTION_MS);
     const promotion = calls;
-    await new Promise((r) => setTimeout(r, steadyMs));
+    await delay(steadyMs);
     const perTtl = ((calls - promotion) * PUSH_TTL_MS) / steadyMs;
     const injected = clients.reduce((n, hk) => n + hk.stats().push.valuesInjected, 0);
     return { promotion, perTtl, injected };

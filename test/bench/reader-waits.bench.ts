@@ -10,7 +10,7 @@
 import { HotKeyClient } from '@hotkey/sdk';
 import { benchMain, percentile, type BenchRow } from './harness.ts';
 import { startServer } from './server-process.ts';
-import { waitFor } from '../support/wait.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const KEY = 'item:hot';
 const TTL_MS = 1000;
@@ -52,11 +52,11 @@ async function readFor(url: string, app: string, durationMs: number): Promise<Ru
         const t0 = performance.now();
         reads.push(client.get(KEY, loader).then(() => (latencies[slot] = performance.now() - t0)));
       }
-      await new Promise((r) => setTimeout(r, WAIT_MS));
+      await delay(WAIT_MS);
       if (!client.isHot(KEY)) throw new Error(`${app}: the key cooled down during the run`);
       void Promise.all(reads);
     }
-    await new Promise((r) => setTimeout(r, 50)); // let the last batch settle
+    await delay(50); // let the last batch settle
     const got = latencies.subarray(0, n);
     let waited = 0;
     for (const ms of got) if (ms >= 1) waited++;

@@ -14,7 +14,8 @@
 import { Cluster } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
-import { startHub, type Hub } from '@hotkey/hub';
+import type { Hub } from '@hotkey/hub';
+import { startHubInProcess } from '../support/hub-in-process.ts';
 import { benchMain, type BenchRow } from './harness.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
@@ -103,7 +104,7 @@ async function phase(
 benchMain(async ({ quick }) => {
   const seconds = quick ? 2 : 8;
   const rules = [{ match: 'item:*', threshold: 100, hotMs: 600_000, cache: false, replicas: { perNodeQps: 1000 } }];
-  const hub = await startHub({ port: 0, log: () => {}, config: { apps: { bench: { rules } } } });
+  const hub = await startHubInProcess({ config: { apps: { bench: { rules } } } });
   const rc = await RedisCluster.start();
   const seed = new Cluster(rc.nodes);
   try {

@@ -53,6 +53,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'ioredis-get', file: here('./ioredis-get.bench.ts'), timeoutMs: 120_000 },
   { name: 'multi-read', file: here('./multi-read.bench.ts'), timeoutMs: 120_000 },
   { name: 'flash-sale', file: here('./flash-sale.bench.ts'), timeoutMs: 120_000 },
+  { name: 'eviction-flood', file: here('./eviction-flood.bench.ts'), timeoutMs: 120_000 },
 ];
 
 const { values } = parseArgs({

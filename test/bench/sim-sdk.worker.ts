@@ -29,7 +29,7 @@ import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sd
 import { toParent } from './harness.ts';
 import { LeanWebSocket } from './lean-ws.ts';
 import { hostNow } from '../support/host-clock.ts';
-import { within } from '../support/wait.ts';
+import { delay, within } from '../support/wait.ts';
 
 const SLICES = 10;
 const SLICE_MS = 100;
@@ -287,8 +287,7 @@ function leases(everyMs: number): void {
 
 async function collect(key: string, deadlineMs: number): Promise<void> {
   const deadline = performance.now() + deadlineMs;
-  while ((seenCount.get(key) ?? 0) < sockets.length && performance.now() < deadline)
-    await new Promise((r) => setTimeout(r, 10));
+  while ((seenCount.get(key) ?? 0) < sockets.length && performance.now() < deadline) await delay(10);
   const times = [...(seen.get(key) ?? [])].filter((t) => !Number.isNaN(t));
   toParent({
     type: 'promoted',

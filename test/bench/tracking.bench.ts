@@ -12,12 +12,14 @@
 import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
-import { startHub, type Hub } from '@hotkey/hub';
+import type { Hub } from '@hotkey/hub';
+import { startHubInProcess } from '../support/hub-in-process.ts';
 import { benchMain, type BenchRow } from './harness.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { measureStaleness, summary, warm, type Reader } from '../support/staleness.ts';
-import { delay, waitFor, within } from '../support/wait.ts';
+import { promoteInProcess } from '../support/promote.ts';
+import { delay, within } from '../support/wait.ts';
 
 const INSTANCES = 3;
 
@@ -42,10 +44,13 @@ async function setup(hub: Hub, connect: () => Redis | Cluster, wrap: WithHotKeys
   };
 }
 
-async function promote(hub: Hub, readers: readonly Reader[], key: string): Promise<void> {
-  if (!hub.core.promote('bench', key)) throw new Error(`cannot promote ${key}`);
-  await waitFor(`${key} hot everywhere`, () => readers.every((r) => r.hk.isHot(key)), 5000);
-}
+const promote = (hub: Hub, readers: readonly Reader[], key: string): Promise<void> =>
+  promoteInProcess(
+    hub,
+    'bench',
+    key,
+    readers.map((r) => r.hk),
+  );
 
 /** Ours: sequential outside writes over `keys`, each one's staleness. */
 async function tracked(
@@ -110,7 +115,7 @@ benchMain(async ({ quick }) => {
   const cacheTtlMs = quick ? 1000 : 5000;
   // a 10-minute window: a key promoted by hand is not demoted for cooling during the run
   const rules = [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs }];
-  const hub = await startHub({ port: 0, log: () => {}, config: { apps: { bench: { rules } } } });
+  const hub = await startHubInProcess({ config: { apps: { bench: { rules } } } });
   const server = await RedisServer.start();
   const rc = await RedisCluster.start();
   const writer = new Redis(server.url);

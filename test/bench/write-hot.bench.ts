@@ -15,7 +15,7 @@
 import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { counter, withHotKeys } from '@hotkey/sdk/ioredis';
-import { startHub } from '@hotkey/hub';
+import { startHubInProcess } from '../support/hub-in-process.ts';
 import { benchMain, type BenchRow } from './harness.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
@@ -119,9 +119,7 @@ async function increments(plain: Redis, incr: () => Promise<unknown>, seconds: n
 
 async function coalescing(seconds: number): Promise<IncrRun[]> {
   const server = await RedisServer.start();
-  const hub = await startHub({
-    port: 0,
-    log: () => {},
+  const hub = await startHubInProcess({
     config: { apps: { bench: { rules: [{ match: 'ctr:*', threshold: 1000, kind: 'write', coalesce: true }] } } },
   });
   const hk = new HotKeyClient({ app: 'bench', hubs: hub.url, flushIntervalMs: 20 });
@@ -163,7 +161,7 @@ interface FrozenRun {
 async function frozen(protect: boolean, frozenMs: number): Promise<FrozenRun> {
   const server = await RedisServer.start();
   const rule = { match: 'hot:*', threshold: 100, cacheTtlMs: 1000, ...(protect ? {} : { staleIfErrorMs: 0 }) };
-  const hub = await startHub({ port: 0, log: () => {}, config: { apps: { bench: { rules: [rule] } } } });
+  const hub = await startHubInProcess({ config: { apps: { bench: { rules: [rule] } } } });
   const hk = new HotKeyClient({ app: 'bench', hubs: hub.url, flushIntervalMs: 20 });
   try {
     await hk.ready({ signal: AbortSignal.timeout(5000) });

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { within } from '../support/wait.ts';
 
 export const ARTIFACTS = fileURLToPath(new URL('../artifacts/', import.meta.url));
 
@@ -26,6 +27,16 @@ export class Chromium {
   private constructor(context: BrowserContext, profile: string) {
     this.#context = context;
     this.#profile = profile;
+  }
+
+  /**
+   * A Chromium for an E2e file's fixture: launched within 40 s and closed (within 20 s) when the
+   * fixture closes, before its clients and hub.
+   */
+  static async launchFor(fixture: { defer(cleanup: () => unknown): void }): Promise<Chromium> {
+    const browser = await within('chromium launch', Chromium.launch(), 40_000);
+    fixture.defer(() => within('chromium to close', browser.close(), 20_000));
+    return browser;
   }
 
   /** @param [opts.args] extra Chromium flags, e.g. `--ignore-certificate-errors-spki-list=<hash>` to trust one test certificate */

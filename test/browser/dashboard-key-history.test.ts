@@ -8,16 +8,16 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import type { HotKeyClient } from '@hotkey/sdk';
-import { type HubProcess, writeConfig } from '../support/hub-process.ts';
-import { startHubFixture, stopHubFixture } from './hub-fixture.ts';
+import type { HubProcess } from '../support/hub-process.ts';
+import { hubProcess } from '../support/e2e.ts';
 import { drive, type Driver } from '../support/traffic.ts';
-import { ARTIFACTS, type Chromium, type WatchedPage } from './chromium.ts';
+import { ARTIFACTS, Chromium, type WatchedPage } from './chromium.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const RATE = 400;
 const KEY = 'item:hist/a'; // a '/' in the key: the route and the API must both keep it
 const config = { apps: { shop: { rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, hotMs: 30_000 }] } } };
-const configPath = writeConfig(config, 'hotkey-browser-qps-');
+const e2e = hubProcess(test, { config, readyTimeoutMs: 40_000 });
 
 let hub: HubProcess;
 let browser: Chromium;
@@ -38,10 +38,11 @@ async function chartData(page: WatchedPage): Promise<{ points: number; history: 
 }
 
 test.before(async () => {
-  ({ hub, browser, clients } = await startHubFixture(configPath, 3));
+  hub = e2e.hub;
+  e2e.defer(() => driver?.stop()); // runs last: the browser closes first
+  browser = await Chromium.launchFor(e2e);
+  clients = await e2e.sdks(3, (i) => ({ host: `web-${i + 1}` }));
 });
-
-test.after(() => stopHubFixture({ hub, browser, clients }, driver));
 
 test('a key hot for a few seconds shows its earlier QPS points as soon as its detail opens, then live ones', async () => {
   driver = drive(clients, KEY, RATE);

@@ -9,16 +9,16 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join } from 'node:path';
 import type { HotKeyClient } from '@hotkey/sdk';
-import { type HubProcess, writeConfig } from '../support/hub-process.ts';
-import { startHubFixture, stopHubFixture } from './hub-fixture.ts';
+import type { HubProcess } from '../support/hub-process.ts';
+import { hubProcess } from '../support/e2e.ts';
 import { drive, type Driver } from '../support/traffic.ts';
-import { ARTIFACTS, type Chromium } from './chromium.ts';
-import { waitFor } from '../support/wait.ts';
+import { ARTIFACTS, Chromium } from './chromium.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
 const RATE = 400;
 const KEY = 'item:saved';
 const config = { apps: { shop: { rules: [{ match: 'item:*', threshold: 100, windowMs: 1000, cacheTtlMs: 5000 }] } } };
-const configPath = writeConfig(config, 'hotkey-browser-savings-');
+const e2e = hubProcess(test, { config, readyTimeoutMs: 40_000 });
 
 let hub: HubProcess;
 let browser: Chromium;
@@ -40,10 +40,11 @@ async function hotRow(): Promise<Row | undefined> {
 }
 
 test.before(async () => {
-  ({ hub, browser, clients } = await startHubFixture(configPath, 2));
+  hub = e2e.hub;
+  e2e.defer(() => driver?.stop()); // runs last: the browser closes first
+  browser = await Chromium.launchFor(e2e);
+  clients = await e2e.sdks(2, (i) => ({ host: `web-${i + 1}` }));
 });
-
-test.after(() => stopHubFixture({ hub, browser, clients }, driver));
 
 test('a hot key read through get() shows served locally %, loads/s and reads spared/s; /metrics has the totals', async () => {
   driver = drive(clients, KEY, RATE, 'get');
@@ -85,7 +86,7 @@ test('a hot key read through get() shows served locally %, loads/s and reads spa
   // each invalidation drops the value at both instances: their next reads load it
   for (let i = 0; i < 6; i++) {
     await clients[i % 2]!.invalidate(KEY);
-    await new Promise((r) => setTimeout(r, 150));
+    await delay(150);
   }
   await waitFor(
     'loads/s sparkline shows the reloads',

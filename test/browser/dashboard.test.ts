@@ -330,10 +330,15 @@ test('a pre-declared hot window shows on the rules page with a badge while it is
   assert.is(res.status, 200, JSON.stringify(res.body));
   await watched.page.goto(`${hub.httpUrl}/#/rules/shop`);
   const cell = watched.page.getByTestId('predeclared-window');
+  // one round trip per check (count() then textContent() is two, and textContent() waits for an
+  // element that went in between); 10 s: on a loaded box one CDP round trip can take seconds
   await waitFor(
     'pre-declared window row',
-    async () => ((await cell.count()) === 1 ? ((await cell.textContent()) ?? '').includes('hot now') : false),
-    5000,
+    async () => {
+      const texts = await cell.allTextContents();
+      return texts.length === 1 && texts[0]!.includes('hot now');
+    },
+    10_000,
   );
   await shot('rules-predeclared');
 });
@@ -352,10 +357,12 @@ test("the rules page shows a rule's rate limit and replica policy", async () => 
   await waitFor(
     'limit and replicas in the rule row',
     async () => {
-      const text = (await cell.count()) === 1 ? ((await cell.textContent()) ?? '') : '';
-      return text.includes('limit 50/s') && text.includes('replicas ≤ 8 (5000/s per node)');
+      const texts = await cell.allTextContents();
+      return (
+        texts.length === 1 && texts[0]!.includes('limit 50/s') && texts[0]!.includes('replicas ≤ 8 (5000/s per node)')
+      );
     },
-    5000,
+    10_000,
   );
 });
 

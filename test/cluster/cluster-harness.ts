@@ -1,7 +1,7 @@
 /**
- * A real cluster for the multi-process tests: one redis-server, N `hotkey-hub` processes joined
- * through it, SDK clients in this process, and steady traffic. Every wait has a deadline and
- * everything started here is stopped by `close()`.
+ * A real cluster for the multi-process tests: one redis-server, N `hotkey-hub` processes
+ * (HubProcess, the one process starter) joined through it, SDK clients in this process, and
+ * steady traffic. Every wait has a deadline and everything started here is stopped by `close()`.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { HotKeyClient, Ownership, type ClientOptions } from '@hotkey/sdk';
 import { RedisServer } from '../support/redis-server.ts';
 import { HubProcess } from '../support/hub-process.ts';
-import type { HubEvent } from '../../hub/src/cluster/coordinator.ts';
+import type { HubEvent } from '../../hub/src/core/coordinator.ts';
 import { request } from '../support/http.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -35,7 +35,7 @@ export class Cluster {
       cluster.#dir = await mkdtemp(join(tmpdir(), 'hotkey-cluster-'));
       cluster.#config = join(cluster.#dir, 'config.json');
       await writeFile(cluster.#config, JSON.stringify({ apps: { [APP]: { rules } } }));
-      await Promise.all(ids.map((id) => cluster.startHub(id)));
+      await Promise.all(ids.map((id) => cluster.startMember(id)));
       await cluster.waitMembers(ids);
       return cluster;
     } catch (err) {
@@ -45,7 +45,6 @@ export class Cluster {
     }
   }
 
-  /** Starts hub `id`; `port` brings a restarted hub back at its old address, as a supervisor would. */
   /** start() plus `clients` SDKs (seeded round-robin) connected to every hub; cleans up on failure. */
   static async setup(ids: string[], rules: object[], clients: number): Promise<Cluster> {
     const cluster = await Cluster.start(ids, rules);
@@ -61,7 +60,11 @@ export class Cluster {
     }
   }
 
-  async startHub(id: string, port = 0): Promise<HubProcess> {
+  /**
+   * Starts member `id` (a HubProcess on the cluster's redis and config); `port` brings a restarted
+   * hub back at its old address, as a supervisor would.
+   */
+  async startMember(id: string, port = 0): Promise<HubProcess> {
     const args = [
       '--redis',
       this.redis.url,

@@ -45,7 +45,7 @@ test('a window declared on one hub is promoted by the owner at its start and sur
   for (const id of IDS) {
     const port = cluster.hub(id).port;
     await cluster.hub(id).stop();
-    await cluster.startHub(id, port);
+    await cluster.startMember(id, port);
   }
   await cluster.waitMembers(IDS, 15_000);
   const after = await predeclared('hub-b');

@@ -12,8 +12,7 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
-import { waitFor } from '../support/wait.ts';
-import { request } from '../support/http.ts';
+import { promoteViaApi } from '../support/promote.ts';
 
 const ADMIN = 'admin-cluster-ioredis';
 const configPath = writeConfig(
@@ -33,15 +32,7 @@ const opened: (Cluster | Redis)[] = [];
 
 const { cluster } = clientsOf(() => redisCluster, opened);
 
-async function promote(key: string): Promise<void> {
-  const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, {
-    method: 'POST',
-    body: JSON.stringify({ key }),
-    token: ADMIN,
-  });
-  assert.is(res.status, 200, JSON.stringify(res.body));
-  await waitFor(`${key} hot`, () => hk.isHot(key));
-}
+const promote = (key: string): Promise<void> => promoteViaApi(hub.httpUrl, ADMIN, key, hk);
 
 test.before(async () => {
   redisCluster = await RedisCluster.start();

@@ -71,6 +71,43 @@ async function slotOwners(c: Cluster): Promise<Map<number, number>> {
   return owner;
 }
 
+/** The replica keys matching `pattern` in Redis now, each with the port of the master holding it. */
+async function copiesIn(pattern: string): Promise<{ name: string; port: number }[]> {
+  const found: { name: string; port: number }[] = [];
+  for (const port of rc.ports) for (const name of await node(port).keys(pattern)) found.push({ name, port });
+  return found;
+}
+
+/**
+ * Reads `key` through `redis` until both of its copies exist in Redis, and returns them. The
+ * wrapper's `fills` count is no measure of that: one copy can be filled twice (a GET that missed
+ * it before the first fill's SET landed fills it again; NX keeps the first) while the other is not
+ * yet, and a copy lives only `ttlMs`. Under load one round of reads can take a second or more.
+ */
+async function bothCopies(
+  redis: Redis | Cluster,
+  key: string,
+  pattern: string,
+): Promise<{ name: string; port: number }[]> {
+  let seen: { name: string; port: number }[] = [];
+  try {
+    return await waitFor(
+      `both copies of ${key} in Redis`,
+      async () => {
+        await Promise.all(Array.from({ length: 30 }, () => redis.get(key)));
+        seen = await copiesIn(pattern);
+        return seen.length >= 2 ? seen : undefined;
+      },
+      15_000,
+      20,
+    );
+  } catch (err) {
+    throw new Error(
+      `${(err as Error).message}; copies seen: ${seen.map((c) => c.name)}; ${JSON.stringify(replicaStats(redis))}`,
+    );
+  }
+}
+
 /** Reads `key` through `redis` until its HotKeyClient sends GETs over `copies` copies. */
 async function heat(hk: HotKeyClient, redis: Redis | Cluster, key: string, copies: number): Promise<void> {
   await waitFor(
@@ -108,25 +145,19 @@ test('the copies of a hot key live on the two other masters, and GETs spread ove
   const key = 'item:spread';
   await c.set(key, 'v1');
   await heat(hk, c, key, 3);
-  await waitFor('both copies filled', async () => {
-    await Promise.all(Array.from({ length: 30 }, () => c.get(key)));
-    return replicaStats(c)!.fills >= 2;
-  });
+  // every replica key in the Cluster: a copy of this key and no other
+  const copies = await bothCopies(c, key, 'hkr{*');
+  // a short TTL, renewed by refills (read first: the copy may expire while the rest is checked)
+  const ttl = await node(copies[0]!.port).pttl(copies[0]!.name);
   const owners = await slotOwners(c);
   const primaryPort = owners.get(keySlot(key))!;
-  const copyPorts: number[] = [];
-  for (const port of rc.ports) {
-    const names = await node(port).keys('hkr{*');
-    for (const name of names) {
-      assert.ok(name.endsWith(`:${key}`), name);
-      assert.is(owners.get(Number(await c.cluster('KEYSLOT', name))), port, `${name} served by ${port}`);
-      copyPorts.push(port);
-    }
+  for (const { name, port } of copies) {
+    assert.ok(name.endsWith(`:${key}`), name);
+    assert.is(owners.get(Number(await c.cluster('KEYSLOT', name))), port, `${name} served by ${port}`);
   }
+  const copyPorts = copies.map((copy) => copy.port);
   assert.is(copyPorts.length, 2, `copies on ${copyPorts}`);
   assert.equal(new Set([primaryPort, ...copyPorts]).size, 3, 'the key and its two copies on three masters');
-  // a short TTL, renewed by refills
-  const ttl = await c.pttl((await node(copyPorts[0]!).keys('hkr{*'))[0]!);
   assert.ok(ttl > 0 && ttl <= REPLICA_TTL_MS, `copy ttl ${ttl}`);
 
   for (const port of rc.ports) rc.cli(port, 'config', 'resetstat');
@@ -257,19 +288,10 @@ test('a demotion deletes the copies', async () => {
   const key = 'item:demoted';
   await c.set(key, 'x');
   await heat(hk, c, key, 3);
-  await waitFor('both copies filled', async () => {
-    await Promise.all(Array.from({ length: 30 }, () => c.get(key)));
-    return replicaStats(c)!.fills >= 2;
-  });
-  const copies = async () => {
-    let n = 0;
-    for (const port of rc.ports) n += (await node(port).keys(`hkr{*}:${key}`)).length;
-    return n;
-  };
-  assert.is(await copies(), 2);
+  assert.is((await bothCopies(c, key, `hkr{*}:${key}`)).length, 2);
   const demoted = new Promise<void>((resolve) => hk.on('demote', (k) => k === key && resolve()));
   await within('the key to cool and be demoted', demoted, 15_000);
-  await waitFor('the copies to be deleted', async () => (await copies()) === 0, 2000);
+  await waitFor('the copies to be deleted', async () => (await copiesIn(`hkr{*}:${key}`)).length === 0, 2000);
   await e2e.closeClients();
 });
 

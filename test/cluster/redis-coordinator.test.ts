@@ -7,10 +7,11 @@ import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis-server.ts';
 import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/cluster/redis-coordinator.ts';
-import type { HubEvent, HubStatus } from '../../hub/src/cluster/coordinator.ts';
+import type { HubEvent, HubStatus } from '../../hub/src/core/coordinator.ts';
 import { HotKeyError, ValidationError } from '@hotkey/sdk';
 import { DEFAULT_RULE, type Rule } from '@hotkey/sdk/rules';
 import { delay, waitFor } from '../support/wait.ts';
+import { loggerFromFunction } from '../../hub/src/core/logger.ts';
 
 let redis: RedisServer;
 let raw: Redis;
@@ -31,14 +32,15 @@ function hub(
     prefix,
     heartbeatMs: 200,
     memberTtlMs: 1000,
-    log: (m) => logs.push(m),
+    logger: loggerFromFunction((m) => logs.push(m)),
     ...opts,
   });
   open.push(c);
   return c;
 }
 
-async function startHub(c: RedisCoordinator): Promise<RedisCoordinator> {
+/** Starts coordinator `c` as its hub would, under a placeholder SDK URL. */
+async function started(c: RedisCoordinator): Promise<RedisCoordinator> {
   await c.start({ id: c.selfId, url: `ws://127.0.0.1:1/${c.selfId}` });
   return c;
 }
@@ -68,7 +70,7 @@ test.after(async () => {
 
 test('hubs join, see each other with one epoch, and a graceful leave bumps the epoch', async () => {
   const prefix = nextPrefix();
-  const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => startHub(hub(id, prefix))));
+  const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((id) => started(hub(id, prefix))));
   for (const h of [a!, b!, c!]) await waitFor(`${h.selfId} to see 3 members`, () => ids(h) === 'a,b,c');
   await waitFor('one epoch everywhere', () => new Set([a!, b!, c!].map((h) => h.members().epoch)).size === 1);
   const before = a!.members().epoch;
@@ -90,8 +92,8 @@ test('hubs join, see each other with one epoch, and a graceful leave bumps the e
 
 test('a hub that dies without leaving is swept at once, as soon as its connections drop', async () => {
   const prefix = nextPrefix();
-  const a = await startHub(hub('a', prefix));
-  const d = await startHub(hub('d', prefix));
+  const a = await started(hub('a', prefix));
+  const d = await started(hub('d', prefix));
   await waitFor('a to see d', () => ids(a) === 'a,d');
   // d's own heartbeat vouches for its presence subscription well within its first TTL, so even a
   // hub that dies a moment after joining is swept without waiting out the TTL
@@ -117,8 +119,8 @@ test('a hub that dies without leaving is swept at once, as soon as its connectio
 test('rules: seeded from config, changed through a hub or straight in Redis, garbage rejected', async () => {
   const prefix = nextPrefix();
   const logsB: string[] = [];
-  const a = await startHub(hub('a', prefix, { apps: { shop: { rules: [rule('item:*', 100)] } } }));
-  const b = await startHub(hub('b', prefix, { apps: { shop: { rules: [rule('other:*', 5)] } } }, logsB));
+  const a = await started(hub('a', prefix, { apps: { shop: { rules: [rule('item:*', 100)] } } }));
+  const b = await started(hub('b', prefix, { apps: { shop: { rules: [rule('other:*', 5)] } } }, logsB));
   assert.equal(b.rules('shop'), [rule('item:*', 100)], "what Redis holds (seeded by a) wins over b's config");
   assert.equal(JSON.parse((await raw.hget(`${prefix}rules`, 'shop'))!), [rule('item:*', 100)]);
 
@@ -164,7 +166,7 @@ test('rules: seeded from config, changed through a hub or straight in Redis, gar
 
 test('tokens come from Redis as well as the config file', async () => {
   const prefix = nextPrefix();
-  const a = await startHub(hub('a', prefix, { apps: { shop: { token: 'from-config' }, feed: {} } }));
+  const a = await started(hub('a', prefix, { apps: { shop: { token: 'from-config' }, feed: {} } }));
   assert.equal(a.app('shop'), { token: 'from-config' });
   assert.equal(a.app('feed'), {});
   assert.is(a.app('stranger'), undefined);
@@ -173,14 +175,14 @@ test('tokens come from Redis as well as the config file', async () => {
   assert.equal(a.app('shop'), { token: 'rotated' }, 'Redis wins over the config file');
   assert.ok(a.apps().includes('stranger') && a.apps().includes('shop') && a.apps().includes('feed'));
 
-  const openHub = await startHub(hub('o', nextPrefix(), { open: true }));
+  const openHub = await started(hub('o', nextPrefix(), { open: true }));
   assert.equal(openHub.app('anything'), {}, 'an open hub knows every app');
 });
 
 test('history: appended to a stream, read by app and since, oldest first', async () => {
   const prefix = nextPrefix();
-  const a = await startHub(hub('a', prefix));
-  const b = await startHub(hub('b', prefix));
+  const a = await started(hub('a', prefix));
+  const b = await started(hub('b', prefix));
   const base = Date.now() - 10_000;
   const ev = (app: string, key: string, at: number, type: HubEvent['type'] = 'promote'): HubEvent => ({
     type,
@@ -213,7 +215,7 @@ test('history: appended to a stream, read by app and since, oldest first', async
   assert.equal(await b.history('nope', 0, 10), []);
 
   const capped = hub('c', prefix, { historyMaxLen: 50 });
-  await startHub(capped);
+  await started(capped);
   for (let i = 0; i < 500; i++) capped.publishEvent(ev('shop', `bulk${i}`, base + 5000 + i));
   await waitFor(
     'stream capped near 50',
@@ -228,7 +230,7 @@ test('history: appended to a stream, read by app and since, oldest first', async
 
 test('the live feed reaches every hub once, and statuses show the whole cluster', async () => {
   const prefix = nextPrefix();
-  const hubs = await Promise.all(['a', 'b', 'c'].map((id) => startHub(hub(id, prefix))));
+  const hubs = await Promise.all(['a', 'b', 'c'].map((id) => started(hub(id, prefix))));
   for (const h of hubs) await waitFor(`${h.selfId} to see 3 members`, () => ids(h) === 'a,b,c');
   const got = new Map<string, HubEvent[]>(hubs.map((h) => [h.selfId, []]));
   for (const h of hubs) h.onEvent((e) => got.get(h.selfId)!.push(e));
@@ -286,8 +288,8 @@ test('the live feed reaches every hub once, and statuses show the whole cluster'
 
 test('Redis restart: degraded while down, then re-registered, rules re-seeded, history flushed', async () => {
   const prefix = nextPrefix();
-  const a = await startHub(hub('a', prefix, { apps: { shop: { rules: [rule('item:*', 100)] } } }));
-  const b = await startHub(hub('b', prefix));
+  const a = await started(hub('a', prefix, { apps: { shop: { rules: [rule('item:*', 100)] } } }));
+  const b = await started(hub('b', prefix));
   await waitFor('both members', () => ids(a) === 'a,b' && ids(b) === 'a,b');
   await a.setRules('shop', [{ match: 'live:*', threshold: 9 }]);
   await waitFor('b has the live rules', () => b.rules('shop')[0]?.match === 'live:*');

@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { DEFAULT_RULE, type Rule } from '@hotkey/sdk/rules';
 import { RedisCoordinator } from '../../hub/src/cluster/redis-coordinator.ts';
+import { silentLogger } from '../../hub/src/core/logger.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -31,7 +32,7 @@ test('reconfigure: tokens where Redis has none, new apps seeded, Redis-held rule
     nodeId: 'hub-r',
     prefix,
     apps: { shop: { token: 'one', rules: [rule('item:*', 50)] } },
-    log: () => {},
+    logger: silentLogger,
   });
   try {
     await c.start({ id: 'hub-r', url: 'ws://127.0.0.1:1/ws' });

@@ -132,6 +132,7 @@ test('bad usage exits 2 with the usage text', async () => {
     ['--redis', 'nope'],
     ['--lease-ms', '0'],
     ['--max-sessions-per-app', '0'],
+    ['--max-keys-per-app', '0'],
     ['--max-connections', 'many'],
     ['--fanout-threads', '-1'],
     ['--fanout-threads', '1.5'],

@@ -1,9 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startHub } from '@hotkey/hub';
 import { MsgType } from '@hotkey/sdk/protocol';
 import { request } from '../support/http.ts';
-import { hubInProcess } from '../support/e2e.ts';
+import { hubInProcess, startHubInProcess } from '../support/e2e.ts';
 
 const ADMIN = 'admin-secret';
 
@@ -217,7 +216,7 @@ test('without the dashboard token an app that exists and one that does not get t
 });
 
 test('readyz reports not ready while closing', async () => {
-  const h = await startHub({ port: 0, log: () => {} });
+  const h = await startHubInProcess();
   const base = h.httpUrl;
   assert.is((await http(base, '/readyz')).status, 200);
   h.ready = false;

@@ -7,13 +7,14 @@ import { once } from 'node:events';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import WebSocket from 'ws';
-import { startHub, type Hub } from '@hotkey/hub';
+import type { Hub } from '@hotkey/hub';
 import { CloseCode } from '@hotkey/sdk/protocol';
+import { startHubInProcess } from '../support/e2e.ts';
 
 let hub: Hub;
 
 test.before(async () => {
-  hub = await startHub({ port: 0, tunables: { helloTimeoutMs: 200 }, log: () => {} });
+  hub = await startHubInProcess({ tunables: { helloTimeoutMs: 200 } });
 });
 test.after(async () => {
   await hub.close();

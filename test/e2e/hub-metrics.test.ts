@@ -8,10 +8,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HotKeyClient } from '@hotkey/sdk';
 import { MsgType } from '@hotkey/sdk/protocol';
-import { startHub, type Hub } from '@hotkey/hub';
+import type { Hub } from '@hotkey/hub';
 import { RawClient } from '../support/raw-client.ts';
 import { waitFor } from '../support/wait.ts';
 import { parseExposition, type Exposition } from '../support/exposition.ts';
+import { startHubInProcess } from '../support/e2e.ts';
 
 /** The series `/metrics` had before prom-client, by name (the feed's are exported by every hub with a dashboard). */
 const OLD_SERIES = [
@@ -49,6 +50,8 @@ const PROTECTION_SERIES = [
   'hotkey_promotions_solo_refused_total',
   'hotkey_promotions_cap_refused_total',
   'hotkey_promotions_displaced_total',
+  'hotkey_keys_refused_total',
+  'hotkey_keys_evicted_over_share_total',
   'hotkey_intake_queued_total',
   'hotkey_intake_paused_total',
   'hotkey_intake_yields_total',
@@ -93,7 +96,7 @@ test.after(async () => {
 test('old series keep their names, new histograms have per-app labels, process metrics per hub', async () => {
   const config = { apps: { shop: { rules: [{ match: 'item:*', threshold: 20 }] }, blog: {} } };
   // maxAppLabels applies in open mode only: configured apps are all labelled
-  const hub = await startHub({ port: 0, config, log: () => {}, tunables: { maxAppLabels: 1 } });
+  const hub = await startHubInProcess({ config, tunables: { maxAppLabels: 1 } });
   hubs.push(hub);
   const hk = new HotKeyClient({ app: 'shop', hubs: [hub.url] });
   const blog = new HotKeyClient({ app: 'blog', hubs: [hub.url] });
@@ -150,7 +153,7 @@ test('old series keep their names, new histograms have per-app labels, process m
   }
 
   // a second hub in this process has a registry of its own (the global one would refuse the names)
-  const other = await startHub({ port: 0, log: () => {} });
+  const other = await startHubInProcess();
   hubs.push(other);
   const y = await scrape(other);
   assert.is(
@@ -162,7 +165,7 @@ test('old series keep their names, new histograms have per-app labels, process m
 });
 
 test('open mode caps the app label set: past maxAppLabels apps share app="other"', async () => {
-  const hub = await startHub({ port: 0, log: () => {}, tunables: { maxAppLabels: 3 } });
+  const hub = await startHubInProcess({ tunables: { maxAppLabels: 3 } });
   hubs.push(hub);
   for (let i = 0; i < 6; i++) {
     const { client } = await RawClient.join(hub.url, `app${i}`);

@@ -16,7 +16,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { ErrorCode, ValidationError } from '@hotkey/sdk';
 import { MsgType } from '@hotkey/sdk/protocol';
-import { startHub, type Hub } from '@hotkey/hub';
+import type { Hub } from '@hotkey/hub';
+import { startHubInProcess } from '../support/e2e.ts';
 import { request, scrapeMetrics } from '../support/http.ts';
 import { RawClient } from '../support/raw-client.ts';
 import { makeTestPki, type TestPki } from '../support/tls-certs.ts';
@@ -81,7 +82,7 @@ let pki: TestPki;
 
 test.before(async () => {
   pki = makeTestPki();
-  hub = await startHub({ port: 0, config: base, log: () => {}, tunables: { leaseMs: 400 } });
+  hub = await startHubInProcess({ config: base, tunables: { leaseMs: 400 } });
 });
 test.after.each(async () => {
   for (const c of clients.splice(0)) c.close();
@@ -262,9 +263,7 @@ test('startHub refuses a bad notify config naming the field', async () => {
     [[{ url: 'mailto:ops@example.com', events: ['promote'] }], 'notify[0].url'],
     [[{ url: 'http://127.0.0.1:1', events: ['promote'], retries: -1 }], 'notify[0].retries'],
   ] as const) {
-    const err = await startHub({ port: 0, config: { ...base, notify: notifyList }, log: () => {} }).catch(
-      (e: unknown) => e,
-    );
+    const err = await startHubInProcess({ config: { ...base, notify: notifyList } }).catch((e: unknown) => e);
     assert.instance(err, ValidationError);
     assert.is((err as ValidationError).field, field);
   }

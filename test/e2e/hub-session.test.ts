@@ -2,11 +2,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
 import type WebSocket from 'ws';
-import { DEFAULT_TUNABLES, startHub } from '@hotkey/hub';
+import { DEFAULT_TUNABLES } from '@hotkey/hub';
 import { CloseCode, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { DEFAULT_RULE, localThreshold } from '@hotkey/sdk/rules';
 import { RawClient } from '../support/raw-client.ts';
-import { hubInProcess } from '../support/e2e.ts';
+import { hubInProcess, startHubInProcess } from '../support/e2e.ts';
+import { delay } from '../support/wait.ts';
 
 const config = {
   apps: {
@@ -130,7 +131,7 @@ test('an SDK that never applies is fenced once its lease lapsed (no renewal mean
   const inv = await w.client.next(MsgType.Invalidate);
   w.client.send({ t: MsgType.Applied, seq: inv.seq });
   await silent.client.next(MsgType.Invalidate);
-  await new Promise((r) => setTimeout(r, 100));
+  await delay(100);
   silent.client.send({ t: MsgType.Lease, id: 2 }); // behind an invalidation older than leaseMs / 8: refused
   const ack = await w.client.next(MsgType.Ack, 3000);
   assert.is(ack.id, 1);
@@ -283,7 +284,7 @@ for (const bad of badInputs) {
 }
 
 test('an app at its connection limit refuses the next one with HK_ERR_OVER_CAPACITY and close 4009', async () => {
-  const h = await startHub({ port: 0, tunables: { maxSessionsPerApp: 2 }, log: () => {} });
+  const h = await startHubInProcess({ tunables: { maxSessionsPerApp: 2 } });
   try {
     const first = await RawClient.join(h.url, 'capped', { instance: 'one' });
     const second = await RawClient.join(h.url, 'capped', { instance: 'two' });
@@ -304,7 +305,7 @@ test('an app at its connection limit refuses the next one with HK_ERR_OVER_CAPAC
 
 test('silence past the hello timeout gets HK_ERR_HELLO_TIMEOUT and close 4006; a healthy connection keeps working', async () => {
   // its own hub: a short hello timeout would race the large frames of the other cases on a busy box
-  const h = await startHub({ port: 0, tunables: { helloTimeoutMs: 300 }, log: () => {} });
+  const h = await startHubInProcess({ tunables: { helloTimeoutMs: 300 } });
   try {
     const healthy = await RawClient.join(h.url, 'app', { instance: 'healthy' });
     // timed from before the connect: the hub's timer starts at its accept, which a busy box may
@@ -360,12 +361,10 @@ test('errors after Hello: long key, duplicate Hello, Applied from the future', a
 });
 
 test('a slow consumer is cut off with 4008 instead of silently missing broadcasts', async () => {
-  const slowHub = await startHub({
-    port: 0,
+  const slowHub = await startHubInProcess({
     config: { apps: { s: { rules: [{ match: '*', threshold: 1 }] } } },
     // one instance promotes thousands of keys alone here: lift the flood budgets, this is about sending
     tunables: { maxBufferedBytes: 1024 * 1024, soloPromotionBurst: 1e9, maxHotKeysPerApp: 1e9 },
-    log: () => {},
   });
   try {
     const slow = await RawClient.join(slowHub.url, 's', { instance: 'slow' });
@@ -392,7 +391,7 @@ test('a slow consumer is cut off with 4008 instead of silently missing broadcast
 });
 
 test('a peer that stops answering pings is dropped and leaves its app; live peers stay', async () => {
-  const h = await startHub({ port: 0, tunables: { pingIntervalMs: 100, configDebounceMs: 10 }, log: () => {} });
+  const h = await startHubInProcess({ tunables: { pingIntervalMs: 100, configDebounceMs: 10 } });
   try {
     const live = await RawClient.join(h.url, 'app', { instance: 'live' });
     const dead = await RawClient.join(h.url, 'app', { instance: 'dead', autoPong: false });
@@ -409,7 +408,7 @@ test('a peer that stops answering pings is dropped and leaves its app; live peer
 });
 
 test('graceful close sends 1001 to SDKs of a hub running alone', async () => {
-  const h = await startHub({ port: 0, log: () => {} });
+  const h = await startHubInProcess();
   const { client } = await RawClient.join(h.url, 'any');
   e2e.peers.push(client);
   await h.close();

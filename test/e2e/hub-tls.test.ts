@@ -11,12 +11,14 @@ import { get } from 'node:https';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ErrorCode, HotKeyClient, HotKeyError, type ClientStatus } from '@hotkey/sdk';
-import { startHub, type Hub } from '@hotkey/hub';
+import type { Hub } from '@hotkey/hub';
 import { RedisCoordinator } from '../../hub/src/cluster/redis-coordinator.ts';
 import { HubProcess, runHubCli } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { makeTestPki, type TestPki } from '../support/tls-certs.ts';
 import { waitFor, within } from '../support/wait.ts';
+import { startHubInProcess } from '../support/e2e.ts';
+import { loggerFromFunction } from '../../hub/src/core/logger.ts';
 
 let pki: TestPki;
 let hub: Hub;
@@ -25,10 +27,8 @@ const config = { apps: { shop: { rules: [{ match: 'item:*', threshold: 20 }] } }
 
 test.before(async () => {
   pki = makeTestPki();
-  hub = await startHub({
-    port: 0,
+  hub = await startHubInProcess({
     config,
-    log: () => {},
     tls: { cert: readFileSync(pki.serverCert), key: readFileSync(pki.serverKey) },
     // every broadcast is offered to the fan-out threads, which must leave TLS sockets to the event loop
     tunables: { fanoutThreadsMinSockets: 1 },
@@ -259,25 +259,25 @@ test('rediss://: a cluster hub reaches Redis over TLS with the CA', async () => 
     prefix: 'tls:',
     tls: { ca: pki.ca },
     startTimeoutMs: 3000,
-    log: (m) => logs.push(m),
+    logger: loggerFromFunction((m) => logs.push(m)),
   });
   const untrusted = new RedisCoordinator({
     url,
     nodeId: 'tls-b',
     prefix: 'tls:',
     startTimeoutMs: 1000,
-    log: (m) => logs.push(m),
+    logger: loggerFromFunction((m) => logs.push(m)),
   });
   let a: Hub | undefined;
   let b: Hub | undefined;
   try {
-    a = await startHub({ port: 0, coordinator: trusted, log: () => {} });
+    a = await startHubInProcess({ coordinator: trusted });
     assert.is(trusted.health().state, 'ok', `joined over rediss:// (${logs.join(' | ')})`);
     assert.equal(
       trusted.members().members.map((m) => m.id),
       ['tls-a'],
     );
-    b = await startHub({ port: 0, coordinator: untrusted, log: () => {} });
+    b = await startHubInProcess({ coordinator: untrusted });
     assert.is(untrusted.health().state, 'degraded', 'without the CA the hub serves alone');
     assert.ok(logs.some((l) => l.includes('cannot reach Redis at rediss://127.0.0.1')));
   } finally {

@@ -13,8 +13,7 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { waitFor } from '../support/wait.ts';
-import { request } from '../support/http.ts';
+import { promoteViaApi } from '../support/promote.ts';
 
 const ADMIN = 'admin-fidelity';
 const configPath = writeConfig(
@@ -50,15 +49,7 @@ function pair(options: RedisOptions = {}, wrap: WithHotKeysOptions = {}): [Redis
  */
 const UNTRACKED = { tracking: false } as const;
 
-async function promote(key: string): Promise<void> {
-  const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, {
-    method: 'POST',
-    body: JSON.stringify({ key }),
-    token: ADMIN,
-  });
-  assert.is(res.status, 200, JSON.stringify(res.body));
-  await waitFor(`${key} hot`, () => hk.isHot(key));
-}
+const promote = (key: string): Promise<void> => promoteViaApi(hub.httpUrl, ADMIN, key, hk);
 
 /** Runs `probe` on both clients and expects equal results. */
 async function same<T>(what: string, plain: Redis, wrapped: Redis, probe: (c: Redis) => T | Promise<T>): Promise<T> {

@@ -30,10 +30,10 @@ import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
 import { hostNow } from '../support/host-clock.ts';
+import { delay } from '../support/wait.ts';
 
 const WORKER = fileURLToPath(new URL('./consistency-worker.ts', import.meta.url));
 const now = hostNow;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** fault phases are short: the whole file stays under about a minute on two busy cores */
 const PHASE_MS = Number(process.env.CK_PHASE_MS ?? 3000);
 
@@ -227,51 +227,51 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   workers.push(w0!, w1!, w2!);
   let redisLostAt = Infinity;
 
-  await phase('warm-up', () => sleep(2000));
+  await phase('warm-up', () => delay(2000));
   const probe = new Redis({ port: redis.port, host: '127.0.0.1' });
   const mgetCalls = async () => Number(/^cmdstat_mget:calls=(\d+)/m.exec(await probe.info('commandstats'))?.[1] ?? 0);
   const mgetsBefore = await mgetCalls();
-  await phase('connected', () => sleep(PHASE_MS));
+  await phase('connected', () => delay(PHASE_MS));
   const mgetsSent = (await mgetCalls()) - mgetsBefore;
   probe.disconnect();
   await phase('frozen link (w1)', async () => {
     proxy!.freeze();
-    await sleep(PHASE_MS);
+    await delay(PHASE_MS);
     proxy!.thaw();
-    await sleep(1000);
+    await delay(1000);
   });
   await phase('hub SIGSTOP', async () => {
     hub!.child.kill('SIGSTOP');
-    await sleep(PHASE_MS);
+    await delay(PHASE_MS);
     hub!.child.kill('SIGCONT');
-    await sleep(1000);
+    await delay(1000);
   });
   await phase('hub SIGKILL + restart', async () => {
     proxy!.freeze(); // w1 reconnects only well after the new hub is up
     await hub!.stop('SIGKILL');
-    await sleep(1000);
+    await delay(1000);
     hub = await HubProcess.start({ args: ['--config', configPath, '--port', String(hubPort)] });
-    await sleep(1500);
+    await delay(1500);
     proxy!.thaw();
-    await sleep(PHASE_MS);
+    await delay(PHASE_MS);
   });
   await phase('reader SIGSTOP (w2)', async () => {
     w2!.child.kill('SIGSTOP');
-    await sleep(PHASE_MS);
+    await delay(PHASE_MS);
     w2!.child.kill('SIGCONT');
-    await sleep(1000);
+    await delay(1000);
   });
   await phase('reader SIGKILL (w2) + new reader', async () => {
     w2!.child.kill('SIGKILL');
     await w2!.exited;
     const w3 = await startWorker('w3', direct, redis!.port, { plainWrites: KEY_B });
     workers.push(w3);
-    await sleep(PHASE_MS);
+    await delay(PHASE_MS);
   });
   await phase('Redis restart', async () => {
     redisLostAt = now();
     await redis!.restart();
-    await sleep(PHASE_MS);
+    await delay(PHASE_MS);
   });
   await Promise.all(workers.map(stopWorker));
 

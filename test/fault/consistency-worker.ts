@@ -16,6 +16,7 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { Redis } from 'ioredis';
 import { hostNow } from '../support/host-clock.ts';
+import { delay } from '../support/wait.ts';
 
 interface Config {
   id: string;
@@ -39,7 +40,6 @@ interface Config {
 
 const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
 const now = hostNow;
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const tick = () => new Promise<void>((r) => setImmediate(r));
 
 type Rec = (string | number | boolean)[];
@@ -91,7 +91,7 @@ async function readLoop(): Promise<void> {
         // a slow fill: the value is read, then held back — an invalidation lands in between
         const v = await hk.get(key, async () => {
           const value = await plain.get(key);
-          await sleep(15);
+          await delay(15);
           return value;
         });
         batch.push(['r', key, v === null ? 0 : Number(v), start, now(), 'get']);
@@ -100,7 +100,7 @@ async function readLoop(): Promise<void> {
       }
     }
     // yield to I/O: hot reads resolve as microtasks and would starve the sockets
-    if (++n % 8 === 0) await sleep(2);
+    if (++n % 8 === 0) await delay(2);
     else await tick();
   }
 }
@@ -119,7 +119,7 @@ async function mgetLoop(): Promise<void> {
     } catch {
       // Redis down: no read to judge
     }
-    if (++n % 8 === 0) await sleep(2);
+    if (++n % 8 === 0) await delay(2);
     else await tick();
   }
 }
@@ -138,7 +138,7 @@ async function wrapperWriter(key: string, client: Redis = redis, kind = 'wrapper
       acked = false;
     }
     batch.push(['w', key, v, start, now(), acked, kind]);
-    await sleep(cfg.writeEveryMs);
+    await delay(cfg.writeEveryMs);
   }
 }
 
@@ -155,7 +155,7 @@ async function plainWriter(key: string): Promise<void> {
       ok = false;
     }
     batch.push(['w', key, v, start, now(), ok, 'plain']);
-    await sleep(cfg.writeEveryMs);
+    await delay(cfg.writeEveryMs);
   }
 }
 

@@ -7,12 +7,14 @@
  *   promote    one connection reports 131,072 unique keys at the threshold, every 100 ms
  *   invalidate one connection pipelines InvalidateRequests as fast as its socket drains
  *   frames     `connections` connections pipeline valid ~900 KiB Report frames (count 1: no promotion)
+ *   evict      one connection reports fresh unique keys at threshold − 1 (12,000 a frame) as fast as
+ *              its socket drains: none is ever promoted, each one takes a slot of the key table
  */
 import { WebSocket } from 'ws';
 import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 
 interface AttackSpec {
-  mode: 'promote' | 'invalidate' | 'frames';
+  mode: 'promote' | 'invalidate' | 'frames' | 'evict';
   url: string;
   app: string;
   seconds: number;
@@ -31,6 +33,8 @@ const stats = {
   skippedRounds: 0,
 };
 const sockets: WebSocket[] = [];
+/** unique keys per Report frame of the eviction flood */
+const EVICT_FRAME_KEYS = 12_000;
 
 function connect(instance: string): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
@@ -116,6 +120,22 @@ async function main(): Promise<void> {
         stats.framesSent += batch.length;
       }
       setImmediate(pump);
+    };
+    pump();
+  } else if (spec.mode === 'evict') {
+    const ws = sockets[0]!;
+    const count = Math.max(1, (spec.threshold ?? 1000) - 1);
+    const counts = new Array<number>(EVICT_FRAME_KEYS).fill(count);
+    let next = 0;
+    const pump = () => {
+      if (stopped || Date.now() >= stopAt || ws.readyState !== WebSocket.OPEN) return finish();
+      if (ws.bufferedAmount < 2 * 1024 * 1024) {
+        const keys = Array.from({ length: EVICT_FRAME_KEYS }, () => `ev:${(next++).toString(36)}`);
+        ws.send(encode({ t: MsgType.Report, keys, counts }));
+        stats.framesSent++;
+        stats.recordsSent += EVICT_FRAME_KEYS;
+        setImmediate(pump);
+      } else setTimeout(pump, 2);
     };
     pump();
   } else {

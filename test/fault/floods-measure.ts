@@ -1,21 +1,21 @@
 /**
  * Prints the flood figures (floods.ts) for a hub checkout, one fresh hub process per attack:
  *
- *   node --conditions=@hotkey/source --import tsx test/fault/floods-measure.ts [--hub-bin PATH] [--only promote,invalidate,frames]
+ *   node --conditions=@hotkey/source --import tsx test/fault/floods-measure.ts [--hub-bin PATH] [--only promote,invalidate,frames,evict]
  *
  * `--hub-bin` runs another checkout's CLI (e.g. main's hub/bin/hotkey-hub.js) to compare.
  */
 import { parseArgs } from 'node:util';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
-import { floodConfig, measureAttack, type AttackMode } from './floods.ts';
+import { HubProcess } from '../support/hub-process.ts';
+import { floodHubArgs, measureAttack, type AttackMode } from './floods.ts';
 
 const { values } = parseArgs({
   options: { 'hub-bin': { type: 'string' }, only: { type: 'string' }, seconds: { type: 'string' } },
 });
-const modes = (values.only ?? 'promote,invalidate,frames').split(',') as AttackMode[];
+const modes = (values.only ?? 'promote,invalidate,frames,evict').split(',') as AttackMode[];
 for (const mode of modes) {
   const hub = await HubProcess.start({
-    args: ['--config', writeConfig(floodConfig, 'hotkey-floods-')],
+    args: floodHubArgs(mode),
     bin: values['hub-bin'],
   });
   try {

@@ -9,12 +9,12 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { HotKeyClient } from '@hotkey/sdk';
-import type { HubProcess } from '../support/hub-process.ts';
+import { type HubProcess, writeConfig } from '../support/hub-process.ts';
 import { scrapeMetrics } from '../support/http.ts';
 import { drive } from '../support/traffic.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
-export type AttackMode = 'promote' | 'invalidate' | 'frames';
+export type AttackMode = 'promote' | 'invalidate' | 'frames' | 'evict';
 
 export const FLOOD_THRESHOLD = 200;
 export const FLOOD_APP = 'shop';
@@ -22,6 +22,26 @@ export const FLOOD_APP = 'shop';
 export const floodConfig = {
   apps: { [FLOOD_APP]: { rules: [{ match: '*', threshold: FLOOD_THRESHOLD, hotMs: 30_000, cacheTtlMs: 5000 }] } },
 };
+
+/**
+ * The hub config for `mode`. 'evict' counts over a 10 s window, so that the flood's keys hold
+ * their counts while the table turns over and an eviction must choose between non-empty keys.
+ */
+export function floodConfigFor(mode: AttackMode) {
+  if (mode !== 'evict') return floodConfig;
+  const rule = { match: '*', threshold: FLOOD_THRESHOLD, windowMs: 10_000, hotMs: 30_000, cacheTtlMs: 5000 };
+  return { apps: { [FLOOD_APP]: { rules: [rule] } } };
+}
+
+/**
+ * Hub flags for `mode`. 'evict' runs a 20,000-key table: the flood turns it over several times
+ * in a few seconds at the rate a shared 2-core box ingests (a fast hub under a faster flood does
+ * the same to the default 100,000).
+ */
+export function floodHubArgs(mode: AttackMode): string[] {
+  const args = ['--config', writeConfig(floodConfigFor(mode), 'hotkey-floods-')];
+  return mode === 'evict' ? [...args, '--max-keys-per-app', '20000'] : args;
+}
 
 const ATTACKER = fileURLToPath(new URL('./flood-attacker.ts', import.meta.url));
 
@@ -48,7 +68,17 @@ export interface AttackFigures {
   promotions: number;
   invalidations: number;
   /** the protections' /metrics counters over the attack */
-  protection: { soloRefused: number; invalidationsDelayed: number; intakeQueued: number; intakePaused: number };
+  protection: {
+    soloRefused: number;
+    invalidationsDelayed: number;
+    intakeQueued: number;
+    intakePaused: number;
+    keysEvicted: number;
+    /** new keys of a session at its share of a full key table that found none of its own to replace */
+    keysRefused: number;
+    /** keys evicted from sessions at or over their share of the key table */
+    keysEvictedOverShare: number;
+  };
   /** most hot keys a legit client held during the attack (junk included) */
   legitHotKeysMax: number;
   /** samples (every 100 ms) in which the long-running real hot key was not hot on some legit client */
@@ -87,10 +117,10 @@ async function metrics(hub: HubProcess): Promise<Record<string, number>> {
   return scrapeMetrics(hub.httpUrl).catch(() => ({}));
 }
 
-/** ms from the first read of a fresh key (at 10 × threshold / s over `clients`) until every client holds it hot. */
-async function probe(clients: HotKeyClient[], key: string, deadlineMs: number): Promise<number> {
+/** ms from the first read of a fresh key (at `rate` reads / s over `clients`) until every client holds it hot. */
+async function probe(clients: HotKeyClient[], key: string, deadlineMs: number, rate: number): Promise<number> {
   const t0 = performance.now();
-  const driver = drive(clients, key, FLOOD_THRESHOLD * 10);
+  const driver = drive(clients, key, rate);
   try {
     await waitFor(`${key} hot on every legit client`, () => clients.every((hk) => hk.isHot(key)), deadlineMs, 5);
     return performance.now() - t0;
@@ -101,10 +131,16 @@ async function probe(clients: HotKeyClient[], key: string, deadlineMs: number): 
   }
 }
 
-async function probes(clients: HotKeyClient[], tag: string, count: number, untilMs: number): Promise<number[]> {
+async function probes(
+  clients: HotKeyClient[],
+  tag: string,
+  count: number,
+  untilMs: number,
+  rate: number,
+): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < count && performance.now() < untilMs; i++) {
-    out.push(await probe(clients, `legit:${tag}:${i}`, 4000));
+    out.push(await probe(clients, `legit:${tag}:${i}`, 4000, rate));
     await delay(100);
   }
   return out;
@@ -142,9 +178,19 @@ function startAttacker(mode: AttackMode, hub: HubProcess, seconds: number, conne
 export async function measureAttack(
   hub: HubProcess,
   mode: AttackMode,
-  options: { attackSeconds?: number; connections?: number; baselineProbes?: number } = {},
+  options: {
+    attackSeconds?: number;
+    connections?: number;
+    baselineProbes?: number;
+    /**
+     * reads / s of each probe key @default 10 × threshold (crosses in ~0.1 s); 'evict': 1.5 ×
+     * (~0.7 s), as a key gathering its counts longer is what an eviction flood threatens
+     */
+    probeRate?: number;
+  } = {},
 ): Promise<AttackFigures> {
   const attackSeconds = options.attackSeconds ?? 6;
+  const probeRate = options.probeRate ?? FLOOD_THRESHOLD * (mode === 'evict' ? 1.5 : 10);
   const opts = { app: FLOOD_APP, hubs: [hub.url], reconnectMaxMs: 300 };
   const clients = [
     new HotKeyClient({ ...opts, instanceId: `legit-a-${mode}` }),
@@ -158,7 +204,13 @@ export async function measureAttack(
     const realKey = `real:${mode}`;
     const realDriver = drive(clients, realKey, FLOOD_THRESHOLD * 3);
     await waitFor(`${realKey} hot`, () => clients.every((hk) => hk.isHot(realKey)), 5000);
-    const baseline = await probes(clients, `${mode}:base`, options.baselineProbes ?? 6, performance.now() + 8000);
+    const baseline = await probes(
+      clients,
+      `${mode}:base`,
+      options.baselineProbes ?? 6,
+      performance.now() + 8000,
+      probeRate,
+    );
 
     const rssBeforeMb = rssMb(pid);
     const before = await metrics(hub);
@@ -210,7 +262,7 @@ export async function measureAttack(
     await attacker.ready;
     const attackEnds = performance.now() + attackSeconds * 1000;
     await delay(1000);
-    const during = await probes(clients, `${mode}:attack`, 50, attackEnds - 500);
+    const during = await probes(clients, `${mode}:attack`, 50, attackEnds - 500, probeRate);
     invalidating = false;
     const attackerStats = await within('the attacker to finish', attacker.done, attackSeconds * 1000 + 10_000);
     await delay(500);
@@ -237,6 +289,9 @@ export async function measureAttack(
         invalidationsDelayed: delta('hotkey_invalidations_delayed_total'),
         intakeQueued: delta('hotkey_intake_queued_total'),
         intakePaused: delta('hotkey_intake_paused_total'),
+        keysEvicted: delta('hotkey_keys_evicted_total'),
+        keysRefused: delta('hotkey_keys_refused_total'),
+        keysEvictedOverShare: delta('hotkey_keys_evicted_over_share_total'),
       },
       legitHotKeysMax,
       realKeyMissing,

@@ -8,12 +8,13 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { startHub, type Hub } from '@hotkey/hub';
+import type { Hub } from '@hotkey/hub';
 import { HotKeyClient } from '@hotkey/sdk';
 import { CloseCode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { printFigures } from '../support/attack.ts';
 import { RawClient } from '../support/raw-client.ts';
 import { waitFor, within } from '../support/wait.ts';
+import { startHubInProcess } from '../support/e2e.ts';
 
 const MAX_APPS = 40;
 const KEYS_TOTAL = 20_000;
@@ -24,9 +25,7 @@ const clients: HotKeyClient[] = [];
 const raws: RawClient[] = [];
 
 test.before(async () => {
-  hub = await startHub({
-    port: 0,
-    log: () => {},
+  hub = await startHubInProcess({
     tunables: { maxApps: MAX_APPS, maxKeysTotal: KEYS_TOTAL, maxKeysPerApp: 10_000, appIdleMs: APP_IDLE_MS },
   });
 });

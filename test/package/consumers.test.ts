@@ -17,7 +17,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -25,19 +25,20 @@ import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { HubProcess } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PACKAGES = ['sdk', 'dashboard', 'hub'] as const; // dependency order
 const TOKEN = 's3cret';
 
-/** The environment of a process outside the workspace: no tsx, no source condition, no pnpm config. */
+/** What a process outside the workspace lacks: tsx, the source condition, pnpm's and npm's config (and HOTKEY_*). */
+const WORKSPACE_ENV = /^(NODE_OPTIONS$|npm_|PNPM_|HOTKEY_)/;
+
+/** The environment of a process outside the workspace. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k === 'NODE_OPTIONS' || k.startsWith('npm_') || k.startsWith('HOTKEY_') || k.startsWith('PNPM_')) continue;
-    env[k] = v;
-  }
+  for (const [k, v] of Object.entries(process.env)) if (!WORKSPACE_ENV.test(k)) env[k] = v;
   return { ...env, NO_COLOR: '1', FORCE_COLOR: '0', ...extra };
 }
 
@@ -102,54 +103,6 @@ async function startScopeRegistry(tarballs: Map<string, string>): Promise<{ serv
     });
   }
   return { server, url };
-}
-
-/** Starts `npx @hotkey/hub …` in its own process group and waits for its HOTKEY_READY line. */
-async function startHub(
-  cwd: string,
-  args: string[],
-): Promise<{ child: ChildProcess; url: string; http: string; output: () => string }> {
-  const child = spawn('npx', ['@hotkey/hub', ...args], {
-    cwd,
-    env: cleanEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const ready = await new Promise<{ url: string; http: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`npx @hotkey/hub not ready after 30 s\n${out}`)), 30_000);
-    child.stdout!.on('data', () => {
-      const m = /^HOTKEY_READY (\{.*\})$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(JSON.parse(m[1]!) as { url: string; http: string });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`npx @hotkey/hub exited (${code}) before it was ready\n${out}`));
-    });
-  });
-  return { child, ...ready, output: () => out };
-}
-
-async function stopGroup(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = once(child, 'exit');
-  try {
-    process.kill(-child.pid, 'SIGTERM');
-  } catch {
-    return;
-  }
-  const timer = setTimeout(() => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {}
-  }, 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** A JS consumer body: hammers `key` through hk.get until the hub promotes it (deadline 20 s). */
@@ -260,11 +213,11 @@ function readmeInstallCommands(): string[] {
 
 let work: string;
 let registry: Server | undefined;
-let hub: Awaited<ReturnType<typeof startHub>> | undefined;
+let hub: HubProcess | undefined;
 let redis: RedisServer | undefined;
 
 test.after(async () => {
-  if (hub) await stopGroup(hub.child);
+  await hub?.stop();
   await redis?.stop();
   registry?.close();
   registry?.closeAllConnections();
@@ -331,16 +284,23 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
     config,
     JSON.stringify({ apps: { shop: { token: TOKEN, rules: [{ match: 'item:*', threshold: 20, hotMs: 30_000 }] } } }),
   );
-  hub = await startHub(app, ['--port', '0', '--config', config]);
+  // `npx` in its own process group: stopping the group stops the hub under it
+  hub = await HubProcess.start({
+    command: ['npx', '@hotkey/hub'],
+    args: ['--port', '0', '--config', config],
+    cwd: app,
+    group: true,
+    dropEnv: WORKSPACE_ENV,
+  });
   assert.not.ok(
     /^import .*tsx/m.test(readFileSync(join(app, 'node_modules/@hotkey/hub/bin/hotkey-hub.js'), 'utf8')),
     'the bin needs no TypeScript loader',
   );
   assert.not.ok(readdirSync(join(app, 'node_modules')).includes('tsx'), 'tsx is not installed with the packages');
-  const page = await fetch(`${hub.http}/`, { signal: AbortSignal.timeout(5000) });
+  const page = await fetch(`${hub.httpUrl}/`, { signal: AbortSignal.timeout(5000) });
   assert.equal(page.status, 200);
   assert.match(await page.text(), /\/assets\/app\.js/);
-  const script = await fetch(`${hub.http}/assets/app.js`, { signal: AbortSignal.timeout(5000) });
+  const script = await fetch(`${hub.httpUrl}/assets/app.js`, { signal: AbortSignal.timeout(5000) });
   assert.equal(script.status, 200);
   assert.ok((await script.arrayBuffer()).byteLength > 10_000, 'the prebuilt page script is served');
 

@@ -11,6 +11,7 @@ import { openSync, writeSync } from 'node:fs';
 import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
+import { delay } from './wait.ts';
 
 const [hubUrl, spec, key, log, durationText, incrementsOnly] = process.argv.slice(2) as [
   string,
@@ -37,7 +38,7 @@ async function worker(): Promise<void> {
     // bursts of 1.5 s, pauses of 1.2 s: promotions, demotions and folds happen under load
     const phase = (Date.now() % 2700) / 1000;
     if (phase > 1.5) {
-      await new Promise((r) => setTimeout(r, 50));
+      await delay(50);
       continue;
     }
     const id = `${process.pid}-${next++}`;

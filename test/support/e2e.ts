@@ -1,19 +1,24 @@
 /**
  * The shared set-up of an end-to-end test file: one hub for the file, the SDK clients and raw
  * protocol peers its tests make, and one teardown that closes every one of them. `hubProcess`
- * runs the real `hotkey-hub` CLI; `hubInProcess` calls `startHub` (for tests that set tunables or
- * read the hub's state). Both register `before` and `after` on the uvu suite they are given.
+ * runs the real `hotkey-hub` CLI (through HubProcess, the one process starter); `hubInProcess`
+ * calls `startHub` (for tests that set tunables or read the hub's state). Both register `before`
+ * and `after` on the uvu suite they are given.
  *
  *   const e2e = hubProcess(test, { config, sdk: { token: 's3cret' } });
  *   test('…', async () => {
  *     const group = await e2e.sdks(3);            // connected and welcomed, or it throws
  *     fetch(`${e2e.hub.httpUrl}/api/cluster`);
  *   });
+ *
+ * `startHubInProcess` (hub-in-process.ts) is the one in-process start, for a test that needs a hub
+ * of its own beside the file's: `const h = await startHubInProcess({ tunables }); … await h.close()`.
  */
 import type { Test } from 'uvu';
 import { HotKeyClient, type ClientOptions } from '@hotkey/sdk';
-import { startHub, type Hub, type HubOptions } from '@hotkey/hub';
+import type { Hub, HubOptions } from '@hotkey/hub';
 import { HubProcess, writeConfig, type HubProcessOptions } from './hub-process.ts';
+import { startHubInProcess } from './hub-in-process.ts';
 import { RawClient } from './raw-client.ts';
 import { within } from './wait.ts';
 
@@ -37,6 +42,7 @@ export class E2e<H extends AnyHub> {
   readonly #options: E2eOptions;
   readonly #start: (port?: number) => Promise<H>;
   readonly #stop: (hub: H) => Promise<unknown>;
+  readonly #deferred: (() => unknown)[] = [];
 
   constructor(options: E2eOptions, start: (port?: number) => Promise<H>, stop: (hub: H) => Promise<unknown>) {
     this.#options = options;
@@ -56,13 +62,25 @@ export class E2e<H extends AnyHub> {
     return this.#hub;
   }
 
-  /** Closes every client and peer made here, then stops the hub (the suite's `after` does). */
+  /**
+   * Closes every client and peer made here, then stops the hub (the suite's `after` does). What
+   * `defer` was given runs first, the last given first.
+   */
   async close(): Promise<void> {
     try {
-      await this.closeClients();
+      for (const cleanup of this.#deferred.splice(0).reverse()) await cleanup();
     } finally {
-      if (this.#hub) await this.#stop(this.#hub);
+      try {
+        await this.closeClients();
+      } finally {
+        if (this.#hub) await this.#stop(this.#hub);
+      }
     }
+  }
+
+  /** Runs `cleanup` at the start of `close()`, before the clients close (a traffic driver, a browser). */
+  defer(cleanup: () => unknown): void {
+    this.#deferred.push(cleanup);
   }
 
   /** A client of this file's hub (closed at the end of the file); not yet ready. */
@@ -151,12 +169,14 @@ export function hubProcess(
   );
 }
 
-/** A hub in this process via `startHub` (port 0, silent log unless given) for the whole file. */
+export { startHubInProcess };
+
+/** A hub in this process (`startHubInProcess`) for the whole file. */
 export function hubInProcess(suite: Test, hubOptions: HubOptions = {}, options: E2eOptions = {}): E2e<Hub> {
   return register(
     suite,
     options,
-    (port) => startHub({ port: 0, log: () => {}, ...hubOptions, ...(port === undefined ? {} : { port }) }),
+    (port) => startHubInProcess({ ...hubOptions, ...(port === undefined ? {} : { port }) }),
     (hub) => within('the hub to close', hub.close(), 10_000),
   );
 }

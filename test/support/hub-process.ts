@@ -46,6 +46,17 @@ export interface HubProcessOptions {
   bin?: string;
   /** the hub's open-file limit (`ulimit -n` in a shell that then execs node), for descriptor-exhaustion tests */
   fdLimit?: number;
+  /**
+   * a launcher to run instead of `node <this process's flags> <bin>`, `args` after it: e.g.
+   * `['npx', '@hotkey/hub']` in an app that installed the packed packages
+   */
+  command?: string[];
+  /** the child's working directory @default this process's */
+  cwd?: string;
+  /** the child leads a process group of its own and `stop` signals the group (a launcher and the hub under it) */
+  group?: boolean;
+  /** environment variables dropped beside HOTKEY_* (e.g. /^(NODE_OPTIONS$|npm_)/ for a consumer's shell) */
+  dropEnv?: RegExp;
 }
 
 export interface Exit {
@@ -53,9 +64,9 @@ export interface Exit {
   signal: NodeJS.Signals | null;
 }
 
-function childEnv(extra: Record<string, string> | undefined): NodeJS.ProcessEnv {
+function childEnv(extra: Record<string, string> | undefined, drop?: RegExp): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('HOTKEY_')) env[k] = v;
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('HOTKEY_') && !drop?.test(k)) env[k] = v;
   return { ...env, ...extra, FORCE_COLOR: '0', NO_COLOR: '1' };
 }
 
@@ -63,6 +74,7 @@ export class HubProcess {
   readonly child: ChildProcess;
   readonly ready: HubReady;
   readonly exited: Promise<Exit>;
+  readonly #group: boolean;
   #stdout: string;
   #stderr: string;
 
@@ -71,8 +83,10 @@ export class HubProcess {
     ready: HubReady,
     exited: Promise<Exit>,
     out: { stdout: string; stderr: string },
+    group: boolean,
   ) {
     this.child = child;
+    this.#group = group;
     this.ready = ready;
     this.exited = exited;
     this.#stdout = out.stdout;
@@ -104,18 +118,25 @@ export class HubProcess {
     const args = [...(options.args ?? [])];
     if (!args.includes('--port') && options.env?.HOTKEY_PORT === undefined) args.push('--port', '0');
     const argv = [...process.execArgv, options.bin ?? HUB_BIN, ...args];
+    const spawnOptions = {
+      env: childEnv(options.env, options.dropEnv),
+      stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'],
+      cwd: options.cwd,
+      detached: options.group === true,
+    };
+    const [launcher, ...launcherArgs] = options.command ?? [];
     const child =
-      options.fdLimit === undefined
-        ? spawn(process.execPath, argv, { env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] })
-        : // exec keeps the pid: signals and /proc/<pid> reach node itself
-          spawn(
-            '/bin/sh',
-            ['-c', `ulimit -n ${Math.floor(options.fdLimit)} && exec "$0" "$@"`, process.execPath, ...argv],
-            {
-              env: childEnv(options.env),
-              stdio: ['ignore', 'pipe', 'pipe'],
-            },
-          );
+      launcher !== undefined
+        ? spawn(launcher, [...launcherArgs, ...args], spawnOptions)
+        : options.fdLimit === undefined
+          ? spawn(process.execPath, argv, spawnOptions)
+          : // exec keeps the pid: signals and /proc/<pid> reach node itself
+            spawn(
+              '/bin/sh',
+              ['-c', `ulimit -n ${Math.floor(options.fdLimit)} && exec "$0" "$@"`, process.execPath, ...argv],
+              spawnOptions,
+            );
+    const group = options.group === true;
     const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     const out = { stdout: '', stderr: '' };
     const timeoutMs = options.readyTimeoutMs ?? 30_000;
@@ -145,23 +166,36 @@ export class HubProcess {
       });
       child.stdout!.removeAllListeners('data');
       child.stderr!.removeAllListeners('data');
-      return new HubProcess(child, ready, exited, out);
+      return new HubProcess(child, ready, exited, out, group);
     } catch (err) {
-      child.kill('SIGKILL');
+      signal(child, group, 'SIGKILL');
       throw err;
     }
   }
 
   /** Sends `signal` (graceful SIGTERM by default) and waits for the exit, SIGKILL after the deadline. */
-  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<Exit> {
+  async stop(sig: NodeJS.Signals = 'SIGTERM', timeoutMs = 10_000): Promise<Exit> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
-    this.child.kill(signal);
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    signal(this.child, this.#group, sig);
+    const timer = setTimeout(() => signal(this.child, this.#group, 'SIGKILL'), timeoutMs);
     try {
       return await this.exited;
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/** Signals the child, or with `group` its whole process group; one already gone is no error. */
+function signal(child: ChildProcess, group: boolean, sig: NodeJS.Signals): void {
+  if (!group || child.pid === undefined) {
+    child.kill(sig);
+    return;
+  }
+  try {
+    process.kill(-child.pid, sig);
+  } catch {
+    // the group has exited
   }
 }
 

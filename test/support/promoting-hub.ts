@@ -3,11 +3,9 @@
  * (`POST /api/apps/shop/promote`), with a HotKeyClient connected to it: the fixture of tests that
  * need a key hot now, not after traffic crossed a threshold.
  */
-import * as assert from 'uvu/assert';
 import { HotKeyClient } from '@hotkey/sdk';
 import { HubProcess, writeConfig } from './hub-process.ts';
-import { request } from './http.ts';
-import { waitFor } from './wait.ts';
+import { promoteViaApi } from './promote.ts';
 
 /** Rules under which nothing turns hot by itself, and promoted keys stay hot and cached for minutes. */
 export const MANUAL_RULE = { match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 };
@@ -32,15 +30,7 @@ export async function promotingHub(
   return {
     hub,
     hk,
-    async promote(key, on = hk) {
-      const res = await request(`${hub.httpUrl}/api/apps/shop/promote`, {
-        method: 'POST',
-        body: JSON.stringify({ key }),
-        token,
-      });
-      assert.is(res.status, 200, JSON.stringify(res.body));
-      await waitFor(`${key} hot`, () => on.isHot(key));
-    },
+    promote: (key, on = hk) => promoteViaApi(hub.httpUrl, token, key, on),
     async close() {
       await hk.close();
       await hub.stop();

@@ -10,6 +10,7 @@ import {
   decodeClientMessage,
   encode,
   MsgType,
+  negotiateVersion,
   PROTOCOL_VERSION,
   type ClientMessage,
   type Hello,
@@ -46,6 +47,13 @@ export interface PeerOptions {
    * `received`; false: they are listed and left unanswered (the test grants) @default 60000
    */
   leaseMs?: number | false;
+  /**
+   * The protocol versions this peer speaks, [oldest, newest]: a Hello is negotiated against them
+   * (versions.ts) and refused with 4001 when they do not meet @default [PROTOCOL_VERSION, PROTOCOL_VERSION], unchecked
+   */
+  versions?: [number, number];
+  /** the Welcome's `v` whatever was negotiated (a hub breaking the negotiation) */
+  welcomeV?: number;
 }
 
 export class ProtocolPeer {
@@ -80,11 +88,11 @@ export class ProtocolPeer {
     });
   }
 
-  welcome(): Welcome {
+  welcome(v = PROTOCOL_VERSION): Welcome {
     const rules = this.opts.rules ?? [];
     return {
       t: MsgType.Welcome,
-      v: PROTOCOL_VERSION,
+      v: this.opts.welcomeV ?? v,
       hub: this.opts.id,
       epoch: 1,
       members: this.opts.members?.(this.url) ?? [{ id: this.opts.id, url: '' }],
@@ -128,11 +136,17 @@ export class ProtocolPeer {
         };
         this.sockets.push(socket);
         const refuse = this.opts.refuse;
-        if (refuse) {
+        const range = this.opts.versions;
+        const version = range === undefined ? PROTOCOL_VERSION : negotiateVersion(message, range[0], range[1]);
+        if (version === undefined) {
+          const text = `protocol versions ${message.vmin ?? message.v} to ${message.v} not supported; this peer speaks ${range![0]} to ${range![1]}`;
+          socket.send({ t: MsgType.Error, code: 'HK_ERR_VERSION', message: text });
+          ws.close(4001, 'version');
+        } else if (refuse) {
           socket.send({ t: MsgType.Error, code: refuse.errorCode, message: 'refused by test peer' });
           ws.close(refuse.code, 'refused');
         } else {
-          socket.send(this.welcome());
+          socket.send(this.welcome(version));
           if (this.opts.snapshot !== false) socket.send({ t: MsgType.Snapshot, seq: this.opts.seq ?? 0, hot: [] });
         }
         this.#waiters.shift()?.(socket);

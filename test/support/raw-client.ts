@@ -55,12 +55,21 @@ export class RawClient {
   static async join(
     url: string,
     app: string,
-    opts: { token?: string; instance?: string; host?: string; autoPong?: boolean } = {},
+    opts: {
+      token?: string;
+      instance?: string;
+      host?: string;
+      autoPong?: boolean;
+      /** the Hello's `v` (default PROTOCOL_VERSION) and `vmin` (default absent, as a version-1 SDK sends it) */
+      v?: number;
+      vmin?: number;
+    } = {},
   ): Promise<{ client: RawClient; welcome: Welcome; snapshot: Snapshot }> {
     const client = await RawClient.connect(url, 3000, opts.autoPong ?? true);
     client.send({
       t: MsgType.Hello,
-      v: PROTOCOL_VERSION,
+      v: opts.v ?? PROTOCOL_VERSION,
+      ...(opts.vmin === undefined ? {} : { vmin: opts.vmin }),
       app,
       token: opts.token,
       instance: opts.instance ?? `i-${Math.random().toString(36).slice(2)}`,

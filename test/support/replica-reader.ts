@@ -12,6 +12,7 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { replicaStats, withHotKeys } from '@hotkey/sdk/ioredis';
 import { Cluster, Redis } from 'ioredis';
 import { hostNow } from './host-clock.ts';
+import { delay, waitFor, within } from './wait.ts';
 
 interface Config {
   hub: string;
@@ -42,6 +43,9 @@ const instances = Array.from({ length: cfg.instances }, (_, i) => {
   return { hk, redis: withHotKeys(client(), hk) };
 });
 
+/** the read loops, awaited when the parent says stop */
+const loops: Promise<void>[] = [];
+
 async function loop(redis: Redis | Cluster): Promise<void> {
   while (running) {
     const start = now();
@@ -50,7 +54,7 @@ async function loop(redis: Redis | Cluster): Promise<void> {
       starts.push(start);
       versions.push(value === null ? 0 : Number(value.slice(1)));
     } catch {
-      await new Promise((r) => setTimeout(r, 5));
+      await delay(5);
     }
     if (starts.length % 64 === 0) await new Promise((r) => setImmediate(r));
   }
@@ -59,7 +63,8 @@ async function loop(redis: Redis | Cluster): Promise<void> {
 process.on('message', async (m: { type: string }) => {
   if (m.type !== 'stop') return;
   running = false;
-  await new Promise((r) => setTimeout(r, 50));
+  // a loop still inside a read after the deadline is left behind: its instance closes next
+  await within('the read loops to stop', Promise.all(loops), 5000).catch(() => undefined);
   const stats = { hits: 0, misses: 0, primary: 0, fills: 0, voided: 0, deleted: 0 };
   for (const { redis } of instances) {
     const s = replicaStats(redis);
@@ -72,13 +77,15 @@ process.on('message', async (m: { type: string }) => {
 });
 
 await Promise.all(instances.map(({ hk }) => hk.ready({ signal: AbortSignal.timeout(15_000) })));
-for (const { redis } of instances) for (let l = 0; l < cfg.loops; l++) void loop(redis);
-const deadline = performance.now() + 30_000;
-while (!instances.every(({ hk }) => hk.replicasOf(cfg.key) >= cfg.copies)) {
-  if (performance.now() > deadline) {
-    process.send!({ type: 'error', message: `${cfg.key} never got ${cfg.copies} copies here` });
-    break;
-  }
-  await new Promise((r) => setTimeout(r, 20));
+for (const { redis } of instances) for (let l = 0; l < cfg.loops; l++) loops.push(loop(redis));
+try {
+  await waitFor(
+    `${cfg.key} with ${cfg.copies} copies on every instance`,
+    () => instances.every(({ hk }) => hk.replicasOf(cfg.key) >= cfg.copies),
+    30_000,
+    20,
+  );
+} catch {
+  process.send!({ type: 'error', message: `${cfg.key} never got ${cfg.copies} copies here` });
 }
 process.send!({ type: 'ready' });

@@ -5,12 +5,12 @@
  * the event loop between reads (a value answered locally resolves without I/O). Shared by the
  * tracking tests and test/bench/tracking.bench.ts. Every wait has a deadline.
  */
-import * as assert from 'uvu/assert';
 import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '@hotkey/sdk';
 import type { Hub } from '@hotkey/hub';
 import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import type { E2e } from './e2e.ts';
+import { promoteInProcess } from './promote.ts';
 import { waitFor } from './wait.ts';
 
 export interface Reader<C extends Redis | Cluster = Redis | Cluster> {
@@ -30,9 +30,13 @@ export async function wrappedReaders<C extends Redis | Cluster>(
 }
 
 /** Promotes `key` of app `shop` at the e2e hub and waits until every reader has it hot. */
-export async function promoteOn(e2e: E2e<Hub>, key: string, on: readonly Reader[]): Promise<void> {
-  assert.ok(e2e.hub.core.promote('shop', key), `promote ${key}`);
-  await waitFor(`${key} hot on every instance`, () => on.every((r) => r.hk.isHot(key)));
+export function promoteOn(e2e: E2e<Hub>, key: string, on: readonly Reader[]): Promise<void> {
+  return promoteInProcess(
+    e2e.hub,
+    'shop',
+    key,
+    on.map((r) => r.hk),
+  );
 }
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));

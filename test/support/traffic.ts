@@ -13,20 +13,33 @@ export interface Driver {
   stop(): void;
 }
 
-/** Starts paced reads of `key` through `hk.get` (or `track`) on every client, until stopped. */
+/**
+ * Starts paced reads of `key` through `hk.get` (or `track`) on every client, until stopped. A late
+ * tick pays back what the delay owed, so the long-run rate is exact; with `steady`, a tick never
+ * sends more than two ticks' worth, so that a stall of this process (a loaded box) shows as a
+ * gap in the key's traffic rather than as a surge (for tests that a surge would fail: a steady
+ * key under a baseline rule).
+ */
 export function drive(
   clients: readonly HotKeyClient[],
   key: string,
   perSecond: number,
   mode: 'get' | 'track' = 'track',
+  { steady = false }: { steady?: boolean } = {},
 ): Driver {
   let sent = 0;
   let owed = 0;
   const started = performance.now();
+  const cap = Math.max(1, Math.ceil((2 * TICK_MS * perSecond) / 1000));
+  let skipped = 0;
   const loader = () => Promise.resolve(`loaded ${key}`);
   const timer = setInterval(() => {
-    // pay back whatever the timer drifted, so the long-run rate is exact
-    const due = Math.floor(((performance.now() - started) * perSecond) / 1000) - sent;
+    // pay back whatever the timer drifted, so the long-run rate is exact (less any gap)
+    let due = Math.floor(((performance.now() - started) * perSecond) / 1000) - sent - skipped;
+    if (steady && due > cap) {
+      skipped += due - cap; // the gap: never sent, and no longer owed
+      due = cap;
+    }
     owed = Math.max(0, due);
     for (let i = 0; i < owed; i++) {
       const hk = clients[(sent + i) % clients.length]!;

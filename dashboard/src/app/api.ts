@@ -3,6 +3,7 @@
  * error answer `{error: {code, field?, message}}` becomes an ApiError the views show inline; its
  * code is always one of the hub's HK_ERR_* codes (ErrorCode in @hotkey/sdk).
  */
+import { ErrorCode } from '@hotkey/sdk/errors';
 import { getToken, readToken } from './token-store.ts';
 
 export class ApiError extends Error {
@@ -24,9 +25,9 @@ export class ApiError extends Error {
 
 /** The hub's HK_ERR_* code for an error answer without a JSON body (a proxy's page, say). */
 function codeOfStatus(status: number): string {
-  if (status === 401 || status === 403) return 'HK_ERR_AUTH';
-  if (status === 404) return 'HK_ERR_NOT_FOUND';
-  return status >= 500 ? 'HK_ERR_UNAVAILABLE' : 'HK_ERR_BAD_REQUEST';
+  if (status === 401 || status === 403) return ErrorCode.Auth;
+  if (status === 404) return ErrorCode.NotFound;
+  return status >= 500 ? ErrorCode.Unavailable : ErrorCode.BadRequest;
 }
 
 /** @param [timeoutMs=10000] a request that takes longer fails with HK_ERR_TIMEOUT */
@@ -53,7 +54,7 @@ async function request(
     const timedOut = (err as Error).name === 'TimeoutError';
     throw new ApiError(
       0,
-      timedOut ? 'HK_ERR_TIMEOUT' : 'HK_ERR_UNAVAILABLE',
+      timedOut ? ErrorCode.Timeout : ErrorCode.Unavailable,
       timedOut ? `${method} ${path} timed out` : `hub unreachable (${(err as Error).message})`,
     );
   }

@@ -5,7 +5,7 @@
  * plus live events), and a sparkline of its loads/s (reads reaching the store) over the last minute.
  */
 import type { FeedEvent } from '@hotkey/sdk/feed-protocol';
-import { parseRules, RuleSet, type Rule } from '@hotkey/sdk/rules';
+import { parseRules, RULE_DEFAULTS, RuleSet, type Rule } from '@hotkey/sdk/rules';
 import { api, ApiError, appPath, listOf } from './api.ts';
 import { el, setText } from './element.ts';
 import { eventHeader, eventRow } from './event-row.ts';
@@ -202,7 +202,7 @@ export class KeyView implements View {
     if (this.#bad) return;
     const id = rowId(this.#app, this.#key);
     const row = this.#state.rows.get(id);
-    const windowMs = row?.windowMs ?? this.#rule?.windowMs ?? 1000;
+    const windowMs = row?.windowMs ?? this.#rule?.windowMs ?? RULE_DEFAULTS.windowMs;
     const threshold = row?.threshold ?? this.#rule?.threshold ?? 0;
     this.#stats.replaceChildren(
       stat('Status', row ? 'HOT' : 'not hot', row ? 'hot' : ''),

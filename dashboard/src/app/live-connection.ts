@@ -3,6 +3,7 @@
  * role 'dashboard'), never in the URL, so it shows up in no access log. Reconnects with capped,
  * jittered backoff, except after an auth refusal: then it waits for the user to give a token.
  */
+import { ErrorCode } from '@hotkey/sdk/errors';
 import { CloseCode, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { decodeFeedMessage, type FeedMessage } from '@hotkey/sdk/feed-protocol';
 import { readToken } from './token-store.ts';
@@ -75,7 +76,7 @@ export class LiveConnection {
         this.#attempt = 0;
         this.#opts.onState({ type: 'live', hub: msg.hub });
       }
-      if (msg.t === MsgType.Error && msg.code === 'HK_ERR_AUTH') authError = msg.message;
+      if (msg.t === MsgType.Error && msg.code === ErrorCode.Auth) authError = msg.message;
       this.#opts.onFrame(msg);
     };
     ws.onclose = (ev) => {

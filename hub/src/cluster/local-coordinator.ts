@@ -6,15 +6,15 @@
 import type { Member } from '@hotkey/sdk/protocol';
 import { ErrorCode, HotKeyError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
-import type { AppAuth, AppSeed, Coordinator, Health, HubEvent, HubStatus } from './coordinator.ts';
-import { isValidAppName } from '../core/apps.ts';
-import type { HubConfig } from '../server/config.ts';
+import type { AppAuth, AppSeed, Coordinator, Health, HubEvent, HubStatus } from '../core/coordinator.ts';
+import { isValidAppName, type AppConfig } from '../core/apps.ts';
+import { DEFAULT_TUNABLES } from '../core/tunables.ts';
 
 export interface LocalCoordinatorOptions {
   /** this hub's id */
   selfId: string;
   /** apps, tokens and rules; undefined runs open (any app, no token, default rule) */
-  config?: HubConfig;
+  config?: { apps: Record<string, AppConfig> };
   /** events kept for `history` @default 10000 */
   historySize?: number;
   /** apps whose rules may be set in open mode @default 1000 */
@@ -45,6 +45,7 @@ class Ring<T> {
 
 export class LocalCoordinator implements Coordinator {
   readonly selfId: string;
+  readonly standalone = true;
   readonly open: boolean;
   /** the config file's apps (replaced by `reconfigure`); undefined in open mode */
   #apps: Readonly<Record<string, AppSeed>> | undefined;
@@ -61,7 +62,7 @@ export class LocalCoordinator implements Coordinator {
     this.selfId = options.selfId;
     this.#apps = options.config?.apps;
     this.open = options.config === undefined;
-    this.#maxApps = options.maxApps ?? 1000;
+    this.#maxApps = options.maxApps ?? DEFAULT_TUNABLES.maxApps;
     this.#history = new Ring(options.historySize ?? 10_000);
     this.#self = { id: options.selfId, url: '' };
     for (const [app, cfg] of Object.entries(options.config?.apps ?? {})) this.#rules.set(app, cfg.rules);

@@ -10,9 +10,9 @@
  */
 import type { Member } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
-import type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubStatus } from './coordinator.ts';
+import type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubStatus } from '../core/coordinator.ts';
 import type { ConnectionOptions } from 'node:tls';
-import { loggerFromFunction, type Logger } from '../server/logger.ts';
+import { consoleWarnings, type Logger } from '../core/logger.ts';
 import { connectInBackground, createRedisClient, isReady, redactUrl, type Redis } from './redis-client.ts';
 import { MAX_MEMBERS, RedisMembership } from './redis-membership.ts';
 import { RedisRules, type AppSeed } from './redis-rules.ts';
@@ -49,10 +49,8 @@ export interface RedisCoordinatorOptions {
   maxBackoffMs?: number;
   /** TLS options for a `rediss://` URL, e.g. `{ ca }` @default {} (the system CAs) */
   tls?: ConnectionOptions;
-  /** where Redis state changes and warnings go, as `{ evt: 'redis_down' | 'redis_up' | … }` events @default `log`, else console.warn */
+  /** where Redis state changes and warnings go, as `{ evt: 'redis_down' | 'redis_up' | … }` events @default consoleWarnings */
   logger?: Logger;
-  /** a plain sink, used when no `logger` is given (each event one line) */
-  log?: (message: string) => void;
 }
 
 export class RedisCoordinator implements Coordinator {
@@ -103,10 +101,8 @@ export class RedisCoordinator implements Coordinator {
     this.#rulesPollMs = opts.rulesPollMs ?? 500;
     this.#startTimeoutMs = opts.startTimeoutMs ?? 2000;
     this.#statusStaleMs = opts.statusStaleMs ?? 10_000;
-    this.#logger =
-      opts.logger ?? loggerFromFunction(opts.log ?? ((message) => console.warn(`[hotkey-hub] ${message}`)));
+    this.#logger = opts.logger ?? consoleWarnings;
     this.#safeUrl = redactUrl(opts.url);
-    const log = (evt: string) => (message: string) => this.#logger.warn({ evt }, message);
     // A reply slower than the member TTL is useless anyway: by then the others dropped this hub.
     const clientOpts = {
       url: opts.url,
@@ -120,14 +116,14 @@ export class RedisCoordinator implements Coordinator {
       client: this.#client,
       prefix: this.#prefix,
       apps: opts.apps ?? {},
-      log: log('redis_rules'),
+      logger: this.#logger,
     });
     this.#history = new RedisHistory({
       client: this.#client,
       prefix: this.#prefix,
       maxLen: opts.historyMaxLen,
       maxBuffered: opts.historyBuffer,
-      log: log('redis_history'),
+      logger: this.#logger,
     });
   }
 

@@ -10,8 +10,9 @@
  * earlier for buffered events; a query therefore starts a little before `since` and filters on
  * `at` exactly.
  */
-import type { HubEvent } from './coordinator.ts';
+import type { HubEvent } from '../core/coordinator.ts';
 import { isReady, type Redis } from './redis-client.ts';
+import type { Logger } from '../core/logger.ts';
 
 const SCAN_BATCH = 1000;
 /** how far before `since` a query starts reading stream ids (clock skew between hubs and Redis) */
@@ -26,7 +27,7 @@ export interface RedisHistoryOptions {
   maxBuffered?: number;
   /** recent events kept to answer queries while Redis is down @default 1000 */
   maxRecent?: number;
-  log: (message: string) => void;
+  logger: Logger;
 }
 
 const EVENT_TYPES = new Set(['promote', 'demote', 'invalidate']);
@@ -61,7 +62,7 @@ export class RedisHistory {
   readonly #maxLen: number;
   readonly #maxBuffered: number;
   readonly #maxRecent: number;
-  readonly #log: (message: string) => void;
+  readonly #logger: Logger;
   #buffer: HubEvent[] = [];
   #recent: HubEvent[] = [];
   #flushing: Promise<void> | undefined;
@@ -76,7 +77,7 @@ export class RedisHistory {
     this.#maxLen = opts.maxLen ?? 10_000;
     this.#maxBuffered = opts.maxBuffered ?? 1000;
     this.#maxRecent = opts.maxRecent ?? 1000;
-    this.#log = opts.log;
+    this.#logger = opts.logger;
   }
 
   get buffered(): number {
@@ -126,7 +127,10 @@ export class RedisHistory {
     if (this.#buffer.length > this.#maxBuffered) {
       this.#buffer.shift();
       if (this.dropped++ === 0)
-        this.#log(`history buffer full (${this.#maxBuffered} events) while Redis is down: dropping the oldest`);
+        this.#logger.warn(
+          { evt: 'redis_history' },
+          `history buffer full (${this.#maxBuffered} events) while Redis is down: dropping the oldest`,
+        );
     }
   }
 

@@ -15,8 +15,10 @@
  */
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
 import { ErrorCode, HotKeyError } from '@hotkey/sdk';
-import type { AppSeed } from './coordinator.ts';
+import type { AppSeed } from '../core/coordinator.ts';
+import { MAX_NAME_LENGTH } from '@hotkey/sdk/protocol';
 import { isReady, type Redis } from './redis-client.ts';
+import type { Logger } from '../core/logger.ts';
 
 /** apps read from Redis beyond this are ignored (with a warning): memory stays bounded */
 export const MAX_APPS = 10_000;
@@ -30,7 +32,7 @@ export interface RedisRulesOptions {
   prefix: string;
   /** apps of the config file */
   apps: Readonly<Record<string, AppSeed>>;
-  log: (message: string) => void;
+  logger: Logger;
 }
 
 interface AppState {
@@ -47,7 +49,7 @@ export class RedisRules {
   readonly #tokensKey: string;
   readonly #channel: string;
   #config: Readonly<Record<string, AppSeed>>;
-  readonly #log: (message: string) => void;
+  readonly #logger: Logger;
   readonly #apps = new Map<string, AppState>();
   /** tokens read from Redis; win over the config file */
   #tokens = new Map<string, string>();
@@ -63,7 +65,7 @@ export class RedisRules {
     this.#tokensKey = `${opts.prefix}tokens`;
     this.#channel = `${opts.prefix}rules-changed`;
     this.#config = opts.apps;
-    this.#log = opts.log;
+    this.#logger = opts.logger;
     for (const [app, seed] of Object.entries(opts.apps))
       this.#apps.set(app, { rules: [...(seed.rules ?? [])], shared: false });
   }
@@ -96,8 +98,8 @@ export class RedisRules {
 
   /** Validates (ValidationError naming the field), stores in Redis and tells every hub. */
   async set(app: string, input: unknown): Promise<Rule[]> {
-    if (typeof app !== 'string' || app.length === 0 || app.length > 256)
-      throw new TypeError('app must be a string of 1 to 256 characters');
+    if (typeof app !== 'string' || app.length === 0 || app.length > MAX_NAME_LENGTH)
+      throw new TypeError(`app must be a string of 1 to ${MAX_NAME_LENGTH} characters`);
     const rules = parseRules(input);
     if (!isReady(this.#client))
       throw new HotKeyError(ErrorCode.Unavailable, 'Redis is unreachable: rules cannot be stored now, try again');
@@ -127,7 +129,10 @@ export class RedisRules {
       this.#apps.set(app, { rules, shared: false });
       if (changed) for (const listener of this.#listeners) listener(app, rules.slice());
     }
-    if (isReady(this.#client)) this.seed().catch((err: unknown) => this.#log(`seeding rules failed: ${String(err)}`));
+    if (isReady(this.#client))
+      this.seed().catch((err: unknown) =>
+        this.#logger.warn({ evt: 'redis_rules', err: String(err) }, 'seeding rules failed'),
+      );
   }
 
   /** Writes the rules this hub knows for apps Redis has none of (after a start or a Redis restart). */
@@ -159,7 +164,8 @@ export class RedisRules {
       }
       if (token.length === 0 || token.length > MAX_VALUE_LENGTH) {
         if (this.#rawTokens.get(app) !== token)
-          this.#log(
+          this.#logger.warn(
+            { evt: 'redis_rules' },
             `ignoring the token of app "${app}" in Redis ${this.#tokensKey}: must be 1 to ${MAX_VALUE_LENGTH} characters`,
           );
         continue;
@@ -186,7 +192,8 @@ export class RedisRules {
       rules = parseRules(JSON.parse(raw));
     } catch (err) {
       this.rejected++;
-      this.#log(
+      this.#logger.warn(
+        { evt: 'redis_rules' },
         `rejected rules of app "${app}" in Redis ${this.#rulesKey}, keeping the previous ones: ${(err as Error).message}`,
       );
       if (state) state.raw = raw;
@@ -207,6 +214,6 @@ export class RedisRules {
   #tooMany(): void {
     if (this.#warnedTooMany) return;
     this.#warnedTooMany = true;
-    this.#log(`more than ${MAX_APPS} apps in Redis; the rest are ignored`);
+    this.#logger.warn({ evt: 'redis_rules' }, `more than ${MAX_APPS} apps in Redis; the rest are ignored`);
   }
 }

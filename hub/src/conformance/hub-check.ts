@@ -363,8 +363,20 @@ async function probes(
     send(link);
     await refused(r, rule, link, what, code, close, timeoutMs);
   };
-  for (const v of [PROTOCOL_VERSION - 1, PROTOCOL_VERSION + 1])
-    await first(`Hello v ${v}`, (l) => l.send(hello('probe', { v })), 'H3', 'HK_ERR_VERSION', 4001);
+  // ranges no hub of this version speaks (whether it admits the previous version or not)
+  const outOfRange: Partial<Hello>[] = [
+    { v: 0 },
+    { v: PROTOCOL_VERSION + 1 },
+    { v: PROTOCOL_VERSION + 2, vmin: PROTOCOL_VERSION + 1 },
+  ];
+  for (const range of outOfRange)
+    await first(
+      `Hello v ${range.v}${range.vmin === undefined ? '' : ` vmin ${range.vmin}`}`,
+      (l) => l.send(hello('probe', range)),
+      'H3',
+      'HK_ERR_VERSION',
+      4001,
+    );
   const lease: ClientMessage = { t: MsgType.Lease, id: 1 };
   await first('a Lease before Hello', (l) => l.send(lease), 'H4', 'HK_ERR_PROTOCOL', 4000);
   await first('a text frame before Hello', (l) => l.sendText('{"t":1}'), 'H4', 'HK_ERR_PROTOCOL', 4000);

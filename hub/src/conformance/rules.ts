@@ -7,7 +7,7 @@
 export const HUB_RULES = {
   H1: 'the first frame after an accepted Hello is Welcome (v = 2), then a Snapshot, before any broadcast',
   H2: 'every frame the hub sends is binary and decodes as a hub -> client message',
-  H3: 'a Hello with an unsupported version gets Error HK_ERR_VERSION and close 4001',
+  H3: "a Hello whose versions (vmin..v) miss the hub's gets Error HK_ERR_VERSION and close 4001",
   H4: 'a first frame that is not Hello, a text frame and a second Hello get HK_ERR_PROTOCOL and close 4000',
   H5: 'every refused client -> hub test vector gets its Error code and close code',
   H6: 'an invalid app name gets 4002; a wrong token gets 4003',

@@ -4,7 +4,8 @@ import { localThreshold, parseRules, type Rule } from '@hotkey/sdk/rules';
 import { encode, MsgType } from '@hotkey/sdk/protocol';
 import { readReport } from './report-frame.ts';
 import { TokenBucket } from './token-bucket.ts';
-import { Aggregator, reporterBit, type AggregatorListener, type DemoteReason } from './aggregator.ts';
+import { Aggregator, type AggregatorListener, type DemoteReason } from './aggregator.ts';
+import { reporterBit } from './reporters.ts';
 
 interface Recorded {
   promotes: { key: string; qps: number; latencyMs: number | undefined; manual: boolean; rule: Rule }[];
@@ -118,7 +119,7 @@ test('qps of a steady rate reads the rate at any point of a slice, not ~9 % low'
       `${agg.qps('slow:k', now).toFixed(1)} qps over a 5 s window`,
     );
   }
-  // the old scaling (total / whole window) read 900..990: lowest right after a slice boundary
+  // total / whole window would read 900..990: lowest right after a slice boundary
   assert.ok(Math.min(...observed) > 990, `lowest ${Math.min(...observed).toFixed(1)}`);
   // right on a slice boundary the new slice is empty and the window covers exactly 9 slices
   feed(6100);

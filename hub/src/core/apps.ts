@@ -5,15 +5,16 @@
  * count or rules (the per-instance threshold depends on both).
  */
 import { CapacityError, ErrorCode, AuthError, ProtocolError } from '@hotkey/sdk';
-import { CloseCode, MsgType, type Hello } from '@hotkey/sdk/protocol';
+import { CloseCode, MAX_NAME_LENGTH, MsgType, type Hello } from '@hotkey/sdk/protocol';
 import { localThreshold, type Rule } from '@hotkey/sdk/rules';
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator } from './coordinator.ts';
 import { Aggregator, type DemoteReason } from './aggregator.ts';
 import { tokenMatches } from './auth.ts';
 import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import { InvalidationTracker } from './invalidations.ts';
+import { closeLease, cutOffLagging, isLegacy } from './legacy-sessions.ts';
 import { Savings } from './savings.ts';
 import { SharedValues } from './shared-values.ts';
 import { LimitShares } from './limit-shares.ts';
@@ -21,13 +22,23 @@ import { ReplicaSteps } from './replica-steps.ts';
 import type { BulkWriter, Peer } from './peer.ts';
 import { SessionState, type Session } from './session.ts';
 import type { HubTunables } from './tunables.ts';
+import type { KeyMode } from './key-privacy.ts';
 
-/** longest app name (matches the protocol's string limit) */
-export const MAX_APP_NAME = 256;
-
-/** Checks an app name wherever one arrives (config, API path, Hello). */
+/** Checks an app name wherever one arrives (config, API path, Hello): at most what a Hello can carry. */
 export function isValidAppName(name: string): boolean {
-  return name.length > 0 && name.length <= MAX_APP_NAME && !/[\u0000-\u001f]/.test(name);
+  return name.length > 0 && name.length <= MAX_NAME_LENGTH && !/[\u0000-\u001f]/.test(name);
+}
+
+/** An app as a config file or an embedder declares it. */
+export interface AppConfig {
+  /** token SDKs of the app present in Hello; undefined: none required */
+  token?: string;
+  /** validated rules; [] = the default rule */
+  rules: Rule[];
+  /** how its keys are shown outside the hub's core (key-privacy.ts) @default 'plain' */
+  keys?: KeyMode;
+  /** prefixes kept in clear in front of a hashed or redacted key @default [] */
+  keepPrefix?: string[];
 }
 
 export interface AppState {
@@ -353,6 +364,7 @@ export class Apps {
     app.sessions.add(session);
     app.sessionByPeer.set(session.peer, session);
     app.broadcaster.peers.add(session.peer);
+    if (isLegacy(session)) app.broadcaster.legacy.add(session.peer);
     app.waiters = undefined;
     const instancesBefore = app.sessionsByInstance.size;
     app.sessionsByInstance.set(session.instance, (app.sessionsByInstance.get(session.instance) ?? 0) + 1);
@@ -367,9 +379,11 @@ export class Apps {
     this.#connections--;
     app.sessionByPeer.delete(session.peer);
     app.broadcaster.peers.delete(session.peer);
+    app.broadcaster.legacy.delete(session.peer);
     app.waiters = undefined;
     // a closed socket proves nothing: the instance may serve until its lease lapses
     const now = this.#opts.clock();
+    closeLease(session, now, this.#opts.tunables.leaseMs);
     if (session.leaseUntil > now) app.lingering.add(session);
     if (app.sessions.size === 0) app.idleSince = this.#opts.now();
     const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
@@ -384,6 +398,7 @@ export class Apps {
   /** Time passes: leases lapse (fencing needs no message), lingering sessions whose lease ended go. */
   settle(app: AppState): void {
     const now = this.#opts.clock();
+    cutOffLagging(app, now, this.#opts.tunables.leaseMs);
     app.invalidations.settle(now);
     for (const session of app.lingering) {
       if (session.leaseUntil > now) continue;

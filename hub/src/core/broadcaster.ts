@@ -72,6 +72,16 @@ export class Broadcaster {
     return seq;
   }
 
+  /** Peers of sessions speaking protocol version 1, which cannot read what `sendCurrent` sends (legacy-sessions.ts). */
+  readonly legacy = new Set<Peer>();
+
+  /** Sends an unsequenced message of a type version 1 lacks (Value) to every peer but the legacy ones. */
+  sendCurrent(message: ServerMessage): void {
+    if (this.legacy.size === 0) return this.sendAll(message);
+    const bytes = encode(message);
+    for (const peer of this.peers) if (!this.legacy.has(peer)) this.sendTo(peer, bytes);
+  }
+
   /** Sends an unsequenced message (Config, Members) to every peer. */
   sendAll(message: ServerMessage): void {
     if (this.peers.size === 0) return;

@@ -1,34 +1,34 @@
 /**
- * The hub's decisions without the network, and the façade the server and the HTTP API use: the
- * session protocol (Hello, reports, resync), promotions and demotions as broadcasts and events,
- * Members fan-out, periodic status, the API's reads and commands. Per-app state, admission and
- * Config fan-out live in apps.ts; invalidations and their acks in invalidation-router.ts. Talks
+ * The hub without the network, and the façade the server and the HTTP API use: the session
+ * protocol (Hello, reports, resync), the tick, Members fan-out, periodic status, the API's reads
+ * and commands. Per-app state, admission and Config fan-out live in apps.ts; the frames it sends
+ * in frames.ts; promotions and demotions become broadcasts and events in announce.ts;
+ * invalidations and their acks in invalidation-router.ts; the gauges in hub-metrics.ts. Talks
  * to the rest of the cluster only through the Coordinator.
  */
 import { ErrorCode, ProtocolError, closeCodeOf } from '@hotkey/sdk';
 import { Ownership } from '@hotkey/sdk/ownership';
 import {
   CloseCode,
-  encode,
-  MAX_FRAME_BYTES,
-  MAX_LIMIT_KEYS,
-  MsgType,
+  describeRange,
+  negotiateVersion,
+  offeredRange,
+  OLDEST_CLIENT_VERSION,
   PROTOCOL_VERSION,
-  type HotEntry,
   type Hello,
   type InvalidateRequest,
   type Member,
   type Push,
   type Report,
 } from '@hotkey/sdk/protocol';
-import type { Rule } from '@hotkey/sdk/rules';
-import type { Coordinator, HubEvent, HubStatus } from '../cluster/coordinator.ts';
-import { LocalCoordinator } from '../cluster/local-coordinator.ts';
+import type { Coordinator, HubEvent, HubStatus } from './coordinator.ts';
 import type { Logger } from './logger.ts';
-import { reporterBit, type DemoteReason, type HotKeyView } from './aggregator.ts';
-import { SHARE_TTL_MS } from './limit-shares.ts';
+import { reporterBit } from './reporters.ts';
+import { admitVersion, isLegacy, refuseFromLegacy } from './legacy-sessions.ts';
+import { limitFrames, membersFrame, snapshotFrame, welcomeFrame } from './frames.ts';
+import { Announcer } from './announce.ts';
 import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
-import { HubMetrics, type Gauges, type ProtectionCounters } from './hub-metrics.ts';
+import { HubMetrics, protectionCounters, readGauges, type Gauges, type ProtectionCounters } from './hub-metrics.ts';
 import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
@@ -38,6 +38,7 @@ import type { ReportFrame } from './report-frame.ts';
 import { Session, SessionState, type SessionHost } from './session.ts';
 import { TokenBucket } from './token-bucket.ts';
 import type { HubTunables } from './tunables.ts';
+import { KeyPrivacy } from './key-privacy.ts';
 
 export interface HubCoreOptions {
   id: string;
@@ -52,6 +53,8 @@ export interface HubCoreOptions {
   clock?: () => number;
   /** writes big fan-outs with other threads' help (the socket adapter's FanoutThreads) @default none */
   bulk?: BulkWriter;
+  /** how keys are shown outside the core (key-privacy.ts) @default every key plain */
+  keyPrivacy?: KeyPrivacy;
 }
 
 const STATUS_HOT_MAX = 100;
@@ -69,10 +72,13 @@ export class HubCore implements SessionHost {
   readonly intake: Intake;
   /** per-connection InvalidateRequest budgets (invalidation-budget.ts) */
   readonly invalidationBudget: InvalidationBudget;
+  /** how keys are shown outside the core: events, logs, the API and the feed (key-privacy.ts) */
+  readonly keyPrivacy: KeyPrivacy;
   url = '';
   readonly #now: () => number;
   readonly #logger: Logger;
   readonly #apps: Apps;
+  readonly #announcer: Announcer;
   readonly #invalidations: InvalidationRouter;
   readonly #awaitingHello = new Set<Session>();
   #recent: HubEvent[] = [];
@@ -102,6 +108,15 @@ export class HubCore implements SessionHost {
     const initial = new Ownership(membership.members.map((member) => member.id));
     this.#ownership = initial;
     if (initial.ids.length > 1) this.#accept = (key) => initial.owner(key) === this.id;
+    this.keyPrivacy = options.keyPrivacy ?? new KeyPrivacy();
+    this.#announcer = new Announcer({
+      privacy: this.keyPrivacy,
+      hubId: this.id,
+      coordinator: this.coordinator,
+      metrics: this.metrics,
+      logger: this.#logger,
+      now: this.#now,
+    });
     this.#apps = new Apps({
       coordinator: this.coordinator,
       tunables: this.tunables,
@@ -113,8 +128,9 @@ export class HubCore implements SessionHost {
       logger: this.#logger,
       accept: this.#accept,
       bulk: options.bulk,
-      onPromote: (app, key, rule, qps, latencyMs, manual) => this.#onPromote(app, key, rule, qps, latencyMs, manual),
-      onDemote: (app, key, qps, reason) => this.#onDemote(app, key, qps, reason),
+      onPromote: (app, key, rule, qps, latencyMs, manual) =>
+        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual),
+      onDemote: (app, key, qps, reason) => this.#announcer.demoted(app, key, qps, reason),
     });
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
@@ -122,7 +138,7 @@ export class HubCore implements SessionHost {
       now: this.#now,
       clock,
       leaseMs: this.tunables.leaseMs,
-      publish: (event) => this.#publish(event),
+      publish: (event) => this.#announcer.publish(event),
       maxPushBytes: this.tunables.maxPushBytes,
     });
     const t = this.tunables;
@@ -164,7 +180,7 @@ export class HubCore implements SessionHost {
 
   /** true when the hub is part of a multi-hub cluster (SDKs are sent 4010 on leave) */
   get clustered(): boolean {
-    return !(this.coordinator instanceof LocalCoordinator);
+    return this.coordinator.standalone !== true;
   }
 
   // ---- sessions ----
@@ -188,10 +204,12 @@ export class HubCore implements SessionHost {
   }
 
   hello(session: Session, hello: Hello): void {
-    if (hello.v !== PROTOCOL_VERSION) {
+    const version = negotiateVersion(hello, OLDEST_CLIENT_VERSION, PROTOCOL_VERSION);
+    if (version === undefined) {
+      const [lo, hi] = offeredRange(hello);
       throw new ProtocolError(
         ErrorCode.Version,
-        `protocol version ${hello.v} is not supported; this hub speaks version ${PROTOCOL_VERSION}`,
+        `protocol ${describeRange(lo, hi)} is not supported; this hub speaks ${describeRange(OLDEST_CLIENT_VERSION, PROTOCOL_VERSION)}`,
         CloseCode.Version,
       );
     }
@@ -209,25 +227,28 @@ export class HubCore implements SessionHost {
     session.sdk = hello.sdk;
     session.reporter = reporterBit(hello.instance);
     session.appliedSeq = app.broadcaster.seq;
+    admitVersion(session, version);
     session.soloBudget = new TokenBucket(
       this.tunables.soloPromotionRate,
       this.tunables.soloPromotionBurst,
       this.#now(),
     );
+    session.keyShare = app.aggregator.openShare();
     this.#apps.join(app, session);
     app.broadcaster.sendTo(
       session.peer,
-      encode({
-        t: MsgType.Welcome,
-        v: PROTOCOL_VERSION,
-        hub: this.id,
-        epoch: this.#epoch,
-        members: this.#members,
-        rules: [...app.aggregator.rules],
-        local: this.#apps.localThresholds(app),
-        instances: app.sessionsByInstance.size,
-        seq: app.broadcaster.seq,
-      }),
+      welcomeFrame(
+        {
+          hub: this.id,
+          epoch: this.#epoch,
+          members: this.#members,
+          rules: [...app.aggregator.rules],
+          local: this.#apps.localThresholds(app),
+          instances: app.sessionsByInstance.size,
+          seq: app.broadcaster.seq,
+        },
+        version,
+      ),
     );
     this.#sendSnapshot(app, session);
   }
@@ -242,7 +263,16 @@ export class HubCore implements SessionHost {
     const now = this.#now();
     const to = Math.min(report.keys.length, from + max);
     this.#countReport(app, session, from, to, now, bytes);
-    app.aggregator.ingest(report.keys, report.counts, session.reporter, now, session.soloBudget, from, to);
+    app.aggregator.ingest(
+      report.keys,
+      report.counts,
+      session.reporter,
+      now,
+      session.soloBudget,
+      from,
+      to,
+      session.keyShare,
+    );
     const { hits, loads } = report;
     if (hits !== undefined && loads !== undefined) {
       for (let i = from; i < to; i++)
@@ -269,7 +299,7 @@ export class HubCore implements SessionHost {
     this.#countReport(app, session, from, to, now, bytes);
     const limits = app.limits.active;
     const start = frame.savings || limits ? frame.save() : undefined;
-    app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to);
+    app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to, session.keyShare);
     if (start === undefined) return to;
     // a second walk over the step for what needs the keys as strings
     frame.restore(start);
@@ -326,11 +356,13 @@ export class HubCore implements SessionHost {
   }
 
   lease(session: Session, id: number): void {
+    refuseFromLegacy(session, 'Lease');
     const app = this.#apps.get(session.app);
     if (app !== undefined) this.#invalidations.lease(app, session, id);
   }
 
   push(session: Session, push: Push): void {
+    refuseFromLegacy(session, 'Push');
     this.#apps.get(session.app)?.shares.push(session, push, this.#now());
   }
 
@@ -340,6 +372,7 @@ export class HubCore implements SessionHost {
     this.#apps.leave(session);
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
+    if (session.keyShare !== undefined) app.aggregator.closeShare(session.keyShare);
     // values it pushed lose the one instance that hears Redis writes of them: invalidated first,
     // so a Fill sent next (left) is answered under the new version
     for (const key of app.shares.orphaned(session)) {
@@ -419,65 +452,15 @@ export class HubCore implements SessionHost {
 
   /** What the flood protections did: promotion admission, fair intake, invalidation budgets, Resyncs. */
   protection(): ProtectionCounters {
-    let soloRefused = 0;
-    let capRefused = 0;
-    let displaced = 0;
-    for (const app of this.#apps.values()) {
-      const stats = app.aggregator.stats;
-      soloRefused += stats.soloRefused;
-      capRefused += stats.capRefused;
-      displaced += stats.displaced;
-    }
-    const intake = this.intake.stats;
-    const budget = this.invalidationBudget.stats;
-    return {
-      promotionsSoloRefused: soloRefused,
-      promotionsCapRefused: capRefused,
-      promotionsDisplaced: displaced,
-      intakeQueued: intake.queued,
-      intakePaused: intake.paused,
-      intakeYields: intake.yields,
-      intakeQueuedBytes: intake.queuedBytes,
-      invalidationsDelayed: budget.delayed,
-      invalidationsRateLimited: budget.refused,
-      resyncsCoalesced: this.metrics.resyncsCoalesced,
-    };
+    return protectionCounters(this.#apps.values(), this.intake.stats, this.invalidationBudget.stats, this.metrics);
   }
 
   gauges(): Gauges {
-    let keysTracked = 0;
-    let hotKeys = 0;
-    let dropped = 0;
-    let evicted = 0;
-    let ignored = 0;
-    let limitedKeys = 0;
-    let limitedKeysRefused = 0;
-    for (const app of this.#apps.values()) {
-      limitedKeys += app.limits.size;
-      limitedKeysRefused += app.limits.refused;
-      const stats = app.aggregator.stats;
-      keysTracked += stats.keys;
-      hotKeys += stats.hot;
-      dropped += stats.dropped;
-      evicted += stats.evicted;
-      ignored += stats.ignored;
-    }
-    const mem = process.memoryUsage();
-    return {
+    return readGauges([...this.#apps.values()], {
       connections: this.#apps.connections,
-      apps: this.#apps.size,
-      keysTracked,
-      hotKeys,
-      dropped,
-      evicted,
-      ignored,
-      heapUsed: mem.heapUsed,
-      rss: mem.rss,
       ingestRate: this.#ingestRate,
       qpsHistoryKeys: this.qpsHistory.size,
-      limitedKeys,
-      limitedKeysRefused,
-    };
+    });
   }
 
   // ---- time ----
@@ -558,15 +541,8 @@ export class HubCore implements SessionHost {
   /** Each session's changed (or due) rate-limit shares, in one Limit frame per session. */
   #sendShares(app: AppState, now: number): void {
     app.limits.tick(now, (session, keys, rates) => {
-      for (let start = 0; start < keys.length; start += MAX_LIMIT_KEYS) {
-        const frame = encode({
-          t: MsgType.Limit,
-          keys: keys.slice(start, start + MAX_LIMIT_KEYS),
-          rates: rates.slice(start, start + MAX_LIMIT_KEYS),
-          ttlMs: SHARE_TTL_MS,
-        });
-        if (!app.broadcaster.sendTo(session.peer, frame)) return;
-      }
+      if (isLegacy(session)) return; // a version-1 SDK cannot read a Limit: its keys go unlimited there
+      for (const frame of limitFrames(keys, rates)) if (!app.broadcaster.sendTo(session.peer, frame)) return;
     });
   }
 
@@ -575,26 +551,9 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values())
       for (const v of app.aggregator.hot(now)) {
         hot.push({ app: app.name, key: v.key, qps: v.qps });
-        if (!v.rule.cache) this.#restepReplicas(app, v, now);
+        if (!v.rule.cache) this.#announcer.restepped(app, v, now);
       }
     this.qpsHistory.sample(now, hot, (appName, key) => this.#coldQps(appName, key, now));
-  }
-
-  /** A read-hot uncached key whose QPS crossed a replica step is promoted again with the new count. */
-  #restepReplicas(app: AppState, v: HotKeyView, now: number): void {
-    const replicas = app.replicas.update(v.key, v.rule, v.qps);
-    if (replicas === undefined) return;
-    app.broadcaster.broadcast({
-      t: MsgType.Promote,
-      key: v.key,
-      qps: v.qps,
-      hotMs: Math.max(1, Math.ceil(v.ttlMs)),
-      cacheTtlMs: v.rule.cacheTtlMs,
-      cache: v.rule.cache,
-      at: now,
-      replicas,
-    });
-    this.#logger.info({ evt: 'replicas', app: app.name, key: v.key, qps: v.qps, replicas }, 'replica count changed');
   }
 
   /** QPS of a key that is no longer hot: from its window while the aggregator still tracks it, else 0. */
@@ -619,98 +578,12 @@ export class HubCore implements SessionHost {
     }
   }
 
-  #onPromote(
-    app: AppState,
-    key: string,
-    rule: Rule,
-    qps: number,
-    latencyMs: number | undefined,
-    manual: boolean,
-  ): void {
-    const at = this.#now();
-    const started = performance.now();
-    const replicas = app.replicas.start(key, rule, qps);
-    app.broadcaster.broadcast({
-      t: MsgType.Promote,
-      key,
-      qps,
-      hotMs: rule.hotMs,
-      cacheTtlMs: rule.cacheTtlMs,
-      cache: rule.cache,
-      at,
-      // only write-hot rules say so: read promotions keep the frame they always had
-      ...(rule.kind === undefined || rule.kind === 'read' ? {} : { kind: rule.kind }),
-      ...(replicas > 1 ? { replicas } : {}),
-    });
-    const fanoutMs = performance.now() - started;
-    app.shares.promoted(key, rule, at); // after the Promote: the SDK asked knows the key is hot
-    this.metrics.promotions++;
-    this.metrics.promoted(app.name, fanoutMs, latencyMs);
-    this.#logger.info(
-      {
-        evt: 'promote',
-        app: app.name,
-        key,
-        qps,
-        threshold: rule.threshold,
-        rule: rule.match,
-        latencyMs,
-        fanoutMs: Math.round(fanoutMs * 1000) / 1000,
-        sockets: app.broadcaster.peers.size,
-        manual: manual || undefined,
-      },
-      'key promoted',
-    );
-    const event: HubEvent = { type: 'promote', app: app.name, key, qps, at, hub: this.id };
-    if (latencyMs !== undefined) event.latencyMs = latencyMs;
-    if (manual) event.manual = true;
-    this.#publish(event);
-  }
-
-  #onDemote(app: AppState, key: string, qps: number, reason: DemoteReason): void {
-    app.replicas.forget(key);
-    app.broadcaster.broadcast({ t: MsgType.Demote, key });
-    app.shares.demoted(key);
-    this.metrics.demotions++;
-    this.#logger.info({ evt: 'demote', app: app.name, key, qps, reason }, 'key demoted');
-    this.#publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.id, reason });
-  }
-
-  #publish(event: HubEvent): void {
-    try {
-      this.coordinator.publishEvent(event);
-    } catch (err) {
-      this.#logger.error(
-        { evt: 'publish_failed', type: event.type, app: event.app, err },
-        'publishing an event failed',
-      );
-    }
-  }
-
-  /**
-   * The hot set in one frame. A frame must stay under MAX_FRAME_BYTES (the SDK refuses larger ones),
-   * so a huge hot set is cut to its highest-QPS keys: a key left out is merely served by the loader
-   * until its next Promote, which is safe.
-   */
   #sendSnapshot(app: AppState, session: Session): void {
-    const now = this.#now();
-    const views = app.aggregator.hot(now).sort((a, b) => b.qps - a.qps);
-    const hot: HotEntry[] = [];
-    let bytes = 64;
-    for (const v of views) {
-      bytes += 3 * v.key.length + 80; // worst-case UTF-8 key + field names and numbers
-      if (bytes > MAX_FRAME_BYTES) break;
-      hot.push({
-        key: v.key,
-        ttlMs: Math.ceil(v.ttlMs),
-        cacheTtlMs: v.rule.cacheTtlMs,
-        cache: v.rule.cache,
-        qps: v.qps,
-        ...(v.rule.kind === undefined || v.rule.kind === 'read' ? {} : { kind: v.rule.kind }),
-        ...(app.replicas.count(v.key) > 1 ? { replicas: app.replicas.count(v.key) } : {}),
-      });
-    }
-    app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Snapshot, seq: app.broadcaster.seq, hot }));
+    const hot = app.aggregator.hot(this.#now());
+    app.broadcaster.sendTo(
+      session.peer,
+      snapshotFrame(hot, (key) => app.replicas.count(key), app.broadcaster.seq),
+    );
   }
 
   #membersChanged(epoch: number, members: Member[]): void {
@@ -728,7 +601,7 @@ export class HubCore implements SessionHost {
     this.#members = members;
     const ownership = new Ownership(members.map((m) => m.id));
     this.#ownership = ownership;
-    const bytes = encode({ t: MsgType.Members, epoch, members });
+    const bytes = membersFrame(epoch, members);
     // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
     this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;
     this.#apps.setAccept(this.#accept);

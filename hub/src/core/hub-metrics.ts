@@ -4,6 +4,15 @@
  * them to prom-client histograms), at most once per frame or decision, never per record.
  * http/metrics.ts renders all of it at `GET /metrics`.
  */
+import type { AggregatorStats } from './aggregator.ts';
+import type { IntakeStats } from './intake.ts';
+import type { InvalidationBudgetStats } from './invalidation-budget.ts';
+
+/** What the gauges read of one app's state (AppState has it). */
+export interface AppCounts {
+  aggregator: { readonly stats: AggregatorStats };
+  limits: { readonly size: number; readonly refused: number };
+}
 
 /** Where the core's timings and sizes go. */
 export interface MetricsObserver {
@@ -75,6 +84,10 @@ export interface ProtectionCounters {
   promotionsCapRefused: number;
   /** hot keys demoted to make room for a stronger one */
   promotionsDisplaced: number;
+  /** new keys not tracked: their session held its part of a full key table (fair admission) */
+  keysRefused: number;
+  /** keys evicted from sessions holding their part of a full key table */
+  keysEvictedOverShare: number;
   /** frames that waited in the fair intake / flows paused for their backlog / drains that yielded */
   intakeQueued: number;
   intakePaused: number;
@@ -104,4 +117,80 @@ export interface Gauges {
   limitedKeys: number;
   /** new limited keys refused because an app tracked its most (MAX_LIMITED_KEYS) */
   limitedKeysRefused: number;
+}
+
+/** The flood protections' counters, summed over the apps. */
+export function protectionCounters(
+  apps: Iterable<AppCounts>,
+  intake: IntakeStats,
+  budget: InvalidationBudgetStats,
+  metrics: HubMetrics,
+): ProtectionCounters {
+  let soloRefused = 0;
+  let capRefused = 0;
+  let displaced = 0;
+  let keysRefused = 0;
+  let keysEvictedOverShare = 0;
+  for (const app of apps) {
+    const stats = app.aggregator.stats;
+    soloRefused += stats.soloRefused;
+    capRefused += stats.capRefused;
+    displaced += stats.displaced;
+    keysRefused += stats.keysRefused;
+    keysEvictedOverShare += stats.evictedOverShare;
+  }
+  return {
+    promotionsSoloRefused: soloRefused,
+    promotionsCapRefused: capRefused,
+    promotionsDisplaced: displaced,
+    keysRefused,
+    keysEvictedOverShare,
+    intakeQueued: intake.queued,
+    intakePaused: intake.paused,
+    intakeYields: intake.yields,
+    intakeQueuedBytes: intake.queuedBytes,
+    invalidationsDelayed: budget.delayed,
+    invalidationsRateLimited: budget.refused,
+    resyncsCoalesced: metrics.resyncsCoalesced,
+  };
+}
+
+/** The gauges at scrape time: the apps' key counts summed, the process's memory, the hub's own figures. */
+export function readGauges(
+  apps: readonly AppCounts[],
+  hub: { connections: number; ingestRate: number; qpsHistoryKeys: number },
+): Gauges {
+  let keysTracked = 0;
+  let hotKeys = 0;
+  let dropped = 0;
+  let evicted = 0;
+  let ignored = 0;
+  let limitedKeys = 0;
+  let limitedKeysRefused = 0;
+  for (const app of apps) {
+    limitedKeys += app.limits.size;
+    limitedKeysRefused += app.limits.refused;
+    const stats = app.aggregator.stats;
+    keysTracked += stats.keys;
+    hotKeys += stats.hot;
+    dropped += stats.dropped;
+    evicted += stats.evicted;
+    ignored += stats.ignored;
+  }
+  const mem = process.memoryUsage();
+  return {
+    connections: hub.connections,
+    apps: apps.length,
+    keysTracked,
+    hotKeys,
+    dropped,
+    evicted,
+    ignored,
+    heapUsed: mem.heapUsed,
+    rss: mem.rss,
+    ingestRate: hub.ingestRate,
+    qpsHistoryKeys: hub.qpsHistoryKeys,
+    limitedKeys,
+    limitedKeysRefused,
+  };
 }

@@ -27,6 +27,7 @@
  *
  * Items are opaque here: `IntakeFlow.run` gets one and returns what is left of it, if anything.
  */
+import { DEFAULT_TUNABLES } from './tunables.ts';
 
 /** a flow holding no more than this is never paused for the others' backlog (a legit SDK's reports) */
 const SMALL_QUEUE_BYTES = 64 * 1024;
@@ -107,10 +108,10 @@ export class Intake {
   #queuedBytes = 0;
 
   constructor(options: IntakeOptions = {}) {
-    this.#turnMs = options.turnMs ?? 4;
-    this.#quantumMs = options.quantumMs ?? 0.5;
-    this.#maxQueuedBytes = options.maxQueuedBytes ?? 1024 * 1024;
-    this.#maxTotalQueuedBytes = options.maxTotalQueuedBytes ?? 4 * 1024 * 1024;
+    this.#turnMs = options.turnMs ?? DEFAULT_TUNABLES.intakeTurnMs;
+    this.#quantumMs = options.quantumMs ?? DEFAULT_TUNABLES.intakeQuantumMs;
+    this.#maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_TUNABLES.maxQueuedBytesPerConnection;
+    this.#maxTotalQueuedBytes = options.maxTotalQueuedBytes ?? DEFAULT_TUNABLES.maxQueuedBytes;
     this.#clock = options.clock ?? (() => performance.now());
     this.#defer = options.defer ?? ((fn) => setImmediate(fn));
   }

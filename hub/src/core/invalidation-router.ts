@@ -15,7 +15,7 @@ import {
   type InvalidateRequest,
 } from '@hotkey/sdk/protocol';
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
-import type { HubEvent } from '../cluster/coordinator.ts';
+import type { HubEvent } from './coordinator.ts';
 import type { AppState } from './apps.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import type { Session } from './session.ts';

@@ -83,6 +83,12 @@ export class InvalidationTracker {
    * a partitioned instance hold acks off for ever).
    */
   blocks(appliedSeq: number, now: number): boolean {
+    const since = this.lagSince(appliedSeq);
+    return since !== undefined && now - since >= this.#graceMs;
+  }
+
+  /** When the oldest pending invalidation a session that applied up to `appliedSeq` lacks was tracked; undefined: it lacks none. */
+  lagSince(appliedSeq: number): number | undefined {
     const q = this.#queue;
     let lo = this.#head;
     let hi = q.length;
@@ -92,7 +98,7 @@ export class InvalidationTracker {
       if (q[mid]!.seq <= appliedSeq) lo = mid + 1;
       else hi = mid;
     }
-    return lo < q.length && now - q[lo]!.at >= this.#graceMs;
+    return lo < q.length ? q[lo]!.at : undefined;
   }
 
   /** Waits for `waiters` to apply `seq` or be fenced; `done` is called exactly once. */

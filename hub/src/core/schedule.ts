@@ -74,8 +74,8 @@ export function predeclaredRows(rules: readonly Rule[], now: number): Predeclare
 /**
  * The app's rules with the window of `body` = `{match, from, until}` (ISO 8601 with a zone, or ms)
  * set: on the rule whose `match` is the same, else on a new rule copying the detection fields of
- * the rule that covers `match` today (the default rule when none does), so the keys are detected
- * as before once the window ends. An app without rules keeps its default rule explicitly.
+ * the rule that covers `match` today (the default rule when none does), so once the window ends
+ * the keys are detected by the same fields as outside it. An app without rules keeps its default rule explicitly.
  * Throws ValidationError (HK_ERR_RULES) naming `match`, `from` or `until`.
  */
 export function predeclaredRules(current: readonly Rule[], body: unknown): unknown[] {

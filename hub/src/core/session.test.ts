@@ -11,7 +11,7 @@ import {
   type Message,
   type ServerMessage,
 } from '@hotkey/sdk/protocol';
-import { parseHubConfig } from '../server/config.ts';
+import { parseRules } from '@hotkey/sdk/rules';
 import { HubCore } from './hub-core.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import { DEFAULT_TUNABLES } from './tunables.ts';
@@ -38,7 +38,7 @@ class MemoryPeer implements Peer {
 // intakeTurnMs: these tests run many frames in one event loop turn and read the results synchronously
 function setup() {
   let now = 1_000_000;
-  const config = parseHubConfig({ apps: { shop: { token: 'tok', rules: [{ match: 'item:*', threshold: 10 }] } } });
+  const config = { apps: { shop: { token: 'tok', rules: parseRules([{ match: 'item:*', threshold: 10 }]) } } };
   const coordinator = new LocalCoordinator({ selfId: 'h1', config });
   const logs: string[] = [];
   // warnings and errors as one line: the message and the error it carries

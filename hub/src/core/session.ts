@@ -10,6 +10,7 @@ import {
   decodeClientMessage,
   errorFrame,
   MsgType,
+  PROTOCOL_VERSION,
   type ClientMessage,
   type Hello,
   type InvalidateRequest,
@@ -19,6 +20,7 @@ import {
 import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
 import { readReport, ReportFrame } from './report-frame.ts';
 import type { Waiter } from './invalidations.ts';
+import type { KeyShare } from './key-shares.ts';
 import { closeReason, type Peer } from './peer.ts';
 import type { TokenBucket } from './token-bucket.ts';
 
@@ -88,8 +90,12 @@ export class Session implements Waiter, IntakeFlow {
   appliedSeq = 0;
   /** hub monotonic time its lease ends (0: none granted); outlives the socket (invalidations.ts) */
   leaseUntil = 0;
+  /** the protocol version negotiated from its Hello (legacy-sessions.ts for the older one) */
+  version = PROTOCOL_VERSION;
   /** promotions this connection may still carry alone (the aggregator's solo budget), set on Hello */
   soloBudget: TokenBucket | undefined;
+  /** this connection's share of its app's key table (fair admission, key-shares.ts), set on Hello */
+  keyShare: KeyShare | undefined;
   readonly #host: SessionHost;
   #flow: FlowQueue | undefined;
   /** Resyncs answered and coalesced away, for tests */

@@ -30,6 +30,7 @@ import { encode, MsgType, type Push, type Value } from '@hotkey/sdk/protocol';
 import { LOAD_DEFAULTS, type Rule } from '@hotkey/sdk/rules';
 import type { Broadcaster } from './broadcaster.ts';
 import type { HubMetrics } from './hub-metrics.ts';
+import { isLegacy } from './legacy-sessions.ts';
 import type { Session } from './session.ts';
 
 interface Shared {
@@ -189,7 +190,7 @@ export class SharedValues {
     this.#o.metrics.pushesAccepted++;
     const value: Value = { t: MsgType.Value, key: push.key, ver: state.ver, value: push.value };
     if (push.form !== undefined) value.form = push.form;
-    this.#o.broadcaster.sendAll(value);
+    this.#o.broadcaster.sendCurrent(value);
   }
 
   /** A session left: a Fill it was asked goes to another at once (counted in its round). */
@@ -216,7 +217,8 @@ export class SharedValues {
       state.refreshAt = now + state.cacheTtlMs * state.refreshAheadRatio;
       return;
     }
-    const sessions = [...this.#o.sessions()];
+    // a version-1 SDK cannot read a Fill (legacy-sessions.ts)
+    const sessions = [...this.#o.sessions()].filter((s) => !isLegacy(s));
     if (sessions.length === 0) {
       state.refreshAt = now + state.cacheTtlMs * state.refreshAheadRatio;
       return;

@@ -3,8 +3,9 @@
  * status. The HTTP API (`/api/hot`, `/api/instances`) and the live dashboard feed both read the
  * cluster through these two functions, so each row names its hub the same way (`hub`) everywhere.
  */
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator } from '../core/coordinator.ts';
 import type { HotKeyRow, InstanceRow } from '../core/apps.ts';
+import type { KeyPrivacy } from '../core/key-privacy.ts';
 
 /** What the merge reads from this hub (HubCore satisfies it). */
 export interface ClusterSource {
@@ -12,6 +13,8 @@ export interface ClusterSource {
   readonly coordinator: Coordinator;
   hotKeys(app?: string): HotKeyRow[];
   instanceRows(app?: string, limit?: number): InstanceRow[];
+  /** how keys are shown outside the core (core/key-privacy.ts) */
+  readonly keyPrivacy: KeyPrivacy;
 }
 
 /** a row's identity in the cluster table (and in a page's view of it) */
@@ -47,6 +50,14 @@ export function clusterHotRows(source: ClusterSource, app?: string): HotKeyRow[]
     }
   }
   return [...rows.values()].sort((a, b) => b.qps - a.qps);
+}
+
+/** clusterHotRows with each key as its app's privacy shows it: what the API and the feed hand out. */
+export function shownHotRows(source: ClusterSource, app?: string): HotKeyRow[] {
+  const privacy = source.keyPrivacy;
+  return clusterHotRows(source, app).map((r) =>
+    privacy.mode(r.app) === 'plain' ? r : { ...r, key: privacy.show(r.app, r.key) },
+  );
 }
 
 /** Every SDK connection of the cluster (of `app` when given), this hub's first, at most `limit`. */

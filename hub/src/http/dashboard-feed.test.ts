@@ -1,3 +1,4 @@
+import { KeyPrivacy } from '../core/key-privacy.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CloseCode, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
@@ -35,6 +36,7 @@ function setup(opts: { dashboardToken?: string; maxRowsPerFrame?: number } = {})
     ],
     activeApps: () => ['shop'],
     recentEvents: () => [],
+    keyPrivacy: new KeyPrivacy(),
   };
   const feed = new DashboardFeed({ source, now: () => 1000, intervalMs: 1_000_000, ...opts, adminToken: 'admin' });
   const setHot = (rows: [string, number][]) => {

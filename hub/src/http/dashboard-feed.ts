@@ -4,8 +4,8 @@
  * `intervalMs` a FeedDelta with only what changed for that page: hot rows whose values moved,
  * rows that left, new events, and (less often) hub statuses, SDK instances and the app list.
  *
- * The hot set is gathered once per tick for every page (this hub's own rows plus the rows every
- * other hub shares in its status) and diffed per page against what that page was last sent, at
+ * The hot set is gathered once per tick for every page (feed-view.ts: this hub's own rows plus the
+ * rows every other hub shares in its status) and diffed per page against what that page was last sent, at
  * most `maxRowsPerFrame` rows per frame, hottest first, so 10 000 hot keys cost a few frames after
  * connect and then only the rows whose QPS moved. A page that reads too slowly is skipped while
  * its socket buffer is over `softBufferBytes` and dropped (close 4008) over `maxBufferBytes`:
@@ -13,22 +13,14 @@
  */
 import { AuthError, CapacityError, closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, decodeClientMessage, errorFrame, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
-import {
-  encodeFeed,
-  MAX_FEED_HUBS,
-  type FeedDelta,
-  type FeedEvent,
-  type FeedHotRow,
-  type FeedHub,
-  type FeedInstance,
-} from '@hotkey/sdk/feed-protocol';
-import { RULE_DEFAULTS, RuleSet, type Rule } from '@hotkey/sdk/rules';
-import type { HubEvent } from '../cluster/coordinator.ts';
+import { encodeFeed, type FeedDelta, type FeedEvent } from '@hotkey/sdk/feed-protocol';
+import type { HubEvent } from '../core/coordinator.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
 import { tokenMatches } from '../core/auth.ts';
 import { DEFAULT_TUNABLES } from '../core/tunables.ts';
-import { silentLogger, type Logger } from '../server/logger.ts';
-import { clusterHotRows, clusterInstanceRows, rowId, type ClusterSource } from './cluster-view.ts';
+import { silentLogger, type Logger } from '../core/logger.ts';
+import type { ClusterSource } from './cluster-view.ts';
+import { diffRows, FeedView, toFeedEvent, type SentRow } from './feed-view.ts';
 
 export const LIVE_PATH = '/live';
 
@@ -91,35 +83,8 @@ export interface FeedConnection {
   readonly admitted: boolean;
 }
 
-/** key + byte budget of one frame: MAX_FRAME_BYTES is 1 MiB and keys can be 1 KiB each */
-const FRAME_BYTE_BUDGET = 512 * 1024;
-const ROW_OVERHEAD_BYTES = 96;
 /** statuses and instances change slowly: refresh them every this many ticks */
 const SLOW_EVERY_TICKS = 4;
-
-/** true when the page should be sent the new values: QPS moved by > 2 % (or 1/s), or a field changed */
-function changed(a: FeedHotRow, b: FeedHotRow): boolean {
-  const dq = Math.abs(a.qps - b.qps);
-  return (
-    (dq > 1 && dq > 0.02 * Math.max(a.qps, b.qps)) ||
-    a.threshold !== b.threshold ||
-    a.windowMs !== b.windowMs ||
-    a.since !== b.since ||
-    a.hub !== b.hub ||
-    a.instances !== b.instances ||
-    a.kind !== b.kind ||
-    Math.round(a.localPct ?? -1) !== Math.round(b.localPct ?? -1) ||
-    Math.abs((a.loadsPerSec ?? -1) - (b.loadsPerSec ?? -1)) > Math.max(1, 0.02 * (b.loadsPerSec ?? 0))
-  );
-}
-
-function toFeedEvent(e: HubEvent): FeedEvent {
-  const out: FeedEvent = { type: e.type, app: e.app, key: e.key, qps: e.qps, at: e.at, hub: e.hub };
-  if (e.latencyMs !== undefined) out.latencyMs = e.latencyMs;
-  if (e.reason !== undefined) out.reason = e.reason;
-  if (e.manual !== undefined) out.manual = e.manual;
-  return out;
-}
 
 const SubscriberState = { AwaitingHello: 0, Live: 1, Closed: 2 } as const;
 type SubscriberState = (typeof SubscriberState)[keyof typeof SubscriberState];
@@ -127,7 +92,7 @@ type SubscriberState = (typeof SubscriberState)[keyof typeof SubscriberState];
 class Subscriber implements FeedConnection {
   state: SubscriberState = SubscriberState.AwaitingHello;
   /** what the page holds: the rows it was last sent, and the round each was sent in */
-  readonly sent = new Map<string, { row: FeedHotRow; round: number }>();
+  readonly sent = new Map<string, SentRow>();
   events: FeedEvent[] = [];
   droppedEvents = 0;
   /** events already in this page's snapshot: skipped from the next round */
@@ -217,8 +182,7 @@ export class DashboardFeed {
   #timer: ReturnType<typeof setInterval> | undefined;
   /** rounds sent so far: a row's `round` in `sent` says how long ago the page got it */
   #round = 0;
-  /** compiled rules per app, rebuilt when the app's rule list changes (for each row's window) */
-  readonly #ruleSets = new Map<string, { rules: readonly Rule[]; set: RuleSet }>();
+  readonly #view: FeedView;
   #closed = false;
   /** counters for /metrics and tests */
   readonly stats = { framesSent: 0, bytesSent: 0, slowDropped: 0, skippedTicks: 0, refused: 0 };
@@ -240,6 +204,7 @@ export class DashboardFeed {
       now: options.now ?? Date.now,
       logger: options.logger ?? silentLogger,
     };
+    this.#view = new FeedView(this.#source, this.#opts.maxInstances);
     this.#source.coordinator.onEvent((event) => {
       if (this.#subscribers.size === 0) return;
       this.#pendingEvents.push(toFeedEvent(event));
@@ -329,125 +294,6 @@ export class DashboardFeed {
     }
   }
 
-  // ---- what every page is shown ----
-
-  /** the window of the rule that decides `key` (the rule defaults' when none matches) */
-  #windowMs(app: string, key: string): number {
-    return this.#ruleOf(app, key)?.windowMs ?? RULE_DEFAULTS.windowMs;
-  }
-
-  /** the rule that decides `key`, from a rule set compiled once per rules version */
-  #ruleOf(app: string, key: string): Rule | undefined {
-    const rules = this.#source.coordinator.rules(app);
-    let cached = this.#ruleSets.get(app);
-    if (cached === undefined || cached.rules !== rules) {
-      if (this.#ruleSets.size > 10_000) this.#ruleSets.clear();
-      cached = { rules, set: new RuleSet(rules) };
-      this.#ruleSets.set(app, cached);
-    }
-    return cached.set.ruleFor(key);
-  }
-
-  /** every hot key of the cluster, hottest first: ours exactly, other hubs' from their statuses */
-  #hotRows(): FeedHotRow[] {
-    return clusterHotRows(this.#source).map((r) => {
-      const rule = this.#ruleOf(r.app, r.key);
-      const row: FeedHotRow = {
-        app: r.app,
-        key: r.key,
-        qps: r.qps,
-        threshold: r.threshold,
-        windowMs: rule?.windowMs ?? RULE_DEFAULTS.windowMs,
-        since: r.since,
-        hub: r.hub,
-        instances: r.instances,
-        ...(r.localPct === undefined ? {} : { localPct: r.localPct }),
-        ...(r.loadsPerSec === undefined ? {} : { loadsPerSec: r.loadsPerSec }),
-      };
-      if (rule?.kind === 'write' || rule?.kind === 'any') row.kind = rule.kind;
-      return row;
-    });
-  }
-
-  #hubs(rows: readonly FeedHotRow[]): FeedHub[] {
-    const hotByHub = new Map<string, number>();
-    for (const r of rows) hotByHub.set(r.hub, (hotByHub.get(r.hub) ?? 0) + 1);
-    return this.#source.coordinator
-      .statuses()
-      .slice(0, MAX_FEED_HUBS)
-      .map((s) => ({
-        id: s.id,
-        url: s.url,
-        startedAt: s.startedAt,
-        ingestRate: s.ingestRate,
-        connections: s.connections,
-        heapUsed: s.heapUsed,
-        rss: s.rss,
-        redis: s.redis,
-        hotCount: hotByHub.get(s.id) ?? 0,
-        instanceCount:
-          s.id === this.#source.id
-            ? this.#source.instanceRows(undefined, this.#opts.maxInstances).length
-            : s.instanceRows.length,
-        updatedAt: s.updatedAt,
-      }));
-  }
-
-  #instances(): FeedInstance[] {
-    return clusterInstanceRows(this.#source, undefined, this.#opts.maxInstances).map((i) => ({
-      app: i.app,
-      instance: i.instance,
-      host: i.host,
-      sdk: i.sdk,
-      hub: i.hub,
-      lastReport: i.lastReport,
-      connectedAt: i.connectedAt,
-    }));
-  }
-
-  #apps(): string[] {
-    return [...new Set([...this.#source.coordinator.apps(), ...this.#source.activeApps()])].sort().slice(0, 10_000);
-  }
-
-  /**
-   * What the page lacks or holds stale, within the frame's row and byte budget. Order: removals,
-   * then rows the page does not have (hottest first), then changed rows least recently sent first,
-   * so that when more rows change per round than fit in a frame every row still gets refreshed
-   * in turn (hottest-first alone would starve the bottom of the table).
-   */
-  #diff(sub: Subscriber, rows: readonly FeedHotRow[]): { hot: FeedHotRow[]; gone: { app: string; key: string }[] } {
-    const max = this.#opts.maxRowsPerFrame;
-    const round = this.#round;
-    let budget = FRAME_BYTE_BUDGET;
-    const current = new Set<string>();
-    const fresh: [string, FeedHotRow][] = [];
-    const stale: [string, FeedHotRow, number][] = [];
-    for (const row of rows) {
-      const id = rowId(row.app, row.key);
-      current.add(id);
-      const before = sub.sent.get(id);
-      if (before === undefined) fresh.push([id, row]);
-      else if (changed(before.row, row)) stale.push([id, row, before.round]);
-    }
-    const gone: { app: string; key: string }[] = [];
-    for (const [id, { row }] of sub.sent) {
-      if (current.has(id)) continue;
-      if (gone.length >= max || budget <= 0) break;
-      gone.push({ app: row.app, key: row.key });
-      sub.sent.delete(id);
-      budget -= ROW_OVERHEAD_BYTES + 3 * (row.key.length + row.app.length);
-    }
-    stale.sort((a, b) => a[2] - b[2] || b[1].qps - a[1].qps);
-    const hot: FeedHotRow[] = [];
-    for (const [id, row] of [...fresh, ...stale]) {
-      if (hot.length >= max || budget <= 0) break;
-      hot.push(row);
-      sub.sent.set(id, { row, round });
-      budget -= ROW_OVERHEAD_BYTES + 3 * (row.key.length + row.app.length + row.hub.length);
-    }
-    return { hot, gone };
-  }
-
   #send(sub: Subscriber, bytes: Uint8Array): void {
     try {
       sub.peer.send(bytes);
@@ -460,9 +306,9 @@ export class DashboardFeed {
   }
 
   #sendSnapshot(sub: Subscriber): void {
-    const rows = this.#hotRows();
-    const { hot } = this.#diff(sub, rows);
-    const apps = this.#apps();
+    const rows = this.#view.hotRows();
+    const { hot } = diffRows(sub.sent, rows, this.#opts.maxRowsPerFrame, this.#round);
+    const apps = this.#view.apps();
     sub.appsSent = apps.join('\u0000');
     const events = this.#source.recentEvents(0).slice(-this.#opts.snapshotEvents).map(toFeedEvent);
     this.#send(
@@ -475,8 +321,8 @@ export class DashboardFeed {
         hot,
         hotTotal: rows.length,
         events,
-        hubs: this.#hubs(rows),
-        instances: this.#instances(),
+        hubs: this.#view.hubs(rows),
+        instances: this.#view.instances(),
       }),
     );
   }
@@ -488,11 +334,11 @@ export class DashboardFeed {
     this.#pendingEvents = [];
     const live = [...this.#subscribers].filter((s) => s.state === SubscriberState.Live);
     if (live.length === 0) return;
-    const rows = this.#hotRows();
+    const rows = this.#view.hotRows();
     const slow = round % SLOW_EVERY_TICKS === 0;
-    const hubs = slow ? this.#hubs(rows) : undefined;
-    const instances = slow ? this.#instances() : undefined;
-    const apps = slow ? this.#apps() : undefined;
+    const hubs = slow ? this.#view.hubs(rows) : undefined;
+    const instances = slow ? this.#view.instances() : undefined;
+    const apps = slow ? this.#view.apps() : undefined;
     const appsKey = apps?.join('\u0000');
     for (const sub of live) {
       sub.queueEvents(sub.skipEvents > 0 ? events.slice(sub.skipEvents) : events, this.#opts.maxEventsQueued);
@@ -514,7 +360,7 @@ export class DashboardFeed {
         this.stats.skippedTicks++;
         continue;
       }
-      const { hot, gone } = this.#diff(sub, rows);
+      const { hot, gone } = diffRows(sub.sent, rows, this.#opts.maxRowsPerFrame, round);
       const delta: FeedDelta = {
         t: MsgType.FeedDelta,
         at: this.#opts.now(),

@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode } from '@hotkey/sdk';
 import { bearerToken, tokenMatches } from '../core/auth.ts';
 import type { HubCore } from '../core/hub-core.ts';
-import { clusterHotRows, clusterInstanceRows } from './cluster-view.ts';
+import { clusterInstanceRows, shownHotRows } from './cluster-view.ts';
 import {
   HttpError,
   intParam,
@@ -21,8 +21,9 @@ import {
   type RequestContext,
   type Route,
 } from './http-request.ts';
-import type { AdmissionMetrics, FeedCounters, MetricsRegistry } from './metrics.ts';
-import type { Logger } from '../server/logger.ts';
+import type { AdmissionMetrics, FeedCounters } from './metric-series.ts';
+import type { MetricsRegistry } from './metrics.ts';
+import type { Logger } from '../core/logger.ts';
 import { appRoutes } from './routes-apps.ts';
 
 /**
@@ -177,7 +178,11 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       self: core.id,
       epoch,
       members,
-      statuses: coordinator.statuses(),
+      // other hubs' statuses carry their hot keys as decided (plain): shown here like every row
+      statuses: coordinator.statuses().map((st) => ({
+        ...st,
+        hotKeys: st.hotKeys.map((h) => ({ ...h, key: core.keyPrivacy.show(h.app, h.key) })),
+      })),
       health: coordinator.health(),
     });
   }
@@ -194,7 +199,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
       method: 'GET',
       pattern: '/api/hot',
       auth: 'read',
-      handler: ({ res, query }) => sendJson(res, 200, { hot: clusterHotRows(core, query.get('app') ?? undefined) }),
+      handler: ({ res, query }) => sendJson(res, 200, { hot: shownHotRows(core, query.get('app') ?? undefined) }),
     },
     {
       method: 'GET',
@@ -212,6 +217,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
     { method: 'GET', pattern: '/api/history', auth: 'read', handler: history },
     { method: 'GET', pattern: '/api/cluster', auth: 'read', handler: cluster },
     { method: 'GET', pattern: /^\/api\/apps\/([^/]+)\/keys\/qps$/, auth: 'read', handler: perApp.keyQps },
+    { method: 'GET', pattern: /^\/api\/apps\/([^/]+)\/keys\/lookup$/, auth: 'write', handler: perApp.lookup },
     { method: 'GET', pattern: /^\/api\/apps\/([^/]+)\/rules$/, auth: 'read', handler: perApp.getRules },
     { method: 'PUT', pattern: /^\/api\/apps\/([^/]+)\/rules$/, auth: 'write', handler: perApp.putRules },
     { method: 'POST', pattern: /^\/api\/apps\/([^/]+)\/invalidate$/, auth: 'write', handler: perApp.invalidate },
@@ -260,6 +266,7 @@ export function createHttpHandler(options: HttpApiOptions): (req: IncomingMessag
         res.once('finish', () => {
           const app = params[0] === undefined ? undefined : safeDecode(params[0]);
           const forwardedBy = req.headers['x-hotkey-forwarded-by'];
+          if (app !== undefined && typeof fields.key === 'string') fields.key = core.keyPrivacy.show(app, fields.key);
           options.logger.info(
             { evt: 'api_write', method, path, app, ...fields, status: res.statusCode, forwardedBy },
             'admin API write',

@@ -10,6 +10,7 @@ import { isValidAppName } from '../core/apps.ts';
 import type { HubCore } from '../core/hub-core.ts';
 import { appOfPath, checkedKey, HttpError, keyOf, readJson, sendJson, type RequestContext } from './http-request.ts';
 import { forwardToOwner, remoteOwner } from './owner-forwarding.ts';
+import { clusterHotRows } from './cluster-view.ts';
 
 /** HTTP status for a coordinator's refusal: a missing app is 404, a store that is down 503 (retry). */
 const STATUS_OF_CODE: Partial<Record<string, number>> = { [ErrorCode.UnknownApp]: 404, [ErrorCode.Unavailable]: 503 };
@@ -32,22 +33,55 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
     const raw = query.get('key');
     if (raw === null)
       throw new HttpError(400, ErrorCode.BadRequest, 'query parameter "key" is required (URL-encoded)', 'key');
-    const key = checkedKey(raw);
+    const asked = checkedKey(raw);
+    // a hashed or redacted app's pages know its keys only as shown: find the hot key behind the name
+    // (a plain name gets nothing, or a reader could confirm guesses of personal data)
+    const privacy = core.keyPrivacy;
+    // (redacted names are alike on purpose: they find nothing)
+    const mode = privacy.mode(app);
+    const key =
+      mode === 'plain'
+        ? asked
+        : mode === 'hash'
+          ? clusterHotRows(core, app).find((r) => privacy.show(app, r.key) === asked)?.key
+          : undefined;
+    if (key === undefined)
+      return sendJson(res, 200, { app, key: asked, hub: core.id, stepMs: core.qpsHistory.stepMs, points: [] });
     const owner = remoteOwner(core, req, key);
     if (owner === undefined)
       return sendJson(res, 200, {
         app,
-        key,
+        key: privacy.show(app, key),
         hub: core.id,
         stepMs: core.qpsHistory.stepMs,
         points: core.qpsPoints(app, key),
       });
     const answer = await forwardToOwner(core, req, owner, key, {
-      path: `/api/apps/${encodeURIComponent(app)}/keys/qps?key=${encodeURIComponent(key)}`,
+      // the name as shown: the owner finds the key behind it the same way
+      path: `/api/apps/${encodeURIComponent(app)}/keys/qps?key=${encodeURIComponent(privacy.show(app, key))}`,
       what: 'a QPS history',
       expected: (body) => Array.isArray(body.points),
     });
     sendJson(res, 200, answer);
+  }
+
+  /** Admin only: a key by its plain name, as the app's pages, logs and history show it, and whether it is hot. */
+  function lookup({ res, query, params, fields }: RequestContext): void {
+    const app = knownApp(params[0]);
+    const raw = query.get('key');
+    if (raw === null)
+      throw new HttpError(400, ErrorCode.BadRequest, 'query parameter "key" is required (URL-encoded)', 'key');
+    const key = checkedKey(raw);
+    fields.key = key;
+    const shown = core.keyPrivacy.show(app, key);
+    const row = clusterHotRows(core, app).find((r) => r.key === key);
+    sendJson(res, 200, {
+      app,
+      keys: core.keyPrivacy.mode(app),
+      shown,
+      hot: row !== undefined,
+      ...(row === undefined ? {} : { row: { ...row, key: shown } }),
+    });
   }
 
   function getRules({ res, params }: RequestContext): void {
@@ -153,5 +187,15 @@ export function appRoutes(core: HubCore, maxBodyBytes: number) {
     sendJson(res, 200, { app, key, hub: core.id });
   }
 
-  return { keyQps, getRules, putRules, invalidate, promote, getPredeclared, postPredeclared, deletePredeclared };
+  return {
+    keyQps,
+    lookup,
+    getRules,
+    putRules,
+    invalidate,
+    promote,
+    getPredeclared,
+    postPredeclared,
+    deletePredeclared,
+  };
 }

@@ -18,7 +18,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { HubEvent } from '../cluster/coordinator.ts';
+import type { HubEvent } from '../core/coordinator.ts';
 import type { Logger } from '../core/logger.ts';
 import type { NotifyEvent, NotifyTarget } from './notify-config.ts';
 

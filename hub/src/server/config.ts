@@ -11,15 +11,12 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { ErrorCode, ValidationError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
-import { isValidAppName, MAX_APP_NAME } from '../core/apps.ts';
+import { MAX_NAME_LENGTH } from '@hotkey/sdk/protocol';
+import { isValidAppName, type AppConfig } from '../core/apps.ts';
+import { KEY_MODES, type KeyMode } from '../core/key-privacy.ts';
 import { parseNotify, type NotifyTarget } from '../notify/notify-config.ts';
 
-export interface AppConfig {
-  /** token SDKs of the app present in Hello; undefined: none required */
-  token?: string;
-  /** validated rules; [] = the default rule */
-  rules: Rule[];
-}
+export type { AppConfig };
 
 export interface HubConfig {
   apps: Record<string, AppConfig>;
@@ -31,10 +28,15 @@ export interface HubConfig {
   allowedOrigins?: string[];
   /** webhooks told of promotions, demotions, invalidations, fencing (notify/notify-config.ts) */
   notify?: NotifyTarget[];
+  /** the HMAC secret of apps with `keys: "hash"` (or env HOTKEY_KEY_SECRET; core/key-privacy.ts) */
+  keySecret?: string;
 }
 
-const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken', 'tls', 'allowedOrigins', 'notify']);
-const APP_FIELDS = new Set(['token', 'rules']);
+const TOP_LEVEL = new Set(['apps', 'adminToken', 'dashboardToken', 'tls', 'allowedOrigins', 'notify', 'keySecret']);
+const APP_FIELDS = new Set(['token', 'rules', 'keys', 'keepPrefix']);
+/** a shorter secret is guessable offline from one hashed key */
+const MIN_KEY_SECRET = 16;
+const MAX_KEEP_PREFIXES = 64;
 
 function fail(field: string, message: string): never {
   throw new ValidationError(ErrorCode.Config, field, message);
@@ -47,15 +49,22 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 function token(v: unknown, field: string): string | undefined {
   if (v === undefined) return undefined;
   if (typeof v !== 'string' || v.length === 0) fail(field, 'must be a non-empty string');
-  if (v.length > 4096) fail(field, 'must be at most 4096 characters');
+  // every token is presented in a Hello (SDKs the app token, dashboards theirs or the admin one)
+  if (v.length > MAX_NAME_LENGTH)
+    fail(field, `must be at most ${MAX_NAME_LENGTH} characters (the longest a Hello carries)`);
   return v;
 }
 
 /**
  * Validates a parsed config object; throws ValidationError (HK_ERR_CONFIG) naming the field.
  * @param baseDir where relative file paths inside (`notify[].ca`) start @default process.cwd()
+ * @param env where HOTKEY_KEY_SECRET is read when the config has no `keySecret` @default process.env
  */
-export function parseHubConfig(input: unknown, baseDir?: string): HubConfig {
+export function parseHubConfig(
+  input: unknown,
+  baseDir?: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): HubConfig {
   if (!isPlainObject(input)) fail('config', 'must be a JSON object');
   for (const name of Object.keys(input)) if (!TOP_LEVEL.has(name)) fail(name, 'unknown field');
   const appsIn = input.apps;
@@ -63,7 +72,7 @@ export function parseHubConfig(input: unknown, baseDir?: string): HubConfig {
   const apps: Record<string, AppConfig> = Object.create(null);
   for (const [name, raw] of Object.entries(appsIn)) {
     const field = `apps.${name}`;
-    if (!isValidAppName(name)) fail(field, `app name must be 1 to ${MAX_APP_NAME} printable characters`);
+    if (!isValidAppName(name)) fail(field, `app name must be 1 to ${MAX_NAME_LENGTH} printable characters`);
     if (!isPlainObject(raw)) fail(field, 'must be an object');
     for (const k of Object.keys(raw)) if (!APP_FIELDS.has(k)) fail(`${field}.${k}`, 'unknown field');
     let rules: Rule[] = [];
@@ -78,6 +87,12 @@ export function parseHubConfig(input: unknown, baseDir?: string): HubConfig {
     const app: AppConfig = { rules };
     const t = token(raw.token, `${field}.token`);
     if (t !== undefined) app.token = t;
+    if (raw.keys !== undefined) {
+      if (typeof raw.keys !== 'string' || !(KEY_MODES as readonly string[]).includes(raw.keys))
+        fail(`${field}.keys`, `must be one of ${KEY_MODES.map((m) => `"${m}"`).join(', ')}`);
+      app.keys = raw.keys as KeyMode;
+    }
+    if (raw.keepPrefix !== undefined) app.keepPrefix = keepPrefix(raw.keepPrefix, `${field}.keepPrefix`);
     apps[name] = app;
   }
   const config: HubConfig = { apps };
@@ -95,7 +110,30 @@ export function parseHubConfig(input: unknown, baseDir?: string): HubConfig {
   }
   if (input.allowedOrigins !== undefined) config.allowedOrigins = parseOrigins(input.allowedOrigins, 'allowedOrigins');
   if (input.notify !== undefined) config.notify = parseNotify(input.notify, 'notify', baseDir);
+  const secretField = input.keySecret !== undefined ? 'keySecret' : 'HOTKEY_KEY_SECRET';
+  const secret = input.keySecret ?? (env.HOTKEY_KEY_SECRET === '' ? undefined : env.HOTKEY_KEY_SECRET);
+  if (secret !== undefined) {
+    if (typeof secret !== 'string' || secret.length < MIN_KEY_SECRET)
+      fail(secretField, `must be a string of at least ${MIN_KEY_SECRET} characters (e.g. 32 random hex digits)`);
+    config.keySecret = secret;
+  }
+  const hashing = Object.keys(apps).find((name) => apps[name]?.keys === 'hash');
+  if (hashing !== undefined && config.keySecret === undefined)
+    fail(
+      'keySecret',
+      `is required: apps.${hashing}.keys is "hash" (set "keySecret" in the config or env HOTKEY_KEY_SECRET)`,
+    );
   return config;
+}
+
+function keepPrefix(input: unknown, field: string): string[] {
+  if (!Array.isArray(input) || input.length > MAX_KEEP_PREFIXES)
+    fail(field, `must be an array of at most ${MAX_KEEP_PREFIXES} prefixes like ["session:"]`);
+  return input.map((v, i) => {
+    if (typeof v !== 'string' || v.length === 0 || v.length > MAX_NAME_LENGTH)
+      fail(`${field}[${i}]`, `must be a non-empty string of at most ${MAX_NAME_LENGTH} characters`);
+    return v;
+  });
 }
 
 /** `*` or `scheme://host[:port]` origins (a browser's Origin header never has a path); throws HK_ERR_CONFIG. */

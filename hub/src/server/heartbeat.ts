@@ -4,10 +4,10 @@
  * 10,000 pongs to read) once per interval: a promotion or an invalidation arriving then waited
  * behind it. Here the sockets are dealt round-robin into SLICES groups and one group is pinged
  * every `intervalMs / SLICES`, so each socket is still pinged once per interval and a round costs
- * 1/SLICES of the old one.
+ * 1/SLICES of pinging every socket at once.
  *
  * A socket pinged and not heard from (pong or any frame) by its next turn is a peer that vanished
- * without a FIN: it is dropped then, one interval after the unanswered ping, as before.
+ * without a FIN: it is dropped then, one interval after the unanswered ping.
  */
 
 /** What the heartbeat needs of a socket (a ws WebSocket has all of it). */

@@ -5,7 +5,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { HubSocket } from './hub-socket.ts';
 import { Broadcaster } from '../core/broadcaster.ts';
 import { decodeServerMessage, encode, MsgType } from '@hotkey/sdk/protocol';
-import { within } from '../../../test/support/wait.ts';
+import { waitFor, within } from '../../../test/support/wait.ts';
 
 /** A server whose sockets are HubSockets, and one client connected to it. */
 async function pair(): Promise<{ server: HubSocket; client: WebSocket; close(): Promise<void> }> {
@@ -41,13 +41,7 @@ test('sendShared delivers the same bytes as send, in order, for every length enc
     }
     server.sendShared(frame);
     server.sendShared(frame); // the cached wire form is reused
-    await within(
-      'every frame',
-      (async () => {
-        while (got.length < payloads.length * 2 + 2) await new Promise((r) => setTimeout(r, 5));
-      })(),
-      5000,
-    );
+    await waitFor('every frame', () => got.length >= payloads.length * 2 + 2, 5000, 5);
     payloads.forEach((p, i) => {
       assert.equal(new Uint8Array(got[2 * i]!), p, `shared frame ${i} (${p.length} bytes)`);
       assert.equal(new Uint8Array(got[2 * i + 1]!), p, `plain frame ${i}`);
@@ -88,13 +82,7 @@ test('a burst of broadcasts in one event-loop turn is buffered from the second o
     assert.is(server.bufferedAmount, 0, 'written once the turn ended');
     promote('next turn');
     assert.is(server.bufferedAmount, 0, 'a new turn starts a new burst: its first broadcast goes at once');
-    await within(
-      'the burst',
-      (async () => {
-        while (got.length < 5) await new Promise((r) => setTimeout(r, 5));
-      })(),
-      5000,
-    );
+    await waitFor('the burst', () => got.length >= 5, 5000, 5);
     assert.equal(
       got.map((m) => m.key ?? `snapshot@${m.seq}`),
       ['first', 'second', 'snapshot@2', 'third', 'next turn'],

@@ -9,15 +9,17 @@ import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { CloseCode } from '@hotkey/sdk/protocol';
 import { loadHubConfig, parseHubConfig, type HubConfig } from './config.ts';
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator } from '../core/coordinator.ts';
 import { buildDashboard } from '@hotkey/dashboard';
 import { DashboardFeed, LIVE_PATH } from '../http/dashboard-feed.ts';
 import { fallbackPageHtml } from '../http/fallback-page.ts';
 import { createHttpHandler } from '../http/http-api.ts';
 import { HubCore } from '../core/hub-core.ts';
+import { KeyPrivacy } from '../core/key-privacy.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import { MetricsRegistry } from '../http/metrics.ts';
-import { createLogger, loggerFromFunction, type Logger } from './logger.ts';
+import type { Logger } from '../core/logger.ts';
+import { createLogger } from './logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubOptions } from './options.ts';
 import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
 import { checkTls, loadTls } from './tls.ts';
@@ -40,6 +42,15 @@ function checkTunables(input: Partial<HubTunables> | undefined): HubTunables {
   if (!(t.leaseMs >= 1 && t.leaseMs <= 3_600_000))
     throw new TypeError('tunables.leaseMs must be between 1 and 3600000');
   return t;
+}
+
+/** what of a config decides how keys are shown (for a reload's list of changed fields) */
+function keyPrivacySettings(config: HubConfig | undefined): unknown {
+  if (config === undefined) return undefined;
+  const apps = Object.entries(config.apps)
+    .filter(([, a]) => (a.keys ?? 'plain') !== 'plain')
+    .map(([name, a]) => [name, a.keys, a.keepPrefix]);
+  return [apps.length === 0 ? undefined : config.keySecret, apps];
 }
 
 function urlHost(host: string): string {
@@ -169,11 +180,7 @@ export class Hub {
 /** Starts a hub; resolves once it listens and has joined its cluster. Bad config throws ValidationError (HK_ERR_CONFIG). */
 export async function startHub(options: HubOptions = {}): Promise<Hub> {
   const tunables = checkTunables(options.tunables);
-  const logger =
-    options.logger ??
-    (options.log !== undefined
-      ? loggerFromFunction(options.log)
-      : createLogger({ level: 'warn', out: process.stderr }));
+  const logger = options.logger ?? createLogger({ level: 'warn', out: process.stderr });
   const now = options.now ?? Date.now;
   let config: HubConfig | undefined;
   if (options.config !== undefined) config = parseHubConfig(options.config);
@@ -196,7 +203,16 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
         'fan-out threads stopped; the event loop writes every socket',
       ),
   });
-  const core = new HubCore({ id, coordinator, tunables, now, logger, bulk: fanout.threads > 0 ? fanout : undefined });
+  const keyPrivacy = new KeyPrivacy(config?.keySecret, config?.apps);
+  const core = new HubCore({
+    id,
+    coordinator,
+    tunables,
+    now,
+    logger,
+    bulk: fanout.threads > 0 ? fanout : undefined,
+    keyPrivacy,
+  });
   core.metrics.observer = metrics;
   // a coordinator with loss counters shares a store (Redis): say whether it is reachable
   if ((coordinator as Coordinator).stats !== undefined)
@@ -213,6 +229,13 @@ export async function startHub(options: HubOptions = {}): Promise<Hub> {
     logger,
     config,
     fixed: { adminToken: options.adminToken, dashboardToken: options.dashboardToken },
+  });
+  let shownBy = JSON.stringify(keyPrivacySettings(config));
+  live.onApply((next) => {
+    keyPrivacy.configure(next.keySecret, next.apps);
+    const before = shownBy;
+    shownBy = JSON.stringify(keyPrivacySettings(next));
+    return before === shownBy ? [] : ['keys'];
   });
   const notifier = startNotifications({ hubId: id, coordinator, live, metrics, logger });
   // getters: a reload changes the tokens, and the feed and the API read them at every check

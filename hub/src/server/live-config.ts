@@ -13,9 +13,9 @@
  */
 import type { Server as HttpsServer } from 'node:https';
 import { ErrorCode, ValidationError } from '@hotkey/sdk';
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator } from '../core/coordinator.ts';
 import { loadHubConfig, parseHubConfig, type HubConfig } from './config.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../core/logger.ts';
 import type { HubConfigInput, HubTlsOptions } from './options.ts';
 import { loadTls, type TlsFiles } from './tls.ts';
 

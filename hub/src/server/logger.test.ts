@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createLogger, formatPretty, isLogLevel, loggerFromFunction } from './logger.ts';
+import { createLogger, formatPretty } from './logger.ts';
 
 function capture() {
   const lines: string[] = [];
@@ -46,20 +46,6 @@ test('pretty: one human line per event, the event name first', () => {
     /^\d\d:\d\d:\d\d\.\d{3} WARN {2}refused: connection refused app=shop close=4003 reason="wrong token"\n$/,
   );
   assert.is(formatPretty('not json'), 'not json\n');
-});
-
-test('a plain function sink gets warnings and errors as one line each', () => {
-  const got: string[] = [];
-  const logger = loggerFromFunction((m) => got.push(m));
-  logger.info({ evt: 'promote' }, 'ignored at the default level');
-  logger.warn({ evt: 'redis_down', url: 'redis://x:1' }, 'lost Redis');
-  assert.equal(got, ['lost Redis evt=redis_down url=redis://x:1']);
-});
-
-test('log levels', () => {
-  assert.ok(isLogLevel('debug'));
-  assert.not.ok(isLogLevel('trace'));
-  assert.not.ok(isLogLevel('INFO'));
 });
 
 test.run();

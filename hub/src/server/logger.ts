@@ -9,16 +9,7 @@
  * The interface is pino's calling convention, so an embedder may pass a pino logger of their own.
  */
 import { pino, type DestinationStream } from 'pino';
-import type { Logger } from '../core/logger.ts';
-
-export type { Logger };
-
-export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-export function isLogLevel(value: string): value is LogLevel {
-  return (LOG_LEVELS as readonly string[]).includes(value);
-}
+import { formatFields, type Logger, type LogLevel } from '../core/logger.ts';
 
 export interface LoggerOptions {
   /** least severe level written @default 'info' */
@@ -45,21 +36,6 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   );
 }
 
-/** Drops everything. */
-export const silentLogger: Logger = Object.freeze({ error() {}, warn() {}, info() {}, debug() {} });
-
-/**
- * A Logger over a plain `(message) => void` sink (the `log` option of earlier versions): each
- * event becomes one line, its message followed by its fields as `name=value`.
- */
-export function loggerFromFunction(log: (message: string) => void, level: LogLevel = 'warn'): Logger {
-  const rank = LOG_LEVELS.indexOf(level);
-  const at = (l: LogLevel) => (obj: object, msg?: string) => {
-    if (LOG_LEVELS.indexOf(l) <= rank) log(formatFields(msg, obj));
-  };
-  return { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug') };
-}
-
 /** pino's JSON line → `12:00:01.234 INFO  promote: key promoted app=shop key=item:42 qps=1234` */
 export function formatPretty(line: string): string {
   let rec: Record<string, unknown>;
@@ -77,16 +53,4 @@ export function formatPretty(line: string): string {
 
 function prettyStream(out: { write(text: string): unknown }): DestinationStream {
   return { write: (line: string) => void out.write(formatPretty(line)) };
-}
-
-function formatFields(msg: string | undefined, obj: object): string {
-  const parts: string[] = msg === undefined || msg === '' ? [] : [msg];
-  for (const [name, value] of Object.entries(obj)) {
-    if (value === undefined) continue;
-    if (value instanceof Error) parts.push(`${name}=${JSON.stringify(value.stack ?? value.message)}`);
-    else if (typeof value === 'string')
-      parts.push(`${name}=${/^[^\s"=]+$/.test(value) ? value : JSON.stringify(value)}`);
-    else parts.push(`${name}=${JSON.stringify(value)}`);
-  }
-  return parts.join(' ');
 }

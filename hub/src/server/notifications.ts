@@ -3,7 +3,7 @@
  * targets (in a cluster every hub hears every event; only the deciding hub notifies, so a receiver
  * gets each decision once), a reload replaces the targets, and /metrics counts the outcomes.
  */
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator } from '../core/coordinator.ts';
 import type { Logger } from '../core/logger.ts';
 import type { MetricsRegistry } from '../http/metrics.ts';
 import { Notifier } from '../notify/notifier.ts';

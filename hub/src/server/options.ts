@@ -2,9 +2,9 @@
  * Options of `startHub`, each with its default (the tunables' defaults are in core/tunables.ts),
  * kept apart from the server so that the CLI and tests read them without starting one.
  */
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator } from '../core/coordinator.ts';
 import type { HubTunables } from '../core/tunables.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../core/logger.ts';
 
 /** The config file's shape before validation (rules get their defaults filled in). */
 export interface HubConfigInput {
@@ -64,6 +64,4 @@ export interface HubOptions {
    * Any pino-compatible logger. @default warnings and errors as JSON lines on stderr
    */
   logger?: Logger;
-  /** a plain sink instead of `logger` (warnings and errors, one line each) */
-  log?: (message: string) => void;
 }

@@ -6,7 +6,7 @@ import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Ownership } from '../ownership.ts';
 import { CloseCode, MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION } from '../wire/protocol.ts';
 import { ProtocolPeer } from '../../../test/support/protocol-peer.ts';
-import { waitFor } from '../../../test/support/wait.ts';
+import { delay, waitFor } from '../../../test/support/wait.ts';
 import {
   closeAll,
   closeLater,
@@ -373,7 +373,7 @@ test('a key reaching its threshold is reported at once; early reports are spaced
   for (let i = 0; i < 11; i++) s.hk.track('b');
   // the injected clock stands still, so no real wait can make the report due: a short one
   // only gives a wrong implementation the chance to send it
-  await new Promise((r) => setTimeout(r, 40));
+  await delay(40);
   assert.is(s.hk.stats().reports, 1);
   s.clock.t = 1020;
   report = await s.sock.next(MsgType.Report);
@@ -529,7 +529,7 @@ test('a hub that comes back under a new URL is reached there, whether met as a m
     assert.is(x2.sockets.length, 1, 'one connection to the new URL');
     // the link to the old URL is gone: no more attempts there, so no more 'reconnecting' for it
     const retriesBefore = statuses.filter((st) => st.type === 'reconnecting' && st.url === x1.url).length;
-    await new Promise((r) => setTimeout(r, 100)); // several backoff periods (≤ 20 ms each)
+    await delay(100); // several backoff periods (≤ 20 ms each)
     assert.is(
       statuses.filter((st) => st.type === 'reconnecting' && st.url === x1.url).length,
       retriesBefore,
@@ -656,7 +656,7 @@ test('reconnect: a value cached under the old link is not served under the new o
   });
   sock2.send({ t: MsgType.Promote, seq: 1, key: 'b', ...P });
   await waitFor('b promoted again', () => s.hk.isHot('b') && s.hk.isHot('a'));
-  await new Promise((r) => setTimeout(r, 20));
+  await delay(20);
   assert.is(await s.hk.get('a', () => 'new-a'), 'new-a', 'the snapshot does not resurrect the old value');
   assert.is(await s.hk.get('b', () => 'new-b'), 'new-b', 'a promotion does not extend the old entry with its value');
   assert.is(await s.hk.get('b', () => 'loader'), 'new-b', 'the new value is cached under the new lease');

@@ -15,7 +15,7 @@ import { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
 import type { Rule, RuleKind } from '../rules.ts';
-import { MAX_KEY_LENGTH, MsgType, PROTOCOL_VERSION, type Hello } from '../wire/protocol.ts';
+import { MAX_KEY_LENGTH, MsgType, OLDEST_HUB_VERSION, PROTOCOL_VERSION, type Hello } from '../wire/protocol.ts';
 import { AppConfig } from './app-config.ts';
 import { Dispatch } from './dispatch.ts';
 import { HubEvents } from './hub-events.ts';
@@ -161,6 +161,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     const hello: Hello = {
       t: MsgType.Hello,
       v: PROTOCOL_VERSION,
+      vmin: OLDEST_HUB_VERSION,
       app: opts.app,
       instance: opts.instanceId,
       sdk: SDK_NAME,

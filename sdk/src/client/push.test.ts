@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { at, closeAll, settledNow, setup, type Setup } from '../../../test/support/sdk-client.ts';
-import { waitFor } from '../../../test/support/wait.ts';
+import { delay, waitFor } from '../../../test/support/wait.ts';
 import { MsgType, packValue, unpackValue } from '../wire/protocol.ts';
 import { pushable } from './push.ts';
 
@@ -91,7 +91,7 @@ test('bad values: unserialisable and oversized ones are not pushed; undecodable 
   s.sock.send({ t: MsgType.Fill, key: 'k', ver: 1 });
   s.sock.send({ t: MsgType.Fill, key: 'big', ver: 2 });
   s.sock.send({ t: MsgType.Fill, key: 'ok', ver: 3 });
-  await new Promise((r) => setTimeout(r, 20));
+  await delay(20);
   assert.instance(await s.hk.get('k', () => new Item()), Item);
   assert.is(((await s.hk.get('big', () => 'x'.repeat(100))) as string).length, 100);
   assert.is(await s.hk.get('ok', () => 'small'), 'small');

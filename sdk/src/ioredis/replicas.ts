@@ -281,8 +281,14 @@ export class Replicas {
         if (typeof value === 'string' && value.includes('\uFFFD')) return; // not a faithful copy of binary data
         const ms = typeof pttl === 'number' && pttl >= 0 ? Math.min(this.#ttlMs, pttl) : this.#ttlMs;
         if (ms <= 0) return;
-        this.stats.fills++;
-        this.#send('set', [copy, value, 'PX', ms, 'NX'], 'utf8').catch(() => {});
+        // counted once Redis wrote it: a second fill of a copy (a GET that missed it before this
+        // SET landed) is refused by NX and is no copy written
+        this.#send('set', [copy, value, 'PX', ms, 'NX'], 'utf8').then(
+          (reply) => {
+            if (reply === 'OK') this.stats.fills++;
+          },
+          () => {},
+        );
       },
       (err: Error) => {
         this.#filling.delete(copy!);

@@ -6,7 +6,7 @@
 import { Packr, type Options } from 'msgpackr';
 import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
 import { CloseCode } from './codes.ts';
-import { MAX_FRAME_BYTES } from './limits.ts';
+import { MAX_FRAME_BYTES } from '../limits.ts';
 import { MsgType, type Message } from './messages.ts';
 import { findExtension } from './plain-msgpack.ts';
 

@@ -11,10 +11,12 @@ import { DEFAULT_CLIENT_OPTIONS, type ClientTlsOptions } from '../options.ts';
 import {
   CloseCode,
   decodeServerMessage,
+  describeRange,
   encode,
   FATAL_CLOSE_CODES,
   MAX_FRAME_BYTES,
   MsgType,
+  offeredRange,
   type ClientMessage,
   type Hello,
   type ServerMessage,
@@ -86,6 +88,8 @@ export class HubConnection {
 
   readonly #handler: ConnectionHandler;
   readonly #hello: Hello;
+  /** a close code this side decided on (a Welcome of a version it does not speak), whatever the hub echoes */
+  #refused: number | undefined;
   readonly #pingIntervalMs: number;
   readonly #livenessTimeoutMs: number;
   readonly #backoffMinMs: number;
@@ -169,6 +173,7 @@ export class HubConnection {
   #open(): void {
     this.state = 'connecting';
     this.#lastHubError = undefined;
+    this.#refused = undefined;
     let ws: WebSocket;
     try {
       ws = new WebSocket(this.url, {
@@ -267,6 +272,15 @@ export class HubConnection {
         this.drop(CloseCode.Protocol, 'expected welcome');
         return;
       }
+      const [lo, hi] = offeredRange(this.#hello);
+      if (message.v < lo || message.v > hi) {
+        // the hub picked a version this client does not speak: as fatal as its own 4001
+        const text = `hub ${this.url} welcomed protocol version ${message.v}; this client speaks ${describeRange(lo, hi)}`;
+        this.#lastHubError = { code: ErrorCode.Version, message: text };
+        this.#refused = CloseCode.Version;
+        this.drop(CloseCode.Version, text);
+        return;
+      }
       clearTimeout(this.#welcomeTimer);
       this.#welcomeTimer = undefined;
       this.state = 'open';
@@ -287,6 +301,7 @@ export class HubConnection {
     if (this.state === 'closed') return;
     this.state = 'waiting';
     this.#handler.down(this, code, reason || hubError?.message || '', welcomed);
+    if (this.#refused !== undefined) code = this.#refused;
     if (FATAL_CLOSE_CODES.has(code)) {
       this.state = 'closed';
       const errCode = FATAL_CODE_ERRORS[code] ?? ErrorCode.Protocol;

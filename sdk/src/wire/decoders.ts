@@ -13,7 +13,7 @@ import {
   MAX_NAME_LENGTH,
   MAX_REPORT_KEYS,
   MAX_VALUE_BYTES,
-} from './limits.ts';
+} from '../limits.ts';
 import {
   MsgType,
   PushForm,
@@ -108,9 +108,13 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       const role = m.role === undefined ? undefined : str(m, 'role');
       if (role !== undefined && role !== 'sdk' && role !== 'dashboard')
         protocolError('"role" must be "sdk" or "dashboard"');
+      const v = int(m, 'v');
+      const vmin = m.vmin === undefined ? undefined : int(m, 'vmin');
+      if (vmin !== undefined && vmin > v) protocolError(`"vmin" ${vmin} is above "v" ${v}`);
       return {
         t: MsgType.Hello,
-        v: int(m, 'v'),
+        v,
+        ...(vmin === undefined ? {} : { vmin }),
         app: str(m, 'app'),
         token: optStr(m, 'token'),
         instance: str(m, 'instance'),

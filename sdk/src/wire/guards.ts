@@ -6,7 +6,7 @@
 import { ErrorCode, ProtocolError } from '../errors.ts';
 import { protocolError } from './codec.ts';
 import { CloseCode } from './codes.ts';
-import { MAX_KEY_LENGTH, MAX_NAME_LENGTH } from './limits.ts';
+import { MAX_KEY_LENGTH, MAX_NAME_LENGTH } from '../limits.ts';
 
 export function str(m: Record<string, unknown>, field: string, max = MAX_NAME_LENGTH): string {
   const v = m[field];

@@ -9,7 +9,10 @@
  */
 import type { Rule, RuleKind } from '../rules.ts';
 
-/** 2: leases (Lease, Grant) and fencing acks; a version-1 SDK would serve values no lease bounds */
+/**
+ * The newest version this code speaks. 2: leases (Lease, Grant) and fencing acks; a version-1 SDK
+ * would serve values no lease bounds. Negotiation and the oldest versions spoken: versions.ts.
+ */
 export const PROTOCOL_VERSION = 2;
 export const MsgType = {
   Hello: 1,
@@ -55,7 +58,10 @@ export type ClientRole = 'sdk' | 'dashboard';
 
 export interface Hello {
   t: typeof MsgType.Hello;
+  /** the newest protocol version the client speaks */
   v: number;
+  /** the oldest it speaks (absent: `v` only); at most `v` */
+  vmin?: number;
   app: string;
   token?: string;
   instance: string;
@@ -65,6 +71,7 @@ export interface Hello {
 }
 export interface Welcome {
   t: typeof MsgType.Welcome;
+  /** the version this session speaks, negotiated from the Hello (versions.ts) */
   v: number;
   hub: string;
   epoch: number;

@@ -3,6 +3,7 @@
  * (`@hotkey/sdk/protocol`). It gathers, by name, what its parts define:
  *
  *   limits.ts    bounds of frames, keys, names, values and lists; the default lease
+ *   versions.ts  version negotiation: the oldest versions spoken, the version a Hello gets
  *   messages.ts  PROTOCOL_VERSION, the message kinds (MsgType) and every message's shape
  *   codes.ts     close codes and demote reasons
  *   codec.ts     msgpack encoding and frame decoding (the only msgpackr user), Error frames
@@ -28,7 +29,7 @@ export {
   MAX_NAME_LENGTH,
   MAX_REPORT_KEYS,
   MAX_VALUE_BYTES,
-} from './limits.ts';
+} from '../limits.ts';
 export {
   MsgType,
   PROTOCOL_VERSION,
@@ -87,6 +88,13 @@ export {
   optStr,
   str,
 } from './guards.ts';
+export {
+  describeRange,
+  negotiateVersion,
+  offeredRange,
+  OLDEST_CLIENT_VERSION,
+  OLDEST_HUB_VERSION,
+} from './versions.ts';
 export {
   decodeClientMessage,
   decodeServerMessage,

@@ -115,6 +115,19 @@ const CASES: Case[] = [
   { name: 'Hello with an unknown role', direction: 'to-hub', input: { ...hello, role: 'robot' } },
   { name: 'Hello without v', direction: 'to-hub', input: { ...hello, v: undefined } },
   {
+    name: 'Hello offering versions 2 to 3 (vmin)',
+    direction: 'to-hub',
+    input: { ...hello, v: 3, vmin: 2 },
+    note: 'a hub speaking at most 2 welcomes it at v 2 (Versioning)',
+  },
+  {
+    name: 'Hello of version 1 (no vmin, as a version-1 client sends it)',
+    direction: 'to-hub',
+    input: { ...hello, v: 1 },
+    note: 'decodes; a hub admitting version 1 welcomes it at v 1, one that does not refuses it with 4001',
+  },
+  { name: 'Hello with vmin above v', direction: 'to-hub', input: { ...hello, v: 2, vmin: 3 } },
+  {
     name: `Hello with an app name of ${MAX_NAME_LENGTH + 1} characters`,
     direction: 'to-hub',
     input: { ...hello, app: 'a'.repeat(MAX_NAME_LENGTH + 1) },

@@ -44,11 +44,12 @@ interface Baseline {
   level: number;
 }
 
+/** Both come from the aggregator's options (the aggregator owns their defaults). */
 export interface BaselineOptions {
-  /** keys with a baseline at most; the stalest is evicted @default 100000 */
-  maxKeys?: number;
-  /** share of the floor the SDKs together may leave unreported (the hub's localThresholdFraction) @default 0.2 */
-  reportFraction?: number;
+  /** keys with a baseline at most; the stalest is evicted */
+  maxKeys: number;
+  /** share of the floor the SDKs together may leave unreported (the hub's localThresholdFraction) */
+  reportFraction: number;
 }
 
 /** a baseline seeded in the warm-up judges only after this many whole windows (one is too noisy) */
@@ -68,7 +69,7 @@ export class BaselineDetector {
   readonly #keys = new Map<string, Baseline>();
   #warmUntilGen: number;
 
-  constructor(rule: Rule, now: number, options: BaselineOptions = {}) {
+  constructor(rule: Rule, now: number, options: BaselineOptions) {
     this.#windowMs = rule.windowMs;
     const n = rule.baselineWindows ?? MODE_DEFAULTS.baselineWindows;
     this.#alpha = 2 / (n + 1);
@@ -76,8 +77,8 @@ export class BaselineDetector {
     this.#factor = rule.factor ?? MODE_DEFAULTS.factor;
     this.#sigma = rule.sigma ?? MODE_DEFAULTS.sigma;
     this.#floor = rule.threshold;
-    this.#prior = this.#floor * (options.reportFraction ?? 0.2);
-    this.#maxKeys = Math.max(1, options.maxKeys ?? 100_000);
+    this.#prior = this.#floor * options.reportFraction;
+    this.#maxKeys = Math.max(1, options.maxKeys);
     this.#warmUntilGen = Math.floor(now / this.#windowMs) + this.#warmupWindows;
   }
 

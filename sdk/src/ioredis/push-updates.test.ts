@@ -17,8 +17,8 @@ import {
   unpackValue,
 } from '../wire/protocol.ts';
 import { ProtocolError } from '../errors.ts';
-import { record, SharedRecords, VOUCHED, type Rec } from '../ioredis/shared-records.ts';
-import { UNTRACKED } from '../ioredis/tracking.ts';
+import { record, SharedRecords, VOUCHED, type Rec } from './shared-records.ts';
+import { UNTRACKED } from './tracking.ts';
 
 test.after.each(closeAll);
 

@@ -10,8 +10,8 @@
  * MAX_SAMPLE_LABELS labels per sample. What does not fit, does not parse or throws is left out and
  * counted (`<prefix>metrics_samples_dropped_total`, `<prefix>metrics_source_errors_total`).
  */
-import type { ClientStats, HotKeyClient } from './client/client.ts';
-import type { PushCounters } from './client/push.ts';
+import type { ClientStats, HotKeyClient } from './client.ts';
+import type { PushCounters } from './push.ts';
 
 /** A series an integration adds: `name` goes after the prefix; a counter's name gets `_total`. */
 export interface MetricSample {

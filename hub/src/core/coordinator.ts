@@ -1,7 +1,8 @@
 /**
  * The seam between one hub and the rest of the cluster. The hub core (server, aggregator, HTTP)
- * talks only to this interface; `LocalCoordinator` serves a hub running alone on embedded
- * defaults, `RedisCoordinator` a cluster of hubs sharing one Redis.
+ * talks only to this interface, which is why it lives in core/ and the implementations in
+ * cluster/: `LocalCoordinator` serves a hub running alone on embedded defaults,
+ * `RedisCoordinator` a cluster of hubs sharing one Redis.
  *
  * Everything here must keep working when the shared store is down: reads answer from the last
  * known state, writes that only inform (events, stats) are dropped and counted, and `health()`
@@ -58,6 +59,8 @@ export interface Health {
 export interface Coordinator {
   /** this hub's id (stable for the process) */
   readonly selfId: string;
+  /** true: no other hub can ever join (LocalCoordinator); absent or false: part of a cluster @default false */
+  readonly standalone?: boolean;
   /** Joins the cluster. Resolves even when the shared store is unreachable (it keeps retrying). */
   start(self: Member): Promise<void>;
   /** Graceful leave: removes this hub from the member list before resolving. */

@@ -1,0 +1,114 @@
+/**
+ * Folders import one way: `pnpm lint` runs dependency-cruiser with this file and fails on any
+ * import that points up the layer order below, or sideways between two folders of one layer (so
+ * no two folders can ever import each other). A folder's subfolders belong to it
+ * (`hub/src/core/detectors` is core).
+ *
+ * hub/src, lowest first:
+ *   core      the hub's logic, pure of sockets and processes; owns the interfaces it needs
+ *             (Coordinator, Logger) and gets their implementations injected
+ *   cluster   Coordinator implementations: alone, or over Redis
+ *   http      the HTTP API, /metrics and the dashboard feed, over core and cluster
+ *   notify    webhook notifications of core events (same layer as http: neither imports the other)
+ *   server    sockets, processes and startHub: wires everything together
+ *   demo      a demo load over a started hub
+ *   conformance   the protocol conformance kit (same layer as demo: it imports only the SDK's protocol)
+ *   cli.ts, then index.ts   the entry points, on top
+ *
+ * sdk/src, lowest first:
+ *   root modules (errors, limits, rules, options, hash, glob, ownership)   the shared floor
+ *   wire / counting / cache   one layer: none imports another
+ *   client    HotKeyClient over them
+ *   ioredis   the ioredis adapter over the client
+ *   ioredis.ts, then index.ts   the package entry points, on top
+ *
+ * Tests beside their source follow the same order, with two exceptions where they must: core's
+ * tests may use cluster's coordinators (the real parts the core is given), and the ioredis
+ * adapter's tests may use its entry point.
+ */
+
+const re = (file) => file.replace(/\./g, '\\.');
+const isFile = (name) => name.endsWith('.ts');
+
+/**
+ * Rules that forbid each layer to import any later one, or a peer of its own layer. `layers` is
+ * lowest first; a layer is folder names, or root module names (`index.ts`); '(root)' stands for
+ * every other root module. `testExempt`: the later folders a layer's tests may still import.
+ */
+function layerRules(pkg, layers, testExempt = {}) {
+  const named = layers.flat().filter(isFile);
+  const rootOthers = `^${pkg}/[^/]+\\.ts$`;
+  const pathOf = (f) => (f === '(root)' ? `[^/]+\\.ts$` : isFile(f) ? `${re(f)}$` : `${f}/`);
+  const rules = [];
+  layers.forEach((layer, i) => {
+    const higher = layers.slice(i + 1).flat();
+    for (const folder of layer) {
+      const forbidden = [...layer.filter((f) => f !== folder), ...higher];
+      if (forbidden.length === 0) continue;
+      const from =
+        folder === '(root)'
+          ? { path: rootOthers, ...(named.length > 0 ? { pathNot: `^${pkg}/(${named.map(re).join('|')})$` } : {}) }
+          : { path: `^${pkg}/${pathOf(folder)}` };
+      const to = (list) => ({ path: `^${pkg}/(${list.map(pathOf).join('|')})` });
+      const rule = (name, fromPart, list) => ({
+        name: `${pkg}: ${folder} imports up or sideways${name}`,
+        comment: `${pkg}/${folder} may import only what is below it in the layer order (see .dependency-cruiser.cjs)`,
+        severity: 'error',
+        from: fromPart,
+        to: to(list),
+      });
+      const exempt = testExempt[folder] ?? [];
+      if (exempt.length === 0) {
+        rules.push(rule('', from, forbidden));
+        continue;
+      }
+      rules.push(rule('', { ...from, pathNot: TEST }, forbidden));
+      const forTests = forbidden.filter((f) => !exempt.includes(f));
+      if (forTests.length > 0)
+        rules.push(rule(' (test)', { path: `${from.path.replace(/\$$/, '')}.*${TEST}` }, forTests));
+    }
+  });
+  return rules;
+}
+
+const TEST = '\\.test\\.ts$';
+
+module.exports = {
+  forbidden: [
+    // core's tests run the core against the real coordinators, which live in cluster
+    ...layerRules(
+      'hub/src',
+      [['core'], ['cluster'], ['http', 'notify'], ['server'], ['demo', 'conformance'], ['cli.ts'], ['index.ts']],
+      {
+        core: ['cluster'],
+      },
+    ),
+    // the adapter's tests drive it through its entry point, as a user does
+    ...layerRules(
+      'sdk/src',
+      [['(root)'], ['wire', 'counting', 'cache'], ['client'], ['ioredis'], ['ioredis.ts'], ['index.ts']],
+      {
+        ioredis: ['ioredis.ts'],
+      },
+    ),
+    {
+      name: 'no-circular',
+      comment: 'modules that import each other, directly or round a loop',
+      severity: 'error',
+      from: { path: '^(hub|sdk)/src/' },
+      to: { circular: true },
+    },
+  ],
+  options: {
+    includeOnly: '^(hub|sdk)/src/',
+    exclude: { path: '/dist/' },
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['@hotkey/source', 'import', 'types', 'default'],
+      extensions: ['.ts', '.js'],
+    },
+  },
+};
