@@ -11,7 +11,7 @@
  *
  *   node --conditions=@hotkey/source --import tsx test/bench/flash-sale.bench.ts [--quick]
  */
-import { startHub } from '@hotkey/hub';
+import { startHubInProcess } from '../support/hub-in-process.ts';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis-server.ts';
 import { benchMain, forkWorker, type BenchRow, type Worker } from './harness.ts';
@@ -97,7 +97,7 @@ benchMain(async ({ quick }) => {
   const durationMs = quick ? 3000 : 6000;
   // the flash key crosses the threshold within ~1/10 s of the surge; the Zipf head stays under it
   const rules = [{ match: '*', threshold: 600, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 30_000 }];
-  const hub = await startHub({ port: 0, log: () => {}, config: { apps: { bench: { rules } } } });
+  const hub = await startHubInProcess({ config: { apps: { bench: { rules } } } });
   const server = await RedisServer.start();
   const admin = new Redis(server.url);
   try {
