@@ -11,7 +11,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { once } from 'node:events';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { counter, withHotKeys } from '@hotkey/sdk/ioredis';
 import { MANUAL_RULE, promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
@@ -284,6 +284,14 @@ test('bad input: not an ioredis client, wrapped by another HotKeyClient', async 
       (e: Error) => e instanceof TypeError && /ioredis Redis or Cluster/.test(e.message),
     );
   }
+  // a Cluster whose startup nodes are gone: no deployment to key its values by
+  const seedless = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+  (seedless as unknown as { startupNodes: unknown }).startupNodes = null;
+  assert.throws(
+    () => withHotKeys(seedless, hk),
+    (e: Error) => e instanceof TypeError && /without startup nodes/.test(e.message),
+  );
+  assert.is(Object.getPrototypeOf(seedless), Cluster.prototype, 'nothing hooked on a refused client');
   const c = withHotKeys(client(), hk);
   assert.is(withHotKeys(c, hk), c, 'the same HotKeyClient again: a no-op');
   const other = new HotKeyClient({ app: 'shop', hubs: [fixture.hub.url] });

@@ -25,9 +25,13 @@ interface ClusterLike {
 /** The deployment a client talks to, without the database (stable for a client's lifetime). */
 export function deploymentOf(client: object): string {
   if ((client as Partial<ClusterLike>).isCluster === true) {
-    const seeds = (client as ClusterLike).startupNodes.map((n) =>
-      typeof n === 'object' ? `${n.host ?? '127.0.0.1'}:${n.port ?? 6379}` : String(n),
-    );
+    const nodes = (client as Partial<ClusterLike>).startupNodes;
+    // ioredis keeps them for the client's life; without them there is no deployment to key values by
+    if (!Array.isArray(nodes) || nodes.length === 0)
+      throw new TypeError(
+        'withHotKeys: a Redis.Cluster without startup nodes cannot be wrapped (its deployment is unknown)',
+      );
+    const seeds = nodes.map((n) => (typeof n === 'object' ? `${n.host ?? '127.0.0.1'}:${n.port ?? 6379}` : String(n)));
     return `cluster(${[...new Set(seeds)].sort().join(',')})`;
   }
   const { options } = client as StandaloneLike;

@@ -93,13 +93,13 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   const awaitInvalidation = options.awaitInvalidation ?? true;
   const onInvalidateError = options.onInvalidateError ?? (() => {});
   const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
+  const deployment = deploymentOf(client); // before the hook is placed: it throws on a Cluster it cannot key
   if (!Object.isExtensible(client))
     throw new TypeError('withHotKeys: client is frozen, sealed or not extensible: its dispatch cannot be hooked');
   // checked before anything listens or connects: an own sendCommand it cannot move under the hook throws
   const layers = layerSendCommand(client, base, sendCommand as never);
   /** sends past the hook: the user's instance patches, then the class's (maybe patched) method, read at each call */
   const down = layers.down as unknown as Send;
-  const deployment = deploymentOf(client);
   const isCluster = (client as Partial<Cluster>).isCluster === true;
   // first: it validates its options, before anything listens or connects
   const breakerOptions = options.breaker ?? true;
