@@ -9,26 +9,20 @@
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { HotSet, type HotState } from '../cache/hot-set.ts';
-import { LocalCache } from '../cache/local-cache.ts';
-import { AccessWindow } from '../counting/window.ts';
+import type { HotSet, HotState } from '../cache/hot-set.ts';
+import type { LocalCache } from '../cache/local-cache.ts';
+import type { AccessWindow } from '../counting/window.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
 import type { Rule, RuleKind } from '../rules.ts';
-import { MAX_KEY_LENGTH, MsgType, OLDEST_HUB_VERSION, PROTOCOL_VERSION, type Hello } from '../wire/protocol.ts';
-import { AppConfig } from './app-config.ts';
-import { Dispatch } from './dispatch.ts';
-import { HubEvents } from './hub-events.ts';
+import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import type { ClientEvents, EmitClientEvent } from './events.ts';
-import { Invalidator, type InvalidateOptions, type InvalidateResult, type UpdateMark } from './invalidator.ts';
+import type { InvalidateOptions, InvalidateResult, UpdateMark } from './invalidator.ts';
 import { askLease } from './leases.ts';
-import { HotLoads } from './loads.ts';
-import { HUB_URL, HubLinks } from './links.ts';
-import { ValuePush, type PushCodec } from './push.ts';
-import { RateLimits } from './rate-limits.ts';
-import { ReadPath } from './read-path.ts';
-import { Readiness } from './readiness.ts';
-import { Reporter } from './reporter.ts';
+import { HUB_URL } from './links.ts';
+import { buildParts, type ClientParts } from './parts.ts';
+import type { PushCodec } from './push.ts';
+import type { ReadPath } from './read-path.ts';
 import { collectStats, type ClientStats } from './stats.ts';
 import { logFault, logStatus } from './status-log.ts';
 import { StatusFeed, type ClientStatus } from './status.ts';
@@ -39,7 +33,7 @@ export type { ClientEvents, DemoteInfo, InvalidateInfo, PromoteInfo } from './ev
 export type { InvalidateOptions, InvalidateResult, UpdateMark } from './invalidator.ts';
 export type { ClientStats } from './stats.ts';
 
-export const SDK_NAME = '@hotkey/sdk/0.1.0';
+export { SDK_NAME } from './parts.ts';
 /** a hit tells the LRU about its key at most this often (ms): recency finer than this buys nothing */
 const LRU_TOUCH_MS = 1;
 
@@ -52,26 +46,18 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   readonly #opts: ResolvedClientOptions;
   readonly #now: () => number;
+  readonly #p: ClientParts;
+  // the hit path's parts, held here too: one field read each, not two
   readonly #window: AccessWindow;
   readonly #cache: LocalCache;
   readonly #hot: HotSet;
-  readonly #loads: HotLoads;
-  readonly #push: ValuePush;
   readonly #reads: ReadPath;
-  readonly #links: HubLinks;
-  readonly #reporter: Reporter;
-  readonly #invalidator: Invalidator;
-  readonly #dispatch: Dispatch;
   readonly #statusFeed = new StatusFeed<ClientStatus>();
-  readonly #limits: RateLimits;
-  readonly #config: AppConfig;
   /** coarse clock, refreshed by the tick, by every hub frame and by every get() of a hot key */
   #clock: number;
 
   #tickTimer: NodeJS.Timeout | undefined;
   #closed = false;
-  readonly #readiness = new Readiness();
-  readonly #hubEvents: HubEvents;
 
   /** get() answered from the local cache (the loads count their own hits) */
   #hits = 0;
@@ -98,123 +84,23 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.instanceId = opts.instanceId;
     this.#now = now;
     this.#clock = now();
-    const readClock = () => (this.#clock = this.#now());
-    this.#window = new AccessWindow({
-      maxCandidates: opts.maxCandidates,
-      sampleRate: opts.sampleRate,
-      now: this.#clock,
-      onUrgent: () => this.#reporter.urgentSoon(),
-    });
-    this.#cache = new LocalCache({ maxEntries: opts.maxEntries });
-    this.#hot = new HotSet({ maxKeys: opts.maxHotKeys });
-    this.#limits = new RateLimits(opts.maxLimitedKeys);
-    this.#config = new AppConfig(this.#window, this.#limits);
-    /** this instance's share of REFRESH_JITTER, in [0, 1) */
-    const jitter = Math.random();
-    this.#loads = new HotLoads({
-      cache: this.#cache,
-      hot: this.#hot,
-      maxInFlight: opts.maxLoadsInFlight,
-      maxQueued: opts.maxLoadsQueued,
-      timeoutMs: opts.loadTimeoutMs,
-      jitter,
-      policy: (key) => this.#reads.policy(key),
-      readClock,
-      callLoader: (key, loader) => this.#reads.callLoader(key, loader),
+    const p = buildParts(opts, hubs as string[], {
+      now,
+      readClock: () => (this.#clock = this.#now()),
+      clock: () => this.#clock,
       closed: () => this.#closed,
-      onStale: (key, error) => this.#status({ type: 'stale-value', key, error }),
-      awaitPush: (key) => this.#push.awaitPush(key),
-      onFilled: (key, value, hot) => this.#push.filled(key, value, this.#links.get(hot.hub)),
-    });
-    this.#push = new ValuePush({
-      hot: this.#hot,
-      cache: this.#cache,
-      maxPushBytes: opts.maxPushBytes,
-      pushWaitMs: opts.pushWaitMs,
-      shared: (key) => this.#config.ruleFor(key)?.share === true,
-      lifetime: (key, hot) => this.#reads.lifetime(key, hot),
-      readClock,
-      loadNow: (key, loader, hot) => this.#loads.loadNow(key, loader, hot),
-    });
-    this.#reads = new ReadPath({
-      window: this.#window,
-      config: this.#config,
-      loads: this.#loads,
-      push: this.#push,
-      jitter,
-      closed: () => this.#closed,
-    });
-    this.#hubEvents = new HubEvents({
-      hot: this.#hot,
-      loads: this.#loads,
-      config: this.#config,
-      readiness: this.#readiness,
-      maxStaleMs: opts.maxStaleMs,
-      links: () => this.#links,
-      dispatch: () => this.#dispatch,
-      invalidator: () => this.#invalidator,
-      closed: () => this.#closed,
-      readClock,
+      emit: this.emit.bind(this) as EmitClientEvent,
       status: (status) => this.#status(status),
       fault: (error, url, refused) => this.#fault(error, url, refused),
     });
-    const hello: Hello = {
-      t: MsgType.Hello,
-      v: PROTOCOL_VERSION,
-      vmin: OLDEST_HUB_VERSION,
-      app: opts.app,
-      instance: opts.instanceId,
-      sdk: SDK_NAME,
-      host: opts.host,
-      role: 'sdk',
-    };
-    if (opts.token !== undefined) hello.token = opts.token;
-    this.#links = new HubLinks({
-      seeds: [...new Set(hubs as string[])],
-      hello,
-      pingIntervalMs: opts.pingIntervalMs,
-      livenessTimeoutMs: opts.livenessTimeoutMs,
-      reconnectMinMs: opts.reconnectMinMs,
-      reconnectMaxMs: opts.reconnectMaxMs,
-      tls: opts.tls,
-      handler: this.#hubEvents,
-      onLost: (hub) => this.#hubEvents.lost(hub),
-    });
-    this.#invalidator = new Invalidator({
-      links: this.#links,
-      push: this.#push,
-      timeoutMs: opts.invalidateTimeoutMs,
-      maxPending: opts.maxPendingInvalidations,
-      dropValue: (key) => this.#dropValue(key),
-      dropAll: () => this.#dropAll(),
-    });
-    this.#dispatch = new Dispatch({
-      hot: this.#hot,
-      window: this.#window,
-      push: this.#push,
-      limits: this.#limits,
-      invalidator: this.#invalidator,
-      config: this.#config,
-      now: this.#now,
-      clock: () => this.#clock,
-      dropValue: (key) => this.#dropValue(key),
-      dropAll: () => this.#dropAll(),
-      forget: (key) => this.#forget(key),
-      emit: this.emit.bind(this) as EmitClientEvent,
-      status: (status) => this.#status(status),
-      applyMembers: (epoch, members) => this.#hubEvents.members(epoch, members),
-    });
-    this.#reporter = new Reporter({
-      window: this.#window,
-      links: this.#links,
-      maxBufferedBytes: opts.maxBufferedBytes,
-      refreshClock: readClock,
-      loadsOf: (key) => (this.#hot.get(key)?.cache === true ? this.#loads.tallied(key) : undefined),
-      reported: () => this.#loads.resetTally(),
-    });
+    this.#p = p;
+    this.#window = p.window;
+    this.#cache = p.cache;
+    this.#hot = p.hot;
+    this.#reads = p.reads;
     // One timer drives the coarse clock, the window slices, hot-key expiry and the reports.
     this.#tickTimer = setInterval(() => this.#onTick(), this.#opts.flushIntervalMs);
-    this.#links.start();
+    p.links.start();
   }
 
   /**
@@ -225,7 +111,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    * reached), HK_ERR_CLOSED when the client is closed first, or the signal's reason when `signal` aborts.
    */
   ready(options: { signal?: AbortSignal } = {}): Promise<void> {
-    return this.#readiness.wait(options.signal);
+    return this.#p.readiness.wait(options.signal);
   }
 
   /**
@@ -301,18 +187,18 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   allow(key: string, count = true): boolean {
     checkKey(key);
     if (count && !this.#closed) this.#window.track(key);
-    return this.#limits.take(key, this.#now());
+    return this.#p.limits.take(key, this.#now());
   }
 
   /** Whether any rule limits keys: callers that check many keys skip `allow()` otherwise. */
   get limiting(): boolean {
-    return this.#limits.active;
+    return this.#p.limits.active;
   }
 
   /** The rate this instance admits for `key` now, per second (Infinity: no limit). */
   rateOf(key: string): number {
     checkKey(key);
-    return this.#limits.rateOf(key, this.#now());
+    return this.#p.limits.rateOf(key, this.#now());
   }
 
   /**
@@ -358,7 +244,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (options !== undefined && (typeof options !== 'object' || options === null))
       throw new TypeError('invalidate: options must be an object');
     if (this.#closed) return Promise.reject(new HotKeyError(ErrorCode.Closed, 'client is closed'));
-    return this.#invalidator.invalidate(key, options);
+    return this.#p.invalidator.invalidate(key, options);
   }
 
   /**
@@ -367,13 +253,13 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    * someone else the hub relays after the mark turns the update into a plain invalidation.
    */
   updateMark(key: string): UpdateMark {
-    return this.#invalidator.updateMark(key);
+    return this.#p.invalidator.updateMark(key);
   }
 
   /** Whether `key` is hot here, cached, and its rule shares values (`share: true`): value push applies to it. */
   isShared(key: string): boolean {
     const hot = this.#hot.get(key);
-    return hot !== undefined && hot.until > this.#clock && hot.cache && this.#config.ruleFor(key)?.share === true;
+    return hot !== undefined && hot.until > this.#clock && hot.cache && this.#p.config.ruleFor(key)?.share === true;
   }
 
   /**
@@ -381,7 +267,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    * are pushed and injected, and who vouches for them (push.ts PushCodec). One per client.
    */
   usePushCodec(codec: PushCodec): void {
-    this.#push.codec = codec;
+    this.#p.push.codec = codec;
   }
 
   /**
@@ -396,7 +282,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   invalidateAll(namespace: string): Promise<InvalidateResult> {
     checkKey(namespace);
     if (this.#closed) return Promise.reject(new HotKeyError(ErrorCode.Closed, 'client is closed'));
-    return this.#invalidator.invalidateAll(namespace);
+    return this.#p.invalidator.invalidateAll(namespace);
   }
 
   /**
@@ -408,20 +294,9 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    */
   dropLocal(target: string | ((key: string, value: unknown) => boolean)): number {
     if (this.#closed) return 0;
-    if (typeof target === 'string') {
-      checkKey(target);
-      const held = this.#cache.has(target) || this.#loads.has(target);
-      this.#dropValue(target);
-      return held ? 1 : 0;
-    }
-    if (typeof target !== 'function') throw new TypeError('dropLocal: target must be a key or a function');
-    const keys: string[] = [];
-    for (const key of this.#hot.keys()) {
-      const state = this.#hot.get(key);
-      if (state?.promise !== undefined && target(key, state.value)) keys.push(key);
-    }
-    for (const key of keys) this.#dropValue(key);
-    return keys.length;
+    if (typeof target === 'string') checkKey(target);
+    else if (typeof target !== 'function') throw new TypeError('dropLocal: target must be a key or a function');
+    return this.#p.values.dropWhere(target);
   }
 
   /** An async iterator of connection state changes; it ends when the client closes. */
@@ -430,31 +305,18 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   }
 
   stats(): ClientStats {
-    return collectStats({
-      hits: this.#hits,
-      reads: this.#reads,
-      window: this.#window,
-      loads: this.#loads,
-      push: this.#push,
-      reporter: this.#reporter,
-      hot: this.#hot,
-      cache: this.#cache,
-      invalidator: this.#invalidator,
-      dispatch: this.#dispatch,
-      config: this.#config,
-      links: this.#links,
-      limits: this.#limits,
-    });
+    const p = this.#p;
+    return collectStats({ ...p, hits: this.#hits });
   }
 
   /** The rules the hubs sent (the default rule until then). */
   rules(): readonly Rule[] {
-    return this.#config.rules.rules;
+    return this.#p.config.rules.rules;
   }
 
   /** Ids of the hubs this instance is connected to. */
   hubs(): string[] {
-    return this.#links.hubs();
+    return this.#p.links.hubs();
   }
 
   /**
@@ -466,14 +328,11 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#closed = true;
     clearInterval(this.#tickTimer);
     this.#tickTimer = undefined;
-    this.#reporter.close();
-    this.#links.close();
-    this.#invalidator.closeAll();
-    this.#hot.clear();
-    this.#cache.clear();
-    this.#loads.clear();
-    this.#push.clear();
-    this.#readiness.reject(new HotKeyError(ErrorCode.Closed, 'client closed before a hub welcomed it'));
+    this.#p.reporter.close();
+    this.#p.links.close();
+    this.#p.invalidator.closeAll();
+    this.#p.values.clear();
+    this.#p.readiness.reject(new HotKeyError(ErrorCode.Closed, 'client closed before a hub welcomed it'));
     this.#status({ type: 'closed' });
     this.#statusFeed.end();
     this.emit('close');
@@ -481,41 +340,17 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   // ---- internals ----
 
-  /** Forgets the cached value and any load in flight whose result can no longer be trusted. */
-  #dropValue(key: string): void {
-    this.#cache.delete(key);
-    this.#hot.invalidate(key);
-    this.#loads.drop(key);
-    this.#push.dropped(key, this.#clock);
-  }
-
-  /** Every cached value and every load in flight goes; hot keys stay hot and reload. */
-  #dropAll(): void {
-    for (const key of [...this.#hot.keys()]) {
-      this.#hot.invalidate(key);
-      this.#push.dropped(key, this.#clock);
-    }
-    this.#cache.clear();
-    this.#loads.clear();
-  }
-
-  #forget(key: string): void {
-    this.#cache.delete(key);
-    this.#loads.drop(key);
-    this.#push.forget(key);
-  }
-
   /** The flush-interval timer: coarse clock, window slices, hot-key expiry, then the reports. */
   #onTick(): void {
     const now = this.#now();
     this.#clock = now;
     this.#window.advance(now);
     for (const state of this.#hot.expire(now)) {
-      this.#forget(state.key);
+      this.#p.values.forget(state.key);
       this.emit('demote', state.key, { hub: state.hub, reason: 'expired' });
     }
-    for (const link of this.#links.links()) askLease(link, now);
-    this.#reporter.flush(now);
+    for (const link of this.#p.links.links()) askLease(link, now);
+    this.#p.reporter.flush(now);
   }
 
   #fault(error: Error, url: string | undefined, refused: boolean): void {

@@ -1,0 +1,198 @@
+/**
+ * The parts a HotKeyClient is made of and how they are wired to each other: the access window,
+ * the hot set and its cache, loads, value push, the read path, the hub links and what handles
+ * their frames, invalidations, reports, rate limits and the app's config. Each part gets only
+ * the callbacks it needs; what belongs to the client itself (its clock, whether it is closed, its
+ * events and status feed) comes in through `ClientHost`. Built once per client, in this order
+ * because some parts hand others to later ones (a callback may name a part built after it: it is
+ * called only once the client runs).
+ */
+import { HotSet } from '../cache/hot-set.ts';
+import { LocalCache } from '../cache/local-cache.ts';
+import { AccessWindow } from '../counting/window.ts';
+import type { ResolvedClientOptions } from '../options.ts';
+import { MsgType, OLDEST_HUB_VERSION, PROTOCOL_VERSION, type Hello } from '../wire/protocol.ts';
+import { AppConfig } from './app-config.ts';
+import { Dispatch } from './dispatch.ts';
+import type { EmitClientEvent } from './events.ts';
+import { HubEvents } from './hub-events.ts';
+import { Invalidator } from './invalidator.ts';
+import { HubLinks } from './links.ts';
+import { HotLoads } from './loads.ts';
+import { ValuePush } from './push.ts';
+import { RateLimits } from './rate-limits.ts';
+import { ReadPath } from './read-path.ts';
+import { Readiness } from './readiness.ts';
+import { Reporter } from './reporter.ts';
+import type { ClientStatus } from './status.ts';
+import { LocalValues } from './values.ts';
+
+export const SDK_NAME = '@hotkey/sdk/0.1.0';
+
+/** What the client lends its parts. */
+export interface ClientHost {
+  /** the real clock */
+  now: () => number;
+  /** reads the real clock and refreshes the client's coarse one */
+  readClock: () => number;
+  /** the client's coarse clock */
+  clock: () => number;
+  closed: () => boolean;
+  emit: EmitClientEvent;
+  status: (status: ClientStatus) => void;
+  /** logs, reports to status() and emits 'error' (when listened to) */
+  fault: (error: Error, url: string | undefined, refused: boolean) => void;
+}
+
+export interface ClientParts {
+  window: AccessWindow;
+  cache: LocalCache;
+  hot: HotSet;
+  limits: RateLimits;
+  config: AppConfig;
+  loads: HotLoads;
+  push: ValuePush;
+  reads: ReadPath;
+  values: LocalValues;
+  readiness: Readiness;
+  hubEvents: HubEvents;
+  links: HubLinks;
+  invalidator: Invalidator;
+  dispatch: Dispatch;
+  reporter: Reporter;
+}
+
+/** Builds and wires every part of a client with options `opts` and hub seed URLs `seeds`. */
+export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[], host: ClientHost): ClientParts {
+  const { readClock } = host;
+  const window = new AccessWindow({
+    maxCandidates: opts.maxCandidates,
+    sampleRate: opts.sampleRate,
+    now: host.clock(),
+    onUrgent: () => reporter.urgentSoon(),
+  });
+  const cache = new LocalCache({ maxEntries: opts.maxEntries });
+  const hot = new HotSet({ maxKeys: opts.maxHotKeys });
+  const limits = new RateLimits(opts.maxLimitedKeys);
+  const config = new AppConfig(window, limits);
+  /** this instance's share of REFRESH_JITTER, in [0, 1) */
+  const jitter = Math.random();
+  const loads: HotLoads = new HotLoads({
+    cache,
+    hot,
+    maxInFlight: opts.maxLoadsInFlight,
+    maxQueued: opts.maxLoadsQueued,
+    timeoutMs: opts.loadTimeoutMs,
+    jitter,
+    policy: (key) => reads.policy(key),
+    readClock,
+    callLoader: (key, loader) => reads.callLoader(key, loader),
+    closed: host.closed,
+    onStale: (key, error) => host.status({ type: 'stale-value', key, error }),
+    awaitPush: (key) => push.awaitPush(key),
+    onFilled: (key, value, state) => push.filled(key, value, links.get(state.hub)),
+  });
+  const push: ValuePush = new ValuePush({
+    hot,
+    cache,
+    maxPushBytes: opts.maxPushBytes,
+    pushWaitMs: opts.pushWaitMs,
+    shared: (key) => config.ruleFor(key)?.share === true,
+    lifetime: (key, state) => reads.lifetime(key, state),
+    readClock,
+    loadNow: (key, loader, state) => loads.loadNow(key, loader, state),
+  });
+  const reads: ReadPath = new ReadPath({ window, config, loads, push, jitter, closed: host.closed });
+  const values = new LocalValues({ cache, hot, loads, push, clock: host.clock });
+  const readiness = new Readiness();
+  const hubEvents: HubEvents = new HubEvents({
+    hot,
+    loads,
+    config,
+    readiness,
+    maxStaleMs: opts.maxStaleMs,
+    links: () => links,
+    dispatch: () => dispatch,
+    invalidator: () => invalidator,
+    closed: host.closed,
+    readClock,
+    status: host.status,
+    fault: host.fault,
+  });
+  const links: HubLinks = new HubLinks({
+    seeds: [...new Set(seeds)],
+    hello: helloOf(opts),
+    pingIntervalMs: opts.pingIntervalMs,
+    livenessTimeoutMs: opts.livenessTimeoutMs,
+    reconnectMinMs: opts.reconnectMinMs,
+    reconnectMaxMs: opts.reconnectMaxMs,
+    tls: opts.tls,
+    handler: hubEvents,
+    onLost: (hub) => hubEvents.lost(hub),
+  });
+  const invalidator: Invalidator = new Invalidator({
+    links,
+    push,
+    timeoutMs: opts.invalidateTimeoutMs,
+    maxPending: opts.maxPendingInvalidations,
+    dropValue: (key) => values.drop(key),
+    dropAll: () => values.dropAll(),
+  });
+  const dispatch: Dispatch = new Dispatch({
+    hot,
+    window,
+    push,
+    limits,
+    invalidator,
+    config,
+    now: host.now,
+    clock: host.clock,
+    dropValue: (key) => values.drop(key),
+    dropAll: () => values.dropAll(),
+    forget: (key) => values.forget(key),
+    emit: host.emit,
+    status: host.status,
+    applyMembers: (epoch, members) => hubEvents.members(epoch, members),
+  });
+  const reporter: Reporter = new Reporter({
+    window,
+    links,
+    maxBufferedBytes: opts.maxBufferedBytes,
+    refreshClock: readClock,
+    loadsOf: (key) => (hot.get(key)?.cache === true ? loads.tallied(key) : undefined),
+    reported: () => loads.resetTally(),
+  });
+  return {
+    window,
+    cache,
+    hot,
+    limits,
+    config,
+    loads,
+    push,
+    reads,
+    values,
+    readiness,
+    hubEvents,
+    links,
+    invalidator,
+    dispatch,
+    reporter,
+  };
+}
+
+/** The first frame on every hub connection. */
+function helloOf(opts: ResolvedClientOptions): Hello {
+  const hello: Hello = {
+    t: MsgType.Hello,
+    v: PROTOCOL_VERSION,
+    vmin: OLDEST_HUB_VERSION,
+    app: opts.app,
+    instance: opts.instanceId,
+    sdk: SDK_NAME,
+    host: opts.host,
+    role: 'sdk',
+  };
+  if (opts.token !== undefined) hello.token = opts.token;
+  return hello;
+}
