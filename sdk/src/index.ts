@@ -12,8 +12,8 @@ export type {
   UpdateMark,
   PromoteInfo,
 } from './client/client.ts';
-export { DEFAULT_CLIENT_OPTIONS } from './options.ts';
-export type { ClientLogger, ClientTlsOptions } from './options.ts';
+export { DEFAULT_CLIENT_OPTIONS, DEFAULT_SURGE_LOCAL } from './options.ts';
+export type { ClientLogger, ClientTlsOptions, SurgeLocalOptions } from './options.ts';
 export {
   AuthError,
   CapacityError,

@@ -35,6 +35,30 @@ export interface ClientLogger {
   error(obj: object, msg?: string): void;
 }
 
+/**
+ * Local surges (client/surge-local.ts): a key this instance alone sees surging is served from its
+ * local cache before the hub's cluster-wide promotion arrives, under the lease of the key's owner
+ * hub (which hears and acknowledges every write of it), bounded, and dropped unless the hub
+ * promotes it in time.
+ */
+export interface SurgeLocalOptions {
+  /**
+   * a key counted `share × threshold` times within one 100 ms slice of this instance's window
+   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.01
+   */
+  share?: number;
+  /** fewest accesses within one slice that make a local surge, whatever `share` says @default 3 */
+  minAccesses?: number;
+  /** keys served locally before their hub confirms them, at most @default 64 */
+  maxKeys?: number;
+  /** bytes (estimated) of those keys' cached values together, at most @default 1048576 */
+  maxBytes?: number;
+  /** a local surge not promoted by its hub within this many windows of its rule is dropped @default 2 */
+  confirmWindows?: number;
+  /** a key its hub did not confirm is not promoted locally again for this long (ms) @default 10000 */
+  retryMs?: number;
+}
+
 export interface ClientOptions {
   /** the application name the hub knows this service by (required) */
   app: string;
@@ -108,6 +132,11 @@ export interface ClientOptions {
    * another instance loads and the hub broadcasts, then load it themselves @default 1000
    */
   pushWaitMs?: number;
+  /**
+   * serve a key that surges on this instance locally before the hub promotes it (see
+   * SurgeLocalOptions); `false` turns it off @default true (DEFAULT_SURGE_LOCAL)
+   */
+  surgeLocal?: boolean | SurgeLocalOptions;
   /** TLS options for `wss://` hubs (CA, client certificate) @default undefined: the system CAs */
   tls?: ClientTlsOptions;
   /** pino-compatible logger for connects, disconnects and refusals @default silent */
@@ -118,7 +147,7 @@ export interface ClientOptions {
 
 /** The numeric options, each with a default. */
 export type ClientTunables = Required<
-  Omit<ClientOptions, 'app' | 'hubs' | 'token' | 'instanceId' | 'host' | 'now' | 'tls' | 'logger'>
+  Omit<ClientOptions, 'app' | 'hubs' | 'token' | 'instanceId' | 'host' | 'now' | 'tls' | 'logger' | 'surgeLocal'>
 >;
 
 /**
@@ -152,6 +181,16 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
     windowSliceMs: 100,
   });
 
+/** Every default of `surgeLocal` (SurgeLocalOptions). */
+export const DEFAULT_SURGE_LOCAL: Readonly<Required<SurgeLocalOptions>> = Object.freeze({
+  share: 0.01,
+  minAccesses: 3,
+  maxKeys: 64,
+  maxBytes: 1 << 20,
+  confirmWindows: 2,
+  retryMs: 10_000,
+});
+
 /** The options after validation, every default filled in. */
 export type ResolvedClientOptions = ClientTunables & {
   app: string;
@@ -160,6 +199,8 @@ export type ResolvedClientOptions = ClientTunables & {
   host: string;
   tls: ClientTlsOptions | undefined;
   logger: ClientLogger;
+  /** false: local surges off */
+  surgeLocal: Readonly<Required<SurgeLocalOptions>> | false;
 };
 
 const SILENT: ClientLogger = Object.freeze({ debug() {}, info() {}, warn() {}, error() {} });
@@ -238,10 +279,35 @@ export function resolveClientOptions(
     loadTimeoutMs: posInt(options.loadTimeoutMs, d.loadTimeoutMs, 'loadTimeoutMs'),
     maxPushBytes: Math.min(MAX_VALUE_BYTES, posInt(options.maxPushBytes, d.maxPushBytes, 'maxPushBytes')),
     pushWaitMs: nonNegInt(options.pushWaitMs, d.pushWaitMs, 'pushWaitMs'),
+    surgeLocal: resolveSurgeLocal(options.surgeLocal),
   };
   if (resolved.reconnectMaxMs < resolved.reconnectMinMs)
     throw new TypeError('options.reconnectMaxMs must be at least reconnectMinMs');
   return resolved;
+}
+
+const SURGE_FIELDS = new Set(Object.keys(DEFAULT_SURGE_LOCAL));
+
+function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): ResolvedClientOptions['surgeLocal'] {
+  if (value === false) return false;
+  if (value === undefined || value === true) return DEFAULT_SURGE_LOCAL;
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new TypeError('options.surgeLocal must be a boolean or an object');
+  for (const name of Object.keys(value))
+    if (!SURGE_FIELDS.has(name))
+      throw new TypeError(`options.surgeLocal.${name} is not an option (${[...SURGE_FIELDS].join(', ')})`);
+  const d = DEFAULT_SURGE_LOCAL;
+  const share = value.share ?? d.share;
+  if (typeof share !== 'number' || !(share > 0 && share <= 1))
+    throw new TypeError(`options.surgeLocal.share must be a number in (0, 1], got ${String(share)}`);
+  return Object.freeze({
+    share,
+    minAccesses: posInt(value.minAccesses, d.minAccesses, 'surgeLocal.minAccesses'),
+    maxKeys: posInt(value.maxKeys, d.maxKeys, 'surgeLocal.maxKeys'),
+    maxBytes: posInt(value.maxBytes, d.maxBytes, 'surgeLocal.maxBytes'),
+    confirmWindows: posInt(value.confirmWindows, d.confirmWindows, 'surgeLocal.confirmWindows'),
+    retryMs: nonNegInt(value.retryMs, d.retryMs, 'surgeLocal.retryMs'),
+  });
 }
 
 function posInt(value: number | undefined, fallback: number, name: string): number {

@@ -54,6 +54,12 @@ export interface HotState extends CacheSlot {
   freshUntil: number;
   /** stale-if-error: no reload is tried before then (a reload just failed); 0 when none did */
   retryAt: number;
+  /**
+   * Promoted by this instance alone, on a surge it saw (client/surge-local.ts), not by a hub:
+   * served under the lease of the key's owner hub until that hub promotes it (which clears this)
+   * or `until` passes.
+   */
+  local: boolean;
 }
 
 const NONE: readonly HotState[] = Object.freeze([]);
@@ -126,6 +132,7 @@ export class HotSet {
         reset = true;
       }
       existing.hub = hub;
+      existing.local = false;
       existing.until = now + p.ttlMs;
       if (existing.until < this.#nextExpiry) this.#nextExpiry = existing.until;
       if (existing.cache && !p.cache) existing.generation = ++this.#generation;
@@ -160,6 +167,7 @@ export class HotSet {
       usedAt: Number.NaN,
       freshUntil: 0,
       retryAt: 0,
+      local: false,
     };
     this.#map.set(key, state);
     if (state.until < this.#nextExpiry) this.#nextExpiry = state.until;

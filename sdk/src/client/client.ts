@@ -166,8 +166,11 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   track(key: string, kind: AccessKind = 'read'): void {
     checkKey(key);
     if (this.#closed) return;
-    if (kind === 'read') this.#window.track(key);
-    else if (kind === 'write') this.#window.trackWrite(key);
+    if (kind === 'read') {
+      const slot = this.#window.track(key);
+      // an adapter's cold read counts here: a surge makes its next reads hot ones (surge-local.ts)
+      if (slot >= 0) this.#p.surge?.check(key, slot, this.#clock);
+    } else if (kind === 'write') this.#window.trackWrite(key);
     else throw new TypeError(`kind must be 'read' or 'write', got ${String(kind)}`);
   }
 
@@ -332,6 +335,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#p.links.close();
     this.#p.invalidator.closeAll();
     this.#p.values.clear();
+    this.#p.surge?.clear();
     this.#p.readiness.reject(new HotKeyError(ErrorCode.Closed, 'client closed before a hub welcomed it'));
     this.#status({ type: 'closed' });
     this.#statusFeed.end();
@@ -347,8 +351,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#window.advance(now);
     for (const state of this.#hot.expire(now)) {
       this.#p.values.forget(state.key);
-      this.emit('demote', state.key, { hub: state.hub, reason: 'expired' });
+      if (state.local) this.#p.surge?.expired(state);
+      else this.emit('demote', state.key, { hub: state.hub, reason: 'expired' });
     }
+    this.#p.surge?.tick();
     for (const link of this.#p.links.links()) askLease(link, now);
     this.#p.reporter.flush(now);
   }

@@ -62,6 +62,8 @@ export class Dispatch {
           kind: message.kind ?? 'read',
           replicas: message.replicas ?? 1,
         };
+        // a local surge's entry (surge-local.ts) becomes the hub's: news to the app's listeners
+        const wasLocal = o.hot.get(message.key)?.local === true;
         const { state, added, evicted, reset } = o.hot.promote(hub, message.key, promotion, o.clock(), link.lease);
         if (reset === true) o.forget(message.key); // cached under an older link or another hub
         if (evicted !== undefined) {
@@ -71,7 +73,7 @@ export class Dispatch {
         if (!state.cache) o.forget(message.key);
         else if (added || reset === true) o.push.promoted(message.key, o.clock());
         o.window.calm(message.key); // hot already: its reports need not hurry any more
-        if (added) o.emit('promote', message.key, { hub, ...promotion });
+        if (added || wasLocal) o.emit('promote', message.key, { hub, ...promotion });
         return;
       }
       case MsgType.Invalidate: {

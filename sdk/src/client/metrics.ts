@@ -100,6 +100,10 @@ const STATS: Record<ScalarStat, [Kind, string]> = {
   instances: ['gauge', 'SDK instances of the app, as a hub last reported'],
   rateLimited: ['counter', 'accesses of rate-limited keys refused'],
   rateAdmitted: ['counter', 'accesses of rate-limited keys admitted'],
+  surgeLocalKeys: ['gauge', 'keys served locally on a surge here, awaiting their hub'],
+  surgeLocalPromotions: ['counter', 'keys served locally on a surge here before their hub promoted them'],
+  surgeLocalConfirmed: ['counter', 'local surges their hub then promoted'],
+  surgeLocalDropped: ['counter', 'local surges dropped unconfirmed (in time, over maxBytes, evicted)'],
 };
 const PUSH: Record<keyof PushCounters, string> = {
   pushesSent: 'values pushed to the hub after a Fill',

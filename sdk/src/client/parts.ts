@@ -25,6 +25,7 @@ import { ReadPath } from './read-path.ts';
 import { Readiness } from './readiness.ts';
 import { Reporter } from './reporter.ts';
 import type { ClientStatus } from './status.ts';
+import { SurgeLocal } from './surge-local.ts';
 import { LocalValues } from './values.ts';
 
 export const SDK_NAME = '@hotkey/sdk/0.1.0';
@@ -60,6 +61,8 @@ export interface ClientParts {
   invalidator: Invalidator;
   dispatch: Dispatch;
   reporter: Reporter;
+  /** local surges; undefined when `surgeLocal: false` */
+  surge: SurgeLocal | undefined;
 }
 
 /** Builds and wires every part of a client with options `opts` and hub seed URLs `seeds`. */
@@ -90,7 +93,10 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     closed: host.closed,
     onStale: (key, error) => host.status({ type: 'stale-value', key, error }),
     awaitPush: (key) => push.awaitPush(key),
-    onFilled: (key, value, state) => push.filled(key, value, links.get(state.hub)),
+    onFilled: (key, value, state) => {
+      push.filled(key, value, links.get(state.hub));
+      if (state.local) surge?.filled(key, value, state);
+    },
   });
   const push: ValuePush = new ValuePush({
     hot,
@@ -102,8 +108,19 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     readClock,
     loadNow: (key, loader, state) => loads.loadNow(key, loader, state),
   });
-  const reads: ReadPath = new ReadPath({ window, config, loads, push, jitter, closed: host.closed });
   const values = new LocalValues({ cache, hot, loads, push, clock: host.clock });
+  const surge =
+    opts.surgeLocal === false
+      ? undefined
+      : new SurgeLocal({
+          options: opts.surgeLocal,
+          window,
+          hot,
+          links: () => links,
+          rules: () => config.rules,
+          forget: (key) => values.forget(key),
+        });
+  const reads: ReadPath = new ReadPath({ window, config, loads, push, jitter, closed: host.closed, surge });
   const readiness = new Readiness();
   const hubEvents: HubEvents = new HubEvents({
     hot,
@@ -178,6 +195,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     invalidator,
     dispatch,
     reporter,
+    surge,
   };
 }
 

@@ -10,6 +10,7 @@ import { LOAD_DEFAULTS } from '../rules.ts';
 import type { AppConfig } from './app-config.ts';
 import { REFRESH_JITTER, type HotLoads, type LoadPolicy } from './loads.ts';
 import type { ValuePush } from './push.ts';
+import type { SurgeLocal } from './surge-local.ts';
 
 export type Loader<T> = (key: string) => T | PromiseLike<T>;
 
@@ -21,6 +22,8 @@ export interface ReadPathOptions {
   /** this instance's share of REFRESH_JITTER, in [0, 1) */
   jitter: number;
   closed: () => boolean;
+  /** local surges, unless turned off */
+  surge: SurgeLocal | undefined;
 }
 
 export class ReadPath {
@@ -40,9 +43,14 @@ export class ReadPath {
   slow<T>(key: string, loader: Loader<T>, hot: HotState | undefined, clock: number): Promise<T> {
     if (this.#o.closed()) return this.callLoader(key, loader);
     if (hot === undefined) {
-      this.#o.window.track(key);
-      this.misses++;
-      return this.callLoader(key, loader);
+      const slot = this.#o.window.track(key);
+      // a key surging here is served like a hot one from this access on (its load shared)
+      const surged = this.#o.surge?.check(key, slot, clock);
+      if (surged === undefined) {
+        this.misses++;
+        return this.callLoader(key, loader);
+      }
+      hot = surged;
     }
     if (hot.until <= clock || !hot.cache || hot.lease.until <= clock) {
       // not hot any more, not cached by rule, or no current lease vouches for a cached value

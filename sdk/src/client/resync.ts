@@ -34,9 +34,15 @@ export interface SnapshotChanges {
 
 /** Makes the snapshot the hub's whole hot set here and ends the link's resync. */
 export function applySnapshot(hot: HotSet, link: HubLink, snapshot: Snapshot, now: number): SnapshotChanges {
-  const before = new Set(snapshot.hot.map((e) => e.key).filter((k) => hot.get(k) !== undefined));
+  // a local surge's entry (surge-local.ts) was never the hub's word: not "hot before", not "removed"
+  const local = new Set(hot.keysOf(link.hub).filter((k) => hot.get(k)?.local === true));
+  const before = new Set(snapshot.hot.map((e) => e.key).filter((k) => hot.get(k) !== undefined && !local.has(k)));
   const { removed, touched } = hot.replaceHub(link.hub, snapshot.hot, now, link.lease);
   link.lastSeq = snapshot.seq;
   link.resyncing = false;
-  return { removed, touched, promoted: snapshot.hot.filter((e) => !before.has(e.key)) };
+  return {
+    removed: local.size === 0 ? removed : removed.filter((k) => !local.has(k)),
+    touched,
+    promoted: snapshot.hot.filter((e) => !before.has(e.key)),
+  };
 }

@@ -15,6 +15,7 @@ import type { PushCounters, ValuePush } from './push.ts';
 import type { RateLimits } from './rate-limits.ts';
 import type { ReadPath } from './read-path.ts';
 import type { Reporter } from './reporter.ts';
+import type { SurgeLocal } from './surge-local.ts';
 
 export interface ClientStats {
   /** get() answered from the local cache */
@@ -66,6 +67,11 @@ export interface ClientStats {
   /** accesses of rate-limited keys refused / admitted by `allow()` (and the ioredis wrapper) */
   rateLimited: number;
   rateAdmitted: number;
+  /** local surges (surge-local.ts): keys served before their hub promoted them, now / promoted / then promoted by the hub / dropped unconfirmed */
+  surgeLocalKeys: number;
+  surgeLocalPromotions: number;
+  surgeLocalConfirmed: number;
+  surgeLocalDropped: number;
 }
 
 /** The parts whose counters `stats()` reports, and the hits the client counts itself. */
@@ -83,6 +89,7 @@ export interface StatsSources {
   config: AppConfig;
   links: HubLinks;
   limits: RateLimits;
+  surge: SurgeLocal | undefined;
 }
 
 export function collectStats(s: StatsSources): ClientStats {
@@ -121,5 +128,9 @@ export function collectStats(s: StatsSources): ClientStats {
     instances: s.config.instances,
     rateLimited: s.limits.rejected,
     rateAdmitted: s.limits.admitted,
+    surgeLocalKeys: s.surge?.size ?? 0,
+    surgeLocalPromotions: s.surge?.promotions ?? 0,
+    surgeLocalConfirmed: s.surge?.confirmed ?? 0,
+    surgeLocalDropped: s.surge?.dropped ?? 0,
   };
 }

@@ -620,6 +620,19 @@ export class AccessWindow {
     return slot === undefined ? 0 : this.#scaled(this.#totals[slot]!, this.#ruleOf[slot]!);
   }
 
+  /**
+   * Accesses counted at `slot` (one `track` returned) in the current slice, scaled by 1 /
+   * sampleRate, and its key's rule index: what a local surge is judged by (client/surge-local.ts).
+   */
+  sliceCountAt(slot: number): number {
+    return this.#scaled(this.#sliceCounts[slot * this.slices + this.#currentSlice]!, this.#ruleOf[slot]!);
+  }
+
+  /** The rule index of the key counted at `slot` (-1: no rule matches it). */
+  ruleAt(slot: number): number {
+    return this.#ruleOf[slot]!;
+  }
+
   /** Sketch estimate of a key's recent accesses (an upper bound, for keys without a counter). */
   estimate(key: string): number {
     return this.#sketch.estimate(key);

@@ -1,0 +1,207 @@
+/**
+ * Local surges: a key that surges on this instance is served from the local cache before the
+ * hub's cluster-wide promotion arrives (detection takes a report interval and the owner hub's
+ * window; a flash key's first reads would all reach the store meanwhile).
+ *
+ * Why it is safe: consistency never rested on a key being hot. Every write through the SDK is an
+ * invalidation that the key's owner hub broadcasts to every instance of the app, and acks only
+ * once each applied it or was fenced (its lease lapsed). So an instance holding a current lease
+ * from the key's owner hub hears every acked write of the key, hot or not — the same check a hot
+ * key's hit makes (client.ts get()). A local entry is therefore an ordinary hot-set entry with
+ * `local` set, owned by the key's owner hub and served under that link's lease; the read path,
+ * single flight, invalidations, a lost hub, a sequence gap and a reconnect treat it like any hot
+ * key. Writes from outside the SDK reach it as they reach hot keys: the adapter loads hot keys
+ * through its Redis tracking connection and drops what that connection can no longer vouch for.
+ *
+ * Bounded: at most `maxKeys` local entries and `maxBytes` (estimated) of their values; a
+ * surge past either is not served locally. Each lives `confirmWindows` windows of its rule unless
+ * the hub promotes it (the entry then simply becomes the hub's: same lease, value kept); one
+ * that expires unconfirmed is not promoted locally again for `retryMs`, so a key that is busy
+ * only here does not end up cached by this instance alone for good. Surge level per rule: its
+ * threshold scaled to a 1 s window, times `share`, within one slice of the access window, and at
+ * least `minAccesses`.
+ */
+import type { HotSet, HotState } from '../cache/hot-set.ts';
+import type { AccessWindow } from '../counting/window.ts';
+import type { SurgeLocalOptions } from '../options.ts';
+import type { RuleSet } from '../rules.ts';
+import type { HubLinks } from './links.ts';
+
+/** keys remembered as not confirmed by their hub (retryMs) at most; the oldest is forgotten first */
+const MAX_DECLINED = 1024;
+/** an estimate's walk into nested values stops this deep and after this many fields */
+const SIZE_DEPTH = 4;
+const SIZE_FIELDS = 256;
+
+export interface SurgeLocalDeps {
+  options: Readonly<Required<SurgeLocalOptions>>;
+  window: AccessWindow;
+  hot: HotSet;
+  /** the hub links (built after this part) */
+  links: () => HubLinks;
+  /** the rules the window matches keys against (the app's current config) */
+  rules: () => RuleSet;
+  /** drops what the client holds for a key that is no longer hot here */
+  forget: (key: string) => void;
+}
+
+export class SurgeLocal {
+  readonly #o: SurgeLocalDeps;
+  /** local entries not confirmed yet, with their values' estimated size */
+  readonly #keys = new Map<string, { state: HotState; bytes: number }>();
+  /** keys whose local entry expired unconfirmed: clock time before which they are not promoted again */
+  readonly #declined = new Map<string, number>();
+  #bytes = 0;
+  /** surge level per rule index, for `#levelsOf` rules (Infinity: the rule's keys never surge locally) */
+  #levels: number[] = [];
+  #levelsOf: RuleSet | undefined;
+
+  /** keys promoted here before their hub did */
+  promotions = 0;
+  /** of those, promoted by their hub while local */
+  confirmed = 0;
+  /** of those, dropped: unconfirmed in time, over maxBytes, or gone from the hot set */
+  dropped = 0;
+
+  constructor(deps: SurgeLocalDeps) {
+    this.#o = deps;
+  }
+
+  /** local entries now */
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  /**
+   * An access of `key` (not hot here) was counted at `slot`: promotes it locally if it reached
+   * its rule's surge level in the current slice. Returns its new hot-set entry, or undefined.
+   */
+  check(key: string, slot: number, clock: number): HotState | undefined {
+    const o = this.#o;
+    if (slot < 0) return undefined;
+    const rule = o.window.ruleAt(slot);
+    if (rule < 0) return undefined;
+    const rules = o.rules();
+    if (rules !== this.#levelsOf) this.#computeLevels(rules);
+    if (!(o.window.sliceCountAt(slot) >= this.#levels[rule]!)) return undefined;
+    return this.#promote(key, rules.rules[rule]!, clock);
+  }
+
+  #promote(key: string, rule: { windowMs: number; cacheTtlMs: number }, clock: number): HotState | undefined {
+    const o = this.#o;
+    if (this.#keys.size >= o.options.maxKeys || this.#bytes >= o.options.maxBytes) return undefined;
+    if (o.hot.get(key) !== undefined || o.hot.size >= o.hot.maxKeys) return undefined;
+    const declined = this.#declined.get(key);
+    if (declined !== undefined) {
+      if (clock < declined) return undefined;
+      this.#declined.delete(key);
+    }
+    // served under the lease of the hub that would promote it: the one that relays its writes
+    const links = o.links();
+    const hub = links.owner(key);
+    const link = hub === undefined ? undefined : links.get(hub);
+    if (link === undefined || !(link.lease.until > clock)) return undefined;
+    const { state } = o.hot.promote(
+      link.hub,
+      key,
+      { ttlMs: o.options.confirmWindows * rule.windowMs, cacheTtlMs: rule.cacheTtlMs, cache: true, qps: 0 },
+      clock,
+      link.lease,
+    );
+    state.local = true;
+    this.#keys.set(key, { state, bytes: 0 });
+    this.promotions++;
+    return state;
+  }
+
+  #computeLevels(rules: RuleSet): void {
+    const { share, minAccesses } = this.#o.options;
+    this.#levels = rules.rules.map((r) =>
+      r.cache && r.cacheTtlMs > 0
+        ? Math.max(minAccesses, Math.ceil((share * r.threshold * 1000) / r.windowMs))
+        : Infinity,
+    );
+    this.#levelsOf = rules;
+  }
+
+  /** A load filled `key`'s value: a local entry's size counts against maxBytes, past which it goes. */
+  filled(key: string, value: unknown, state: HotState): void {
+    const entry = this.#keys.get(key);
+    if (entry === undefined || entry.state !== state) return;
+    if (!state.local) {
+      this.#settle(key, entry, true);
+      return;
+    }
+    const bytes = estimateBytes(value);
+    this.#bytes += bytes - entry.bytes;
+    entry.bytes = bytes;
+    if (this.#bytes > this.#o.options.maxBytes) this.#drop(key, entry);
+  }
+
+  /**
+   * The client's tick: entries their hub promoted are confirmed; entries gone from the hot set
+   * (evicted, dropped by a snapshot) are dropped. Expired ones come through `expired`.
+   */
+  tick(): void {
+    for (const [key, entry] of this.#keys) {
+      const now = this.#o.hot.get(key);
+      if (now === entry.state && entry.state.local) continue;
+      this.#settle(key, entry, now !== undefined && !now.local);
+    }
+  }
+
+  /** The hot set dropped `state` because its time was up: a local entry its hub never confirmed. */
+  expired(state: HotState): void {
+    const entry = this.#keys.get(state.key);
+    if (entry === undefined || entry.state !== state) return;
+    this.#settle(state.key, entry, false);
+    if (this.#o.options.retryMs > 0) {
+      if (this.#declined.size >= MAX_DECLINED) this.#declined.delete(this.#declined.keys().next().value!);
+      this.#declined.set(state.key, state.until + this.#o.options.retryMs);
+    }
+  }
+
+  clear(): void {
+    this.#keys.clear();
+    this.#declined.clear();
+    this.#bytes = 0;
+  }
+
+  /** Drops a local entry from the hot set and everything held for it. */
+  #drop(key: string, entry: { state: HotState; bytes: number }): void {
+    this.#settle(key, entry, false);
+    if (this.#o.hot.get(key) === entry.state) this.#o.hot.demote(key);
+    this.#o.forget(key);
+  }
+
+  #settle(key: string, entry: { bytes: number }, confirmed: boolean): void {
+    this.#keys.delete(key);
+    this.#bytes -= entry.bytes;
+    if (confirmed) this.confirmed++;
+    else this.dropped++;
+  }
+}
+
+/**
+ * A rough size of a cached value in bytes (UTF-16 strings, 8 per number, field names counted):
+ * enough to bound what local entries hold, not an exact heap figure. Walks plain objects and
+ * arrays, at most SIZE_DEPTH levels and SIZE_FIELDS fields; anything else counts 64 bytes.
+ */
+export function estimateBytes(value: unknown): number {
+  let fields = 0;
+  const walk = (v: unknown, depth: number): number => {
+    if (typeof v === 'string') return 16 + 2 * v.length;
+    if (v instanceof Uint8Array) return 16 + v.byteLength;
+    if (typeof v !== 'object' || v === null) return 8;
+    // shared objects a value points at (an adapter's session, a class instance) are not its bytes
+    const proto = Object.getPrototypeOf(v);
+    if (depth >= SIZE_DEPTH || (proto !== Object.prototype && proto !== null && !Array.isArray(v))) return 64;
+    let n = 16;
+    for (const k in v) {
+      if (++fields > SIZE_FIELDS) return n + 64;
+      n += 16 + 2 * k.length + walk((v as Record<string, unknown>)[k], depth + 1);
+    }
+    return n;
+  };
+  return walk(value, 0);
+}
