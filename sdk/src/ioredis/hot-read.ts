@@ -251,6 +251,7 @@ export function hotReads(ctx: HotReadContext): HotReads {
     const copies = hk.replicasOf(key);
     if (copies === 0 || (copies > 1 && replicas !== undefined)) return baseGet.apply(this, args);
     if (sharded(key)) return baseGet.apply(this, args); // a sharded counter: GET sums its shards
+    tracking?.reading(); // a client reading only hot keys (pushed values) is a reader too
     const ns = namespaceOf(this);
     let returned: unknown;
     let sent = false;

@@ -293,6 +293,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
     Ctor ??= command.constructor as CmdCtor;
+    // the client's first read opens the tracking connections (tracking.ts): up before a key turns hot
+    if (tracking !== undefined && (isRead(name) || name === 'mget' || name === 'hmget')) tracking.reading();
     // rate limits apply to commands on their own (not inside a pipeline or MULTI, where a command left out would shift the replies)
     if (hk.limiting && stream === undefined && command.inTransaction !== true && !inOpenTransaction(this)) {
       const refused = refuse(command, isRead(name));
