@@ -44,10 +44,10 @@ export interface ClientLogger {
 export interface SurgeLocalOptions {
   /**
    * a key counted `share × threshold` times within one 100 ms slice of this instance's window
-   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.01
+   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.005
    */
   share?: number;
-  /** fewest accesses within one slice that make a local surge, whatever `share` says @default 3 */
+  /** fewest accesses within one slice that make a local surge, whatever `share` says @default 2 */
   minAccesses?: number;
   /** keys served locally before their hub confirms them, at most @default 64 */
   maxKeys?: number;
@@ -183,8 +183,8 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
 
 /** Every default of `surgeLocal` (SurgeLocalOptions). */
 export const DEFAULT_SURGE_LOCAL: Readonly<Required<SurgeLocalOptions>> = Object.freeze({
-  share: 0.01,
-  minAccesses: 3,
+  share: 0.005,
+  minAccesses: 2,
   maxKeys: 64,
   maxBytes: 1 << 20,
   confirmWindows: 2,

@@ -1,0 +1,179 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HotKeyClient } from './client.ts';
+import { estimateBytes } from './surge-local.ts';
+import { DEFAULT_SURGE_LOCAL } from '../options.ts';
+import { RULE_DEFAULTS } from '../rules.ts';
+import { MsgType } from '../wire/protocol.ts';
+import { delay, waitFor } from '../../../test/support/wait.ts';
+import { closeAll, connect, type Connected } from '../../../test/support/sdk-client.ts';
+
+test.after.each(closeAll);
+
+/** `n` reads of `key` in one go (same slice, same task), counting the loader's calls. */
+async function burst(hk: HotKeyClient, key: string, n: number, value: unknown = `v:${key}`): Promise<number> {
+  let calls = 0;
+  const loader = () => {
+    calls++;
+    return Promise.resolve(value);
+  };
+  await Promise.all(Array.from({ length: n }, () => hk.get(key, loader)));
+  return calls;
+}
+
+/** Moves the injected clock and lets the client's ticks (every 10 ms) run at it. */
+async function tickAt(c: Connected, t: number): Promise<void> {
+  c.clock.t = t;
+  await delay(50);
+}
+
+// The test rule's threshold (100) × share is below minAccesses. A key's first access counts only in
+// the window's sketch (its exact counter starts at the second), so a burst reaches the level at
+// access minAccesses + 1: that many reads reach the loader, the last one loading for all.
+const level = DEFAULT_SURGE_LOCAL.minAccesses + 1;
+
+test('a key read surge-level times within one slice is served locally; the rest share one load', async () => {
+  const c = await connect();
+  const calls = await burst(c.hk, 'item:1', 50);
+  // the reads before the level went to the loader as cold reads; the one at the level loads for all
+  assert.is(calls, level);
+  assert.ok(c.hk.isHot('item:1'));
+  assert.is(await burst(c.hk, 'item:1', 20), 0, 'served from the local cache');
+  const st = c.hk.stats();
+  assert.is(st.surgeLocalPromotions, 1);
+  assert.is(st.surgeLocalKeys, 1);
+  assert.is(st.hotKeys, 1);
+});
+
+test('surgeLocal: false turns it off: every cold read reaches the loader', async () => {
+  const c = await connect({ surgeLocal: false });
+  assert.is(await burst(c.hk, 'item:1', 50), 50);
+  assert.not.ok(c.hk.isHot('item:1'));
+  assert.is(c.hk.stats().surgeLocalPromotions, 0);
+});
+
+test('a rule that does not cache (cache: false) never surges locally', async () => {
+  const c = await connect({}, { rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, cache: false }] });
+  assert.is(await burst(c.hk, 'item:1', 30), 30);
+  assert.not.ok(c.hk.isHot('item:1'));
+});
+
+test('a key read fewer times per slice than the level stays cold', async () => {
+  const c = await connect();
+  let calls = 0;
+  for (let slice = 0; slice < 5; slice++) {
+    c.clock.t = slice * 100 + 1;
+    await delay(30); // a tick moves the window to the next slice
+    calls += await burst(c.hk, 'item:slow', DEFAULT_SURGE_LOCAL.minAccesses - 1);
+  }
+  assert.is(calls, 5 * (DEFAULT_SURGE_LOCAL.minAccesses - 1));
+  assert.not.ok(c.hk.isHot('item:slow'));
+});
+
+test('no current lease from the owner hub: nothing is served locally', async () => {
+  const c = await connect({}, { leaseMs: false });
+  assert.is(await burst(c.hk, 'item:1', 30), 30);
+  assert.not.ok(c.hk.isHot('item:1'));
+});
+
+test("the hub's invalidation drops a local value: the next read loads", async () => {
+  const c = await connect();
+  await burst(c.hk, 'item:1', 20, 'old');
+  assert.is(await c.hk.get('item:1', () => 'unused'), 'old');
+  c.sock.send({ t: MsgType.Invalidate, seq: 1, key: 'item:1' });
+  await c.sock.next(MsgType.Applied);
+  assert.is(await c.hk.get('item:1', () => 'new'), 'new');
+  assert.is(await c.hk.get('item:1', () => 'newer'), 'new', 'still local, reloaded once');
+});
+
+test("the hub's promotion confirms a local surge: value kept, 'promote' emitted, counted", async () => {
+  const c = await connect();
+  await burst(c.hk, 'item:1', 20, 'v1');
+  const promoted: string[] = [];
+  c.hk.on('promote', (key) => promoted.push(key));
+  c.sock.send({
+    t: MsgType.Promote,
+    seq: 1,
+    key: 'item:1',
+    qps: 900,
+    hotMs: 60_000,
+    cacheTtlMs: 10_000,
+    cache: true,
+    at: 0,
+  });
+  await waitFor('the promotion', () => promoted.length === 1);
+  assert.is(await burst(c.hk, 'item:1', 5, 'v2'), 0, 'the local value stays');
+  await waitFor('confirmed on a tick', () => c.hk.stats().surgeLocalConfirmed === 1);
+  assert.is(c.hk.stats().surgeLocalKeys, 0);
+  // no longer bound by the local deadline: hot past two windows
+  await tickAt(c, 5000);
+  assert.ok(c.hk.isHot('item:1'));
+  assert.is(c.hk.stats().surgeLocalDropped, 0);
+});
+
+test('a local surge the hub does not confirm within two windows is dropped, and not re-promoted for retryMs', async () => {
+  const c = await connect({ surgeLocal: { retryMs: 5000 } });
+  const demoted: string[] = [];
+  c.hk.on('demote', (key) => demoted.push(key));
+  await burst(c.hk, 'item:1', 20);
+  assert.ok(c.hk.isHot('item:1'));
+  await tickAt(c, 1999);
+  assert.ok(c.hk.isHot('item:1'), 'still within two windows');
+  c.clock.t = 2001;
+  await waitFor('dropped on a tick', () => !c.hk.isHot('item:1'));
+  assert.is(c.hk.stats().surgeLocalDropped, 1);
+  assert.equal(demoted, [], "no 'demote' event: the hub never promoted it");
+  // surging again right away: served by the loader, not locally
+  assert.is(await burst(c.hk, 'item:1', 20), 20);
+  // after retryMs it may surge locally again
+  await tickAt(c, 2001 + 5000 + 100);
+  assert.is(await burst(c.hk, 'item:1', 20), level);
+  assert.ok(c.hk.isHot('item:1'));
+});
+
+test('bounded: at most maxKeys local surges, and values over maxBytes are dropped', async () => {
+  const c = await connect({ surgeLocal: { maxKeys: 2, maxBytes: 1000 } });
+  await burst(c.hk, 'a', 10);
+  await burst(c.hk, 'b', 10);
+  assert.is(await burst(c.hk, 'c', 10), 10, 'a third key is not served locally');
+  assert.not.ok(c.hk.isHot('c'));
+  const c2 = await connect({ surgeLocal: { maxBytes: 1000 } });
+  const big = 'x'.repeat(2000);
+  await burst(c2.hk, 'big', 10, big);
+  assert.not.ok(c2.hk.isHot('big'), 'dropped once its value was seen to be too large');
+  assert.is(c2.hk.stats().surgeLocalDropped, 1);
+  assert.is(c2.hk.stats().cacheSize, 0);
+});
+
+test('track() counts an adapter-style cold read: the key surges and its next reads are hot', async () => {
+  const c = await connect();
+  for (let i = 0; i < level; i++) {
+    assert.not.ok(c.hk.isHot('item:t'));
+    c.hk.track('item:t');
+  }
+  assert.ok(c.hk.isHot('item:t'));
+  assert.is(c.hk.replicasOf('item:t'), 1);
+});
+
+test('options.surgeLocal is checked', () => {
+  const base = { app: 'a', hubs: 'ws://127.0.0.1:1' };
+  for (const bad of [{ share: 0 }, { share: 2 }, { maxKeys: 0 }, { nope: 1 }, 'yes', null]) {
+    assert.throws(() => new HotKeyClient({ ...base, surgeLocal: bad as never }), TypeError, JSON.stringify(bad));
+  }
+});
+
+test('estimateBytes grows with the value and stops at shared objects', () => {
+  assert.ok(estimateBytes('x'.repeat(1000)) >= 2000);
+  assert.ok(estimateBytes({ a: 'x'.repeat(1000) }) > estimateBytes({ a: 'x' }));
+  assert.ok(estimateBytes([1, 2, 3]) > estimateBytes([]));
+  class Session {
+    big = 'x'.repeat(100_000);
+  }
+  assert.ok(estimateBytes({ value: 'v', session: new Session() }) < 1000);
+  const deep: Record<string, unknown> = {};
+  let at = deep;
+  for (let i = 0; i < 100; i++) at = at.next = {} as Record<string, unknown>;
+  assert.ok(estimateBytes(deep) < 1000);
+});
+
+test.run();
