@@ -8,6 +8,8 @@
  * key's GETs that reached Redis in the first 2 s of the surge (detection, promotion, first load)
  * and per second in the steady state after it (what the cache spares Redis), counted at
  * `Redis.prototype.sendCommand` in each process: every connection, the adapter's own included.
+ * All of it twice, in fresh processes and on a flash key of its own: the HotKeyClients with
+ * `surgeLocal: false` (the hub's promotion only), then with local surges on (the default).
  *
  *   node --conditions=@hotkey/source --import tsx test/bench/flash-sale.bench.ts [--quick]
  */
@@ -21,7 +23,7 @@ import { within } from '../support/wait.ts';
 const SERVICES = 4;
 const FLASH_RATE = 6000;
 const ZIPF_RATE = 2000;
-const FLASH_KEY = 'item:flash:1001';
+const FLASH_KEYS = { off: 'item:flash:1001', on: 'item:flash:1002' };
 const BUCKET_MS = 100;
 const SURGE_MS = 2000;
 
@@ -39,6 +41,8 @@ async function surges(
   redisUrl: string,
   hubUrl: string,
   durationMs: number,
+  flashKey: string,
+  surgeLocal: boolean,
 ): Promise<{ plain: Done[]; wrapped: Done[] }> {
   const workers: Worker[] = [];
   try {
@@ -52,9 +56,10 @@ async function surges(
         durationMs,
         flashRate: FLASH_RATE / SERVICES,
         zipfRate: ZIPF_RATE / SERVICES,
-        flashKey: FLASH_KEY,
+        flashKey,
         zipfKeys: 1000,
         seed: i + 1,
+        surgeLocal,
       });
     }
     const phase = async (wrapped: boolean): Promise<Done[]> => {
@@ -101,10 +106,13 @@ benchMain(async ({ quick }) => {
   const server = await RedisServer.start();
   const admin = new Redis(server.url);
   try {
-    await admin.set(FLASH_KEY, 'stock:42');
-    const runs = await surges(server.url, hub.url, durationMs);
+    await admin.set(FLASH_KEYS.off, 'stock:42');
+    await admin.set(FLASH_KEYS.on, 'stock:42');
+    const hubOnly = await surges(server.url, hub.url, durationMs, FLASH_KEYS.off, false);
+    const runs = await surges(server.url, hub.url, durationMs, FLASH_KEYS.on, true);
     const plain = summarise(runs.plain, durationMs);
     const wrapped = summarise(runs.wrapped, durationMs);
+    const withoutSurge = summarise(hubOnly.wrapped, durationMs);
     const row = { bench: '17 flash sale', better: 'lower' } as const;
     const note = (s: typeof plain) =>
       `${SERVICES} services, ${FLASH_RATE}/s flash + ${ZIPF_RATE}/s Zipf reads; ${s.flashReads} flash reads issued, ${s.errors} errors${s.firstError ? ` (${s.firstError})` : ''}; baseline: plain ioredis, same run, same clients`;
@@ -115,7 +123,15 @@ benchMain(async ({ quick }) => {
         ours: wrapped.surgeGets,
         baseline: plain.surgeGets,
         unit: 'GETs',
-        note: note(wrapped),
+        note: `${note(wrapped)}; local surges on (the default)`,
+      },
+      {
+        ...row,
+        metric: `flash key GETs reaching Redis, first ${SURGE_MS / 1000} s, surgeLocal: false`,
+        ours: withoutSurge.surgeGets,
+        baseline: summarise(hubOnly.plain, durationMs).surgeGets,
+        unit: 'GETs',
+        note: `${note(withoutSurge)}; the hub's promotion only (a run of its own, fresh processes, another flash key)`,
       },
       {
         ...row,

@@ -6,7 +6,7 @@
  * connection of the process (the adapter's tracking loads too) per 100 ms bucket since the surge
  * started; the instance patch counts its client's.
  *
- *   <- { type: 'start', redisUrl, hubUrl, durationMs, flashRate, zipfRate, flashKey, zipfKeys, seed }
+ *   <- { type: 'start', redisUrl, hubUrl, durationMs, flashRate, zipfRate, flashKey, zipfKeys, seed, surgeLocal }
  *   then per phase (plain first, then wrapped: the same client, `withHotKeys` applied between them):
  *   <- { type: 'phase', wrapped }  -> { type: 'ready' }
  *   <- { type: 'go', startAt (hostNow ms) }   after the run   -> { type: 'done', buckets, flashReads, errors, classGets, instanceGets }
@@ -32,6 +32,8 @@ const run = await fromParent<{
   flashKey: string;
   zipfKeys: number;
   seed: number;
+  /** the wrapped phase's HotKeyClient `surgeLocal` option */
+  surgeLocal: boolean;
 }>('start', 60_000);
 
 let startAt = Number.POSITIVE_INFINITY;
@@ -80,7 +82,7 @@ const read = (key: string) => {
 for (let phase = 0; phase < 2; phase++) {
   const { wrapped } = await fromParent<{ wrapped: boolean }>('phase', 60_000);
   if (wrapped && hk === undefined) {
-    hk = new HotKeyClient({ app: 'bench', hubs: run.hubUrl, flushIntervalMs: 50 });
+    hk = new HotKeyClient({ app: 'bench', hubs: run.hubUrl, flushIntervalMs: 50, surgeLocal: run.surgeLocal });
     await hk.ready({ signal: AbortSignal.timeout(10_000) });
     withHotKeys(redis, hk);
   }

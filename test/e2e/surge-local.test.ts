@@ -1,0 +1,167 @@
+/**
+ * Local surges end to end, on a real redis-server and the real `hotkey-hub` CLI: wrapped ioredis
+ * clients (each with its own HotKeyClient) serve a key that surges on them from their local cache
+ * before the hub promotes it; an acked write by another instance is never followed by a stale
+ * read; a write by a plain client drops the value through Redis tracking; a key the hub never
+ * confirms stops being served locally once its two windows are up. Redis's own `INFO
+ * commandstats` counts the GETs that reached it.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Redis } from 'ioredis';
+import type { HotKeyClient, SurgeLocalOptions } from '@hotkey/sdk';
+import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
+import { hubProcess } from '../support/e2e.ts';
+import { RedisServer } from '../support/redis-server.ts';
+import { delay, waitFor } from '../support/wait.ts';
+
+// `flash:*` surges locally at 2 reads in a slice (0.005 × 400, the floor) and is promoted by the hub
+// at 400 reads/s; `never:*` is never promoted (its clients lower `share` to surge at the floor).
+const e2e = hubProcess(test, {
+  config: {
+    apps: {
+      shop: {
+        rules: [
+          { match: 'never:*', threshold: 1_000_000, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 60_000 },
+          { match: '*', threshold: 400, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 60_000 },
+        ],
+      },
+    },
+  },
+});
+
+let server: RedisServer;
+let plain: Redis;
+const opened: Redis[] = [];
+
+test.before(async () => {
+  server = await RedisServer.start();
+  plain = new Redis(server.url);
+});
+test.after(async () => {
+  for (const c of opened) c.disconnect();
+  plain.disconnect();
+  await server.stop();
+});
+
+interface Instance {
+  hk: HotKeyClient;
+  redis: Redis;
+}
+
+/** `n` service instances: a HotKeyClient each and a wrapped ioredis client, both ready. */
+async function instances(
+  n: number,
+  surgeLocal: SurgeLocalOptions = {},
+  wrap: WithHotKeysOptions = {},
+): Promise<Instance[]> {
+  const hks = await e2e.sdks(n, () => ({ flushIntervalMs: 20, surgeLocal }));
+  const out = hks.map((hk) => {
+    const redis = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk, wrap);
+    opened.push(redis);
+    return { hk, redis };
+  });
+  await Promise.all(out.map((i) => i.redis.ping()));
+  return out;
+}
+
+/** GETs Redis executed so far (every connection: the wrapped clients' and their tracking loads). */
+async function redisGets(): Promise<number> {
+  const info = await plain.info('commandstats');
+  return Number(/cmdstat_get:calls=(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+/** `n` concurrent GETs of `key` on one instance; every answer must be `expected`. */
+async function burst(i: Instance, key: string, n: number, expected: string): Promise<void> {
+  const got = await Promise.all(Array.from({ length: n }, () => i.redis.get(key)));
+  for (const v of got) assert.is(v, expected);
+}
+
+test('a key that surges on an instance is served locally from its first slice: a few GETs reach Redis', async () => {
+  const fleet = await instances(3);
+  await plain.set('flash:1', 'stock:42');
+  const before = await redisGets();
+  // one burst per instance, as a flash sale's first 10 ms tick issues them
+  await Promise.all(fleet.map((i) => burst(i, 'flash:1', 50, 'stock:42')));
+  const gets = (await redisGets()) - before;
+  for (const i of fleet) {
+    assert.is(i.hk.stats().surgeLocalPromotions, 1, 'promoted locally');
+    assert.ok(i.hk.isHot('flash:1'));
+  }
+  // per instance: the reads before its count reached the level (the first one only enters the
+  // window's sketch), then one tracked load for the rest; the plain client would have sent 150
+  assert.ok(gets <= 3 * 5, `${gets} GETs reached Redis for 150 reads`);
+  // served from the cache from then on: the next bursts add no GET
+  const mid = await redisGets();
+  await Promise.all(fleet.map((i) => burst(i, 'flash:1', 50, 'stock:42')));
+  assert.is((await redisGets()) - mid, 0);
+});
+
+test('an acked write by another instance is never followed by a stale read where the key surges', async () => {
+  // without Redis tracking: the hub's acknowledged invalidation is all that stands between the
+  // readers' local values and a stale read
+  const [writer, ...readers] = await instances(3, {}, { tracking: false });
+  await plain.set('flash:2', 'v0');
+  for (const r of readers) await burst(r, 'flash:2', 20, 'v0');
+  for (const r of readers) assert.ok(r.hk.isHot('flash:2'));
+  const hitsBefore = readers.map((r) => r.hk.stats().hits);
+  let stale = 0;
+  for (let n = 1; n <= 40; n++) {
+    await writer!.redis.set('flash:2', `v${n}`); // resolves once the hub acked the invalidation
+    for (const r of readers) {
+      // one after the other: the first loads, the next are answered locally
+      for (let k = 0; k < 3; k++) if ((await r.redis.get('flash:2')) !== `v${n}`) stale++;
+    }
+  }
+  assert.is(stale, 0, 'stale reads after an acked write');
+  readers.forEach((r, i) => {
+    assert.ok(r.hk.stats().hits > hitsBefore[i]!, 'reads were answered locally between the writes');
+  });
+});
+
+test('a write by a plain client (no SDK) drops the local value through Redis tracking', async () => {
+  // confirmWindows: the local entry would outlive the test: only tracking can drop its value
+  const [reader] = await instances(1, { confirmWindows: 60, share: 1e-9 });
+  await plain.set('never:t', 'old');
+  await burst(reader!, 'never:t', 20, 'old');
+  const mid = await redisGets();
+  await burst(reader!, 'never:t', 20, 'old');
+  assert.is((await redisGets()) - mid, 0, 'served locally before the write');
+  await plain.set('never:t', 'new');
+  await waitFor('the new value', async () => (await reader!.redis.get('never:t')) === 'new', 3000);
+  assert.ok(reader!.hk.isHot('never:t'), 'the key itself stays served locally');
+  assert.is(reader!.hk.stats().surgeLocalDropped, 0);
+});
+
+test('a key the hub never confirms stops being served locally after two windows, and does not come back at once', async () => {
+  const [i] = await instances(1, { share: 1e-9 });
+  await plain.set('never:1', 'x');
+  await burst(i!, 'never:1', 20, 'x');
+  assert.ok(i!.hk.isHot('never:1'));
+  const promotedAt = performance.now();
+  // keeps surging at the level meanwhile: it is the hub's word, not the traffic, that ends it
+  let reading = true;
+  const reads = (async () => {
+    while (reading) {
+      await burst(i!, 'never:1', 5, 'x');
+      await delay(20);
+    }
+  })();
+  try {
+    await waitFor('dropped', () => !i!.hk.isHot('never:1'), 6000);
+  } finally {
+    reading = false;
+    await reads;
+  }
+  assert.ok(performance.now() - promotedAt >= 1500, 'not before its two windows (2 s) were nearly up');
+  const st = i!.hk.stats();
+  assert.is(st.surgeLocalPromotions, 1);
+  assert.is(st.surgeLocalDropped, 1);
+  // surging again within retryMs: every read reaches Redis
+  const before = await redisGets();
+  await burst(i!, 'never:1', 20, 'x');
+  assert.is((await redisGets()) - before, 20);
+  assert.not.ok(i!.hk.isHot('never:1'));
+});
+
+test.run();
