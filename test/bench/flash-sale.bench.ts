@@ -9,7 +9,9 @@
  * and per second in the steady state after it (what the cache spares Redis), counted at
  * `Redis.prototype.sendCommand` in each process: every connection, the adapter's own included.
  * All of it twice, in fresh processes and on a flash key of its own: the HotKeyClients with
- * `surgeLocal: false` (the hub's promotion only), then with local surges on (the default).
+ * `surgeLocal: false` (the hub's promotion only), then with local surges on (the default). A
+ * wrapped surge starts once every service's tracking connection is up, as in a service that has
+ * been reading for a while (they open at a client's first read).
  *
  *   node --conditions=@hotkey/source --import tsx test/bench/flash-sale.bench.ts [--quick]
  */
@@ -18,7 +20,7 @@ import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis-server.ts';
 import { benchMain, forkWorker, type BenchRow, type Worker } from './harness.ts';
 import { hostNow } from '../support/host-clock.ts';
-import { within } from '../support/wait.ts';
+import { waitFor, within } from '../support/wait.ts';
 
 const SERVICES = 4;
 const FLASH_RATE = 6000;
@@ -65,6 +67,7 @@ async function surges(
     const phase = async (wrapped: boolean): Promise<Done[]> => {
       for (const w of workers) w.send({ type: 'phase', wrapped });
       await Promise.all(workers.map((w) => w.waitFor('ready', 30_000)));
+      if (wrapped) await trackingUp(redisUrl, SERVICES);
       const startAt = hostNow() + 300;
       for (const w of workers) w.send({ type: 'go', startAt });
       return Promise.all(workers.map((w) => w.waitFor<Done>('done', durationMs + 20_000)));
@@ -73,6 +76,25 @@ async function surges(
     return { plain, wrapped: await phase(true) };
   } finally {
     await Promise.all(workers.map((w) => w.kill()));
+  }
+}
+
+/** Waits until `n` hotkey tracking connections (ours, tracking on) are open on the server. */
+async function trackingUp(redisUrl: string, n: number): Promise<void> {
+  const admin = new Redis(redisUrl);
+  try {
+    await waitFor(
+      `${n} tracking connections`,
+      async () => {
+        const list = (await admin.client('LIST')) as string;
+        const up = list.split('\n').filter((l) => l.includes(' name=hotkey-tracking ') && / flags=\S*t/.test(l));
+        return up.length >= n;
+      },
+      20_000,
+      50,
+    );
+  } finally {
+    admin.disconnect();
   }
 }
 

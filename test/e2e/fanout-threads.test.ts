@@ -6,6 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hubInProcess } from '../support/e2e.ts';
+import { promotions } from '../support/promoted.ts';
 import { drive } from '../support/traffic.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -16,9 +17,10 @@ const e2e = hubInProcess(test, {
 
 test('promotion, invalidation and demotion reach every SDK when helper threads write the fan-out', async () => {
   const group = await e2e.sdks(8);
+  const promoted = promotions(group, 'item:threads');
   const traffic = drive(group, 'item:threads', 400, 'get');
   try {
-    await waitFor('item:threads hot at every SDK', () => group.every((hk) => hk.isHot('item:threads')), 5000);
+    await promoted.all(5000);
   } finally {
     traffic.stop();
   }

@@ -5,6 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { hubProcess } from '../support/e2e.ts';
+import { promotions } from '../support/promoted.ts';
 import { drive } from '../support/traffic.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
@@ -28,17 +29,19 @@ const e2e = hubProcess(test, { config, sdk: { token: 's3cret' } });
 
 test('a key over threshold is promoted at every SDK and then served without the loader', async () => {
   const group = await e2e.sdks(3);
+  const promoted = promotions(group, 'item:over');
   const driver = drive(group, 'item:over', THRESHOLD * 2);
-  const promoted = group.map(
-    (hk) => new Promise<number>((resolve) => hk.on('promote', (key, info) => key === 'item:over' && resolve(info.qps))),
-  );
+  let qpsSeen: number[];
   try {
-    await waitFor('item:over hot at all 3 SDKs', () => group.every((hk) => hk.isHot('item:over')), 4000);
+    qpsSeen = await promoted.all(4000);
   } finally {
     driver.stop();
   }
-  for (const qps of await within('a promote event at every SDK', Promise.all(promoted), 2000))
-    assert.ok(qps >= THRESHOLD, `promoted at ${qps} qps`);
+  for (const qps of qpsSeen) assert.ok(qps >= THRESHOLD, `promoted at ${qps} qps`);
+  assert.ok(
+    group.every((hk) => hk.isHot('item:over')),
+    'hot at all 3 SDKs',
+  );
 
   for (const hk of group) {
     let loads = 0;
@@ -126,10 +129,9 @@ test('an invalidation from one SDK evicts the value at every other SDK before it
 
 test('when traffic stops every SDK drops the key', async () => {
   const group = await e2e.sdks(3);
+  const promoted = promotions(group, 'cool:flash');
   const driver = drive(group, 'cool:flash', THRESHOLD * 2);
-  await waitFor('cool:flash hot everywhere', () => group.every((hk) => hk.isHot('cool:flash')), 4000).finally(() =>
-    driver.stop(),
-  );
+  await promoted.all(4000).finally(() => driver.stop());
   const demoted = group.map(
     (hk) =>
       new Promise<string>((resolve) => hk.on('demote', (key, info) => key === 'cool:flash' && resolve(info.reason))),
