@@ -23,6 +23,7 @@ import { HUB_URL } from './links.ts';
 import { buildParts, type ClientParts } from './parts.ts';
 import type { PushCodec } from './push.ts';
 import type { ReadPath } from './read-path.ts';
+import type { SurgeLocal } from './surge-local.ts';
 import { collectStats, type ClientStats } from './stats.ts';
 import { logFault, logStatus } from './status-log.ts';
 import { StatusFeed, type ClientStatus } from './status.ts';
@@ -52,6 +53,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #cache: LocalCache;
   readonly #hot: HotSet;
   readonly #reads: ReadPath;
+  readonly #surge: SurgeLocal | undefined;
   readonly #statusFeed = new StatusFeed<ClientStatus>();
   /** coarse clock, refreshed by the tick, by every hub frame and by every get() of a hot key */
   #clock: number;
@@ -98,6 +100,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#cache = p.cache;
     this.#hot = p.hot;
     this.#reads = p.reads;
+    this.#surge = p.surge;
     // One timer drives the coarse clock, the window slices, hot-key expiry and the reports.
     this.#tickTimer = setInterval(() => this.#onTick(), this.#opts.flushIntervalMs);
     p.links.start();
@@ -169,7 +172,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (kind === 'read') {
       const slot = this.#window.track(key);
       // an adapter's cold read counts here: a surge makes its next reads hot ones (surge-local.ts)
-      if (slot >= 0) this.#p.surge?.check(key, slot, this.#clock);
+      if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#clock);
     } else if (kind === 'write') this.#window.trackWrite(key);
     else throw new TypeError(`kind must be 'read' or 'write', got ${String(kind)}`);
   }

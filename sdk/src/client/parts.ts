@@ -117,7 +117,6 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
           window,
           hot,
           links: () => links,
-          rules: () => config.rules,
           forget: (key) => values.forget(key),
         });
   const reads: ReadPath = new ReadPath({ window, config, loads, push, jitter, closed: host.closed, surge });

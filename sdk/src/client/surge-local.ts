@@ -39,20 +39,20 @@ export interface SurgeLocalDeps {
   hot: HotSet;
   /** the hub links (built after this part) */
   links: () => HubLinks;
-  /** the rules the window matches keys against (the app's current config) */
-  rules: () => RuleSet;
   /** drops what the client holds for a key that is no longer hot here */
   forget: (key: string) => void;
 }
 
 export class SurgeLocal {
   readonly #o: SurgeLocalDeps;
+  readonly #window: AccessWindow;
+  readonly #maxKeys: number;
   /** local entries not confirmed yet, with their values' estimated size */
   readonly #keys = new Map<string, { state: HotState; bytes: number }>();
   /** keys whose local entry expired unconfirmed: clock time before which they are not promoted again */
   readonly #declined = new Map<string, number>();
   #bytes = 0;
-  /** surge level per rule index, for `#levelsOf` rules (Infinity: the rule's keys never surge locally) */
+  /** surge level per rule index in counted (sampled) accesses, for `#levelsOf` rules (Infinity: never) */
   #levels: number[] = [];
   #levelsOf: RuleSet | undefined;
 
@@ -65,6 +65,8 @@ export class SurgeLocal {
 
   constructor(deps: SurgeLocalDeps) {
     this.#o = deps;
+    this.#window = deps.window;
+    this.#maxKeys = deps.options.maxKeys;
   }
 
   /** local entries now */
@@ -77,13 +79,14 @@ export class SurgeLocal {
    * its rule's surge level in the current slice. Returns its new hot-set entry, or undefined.
    */
   check(key: string, slot: number, clock: number): HotState | undefined {
-    const o = this.#o;
-    if (slot < 0) return undefined;
-    const rule = o.window.ruleAt(slot);
+    // every cold access comes here (an adapter's track(), get() of a key not hot): a few array reads
+    const window = this.#window;
+    if (slot < 0 || this.#keys.size >= this.#maxKeys) return undefined;
+    const rule = window.ruleAt(slot);
     if (rule < 0) return undefined;
-    const rules = o.rules();
+    const rules = window.rules;
     if (rules !== this.#levelsOf) this.#computeLevels(rules);
-    if (!(o.window.sliceCountAt(slot) >= this.#levels[rule]!)) return undefined;
+    if (!(window.sliceCountAt(slot) >= this.#levels[rule]!)) return undefined;
     return this.#promote(key, rules.rules[rule]!, clock);
   }
 
@@ -116,11 +119,12 @@ export class SurgeLocal {
 
   #computeLevels(rules: RuleSet): void {
     const { share, minAccesses } = this.#o.options;
-    this.#levels = rules.rules.map((r) =>
-      r.cache && r.cacheTtlMs > 0
-        ? Math.max(minAccesses, Math.ceil((share * r.threshold * 1000) / r.windowMs))
-        : Infinity,
-    );
+    this.#levels = rules.rules.map((r, i) => {
+      if (!r.cache || !(r.cacheTtlMs > 0)) return Infinity;
+      const level = Math.max(minAccesses, Math.ceil((share * r.threshold * 1000) / r.windowMs));
+      // a sampled window counts a share of the accesses: so does the level
+      return Math.max(1, Math.ceil(level * this.#window.rateOfRule(i)));
+    });
     this.#levelsOf = rules;
   }
 

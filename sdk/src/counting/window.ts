@@ -621,11 +621,16 @@ export class AccessWindow {
   }
 
   /**
-   * Accesses counted at `slot` (one `track` returned) in the current slice, scaled by 1 /
-   * sampleRate, and its key's rule index: what a local surge is judged by (client/surge-local.ts).
+   * Accesses counted at `slot` (one `track` returned) in the current slice, as counted (sampled:
+   * see `rateOfRule`): what a local surge is judged by (client/surge-local.ts).
    */
   sliceCountAt(slot: number): number {
-    return this.#scaled(this.#sliceCounts[slot * this.slices + this.#currentSlice]!, this.#ruleOf[slot]!);
+    return this.#sliceCounts[slot * this.slices + this.#currentSlice]!;
+  }
+
+  /** The share of accesses counted for a rule index's keys (-1: keys matching no rule). */
+  rateOfRule(rule: number): number {
+    return this.#rateOf(rule);
   }
 
   /** The rule index of the key counted at `slot` (-1: no rule matches it). */
