@@ -6,7 +6,7 @@ import { DEFAULT_SURGE_LOCAL } from '../options.ts';
 import { RULE_DEFAULTS } from '../rules.ts';
 import { MsgType } from '../wire/protocol.ts';
 import { delay, waitFor } from '../../../test/support/wait.ts';
-import { closeAll, connect, type Connected } from '../../../test/support/sdk-client.ts';
+import { closeAll, connect as connectPeer, type Connected } from '../../../test/support/sdk-client.ts';
 
 test.after.each(closeAll);
 
@@ -19,6 +19,28 @@ async function burst(hk: HotKeyClient, key: string, n: number, value: unknown = 
   };
   await Promise.all(Array.from({ length: n }, () => hk.get(key, loader)));
   return calls;
+}
+
+/**
+ * A client welcomed by a scripted hub whose first lease it has APPLIED (the peer's Grant may still
+ * be in flight when `connect` returns): a key the hub promotes (seq 1) is vouched for. Local
+ * surges need that lease; the tests' own broadcasts start at seq 2.
+ */
+async function connect(...args: Parameters<typeof connectPeer>): Promise<Connected> {
+  const c = await connectPeer(...args);
+  if (args[1]?.leaseMs === false) return c;
+  c.sock.send({
+    t: MsgType.Promote,
+    seq: 1,
+    key: 'lease-probe',
+    qps: 1,
+    hotMs: 600_000,
+    cacheTtlMs: 1000,
+    cache: true,
+    at: 0,
+  });
+  await waitFor('the first lease applied', () => c.hk.vouches('lease-probe'));
+  return c;
 }
 
 /** Moves the injected clock and lets the client's ticks (every 10 ms) run at it. */
@@ -42,7 +64,7 @@ test('a key read surge-level times within one slice is served locally; the rest 
   const st = c.hk.stats();
   assert.is(st.surgeLocalPromotions, 1);
   assert.is(st.surgeLocalKeys, 1);
-  assert.is(st.hotKeys, 1);
+  assert.is(st.hotKeys, 2, 'with the lease probe');
 });
 
 test('surgeLocal: false turns it off: every cold read reaches the loader', async () => {
@@ -80,7 +102,7 @@ test("the hub's invalidation drops a local value: the next read loads", async ()
   const c = await connect();
   await burst(c.hk, 'item:1', 20, 'old');
   assert.is(await c.hk.get('item:1', () => 'unused'), 'old');
-  c.sock.send({ t: MsgType.Invalidate, seq: 1, key: 'item:1' });
+  c.sock.send({ t: MsgType.Invalidate, seq: 2, key: 'item:1' });
   await c.sock.next(MsgType.Applied);
   assert.is(await c.hk.get('item:1', () => 'new'), 'new');
   assert.is(await c.hk.get('item:1', () => 'newer'), 'new', 'still local, reloaded once');
@@ -93,7 +115,7 @@ test("the hub's promotion confirms a local surge: value kept, 'promote' emitted,
   c.hk.on('promote', (key) => promoted.push(key));
   c.sock.send({
     t: MsgType.Promote,
-    seq: 1,
+    seq: 2,
     key: 'item:1',
     qps: 900,
     hotMs: 60_000,
