@@ -134,7 +134,7 @@ export interface ClientOptions {
   pushWaitMs?: number;
   /**
    * serve a key that surges on this instance locally before the hub promotes it (see
-   * SurgeLocalOptions); `false` turns it off @default true (DEFAULT_SURGE_LOCAL)
+   * SurgeLocalOptions); `true` turns it on with DEFAULT_SURGE_LOCAL @default false
    */
   surgeLocal?: boolean | SurgeLocalOptions;
   /** TLS options for `wss://` hubs (CA, client certificate) @default undefined: the system CAs */
@@ -289,8 +289,9 @@ export function resolveClientOptions(
 const SURGE_FIELDS = new Set(Object.keys(DEFAULT_SURGE_LOCAL));
 
 function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): ResolvedClientOptions['surgeLocal'] {
-  if (value === false) return false;
-  if (value === undefined || value === true) return DEFAULT_SURGE_LOCAL;
+  // opt-in: a local surge changes what isHot() answers before the hub has decided
+  if (value === false || value === undefined) return false;
+  if (value === true) return DEFAULT_SURGE_LOCAL;
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new TypeError('options.surgeLocal must be a boolean or an object');
   for (const name of Object.keys(value))

@@ -9,7 +9,7 @@
  * and per second in the steady state after it (what the cache spares Redis), counted at
  * `Redis.prototype.sendCommand` in each process: every connection, the adapter's own included.
  * All of it twice, in fresh processes and on a flash key of its own: the HotKeyClients with
- * `surgeLocal: false` (the hub's promotion only), then with local surges on (the default). A
+ * `surgeLocal: false` (the hub's promotion only), then with local surges on (`surgeLocal: true`). A
  * wrapped surge starts once every service's tracking connection is up, as in a service that has
  * been reading for a while (they open at a client's first read).
  *

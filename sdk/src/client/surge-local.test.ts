@@ -27,7 +27,8 @@ async function burst(hk: HotKeyClient, key: string, n: number, value: unknown = 
  * surges need that lease; the tests' own broadcasts start at seq 2.
  */
 async function connect(...args: Parameters<typeof connectPeer>): Promise<Connected> {
-  const c = await connectPeer(...args);
+  const [options, ...rest] = args;
+  const c = await connectPeer({ surgeLocal: true, ...options }, ...rest);
   if (args[1]?.leaseMs === false) return c;
   c.sock.send({
     t: MsgType.Promote,
