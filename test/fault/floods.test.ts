@@ -57,8 +57,9 @@ test('48 connections pipelining ~900 KiB reports: a legit SDK is not queued behi
   assert.ok(f.protection.intakeQueued > 0, '/metrics counted the frames the fair intake queued');
 });
 
-test('eviction flood: unique keys at threshold − 1 from one connection evict no legit candidate', async () => {
-  const f = await run('evict', true);
+/** An eviction flood's bounds: the table turned over, legit detection kept its latency, the flood paid. */
+async function evictionHeld(mode: 'evict' | 'evict-many', payer: string): Promise<void> {
+  const f = await run(mode, true);
   assert.ok(f.protection.keysEvicted > 10_000, `the flood filled the key table (${f.protection.keysEvicted} evicted)`);
   // the same probes before and during the flood, in one run: a ratio (a probe crosses in ~0.8 s,
   // so the flood's CPU adds little; a candidate evicted while it gathers restarts from zero)
@@ -68,24 +69,17 @@ test('eviction flood: unique keys at threshold − 1 from one connection evict n
   );
   assert.ok(
     f.protection.keysEvictedOverShare + f.protection.keysRefused > 1000,
-    `/metrics counted what the flood cost its own session (${JSON.stringify(f.protection)})`,
+    `/metrics counted what the flood cost its own ${payer} (${JSON.stringify(f.protection)})`,
   );
-});
+}
 
-test('eviction flood from 16 connections of one address evicts no candidate of another address', async () => {
+test('eviction flood: unique keys at threshold − 1 from one connection evict no legit candidate', () =>
+  evictionHeld('evict', 'session'));
+
+test('eviction flood from 16 connections of one address evicts no candidate of another address', () =>
   // legit SDKs on 127.0.0.1, each reporting 1,500 candidates of its own; the flood from
   // 127.0.0.2: per connection alone the legit ones would be over their part (20,000 / 18) and
   // their keys, the smallest totals, evicted first
-  const f = await run('evict-many', true);
-  assert.ok(f.protection.keysEvicted > 10_000, `the flood filled the key table (${f.protection.keysEvicted} evicted)`);
-  assert.ok(
-    f.attack.p95 <= 2 * f.baseline.p95,
-    `legit detection p95 ${f.attack.p95} ms under the flood against ${f.baseline.p95} ms before it`,
-  );
-  assert.ok(
-    f.protection.keysEvictedOverShare + f.protection.keysRefused > 1000,
-    `/metrics counted what the flood cost its own address (${JSON.stringify(f.protection)})`,
-  );
-});
+  evictionHeld('evict-many', 'address'));
 
 test.run();

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseRules } from '@hotkey/sdk/rules';
 import { Aggregator, type AggregatorListener } from './aggregator.ts';
-import { addressGroup } from './key-shares.ts';
+import { addressGroup, type KeyShare } from './key-shares.ts';
 import { reporterBit } from './reporters.ts';
 
 const THRESHOLD = 200;
@@ -34,31 +34,40 @@ function flood(shared: boolean) {
   const { agg, promoted } = setup(maxKeys, seeded(7));
   const attacker = shared ? agg.openShare() : undefined;
   const legit = [shared ? agg.openShare() : undefined, shared ? agg.openShare() : undefined];
-  const bits = [reporterBit('legit-a'), reporterBit('legit-b')];
-  const junkBit = reporterBit('attacker');
-  let next = 0;
-  const junk = (now: number) => {
-    const keys = Array.from({ length: 500 }, () => `junk:${next++}`);
-    agg.ingest(
-      keys,
-      new Array<number>(keys.length).fill(THRESHOLD - 1),
-      junkBit,
-      now,
-      undefined,
-      0,
-      keys.length,
-      attacker,
-    );
-  };
+  const junk = junkFrom(agg, [attacker], 500);
   junk(0);
   junk(0); // the table is full of the attacker's keys
+  gather(agg, promoted, legit, junk);
+  return { agg, promoted, attacker };
+}
+
+const LEGIT_BITS = [reporterBit('legit-a'), reporterBit('legit-b')];
+
+/** Fresh keys at threshold − 1 from each of `shares`, `perShare` a call: never promoted, each takes a slot. */
+function junkFrom(agg: Aggregator, shares: readonly (KeyShare | undefined)[], perShare: number) {
+  const bit = reporterBit('attacker');
+  let next = 0;
+  return (now: number) => {
+    for (const share of shares) {
+      const keys = Array.from({ length: perShare }, () => `junk:${next++}`);
+      agg.ingest(keys, new Array<number>(perShare).fill(THRESHOLD - 1), bit, now, undefined, 0, perShare, share);
+    }
+  };
+}
+
+/** Two legit instances report `legit` a tenth of the threshold at a time, the flood between, until it is promoted (20 steps at most). */
+function gather(
+  agg: Aggregator,
+  promoted: string[],
+  legit: readonly (KeyShare | undefined)[],
+  junk: (now: number) => void,
+): void {
   for (let step = 0; step < 20 && promoted.length === 0; step++) {
     const now = 10 + step * 10;
     const i = step % 2;
-    agg.ingest(['legit'], [THRESHOLD / 10], bits[i]!, now, undefined, 0, 1, legit[i]);
+    agg.ingest(['legit'], [THRESHOLD / 10], LEGIT_BITS[i]!, now, undefined, 0, 1, legit[i]);
     junk(now);
   }
-  return { agg, promoted, attacker };
 }
 
 test('a session flooding keys at threshold − 1 evicts only its own: the legit key is promoted', () => {
@@ -117,35 +126,13 @@ function manySessions(legitAddress: string) {
   const { agg, promoted } = setup(maxKeys, seeded(11));
   const attackers = Array.from({ length: 20 }, () => agg.openShare('10.0.0.9'));
   const legit = [agg.openShare(legitAddress), agg.openShare(legitAddress)];
-  const bits = [reporterBit('legit-a'), reporterBit('legit-b')];
-  const junkBit = reporterBit('attacker');
-  let next = 0;
-  const junk = (now: number) => {
-    for (const share of attackers) {
-      const keys = Array.from({ length: 50 }, () => `junk:${next++}`);
-      agg.ingest(
-        keys,
-        new Array<number>(keys.length).fill(THRESHOLD - 1),
-        junkBit,
-        now,
-        undefined,
-        0,
-        keys.length,
-        share,
-      );
-    }
-  };
   legit.forEach((share, i) => {
     const keys = Array.from({ length: 100 }, (_, k) => `bg:${i}:${k}`);
-    agg.ingest(keys, new Array<number>(keys.length).fill(1), bits[i]!, 0, undefined, 0, keys.length, share);
+    agg.ingest(keys, new Array<number>(keys.length).fill(1), LEGIT_BITS[i]!, 0, undefined, 0, keys.length, share);
   });
+  const junk = junkFrom(agg, attackers, 50);
   junk(0);
-  for (let step = 0; step < 20 && promoted.length === 0; step++) {
-    const now = 10 + step * 10;
-    const i = step % 2;
-    agg.ingest(['legit'], [THRESHOLD / 10], bits[i]!, now, undefined, 0, 1, legit[i]);
-    junk(now);
-  }
+  gather(agg, promoted, legit, junk);
   const background = Array.from({ length: 200 }, (_, k) => `bg:${Math.floor(k / 100)}:${k % 100}`).filter(
     (key) => agg.count(key, 200) > 0,
   ).length;
