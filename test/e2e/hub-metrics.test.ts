@@ -45,13 +45,15 @@ const OLD_SERIES = [
   'hotkey_heap_used_bytes',
   'hotkey_rss_bytes',
 ];
-/** What the flood protections did (issue 11): counters and gauges without labels, on every hub. */
+/** What the flood protections did (test/fault/): counters and gauges without labels, on every hub. */
 const PROTECTION_SERIES = [
   'hotkey_promotions_solo_refused_total',
   'hotkey_promotions_cap_refused_total',
   'hotkey_promotions_displaced_total',
   'hotkey_keys_refused_total',
   'hotkey_keys_evicted_over_share_total',
+  'hotkey_keys_refused_address_total',
+  'hotkey_key_table_addresses',
   'hotkey_intake_queued_total',
   'hotkey_intake_paused_total',
   'hotkey_intake_yields_total',

@@ -15,19 +15,17 @@ import { once } from 'node:events';
 import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { counter, withHotKeys } from '@hotkey/sdk/ioredis';
-import { MANUAL_RULE, promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
-import { RedisServer } from '../support/redis-server.ts';
+import { commandCalls } from '../support/commandstats.ts';
+import { MANUAL_RULE } from '../support/promoting-hub.ts';
+import { redisHub, type RedisHub } from '../support/redis-hub.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
-let fixture: PromotingHub;
-let server: RedisServer;
+let fixture: RedisHub;
 let hk: HotKeyClient;
 let plain: Redis;
-const opened: Redis[] = [];
 
 test.before(async () => {
-  server = await RedisServer.start();
-  fixture = await promotingHub(
+  fixture = await redisHub(
     [
       MANUAL_RULE,
       // read-hot keys served by replica keys, not cached: a write deletes its copies (replicas.ts)
@@ -35,22 +33,14 @@ test.before(async () => {
     ],
     'hotkey-lifecycle-',
   );
-  hk = fixture.hk;
-  plain = client();
+  ({ hk, plain } = fixture);
 });
 
 test.after(async () => {
-  for (const c of opened) c.disconnect();
   await fixture?.close();
-  await server?.stop();
 });
 
-function client(options: { lazyConnect?: boolean } = {}): Redis {
-  const c = new Redis(server.url, { maxRetriesPerRequest: 1, ...options });
-  opened.push(c);
-  return c;
-}
-
+const client = (options: { lazyConnect?: boolean } = {}): Redis => fixture.client(options);
 const promote = (key: string, on = hk): Promise<void> => fixture.promote(key, on);
 
 /** GETs and CLIENT CACHING calls Redis answered so far (every client of the server). */
@@ -59,7 +49,7 @@ async function redisCalls(): Promise<{ get: number; caching: number }> {
   const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
   return { get: calls('get'), caching: calls('client\\|caching') };
 }
-const redisGets = async (): Promise<number> => (await redisCalls()).get;
+const redisGets = (): Promise<number> => commandCalls(plain, 'get');
 
 /** The adapter's tracking readers on the server whose CLIENT TRACKING is on (CLIENT LIST flag t). */
 async function trackingReaders(): Promise<string[]> {
@@ -160,7 +150,7 @@ test('no timer of the adapter outlives the commands it watched (a command from t
 test('connect then disconnect: every interval the adapter set is cleared by the end event', async () => {
   const ledger = timerLedger();
   try {
-    const c = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk);
+    const c = withHotKeys(new Redis(fixture.server.url, { maxRetriesPerRequest: 1 }), hk);
     const failed = c.ping().catch((e: Error) => e); // watched by the breaker, fails with the disconnect
     c.on('connect', () => c.disconnect());
     await within('end', once(c, 'end'), 5000);
@@ -180,7 +170,6 @@ test('no read, no connection of our own (keys hot or not); the first read, cold,
   await c.set('lc:written', '1');
   await c.ping();
   const sub = c.duplicate(); // wrapped the same way: the pub/sub connection of a service
-  opened.push(sub);
   await sub.subscribe('lc:channel');
   await delay(200); // a connection of ours would be made within a few ms of the client being ready
   assert.is(await ownConnections(), 0, 'a plain client makes one connection: so does this one');
@@ -281,8 +270,7 @@ test("a fold of the adapter's issued right behind QUIT is rejected, not written"
 
 test("tracking connections of a RESP3 client with replyMapping 'resp3' open (RESP2, plain replies)", async () => {
   await plain.set('lc:resp3', 'r');
-  const c = withHotKeys(new Redis(server.url, { protocol: 3, replyMapping: 'resp3' } as never), hk);
-  opened.push(c);
+  const c = withHotKeys(new Redis(fixture.server.url, { protocol: 3, replyMapping: 'resp3' } as never), hk);
   try {
     await c.ping();
     await promote('lc:resp3');
