@@ -90,6 +90,44 @@ test('a caller-owned slot holds the value and a resolved promise until any remov
   assert.is(cache.size, 0);
 });
 
+test('the bound is a maximum, not an allocation: a large maxEntries costs nothing up front', () => {
+  // an array-backed LRU allocates its pointer arrays for the bound (here ≥ 8 MB) before the first entry
+  const before = process.memoryUsage().arrayBuffers;
+  const cache = new LocalCache({ maxEntries: 2_000_000 });
+  assert.ok(process.memoryUsage().arrayBuffers - before < 64 * 1024, 'no buffer sized for the bound');
+  for (let i = 0; i < 100; i++) cache.set(`k${i}`, i, 100);
+  assert.is(cache.size, 100);
+  assert.is(cache.evictions, 0);
+  for (let i = 0; i < 100; i++) assert.ok(cache.delete(`k${i}`));
+  assert.is(cache.size, 0);
+  cache.set('again', 1, 100);
+  assert.is(cache.get('again', 0), 1);
+});
+
+test('eviction order follows get and touch, across deletes and clear', () => {
+  const cache = new LocalCache({ maxEntries: 3 });
+  cache.set('a', 1, 100);
+  cache.set('b', 2, 100);
+  cache.set('c', 3, 100);
+  cache.touch('a'); // order, oldest first: b c a
+  cache.get('b', 0); // c a b
+  cache.delete('a'); // c b
+  cache.set('d', 4, 100); // c b d
+  cache.set('e', 5, 100); // evicts c
+  assert.is(cache.get('c', 0), MISS);
+  assert.equal(
+    ['b', 'd', 'e'].map((k) => cache.get(k, 0)),
+    [2, 4, 5],
+  );
+  cache.set('f', 6, 100); // evicts b (d, e were read after it)
+  assert.is(cache.has('b'), false);
+  assert.is(cache.evictions, 2);
+  cache.clear();
+  for (const k of ['x', 'y', 'z', 'w']) cache.set(k, k, 100);
+  assert.is(cache.size, 3);
+  assert.is(cache.has('x'), false);
+});
+
 test('bad maxEntries is a TypeError', () => {
   assert.throws(
     () => new LocalCache({ maxEntries: 0 }),

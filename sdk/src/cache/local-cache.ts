@@ -1,7 +1,11 @@
 /**
- * The bounded local cache of hot values: mnemonist's LRU map (Map-backed, so keys like
- * `__proto__` and `constructor` are ordinary keys; its LRUCache stores keys in a plain object
- * and breaks on them) plus a per-entry expiry. The only module that imports mnemonist.
+ * The bounded local cache of hot values: a Map from key to an entry on an intrusive doubly
+ * linked recency list (most recent after the sentinel), plus a per-entry expiry. Memory follows
+ * what is held, never the bound: an entry costs one Map slot and one small node, and a Map
+ * gives its table back as it empties, whereas an array-backed LRU (such as mnemonist's LRUMap)
+ * allocates its key, value and pointer arrays for `maxEntries` up front. A Map keeps
+ * keys like `__proto__` and `constructor` ordinary. Moving an entry to the front is six pointer
+ * writes, no allocation.
  *
  * Each entry is a caller-owned `CacheSlot` object (the client passes the key's hot-state entry),
  * filled by `set` and emptied by every removal (eviction, expiry, delete, clear). So a caller
@@ -9,7 +13,6 @@
  * here: a slot with a `promise` is exactly a slot this cache holds. Recency is whatever the
  * caller reports through `touch` (the client does at most once per key per millisecond).
  */
-import { LRUMapWithDelete } from 'mnemonist';
 import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
 
 /** What `get` returns for an absent or expired entry (values themselves may be `undefined`). */
@@ -44,9 +47,18 @@ function empty(slot: CacheSlot): void {
   slot.keepUntil = 0;
 }
 
+/** A place on the recency list; the sentinel's `newer` is the most recent, its `older` the least. */
+interface Node {
+  key: string;
+  slot: CacheSlot;
+  newer: Node;
+  older: Node;
+}
+
 export class LocalCache {
   readonly maxEntries: number;
-  readonly #map: LRUMapWithDelete<string, CacheSlot>;
+  readonly #map = new Map<string, Node>();
+  readonly #head: Node;
   #evictions = 0;
   #expirations = 0;
 
@@ -55,19 +67,23 @@ export class LocalCache {
     if (!Number.isInteger(maxEntries) || maxEntries < 1)
       throw new TypeError(`maxEntries must be a positive integer, got ${String(maxEntries)}`);
     this.maxEntries = maxEntries;
-    this.#map = new LRUMapWithDelete<string, CacheSlot>(maxEntries);
+    const head = { key: '', slot: emptySlot() } as Node;
+    head.newer = head;
+    head.older = head;
+    this.#head = head;
   }
 
   /** The value of `key` if present and `now < keepUntil`, else MISS (an expired entry is dropped). */
   get(key: string, now: number): unknown {
-    const slot = this.#map.get(key);
-    if (slot === undefined) return MISS;
-    if (now >= slot.keepUntil) {
+    const node = this.#map.get(key);
+    if (node === undefined) return MISS;
+    if (now >= node.slot.keepUntil) {
       this.delete(key);
       this.#expirations++;
       return MISS;
     }
-    return slot.value;
+    this.#toFront(node);
+    return node.slot.value;
   }
 
   /**
@@ -80,21 +96,40 @@ export class LocalCache {
     slot.promise = Promise.resolve(value);
     slot.expiresAt = expiresAt;
     slot.keepUntil = Math.max(expiresAt, keepUntil);
-    const popped = this.#map.setpop(key, slot);
-    if (popped === null || popped.value === slot) return;
-    empty(popped.value);
-    if (popped.evicted) this.#evictions++;
+    const node = this.#map.get(key);
+    if (node !== undefined) {
+      // a new slot for the key empties the one it replaces (not an eviction)
+      if (node.slot !== slot) empty(node.slot);
+      node.slot = slot;
+      this.#toFront(node);
+      return;
+    }
+    if (this.#map.size >= this.maxEntries) {
+      const lru = this.#head.older;
+      this.#unlink(lru);
+      this.#map.delete(lru.key);
+      if (lru.slot !== slot) empty(lru.slot);
+      this.#evictions++;
+    }
+    const head = this.#head;
+    const fresh: Node = { key, slot, newer: head.newer, older: head };
+    head.newer.older = fresh;
+    head.newer = fresh;
+    this.#map.set(key, fresh);
   }
 
   /** Marks the key most recently used (no expiry check). */
   touch(key: string): void {
-    this.#map.get(key);
+    const node = this.#map.get(key);
+    if (node !== undefined) this.#toFront(node);
   }
 
   delete(key: string): boolean {
-    const slot = this.#map.remove<undefined>(key);
-    if (slot === undefined) return false;
-    empty(slot);
+    const node = this.#map.get(key);
+    if (node === undefined) return false;
+    this.#map.delete(key);
+    this.#unlink(node);
+    empty(node.slot);
     return true;
   }
 
@@ -103,8 +138,25 @@ export class LocalCache {
   }
 
   clear(): void {
-    for (const slot of this.#map.values()) empty(slot);
+    for (const node of this.#map.values()) empty(node.slot);
     this.#map.clear();
+    this.#head.newer = this.#head;
+    this.#head.older = this.#head;
+  }
+
+  #unlink(node: Node): void {
+    node.older.newer = node.newer;
+    node.newer.older = node.older;
+  }
+
+  #toFront(node: Node): void {
+    const head = this.#head;
+    if (head.newer === node) return;
+    this.#unlink(node);
+    node.newer = head.newer;
+    node.older = head;
+    head.newer.older = node;
+    head.newer = node;
   }
 
   get size(): number {
