@@ -23,7 +23,8 @@ export class SlotTable {
   /** slots allocated now (≤ max) */
   capacity: number;
   readonly slotOf = new Map<string, number>();
-  keys: (string | undefined)[];
+  /** one array for the table's life (resized in place, so a holder of it stays current) */
+  readonly keys: (string | undefined)[];
   sliceCounts: Uint32Array;
   totals: Uint32Array;
   pending: Uint32Array;

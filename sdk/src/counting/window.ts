@@ -112,6 +112,15 @@ export class AccessWindow {
 
   /** the exact counters: growable columns, one slot per candidate (slot-table.ts) */
   readonly #t: SlotTable;
+  /** the table's key → slot map (one object for the table's life), held here to spare the lookup path a load */
+  readonly #slotOf: Map<string, number>;
+  /** the table's keys by slot (one array, resized in place) */
+  readonly #keys: (string | undefined)[];
+  /** the table's columns the counting path touches, held here for the same reason (#bindColumns after a resize) */
+  #sliceCounts: Uint32Array;
+  #pending: Uint32Array;
+  #totals: Uint32Array;
+  #crossAt: Uint32Array;
   readonly #urgentSlices: number;
   readonly #onUrgent: (() => void) | undefined;
   #thresholds: ArrayLike<number> = [];
@@ -159,6 +168,12 @@ export class AccessWindow {
       width: positiveInt(options.sketchWidth ?? 16384, 'sketchWidth'),
     });
     this.#t = new SlotTable(this.maxCandidates, this.slices);
+    this.#slotOf = this.#t.slotOf;
+    this.#keys = this.#t.keys;
+    this.#sliceCounts = this.#t.sliceCounts;
+    this.#pending = this.#t.pending;
+    this.#totals = this.#t.totals;
+    this.#crossAt = this.#t.crossAt;
     this.#urgentSlices = positiveInt(options.urgentSlices ?? 3, 'urgentSlices');
     this.#onUrgent = options.onUrgent;
     const rate = options.sampleRate ?? DEFAULT_CLIENT_OPTIONS.sampleRate;
@@ -178,7 +193,7 @@ export class AccessWindow {
    */
   track(key: string): number {
     if (!this.#plain) return this.#trackSampled(key);
-    const slot = this.#t.slotOf.get(key);
+    const slot = this.#slotOf.get(key);
     if (slot !== undefined) {
       this.#count(slot);
       return slot;
@@ -189,7 +204,7 @@ export class AccessWindow {
   /** track() when sampling, thinning or filtering kinds: kept apart so that the plain path stays as small as it was. */
   #trackSampled(key: string, kind = READ): number {
     if (this.#sampling && this.#sampledOut()) return -1;
-    const slot = this.#t.slotOf.get(key);
+    const slot = this.#slotOf.get(key);
     if (slot !== undefined) {
       if ((this.#t.kinds[slot]! & kind) !== 0) this.#countThinned(slot);
       return slot;
@@ -213,7 +228,7 @@ export class AccessWindow {
    */
   trackAt(slot: number, key: string): boolean {
     // a slot number past the table (it shrank since) reads undefined: not the key's
-    if (slot < 0 || this.#t.keys[slot] !== key) return false;
+    if (slot < 0 || this.#keys[slot] !== key) return false;
     if (this.#plain) this.#count(slot);
     else if ((this.#t.kinds[slot]! & READ) !== 0 && (!this.#sampling || !this.#sampledOut())) this.#countThinned(slot);
     return true;
@@ -226,10 +241,18 @@ export class AccessWindow {
   }
 
   #count(slot: number): void {
+    this.#sliceCounts[slot * this.slices + this.#currentSlice]!++;
+    this.#pending[slot]!++;
+    if (++this.#totals[slot]! === this.#crossAt[slot]) this.#cross(slot);
+  }
+
+  /** Re-reads the columns the counting path uses: the table replaces them when it resizes. */
+  #bindColumns(): void {
     const t = this.#t;
-    t.sliceCounts[slot * this.slices + this.#currentSlice]!++;
-    t.pending[slot]!++;
-    if (++t.totals[slot]! === t.crossAt[slot]) this.#cross(slot);
+    this.#sliceCounts = t.sliceCounts;
+    this.#pending = t.pending;
+    this.#totals = t.totals;
+    this.#crossAt = t.crossAt;
   }
 
   /** Counts down to the next counted access; false (and a fresh countdown) when this one counts. */
@@ -309,7 +332,9 @@ export class AccessWindow {
       t.release(victim);
       this.#evicted++;
     }
+    const capacity = t.capacity;
     const slot = t.acquire(key);
+    if (t.capacity !== capacity) this.#bindColumns();
     this.#admitted++;
     const rule = this.#rules.match(key);
     this.#t.ruleOf[slot] = rule;
@@ -437,7 +462,7 @@ export class AccessWindow {
         this.#slicesSinceDecay -= this.slices;
       }
       // once a window: a table a flood left sparse gives its memory back
-      t.shrinkIfSparse();
+      if (t.shrinkIfSparse()) this.#bindColumns();
     }
   }
 
@@ -508,7 +533,7 @@ export class AccessWindow {
 
   /** Ends the key's urgent episode (it is hot already: its reports need not hurry). */
   calm(key: string): void {
-    const slot = this.#t.slotOf.get(key);
+    const slot = this.#slotOf.get(key);
     if (slot === undefined || this.#t.threshold[slot] === 0) return;
     if (this.#t.urgentEnd[slot] === -Infinity || this.#t.urgentEnd[slot]! > this.#lastSlice)
       this.#t.urgentEnd[slot] = this.#lastSlice;
@@ -564,7 +589,7 @@ export class AccessWindow {
 
   /** Window total of a candidate, scaled by 1 / sampleRate (0 for a key without a counter). */
   count(key: string): number {
-    const slot = this.#t.slotOf.get(key);
+    const slot = this.#slotOf.get(key);
     return slot === undefined ? 0 : this.#scaled(this.#t.totals[slot]!, this.#t.ruleOf[slot]!);
   }
 
@@ -575,7 +600,7 @@ export class AccessWindow {
 
   stats(): WindowStats {
     return {
-      candidates: this.#t.slotOf.size,
+      candidates: this.#slotOf.size,
       slots: this.#t.capacity,
       admitted: this.#admitted,
       evicted: this.#evicted,
