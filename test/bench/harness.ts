@@ -235,13 +235,15 @@ export interface ForkOptions {
   env?: NodeJS.ProcessEnv;
   /** forward the child's stderr to ours @default true */
   stderr?: boolean;
+  /** run the module through tsx (with the workspace's source condition); false: plain node, for a .mjs worker @default true */
+  tsx?: boolean;
 }
 
-/** Forks a TypeScript module (run through tsx) with an IPC channel. */
+/** Forks a TypeScript module (run through tsx, unless `opts.tsx` is false) with an IPC channel. */
 export function forkWorker(file: string | URL, args: string[] = [], opts: ForkOptions = {}): Worker {
   const path = file instanceof URL ? fileURLToPath(file) : file;
   const child = fork(path, args, {
-    execArgv: [...TSX, ...(opts.execArgv ?? [])],
+    execArgv: [...(opts.tsx === false ? [] : TSX), ...(opts.execArgv ?? [])],
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'inherit', opts.stderr === false ? 'ignore' : 'inherit', 'ipc'],
   });

@@ -36,7 +36,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'fanout', file: here('./fanout.bench.ts'), timeoutMs: 180_000 },
   { name: 'hotpath', file: here('./hotpath.bench.ts'), timeoutMs: 60_000 },
   { name: 'instructions', file: here('./instructions.bench.ts'), timeoutMs: 1_800_000, optIn: true },
-  { name: 'memory', file: here('./memory.bench.ts'), timeoutMs: 120_000, execArgv: ['--expose-gc'] },
+  { name: 'memory', file: here('./memory.bench.ts'), timeoutMs: 600_000, execArgv: ['--expose-gc'] },
   { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
   { name: 'modes', file: here('./modes.bench.ts'), timeoutMs: 300_000 },
   { name: 'cluster', file: here('./cluster.bench.ts'), timeoutMs: 120_000 },

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { emptySlot, LocalCache, MISS } from './local-cache.ts';
@@ -88,6 +89,108 @@ test('a caller-owned slot holds the value and a resolved promise until any remov
   cache.clear();
   assert.is(c2.promise, undefined);
   assert.is(cache.size, 0);
+});
+
+test('the bound is a maximum, not an allocation: a large maxEntries costs nothing up front', () => {
+  // an array-backed LRU allocates its pointer arrays for the bound (here ≥ 8 MB) before the first entry
+  const before = process.memoryUsage().arrayBuffers;
+  const cache = new LocalCache({ maxEntries: 2_000_000 });
+  assert.ok(process.memoryUsage().arrayBuffers - before < 64 * 1024, 'no buffer sized for the bound');
+  for (let i = 0; i < 100; i++) cache.set(`k${i}`, i, 100);
+  assert.is(cache.size, 100);
+  assert.is(cache.evictions, 0);
+  for (let i = 0; i < 100; i++) assert.ok(cache.delete(`k${i}`));
+  assert.is(cache.size, 0);
+  cache.set('again', 1, 100);
+  assert.is(cache.get('again', 0), 1);
+});
+
+test('eviction order follows get and touch, across deletes and clear', () => {
+  const cache = new LocalCache({ maxEntries: 3 });
+  cache.set('a', 1, 100);
+  cache.set('b', 2, 100);
+  cache.set('c', 3, 100);
+  cache.touch('a'); // order, oldest first: b c a
+  cache.get('b', 0); // c a b
+  cache.delete('a'); // c b
+  cache.set('d', 4, 100); // c b d
+  cache.set('e', 5, 100); // evicts c
+  assert.is(cache.get('c', 0), MISS);
+  assert.equal(
+    ['b', 'd', 'e'].map((k) => cache.get(k, 0)),
+    [2, 4, 5],
+  );
+  cache.set('f', 6, 100); // evicts b (d, e were read after it)
+  assert.is(cache.has('b'), false);
+  assert.is(cache.evictions, 2);
+  cache.clear();
+  for (const k of ['x', 'y', 'z', 'w']) cache.set(k, k, 100);
+  assert.is(cache.size, 3);
+  assert.is(cache.has('x'), false);
+});
+
+test('growth: a full map below maxEntries doubles (capped there), keeps every entry and its recency, never evicts', () => {
+  const cache = new LocalCache({ maxEntries: 300 });
+  assert.is(cache.capacity, 64);
+  const slots = Array.from({ length: 300 }, () => emptySlot());
+  for (let i = 0; i < 64; i++) cache.set(`k${i}`, i, 100, slots[i]);
+  assert.is(cache.capacity, 64, 'a full map grows only for a key it does not hold');
+  cache.set('k0', 0, 100, slots[0]);
+  assert.is(cache.capacity, 64);
+  cache.touch('k1'); // k1 is now the most recent; k2 the least
+  for (let i = 64; i < 300; i++) cache.set(`k${i}`, i, 100, slots[i]);
+  assert.is(cache.capacity, 300, '64 → 128 → 256 → 300 (the bound)');
+  assert.is(cache.size, 300);
+  assert.is(cache.evictions, 0);
+  for (let i = 0; i < 300; i++) assert.ok(slots[i]?.promise !== undefined, `k${i} kept through the rebuilds`);
+  // full at the bound: the next keys evict in recency order carried across every rebuild
+  cache.set('n0', 'n', 100);
+  cache.set('n1', 'n', 100);
+  assert.is(cache.capacity, 300);
+  assert.is(cache.evictions, 2);
+  assert.is(cache.has('k2'), false);
+  assert.is(cache.has('k3'), false);
+  assert.is(slots[2]?.promise, undefined, 'an evicted slot is emptied');
+  assert.ok(cache.has('k0'));
+  assert.ok(cache.has('k1'));
+  assert.is(cache.get('k4', 0), 4);
+});
+
+test('shrink: deletes leaving the map under a quarter full halve it, never below 64; clear starts over', () => {
+  const cache = new LocalCache({ maxEntries: 10_000 });
+  for (let i = 0; i < 1024; i++) cache.set(`k${i}`, i, 100);
+  assert.is(cache.capacity, 1024);
+  for (let i = 0; i < 700; i++) cache.delete(`k${i}`);
+  assert.is(cache.capacity, 1024, 'a third full is not under a quarter');
+  for (let i = 700; i < 800; i++) cache.delete(`k${i}`);
+  assert.is(cache.size, 224);
+  assert.is(cache.capacity, 512, 'under a quarter full: halved, once');
+  for (let i = 800; i < 1024; i++) assert.is(cache.get(`k${i}`, 0), i);
+  for (let i = 800; i < 1020; i++) cache.delete(`k${i}`);
+  assert.is(cache.capacity, 64);
+  // recency survives a shrink: the four left were read in order k1020..k1023; fill to evict
+  cache.touch('k1020');
+  for (let i = 0; i < 10_000 - 4; i++) cache.set(`f${i}`, i, 100);
+  cache.set('last', 1, 100);
+  assert.is(cache.evictions, 1);
+  assert.is(cache.has('k1021'), false, 'the least recent leaves first');
+  assert.ok(cache.has('k1020'));
+  cache.clear();
+  assert.is(cache.size, 0);
+  assert.is(cache.capacity, 64);
+});
+
+test('loads one mnemonist structure, not the package root (which loads them all)', () => {
+  const req = createRequire(import.meta.url);
+  const loaded = Object.keys(req.cache).filter((file) => /[\\/]mnemonist[\\/]/.test(file));
+  assert.ok(
+    loaded.some((file) => file.endsWith('lru-map-with-delete.js')),
+    'the cache runs on mnemonist',
+  );
+  const others = loaded.filter(
+    (file) => !/(lru-map|lru-cache|lru-map-with-delete|typed-arrays|iterables)\.js$/.test(file),
+  );
+  assert.equal(others, [], 'nothing but the LRU map and its helpers');
 });
 
 test('bad maxEntries is a TypeError', () => {

@@ -309,4 +309,50 @@ test('options are validated', () => {
   );
 });
 
+test('memory follows the keys counted: slots grow under a flood, up to maxCandidates, and come back after it', () => {
+  const w = new AccessWindow({ maxCandidates: 4096, admission: 1, now: 0 });
+  const start = w.stats().slots;
+  assert.ok(start < 4096, `starts below the bound (${start} slots)`);
+  let now = 0;
+  for (let i = 0; i < 20_000; i++) {
+    w.track(`flood:${i}`);
+    if (i === 10_000) times(w, 'steady', 5); // admitted mid-flood: a slot high in the table
+    if (i % 1000 === 999) w.advance((now += 10));
+  }
+  const high = w.track('steady');
+  assert.ok(high >= start, `steady sits at slot ${high}, above the compacted size`);
+  const flooded = w.stats();
+  assert.is(flooded.slots, 4096, 'grew to the bound');
+  assert.ok(flooded.candidates <= 4096);
+  assert.ok(flooded.evicted > 0, 'full at the bound, it evicts');
+  // the flood stops; the steady key keeps counting through the window's turns
+  for (let s = 0; s < 40; s++) {
+    times(w, 'steady', 3);
+    w.advance((now += 100));
+  }
+  const after = w.stats();
+  assert.is(after.slots, start, `compacted back (${after.slots} slots)`);
+  // 3 in each of the window's 9 past slices (the current one is empty)
+  assert.is(w.count('steady'), 27, 'a key moved by compaction keeps its counts');
+  assert.is(w.trackAt(high, 'steady'), false, 'it moved');
+  assert.equal(w.collect([10]).keys, ['steady']);
+});
+
+test('a remembered slot number is refused once compaction moved its key; track() finds the key again', () => {
+  const w = new AccessWindow({ maxCandidates: 1024, admission: 1, now: 0 });
+  for (let i = 0; i < 500; i++) w.track(`k${i}`);
+  const last = w.track('k499');
+  assert.ok(last >= 64, `slot ${last} lies above the initial size`);
+  let now = 0;
+  for (let s = 0; s < 30; s++) {
+    w.track('k499');
+    w.advance((now += 100));
+  }
+  assert.ok(w.stats().slots < 1024);
+  assert.is(w.trackAt(last, 'k499'), false, 'the old slot is no longer the key');
+  const moved = w.track('k499');
+  assert.ok(moved >= 0 && moved !== last);
+  assert.ok(w.trackAt(moved, 'k499'));
+});
+
 test.run();

@@ -2,12 +2,14 @@
  * Per-instance access counting over a sliding window, bounded under any key cardinality.
  *
  * Design: a count-min sketch (count-min-sketch.ts, halved once per window) is the admission filter in front of a
- * bounded set of exact candidates. A candidate owns a slot in typed-array slabs: one counter per
- * slice (`slot * slices + slice`), a running window total and a `pending` count since its last
- * report. Slices advance from the caller's clock (`advance(now)`), never per access: rotation
- * zeroes the expiring slice of each occupied slot and subtracts it from its total. The occupied
- * slots are kept in a dense list (swap-remove on release), so `advance` and `collect` cost
- * O(slots in use), not O(maxCandidates): hundreds of idle clients in one process stay cheap.
+ * bounded set of exact candidates. A candidate owns a slot in typed-array columns (slot-table.ts):
+ * one counter per slice (`slot * slices + slice`), a running window total and a `pending` count
+ * since its last report. The columns grow by doubling up to maxCandidates as keys are admitted
+ * and are compacted once a window finds them sparse, so memory follows the keys being counted,
+ * not the bound. Slices advance from the caller's clock (`advance(now)`), never per access:
+ * rotation zeroes the expiring slice of each occupied slot and subtracts it from its total. The
+ * occupied slots are kept in a dense list (swap-remove on release), so `advance` and `collect`
+ * cost O(slots in use), not O(maxCandidates): hundreds of idle clients in one process stay cheap.
  * The admission level rises with the sketch's noise floor (its mean counter), so a flood of
  * one-off keys mostly stays in the sketch. When the slots are full, a newcomer whose sketch
  * estimate beats the smallest total among a few sampled slots replaces it (TinyLFU admission with Redis-style sampled LFU eviction), so a hot
@@ -33,11 +35,13 @@
  * accesses its rule selects (a slot remembers its rule's mask). While every rule is 'read' (the
  * default) writes return at once and reads take the unfiltered path; otherwise reads go through
  * the same non-plain path as sampling, so the hit path still pays one boolean test.
+ * One algorithm, hence one file past the usual length.
  * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
  * (2005); Einziger et al., "TinyLFU: A highly efficient cache admission policy" (2017).
  */
 import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
 import { CountMinSketch } from './count-min-sketch.ts';
+import { SlotTable } from './slot-table.ts';
 import { RuleSet, WINDOW_SLICES, type RuleKind } from '../rules.ts';
 
 /** access kinds as bits: a rule's mask says which it counts */
@@ -81,6 +85,8 @@ export interface Collected {
 
 export interface WindowStats {
   candidates: number;
+  /** counter slots allocated now (≥ candidates, ≤ maxCandidates) */
+  slots: number;
   admitted: number;
   /** candidates that lost their slot to a newcomer */
   evicted: number;
@@ -104,34 +110,22 @@ export class AccessWindow {
   readonly #samples: number;
   readonly #sketch: CountMinSketch;
 
-  readonly #slotOf = new Map<string, number>();
+  /** the exact counters: growable columns, one slot per candidate (slot-table.ts) */
+  readonly #t: SlotTable;
+  /** the table's key → slot map (one object for the table's life), held here to spare the lookup path a load */
+  readonly #slotOf: Map<string, number>;
+  /** the table's keys by slot (one array, resized in place) */
   readonly #keys: (string | undefined)[];
-  readonly #sliceCounts: Uint32Array;
-  readonly #totals: Uint32Array;
-  readonly #pending: Uint32Array;
-  /** rule index of each slot's key (-1: no rule matches) */
-  readonly #ruleOf: Int32Array;
-  /** local threshold of each slot's rule (0: none, never reported nor urgent) */
-  readonly #slotThreshold: Uint32Array;
-  /** total at which the slot next becomes urgent (0: disarmed) */
-  readonly #crossAt: Uint32Array;
-  /** slice at which the slot's urgent episode ends (-Infinity: none under way) */
-  readonly #urgentEnd: Float64Array;
-  /** urgent slots since the last collect; `#urgentMark` keeps each listed once */
-  readonly #urgent: Int32Array;
-  readonly #urgentMark: Uint8Array;
-  #urgentCount = 0;
+  /** the table's columns the counting path touches, held here for the same reason (#bindColumns after a resize) */
+  #sliceCounts: Uint32Array;
+  #pending: Uint32Array;
+  #totals: Uint32Array;
+  #crossAt: Uint32Array;
   readonly #urgentSlices: number;
   readonly #onUrgent: (() => void) | undefined;
   #thresholds: ArrayLike<number> = [];
   /** some rule's per-instance threshold is 1: its keys are admitted on their first access (#admitOnFirst) */
   #anyThresholdOne = false;
-  readonly #free: Int32Array;
-  #freeTop: number;
-  /** occupied slots, densely packed; `#usedAt[slot]` is a slot's index in it */
-  readonly #used: Int32Array;
-  readonly #usedAt: Int32Array;
-  #usedCount = 0;
 
   #rules: RuleSet;
   readonly #sampleRate: number;
@@ -144,12 +138,8 @@ export class AccessWindow {
   #plain = true;
   /** per rule: effective sample rate; [rules.length] is for keys matching no rule */
   #ruleRate = new Float64Array(1).fill(1);
-  /** per slot: share of counted accesses kept (rule rate / client rate) */
-  readonly #slotKeep: Float64Array;
   /** per rule: the access kinds it counts (READ | WRITE); [rules.length] is for keys matching no rule */
   #ruleKinds = new Uint8Array(1).fill(READ);
-  /** per slot: its rule's kinds */
-  readonly #slotKinds: Uint8Array;
   /** some rule does not count reads: reads check the slot's kinds */
   #filtering = false;
   /** some rule counts writes: trackWrite counts at all */
@@ -177,31 +167,19 @@ export class AccessWindow {
       depth: positiveInt(options.sketchDepth ?? 4, 'sketchDepth'),
       width: positiveInt(options.sketchWidth ?? 16384, 'sketchWidth'),
     });
-    const n = this.maxCandidates;
-    this.#keys = new Array<string | undefined>(n).fill(undefined);
-    this.#sliceCounts = new Uint32Array(n * this.slices);
-    this.#totals = new Uint32Array(n);
-    this.#pending = new Uint32Array(n);
-    this.#ruleOf = new Int32Array(n);
-    this.#slotThreshold = new Uint32Array(n);
-    this.#crossAt = new Uint32Array(n);
-    this.#urgentEnd = new Float64Array(n).fill(-Infinity);
-    this.#urgent = new Int32Array(n);
-    this.#urgentMark = new Uint8Array(n);
+    this.#t = new SlotTable(this.maxCandidates, this.slices);
+    this.#slotOf = this.#t.slotOf;
+    this.#keys = this.#t.keys;
+    this.#sliceCounts = this.#t.sliceCounts;
+    this.#pending = this.#t.pending;
+    this.#totals = this.#t.totals;
+    this.#crossAt = this.#t.crossAt;
     this.#urgentSlices = positiveInt(options.urgentSlices ?? 3, 'urgentSlices');
     this.#onUrgent = options.onUrgent;
-    // Free slots as a stack, lowest slot on top so that slots fill densely.
-    this.#free = new Int32Array(n);
-    for (let i = 0; i < n; i++) this.#free[i] = n - 1 - i;
-    this.#freeTop = n;
-    this.#used = new Int32Array(n);
-    this.#usedAt = new Int32Array(n);
     const rate = options.sampleRate ?? DEFAULT_CLIENT_OPTIONS.sampleRate;
     if (!(rate > 0 && rate <= 1)) throw new TypeError(`sampleRate must be in (0, 1], got ${String(rate)}`);
     this.#sampleRate = rate;
     this.#sampling = rate < 1;
-    this.#slotKeep = new Float64Array(n).fill(1);
-    this.#slotKinds = new Uint8Array(n).fill(READ);
     this.#rules = options.rules ?? new RuleSet([]);
     this.#computeRates();
     if (this.#sampling) this.#skip = this.#nextSkip();
@@ -228,7 +206,7 @@ export class AccessWindow {
     if (this.#sampling && this.#sampledOut()) return -1;
     const slot = this.#slotOf.get(key);
     if (slot !== undefined) {
-      if ((this.#slotKinds[slot]! & kind) !== 0) this.#countThinned(slot);
+      if ((this.#t.kinds[slot]! & kind) !== 0) this.#countThinned(slot);
       return slot;
     }
     return this.#trackCold(key, kind);
@@ -249,16 +227,16 @@ export class AccessWindow {
    * Returns false, counting nothing, when it does not: the caller then calls `track(key)`.
    */
   trackAt(slot: number, key: string): boolean {
+    // a slot number past the table (it shrank since) reads undefined: not the key's
     if (slot < 0 || this.#keys[slot] !== key) return false;
     if (this.#plain) this.#count(slot);
-    else if ((this.#slotKinds[slot]! & READ) !== 0 && (!this.#sampling || !this.#sampledOut()))
-      this.#countThinned(slot);
+    else if ((this.#t.kinds[slot]! & READ) !== 0 && (!this.#sampling || !this.#sampledOut())) this.#countThinned(slot);
     return true;
   }
 
   /** A counted access of a sampled or thinned window: a rule with a lower rate drops some. */
   #countThinned(slot: number): void {
-    if (this.#thinning && this.#slotKeep[slot]! < 1 && this.#random() >= this.#slotKeep[slot]!) return;
+    if (this.#thinning && this.#t.keep[slot]! < 1 && this.#random() >= this.#t.keep[slot]!) return;
     this.#count(slot);
   }
 
@@ -266,6 +244,15 @@ export class AccessWindow {
     this.#sliceCounts[slot * this.slices + this.#currentSlice]!++;
     this.#pending[slot]!++;
     if (++this.#totals[slot]! === this.#crossAt[slot]) this.#cross(slot);
+  }
+
+  /** Re-reads the columns the counting path uses: the table replaces them when it resizes. */
+  #bindColumns(): void {
+    const t = this.#t;
+    this.#sliceCounts = t.sliceCounts;
+    this.#pending = t.pending;
+    this.#totals = t.totals;
+    this.#crossAt = t.crossAt;
   }
 
   /** Counts down to the next counted access; false (and a fresh countdown) when this one counts. */
@@ -333,39 +320,37 @@ export class AccessWindow {
     // Under a flood of distinct keys every counter fills with noise; only an estimate that
     // stands out from that noise earns an exact counter.
     if (estimate < this.#admission + this.#sketch.noiseFloor && !this.#admitOnFirst(key, estimate)) return -1;
-    let slot: number;
-    if (this.#freeTop > 0) slot = this.#free[--this.#freeTop]!;
-    else {
+    const t = this.#t;
+    if (!t.hasRoom) {
+      // full at maxCandidates: the newcomer must beat a sampled slot
       const victim = this.#victim();
-      const victimRule = this.#ruleOf[victim]!;
-      if (victimRule >= 0 && this.#totals[victim]! >= estimate) {
+      const victimRule = t.ruleOf[victim]!;
+      if (victimRule >= 0 && t.totals[victim]! >= estimate) {
         this.#rejected++;
         return -1;
       }
-      this.#release(victim);
+      t.release(victim);
       this.#evicted++;
-      slot = this.#free[--this.#freeTop]!;
     }
+    const capacity = t.capacity;
+    const slot = t.acquire(key);
+    if (t.capacity !== capacity) this.#bindColumns();
     this.#admitted++;
-    this.#usedAt[slot] = this.#usedCount;
-    this.#used[this.#usedCount++] = slot;
-    this.#keys[slot] = key;
-    this.#slotOf.set(key, slot);
     const rule = this.#rules.match(key);
-    this.#ruleOf[slot] = rule;
-    this.#slotKeep[slot] = this.#rateOf(rule) / this.#sampleRate;
+    this.#t.ruleOf[slot] = rule;
+    this.#t.keep[slot] = this.#rateOf(rule) / this.#sampleRate;
     const kinds = this.#kindsOf(rule);
-    this.#slotKinds[slot] = kinds;
+    this.#t.kinds[slot] = kinds;
     // an access of a kind the rule does not count still gets the slot (the next one is filtered
     // cheaply), at zero: the slot goes at the next slice if nothing it counts arrives
     const counted = (kinds & kind) !== 0 ? 1 : 0;
-    this.#sliceCounts[slot * this.slices + this.#currentSlice] = counted;
-    this.#totals[slot] = counted;
-    this.#pending[slot] = counted;
+    this.#t.sliceCounts[slot * this.slices + this.#currentSlice] = counted;
+    this.#t.totals[slot] = counted;
+    this.#t.pending[slot] = counted;
     const thr = this.#thresholdOf(rule);
-    this.#slotThreshold[slot] = thr;
-    this.#crossAt[slot] = thr;
-    this.#urgentEnd[slot] = -Infinity;
+    this.#t.threshold[slot] = thr;
+    this.#t.crossAt[slot] = thr;
+    this.#t.urgentEnd[slot] = -Infinity;
     if (thr === 1 && counted === 1) this.#cross(slot);
     return slot;
   }
@@ -392,15 +377,15 @@ export class AccessWindow {
 
   /** The slot reached its `crossAt`: urgent now, and re-armed while its episode lasts. */
   #cross(slot: number): void {
-    if (this.#urgentEnd[slot] === -Infinity) this.#urgentEnd[slot] = this.#lastSlice + this.#urgentSlices;
-    if (this.#lastSlice >= this.#urgentEnd[slot]!) {
-      this.#crossAt[slot] = 0;
+    if (this.#t.urgentEnd[slot] === -Infinity) this.#t.urgentEnd[slot] = this.#lastSlice + this.#urgentSlices;
+    if (this.#lastSlice >= this.#t.urgentEnd[slot]!) {
+      this.#t.crossAt[slot] = 0;
       return;
     }
-    this.#crossAt[slot] = Math.min(this.#totals[slot]! + this.#slotThreshold[slot]!, MAX_U32);
-    if (this.#urgentMark[slot] === 0) {
-      this.#urgentMark[slot] = 1;
-      this.#urgent[this.#urgentCount++] = slot;
+    this.#t.crossAt[slot] = Math.min(this.#t.totals[slot]! + this.#t.threshold[slot]!, MAX_U32);
+    if (this.#t.urgentMark[slot] === 0) {
+      this.#t.urgentMark[slot] = 1;
+      this.#t.urgent[this.#t.urgentCount++] = slot;
     }
     this.#onUrgent?.();
   }
@@ -416,31 +401,14 @@ export class AccessWindow {
       x ^= x >>> 17;
       x ^= x << 5;
       this.#rand = x >>> 0;
-      const slot = this.#rand % this.maxCandidates;
-      const score = this.#ruleOf[slot]! < 0 ? -1 : this.#totals[slot]!;
+      const slot = this.#rand % this.#t.capacity;
+      const score = this.#t.ruleOf[slot]! < 0 ? -1 : this.#t.totals[slot]!;
       if (score < bestScore) {
         bestScore = score;
         best = slot;
       }
     }
     return best;
-  }
-
-  #release(slot: number): void {
-    const key = this.#keys[slot];
-    if (key === undefined) return;
-    this.#slotOf.delete(key);
-    this.#keys[slot] = undefined;
-    const base = slot * this.slices;
-    this.#sliceCounts.fill(0, base, base + this.slices);
-    this.#totals[slot] = 0;
-    this.#pending[slot] = 0;
-    this.#free[this.#freeTop++] = slot;
-    // swap-remove from the dense list
-    const at = this.#usedAt[slot]!;
-    const last = this.#used[--this.#usedCount]!;
-    this.#used[at] = last;
-    this.#usedAt[last] = at;
   }
 
   /**
@@ -455,41 +423,46 @@ export class AccessWindow {
     this.#lastSlice = target;
     const rotations = Math.min(steps, this.slices);
     const slices = this.slices;
+    const t = this.#t;
     const first = this.#currentSlice;
     this.#currentSlice = (first + rotations) % slices;
     // backwards, so that a swap-remove only moves an already visited slot into place
-    for (let u = this.#usedCount - 1; u >= 0; u--) {
-      const slot = this.#used[u]!;
+    for (let u = t.usedCount - 1; u >= 0; u--) {
+      const slot = t.used[u]!;
       const base = slot * slices;
       let expired = 0;
       for (let r = 1; r <= rotations; r++) {
         const i = base + ((first + r) % slices);
-        expired += this.#sliceCounts[i]!;
-        this.#sliceCounts[i] = 0;
+        expired += t.sliceCounts[i]!;
+        t.sliceCounts[i] = 0;
       }
-      const end = this.#urgentEnd[slot]!;
+      const end = t.urgentEnd[slot]!;
       if (end !== -Infinity && target >= end) {
         // the episode is over: quiet until the key spent a whole window below its threshold
-        if (target >= end + slices && this.#totals[slot]! - expired < this.#slotThreshold[slot]!) {
-          this.#urgentEnd[slot] = -Infinity;
-          this.#crossAt[slot] = this.#slotThreshold[slot]!;
-        } else this.#crossAt[slot] = 0;
+        if (target >= end + slices && t.totals[slot]! - expired < t.threshold[slot]!) {
+          t.urgentEnd[slot] = -Infinity;
+          t.crossAt[slot] = t.threshold[slot]!;
+        } else t.crossAt[slot] = 0;
       }
       if (expired === 0) {
-        if (this.#totals[slot] === 0) this.#release(slot); // admitted by an access its rule does not count
+        if (t.totals[slot] === 0) t.release(slot); // admitted by an access its rule does not count
         continue;
       }
-      const total = this.#totals[slot]! - expired;
-      this.#totals[slot] = total;
-      if (total === 0) this.#release(slot);
+      const total = t.totals[slot]! - expired;
+      t.totals[slot] = total;
+      if (total === 0) t.release(slot);
     }
     this.#slicesSinceDecay += steps;
-    if (this.#slicesSinceDecay >= 2 * this.slices) {
-      this.#sketch.clear();
-      this.#slicesSinceDecay = 0;
-    } else if (this.#slicesSinceDecay >= this.slices) {
-      this.#sketch.halve();
-      this.#slicesSinceDecay -= this.slices;
+    if (this.#slicesSinceDecay >= this.slices) {
+      if (this.#slicesSinceDecay >= 2 * this.slices) {
+        this.#sketch.clear();
+        this.#slicesSinceDecay = 0;
+      } else {
+        this.#sketch.halve();
+        this.#slicesSinceDecay -= this.slices;
+      }
+      // once a window: a table a flood left sparse gives its memory back
+      if (t.shrinkIfSparse()) this.#bindColumns();
     }
   }
 
@@ -505,13 +478,13 @@ export class AccessWindow {
     this.#clearUrgent();
     // allocated only when there is something to report: an idle flush allocates nothing
     let out: Collected | undefined;
-    for (let u = 0; u < this.#usedCount; u++) {
-      const slot = this.#used[u]!;
-      const pending = this.#pending[slot]!;
+    for (let u = 0; u < this.#t.usedCount; u++) {
+      const slot = this.#t.used[u]!;
+      const pending = this.#t.pending[slot]!;
       if (pending === 0) continue;
-      this.#pending[slot] = 0;
-      const rule = this.#ruleOf[slot]!;
-      const total = this.#totals[slot]!;
+      this.#t.pending[slot] = 0;
+      const rule = this.#t.ruleOf[slot]!;
+      const total = this.#t.totals[slot]!;
       const given = rule < 0 ? undefined : thresholds[rule];
       const threshold = given === undefined ? undefined : Math.max(1, given * this.#rateOf(rule));
       // Below the local threshold this flush's counts are dropped, not carried: a backlog sent
@@ -521,7 +494,7 @@ export class AccessWindow {
       // which is what the hub's local threshold is sized for.
       if (threshold === undefined || total < threshold) continue;
       out ??= { keys: [], counts: [], rules: [] };
-      out.keys.push(this.#keys[slot]!);
+      out.keys.push(this.#t.keys[slot]!);
       out.counts.push(this.#scaled(Math.min(pending, total), rule));
       out.rules.push(rule);
     }
@@ -535,41 +508,41 @@ export class AccessWindow {
    */
   collectUrgent(): Collected {
     let out: Collected | undefined;
-    for (let u = 0; u < this.#urgentCount; u++) {
-      const slot = this.#urgent[u]!;
-      this.#urgentMark[slot] = 0;
-      const pending = this.#pending[slot]!;
-      const total = this.#totals[slot]!;
-      const thr = this.#slotThreshold[slot]!;
+    for (let u = 0; u < this.#t.urgentCount; u++) {
+      const slot = this.#t.urgent[u]!;
+      this.#t.urgentMark[slot] = 0;
+      const pending = this.#t.pending[slot]!;
+      const total = this.#t.totals[slot]!;
+      const thr = this.#t.threshold[slot]!;
       // the slot may have been released (and reused) since it was listed: check it afresh
-      if (pending === 0 || thr === 0 || total < thr || this.#keys[slot] === undefined) continue;
-      this.#pending[slot] = 0;
+      if (pending === 0 || thr === 0 || total < thr || this.#t.keys[slot] === undefined) continue;
+      this.#t.pending[slot] = 0;
       out ??= { keys: [], counts: [], rules: [] };
-      out.keys.push(this.#keys[slot]!);
-      out.counts.push(this.#scaled(Math.min(pending, total), this.#ruleOf[slot]!));
-      out.rules.push(this.#ruleOf[slot]!);
+      out.keys.push(this.#t.keys[slot]!);
+      out.counts.push(this.#scaled(Math.min(pending, total), this.#t.ruleOf[slot]!));
+      out.rules.push(this.#t.ruleOf[slot]!);
     }
-    this.#urgentCount = 0;
+    this.#t.urgentCount = 0;
     return out ?? EMPTY;
   }
 
   /** Whether some slot became urgent since the last collect. */
   get urgent(): boolean {
-    return this.#urgentCount > 0;
+    return this.#t.urgentCount > 0;
   }
 
   /** Ends the key's urgent episode (it is hot already: its reports need not hurry). */
   calm(key: string): void {
     const slot = this.#slotOf.get(key);
-    if (slot === undefined || this.#slotThreshold[slot] === 0) return;
-    if (this.#urgentEnd[slot] === -Infinity || this.#urgentEnd[slot]! > this.#lastSlice)
-      this.#urgentEnd[slot] = this.#lastSlice;
-    this.#crossAt[slot] = 0;
+    if (slot === undefined || this.#t.threshold[slot] === 0) return;
+    if (this.#t.urgentEnd[slot] === -Infinity || this.#t.urgentEnd[slot]! > this.#lastSlice)
+      this.#t.urgentEnd[slot] = this.#lastSlice;
+    this.#t.crossAt[slot] = 0;
   }
 
   #clearUrgent(): void {
-    for (let u = 0; u < this.#urgentCount; u++) this.#urgentMark[this.#urgent[u]!] = 0;
-    this.#urgentCount = 0;
+    for (let u = 0; u < this.#t.urgentCount; u++) this.#t.urgentMark[this.#t.urgent[u]!] = 0;
+    this.#t.urgentCount = 0;
   }
 
   /**
@@ -588,25 +561,25 @@ export class AccessWindow {
   setRules(rules: RuleSet): void {
     this.#rules = rules;
     this.#computeRates();
-    for (let u = 0; u < this.#usedCount; u++) {
-      const slot = this.#used[u]!;
-      const rule = rules.match(this.#keys[slot]!);
-      this.#ruleOf[slot] = rule;
-      this.#slotKeep[slot] = this.#rateOf(rule) / this.#sampleRate;
-      this.#slotKinds[slot] = this.#kindsOf(rule);
+    for (let u = 0; u < this.#t.usedCount; u++) {
+      const slot = this.#t.used[u]!;
+      const rule = rules.match(this.#t.keys[slot]!);
+      this.#t.ruleOf[slot] = rule;
+      this.#t.keep[slot] = this.#rateOf(rule) / this.#sampleRate;
+      this.#t.kinds[slot] = this.#kindsOf(rule);
     }
     this.#rearmAll();
   }
 
   #rearmAll(): void {
-    for (let u = 0; u < this.#usedCount; u++) {
-      const slot = this.#used[u]!;
-      const thr = this.#thresholdOf(this.#ruleOf[slot]!);
-      if (thr === this.#slotThreshold[slot]) continue;
-      this.#slotThreshold[slot] = thr;
-      this.#urgentEnd[slot] = -Infinity;
-      this.#crossAt[slot] = thr;
-      if (thr !== 0 && this.#totals[slot]! >= thr) this.#cross(slot);
+    for (let u = 0; u < this.#t.usedCount; u++) {
+      const slot = this.#t.used[u]!;
+      const thr = this.#thresholdOf(this.#t.ruleOf[slot]!);
+      if (thr === this.#t.threshold[slot]) continue;
+      this.#t.threshold[slot] = thr;
+      this.#t.urgentEnd[slot] = -Infinity;
+      this.#t.crossAt[slot] = thr;
+      if (thr !== 0 && this.#t.totals[slot]! >= thr) this.#cross(slot);
     }
   }
 
@@ -617,7 +590,7 @@ export class AccessWindow {
   /** Window total of a candidate, scaled by 1 / sampleRate (0 for a key without a counter). */
   count(key: string): number {
     const slot = this.#slotOf.get(key);
-    return slot === undefined ? 0 : this.#scaled(this.#totals[slot]!, this.#ruleOf[slot]!);
+    return slot === undefined ? 0 : this.#scaled(this.#t.totals[slot]!, this.#t.ruleOf[slot]!);
   }
 
   /**
@@ -646,6 +619,7 @@ export class AccessWindow {
   stats(): WindowStats {
     return {
       candidates: this.#slotOf.size,
+      slots: this.#t.capacity,
       admitted: this.#admitted,
       evicted: this.#evicted,
       rejected: this.#rejected,
