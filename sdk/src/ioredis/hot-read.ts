@@ -63,6 +63,8 @@ export interface HotReadContext {
   sharded(key: string): boolean;
   /** a `multi({ pipeline: false })` is open on the client: nothing is answered locally */
   inTransaction(client: Client): boolean;
+  /** no own `sendCommand` the hook has not met is on the client (layers.ts): GET's method may answer without a command */
+  hookOnTop(): boolean;
 }
 
 export interface HotReads {
@@ -93,7 +95,19 @@ function bypassing(client: Client, method: (...a: unknown[]) => unknown, args: u
 }
 
 export function hotReads(ctx: HotReadContext): HotReads {
-  const { hk, isCluster, base, tracking, replicas, namespaceOf, loadBlocked, watchLoad, sharded, inTransaction } = ctx;
+  const {
+    hk,
+    isCluster,
+    base,
+    tracking,
+    replicas,
+    namespaceOf,
+    loadBlocked,
+    watchLoad,
+    sharded,
+    inTransaction,
+    hookOnTop,
+  } = ctx;
 
   /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
   function mayWaitForTracking(node: NodeTracker | undefined): boolean {
@@ -227,7 +241,8 @@ export function hotReads(ctx: HotReadContext): HotReads {
 
   /**
    * GET's fast path for hot keys: a hit resolves without building an ioredis Command (~10× cheaper).
-   * Everything else — a cold key, a callback, a Buffer key or prefix, a client not ready — is
+   * Everything else — a cold key, a callback, a Buffer key or prefix, a client not ready, an own
+   * `sendCommand` on the client that the hook has not met (layers.ts) — is
    * ioredis's own `get`, through the hook. Installed only without `showFriendlyErrorStack`, whose
    * stacks must start at the caller (this frame would come first).
    */
@@ -242,7 +257,8 @@ export function hotReads(ctx: HotReadContext): HotReads {
       this.status !== 'ready' ||
       inSubscriberMode(this) ||
       inTransaction(this) ||
-      hk.limiting // limits are checked on the command path
+      hk.limiting || // limits are checked on the command path
+      !hookOnTop() // a stub or patch on the instance the hook has not met: it gets the command
     ) {
       return baseGet.apply(this, args);
     }
