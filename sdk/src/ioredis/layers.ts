@@ -18,10 +18,12 @@
  *   sees it there and moves it under the hook (the own property is removed, the prototype's value
  *   becomes the new top); that one command, already seen by `patch`, is sent to Redis as a plain
  *   client sends it (nothing answered locally), so `patch` still sees only what reaches Redis.
+ *   The client's GET method (wrapper.ts) settles it too, before sending anything: the one place
+ *   a replacement that never calls what it read (the class's method assigned back, say) is met.
  *   `patch` wraps a level function that knows its depth: called by `patch`, it sends on to the
  *   layer below (down to the class's method), never back into the hook, so nothing is counted
- *   twice and nothing loops. Assigning back a level function read earlier (the way such patches
- *   are undone) removes the patches stacked since, at its next command;
+ *   twice and nothing loops. Assigning back a level function read earlier, or the class's method
+ *   (the ways such patches are undone), removes the patches stacked since, at the next command or GET;
  * - `Object.defineProperty(client, 'sendCommand', …)` after wrapping — shimmer's `wrap` on the
  *   instance, `sinon.spy` / `sinon.stub` — copies the prototype property's attributes (not
  *   enumerable) and is undone by a redefinition or a `delete` the hook never sees, so it is left

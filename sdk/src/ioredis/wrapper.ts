@@ -7,14 +7,14 @@
  * the offline queue's replay, pipelines and MULTI at `exec()` — becomes a `Command` that passes
  * through `sendCommand(command, stream?, node?)`. The hook is that one method (with `duplicate`,
  * and GET's fast path for hot keys), on a prototype inserted between the client and its class
- * (`client → hooked → Redis.prototype`); `sendCommand` there is an accessor that keeps the hook
- * above other patches of it in any order (layers.ts):
+ * (`client → hooked → Redis.prototype`); `sendCommand` there is a data property whose value keeps
+ * the hook above other patches of it in any order (layers.ts):
  * - nothing else changes, so built-ins, `instanceof`, `constructor`, `String()`, own-property
  *   enumeration, events and their `this`, `status`, options and chaining (`on()` returns the
  *   client) are the client's own, by construction;
- * - the instance gets no own property; a patch of `sendCommand` on the instance (before or after
- *   wrapping) or on `Redis.prototype` sits under the hook and sees what reaches Redis, never a
- *   loop (layers.ts says which order puts one above);
+ * - the instance gets no own property; a patch of `sendCommand` on the instance (before wrapping,
+ *   or assigned after) or on `Redis.prototype` sits under the hook and sees what reaches Redis,
+ *   never a loop (layers.ts says which order puts one above: one defined after, as sinon does);
  * - callback and promise styles share one path, and commands not answered locally are sent
  *   synchronously in call order, so replies keep plain ioredis's order;
  * - `showFriendlyErrorStack` frames are taken by ioredis before dispatch, in the caller's frame.
