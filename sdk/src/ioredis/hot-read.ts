@@ -95,19 +95,8 @@ function bypassing(client: Client, method: (...a: unknown[]) => unknown, args: u
 }
 
 export function hotReads(ctx: HotReadContext): HotReads {
-  const {
-    hk,
-    isCluster,
-    base,
-    tracking,
-    replicas,
-    namespaceOf,
-    loadBlocked,
-    watchLoad,
-    sharded,
-    inTransaction,
-    hookOnTop,
-  } = ctx;
+  const { hk, isCluster, base, tracking, replicas, namespaceOf, loadBlocked, watchLoad, sharded, inTransaction } = ctx;
+  const hookOnTop = ctx.hookOnTop;
 
   /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
   function mayWaitForTracking(node: NodeTracker | undefined): boolean {
