@@ -608,7 +608,7 @@ export class AccessWindow {
 
   /** The rule index of the key counted at `slot` (-1: no rule matches it). */
   ruleAt(slot: number): number {
-    return this.#ruleOf[slot]!;
+    return this.#t.ruleOf[slot]!;
   }
 
   /** Sketch estimate of a key's recent accesses (an upper bound, for keys without a counter). */

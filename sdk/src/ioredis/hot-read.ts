@@ -63,6 +63,8 @@ export interface HotReadContext {
   sharded(key: string): boolean;
   /** a `multi({ pipeline: false })` is open on the client: nothing is answered locally */
   inTransaction(client: Client): boolean;
+  /** no own `sendCommand` the hook has not met is on the client (layers.ts): GET's method may answer without a command */
+  hookOnTop(): boolean;
 }
 
 export interface HotReads {
@@ -94,6 +96,7 @@ function bypassing(client: Client, method: (...a: unknown[]) => unknown, args: u
 
 export function hotReads(ctx: HotReadContext): HotReads {
   const { hk, isCluster, base, tracking, replicas, namespaceOf, loadBlocked, watchLoad, sharded, inTransaction } = ctx;
+  const hookOnTop = ctx.hookOnTop;
 
   /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
   function mayWaitForTracking(node: NodeTracker | undefined): boolean {
@@ -104,6 +107,7 @@ export function hotReads(ctx: HotReadContext): HotReads {
     const key = keyName(command.args[0]);
     const arity = name === 'hget' ? 2 : 1;
     if (key === undefined || command.args.length !== arity) return send.call(client, command);
+    tracking?.reading(); // a read of a key: the client's tracking connections are wanted
     if (!hk.isHot(key)) {
       // cold, the common case: counted, sent as is (no promise of ours in between)
       hk.track(key);
@@ -226,7 +230,8 @@ export function hotReads(ctx: HotReadContext): HotReads {
 
   /**
    * GET's fast path for hot keys: a hit resolves without building an ioredis Command (~10× cheaper).
-   * Everything else — a cold key, a callback, a Buffer key or prefix, a client not ready — is
+   * Everything else — a cold key, a callback, a Buffer key or prefix, a client not ready, an own
+   * `sendCommand` on the client that the hook has not met (layers.ts) — is
    * ioredis's own `get`, through the hook. Installed only without `showFriendlyErrorStack`, whose
    * stacks must start at the caller (this frame would come first).
    */
@@ -241,7 +246,8 @@ export function hotReads(ctx: HotReadContext): HotReads {
       this.status !== 'ready' ||
       inSubscriberMode(this) ||
       inTransaction(this) ||
-      hk.limiting // limits are checked on the command path
+      hk.limiting || // limits are checked on the command path
+      !hookOnTop() // a stub or patch on the instance the hook has not met: it gets the command
     ) {
       return baseGet.apply(this, args);
     }
