@@ -24,15 +24,17 @@ const e2e = hubInProcess(test, {
   },
 });
 
-type Cluster = ReturnType<typeof createCluster>;
+const newCluster = () => createCluster({ rootNodes: rc.nodes.map((n) => ({ socket: n })) });
+const newNode = (port: number) => createClient({ socket: { host: '127.0.0.1', port } });
+type Cluster = ReturnType<typeof newCluster>;
 let rc: RedisCluster;
 const opened: Array<{ destroy(): void }> = [];
 let plain: Cluster;
 /** one plain connection per master, to count what reaches it */
-let nodes: Array<ReturnType<typeof createClient>>;
+let nodes: Array<ReturnType<typeof newNode>>;
 
 async function cluster(): Promise<Cluster> {
-  const c = createCluster({ rootNodes: rc.nodes.map((n) => ({ socket: n })) });
+  const c = newCluster();
   c.on('error', () => {});
   opened.push(c);
   await c.connect();
@@ -77,7 +79,7 @@ test.before(async () => {
   plain = await cluster();
   nodes = await Promise.all(
     rc.ports.map(async (port) => {
-      const n = createClient({ socket: { host: '127.0.0.1', port } });
+      const n = newNode(port);
       n.on('error', () => {});
       opened.push(n);
       await n.connect();
