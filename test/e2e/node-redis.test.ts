@@ -17,7 +17,12 @@ import { delay, waitFor } from '../support/wait.ts';
 const e2e = hubInProcess(test, {
   config: {
     apps: {
-      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 }] },
+      shop: {
+        rules: [
+          { match: 'nrl:*', threshold: 1_000_000, limit: 200, hotMs: 600_000, cacheTtlMs: 600_000 },
+          { match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 },
+        ],
+      },
     },
   },
 });
@@ -35,11 +40,12 @@ async function client(options: Parameters<typeof createClient>[0] = {}): Promise
   return c;
 }
 
-/** GETs Redis executed so far (INFO commandstats) */
-async function getsAtRedis(): Promise<number> {
+/** calls of `command` Redis executed so far (INFO commandstats) */
+async function callsAtRedis(command: string): Promise<number> {
   const info = await plain.info('commandstats');
-  return Number(/^cmdstat_get:calls=(\d+)/m.exec(info)?.[1] ?? 0);
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
 }
+const getsAtRedis = () => callsAtRedis('get');
 
 const promote = (key: string, on: readonly HotKeyClient[]) => promoteInProcess(e2e.hub, 'shop', key, on);
 
@@ -181,6 +187,41 @@ test('key identity: one key in two databases, two wrapped clients of one hk, nev
   assert.is(await db0.get(key), 'one');
   await db0.select(0);
   assert.is(await db0.get(key), 'zero');
+});
+
+test('MGET: the hot keys answered locally, only the others sent, in one MGET, replies in order', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const c = withHotKeys(await client(), hk!, { tracking: false });
+  await plain.mSet({ 'nr:m1': 'one', 'nr:m2': 'two', 'nr:m3': 'three' });
+  await promote('nr:m1', [hk!]);
+  await promote('nr:m3', [hk!]);
+  await servedLocally(c, 'nr:m1', 'one');
+  await servedLocally(c, 'nr:m3', 'three');
+  const [gets, mgets] = [await getsAtRedis(), await callsAtRedis('mget')];
+  for (let i = 0; i < 10; i++)
+    assert.equal(await c.mGet(['nr:m1', 'nr:m2', 'nr:m3', 'nr:none']), ['one', 'two', 'three', null]);
+  assert.is((await callsAtRedis('mget')) - mgets, 10, 'one MGET of the misses per call');
+  assert.is((await getsAtRedis()) - gets, 0, 'nothing for the hot keys');
+  await plain.set('nr:m1', 'behind our back'); // no tracking: only a local answer still says 'one'
+  assert.equal(await c.mGet(['nr:m2', 'nr:m1']), ['two', 'one']);
+  assert.equal(await c.mGet(['nr:m2', 'nr:none']), ['two', null], 'no hot key: sent as is');
+});
+
+test("a rule's rate limit refuses commands over it with HK_ERR_RATE_LIMITED, unsent", async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const c = withHotKeys(await client(), hk!);
+  await plain.set('nrl:a', 'A');
+  await promote('nrl:a', [hk!]);
+  await waitFor('the limit applies here', () => hk!.limiting, 3000);
+  const sets = await callsAtRedis('set');
+  const outcomes = await Promise.allSettled(Array.from({ length: 400 }, () => c.set('nrl:a', 'A')));
+  const refused = outcomes.filter(
+    (o) => o.status === 'rejected' && (o.reason as { code?: string }).code === 'HK_ERR_RATE_LIMITED',
+  );
+  const written = outcomes.filter((o) => o.status === 'fulfilled').length;
+  assert.ok(refused.length > 0, 'some were refused');
+  assert.is(refused.length + written, 400, 'refused or written, nothing else');
+  assert.is((await callsAtRedis('set')) - sets, written, 'refused ones never reached Redis');
 });
 
 test.run();
