@@ -42,7 +42,7 @@ import { Breakers, exportBreakerMetrics } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaStats } from './replicas.ts';
 import { SharedRecords } from '../redis/shared-records.ts';
-import { UpdateWrites } from '../redis/update-writes.ts';
+import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
 import { MultiRead } from './multi-read.ts';
 import { hotReads } from '../redis/hot-read.ts';
@@ -151,12 +151,13 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   if (replicas !== undefined) replicaSets.set(client, replicas);
   const updates =
     writeMode === 'update' && tracking !== undefined
-      ? new UpdateWrites(hk, shared, async (key) => {
-          const node = tracking.nodeFor(key);
-          if (node?.starting) await node.firstLive(); // a writer that never read the key
-          if (!node?.session.live) return undefined;
-          return reads.trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
-        })
+      ? new UpdateWrites(
+          hk,
+          shared,
+          trackedReadBack(tracking, (node, key) =>
+            reads.trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now()),
+          ),
+        )
       : undefined;
 
   /**
