@@ -4,7 +4,7 @@
  *
  *   ioredis                plain ioredis 6 (the heap baseline of ioredis + hotkey)
  *   ioredis+hotkey         `withHotKeys(new Redis(url), hk)` (@hotkey/sdk/ioredis)
- *   node-redis             plain node-redis (`createClient({ url })`), RESP2
+ *   node-redis             plain node-redis (`createClient({ url })`; RESP3, v6's default)
  *   node-redis+hotkey      `withHotKeys(createClient({ url }), hk)` (@hotkey/sdk/node-redis)
  *   node-redis+csc         node-redis's own client-side cache: `{ RESP: 3, clientSideCache: {} }`
  *                          with its defaults (no TTL, no entry limit)
@@ -12,13 +12,14 @@
  *                          followed by `hk.invalidate(key)`: what a node-redis service can do
  *                          without an adapter (the SDK's own cost, measured apart from any adapter)
  *
- * The node-redis adapter is loaded by name at run time: where it is not built yet, `adapterMissing()`
- * says why and the benchmark reports that column as skipped.
+ * The node-redis adapter is loaded by name at run time (test/support/node-redis-adapter.ts): where it
+ * is not built yet, `adapterMissing()` says why and the benchmark reports that column as skipped.
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys as withHotKeysIoredis } from '@hotkey/sdk/ioredis';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
+import { loadNodeRedisAdapter, nodeRedisAdapterMissing } from '../support/node-redis-adapter.ts';
 
 export const VARIANTS = [
   'ioredis',
@@ -50,29 +51,10 @@ export interface OpenOptions {
   instanceId: string;
 }
 
-/** What the benchmark needs of `@hotkey/sdk/node-redis`. */
 type NodeRedisClient = ReturnType<typeof createClient>;
-interface NodeRedisAdapter {
-  withHotKeys(client: NodeRedisClient, hk: HotKeyClient): NodeRedisClient;
-}
-
-/** a variable specifier: the type-check must pass before the adapter exists */
-const ADAPTER = '@hotkey/sdk/node-redis';
-let adapter: Promise<NodeRedisAdapter | Error> | undefined;
-function loadAdapter(): Promise<NodeRedisAdapter | Error> {
-  adapter ??= import(ADAPTER).then(
-    (m: Partial<NodeRedisAdapter>) =>
-      typeof m.withHotKeys === 'function' ? (m as NodeRedisAdapter) : new Error(`${ADAPTER} exports no withHotKeys`),
-    (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
-  );
-  return adapter;
-}
 
 /** Why the node-redis + hotkey column cannot run here, or undefined when it can. */
-export async function adapterMissing(): Promise<string | undefined> {
-  const a = await loadAdapter();
-  return a instanceof Error ? `${ADAPTER} not available (${a.message.split('\n')[0]})` : undefined;
-}
+export const adapterMissing = nodeRedisAdapterMissing;
 
 async function hotKeyClient(o: OpenOptions): Promise<HotKeyClient> {
   const hk = new HotKeyClient({ app: o.app, hubs: o.hubUrl, instanceId: o.instanceId });
@@ -118,7 +100,7 @@ export async function openClient(variant: Variant, o: OpenOptions): Promise<Benc
       };
     }
     case 'node-redis+hotkey': {
-      const a = await loadAdapter();
+      const a = await loadNodeRedisAdapter();
       if (a instanceof Error) throw a;
       const hk = await hotKeyClient(o);
       const client = a.withHotKeys(createClient({ url: o.redisUrl }), hk);
