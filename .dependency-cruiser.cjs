@@ -19,12 +19,15 @@
  *   root modules (errors, limits, rules, options, hash, glob, ownership)   the shared floor
  *   wire / counting / cache   one layer: none imports another
  *   client    HotKeyClient over them
- *   ioredis   the ioredis adapter over the client
- *   ioredis.ts, then index.ts   the package entry points, on top
+ *   redis     the client-agnostic Redis core over the client: command table, key identity, the
+ *             hot read path, write invalidation, tracking; it imports no Redis client library
+ *   ioredis / node-redis   one adapter per client library, over the core (neither imports the other)
+ *   ioredis.ts / node-redis.ts, then index.ts   the package entry points, on top
  *
  * Tests beside their source follow the same order, with two exceptions where they must: core's
- * tests may use cluster's coordinators (the real parts the core is given), and the ioredis
- * adapter's tests may use its entry point.
+ * tests may use cluster's coordinators (the real parts the core is given), an adapter's tests
+ * may use its entry point, and the Redis core's tests may drive it through an adapter's entry
+ * point (the core runs only under an adapter).
  */
 
 const re = (file) => file.replace(/\./g, '\\.');
@@ -83,12 +86,22 @@ module.exports = {
         core: ['cluster'],
       },
     ),
-    // the adapter's tests drive it through its entry point, as a user does
+    // an adapter's tests drive it through its entry point, as a user does; the core's through an adapter's
     ...layerRules(
       'sdk/src',
-      [['(root)'], ['wire', 'counting', 'cache'], ['client'], ['ioredis'], ['ioredis.ts'], ['index.ts']],
+      [
+        ['(root)'],
+        ['wire', 'counting', 'cache'],
+        ['client'],
+        ['redis'],
+        ['ioredis', 'node-redis'],
+        ['ioredis.ts', 'node-redis.ts'],
+        ['index.ts'],
+      ],
       {
+        redis: ['ioredis', 'node-redis', 'ioredis.ts', 'node-redis.ts'],
         ioredis: ['ioredis.ts'],
+        'node-redis': ['node-redis.ts'],
       },
     ),
     {

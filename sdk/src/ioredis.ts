@@ -4,9 +4,9 @@
  */
 export { replicaStats, withHotKeys } from './ioredis/wrapper.ts';
 export type { WithHotKeysOptions } from './ioredis/wrapper.ts';
-export type { TrackingOptions } from './ioredis/tracking.ts';
+export type { TrackingOptions } from './redis/tracking.ts';
 export { counter, ShardedCounter } from './ioredis/counters.ts';
-export { keySlot, shardNames } from './ioredis/slots.ts';
+export { keySlot, shardNames } from './redis/slots.ts';
 export type { CounterOptions, CounterStats, TakeOptions } from './ioredis/counters.ts';
 export { flushWrites, hotKeyStats } from './ioredis/stats.ts';
 export type { IoredisStats } from './ioredis/stats.ts';

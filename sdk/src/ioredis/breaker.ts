@@ -20,7 +20,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { registerMetricsSource, type MetricSample } from '../client/metrics.ts';
-import { keySlot } from './slots.ts';
+import { keySlot } from '../redis/slots.ts';
 import { isClosing, unguarded } from './unhooked.ts';
 
 type Client = Redis | Cluster;

@@ -25,7 +25,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
-import { sameSlotName, shardNames } from './slots.ts';
+import { sameSlotName, shardNames } from '../redis/slots.ts';
 import { unhooked } from './unhooked.ts';
 
 type Client = Redis | Cluster;

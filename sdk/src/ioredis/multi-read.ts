@@ -31,10 +31,10 @@
  *   command does; its hot keys take none again. Pipelines take none, as before.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { KEYSPACE_WRITES, WRITES } from './commands.ts';
+import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
 import type { Client, Cmd, CmdCtor } from './cmd.ts';
-import { keyName } from './identity.ts';
-import { keySlot } from './slots.ts';
+import { keyName } from '../redis/identity.ts';
+import { keySlot } from '../redis/slots.ts';
 
 /** What the wrapper lends this module: its one-key hot read, its own sends, and its routing of sharded counters. */
 export interface MultiReadContext {

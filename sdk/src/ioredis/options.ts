@@ -1,7 +1,7 @@
 /** The options of `withHotKeys` (wrapper.ts); each default is documented here, its one home. */
 import type { BreakerOptions } from './breaker.ts';
 import type { ReplicaOptions } from './replicas.ts';
-import type { TrackingOptions } from './tracking.ts';
+import type { TrackingOptions } from '../redis/tracking.ts';
 
 export interface WithHotKeysOptions {
   /** writes settle (promise and callback) after the hub acknowledged the invalidation cluster-wide @default true */

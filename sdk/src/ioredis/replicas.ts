@@ -34,7 +34,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { RuleSet, REPLICA_DEFAULTS, type Rule } from '../rules.ts';
-import { keySlot } from './slots.ts';
+import { keySlot } from '../redis/slots.ts';
 
 /** a replica key lives this long from its fill unless set otherwise @default 2000 */
 export const REPLICA_TTL_MS = 2000;

@@ -6,8 +6,8 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Breakers, BreakerStats } from './breaker.ts';
 import { BREAKERS, PUSHED, WRITE_HOT } from './wrapper.ts';
 import type { WriteHot, WriteHotStats } from './write-hot.ts';
-import type { SharedRecords, SharedRecordStats } from './shared-records.ts';
-import type { UpdateWrites, UpdateWriteStats } from './update-writes.ts';
+import type { SharedRecords, SharedRecordStats } from '../redis/shared-records.ts';
+import type { UpdateWrites, UpdateWriteStats } from '../redis/update-writes.ts';
 
 export interface IoredisStats {
   writeHot: WriteHotStats;

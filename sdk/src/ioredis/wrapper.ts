@@ -31,21 +31,23 @@
  */
 import type { Cluster } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
-import { isRead, WRITES, type ReadName } from './commands.ts';
+import { isRead, WRITES, type ReadName } from '../redis/commands.ts';
 import { dispatched, inSubscriberMode, type Client, type Cmd, type CmdCtor, type Send } from './cmd.ts';
-import { dbOf, deploymentOf, keyName } from './identity.ts';
-import { Tracking } from './tracking.ts';
+import { keyName } from '../redis/identity.ts';
+import { dbOf, deploymentOf } from './deployment.ts';
+import { Tracking } from '../redis/tracking.ts';
 import { hook, isClosing } from './unhooked.ts';
 import { WriteHot } from './write-hot.ts';
 import { Breakers, exportBreakerMetrics } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaStats } from './replicas.ts';
-import { SharedRecords } from './shared-records.ts';
-import { UpdateWrites } from './update-writes.ts';
+import { SharedRecords } from '../redis/shared-records.ts';
+import { UpdateWrites } from '../redis/update-writes.ts';
 import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
 import { MultiRead } from './multi-read.ts';
-import { hotReads } from './hot-read.ts';
-import { inOpenTransaction, writeInvalidation } from './write-invalidation.ts';
+import { hotReads } from '../redis/hot-read.ts';
+import { hotGet } from './hot-get.ts';
+import { inOpenTransaction, writeInvalidation } from '../redis/write-invalidation.ts';
 import { connectionTo, ownSender } from './own-connection.ts';
 import type { WithHotKeysOptions } from './options.ts';
 
@@ -233,19 +235,31 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   if (isCluster) shared.noteNamespace(deployment);
   else namespaceOf(client);
 
-  const reads = hotReads({
+  const reads = hotReads<Client>({
     hk,
     isCluster,
-    base,
     tracking,
     replicas,
     namespaceOf,
+    dbOf,
+    ready: (c) => c.status === 'ready',
+    // ioredis's Command class, taken from the caller's command: same client, same ioredis
+    command: (like, name, args) => new (like.constructor as CmdCtor)(name, args, { replyEncoding: 'utf8' }),
     loadBlocked,
     watchLoad,
+  });
+  const { read } = reads;
+  const get = hotGet({
+    hk,
+    base,
+    tracking,
+    replicas: replicas !== undefined,
+    namespaceOf,
+    loadBlocked,
     sharded: (key) => writeHot.owns(key),
     inTransaction: inOpenTransaction,
+    trackedLoad: reads.trackedLoad,
   });
-  const { read, get } = reads;
   const writes = writeInvalidation({
     hk,
     isCluster,

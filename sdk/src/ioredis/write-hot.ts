@@ -16,10 +16,10 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { RuleSet, WRITE_DEFAULTS, type Rule } from '../rules.ts';
-import { Coalescer } from './coalescer.ts';
+import { Coalescer } from '../redis/coalescer.ts';
 import { ShardedCounter } from './counters.ts';
-import { keyName } from './identity.ts';
-import { sameSlotName } from './slots.ts';
+import { keyName } from '../redis/identity.ts';
+import { sameSlotName } from '../redis/slots.ts';
 import { unhooked } from './unhooked.ts';
 
 type Client = Redis | Cluster;

@@ -1,5 +1,5 @@
 /**
- * Write invalidation for the ioredis adapter: a write settles (promise and callback alike) once
+ * Write invalidation, for every adapter: a write settles (promise and callback alike) once
  * the keys it wrote, or the namespaces it flushed, were invalidated cluster-wide (or at once with
  * `awaitInvalidation: false`). What a transaction writes is invalidated when its EXEC replies,
  * not when QUEUED comes back: per pipeline write stream for `multi()`, per client for
@@ -8,11 +8,19 @@
  */
 import type { HotKeyClient } from '../client/client.ts';
 import { KEYSPACE_WRITES, WRITES } from './commands.ts';
-import { dispatched, type Client, type Cmd } from './cmd.ts';
+import { dispatched, type Cmd } from './command.ts';
 import { keyName } from './identity.ts';
-import type { Replicas } from './replicas.ts';
 import type { UpdateWrites } from './update-writes.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
+
+/** The wrapped client, opaque to the core (the key of its open transaction, the adapter's `namespaceOf`). */
+type Client = object;
+
+/** Replica keys (ioredis/replicas.ts), as write invalidation uses them. */
+export interface ReplicaWrites {
+  /** deletes the copies of written hot keys once every instance applied their invalidation */
+  written(keys: string[]): Promise<void>;
+}
 
 /** What a transaction writes: keys, and namespaces flushed (FLUSHDB, FLUSHALL, SWAPDB). */
 interface Written {
@@ -42,8 +50,8 @@ export interface WriteContext {
   onInvalidateError: (error: unknown, key: string) => void;
   /** value push of writes (writes: 'update') */
   updates: UpdateWrites | undefined;
-  replicas: Replicas | undefined;
-  /** the adapter can send commands of its own yet (it has seen ioredis's Command class) */
+  replicas: ReplicaWrites | undefined;
+  /** the adapter can send commands of its own yet (ioredis's: once it has seen ioredis's Command class) */
   canSend(): boolean;
 }
 

@@ -41,7 +41,6 @@
  * key name across databases, so a write to `k` in db 1 drops a cached `k` of db 0: too much,
  * never too little.
  */
-import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { keyName } from './identity.ts';
 import { keySlot } from './slots.ts';
@@ -78,7 +77,44 @@ export interface TrackingOptions {
   onError?: (error: Error) => void;
 }
 
-type Client = Redis | Cluster;
+/**
+ * The wrapped client as tracking sees it: its readiness, its end, and a Cluster's slot map and
+ * masters. An ioredis `Redis` or `Cluster` is one as it is; another adapter hands a view of its
+ * client with these names.
+ */
+export interface TrackedClient {
+  readonly status: string;
+  readonly isCluster?: boolean;
+  on(event: 'ready' | 'end', listener: () => void): unknown;
+  once(event: 'end', listener: () => void): unknown;
+  /** a Cluster's slot owners: `slots[slot][0]` is the master's `host:port` */
+  readonly slots?: ReadonlyArray<readonly string[] | undefined>;
+  /** a Cluster's masters */
+  nodes?(role: 'master'): ReadonlyArray<{ options: { host?: string; port?: number } }>;
+}
+
+/**
+ * A connection of our own to one node (RESP2, no key prefix, no offline queue), as tracking
+ * drives it. An ioredis `Redis` is one as it is; another adapter hands one over its client's
+ * connections. Events: 'ready', 'close', 'error', and 'messageBuffer' (channel and payload of a
+ * message on a subscribed channel; the payload is the array of keys, or null for a flush).
+ */
+export interface TrackingConnection {
+  readonly status: string;
+  on(event: 'ready' | 'close', listener: () => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'messageBuffer', listener: (channel: Buffer, payload: unknown) => void): unknown;
+  /** `CLIENT ID` (a number) or `CLIENT TRACKING …` */
+  client(...args: string[]): Promise<unknown>;
+  subscribe(channel: string): Promise<unknown>;
+  /** MULTI … EXEC of `commands`: each reply as `[error, value]`, null when the transaction was discarded */
+  multi(commands: string[][]): { exec(): Promise<Array<[Error | null, unknown]> | null> };
+  ping(): Promise<unknown>;
+  /** closes it; `reconnect`: drops the socket and connects again */
+  disconnect(reconnect?: boolean): void;
+}
+
+type Client = TrackedClient;
 type Role = 'reader' | 'sub';
 
 /** The tracking connections of one wrapped client, one NodeTracker per Redis node, made on first use. */
@@ -89,7 +125,7 @@ export class Tracking {
   readonly #options: Required<TrackingOptions>;
   readonly #nodes = new Map<string, NodeTracker>();
   /** makes a connection of ours to a node with the client's options (unwrapped) */
-  readonly #connect: (nodeKey: string, role: Role) => Redis | undefined;
+  readonly #connect: (nodeKey: string, role: Role) => TrackingConnection | undefined;
   readonly #onKey: (key: string) => void;
   readonly #onEnd: (session: TrackingSession) => void;
   #listening = false;
@@ -103,7 +139,7 @@ export class Tracking {
   constructor(
     client: Client,
     hk: HotKeyClient,
-    connect: (nodeKey: string, role: Role) => Redis | undefined,
+    connect: (nodeKey: string, role: Role) => TrackingConnection | undefined,
     options: TrackingOptions = {},
     onKey: (key: string) => void = () => {},
     onEnd: (session: TrackingSession) => void = () => {},
@@ -112,7 +148,7 @@ export class Tracking {
     this.#onKey = onKey;
     this.#onEnd = onEnd;
     this.#hk = hk;
-    this.#isCluster = (client as Partial<Cluster>).isCluster === true;
+    this.#isCluster = client.isCluster === true;
     this.#connect = connect;
     this.#options = {
       pingMs: options.pingMs ?? 1000,
@@ -148,13 +184,12 @@ export class Tracking {
       this.nodeFor('');
       return;
     }
-    for (const node of (this.#client as Cluster).nodes('master'))
-      this.#nodeAt(`${node.options.host}:${node.options.port}`);
+    for (const node of this.#client.nodes?.('master') ?? []) this.#nodeAt(`${node.options.host}:${node.options.port}`);
   }
 
   /** The tracker of the node holding `key` (made, and connecting, if it was not yet); undefined while the node is unknown. */
   nodeFor(key: string): NodeTracker | undefined {
-    const nodeKey = this.#isCluster ? (this.#client as Cluster).slots[slotOf(key)]?.[0] : 'standalone';
+    const nodeKey = this.#isCluster ? this.#client.slots?.[slotOf(key)]?.[0] : 'standalone';
     return nodeKey === undefined ? undefined : this.#nodeAt(nodeKey);
   }
 
@@ -200,8 +235,8 @@ export class NodeTracker {
   session: TrackingSession = { live: false };
   /** invalidation messages heard (keys and flushes), for tests and stats */
   invalidations = 0;
-  readonly #reader: Redis;
-  readonly #sub: Redis;
+  readonly #reader: TrackingConnection;
+  readonly #sub: TrackingConnection;
   readonly #hk: HotKeyClient;
   readonly #options: Required<TrackingOptions>;
   readonly #onKey: (key: string) => void;
@@ -221,8 +256,8 @@ export class NodeTracker {
 
   constructor(
     nodeKey: string,
-    reader: Redis,
-    sub: Redis,
+    reader: TrackingConnection,
+    sub: TrackingConnection,
     hk: HotKeyClient,
     options: Required<TrackingOptions>,
     onKey: (key: string) => void = () => {},

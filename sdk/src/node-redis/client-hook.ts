@@ -1,0 +1,186 @@
+/**
+ * The node-redis dispatch the adapter hooks, on one `RedisClient` (v5 and v6 dispatch alike):
+ * - every command method, script and function call, and `sendCommand(args, options)` itself,
+ *   reaches `sendCommand` with the argument list Redis gets (key prefix applied): the hook there
+ *   answers hot GETs locally (redis/hot-read.ts) and settles writes after their invalidation
+ *   (redis/write-invalidation.ts);
+ * - `multi().exec()` and `multi().execAsPipeline()` reach `_executeMulti` / `_executePipeline`
+ *   with the queued argument lists, past `sendCommand`: their writes are invalidated when the
+ *   batch replies (a transaction's, or a failed one's, too);
+ * - `duplicate()` returns a client wrapped the same way; `createPool()` a pool wrapped so.
+ * The hook is a prototype inserted under the client (`client → hooked → RedisClient.prototype`),
+ * so the `withCommandOptions` / `withTypeMapping` / `asap` proxies node-redis makes over the
+ * client go through it, and the instance gets no own property. Nothing is served locally under a
+ * type mapping of strings (the cache holds plain replies), in a RESP2 subscriber, in an open
+ * MULTI, or before the client is ready (node-redis queues or refuses that read itself).
+ */
+import { ErrorCode, HotKeyError } from '../errors.ts';
+import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
+import { keyName } from '../redis/identity.ts';
+import { keysOf } from '../redis/key-specs.ts';
+import { inOpenTransaction } from '../redis/write-invalidation.ts';
+import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
+
+export const HOOK: unique symbol = Symbol('hotkey.node-redis');
+
+/** The RESP type code of a bulk string, in node-redis's `typeMapping` (RESP_TYPES.BLOB_STRING) */
+const BLOB_STRING = 36;
+const READ_NAMES: ReadonlySet<string> = new Set(['get', 'mget', 'hget', 'hgetall', 'hmget']);
+
+/** a batch's queued commands, as node-redis hands them to `_executeMulti` / `_executePipeline` */
+type Queued = ReadonlyArray<{ args: readonly unknown[] }>;
+type Proto = Record<string | symbol, unknown>;
+type Method = (this: NodeRedisClient, ...args: unknown[]) => unknown;
+
+function lowerName(head: unknown): string {
+  return (typeof head === 'string' ? head : String(head)).toLowerCase();
+}
+
+/** a type mapping that leaves bulk strings plain (the cache holds plain replies) */
+function plainStrings(typeMapping: object | undefined): boolean {
+  return typeMapping === undefined || (typeMapping as Record<number, unknown>)[BLOB_STRING] === undefined;
+}
+
+/** The hooks' context of a hooked client (undefined for a client not hooked). */
+export function hookOf(client: object): Context | undefined {
+  return (client as { [HOOK]?: Context })[HOOK];
+}
+
+/**
+ * Hooks `real` (a node-redis client's `_self`) with `ctx`; `rewrap` wraps a duplicate or a pool
+ * made from it the same way.
+ */
+export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: object) => object): void {
+  const { hk, reads, writes } = ctx;
+  const base = Object.getPrototypeOf(real) as Proto;
+  const method = (name: string): Method => base[name] as Method;
+
+  /** the core's Send: a command of ours or the caller's, past the hook, settling the command */
+  function send(this: NodeRedisClient, command: import('../redis/command.ts').Cmd): unknown {
+    const own = command as Partial<ReturnType<typeof commandOf>>;
+    const argv = own.argv ?? [command.name.toUpperCase(), ...command.args];
+    (method('sendCommand').call(this, argv, own.options) as Promise<unknown>).then(
+      (value) => command.resolve(value),
+      (error: Error) => command.reject(error),
+    );
+    return command.promise;
+  }
+
+  /** the rate limit (a rule's `limit`) of the command's first key: refused, it is not sent */
+  function refused(argv: readonly unknown[], name: string): Promise<never> | undefined {
+    const key = keyName((keysOf(argv) ?? [])[0]);
+    if (key === undefined || hk.allow(key, false)) return undefined;
+    hk.track(key, READ_NAMES.has(name) ? 'read' : 'write');
+    return Promise.reject(new HotKeyError(ErrorCode.RateLimited, `rate limit of "${key}" reached`));
+  }
+
+  function sendCommand(this: NodeRedisClient, argv: readonly unknown[], options?: CommandOptions): unknown {
+    if (!Array.isArray(argv) || argv.length === 0) return method('sendCommand').call(this, argv, options);
+    const name = lowerName(argv[0]);
+    const self = this._self ?? this;
+    const open = inOpenTransaction(self);
+    const chained = options?.chainId !== undefined; // ASKING + command, or a handshake: sent as one
+    if (hk.limiting && !open && !chained) {
+      const no = refused(argv, name);
+      if (no !== undefined) return no;
+    }
+    if (name === 'get') {
+      if (
+        argv.length === 2 &&
+        !open &&
+        !chained &&
+        this.isReady &&
+        this.isPubSubActive !== true &&
+        plainStrings(this._commandOptions?.typeMapping) &&
+        plainStrings(options?.typeMapping)
+      ) {
+        return reads.read(this, send, commandOf(argv, options), 'get');
+      }
+      const key = keyName(argv[1]);
+      if (key !== undefined) hk.track(key);
+      return method('sendCommand').call(this, argv, options);
+    }
+    if (name === 'select') {
+      const before = ctx.dbOf(self);
+      const db = Number(String(argv[1]));
+      if (Number.isSafeInteger(db)) ctx.setDb(self, db); // the commands after it go there
+      const sent = method('sendCommand').call(this, argv, options) as Promise<unknown>;
+      sent.catch(() => ctx.setDb(self, before));
+      return sent;
+    }
+    if (WRITES.has(name) || KEYSPACE_WRITES.has(name) || name === 'exec' || name === 'multi' || name === 'discard') {
+      const command = commandOf(argv, options);
+      writes.note(self, command, name, undefined);
+      return send.call(this, command);
+    }
+    if (READ_NAMES.has(name)) countReads(argv);
+    return method('sendCommand').call(this, argv, options);
+  }
+
+  /** reads not answered locally still count towards detection */
+  function countReads(argv: readonly unknown[]): void {
+    for (const arg of keysOf(argv) ?? []) {
+      const key = keyName(arg);
+      if (key !== undefined) hk.track(key);
+    }
+  }
+
+  /** A batch's writes settle with the batch, after their invalidation (one "stream" per batch). */
+  function batch(self: NodeRedisClient, run: () => Promise<unknown>, commands: Queued, selectedDb: unknown): unknown {
+    const stream = {};
+    for (const { args } of commands) {
+      const name = lowerName(args[0]);
+      if (WRITES.has(name) || KEYSPACE_WRITES.has(name)) {
+        const command = commandOf(args);
+        command.inTransaction = true;
+        writes.note(self, command, name, stream);
+      } else if (READ_NAMES.has(name)) countReads(args);
+    }
+    const exec = commandOf(['EXEC']);
+    writes.note(self, exec, 'exec', stream);
+    run().then(
+      (replies) => {
+        if (typeof selectedDb === 'number') ctx.setDb(self, selectedDb);
+        exec.resolve(replies);
+      },
+      (error: Error) => exec.reject(error),
+    );
+    return exec.promise;
+  }
+
+  function _executeMulti(this: NodeRedisClient, commands: Queued, selectedDb?: unknown, ...rest: unknown[]): unknown {
+    const run = () => method('_executeMulti').call(this, commands, selectedDb, ...rest) as Promise<unknown>;
+    return batch(this._self ?? this, run, commands, selectedDb);
+  }
+
+  function _executePipeline(
+    this: NodeRedisClient,
+    commands: Queued,
+    selectedDb?: unknown,
+    ...rest: unknown[]
+  ): unknown {
+    const run = () => method('_executePipeline').call(this, commands, selectedDb, ...rest) as Promise<unknown>;
+    return batch(this._self ?? this, run, commands, selectedDb);
+  }
+
+  function duplicate(this: NodeRedisClient, ...args: unknown[]): unknown {
+    return rewrap(method('duplicate').apply(this, args) as object);
+  }
+
+  function createPool(this: NodeRedisClient, ...args: unknown[]): unknown {
+    return rewrap(method('createPool').apply(this, args) as object);
+  }
+
+  const value = (fn: unknown): PropertyDescriptor => ({ value: fn, writable: true, configurable: true });
+  const hooked = Object.create(base, {
+    sendCommand: value(sendCommand),
+    _executeMulti: value(_executeMulti),
+    _executePipeline: value(_executePipeline),
+    duplicate: value(duplicate),
+    ...(typeof base.createPool === 'function' ? { createPool: value(createPool) } : {}),
+    [HOOK]: { value: ctx },
+  }) as object;
+  Object.setPrototypeOf(real, hooked);
+  if (Object.getPrototypeOf(real) !== hooked)
+    throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
+}

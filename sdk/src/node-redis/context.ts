@@ -1,0 +1,178 @@
+/**
+ * What one `withHotKeys` call of the node-redis adapter sets up over the core, shared by every
+ * node-redis client it hooks (the client itself; a Cluster's node clients; a pool's clients):
+ * key identity, tracking on connections of its own, the hot read path, write invalidation and
+ * value push. The hooks (client-hook.ts) map node-redis's dispatch onto it.
+ */
+import type { HotKeyClient } from '../client/client.ts';
+import type { Cmd } from '../redis/command.ts';
+import { hotReads, type HotReads } from '../redis/hot-read.ts';
+import { keysOf } from '../redis/key-specs.ts';
+import { SharedRecords } from '../redis/shared-records.ts';
+import { Tracking, type TrackedClient, type TrackingConnection } from '../redis/tracking.ts';
+import { UpdateWrites } from '../redis/update-writes.ts';
+import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
+import type { NodeRedisLike } from './connection.ts';
+import type { WithHotKeysOptions } from './options.ts';
+
+/** A node-redis client as the hooks see it: `this` of its methods (the client or a `withCommandOptions` proxy of it). */
+export interface NodeRedisClient extends NodeRedisLike {
+  /** the client itself under its proxies (node-redis's own field) */
+  readonly _self: NodeRedisClient;
+  readonly _commandOptions?: { typeMapping?: object } | undefined;
+  readonly isPubSubActive?: boolean;
+  readonly options?: { database?: number; socket?: object; clientSideCache?: unknown } | undefined;
+  readonly clientSideCache?: unknown;
+}
+
+/** node-redis's per-command options (the ones the adapter reads) */
+export interface CommandOptions {
+  typeMapping?: object;
+  chainId?: symbol;
+}
+
+/** A core command built from a node-redis argument list: `argv` is sent as given (the caller's case). */
+export interface NodeRedisCmd extends Cmd {
+  argv: readonly unknown[];
+  options: CommandOptions | undefined;
+}
+
+/** A command (name first) as the core's `Cmd`, settled by whoever sends it. */
+export function commandOf(argv: readonly unknown[], options?: CommandOptions): NodeRedisCmd {
+  let settle!: (value: unknown) => void;
+  let fail!: (error: Error) => void;
+  const promise = new Promise<unknown>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  const args = argv.slice(1);
+  return {
+    name: String(argv[0]).toLowerCase(),
+    args,
+    argv,
+    options,
+    promise,
+    replyEncoding: 'utf8',
+    getKeys: () => keysOf(argv) ?? args,
+    resolve: (value) => settle(value),
+    reject: (error) => fail(error),
+  };
+}
+
+export interface Context {
+  readonly hk: HotKeyClient;
+  readonly options: WithHotKeysOptions;
+  readonly isCluster: boolean;
+  readonly deployment: string;
+  readonly tracking: Tracking | undefined;
+  readonly reads: HotReads<NodeRedisClient>;
+  readonly writes: WriteInvalidation;
+  /** the database of a client's next command (its options', then its last SELECT's) */
+  dbOf(client: object): number;
+  setDb(client: object, db: number): void;
+  namespaceOf(client: object): string;
+}
+
+export interface ContextOptions {
+  hk: HotKeyClient;
+  /** the wrapped client (a standalone client, a Cluster, a pool): whose database update writes read back in */
+  client: object;
+  options: WithHotKeysOptions;
+  isCluster: boolean;
+  deployment: string;
+  /** the wrapped client's readiness, end and (a Cluster's) slot map, for tracking */
+  tracked: TrackedClient;
+  /** a connection of our own to a node (`host:port`, or 'standalone'), for tracking */
+  connect(nodeKey: string, role: 'reader' | 'sub'): TrackingConnection | undefined;
+  /** a client's database before it sent any SELECT */
+  initialDb(client: object): number;
+}
+
+export function createContext(o: ContextOptions): Context {
+  const { hk, options, isCluster, deployment } = o;
+  const writeMode = options.writes ?? 'invalidate';
+  const dbs = new WeakMap<object, number>();
+  const dbOf = (client: object): number => {
+    const real = (client as Partial<NodeRedisClient>)._self ?? client;
+    let db = dbs.get(real);
+    if (db === undefined) dbs.set(real, (db = o.initialDb(real)));
+    return db;
+  };
+  const shared = SharedRecords.of(hk);
+  const namespaces = new Map<number, string>();
+  const namespaceOf = (client: object): string => {
+    if (isCluster) return deployment;
+    const db = dbOf(client);
+    let ns = namespaces.get(db);
+    if (ns === undefined) {
+      namespaces.set(db, (ns = `${deployment}/${db}`));
+      shared.noteNamespace(ns); // pushed records of it may be injected here
+    }
+    return ns;
+  };
+  if (isCluster) shared.noteNamespace(deployment);
+
+  const trackingOptions = options.tracking ?? true;
+  const tracking =
+    trackingOptions === false
+      ? undefined
+      : new Tracking(
+          o.tracked,
+          hk,
+          o.connect,
+          trackingOptions === true ? {} : trackingOptions,
+          (key) => shared.heard(key),
+          (session) => shared.ended(session),
+        );
+  const reads = hotReads<NodeRedisClient>({
+    hk,
+    isCluster,
+    tracking,
+    replicas: undefined,
+    namespaceOf,
+    dbOf,
+    ready: (c) => c.isReady,
+    command: (like, name, args) => commandOf([name.toUpperCase(), ...args], ownOptions(like)),
+    loadBlocked: () => undefined,
+    watchLoad: () => {},
+  });
+  const updates =
+    writeMode === 'update' && tracking !== undefined
+      ? new UpdateWrites(hk, shared, async (key) => {
+          const node = tracking.nodeFor(key);
+          if (node?.starting) await node.firstLive(); // a writer that never read the key
+          if (!node?.session.live) return undefined;
+          const client = o.client as NodeRedisClient;
+          return reads.trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
+        })
+      : undefined;
+  const writes = writeInvalidation({
+    hk,
+    isCluster,
+    deployment,
+    namespaceOf,
+    awaitInvalidation: options.awaitInvalidation ?? true,
+    onInvalidateError: options.onInvalidateError ?? (() => {}),
+    updates,
+    replicas: undefined,
+    canSend: () => true,
+  });
+  return {
+    hk,
+    options,
+    isCluster,
+    deployment,
+    tracking,
+    reads,
+    writes,
+    dbOf,
+    setDb: (client, db) => dbs.set((client as Partial<NodeRedisClient>)._self ?? client, db),
+    namespaceOf,
+  };
+}
+
+/** Our own commands (a PTTL, an HGETALL) keep the caller's chain but never its type mapping: the core reads plain replies. */
+function ownOptions(like: Cmd): CommandOptions | undefined {
+  const options = (like as Partial<NodeRedisCmd>).options;
+  return options === undefined ? undefined : { ...options, typeMapping: undefined };
+}
