@@ -103,9 +103,7 @@ export async function openClient(variant: Variant, o: OpenOptions): Promise<Benc
       const a = await loadNodeRedisAdapter();
       if (a instanceof Error) throw a;
       const hk = await hotKeyClient(o);
-      const client = a.withHotKeys(createClient({ url: o.redisUrl }), hk);
-      client.on('error', () => undefined);
-      if (!client.isOpen) await client.connect();
+      const client = a.withHotKeys(await nodeRedis(o.redisUrl, false), hk);
       return {
         get: (key) => client.get(key) as Promise<string | null>,
         set: (key, value) => client.set(key, value),
