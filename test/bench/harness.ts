@@ -158,6 +158,15 @@ export function processCpuMs(pid: number): number {
 /** USER_HZ is 100 on every Linux this runs on (it is fixed in the kernel ABI). */
 const CLOCK_TICKS = 100;
 
+/** heapUsed after two full GCs (the second collects what the first one's finalisers freed); needs --expose-gc */
+export function heapAfterGc(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
 // ---------------------------------------------------------------- deadlines
 
 // ---------------------------------------------------------------- child processes
@@ -235,13 +244,15 @@ export interface ForkOptions {
   env?: NodeJS.ProcessEnv;
   /** forward the child's stderr to ours @default true */
   stderr?: boolean;
+  /** run the module through tsx (with the workspace's source condition); false: plain node, for a .mjs worker @default true */
+  tsx?: boolean;
 }
 
-/** Forks a TypeScript module (run through tsx) with an IPC channel. */
+/** Forks a TypeScript module (run through tsx, unless `opts.tsx` is false) with an IPC channel. */
 export function forkWorker(file: string | URL, args: string[] = [], opts: ForkOptions = {}): Worker {
   const path = file instanceof URL ? fileURLToPath(file) : file;
   const child = fork(path, args, {
-    execArgv: [...TSX, ...(opts.execArgv ?? [])],
+    execArgv: [...(opts.tsx === false ? [] : TSX), ...(opts.execArgv ?? [])],
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'inherit', opts.stderr === false ? 'ignore' : 'inherit', 'ipc'],
   });

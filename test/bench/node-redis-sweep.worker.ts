@@ -1,24 +1,17 @@
 /**
  * The distinct-key read sweep of the side-by-side benchmark (node-redis.bench.ts), run with
- * --expose-gc: one client variant (redis-clients.ts) reads `keys` never-repeated keys, 256 at a time,
+ * --expose-gc: one client variant (redis-clients.ts) reads `keys` never-repeated keys, 1,000 at a time,
  * and the heap after full GCs is sampled before the sweep and after each quarter of it. A cache that
  * keeps every key it read grows with the sweep; a cache that keeps hot keys only stays flat.
  *
  *   <- { type: 'start', variant, redisUrl, hubUrl, keys }
  *   -> { type: 'sweep', heaps: [bytes before, after 1/4, 1/2, 3/4, all], entries, readsPerSec, errors }
  */
-import { fromParent, toParent } from './harness.ts';
+import { fromParent, heapAfterGc, toParent } from './harness.ts';
 import { openClient, type Variant } from './redis-clients.ts';
 
-const CONCURRENCY = 256;
+const CONCURRENCY = 1000;
 const run = await fromParent<{ variant: Variant; redisUrl: string; hubUrl: string; keys: number }>('start', 60_000);
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error('run with --expose-gc');
-const heapAfterGc = () => {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-};
 
 const client = await openClient(run.variant, {
   redisUrl: run.redisUrl,

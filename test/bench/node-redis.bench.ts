@@ -18,11 +18,20 @@
  * sweep (node-redis-sweep.worker.ts: 1M keys read once each; the heap after GC must stay flat for
  * hotkey, while clientSideCache keeps every key read).
  *
+ * The service processes load the SDK as a service does, from its build (sdk/dist, rebuilt first when
+ * sdk/src is newer): tsx with the workspace's source condition would put its compiled copies and
+ * source maps of every SDK module on the heap being measured. (The bench's own TypeScript helpers
+ * still go through tsx, the same in every column.)
+ *
  * The node-redis + hotkey column needs the adapter; where it is not there, the column is reported as
  * skipped with the reason, and `node-redis+hk.get` (hk.get by hand) still gives the SDK's heap cost.
  *
  *   node --conditions=@hotkey/source --import tsx test/bench/node-redis.bench.ts [--quick]
  */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startHubInProcess } from '../support/hub-in-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
@@ -46,6 +55,33 @@ const RULES = [{ match: '*', threshold: 600, windowMs: 1000, hotMs: 60_000, cach
 const MAIN: Variant[] = ['node-redis', 'node-redis+hotkey', 'node-redis+csc', 'ioredis+hotkey', 'ioredis'];
 const FLEET: Variant[] = ['node-redis', 'node-redis+hotkey', 'node-redis+csc', 'ioredis+hotkey'];
 const SWEEP: Variant[] = ['node-redis', 'node-redis+hk.get', 'node-redis+hotkey', 'node-redis+csc'];
+/** tsx without the source condition: `@hotkey/sdk` resolves to its build, as in a service */
+const SERVICE_PROCESS = { tsx: false, execArgv: ['--import', 'tsx', '--expose-gc'] };
+const SDK = fileURLToPath(new URL('../../sdk/', import.meta.url));
+
+/** Newest modification time of the files under `dir` whose names pass `keep`. */
+function newest(dir: string, keep: (name: string) => boolean): number {
+  let t = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) t = Math.max(t, newest(path, keep));
+    else if (keep(e.name)) t = Math.max(t, statSync(path).mtimeMs);
+  }
+  return t;
+}
+
+/** Builds the SDK when its build is missing or older than its sources: the columns must measure this tree. */
+function freshSdkBuild(): string {
+  let built = 0;
+  try {
+    built = statSync(join(SDK, 'dist', 'index.js')).mtimeMs;
+  } catch {
+    // no build yet
+  }
+  if (built >= newest(join(SDK, 'src'), (n) => n.endsWith('.ts') && !n.endsWith('.test.ts'))) return 'sdk/dist current';
+  execFileSync('pnpm', ['--filter', '@hotkey/sdk', 'run', 'build'], { cwd: SDK, stdio: 'inherit', timeout: 180_000 });
+  return 'sdk/dist rebuilt';
+}
 
 interface Done {
   flashReads: number;
@@ -129,7 +165,7 @@ async function scenario(
     const workers: Worker[] = [];
     try {
       for (let p = 0; p < opts.processes; p++) {
-        const w = forkWorker(new URL('./node-redis.worker.ts', import.meta.url), [], { execArgv: ['--expose-gc'] });
+        const w = forkWorker(new URL('./node-redis.worker.ts', import.meta.url), [], SERVICE_PROCESS);
         workers.push(w);
         w.send({
           type: 'start',
@@ -199,10 +235,10 @@ interface Sweep {
 async function sweep(variant: Variant, keys: number): Promise<Sweep> {
   // straight to Redis: nothing to count, and the proxy's hop would only slow the sweep
   return withStack(true, async ({ redisUrl, hubUrl }) => {
-    const w = forkWorker(new URL('./node-redis-sweep.worker.ts', import.meta.url), [], { execArgv: ['--expose-gc'] });
+    const w = forkWorker(new URL('./node-redis-sweep.worker.ts', import.meta.url), [], SERVICE_PROCESS);
     try {
       w.send({ type: 'start', variant, redisUrl, hubUrl, keys });
-      return await w.waitFor<Sweep>('sweep', 240_000);
+      return await w.waitFor<Sweep>('sweep', 600_000);
     } finally {
       await w.kill();
     }
@@ -231,6 +267,7 @@ async function each<T>(variants: Variant[], skip: Map<Variant, string>, run: (v:
 benchMain(async ({ quick }) => {
   const durationMs = quick ? 3000 : 10_000;
   const sweepKeys = quick ? 20_000 : 1_000_000;
+  const build = freshSdkBuild();
   const skip = new Map<Variant, string>();
   const missing = await adapterMissing();
   if (missing) skip.set('node-redis+hotkey', missing);
@@ -272,7 +309,7 @@ benchMain(async ({ quick }) => {
           baseline: ref?.surgeGets,
           unit: 'GETs',
           better: 'lower',
-          note: `${load}; ${r.flashReads} flash reads issued, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}; baseline: ${plainOf(v)}`,
+          note: `${load}; ${r.flashReads} flash reads issued, ${r.errors} errors${r.firstError ? ` (${r.firstError})` : ''}; baseline: ${plainOf(v)}; ${build}`,
         },
         {
           ...base,

@@ -11,7 +11,7 @@
  *   -> { type: 'done', flashReads, reads, writes, errors, firstError, writeMs, heapAfterGc, cacheEntries }
  *   <- { type: 'stop' }   closes the clients and exits
  */
-import { fromParent, toParent } from './harness.ts';
+import { fromParent, heapAfterGc, toParent } from './harness.ts';
 import { openClient, type BenchClient, type Variant } from './redis-clients.ts';
 import { ZipfSampler } from './zipf.ts';
 import { hostNow } from '../support/host-clock.ts';
@@ -35,14 +35,6 @@ const run = await fromParent<{
   zipfKeys: number;
   seed: number;
 }>('start', 60_000);
-
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error('run with --expose-gc');
-const heapAfterGc = () => {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-};
 
 const clients: BenchClient[] = [];
 for (let i = 0; i < run.instances; i++)
