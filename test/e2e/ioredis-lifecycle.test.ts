@@ -1,8 +1,9 @@
 /**
  * What a wrapped ioredis client holds besides the user's connection, and when: no timer of the
  * adapter outlives the commands it watches (a client in the offline queue, one that connects and
- * disconnects); no connection of the adapter's own while nothing is hot, tracking connections
- * opened at the promotion so the first load is tracked and cached (Redis answers one read); no
+ * disconnects); no connection of the adapter's own before the client's first read (keys hot or
+ * not), tracking connections opened by that read so that a later promotion's first load is
+ * tracked and cached (Redis answers one read); no
  * command of the adapter's written after the user's QUIT; a hot read while the client connects
  * kept in call order; a stubbed clock; RESP3 clients with replyMapping 'resp3'; and bad input: objects that are not
  * ioredis clients, a client wrapped by another HotKeyClient, a wrapped client after `hk.close()`.
@@ -16,7 +17,7 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { counter, withHotKeys } from '@hotkey/sdk/ioredis';
 import { MANUAL_RULE, promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { waitFor, within } from '../support/wait.ts';
+import { delay, waitFor, within } from '../support/wait.ts';
 
 let fixture: PromotingHub;
 let server: RedisServer;
@@ -52,9 +53,18 @@ function client(options: { lazyConnect?: boolean } = {}): Redis {
 
 const promote = (key: string, on = hk): Promise<void> => fixture.promote(key, on);
 
-async function redisGets(): Promise<number> {
+/** GETs and CLIENT CACHING calls Redis answered so far (every client of the server). */
+async function redisCalls(): Promise<{ get: number; caching: number }> {
   const info = await plain.info('commandstats');
-  return Number(/cmdstat_get:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+  return { get: calls('get'), caching: calls('client\\|caching') };
+}
+const redisGets = async (): Promise<number> => (await redisCalls()).get;
+
+/** The adapter's tracking readers on the server whose CLIENT TRACKING is on (CLIENT LIST flag t). */
+async function trackingReaders(): Promise<string[]> {
+  const list = (await plain.client('LIST')) as string;
+  return list.split('\n').filter((l) => / name=hotkey-tracking /.test(l) && / flags=\w*t/.test(l));
 }
 
 /** Connections of the adapter's own (tracking) on the server. */
@@ -128,7 +138,7 @@ test('a stubbed setTimeout that returns no handle (a test double of the clock) b
     assert.is(await c.get('lc:stubbed'), 's');
   } finally {
     g.setTimeout = saved;
-    c.disconnect(); // a ready wrapped client opens tracking at the next promotion: not this one
+    c.disconnect(); // its read opened tracking connections: they close with it
   }
   assert.ok(calls.length > 0, 'the adapter did ask for a timer');
 });
@@ -162,28 +172,41 @@ test('connect then disconnect: every interval the adapter set is cleared by the 
   }
 });
 
-test('nothing hot: no connection of our own; a promotion opens tracking before any read of the key', async () => {
-  const c = withHotKeys(client(), hk);
-  await c.set('lc:cold', '1');
-  assert.is(await c.get('lc:cold'), '1');
-  assert.is(await ownConnections(), 0, 'a plain client makes one connection: so does this one');
+test('no read, no connection of our own (keys hot or not); the first read, cold, opens them', async () => {
   await plain.set('lc:first', 'v');
-  await promote('lc:first');
+  await promote('lc:first'); // keys are hot here: a client that only writes or subscribes still needs nothing of ours
+  await waitFor('earlier tracking connections closed', async () => (await ownConnections()) === 0);
+  const c = withHotKeys(client(), hk);
+  await c.set('lc:written', '1');
+  await c.ping();
+  const sub = c.duplicate(); // wrapped the same way: the pub/sub connection of a service
+  opened.push(sub);
+  await sub.subscribe('lc:channel');
+  await delay(200); // a connection of ours would be made within a few ms of the client being ready
+  assert.is(await ownConnections(), 0, 'a plain client makes one connection: so does this one');
+  assert.is(await c.get('lc:cold'), null); // a read of a cold key
   await waitFor('tracking connections up', async () => (await ownConnections()) === 2);
+  c.disconnect();
+  sub.disconnect();
 });
 
-test('hot from the first read: promote, load, read again at once — Redis answers one read', async () => {
+test('hot from the first read: connections up before the promotion; its load is tracked, the next reads local', async () => {
+  await waitFor('earlier tracking connections closed', async () => (await ownConnections()) === 0);
   const c = withHotKeys(client(), hk);
-  await c.ping();
+  await c.get('lc:hot-cold'); // the client's first read
+  await waitFor('a tracking reader with tracking on', async () => (await trackingReaders()).length === 1);
   await plain.set('lc:hot', 'v1');
   await promote('lc:hot');
-  const before = await redisGets();
-  assert.is(await c.get('lc:hot'), 'v1'); // the load: waits (bounded) for tracking, then tracked and cached
+  const before = await redisCalls();
+  assert.is(await c.get('lc:hot'), 'v1'); // the load: over the tracking connection
   assert.is(await c.get('lc:hot'), 'v1');
   assert.is(await c.get('lc:hot'), 'v1');
-  assert.is((await redisGets()) - before, 1);
+  const after = await redisCalls();
+  assert.is(after.get - before.get, 1, 'Redis answered one GET: the load');
+  assert.is(after.caching - before.caching, 1, 'the load opted the key into tracking (CLIENT CACHING yes)');
   await plain.set('lc:hot', 'v2'); // a write behind the wrapper's back: tracking drops the copy
   await waitFor('v2', async () => (await c.get('lc:hot')) === 'v2');
+  c.disconnect();
 });
 
 test('a hot read while the client connects waits in its offline queue, in call order', async () => {

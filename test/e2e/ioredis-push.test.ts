@@ -143,7 +143,7 @@ test("the filler's tracking session ends (connection killed): it invalidates wha
   await promoteShared(group, key, 'k1');
   const filler = group.find((r) => r.hk.stats().push.pushesSent > 0)!;
   const others = group.filter((r) => r !== filler);
-  // every instance opened its tracking connections at the promotion: all are killed (the others
+  // every instance opened its tracking connections at its first read: all are killed (the others
   // drop only what they loaded themselves; what the filler pushed goes by the filler's invalidation)
   const fresh = (await subs()).filter((id) => !before.has(id));
   assert.is(fresh.length, group.length);

@@ -63,7 +63,13 @@ test.before(async () => {
 });
 
 test.after(async () => {
-  for (const c of opened) c.destroy();
+  for (const c of opened) {
+    try {
+      c.destroy();
+    } catch {
+      // never connected
+    }
+  }
   await delay(20);
   await server?.stop();
 });

@@ -85,6 +85,7 @@ export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) =
     const copies = hk.replicasOf(key);
     if (copies === 0 || (copies > 1 && replicas)) return baseGet.apply(this, args);
     if (sharded(key)) return baseGet.apply(this, args); // a sharded counter: GET sums its shards
+    tracking?.reading(); // a client reading only hot keys (pushed values) is a reader too
     const ns = namespaceOf(this);
     let returned: unknown;
     let sent = false;

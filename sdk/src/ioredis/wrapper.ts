@@ -307,6 +307,9 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
     Ctor ??= command.constructor as CmdCtor;
+    // the client's first read of a key opens the tracking connections (tracking.ts), before a key
+    // turns hot; one-key reads are noted by the read path (hot-read.ts), once their key is checked
+    if (tracking !== undefined && (name === 'mget' || name === 'hmget') && command.args.length > 0) tracking.reading();
     // rate limits apply to commands on their own (not inside a pipeline or MULTI, where a command left out would shift the replies)
     if (hk.limiting && stream === undefined && command.inTransaction !== true && !inOpenTransaction(this)) {
       const refused = refuse(command, isRead(name));

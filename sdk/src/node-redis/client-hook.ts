@@ -113,7 +113,10 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       writes.note(self, command, name, undefined);
       return send.call(this, command);
     }
-    if (READ_NAMES.has(name)) countReads(argv);
+    if (READ_NAMES.has(name)) {
+      ctx.tracking?.reading(); // a read of keys: this client's tracking connections are wanted
+      countReads(argv);
+    }
     return method('sendCommand').call(this, argv, options);
   }
 

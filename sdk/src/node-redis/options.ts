@@ -18,6 +18,13 @@ export interface WithHotKeysOptions {
    * ioredis adapter does it: redis/update-writes.ts) @default 'invalidate'
    */
   writes?: 'invalidate' | 'update';
+  /**
+   * The ioredis adapter's circuit breaker is not in this adapter (sdk/README, node-redis): only
+   * `false` is accepted, so that one options object may serve both adapters.
+   */
+  breaker?: false;
+  /** The ioredis adapter's replica keys are not in this adapter: only `false` is accepted. */
+  replicas?: false;
 }
 
 /** ioredis adapter options this adapter does not have (wrapper.ts says why): given as anything but false, a TypeError. */

@@ -103,6 +103,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     const key = keyName(command.args[0]);
     const arity = name === 'hget' ? 2 : 1;
     if (key === undefined || command.args.length !== arity) return send.call(client, command);
+    tracking?.reading(); // a read of a key: the client's tracking connections are wanted
     if (!hk.isHot(key)) {
       // cold, the common case: counted, sent as is (no promise of ours in between)
       hk.track(key);

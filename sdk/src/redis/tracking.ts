@@ -17,15 +17,16 @@
  * table when it is written), cold reads never touch these connections (they stay on the user's
  * client), and the user's connection never enters tracking mode or a MULTI of ours.
  *
- * When the connections open: as soon as a key is hot here and the wrapped client is ready — at
- * the promotion (`hk`'s 'promote', for the key's node), or when the client becomes ready while
- * keys are already hot (every master of a Cluster) — not at the first read, so a promoted key's
- * first load is already tracked and cached (reads are local from the read after it). Not at
- * wrapping either: a client with nothing hot makes no connection of ours (a server counting its
- * clients, or a test counting sockets and timers, sees what a plain client makes). A hot load
- * whose node's connections are still being made (a few ms) waits for them, until at most
- * `TRACKING_WAIT_MS` after they were opened (concurrent reads share that one load); not up by
- * then, it is read through the user's client and not cached.
+ * When the connections open: at the wrapped client's first read (a GET, HGET, HGETALL, MGET or
+ * HMGET of any key, cold or hot), once it is ready — every master of a Cluster — so that a key
+ * that turns hot later, from this instance's reads or a promotion, is loaded tracked and cached
+ * from its first load, and reads are local from the read after it. Not at wrapping: a client
+ * that never reads (a subscriber, a writer, a blocking-pop worker, the `duplicate()` made for
+ * pub/sub, which is wrapped too) makes no connection of ours, so a server counting its clients
+ * sees what a plain client makes. A hot load whose node's connections are still being made (the
+ * first reads after they were opened, a few ms) waits for them, until at most `TRACKING_WAIT_MS`
+ * after they were opened (concurrent reads share that one load); not up by then, it is read
+ * through the user's client and not cached.
  *
  * Each node's live state is a `TrackingSession`; a value loaded under a session is served from
  * the local cache only while that session lives (the wrapper checks it on every cached read). A
@@ -129,6 +130,8 @@ export class Tracking {
   readonly #onKey: (key: string) => void;
   readonly #onEnd: (session: TrackingSession) => void;
   #listening = false;
+  /** the client sent a read since it was wrapped or last ended: its connections are wanted */
+  #reading = false;
   /** the HotKeyClient closed: nothing is cached any more, so no connection is made again */
   #hkClosed = false;
 
@@ -159,27 +162,27 @@ export class Tracking {
     // (or never quit it): our connections must not keep the process alive
     hk.once('close', () => {
       this.#hkClosed = true;
-      hk.off('promote', onPromote);
       this.close();
     });
-    const onPromote = (key: string) => {
-      if (client.status === 'ready') this.nodeFor(key);
-    };
-    // heard while the client may use them: not after its 'end' (a wrapped client dropped by the app holds no listener of hk's)
-    hk.on('promote', onPromote);
-    client.on('end', () => hk.off('promote', onPromote));
-    // a lazily connecting client (or one connected again after 'end') opens them when it is ready
+    // a client that read before it was ready (its reads queued) or that connects again after 'end'
     client.on('ready', () => {
-      if (this.#hkClosed) return;
-      if (!hk.listeners('promote').includes(onPromote)) hk.on('promote', onPromote);
-      this.#warmAll();
+      if (this.#reading) this.#openAll();
     });
-    if (client.status === 'ready') this.#warmAll();
   }
 
-  /** Keys are hot here already: every node a hot key may live on gets its connections now. */
-  #warmAll(): void {
-    if (this.#hkClosed || this.#hk.stats().hotKeys === 0) return;
+  /**
+   * The client sends a read: the first one makes the connections of every node (at once when the
+   * client is ready, else at its 'ready'). One boolean check for every later read.
+   */
+  reading(): void {
+    if (this.#reading) return;
+    this.#reading = true;
+    if (this.#client.status === 'ready') this.#openAll();
+  }
+
+  /** Every node a key may live on gets its connections now: the server, or every master of a Cluster. */
+  #openAll(): void {
+    if (this.#hkClosed) return;
     if (!this.#isCluster) {
       this.nodeFor('');
       return;
@@ -209,6 +212,7 @@ export class Tracking {
         this.#listening = true;
         this.#client.once('end', () => {
           this.#listening = false;
+          this.#reading = false;
           this.close();
         });
       }

@@ -1,0 +1,161 @@
+/**
+ * The node-redis `withHotKeys` on a real redis-server, with a protocol peer standing in for the
+ * hub (it promotes keys and acks invalidations): what it refuses and why, what a hooked client
+ * keeps of a plain one, reads under a type mapping, and a wrapped client once hk is closed.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createClient } from 'redis';
+import { Redis } from 'ioredis';
+import { HotKeyClient } from '../client/client.ts';
+import { withHotKeys } from '../node-redis.ts';
+import { MsgType } from '../wire/protocol.ts';
+import { ProtocolPeer, type PeerSocket } from '../../../test/support/protocol-peer.ts';
+import { waitFor } from '../../../test/support/wait.ts';
+import { RedisServer } from '../../../test/support/redis-server.ts';
+
+const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 60_000, cache: true, at: 0 };
+
+let server: RedisServer;
+let peer: ProtocolPeer;
+let sock: PeerSocket;
+let hk: HotKeyClient;
+let seq = 0;
+const opened: Array<{ destroy(): void }> = [];
+/** node-redis's client under its proxies (a private field in its types) */
+const selfOf = (c: object): object => (c as unknown as { _self: object })._self;
+const newClient = (options: Parameters<typeof createClient>[0] = {}) => createClient({ url: server.url, ...options });
+
+async function client(options: Parameters<typeof createClient>[0] = {}): Promise<ReturnType<typeof newClient>> {
+  const c = newClient(options);
+  c.on('error', () => {});
+  opened.push(c);
+  await c.connect();
+  return c;
+}
+
+test.before(async () => {
+  server = await RedisServer.start();
+  peer = await new ProtocolPeer({ id: 'hub-a' }).listen();
+  const sockP = peer.nextSocket();
+  hk = new HotKeyClient({ app: 'shop', hubs: peer.url, flushIntervalMs: 10, invalidateTimeoutMs: 2000 });
+  sock = await sockP;
+  await hk.ready({ signal: AbortSignal.timeout(3000) });
+  // acks every invalidation at once, broadcasting it back first like a hub would
+  sock.ws.on('message', () => {
+    for (;;) {
+      const i = sock.received.findIndex((m) => m.t === MsgType.InvalidateRequest);
+      if (i < 0) break;
+      const req = sock.received.splice(i, 1)[0] as { id: number; key: string };
+      sock.send({ t: MsgType.Invalidate, seq: ++seq, key: req.key });
+      sock.send({ t: MsgType.Ack, id: req.id, seq, fenced: [], ms: 0 });
+    }
+  });
+});
+
+test.after(async () => {
+  for (const c of opened) {
+    try {
+      c.destroy();
+    } catch {
+      // never connected
+    }
+  }
+  await hk?.close();
+  await peer?.close();
+  await server?.stop();
+});
+
+async function promote(on: HotKeyClient, s: PeerSocket, key: string): Promise<void> {
+  s.send({ t: MsgType.Promote, seq: ++seq, key, ...P });
+  await waitFor(`${key} hot`, () => on.isHot(key));
+}
+
+test('bad input: not a node-redis client, a client with clientSideCache, one wrapped by another hk, bad options', async () => {
+  const ioredis = new Redis(server.url, { lazyConnect: true });
+  for (const bad of [null, 42, {}, { sendCommand() {} }, ioredis]) {
+    assert.throws(
+      () => withHotKeys(bad as never, hk),
+      (e: Error) => e instanceof TypeError && /node-redis client, cluster or pool/.test(e.message),
+    );
+  }
+  ioredis.disconnect();
+  const cached = newClient({ RESP: 3, clientSideCache: { ttl: 0, maxEntries: 100 } });
+  const protoBefore = Object.getPrototypeOf(selfOf(cached));
+  assert.throws(
+    () => withHotKeys(cached, hk),
+    (e: Error) => e instanceof TypeError && /clientSideCache/.test(e.message),
+  );
+  assert.is(Object.getPrototypeOf(selfOf(cached)), protoBefore, 'nothing hooked on a refused client');
+  const fresh = newClient();
+  for (const options of [{ breaker: {} }, { replicas: {} }, { writes: 'sometimes' }]) {
+    assert.throws(
+      () => withHotKeys(fresh, hk, options as never),
+      (e: Error) => e instanceof TypeError && /breaker|replicas|writes/.test(e.message),
+    );
+  }
+  const c = withHotKeys(fresh, hk, { breaker: false, replicas: false });
+  assert.is(withHotKeys(c, hk), c, 'the same HotKeyClient again: a no-op');
+  const other = new HotKeyClient({ app: 'shop', hubs: peer.url });
+  try {
+    assert.throws(
+      () => withHotKeys(c, other),
+      (e: Error) => e instanceof TypeError && /another HotKeyClient/.test(e.message),
+    );
+  } finally {
+    await other.close();
+  }
+});
+
+test('a hooked client keeps what a plain one has: its class, own keys, events, proxies', async () => {
+  const plain = newClient();
+  const wrapped = withHotKeys(newClient(), hk);
+  assert.is(wrapped.constructor, plain.constructor);
+  assert.equal(Object.keys(wrapped).sort(), Object.keys(plain).sort());
+  assert.equal(Object.keys(selfOf(wrapped)).sort(), Object.keys(selfOf(plain)).sort());
+  assert.ok(wrapped.on('error', () => {}) === wrapped, 'on() chains');
+  opened.push(wrapped, plain);
+  await wrapped.connect();
+  await wrapped.set('w:plain', 'x');
+  assert.is(await wrapped.withTypeMapping({}).get('w:plain'), 'x', 'a withTypeMapping proxy reads through the hook');
+});
+
+test('a hot GET under a type mapping of strings is answered by Redis, as the mapping says', async () => {
+  const c = withHotKeys(await client(), hk, { tracking: false });
+  await c.set('w:mapped', 'bytes');
+  await promote(hk, sock, 'w:mapped');
+  await waitFor('cached', async () => {
+    await c.get('w:mapped');
+    return hk.stats().hits > 0;
+  });
+  const hits = hk.stats().hits;
+  const mapped = await c.withTypeMapping({ 36: Buffer }).get('w:mapped');
+  assert.ok(Buffer.isBuffer(mapped), 'a Buffer, as node-redis maps it');
+  assert.is(String(mapped), 'bytes');
+  assert.is(hk.stats().hits, hits, 'not from the cache');
+  assert.is(await c.get('w:mapped'), 'bytes');
+  assert.is(hk.stats().hits, hits + 1, 'the plain read is');
+});
+
+test('a wrapped client after hk.close(): a plain client (reads from Redis, writes unhindered)', async () => {
+  const peerSock = peer.nextSocket();
+  const own = new HotKeyClient({ app: 'shop', hubs: peer.url, flushIntervalMs: 10 });
+  const s = await peerSock;
+  await own.ready({ signal: AbortSignal.timeout(3000) });
+  const c = withHotKeys(await client(), own, { tracking: false });
+  const raw = await client();
+  await raw.set('w:closed', 'a');
+  await promote(own, s, 'w:closed');
+  assert.is(await c.get('w:closed'), 'a');
+  await waitFor('served locally', async () => {
+    await c.get('w:closed');
+    return own.stats().hits > 0;
+  });
+  await own.close();
+  await raw.set('w:closed', 'b'); // behind the wrapper's back: only Redis knows
+  assert.is(await c.get('w:closed'), 'b', 'nothing served locally any more');
+  assert.is(await c.set('w:closed', 'c'), 'OK');
+  assert.is(await c.get('w:closed'), 'c');
+});
+
+test.run();
