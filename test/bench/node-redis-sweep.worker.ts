@@ -9,10 +9,16 @@
  */
 import { fromParent, heapAfterGc, toParent } from './harness.ts';
 import { openClient, type Variant } from './redis-clients.ts';
+import { delay } from '../support/wait.ts';
 
 const CONCURRENCY = 1000;
 const run = await fromParent<{ variant: Variant; redisUrl: string; hubUrl: string; keys: number }>('start', 60_000);
 
+/** a pause before each sample: replies, socket buffers and timers of the last batch settle first */
+const settledHeap = async () => {
+  await delay(250);
+  return heapAfterGc();
+};
 const client = await openClient(run.variant, {
   redisUrl: run.redisUrl,
   hubUrl: run.hubUrl,
@@ -21,7 +27,7 @@ const client = await openClient(run.variant, {
 });
 // one warm-up round so that every code path the sweep takes is loaded before the first sample
 await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => client.get(`warm:${i}`)));
-const heaps = [heapAfterGc()];
+const heaps = [await settledHeap()];
 let errors = 0;
 const started = performance.now();
 const quarter = Math.ceil(run.keys / 4);
@@ -32,7 +38,7 @@ for (let from = 0; from < run.keys; from += CONCURRENCY) {
   await Promise.all(batch);
   const done = Math.min(run.keys, from + CONCURRENCY);
   if (Math.floor(done / quarter) > Math.floor(from / quarter) || done === run.keys) {
-    if (heaps.length < 5) heaps.push(heapAfterGc());
+    if (heaps.length < 5) heaps.push(await settledHeap());
   }
 }
 const readsPerSec = (run.keys * 1000) / (performance.now() - started);

@@ -56,7 +56,7 @@ let firstError: string | undefined;
 let next = 0;
 const fail = (err: unknown) => {
   errors++;
-  if (errors === 1) firstError = String((err as { message?: string })?.message ?? err);
+  if (errors === 1) firstError = String((err as Error)?.message || (err as Error)?.name || err);
 };
 const read = (key: string) => {
   inFlight++;
@@ -113,6 +113,8 @@ while (hostNow() - startAt < run.durationMs) {
 }
 const drained = hostNow();
 while (inFlight > 0 && hostNow() - drained < 5000) await delay(10);
+// replies, socket buffers and timers of the last reads settle before the heap is sampled
+await delay(250);
 toParent({
   type: 'done',
   flashReads,
