@@ -14,6 +14,7 @@ import { withHotKeys } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
 import { promoteInProcess } from '../support/promote.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
+import { destroyAll, servedLocally } from '../support/node-redis.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
@@ -49,19 +50,6 @@ async function getsAtRedis(): Promise<number> {
 
 const promote = (key: string, on: readonly HotKeyClient[]) => promoteInProcess(e2e.hub, 'shop', key, on);
 
-async function servedLocally(c: Cluster, key: string, value: string): Promise<void> {
-  await waitFor(
-    `${key} served locally as ${value}`,
-    async () => {
-      if ((await c.get(key)) !== value) return false;
-      const before = await getsAtRedis();
-      const got = [await c.get(key), await c.get(key)];
-      return got.every((v) => v === value) && (await getsAtRedis()) === before;
-    },
-    5000,
-  );
-}
-
 /** A key on each master (by the cluster's slot map). */
 function keysOnEveryMaster(c: Cluster, prefix: string): string[] {
   const byPort = new Map<number, string>();
@@ -89,13 +77,7 @@ test.before(async () => {
 });
 
 test.after(async () => {
-  for (const c of opened) {
-    try {
-      c.destroy();
-    } catch {
-      // never connected
-    }
-  }
+  destroyAll(opened);
   await delay(20);
   await rc?.stop();
 });
@@ -106,7 +88,7 @@ test('hot reads of keys on every master are local; an outside write to any maste
   const keys = keysOnEveryMaster(c, 'nrc:read');
   for (const key of keys) await plain.set(key, `${key}=1`);
   for (const key of keys) await promote(key, [hk!]);
-  for (const key of keys) await servedLocally(c, key, `${key}=1`);
+  for (const key of keys) await servedLocally(c, key, `${key}=1`, getsAtRedis);
   const before = await getsAtRedis();
   for (let i = 0; i < 20; i++) for (const key of keys) assert.is(await c.get(key), `${key}=1`);
   assert.is(await getsAtRedis(), before, '60 hot reads, no GET at any master');
@@ -139,12 +121,12 @@ test('writes through the cluster invalidate before they settle: another instance
     ],
   ];
   for (const key of keys) {
-    await servedLocally(reader, key, 'v0');
+    await servedLocally(reader, key, 'v0', getsAtRedis);
     for (const [name, write] of paths) {
       const value = `${name} ${key}`;
       await write(key, value);
       assert.is(await reader.get(key), value, `${name} on ${key}: the reader's first read after the write`);
-      await servedLocally(reader, key, value);
+      await servedLocally(reader, key, value, getsAtRedis);
     }
   }
 });

@@ -11,12 +11,16 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { counter, withHotKeys } from '@hotkey/sdk/ioredis';
 import { MANUAL_RULE, promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
-import { RedisServer } from '../support/redis-server.ts';
+import { freePort, RedisServer } from '../support/redis-server.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
 let fixture: PromotingHub;
@@ -188,6 +192,43 @@ test('no read, no connection of our own (keys hot or not); the first read, cold,
   await waitFor('tracking connections up', async () => (await ownConnections()) === 2);
   c.disconnect();
   sub.disconnect();
+});
+
+test("a wrapped link to a real Redis Sentinel that only subscribes (ioredis's failover detector) opens nothing of ours, keys hot", async () => {
+  // ioredis's sentinel links are Redis clients too; one wrapped (a harness wrapping every client)
+  // and ready while keys are hot used to open tracking connections to the sentinel, whose
+  // SUBSCRIBE and broadcast +switch-master messages then met connections that did not expect them
+  const dir = mkdtempSync(join(tmpdir(), 'hotkey-sentinel-'));
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'sentinel.conf'),
+    `port ${port}\nbind 127.0.0.1\nsentinel monitor m 127.0.0.1 ${server.port} 1\n`,
+  );
+  const sentinel = spawn('redis-server', [join(dir, 'sentinel.conf'), '--sentinel', '--dir', dir], { stdio: 'ignore' });
+  const admin = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+  try {
+    await waitFor('the sentinel answers', () =>
+      admin.ping().then(
+        () => true,
+        () => false,
+      ),
+    );
+    await plain.set('lc:sentinel-hot', 'v');
+    await promote('lc:sentinel-hot');
+    const link = withHotKeys(new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 }), hk);
+    opened.push(link);
+    await link.subscribe('+switch-master');
+    await delay(200); // tracking connections would be made within a few ms of 'ready'
+    const list = (await admin.client('LIST')) as string;
+    assert.not.ok(/ name=hotkey-/.test(list), `no connection of ours on the sentinel:\n${list}`);
+    link.disconnect();
+  } finally {
+    admin.disconnect();
+    const exited = once(sentinel, 'exit');
+    sentinel.kill('SIGKILL');
+    await within('the sentinel to exit', exited, 5000);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('hot from the first read: connections up before the promotion; its load is tracked, the next reads local', async () => {

@@ -1,8 +1,8 @@
 /**
  * `withHotKeys` works whatever else patched the client's `sendCommand`, in whichever order: a
  * counter on the instance before or after wrapping (assigned, or defined the way shimmer does),
- * one on `Redis.prototype` before or after, the real @opentelemetry/instrumentation-ioredis, a
- * method spy. For each: hot reads are answered locally (Redis's own GET count, INFO commandstats,
+ * sinon's spy and stub after wrapping, one on `Redis.prototype` before or after, the real
+ * @opentelemetry/instrumentation-ioredis, a method spy, the class's method assigned back. For each: hot reads are answered locally (Redis's own GET count, INFO commandstats,
  * rises by the one load) and the patch sees the commands that reached Redis — not the local hits —
  * except where the order puts it above the hook by construction (see sdk/src/ioredis/layers.ts).
  * A real hub process and a real redis-server; tracking off, so that every load goes over the
@@ -12,6 +12,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
+import sinon from 'sinon';
 import type { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
@@ -114,10 +115,10 @@ test('instance patched after wrapping (assigned): stacked under the hook; undoin
   const seen: Seen = [];
   const original = c.sendCommand;
   (c as any).sendCommand = counter(seen, original);
-  assert.not.ok(Object.hasOwn(c, 'sendCommand'), 'no own property: the hook keeps the top');
   const outer: Seen = [];
   (c as any).sendCommand = counter(outer, c.sendCommand); // a second patch over the first
-  await c.ping();
+  await c.ping(); // their first command: both are moved under the hook
+  assert.not.ok(Object.hasOwn(c, 'sendCommand'), 'no own property: the hook keeps the top');
   seen.length = 0;
   outer.length = 0;
   assert.equal(await workload(c, 'after'), { get: 1, hgetall: 1 });
@@ -128,6 +129,42 @@ test('instance patched after wrapping (assigned): stacked under the hook; undoin
   await c.set('po:after:x', '1');
   assert.equal(seen, LOADS_ONLY);
   assert.equal(outer, LOADS_ONLY);
+});
+
+test("an assigned patch's first command is a hot read: sent to Redis (the patch saw it), the next ones local", async () => {
+  const c = withHotKeys(client(), hk, UNTRACKED);
+  const h = 'po:first:h';
+  await plain.hset(h, { a: '1' });
+  await promote(h);
+  assert.is(await c.hget(h, 'a'), '1'); // loaded and cached
+  const seen: Seen = [];
+  (c as any).sendCommand = counter(seen, c.sendCommand);
+  const before = await plain.info('commandstats');
+  const hgets = (info: string) => Number(/cmdstat_hget:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  assert.is(await c.hget(h, 'a'), '1'); // met above the hook: it goes to Redis
+  assert.is(await c.hget(h, 'a'), '1'); // under the hook now: answered locally
+  assert.is(await c.hget(h, 'a'), '1');
+  assert.equal(seen, ['hget'], 'the patch saw one command');
+  assert.is(hgets(await plain.info('commandstats')) - hgets(before), 1, 'and Redis answered exactly that one');
+});
+
+test("the class's method assigned back after wrapping (undoing a patch made before): the hook is on top again", async () => {
+  const c = client();
+  const seen: Seen = [];
+  const classMethod = c.sendCommand;
+  (c as any).sendCommand = counter(seen, classMethod);
+  withHotKeys(c, hk, UNTRACKED);
+  await c.ping();
+  (c as any).sendCommand = classMethod; // the usual undo of the patch above
+  seen.length = 0;
+  const s = 'po:class-back:s';
+  await plain.set(s, 'v1');
+  await promote(s);
+  const before = await served();
+  for (let i = 0; i < 4; i++) assert.is(await c.get(s), 'v1');
+  assert.is((await served()).get - before.get, 1, 'one load, then local: not bypassed');
+  assert.equal(seen, [], 'the undone patch sees nothing');
+  assert.not.ok(Object.hasOwn(c, 'sendCommand'));
 });
 
 test('instance patched after wrapping by defineProperty: above the hook, which still serves locally', async () => {
@@ -142,6 +179,56 @@ test('instance patched after wrapping by defineProperty: above the hook, which s
   // GET: its load (sent through ioredis's get, so past this patch); HGET/HGETALL: every call,
   // while the hash's load (HGETALL + PTTL, sent by the hook) is under it
   assert.equal(seen, ['get', 'pttl', 'hget', 'hget', 'hgetall']);
+});
+
+test('sinon.spy on sendCommand after wrapping: installed above the hook, reads stay local, restore() takes it off', async () => {
+  const c = withHotKeys(client(), hk, UNTRACKED);
+  const spy = sinon.spy(c, 'sendCommand'); // sinon wraps a data property it finds on the chain: the hook's
+  try {
+    await c.ping();
+    spy.resetHistory();
+    assert.equal(await workload(c, 'spy'), { get: 1, hgetall: 1 }, 'served locally after one load each');
+    // defined by sinon (not assigned): above the hook, as shimmer's wrap on the instance
+    assert.equal(
+      spy.getCalls().map((call) => (call.args[0] as { name: string }).name),
+      ['get', 'pttl', 'hget', 'hget', 'hgetall'],
+    );
+  } finally {
+    spy.restore();
+  }
+  assert.not.ok(Object.hasOwn(c, 'sendCommand'), 'restored: the hook is the top again');
+  const calls = spy.callCount;
+  assert.is(await c.get('po:spy:s'), 'v1');
+  await c.set('po:spy:x', '1');
+  assert.is(spy.callCount, calls, 'a restored spy sees nothing');
+});
+
+test('sinon.stub on sendCommand after wrapping: every command goes to the stub, hot GETs too; restore() puts the hook back', async () => {
+  const c = withHotKeys(client(), hk, UNTRACKED);
+  const s = 'po:stub:s';
+  await plain.set(s, 'v1');
+  await promote(s);
+  assert.is(await c.get(s), 'v1');
+  assert.is(await c.get(s), 'v1'); // cached
+  const names: string[] = [];
+  const stub = sinon.stub(c, 'sendCommand').callsFake((command: any) => {
+    names.push(command.name);
+    return command.resolve('fake');
+  });
+  try {
+    const before = await served();
+    assert.is(await c.get(s), 'fake', 'a stub that never calls through replaces the hook, local hits included');
+    assert.is(await c.hget('po:stub:h', 'f'), 'fake');
+    assert.is(await c.set(s, 'v2'), 'fake');
+    assert.equal(names, ['get', 'hget', 'set']);
+    assert.is((await served()).get, before.get, 'nothing reached Redis');
+  } finally {
+    stub.restore();
+  }
+  assert.not.ok(Object.hasOwn(c, 'sendCommand'));
+  const before = await served();
+  assert.is(await c.get(s), 'v1', 'the hook again: the cached value');
+  assert.is((await served()).get, before.get);
 });
 
 test('Redis.prototype patched before and after wrapping: under the hook', async () => {

@@ -145,8 +145,10 @@ test("the filler's tracking session ends (connection killed): it invalidates wha
   const others = group.filter((r) => r !== filler);
   // every instance opened its tracking connections at its first read: all are killed (the others
   // drop only what they loaded themselves; what the filler pushed goes by the filler's invalidation)
-  const fresh = (await subs()).filter((id) => !before.has(id));
-  assert.is(fresh.length, group.length);
+  const fresh = await waitFor('every instance subscribed for invalidations', async () => {
+    const ids = (await subs()).filter((id) => !before.has(id));
+    return ids.length === group.length ? ids : undefined;
+  });
   const heard = new Set<string>();
   for (const r of others) r.hk.on('invalidate', (k) => k === key && heard.add(r.hk.instanceId));
   for (const id of fresh) await plain.client('KILL', 'ID', id);

@@ -12,12 +12,18 @@ import { withHotKeys } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
 import { promoteInProcess } from '../support/promote.ts';
 import { RedisServer } from '../support/redis-server.ts';
+import { destroyAll, servedLocally } from '../support/node-redis.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
   config: {
     apps: {
-      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 }] },
+      shop: {
+        rules: [
+          { match: 'nrl:*', threshold: 1_000_000, limit: 200, hotMs: 600_000, cacheTtlMs: 600_000 },
+          { match: '*', threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 600_000 },
+        ],
+      },
     },
   },
 });
@@ -35,27 +41,14 @@ async function client(options: Parameters<typeof createClient>[0] = {}): Promise
   return c;
 }
 
-/** GETs Redis executed so far (INFO commandstats) */
-async function getsAtRedis(): Promise<number> {
+/** calls of `command` Redis executed so far (INFO commandstats) */
+async function callsAtRedis(command: string): Promise<number> {
   const info = await plain.info('commandstats');
-  return Number(/^cmdstat_get:calls=(\d+)/m.exec(info)?.[1] ?? 0);
+  return Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
 }
+const getsAtRedis = () => callsAtRedis('get');
 
 const promote = (key: string, on: readonly HotKeyClient[]) => promoteInProcess(e2e.hub, 'shop', key, on);
-
-/** Reads `key` on `c` until it answers `value` twice without a GET reaching Redis. */
-async function servedLocally(c: Client, key: string, value: string): Promise<void> {
-  await waitFor(
-    `${key} served locally as ${value}`,
-    async () => {
-      if ((await c.get(key)) !== value) return false;
-      const before = await getsAtRedis();
-      const got = [await c.get(key), await c.get(key)];
-      return got.every((v) => v === value) && (await getsAtRedis()) === before;
-    },
-    5000,
-  );
-}
 
 test.before(async () => {
   server = await RedisServer.start();
@@ -63,13 +56,7 @@ test.before(async () => {
 });
 
 test.after(async () => {
-  for (const c of opened) {
-    try {
-      c.destroy();
-    } catch {
-      // never connected
-    }
-  }
+  destroyAll(opened);
   await delay(20);
   await server?.stop();
 });
@@ -80,7 +67,7 @@ test('a hot GET is answered locally: Redis sees no GET of it after the first loa
   await plain.set('nr:hot', 'v1');
   assert.is(await c.get('nr:hot'), 'v1', 'cold: from Redis');
   await promote('nr:hot', [hk!]);
-  await servedLocally(c, 'nr:hot', 'v1');
+  await servedLocally(c, 'nr:hot', 'v1', getsAtRedis);
   const before = await getsAtRedis();
   for (let i = 0; i < 50; i++) assert.is(await c.get('nr:hot'), 'v1');
   assert.is(await getsAtRedis(), before, '50 hot reads, no GET at Redis');
@@ -96,7 +83,7 @@ test('every write path invalidates before it settles: another instance reads the
   const key = 'nr:paths';
   await plain.set(key, 'v0');
   await promote(key, [writerHk!, readerHk!]);
-  await servedLocally(reader, key, 'v0');
+  await servedLocally(reader, key, 'v0', getsAtRedis);
   const pool = withHotKeys(createClientPool({ url: server.url }), writerHk!);
   opened.push(pool);
   await pool.connect();
@@ -135,7 +122,7 @@ test('every write path invalidates before it settles: another instance reads the
     const value = `after ${name}`;
     await write(value);
     assert.is(await reader.get(key), value, `${name}: the reader's first read after the write`);
-    await servedLocally(reader, key, value);
+    await servedLocally(reader, key, value, getsAtRedis);
   }
 });
 
@@ -145,10 +132,10 @@ test('an outside write (a plain node-redis client) drops the hot value through t
   const key = 'nr:outside';
   await plain.set(key, 'a');
   await promote(key, [hk!]);
-  await servedLocally(c, key, 'a');
+  await servedLocally(c, key, 'a', getsAtRedis);
   await plain.set(key, 'b');
   await waitFor('the outside write is seen', async () => (await c.get(key)) === 'b', 2000);
-  await servedLocally(c, key, 'b');
+  await servedLocally(c, key, 'b', getsAtRedis);
   await plain.flushDb();
   await waitFor('FLUSHDB is seen', async () => (await c.get(key)) === null, 2000);
 });
@@ -159,7 +146,7 @@ test('a cached value does not outlive its Redis TTL (capped by PTTL)', async () 
   const key = 'nr:ttl';
   await plain.set(key, 'short', { PX: 400 });
   await promote(key, [hk!]);
-  await servedLocally(c, key, 'short');
+  await servedLocally(c, key, 'short', getsAtRedis);
   await waitFor('expired in Redis: the read says so', async () => (await c.get(key)) === null, 3000);
   assert.is(await plain.exists(key), 0);
 });
@@ -172,7 +159,7 @@ test('key identity: one key in two databases, two wrapped clients of one hk, nev
   await db0.set(key, 'zero');
   await db1.set(key, 'one');
   await promote(key, [hk!]);
-  await servedLocally(db0, key, 'zero');
+  await servedLocally(db0, key, 'zero', getsAtRedis);
   // hk holds one entry per key, tagged with its namespace: db 1's client never takes db 0's
   for (let i = 0; i < 5; i++) assert.is(await db1.get(key), 'one');
   assert.is(await db0.get(key), 'zero');
@@ -181,6 +168,41 @@ test('key identity: one key in two databases, two wrapped clients of one hk, nev
   assert.is(await db0.get(key), 'one');
   await db0.select(0);
   assert.is(await db0.get(key), 'zero');
+});
+
+test('MGET: the hot keys answered locally, only the others sent, in one MGET, replies in order', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const c = withHotKeys(await client(), hk!, { tracking: false });
+  await plain.mSet({ 'nr:m1': 'one', 'nr:m2': 'two', 'nr:m3': 'three' });
+  await promote('nr:m1', [hk!]);
+  await promote('nr:m3', [hk!]);
+  await servedLocally(c, 'nr:m1', 'one', getsAtRedis);
+  await servedLocally(c, 'nr:m3', 'three', getsAtRedis);
+  const [gets, mgets] = [await getsAtRedis(), await callsAtRedis('mget')];
+  for (let i = 0; i < 10; i++)
+    assert.equal(await c.mGet(['nr:m1', 'nr:m2', 'nr:m3', 'nr:none']), ['one', 'two', 'three', null]);
+  assert.is((await callsAtRedis('mget')) - mgets, 10, 'one MGET of the misses per call');
+  assert.is((await getsAtRedis()) - gets, 0, 'nothing for the hot keys');
+  await plain.set('nr:m1', 'behind our back'); // no tracking: only a local answer still says 'one'
+  assert.equal(await c.mGet(['nr:m2', 'nr:m1']), ['two', 'one']);
+  assert.equal(await c.mGet(['nr:m2', 'nr:none']), ['two', null], 'no hot key: sent as is');
+});
+
+test("a rule's rate limit refuses commands over it with HK_ERR_RATE_LIMITED, unsent", async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const c = withHotKeys(await client(), hk!);
+  await plain.set('nrl:a', 'A');
+  await promote('nrl:a', [hk!]);
+  await waitFor('the limit applies here', () => hk!.limiting, 3000);
+  const sets = await callsAtRedis('set');
+  const outcomes = await Promise.allSettled(Array.from({ length: 400 }, () => c.set('nrl:a', 'A')));
+  const refused = outcomes.filter(
+    (o) => o.status === 'rejected' && (o.reason as { code?: string }).code === 'HK_ERR_RATE_LIMITED',
+  );
+  const written = outcomes.filter((o) => o.status === 'fulfilled').length;
+  assert.ok(refused.length > 0, 'some were refused');
+  assert.is(refused.length + written, 400, 'refused or written, nothing else');
+  assert.is((await callsAtRedis('set')) - sets, written, 'refused ones never reached Redis');
 });
 
 test.run();

@@ -5,7 +5,8 @@
  * server is still frozen, a hot key is still served from memory and its load is refused at once
  * (the rejection the client's stale-if-error falls back on), the state shows in hotKeyStats()
  * and 'breaker' events, and after SIGCONT the half-open probe closes it. Redis error replies are
- * the node answering: they never open it.
+ * the node answering: they never open it, and neither do replies that arrived while the process
+ * itself was stalled (read after the breaker's timer on waking).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -103,6 +104,31 @@ test('SIGSTOP: five timeouts open the breaker, then reads fail fast; hot keys st
   assert.match(metricsText(hk!), /^hotkey_sdk_ioredis_breaker_open\{app="shop",node="[^"]+"\} 0$/m, 'closed again');
   assert.is(await redis.get('hot:2'), 'dropped');
   assert.is(await redis.get('cold:other'), null);
+});
+
+test('a stalled event loop (busy CPU, long GC): replies that arrived meanwhile are answers, not timeouts', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const redis = withHotKeys(new Redis(server.port, '127.0.0.1'), hk!, {
+    tracking: false,
+    breaker: { failures: 5, coolDownMs: 5000, timeoutMs: 100 },
+  });
+  opened.push(redis);
+  await redis.ping();
+  for (let round = 0; round < 3; round++) {
+    const replies = Array.from({ length: 10 }, (_, i) => redis.get(`stall:${round}:${i}`));
+    // the process is off the CPU for 3× timeoutMs while Redis answers at once: on waking, the
+    // breaker's timer runs before the replies waiting in the socket are read
+    const until = performance.now() + 300;
+    while (performance.now() < until) {
+      /* stalled: no event-loop turn */
+    }
+    assert.equal(await Promise.all(replies), Array(10).fill(null));
+  }
+  await delay(150); // a sweep after the replies: none of them is overdue any more
+  const [node] = hotKeyStats(redis).breakers;
+  assert.is(node?.state, 'closed');
+  assert.is(node?.failures, 0, 'no answered command counted as a timeout');
+  assert.equal(await outcome(redis.get('stall:after')), { value: null }, 'reads are served, not refused');
 });
 
 test('error replies are answers: WRONGTYPE never opens the breaker; breaker: false has none', async () => {

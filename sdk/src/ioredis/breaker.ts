@@ -241,7 +241,7 @@ export class Breakers {
     this.#sweeper = setTimeout(() => {
       this.#sweeper = undefined;
       this.#sweep();
-      if (this.#inflight > 0) this.#arm();
+      if (this.#inflight > 0 && this.#sweeper === undefined) this.#arm();
     }, every);
     this.#sweeper?.unref?.(); // a stubbed or fake clock may hand back no Timeout object
   }
@@ -253,18 +253,31 @@ export class Breakers {
     this.#sweeper = undefined;
   }
 
-  /** Commands unanswered past timeoutMs count as failures, once each (oldest first: stop at the first young one). */
+  /**
+   * Commands unanswered past timeoutMs count as failures, once each (oldest first: stop at the
+   * first young one). Judged in the check phase (setImmediate), after the event loop's poll phase
+   * has read what the sockets hold: a process that was stalled (a busy CPU, a long GC) runs its
+   * timers first on waking, when replies that arrived meanwhile are still unread — counting those
+   * would open the breaker on a node that answered in time, and fail reads a plain client serves.
+   */
   #sweep(): void {
     const limit = performance.now() - this.#opts.timeoutMs;
+    const overdue: [NodeBreaker, object][] = [];
     for (const node of this.#nodes.values()) {
       for (const [command, sentAt] of node.inflight) {
         if (sentAt > limit) break;
-        node.inflight.delete(command);
-        this.#inflight--; // the caller re-arms while some are left
+        overdue.push([node, command]);
+      }
+    }
+    if (overdue.length === 0) return;
+    setImmediate(() => {
+      for (const [node, command] of overdue) {
+        if (!node.inflight.delete(command)) continue; // answered in the poll phase: not a timeout
+        this.#left();
         this.#timedOut.add(command);
         this.#failure(node);
       }
-    }
+    });
   }
 }
 

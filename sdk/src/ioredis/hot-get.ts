@@ -26,6 +26,8 @@ export interface HotGetContext {
   /** a `multi({ pipeline: false })` is open on the client: nothing is answered locally */
   inTransaction(client: Client): boolean;
   trackedLoad: TrackedLoad<Client>;
+  /** no own `sendCommand` the hook has not met is on the client (layers.ts): GET's method may answer without a command */
+  hookOnTop(): boolean;
 }
 
 /** runs ioredis's own method with the hook passing its command straight through */
@@ -35,7 +37,7 @@ function bypassing(client: Client, method: (...a: unknown[]) => unknown, args: u
 
 /** GET's fast path, installed as the client's `get` method. */
 export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) => unknown {
-  const { hk, base, tracking, namespaceOf, loadBlocked, sharded, inTransaction, trackedLoad } = ctx;
+  const { hk, base, tracking, namespaceOf, loadBlocked, sharded, inTransaction, trackedLoad, hookOnTop } = ctx;
   const replicas = ctx.replicas;
 
   /**
@@ -60,7 +62,8 @@ export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) =
 
   /**
    * GET's fast path for hot keys: a hit resolves without building an ioredis Command (~10× cheaper).
-   * Everything else — a cold key, a callback, a Buffer key or prefix, a client not ready — is
+   * Everything else — a cold key, a callback, a Buffer key or prefix, a client not ready, an own
+   * `sendCommand` on the client that the hook has not met (layers.ts) — is
    * ioredis's own `get`, through the hook. Installed only without `showFriendlyErrorStack`, whose
    * stacks must start at the caller (this frame would come first).
    */
@@ -75,7 +78,8 @@ export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) =
       this.status !== 'ready' ||
       inSubscriberMode(this) ||
       inTransaction(this) ||
-      hk.limiting // limits are checked on the command path
+      hk.limiting || // limits are checked on the command path
+      !hookOnTop() // a stub or patch on the instance the hook has not met: it gets the command
     ) {
       return baseGet.apply(this, args);
     }

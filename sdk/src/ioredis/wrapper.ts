@@ -7,14 +7,14 @@
  * the offline queue's replay, pipelines and MULTI at `exec()` — becomes a `Command` that passes
  * through `sendCommand(command, stream?, node?)`. The hook is that one method (with `duplicate`,
  * and GET's fast path for hot keys), on a prototype inserted between the client and its class
- * (`client → hooked → Redis.prototype`); `sendCommand` there is an accessor that keeps the hook
- * above other patches of it in any order (layers.ts):
+ * (`client → hooked → Redis.prototype`); `sendCommand` there is a data property whose value keeps
+ * the hook above other patches of it in any order (layers.ts):
  * - nothing else changes, so built-ins, `instanceof`, `constructor`, `String()`, own-property
  *   enumeration, events and their `this`, `status`, options and chaining (`on()` returns the
  *   client) are the client's own, by construction;
- * - the instance gets no own property; a patch of `sendCommand` on the instance (before or after
- *   wrapping) or on `Redis.prototype` sits under the hook and sees what reaches Redis, never a
- *   loop (layers.ts says which order puts one above);
+ * - the instance gets no own property; a patch of `sendCommand` on the instance (before wrapping,
+ *   or assigned after) or on `Redis.prototype` sits under the hook and sees what reaches Redis,
+ *   never a loop (layers.ts says which order puts one above: one defined after, as sinon does);
  * - callback and promise styles share one path, and commands not answered locally are sent
  *   synchronously in call order, so replies keep plain ioredis's order;
  * - `showFriendlyErrorStack` frames are taken by ioredis before dispatch, in the caller's frame.
@@ -42,7 +42,7 @@ import { Breakers, exportBreakerMetrics } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaStats } from './replicas.ts';
 import { SharedRecords } from '../redis/shared-records.ts';
-import { UpdateWrites } from '../redis/update-writes.ts';
+import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
 import { MultiRead } from './multi-read.ts';
 import { hotReads } from '../redis/hot-read.ts';
@@ -99,7 +99,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   if (!Object.isExtensible(client))
     throw new TypeError('withHotKeys: client is frozen, sealed or not extensible: its dispatch cannot be hooked');
   // checked before anything listens or connects: an own sendCommand it cannot move under the hook throws
-  const layers = layerSendCommand(client, base, sendCommand as never);
+  const layers = layerSendCommand(client, base, sendCommand as never, sendSeen as never);
   /** sends past the hook: the user's instance patches, then the class's (maybe patched) method, read at each call */
   const down = layers.down as unknown as Send;
   const isCluster = (client as Partial<Cluster>).isCluster === true;
@@ -151,12 +151,13 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   if (replicas !== undefined) replicaSets.set(client, replicas);
   const updates =
     writeMode === 'update' && tracking !== undefined
-      ? new UpdateWrites(hk, shared, async (key) => {
-          const node = tracking.nodeFor(key);
-          if (node?.starting) await node.firstLive(); // a writer that never read the key
-          if (!node?.session.live) return undefined;
-          return reads.trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
-        })
+      ? new UpdateWrites(
+          hk,
+          shared,
+          trackedReadBack(tracking, (node, key) =>
+            reads.trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now()),
+          ),
+        )
       : undefined;
 
   /**
@@ -259,6 +260,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     sharded: (key) => writeHot.owns(key),
     inTransaction: inOpenTransaction,
     trackedLoad: reads.trackedLoad,
+    hookOnTop: layers.hookOnTop,
   });
   const writes = writeInvalidation({
     hk,
@@ -290,43 +292,63 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   });
 
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
-    const send = down;
+    return dispatch(this, command, stream, node, down, false);
+  }
+  /** A command a patch above the hook saw before it was moved under (layers.ts): sent on with `send`, as a plain client sends it. */
+  function sendSeen(this: Client, command: Cmd, stream: unknown, node: unknown, send: Send): unknown {
+    return dispatch(this, command, stream, node, send, true);
+  }
+
+  /**
+   * Where a command goes: `send` is what lies under the hook; `seen`, a command a user's patch saw
+   * already — it is counted and its writes invalidated, but nothing is answered locally, merged
+   * or refused, so that the patch saw a command that reaches Redis.
+   */
+  function dispatch(client: Client, command: Cmd, stream: unknown, node: unknown, send: Send, seen: boolean): unknown {
     if (hook.bypass) {
       // sent by the GET fast path below (which counted it already) or by the adapter's own features
       dispatched.add(command);
-      if (stream === undefined && isClosing(this)) {
+      if (stream === undefined && isClosing(client)) {
         // a fold, merged increment or probe of ours behind the user's QUIT would meet a closing socket
         command.reject(new HotKeyError(ErrorCode.Closed, `${command.name}: the Redis client is closing`));
         return command.promise;
       }
       if (stream === undefined && blocked(command)) return command.promise;
-      return send.call(this, command, stream, node);
+      return send.call(client, command, stream, node);
     }
-    if (dispatched.has(command)) return send.call(this, command, stream, node);
+    if (dispatched.has(command)) return send.call(client, command, stream, node);
     let name = command.name;
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
     Ctor ??= command.constructor as CmdCtor;
+    if (seen) {
+      if (isRead(name)) {
+        const key = keyName(command.args[0]);
+        if (key !== undefined) hk.track(key);
+      }
+      writes.note(client, command, name, stream);
+      return send.call(client, command, stream, node);
+    }
     // the client's first read of a key opens the tracking connections (tracking.ts), before a key
     // turns hot; one-key reads are noted by the read path (hot-read.ts), once their key is checked
     if (tracking !== undefined && (name === 'mget' || name === 'hmget') && command.args.length > 0) tracking.reading();
     // rate limits apply to commands on their own (not inside a pipeline or MULTI, where a command left out would shift the replies)
-    if (hk.limiting && stream === undefined && command.inTransaction !== true && !inOpenTransaction(this)) {
+    if (hk.limiting && stream === undefined && command.inTransaction !== true && !inOpenTransaction(client)) {
       const refused = refuse(command, isRead(name));
       if (refused !== undefined) return refused;
     }
-    const open = stream === undefined && inOpenTransaction(this);
+    const open = stream === undefined && inOpenTransaction(client);
     if (stream === undefined && !open && writeHot.active) {
       if (name === 'quit') void writeHot.flush(); // merged increments go out before QUIT
       // routed commands are not watched by the breaker: the commands they send are
-      const routed = writeHot.route(this, command, name);
+      const routed = writeHot.route(client, command, name);
       if (routed !== undefined) {
         dispatched.add(command);
         return routed;
       }
     }
     // MGET, HMGET, Buffer replies, reads in a pipeline (multi-read.ts); never a MULTI's commands
-    const answered = multiRead.dispatch(this, command, name, stream, node, inOpenTransaction(this));
+    const answered = multiRead.dispatch(client, command, name, stream, node, inOpenTransaction(client));
     if (answered !== undefined) {
       dispatched.add(command);
       return answered;
@@ -340,14 +362,14 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       !open &&
       isRead(name) &&
       typeof command.replyEncoding === 'string' &&
-      this.status !== 'end' &&
-      !inSubscriberMode(this)
+      client.status !== 'end' &&
+      !inSubscriberMode(client)
     ) {
       dispatched.add(command);
-      return read(this, send, command, name);
+      return read(client, send, command, name);
     }
-    writes.note(this, command, name, stream);
-    return send.call(this, command, stream, node);
+    writes.note(client, command, name, stream);
+    return send.call(client, command, stream, node);
   }
 
   function duplicate(this: Client, ...args: unknown[]): Client {
@@ -375,6 +397,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     [PUSHED]: { value: { shared, updates } },
   }) as object;
   removeOwnSendCommand(client);
+  layers.attach(hooked);
   Object.setPrototypeOf(client, hooked);
   if (Object.getPrototypeOf(client) !== hooked || Object.hasOwn(client, 'sendCommand'))
     throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');

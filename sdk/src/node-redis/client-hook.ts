@@ -2,7 +2,8 @@
  * The node-redis dispatch the adapter hooks, on one `RedisClient` (v5 and v6 dispatch alike):
  * - every command method, script and function call, and `sendCommand(args, options)` itself,
  *   reaches `sendCommand` with the argument list Redis gets (key prefix applied): the hook there
- *   answers hot GETs locally (redis/hot-read.ts) and settles writes after their invalidation
+ *   answers hot GETs locally (redis/hot-read.ts), and the hot keys of an MGET with only the
+ *   others sent in one MGET, and settles writes after their invalidation
  *   (redis/write-invalidation.ts);
  * - `multi().exec()` and `multi().execAsPipeline()` reach `_executeMulti` / `_executePipeline`
  *   with the queued argument lists, past `sendCommand`: their writes are invalidated when the
@@ -84,18 +85,15 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       const no = refused(argv, name);
       if (no !== undefined) return no;
     }
+    const servable =
+      !open &&
+      !chained &&
+      this.isReady &&
+      this.isPubSubActive !== true &&
+      plainStrings(this._commandOptions?.typeMapping) &&
+      plainStrings(options?.typeMapping);
     if (name === 'get') {
-      if (
-        argv.length === 2 &&
-        !open &&
-        !chained &&
-        this.isReady &&
-        this.isPubSubActive !== true &&
-        plainStrings(this._commandOptions?.typeMapping) &&
-        plainStrings(options?.typeMapping)
-      ) {
-        return reads.read(this, send, commandOf(argv, options), 'get');
-      }
+      if (argv.length === 2 && servable) return reads.read(this, send, commandOf(argv, options), 'get');
       const key = keyName(argv[1]);
       if (key !== undefined) hk.track(key);
       return method('sendCommand').call(this, argv, options);
@@ -113,11 +111,40 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       writes.note(self, command, name, undefined);
       return send.call(this, command);
     }
+    if (name === 'mget' && argv.length > 1 && servable) {
+      const answered = multiGet(this, argv, options);
+      if (answered !== undefined) return answered;
+    }
     if (READ_NAMES.has(name)) {
       ctx.tracking?.reading(); // a read of keys: this client's tracking connections are wanted
       countReads(argv);
     }
     return method('sendCommand').call(this, argv, options);
+  }
+
+  /**
+   * An MGET with hot keys: each hot key through the read path (answered locally when cached),
+   * the others in one MGET, the replies put back in order. Without a hot key: undefined (sent as is).
+   */
+  function multiGet(self: NodeRedisClient, argv: readonly unknown[], options?: CommandOptions): unknown {
+    const keys = argv.slice(1);
+    const hot = keys.map((arg) => {
+      const key = keyName(arg);
+      return key !== undefined && hk.isHot(key);
+    });
+    if (!hot.includes(true)) return undefined;
+    ctx.tracking?.reading();
+    const cold = keys.filter((_, i) => !hot[i]);
+    countReads([argv[0], ...cold]);
+    const coldReplies =
+      cold.length === 0 ? Promise.resolve([]) : method('sendCommand').call(self, [argv[0], ...cold], options);
+    const hotReplies = keys.map((key, i) =>
+      hot[i] ? reads.read(self, send, commandOf(['GET', key], options), 'get') : undefined,
+    );
+    return Promise.all([coldReplies, ...hotReplies]).then(([fromRedis, ...local]) => {
+      let next = 0;
+      return keys.map((_, i) => (hot[i] ? local[i] : (fromRedis as unknown[])[next++]));
+    });
   }
 
   /** reads not answered locally still count towards detection */

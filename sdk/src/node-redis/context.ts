@@ -10,7 +10,7 @@ import { hotReads, type HotReads } from '../redis/hot-read.ts';
 import { keysOf } from '../redis/key-specs.ts';
 import { SharedRecords } from '../redis/shared-records.ts';
 import { Tracking, type TrackedClient, type TrackingConnection } from '../redis/tracking.ts';
-import { UpdateWrites } from '../redis/update-writes.ts';
+import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
 import type { NodeRedisLike } from './connection.ts';
 import type { WithHotKeysOptions } from './options.ts';
@@ -138,13 +138,14 @@ export function createContext(o: ContextOptions): Context {
   });
   const updates =
     writeMode === 'update' && tracking !== undefined
-      ? new UpdateWrites(hk, shared, async (key) => {
-          const node = tracking.nodeFor(key);
-          if (node?.starting) await node.firstLive(); // a writer that never read the key
-          if (!node?.session.live) return undefined;
-          const client = o.client as NodeRedisClient;
-          return reads.trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
-        })
+      ? new UpdateWrites(
+          hk,
+          shared,
+          trackedReadBack(tracking, (node, key) => {
+            const client = o.client as NodeRedisClient;
+            return reads.trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now());
+          }),
+        )
       : undefined;
   const writes = writeInvalidation({
     hk,

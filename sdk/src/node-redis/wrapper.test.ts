@@ -11,6 +11,7 @@ import { HotKeyClient } from '../client/client.ts';
 import { withHotKeys } from '../node-redis.ts';
 import { MsgType } from '../wire/protocol.ts';
 import { ProtocolPeer, type PeerSocket } from '../../../test/support/protocol-peer.ts';
+import { destroyAll } from '../../../test/support/node-redis.ts';
 import { waitFor } from '../../../test/support/wait.ts';
 import { RedisServer } from '../../../test/support/redis-server.ts';
 
@@ -54,13 +55,7 @@ test.before(async () => {
 });
 
 test.after(async () => {
-  for (const c of opened) {
-    try {
-      c.destroy();
-    } catch {
-      // never connected
-    }
-  }
+  destroyAll(opened);
   await hk?.close();
   await peer?.close();
   await server?.stop();

@@ -24,6 +24,7 @@
  */
 import type { HotKeyClient, InvalidateResult } from '../client/client.ts';
 import type { Rec, SharedRecords } from './shared-records.ts';
+import type { NodeTracker, Tracking } from './tracking.ts';
 
 const UPDATE_COMMANDS: ReadonlySet<string> = new Set(['set', 'setex', 'psetex']);
 
@@ -75,4 +76,21 @@ export class UpdateWrites {
       },
     );
   }
+}
+
+/**
+ * The writer's read-back of a key through its tracking, for `UpdateWrites`: on the key's node,
+ * once its connections are up (a writer that never read the key waits for them, bounded by
+ * tracking.ts's TRACKING_WAIT_MS); undefined while that node's session is down.
+ */
+export function trackedReadBack(
+  tracking: Tracking,
+  load: (node: NodeTracker, key: string) => Promise<Rec>,
+): (key: string) => Promise<Rec | undefined> {
+  return async (key) => {
+    const node = tracking.nodeFor(key);
+    if (node?.starting) await node.firstLive();
+    if (!node?.session.live) return undefined;
+    return load(node, key);
+  };
 }

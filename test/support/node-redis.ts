@@ -1,0 +1,37 @@
+/**
+ * Helpers of the node-redis adapter's tests: closing every node-redis client a test made (one
+ * never connected throws on destroy), and waiting until reads of a key are answered without a
+ * GET reaching Redis (counted by the caller, e.g. INFO commandstats).
+ */
+import { waitFor } from './wait.ts';
+
+/** Destroys each client, connected or not. */
+export function destroyAll(opened: ReadonlyArray<{ destroy(): void }>): void {
+  for (const c of opened) {
+    try {
+      c.destroy();
+    } catch {
+      // never connected
+    }
+  }
+}
+
+/** Reads `key` until it answers `value` and two more reads send no GET to Redis (`gets` counts them). */
+export async function servedLocally(
+  c: { get(key: string): Promise<unknown> },
+  key: string,
+  value: string,
+  gets: () => Promise<number>,
+  timeoutMs = 5000,
+): Promise<void> {
+  await waitFor(
+    `${key} served locally as ${value}`,
+    async () => {
+      if ((await c.get(key)) !== value) return false;
+      const before = await gets();
+      const got = [await c.get(key), await c.get(key)];
+      return got.every((v) => v === value) && (await gets()) === before;
+    },
+    timeoutMs,
+  );
+}
