@@ -9,8 +9,9 @@
  *   cjs  a CommonJS service: require('@hotkey/sdk') through Node's require(esm)
  *   ts   the README's "Use it from a service" snippet, verbatim, in a strict NodeNext project:
  *        `tsc --noEmit`, then compiled with tsc and run (plus withHotKeys on a Redis.Cluster)
- *   nr   a node-redis service in a folder of its own (`npm install @hotkey/sdk redis`, no ioredis):
- *        wraps its client with `@hotkey/sdk/node-redis`, reads a flash key until the hub promotes it,
+ *   nr   a node-redis service in a folder of its own (the README's `npm install @hotkey/sdk redis`, no
+ *        ioredis): wraps its client as the README shows (`withHotKeys(await createClient({ url })
+ *        .connect(), hk)` from `@hotkey/sdk/node-redis`), reads a flash key until the hub promotes it,
  *        then shows it served locally (Redis's GET count stops growing)
  *   hub  `npx @hotkey/hub` serves the prebuilt dashboard; `npx hotkey-hub --help` works, and so
  *        does `hotkey-hub` after `npm install -g @hotkey/hub` (into a prefix of the test's own);
@@ -162,7 +163,8 @@ import { createClient } from 'redis';
 const KEY = 'item:nr';
 const hk = new HotKeyClient({ app: 'shop', hubs: [process.env.HOTKEY_HUB], token: process.env.HOTKEY_TOKEN });
 await hk.ready({ signal: AbortSignal.timeout(10_000) });
-const redis = withHotKeys(await createClient({ url: process.env.REDIS_URL }).on('error', console.error).connect(), hk);
+const redis = withHotKeys(await createClient({ url: process.env.REDIS_URL }).connect(), hk);
+redis.on('error', console.error);
 const admin = await createClient({ url: process.env.REDIS_URL }).on('error', console.error).connect();
 await admin.set(KEY, 'stock:42');
 const getsAtRedis = async () => Number(/^cmdstat_get:calls=(\\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0);
@@ -304,8 +306,9 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   );
   const install = readmeInstallCommands();
   assert.equal(install[0], 'npm install @hotkey/sdk ioredis');
-  assert.equal(install[1], 'npx @hotkey/hub');
-  assert.ok(install[2]?.startsWith('npm install -g @hotkey/hub && hotkey-hub '), install[2]);
+  assert.equal(install[1], 'npm install @hotkey/sdk redis');
+  assert.equal(install[2], 'npx @hotkey/hub');
+  assert.ok(install[3]?.startsWith('npm install -g @hotkey/hub && hotkey-hub '), install[3]);
   // the README's command, plus the hub (so npx runs the installed one) and the TypeScript tools;
   // beside it a node-redis service in a project of its own, without ioredis
   const nodeRedisApp = join(work, 'node-redis-service');
@@ -325,7 +328,8 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
       cwd: app,
       timeoutMs: 120_000,
     }),
-    nodeRedis && run('npm', ['install', '@hotkey/sdk', 'redis'], { cwd: nodeRedisApp, timeoutMs: 120_000 }),
+    // the README's node-redis install line, verbatim
+    nodeRedis && run('npm', install[1]!.split(' ').slice(1), { cwd: nodeRedisApp, timeoutMs: 120_000 }),
   ]);
   if (nodeRedis)
     assert.not.ok(
