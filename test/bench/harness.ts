@@ -158,6 +158,15 @@ export function processCpuMs(pid: number): number {
 /** USER_HZ is 100 on every Linux this runs on (it is fixed in the kernel ABI). */
 const CLOCK_TICKS = 100;
 
+/** heapUsed after two full GCs (the second collects what the first one's finalisers freed); needs --expose-gc */
+export function heapAfterGc(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
 // ---------------------------------------------------------------- deadlines
 
 // ---------------------------------------------------------------- child processes

@@ -54,6 +54,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'multi-read', file: here('./multi-read.bench.ts'), timeoutMs: 120_000 },
   { name: 'flash-sale', file: here('./flash-sale.bench.ts'), timeoutMs: 120_000 },
   { name: 'eviction-flood', file: here('./eviction-flood.bench.ts'), timeoutMs: 120_000 },
+  { name: 'node-redis', file: here('./node-redis.bench.ts'), timeoutMs: 1_200_000 },
 ];
 
 const { values } = parseArgs({

@@ -19,6 +19,12 @@
  * also reads every key with one MGET per round (multi-read.ts: hot keys answered locally, the
  * others in one MGET); those reads are judged like the others, and Redis's own MGET count shows
  * that they were answered locally.
+ *
+ * A node-redis process (consistency-node-redis-worker.ts: a node-redis client wrapped by
+ * `@hotkey/sdk/node-redis`, behind the same frozen link as w1) reads every key and writes its own
+ * through the wrapper; the ioredis processes read that key too. Its acknowledged writes and its
+ * reads are judged like the others: 0 stale after ack either way. Where the adapter is not built,
+ * the node-redis roles are skipped and the reason printed.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -29,10 +35,12 @@ import { Redis } from 'ioredis';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
+import { nodeRedisAdapterMissing } from '../support/node-redis-adapter.ts';
 import { hostNow } from '../support/host-clock.ts';
 import { delay } from '../support/wait.ts';
 
 const WORKER = fileURLToPath(new URL('./consistency-worker.ts', import.meta.url));
+const NODE_REDIS_WORKER = fileURLToPath(new URL('./consistency-node-redis-worker.ts', import.meta.url));
 const now = hostNow;
 /** fault phases are short: the whole file stays under about a minute on two busy cores */
 const PHASE_MS = Number(process.env.CK_PHASE_MS ?? 3000);
@@ -42,6 +50,7 @@ const KEY_C = 'ck:c'; // wrapper writes, from worker w1 (behind the proxy)
 const KEY_B = 'ck:b'; // plain ioredis writes (outside the SDK), from worker w2
 const KEY_RACE = 'ck:race'; // wrapper writes from w0; read through hk.get with a slow fill
 const KEY_D = 'cks:d'; // a shared key (value push): update writes from w0, pushed values read by all
+const KEY_N = 'ck:n'; // node-redis wrapper writes, from worker nr (behind the proxy)
 const config = {
   apps: {
     ck: {
@@ -71,7 +80,7 @@ const phases: { name: string; from: number; to: number }[] = [];
 /** every worker process ever started: killed in test.after whatever happened */
 const children: ChildProcess[] = [];
 
-function startWorker(id: string, hubUrl: string, redisPort: number, extra: object): Promise<Worker> {
+function startWorker(id: string, hubUrl: string, redisPort: number, extra: object, file = WORKER): Promise<Worker> {
   const cfg = {
     id,
     hub: hubUrl,
@@ -83,7 +92,7 @@ function startWorker(id: string, hubUrl: string, redisPort: number, extra: objec
     writeEveryMs: 30,
     ...extra,
   };
-  const child = fork(WORKER, [], {
+  const child = fork(file, [], {
     env: { ...process.env, CK_CONFIG: JSON.stringify(cfg) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -209,9 +218,14 @@ test.after(async () => {
 });
 
 test('no read returns a version older than an acknowledged wrapper write, under every fault', async () => {
+  const nodeRedisMissing = await nodeRedisAdapterMissing();
+  if (nodeRedisMissing) console.log(`  node-redis roles SKIPPED: ${nodeRedisMissing}`);
+  const nodeRedis = nodeRedisMissing === undefined;
+  // with the node-redis roles, every process reads the node-redis writer's key too
+  const readKeys = nodeRedis ? [KEY_A, KEY_B, KEY_C, KEY_D, KEY_N] : [KEY_A, KEY_B, KEY_C, KEY_D];
   redis = await RedisServer.start();
   const seed = new Redis({ port: redis.port, host: '127.0.0.1' });
-  for (const k of [KEY_A, KEY_B, KEY_C, KEY_D, KEY_RACE]) await seed.set(k, '1');
+  for (const k of [KEY_A, KEY_B, KEY_C, KEY_D, KEY_RACE, KEY_N]) await seed.set(k, '1');
   seed.disconnect();
   const configPath = writeConfig(config, 'hotkey-ck-');
   hub = await HubProcess.start({ args: ['--config', configPath] });
@@ -219,12 +233,16 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   proxy = await TcpProxy.start(hubPort);
   const direct = `ws://127.0.0.1:${hubPort}/ws`;
   const proxied = `ws://127.0.0.1:${proxy.port}/ws`;
-  const [w0, w1, w2] = await Promise.all([
-    startWorker('w0', direct, redis.port, { wrapperWrites: [KEY_A, KEY_RACE], updateWrites: [KEY_D] }),
-    startWorker('w1', proxied, redis.port, { wrapperWrites: [KEY_C] }),
-    startWorker('w2', direct, redis.port, { plainWrites: KEY_B }),
+  const [w0, w1, w2, nr] = await Promise.all([
+    startWorker('w0', direct, redis.port, { readKeys, wrapperWrites: [KEY_A, KEY_RACE], updateWrites: [KEY_D] }),
+    startWorker('w1', proxied, redis.port, { readKeys, wrapperWrites: [KEY_C] }),
+    startWorker('w2', direct, redis.port, { readKeys, plainWrites: KEY_B }),
+    nodeRedis
+      ? startWorker('nr', proxied, redis.port, { readKeys, wrapperWrites: [KEY_N] }, NODE_REDIS_WORKER)
+      : undefined,
   ]);
   workers.push(w0!, w1!, w2!);
+  if (nr) workers.push(nr);
   let redisLostAt = Infinity;
 
   await phase('warm-up', () => delay(2000));
@@ -264,7 +282,7 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   await phase('reader SIGKILL (w2) + new reader', async () => {
     w2!.child.kill('SIGKILL');
     await w2!.exited;
-    const w3 = await startWorker('w3', direct, redis!.port, { plainWrites: KEY_B });
+    const w3 = await startWorker('w3', direct, redis!.port, { readKeys, plainWrites: KEY_B });
     workers.push(w3);
     await delay(PHASE_MS);
   });
@@ -276,8 +294,9 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   await Promise.all(workers.map(stopWorker));
 
   // ---- verdict ----
-  const wrapperKeys = [KEY_A, KEY_C, KEY_D];
-  const verdicts = new Map([KEY_A, KEY_B, KEY_C, KEY_D, KEY_RACE].map((k) => [k, judge(k, redisLostAt)] as const));
+  const wrapperKeys = nodeRedis ? [KEY_A, KEY_C, KEY_D, KEY_N] : [KEY_A, KEY_C, KEY_D];
+  const judged = [...wrapperKeys, KEY_B, KEY_RACE];
+  const verdicts = new Map(judged.map((k) => [k, judge(k, redisLostAt)] as const));
   const phaseOf = (t: number) => phases.find((p) => t >= p.from && t < p.to)?.name ?? 'after';
   const report: string[] = [];
   const log = (line: string) => {
@@ -320,32 +339,55 @@ test('no read returns a version older than an acknowledged wrapper write, under 
       );
   }
   const connected = phases.find((p) => p.name === 'connected')!;
-  const mgetReads = reads.filter((r) => r.via === 'mget');
+  const isMget = (via: string) => via === 'mget' || via === 'nr-mget';
+  const mgetReads = reads.filter((r) => isMget(r.via));
   // one MGET records a read of each of its keys
   const mgetsRead = mgetReads.filter(
     (r) => r.key === KEY_A && r.start >= connected.from && r.start < connected.to,
   ).length;
-  const staleMget = [...wrapperKeys, KEY_B].map(
-    (k) => verdicts.get(k)!.stale.filter(({ read }) => read.via === 'mget').length,
-  );
+  const staleMgetOf = (k: string) => verdicts.get(k)!.stale.filter(({ read }) => isMget(read.via)).length;
+  const staleMget = wrapperKeys.map(staleMgetOf);
   log(
-    `  MGET readers: ${mgetReads.length} key reads; stale ${staleMget.slice(0, 3).reduce((a, b) => a + b, 0)} (wrapper keys), ${staleMget[3]} (outside writes); ` +
+    `  MGET readers: ${mgetReads.length} key reads; stale ${staleMget.reduce((a, b) => a + b, 0)} (wrapper keys), ${staleMgetOf(KEY_B)} (outside writes); ` +
       `phase connected: ${mgetsRead} MGETs, ${mgetsSent} reached Redis`,
   );
+  const nrReads = reads.filter((r) => r.proc === 'nr');
+  const staleOfProc = (proc: string) =>
+    wrapperKeys.reduce((n, k) => n + verdicts.get(k)!.stale.filter(({ read }) => read.proc === proc).length, 0);
+  if (nodeRedis)
+    log(
+      `  node-redis (nr): ${nrReads.length} reads (${nrReads.filter((r) => r.via === 'nr-mget').length} by MGET), stale ${staleOfProc('nr')} (wrapper keys); ` +
+        `${writes.filter((w) => w.key === KEY_N && w.acked).length} acked writes of ${KEY_N}, read ${reads.filter((r) => r.key === KEY_N && r.proc !== 'nr').length} times by the ioredis processes: stale ${verdicts.get(KEY_N)!.stale.length}`,
+    );
+  else log(`  node-redis roles skipped: ${nodeRedisMissing}`);
   // the figures outlive the run (the runner shows a passing file's output only on failure)
   const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url));
   mkdirSync(artifacts, { recursive: true });
   writeFileSync(`${artifacts}consistency-checker.txt`, `${report.join('\n')}\n`);
   const readsOf = (k: string) => reads.filter((r) => r.key === k).length;
-  for (const k of [KEY_A, KEY_B, KEY_C, KEY_D, KEY_RACE])
-    assert.ok(readsOf(k) > 1000, `${k}: only ${readsOf(k)} reads`);
+  for (const k of judged) assert.ok(readsOf(k) > 1000, `${k}: only ${readsOf(k)} reads`);
   assert.ok(writes.filter((w) => w.key === KEY_A && w.acked).length > 50, 'wrapper writes were acknowledged');
   for (const k of wrapperKeys) assert.is(verdicts.get(k)!.stale.length, 0, `stale reads of ${k} (wrapper writes)`);
   assert.ok(writes.filter((w) => w.key === KEY_D && w.acked).length > 50, 'update writes were acknowledged');
   assert.ok(push.updatesInjected > 0, 'update writes pushed their values to other instances');
   assert.is(verdicts.get(KEY_RACE)!.stale.length, 0, 'stale reads of the slow-fill key (Lettuce #3481 race)');
   assert.ok(mgetReads.length > 4000, `MGET readers: only ${mgetReads.length} key reads`);
-  assert.equal(staleMget.slice(0, 3), [0, 0, 0], 'stale MGET reads of wrapper keys');
+  assert.equal(
+    staleMget,
+    wrapperKeys.map(() => 0),
+    'stale MGET reads of wrapper keys',
+  );
+  if (nodeRedis) {
+    assert.ok(nrReads.length > 1000, `node-redis reads: only ${nrReads.length}`);
+    assert.ok(
+      nrReads.some((r) => r.via === 'nr-mget'),
+      'node-redis MGET reads were recorded',
+    );
+    assert.ok(
+      writes.filter((w) => w.key === KEY_N && w.acked).length > 50,
+      'node-redis wrapper writes were acknowledged',
+    );
+  }
   assert.ok(mgetsSent * 2 < mgetsRead, `MGETs answered locally: ${mgetsSent} of ${mgetsRead} reached Redis`);
 });
 

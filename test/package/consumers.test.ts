@@ -9,6 +9,10 @@
  *   cjs  a CommonJS service: require('@hotkey/sdk') through Node's require(esm)
  *   ts   the README's "Use it from a service" snippet, verbatim, in a strict NodeNext project:
  *        `tsc --noEmit`, then compiled with tsc and run (plus withHotKeys on a Redis.Cluster)
+ *   nr   a node-redis service in a folder of its own (the README's `npm install @hotkey/sdk redis`, no
+ *        ioredis): wraps its client as the README shows (`withHotKeys(await createClient({ url })
+ *        .connect(), hk)` from `@hotkey/sdk/node-redis`), reads a flash key until the hub promotes it,
+ *        then shows it served locally (Redis's GET count stops growing)
  *   hub  `npx @hotkey/hub` serves the prebuilt dashboard; `npx hotkey-hub --help` works, and so
  *        does `hotkey-hub` after `npm install -g @hotkey/hub` (into a prefix of the test's own);
  *        `npx hotkey-hub conformance --help` loads the kit with the installed sdk's test vectors
@@ -148,6 +152,41 @@ const KEY = 'item:cjs';
 });
 `;
 
+/**
+ * A node-redis service: the flash key is read through the wrapped client until the hub promotes it,
+ * then 200 more reads must leave Redis's GET count (INFO commandstats, read on a plain client)
+ * where it was — retried until the first load after the promotion landed (deadline 20 s).
+ */
+const NODE_REDIS_SERVICE = `import { HotKeyClient } from '@hotkey/sdk';
+import { withHotKeys } from '@hotkey/sdk/node-redis';
+import { createClient } from 'redis';
+const KEY = 'item:nr';
+const hk = new HotKeyClient({ app: 'shop', hubs: [process.env.HOTKEY_HUB], token: process.env.HOTKEY_TOKEN });
+await hk.ready({ signal: AbortSignal.timeout(10_000) });
+const redis = withHotKeys(await createClient({ url: process.env.REDIS_URL }).connect(), hk);
+redis.on('error', console.error);
+const admin = await createClient({ url: process.env.REDIS_URL }).on('error', console.error).connect();
+await admin.set(KEY, 'stock:42');
+const getsAtRedis = async () => Number(/^cmdstat_get:calls=(\\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0);
+const deadline = Date.now() + 20_000;
+while (!hk.isHot(KEY)) {
+  if (Date.now() > deadline) throw new Error(KEY + ' was not promoted within 20 s');
+  await redis.get(KEY);
+  await new Promise((r) => setTimeout(r, 2));
+}
+for (;;) {
+  const before = await getsAtRedis();
+  for (let i = 0; i < 200; i++) if ((await redis.get(KEY)) !== 'stock:42') throw new Error('wrong value');
+  const grew = (await getsAtRedis()) - before;
+  if (grew === 0) break;
+  if (Date.now() > deadline) throw new Error(KEY + ' still read from Redis: ' + grew + ' GETs for 200 reads');
+}
+console.log('SERVED LOCALLY ' + KEY + ': 200 reads, 0 GETs at Redis');
+await redis.close();
+await admin.close();
+await hk.close();
+`;
+
 /** What the README snippet leaves to the service: its logger, database and id. */
 const TS_PRELUDE = `// --- the service's own (not part of the README snippet)
 const log = {
@@ -267,13 +306,36 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   );
   const install = readmeInstallCommands();
   assert.equal(install[0], 'npm install @hotkey/sdk ioredis');
-  assert.equal(install[1], 'npx @hotkey/hub');
-  assert.ok(install[2]?.startsWith('npm install -g @hotkey/hub && hotkey-hub '), install[2]);
-  // the README's command, plus the hub (so npx runs the installed one) and the TypeScript tools
-  await run('npm', ['install', '@hotkey/sdk', 'ioredis', '@hotkey/hub', 'typescript@~5.9.3', '@types/node@^20'], {
-    cwd: app,
-    timeoutMs: 120_000,
-  });
+  assert.equal(install[1], 'npm install @hotkey/sdk redis');
+  assert.equal(install[2], 'npx @hotkey/hub');
+  assert.ok(install[3]?.startsWith('npm install -g @hotkey/hub && hotkey-hub '), install[3]);
+  // the README's command, plus the hub (so npx runs the installed one) and the TypeScript tools;
+  // beside it a node-redis service in a project of its own, without ioredis
+  const nodeRedisApp = join(work, 'node-redis-service');
+  const nodeRedis = sdkListing.includes('package/dist/node-redis.js');
+  if (!nodeRedis) console.log('# node-redis service SKIPPED: the sdk tarball has no dist/node-redis.js');
+  else {
+    mkdirSync(nodeRedisApp);
+    writeFileSync(
+      join(nodeRedisApp, 'package.json'),
+      JSON.stringify({ name: 'nr-service', version: '1.0.0', private: true, type: 'module' }),
+    );
+    writeFileSync(join(nodeRedisApp, '.npmrc'), readFileSync(join(app, '.npmrc')));
+    writeFileSync(join(nodeRedisApp, 'service.js'), NODE_REDIS_SERVICE);
+  }
+  await Promise.all([
+    run('npm', ['install', '@hotkey/sdk', 'ioredis', '@hotkey/hub', 'typescript@~5.9.3', '@types/node@^20'], {
+      cwd: app,
+      timeoutMs: 120_000,
+    }),
+    // the README's node-redis install line, verbatim
+    nodeRedis && run('npm', install[1]!.split(' ').slice(1), { cwd: nodeRedisApp, timeoutMs: 120_000 }),
+  ]);
+  if (nodeRedis)
+    assert.not.ok(
+      readdirSync(join(nodeRedisApp, 'node_modules')).includes('ioredis'),
+      'the node-redis service installs no ioredis',
+    );
   const installedAt = Date.now();
   console.log(
     `# packed in ${((packedAt - started) / 1000).toFixed(1)} s, installed in ${((installedAt - packedAt) / 1000).toFixed(1)} s`,
@@ -352,11 +414,13 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   await run(process.execPath, [tsc, '-p', '.', '--noCheck'], { cwd: ts, timeoutMs: 120_000 });
 
   const env = { HOTKEY_HUB: hub.url, HOTKEY_TOKEN: TOKEN, REDIS_URL: redis!.url };
-  const [esm, cjs, tsOut] = await Promise.all([
+  const [esm, cjs, tsOut, nr] = await Promise.all([
     run(process.execPath, ['service.mjs'], { cwd: join(app, 'esm'), timeoutMs: 30_000, env }),
     run(process.execPath, ['service.cjs'], { cwd: join(app, 'cjs'), timeoutMs: 30_000, env }),
     run(process.execPath, [join('out', 'service.js')], { cwd: ts, timeoutMs: 30_000, env }),
+    nodeRedis ? run(process.execPath, ['service.js'], { cwd: nodeRedisApp, timeoutMs: 30_000, env }) : undefined,
   ]);
+  if (nr) assert.match(nr.stdout, /SERVED LOCALLY item:nr: 200 reads, 0 GETs at Redis/);
   assert.match(esm.stdout, /PROMOTED item:esm/);
   assert.match(cjs.stdout, /PROMOTED item:cjs/);
   assert.match(tsOut.stdout, /PROMOTED item:42 \{"key":"item:42","name":"a thing"\}/);

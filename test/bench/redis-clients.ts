@@ -1,0 +1,134 @@
+/**
+ * The Redis clients the side-by-side benchmark (node-redis.bench.ts) compares, behind one small
+ * interface so that every load runs the same code against each:
+ *
+ *   ioredis                plain ioredis 6 (the heap baseline of ioredis + hotkey)
+ *   ioredis+hotkey         `withHotKeys(new Redis(url), hk)` (@hotkey/sdk/ioredis)
+ *   node-redis             plain node-redis (`createClient({ url })`; RESP3, v6's default)
+ *   node-redis+hotkey      `withHotKeys(createClient({ url }), hk)` (@hotkey/sdk/node-redis)
+ *   node-redis+csc         node-redis's own client-side cache: `{ RESP: 3, clientSideCache: {} }`
+ *                          with its defaults (no TTL, no entry limit)
+ *   node-redis+hk.get      plain node-redis read through `hk.get(key, loader)` by hand, writes
+ *                          followed by `hk.invalidate(key)`: what a node-redis service can do
+ *                          without an adapter (the SDK's own cost, measured apart from any adapter)
+ *
+ * The node-redis adapter is loaded by name at run time (test/support/node-redis-adapter.ts): where it
+ * is not built yet, `adapterMissing()` says why and the benchmark reports that column as skipped.
+ */
+import { HotKeyClient } from '@hotkey/sdk';
+import { withHotKeys as withHotKeysIoredis } from '@hotkey/sdk/ioredis';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { loadNodeRedisAdapter, nodeRedisAdapterMissing } from '../support/node-redis-adapter.ts';
+
+export const VARIANTS = [
+  'ioredis',
+  'ioredis+hotkey',
+  'node-redis',
+  'node-redis+hotkey',
+  'node-redis+csc',
+  'node-redis+hk.get',
+] as const;
+export type Variant = (typeof VARIANTS)[number];
+
+/** The same client library without any cache: what a variant's heap is compared with. */
+export function plainOf(variant: Variant): Variant {
+  return variant.startsWith('ioredis') ? 'ioredis' : 'node-redis';
+}
+
+export interface BenchClient {
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string): Promise<unknown>;
+  /** values held in the process for this client (its cache's entries; 0 without one) */
+  cacheEntries(): number;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  redisUrl: string;
+  hubUrl: string;
+  app: string;
+  instanceId: string;
+}
+
+type NodeRedisClient = ReturnType<typeof createClient>;
+
+/** Why the node-redis + hotkey column cannot run here, or undefined when it can. */
+export const adapterMissing = nodeRedisAdapterMissing;
+
+async function hotKeyClient(o: OpenOptions): Promise<HotKeyClient> {
+  const hk = new HotKeyClient({ app: o.app, hubs: o.hubUrl, instanceId: o.instanceId });
+  hk.on('error', () => undefined);
+  await hk.ready({ signal: AbortSignal.timeout(15_000) });
+  return hk;
+}
+
+async function nodeRedis(url: string, csc: boolean): Promise<NodeRedisClient> {
+  const client = csc ? createClient({ url, RESP: 3, clientSideCache: {} }) : createClient({ url });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client as NodeRedisClient;
+}
+
+export async function openClient(variant: Variant, o: OpenOptions): Promise<BenchClient> {
+  switch (variant) {
+    case 'ioredis':
+    case 'ioredis+hotkey': {
+      const hk = variant === 'ioredis+hotkey' ? await hotKeyClient(o) : undefined;
+      const plain = new Redis(o.redisUrl);
+      plain.on('error', () => undefined);
+      const redis = hk ? withHotKeysIoredis(plain, hk) : plain;
+      await redis.ping();
+      return {
+        get: (key) => redis.get(key),
+        set: (key, value) => redis.set(key, value),
+        cacheEntries: () => hk?.stats().cacheSize ?? 0,
+        close: async () => {
+          redis.disconnect();
+          await hk?.close();
+        },
+      };
+    }
+    case 'node-redis':
+    case 'node-redis+csc': {
+      const client = await nodeRedis(o.redisUrl, variant === 'node-redis+csc');
+      return {
+        get: (key) => client.get(key) as Promise<string | null>,
+        set: (key, value) => client.set(key, value),
+        cacheEntries: () => client.clientSideCache?.size() ?? 0,
+        close: () => client.close(),
+      };
+    }
+    case 'node-redis+hotkey': {
+      const a = await loadNodeRedisAdapter();
+      if (a instanceof Error) throw a;
+      const hk = await hotKeyClient(o);
+      const client = a.withHotKeys(await nodeRedis(o.redisUrl, false), hk);
+      return {
+        get: (key) => client.get(key) as Promise<string | null>,
+        set: (key, value) => client.set(key, value),
+        cacheEntries: () => hk.stats().cacheSize,
+        close: async () => {
+          await client.close();
+          await hk.close();
+        },
+      };
+    }
+    case 'node-redis+hk.get': {
+      const hk = await hotKeyClient(o);
+      const client = await nodeRedis(o.redisUrl, false);
+      return {
+        get: (key) => hk.get(key, () => client.get(key) as Promise<string | null>),
+        set: async (key, value) => {
+          await client.set(key, value);
+          await hk.invalidate(key);
+        },
+        cacheEntries: () => hk.stats().cacheSize,
+        close: async () => {
+          await client.close();
+          await hk.close();
+        },
+      };
+    }
+  }
+}
