@@ -39,6 +39,12 @@ import { Session, SessionState, type SessionHost } from './session.ts';
 import { TokenBucket } from './token-bucket.ts';
 import type { HubTunables } from './tunables.ts';
 import { KeyPrivacy } from './key-privacy.ts';
+import { Handoff } from './handoff.ts';
+
+/** ms a hub still counts the keys a membership change moves away (reports in flight) before handing them over */
+const HANDOFF_DRAIN_MS = 50;
+/** ms after which the keys a join moved away are handed over once more (SDKs still connecting to the joiner report to the old owner) */
+const HANDOFF_FOLLOW_MS = 1000;
 
 export interface HubCoreOptions {
   id: string;
@@ -80,6 +86,7 @@ export class HubCore implements SessionHost {
   readonly #apps: Apps;
   readonly #announcer: Announcer;
   readonly #invalidations: InvalidationRouter;
+  readonly #handoff: Handoff;
   readonly #awaitingHello = new Set<Session>();
   #recent: HubEvent[] = [];
   #epoch: number;
@@ -159,6 +166,25 @@ export class HubCore implements SessionHost {
         if (app !== undefined && !session.closed) this.#invalidations.request(app, session, request);
       },
     });
+    this.#handoff = new Handoff(
+      {
+        selfId: this.id,
+        maxKeys: this.tunables.handoffMaxKeys,
+        send: (to, bytes) => this.coordinator.sendHandoff?.(to, bytes),
+        setAccept: (accept) => this.#apps.setAccept(accept),
+        drainMs: HANDOFF_DRAIN_MS,
+        followMs: HANDOFF_FOLLOW_MS,
+        apps: () => this.#apps.values(),
+        open: (app) => this.#apps.open(app)?.aggregator,
+        counters: this.metrics.handoff,
+        logger: this.#logger,
+        now: this.#now,
+        clock,
+      },
+      membership.epoch,
+      membership.members,
+    );
+    this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#handoff.receive(bytes)));
     this.coordinator.onRules((app, rules) =>
       this.#guard('rules change', () => {
         this.#logger.info(
@@ -486,6 +512,7 @@ export class HubCore implements SessionHost {
         if (app.lingering.size === 0 && this.#apps.idle(app, now)) this.#apps.drop(app);
       });
     }
+    this.#guard('handoff', () => this.#handoff.tick());
     if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
     if (now - this.#lastStatusAt >= this.tunables.statusIntervalMs)
       this.#guard('status', () => this.publishStatus(now));
@@ -524,8 +551,14 @@ export class HubCore implements SessionHost {
     this.coordinator.publishStatus(status);
   }
 
+  /** Resolves once the windows of the last membership change are handed over (handoff.ts; at most a few tens of ms). */
+  handoffSettled(): Promise<void> {
+    return this.#handoff.settled();
+  }
+
   /** Closes every connection with `code`; pending invalidations are dropped unacknowledged (an ack would be a guess). */
   shutdown(code: number, reason: string): void {
+    this.#guard('handoff', () => this.#handoff.flush());
     this.#closing = true;
     this.#apps.close();
     this.invalidationBudget.close();
@@ -602,9 +635,11 @@ export class HubCore implements SessionHost {
     const ownership = new Ownership(members.map((m) => m.id));
     this.#ownership = ownership;
     const bytes = membersFrame(epoch, members);
-    // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
+    // keys owned by another hub are that hub's to decide: handed over with their windows once the
+    // reports in flight are in (handoff.ts); SDKs resync on the new epoch
+    const before = this.#accept;
     this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;
-    this.#apps.setAccept(this.#accept);
+    this.#handoff.changed(epoch, members, before, this.#accept);
     for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
   }
 }
