@@ -9,6 +9,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseHubConfig, startHub, type Hub } from '@hotkey/hub';
 import { RedisCoordinator } from '../../hub/src/cluster/redis-coordinator.ts';
+import { createRedisClient } from '../../hub/src/cluster/redis-client.ts';
+import { encodeChunks } from '../../hub/src/core/handoff-chunk.ts';
 import { silentLogger } from '../../hub/src/core/logger.ts';
 import { ADMIN, APP, Cluster, httpJson } from './cluster-harness.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
@@ -153,6 +155,41 @@ test('crash mid-window: nothing is handed over; a surge that goes on is promoted
   }
   const sent = await httpJson(`${cluster.hub('hub-a').httpUrl}/api/cluster`);
   assert.is(sent.status, 200);
+});
+
+test('a forged chunk through Redis (a hub that is not a member; a stale epoch) is refused, logged, and changes nothing', async () => {
+  const redis = createRedisClient({ url: cluster.redis.url, name: 'handoff-test' });
+  await redis.connect();
+  try {
+    const epoch = Number(await redis.get('hotkey:epoch'));
+    const [key] = Cluster.keysOwnedBy(['hub-a', 'hub-d'], 'hub-a', 1, 'item:forged:');
+    const forged = (from: string, at: number) =>
+      encodeChunks({ from, to: 'hub-a', epoch: at, app: APP }, [
+        { key: key!, sliceMs: 100, slices: [THRESHOLD * 5, 0, 0, 0, 0, 0, 0, 0, 0, 0], hotMs: 0, hotAgeMs: 0 },
+      ])[0]!;
+    for (const bytes of [forged('hub-x', epoch), forged('hub-d', epoch - 1)])
+      await redis.rpush('hotkey:handoff:hub-a', Buffer.from(bytes));
+    await redis.publish('hotkey:handoff', 'hub-a');
+    const base = cluster.hub('hub-a').httpUrl;
+    await waitFor(
+      'both refusals counted',
+      async () =>
+        (await counter(base, 'hotkey_handoff_refused_not_member_total')) >= 1 &&
+        (await counter(base, 'hotkey_handoff_refused_stale_epoch_total')) >= 1,
+      5000,
+    );
+    const lines = cluster
+      .hub('hub-a')
+      .stdout.split('\n')
+      .filter((l) => l.includes('handoff_refused'));
+    assert.ok(
+      lines.some((l) => l.includes('not_member')) && lines.some((l) => l.includes('stale_epoch')),
+      lines.join('\n'),
+    );
+    assert.is(await promotedBy('hub-a', key!, 0), undefined, 'the forged counts promoted nothing');
+  } finally {
+    redis.disconnect();
+  }
 });
 
 test.run();
