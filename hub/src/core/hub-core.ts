@@ -32,6 +32,7 @@ import { HubMetrics, protectionCounters, readGauges, type Gauges, type Protectio
 import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
+import { OwnershipFence } from './ownership-fence.ts';
 import { closeReason, type BulkWriter, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
 import type { ReportFrame } from './report-frame.ts';
@@ -91,6 +92,8 @@ export class HubCore implements SessionHost {
   /** which keys this hub owns; undefined while it is the only member */
   #accept: ((key: string) => boolean) | undefined;
   #ownership: Ownership;
+  /** acks held across owner changes, hot keys let go of (ownership-fence.ts) */
+  readonly #fence: OwnershipFence;
 
   constructor(options: HubCoreOptions) {
     this.id = options.id;
@@ -132,8 +135,10 @@ export class HubCore implements SessionHost {
         this.#announcer.promoted(app, key, rule, qps, latencyMs, manual),
       onDemote: (app, key, qps, reason) => this.#announcer.demoted(app, key, qps, reason),
     });
+    this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, clock, initial });
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
+      notBefore: (key, flush) => (flush ? this.#fence.notBeforeAny() : this.#fence.notBefore(key)),
       metrics: this.metrics,
       now: this.#now,
       clock,
@@ -599,12 +604,16 @@ export class HubCore implements SessionHost {
     );
     this.#epoch = epoch;
     this.#members = members;
+    const before = this.#ownership;
     const ownership = new Ownership(members.map((m) => m.id));
     this.#ownership = ownership;
     const bytes = membersFrame(epoch, members);
+    const lost = this.#fence.lostHotKeys(this.#apps.values(), this.#accept, ownership, this.#now());
     // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
     this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;
     this.#apps.setAccept(this.#accept);
+    this.#fence.changed(before, ownership);
     for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
+    for (const [app, keys] of lost) this.#fence.release(app, keys);
   }
 }
