@@ -7,12 +7,7 @@
  *   pnpm bench --only ioredis-get
  *   node --import tsx test/bench/ioredis-get.bench.ts        # WRAPPER=<module path> to compare another wrapper
  */
-import { Redis } from 'ioredis';
-import { HotKeyClient } from '@hotkey/sdk';
-import { MsgType } from '../../sdk/src/wire/protocol.ts';
-import { ProtocolPeer } from '../support/protocol-peer.ts';
-import { waitFor } from '../support/wait.ts';
-import { RedisServer } from '../support/redis-server.ts';
+import { peerWrappedRedis } from '../support/peer-wrapped-redis.ts';
 import { benchMain, type BenchRow } from './harness.ts';
 
 const { withHotKeys } = (await import(
@@ -40,28 +35,12 @@ async function cpuPerOp(
 
 benchMain(async ({ quick }) => {
   const rounds = quick ? 2 : 7;
-  const server = await RedisServer.start();
-  const peer = await new ProtocolPeer({ id: 'hub-bench' }).listen();
-  const sockP = peer.nextSocket();
-  const hk = new HotKeyClient({ app: 'bench', hubs: peer.url, flushIntervalMs: 100 });
-  const sock = await sockP;
-  await hk.ready({ signal: AbortSignal.timeout(5000) });
-  const plain = new Redis(server.url);
-  const wrapped = withHotKeys(new Redis(server.url), hk);
+  const fixture = await peerWrappedRedis(withHotKeys);
+  const { hk, plain, wrapped } = fixture;
   try {
     await plain.set('item:hot', 'v'.repeat(64));
     await plain.set('item:cold', 'v'.repeat(64));
-    sock.send({
-      t: MsgType.Promote,
-      seq: 1,
-      key: 'item:hot',
-      qps: 1e5,
-      hotMs: 600_000,
-      cacheTtlMs: 600_000,
-      cache: true,
-      at: 0,
-    });
-    await waitFor('item:hot hot', () => hk.isHot('item:hot'), 5000);
+    await fixture.promote(['item:hot']);
     await wrapped.get('item:hot');
     const rows: Record<string, number[]> = {
       hkHit: [],
@@ -112,10 +91,6 @@ benchMain(async ({ quick }) => {
     ];
     return result;
   } finally {
-    plain.disconnect();
-    wrapped.disconnect();
-    await hk.close();
-    await peer.close();
-    await server.stop();
+    await fixture.close();
   }
 });

@@ -10,11 +10,9 @@
  *   node --conditions=@hotkey/source --import tsx test/bench/multi-read.bench.ts [--quick]
  */
 import { Redis } from 'ioredis';
-import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
-import { MsgType } from '../../sdk/src/wire/protocol.ts';
-import { ProtocolPeer } from '../support/protocol-peer.ts';
-import { RedisServer } from '../support/redis-server.ts';
+import { allCommandCalls } from '../support/commandstats.ts';
+import { peerWrappedRedis } from '../support/peer-wrapped-redis.ts';
 import { waitFor } from '../support/wait.ts';
 import { benchMain, measureNsPerOpAsync, type BenchRow } from './harness.ts';
 
@@ -22,30 +20,12 @@ const HOT = Array.from({ length: 10 }, (_, i) => `item:hot:${i}`);
 const MIXED = [...HOT.slice(0, 8), 'item:cold:0', 'item:cold:1'];
 
 benchMain(async ({ quick }) => {
-  const server = await RedisServer.start();
-  const peer = await new ProtocolPeer({ id: 'hub-bench' }).listen();
-  const sockP = peer.nextSocket();
-  const hk = new HotKeyClient({ app: 'bench', hubs: peer.url, flushIntervalMs: 100 });
-  const sock = await sockP;
-  await hk.ready({ signal: AbortSignal.timeout(5000) });
-  const plain = new Redis(server.url);
-  const wrapped = withHotKeys(new Redis(server.url), hk);
-  const admin = new Redis(server.url);
+  const fixture = await peerWrappedRedis(withHotKeys);
+  const { hk, plain, wrapped } = fixture;
+  const admin = new Redis(fixture.server.url);
   try {
     for (const key of [...HOT, 'item:cold:0', 'item:cold:1']) await plain.set(key, 'v'.repeat(64));
-    HOT.forEach((key, i) =>
-      sock.send({
-        t: MsgType.Promote,
-        seq: i + 1,
-        key,
-        qps: 1e5,
-        hotMs: 600_000,
-        cacheTtlMs: 600_000,
-        cache: true,
-        at: 0,
-      }),
-    );
-    await waitFor('keys hot', () => HOT.every((key) => hk.isHot(key)), 5000);
+    await fixture.promote(HOT);
     for (const key of HOT) {
       await waitFor(
         `${key} cached`,
@@ -66,11 +46,7 @@ benchMain(async ({ quick }) => {
     const commandsPer = async (calls: number, run: () => Promise<unknown>): Promise<number> => {
       await admin.config('RESETSTAT');
       for (let i = 0; i < calls; i++) await run();
-      const info = await admin.info('commandstats');
-      let total = 0;
-      for (const m of info.matchAll(/^cmdstat_([\w|]+):calls=(\d+)/gm))
-        if (!m[1]!.startsWith('config')) total += Number(m[2]);
-      return total / calls;
+      return (await allCommandCalls(admin, ['config'])) / calls;
     };
     const opts = quick ? { rounds: 3, roundMs: 50, warmupMs: 100 } : { rounds: 7, roundMs: 200, warmupMs: 300 };
     const time = (client: Redis, keys: string[]) =>
@@ -118,11 +94,7 @@ benchMain(async ({ quick }) => {
     }
     return rows;
   } finally {
-    plain.disconnect();
-    wrapped.disconnect();
     admin.disconnect();
-    await hk.close();
-    await peer.close();
-    await server.stop();
+    await fixture.close();
   }
 });

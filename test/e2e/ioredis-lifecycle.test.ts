@@ -14,19 +14,17 @@ import { once } from 'node:events';
 import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { counter, withHotKeys } from '@hotkey/sdk/ioredis';
-import { MANUAL_RULE, promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
-import { RedisServer } from '../support/redis-server.ts';
+import { commandCalls } from '../support/commandstats.ts';
+import { MANUAL_RULE } from '../support/promoting-hub.ts';
+import { redisHub, type RedisHub } from '../support/redis-hub.ts';
 import { waitFor, within } from '../support/wait.ts';
 
-let fixture: PromotingHub;
-let server: RedisServer;
+let fixture: RedisHub;
 let hk: HotKeyClient;
 let plain: Redis;
-const opened: Redis[] = [];
 
 test.before(async () => {
-  server = await RedisServer.start();
-  fixture = await promotingHub(
+  fixture = await redisHub(
     [
       MANUAL_RULE,
       // read-hot keys served by replica keys, not cached: a write deletes its copies (replicas.ts)
@@ -34,28 +32,16 @@ test.before(async () => {
     ],
     'hotkey-lifecycle-',
   );
-  hk = fixture.hk;
-  plain = client();
+  ({ hk, plain } = fixture);
 });
 
 test.after(async () => {
-  for (const c of opened) c.disconnect();
   await fixture?.close();
-  await server?.stop();
 });
 
-function client(options: { lazyConnect?: boolean } = {}): Redis {
-  const c = new Redis(server.url, { maxRetriesPerRequest: 1, ...options });
-  opened.push(c);
-  return c;
-}
-
+const client = (options: { lazyConnect?: boolean } = {}): Redis => fixture.client(options);
 const promote = (key: string, on = hk): Promise<void> => fixture.promote(key, on);
-
-async function redisGets(): Promise<number> {
-  const info = await plain.info('commandstats');
-  return Number(/cmdstat_get:calls=(\d+)/.exec(info)?.[1] ?? 0);
-}
+const redisGets = (): Promise<number> => commandCalls(plain, 'get');
 
 /** Connections of the adapter's own (tracking) on the server. */
 async function ownConnections(): Promise<number> {
@@ -150,7 +136,7 @@ test('no timer of the adapter outlives the commands it watched (a command from t
 test('connect then disconnect: every interval the adapter set is cleared by the end event', async () => {
   const ledger = timerLedger();
   try {
-    const c = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk);
+    const c = withHotKeys(new Redis(fixture.server.url, { maxRetriesPerRequest: 1 }), hk);
     const failed = c.ping().catch((e: Error) => e); // watched by the breaker, fails with the disconnect
     c.on('connect', () => c.disconnect());
     await within('end', once(c, 'end'), 5000);
@@ -258,8 +244,7 @@ test("a fold of the adapter's issued right behind QUIT is rejected, not written"
 
 test("tracking connections of a RESP3 client with replyMapping 'resp3' open (RESP2, plain replies)", async () => {
   await plain.set('lc:resp3', 'r');
-  const c = withHotKeys(new Redis(server.url, { protocol: 3, replyMapping: 'resp3' } as never), hk);
-  opened.push(c);
+  const c = withHotKeys(new Redis(fixture.server.url, { protocol: 3, replyMapping: 'resp3' } as never), hk);
   try {
     await c.ping();
     await promote('lc:resp3');

@@ -14,42 +14,29 @@ import { Redis } from 'ioredis';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import type { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
-import { promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
-import { RedisServer } from '../support/redis-server.ts';
+import { commandCalls } from '../support/commandstats.ts';
+import { redisHub, type RedisHub } from '../support/redis-hub.ts';
 
-let fixture: PromotingHub;
-let server: RedisServer;
+let fixture: RedisHub;
 let hk: HotKeyClient;
 let plain: Redis;
-const opened: Redis[] = [];
 const UNTRACKED = { tracking: false } as const;
 
 test.before(async () => {
-  server = await RedisServer.start();
-  fixture = await promotingHub(undefined, 'hotkey-patch-order-');
-  hk = fixture.hk;
-  plain = client();
+  fixture = await redisHub(undefined, 'hotkey-patch-order-');
+  ({ hk, plain } = fixture);
 });
 
 test.after(async () => {
-  for (const c of opened) c.disconnect();
   await fixture?.close();
-  await server?.stop();
 });
 
-function client(): Redis {
-  const c = new Redis(server.url, { maxRetriesPerRequest: 1 });
-  opened.push(c);
-  return c;
-}
-
+const client = (): Redis => fixture.client();
 const promote = (key: string, on = hk): Promise<void> => fixture.promote(key, on);
 
 /** GETs and HGETALLs Redis itself answered so far (every client of the server). */
 async function served(): Promise<{ get: number; hgetall: number }> {
-  const info = await plain.info('commandstats');
-  const calls = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
-  return { get: calls('get'), hgetall: calls('hgetall') };
+  return { get: await commandCalls(plain, 'get'), hgetall: await commandCalls(plain, 'hgetall') };
 }
 
 type Seen = string[];

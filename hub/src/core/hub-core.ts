@@ -1,31 +1,30 @@
 /**
- * The hub without the network, and the façade the server and the HTTP API use: the session
- * protocol (Hello, reports, resync), the tick, Members fan-out, periodic status, the API's reads
- * and commands. Per-app state, admission and Config fan-out live in apps.ts; the frames it sends
+ * The hub without the network, and the façade the server and the HTTP API use: it routes each
+ * session message to the part that handles it, runs the tick, fans membership changes out, and
+ * answers the API's reads and commands. The parts: a session's opening in hello.ts; a Report's
+ * records in report-ingest.ts; per-app state, admission and Config fan-out in apps.ts; the frames
  * in frames.ts; promotions and demotions become broadcasts and events in announce.ts;
- * invalidations and their acks in invalidation-router.ts; the gauges in hub-metrics.ts. Talks
- * to the rest of the cluster only through the Coordinator.
+ * invalidations and their acks in invalidation-router.ts; the member list and key ownership in
+ * members.ts; the periodic status in hub-status.ts; the gauges in hub-metrics.ts. Talks to the
+ * rest of the cluster only through the Coordinator.
  */
 import { ErrorCode, ProtocolError, closeCodeOf } from '@hotkey/sdk';
-import { Ownership } from '@hotkey/sdk/ownership';
 import {
   CloseCode,
-  describeRange,
-  negotiateVersion,
-  offeredRange,
-  OLDEST_CLIENT_VERSION,
-  PROTOCOL_VERSION,
   type Hello,
   type InvalidateRequest,
   type Member,
   type Push,
   type Report,
 } from '@hotkey/sdk/protocol';
-import type { Coordinator, HubEvent, HubStatus } from './coordinator.ts';
+import type { Coordinator, HubEvent } from './coordinator.ts';
 import type { Logger } from './logger.ts';
-import { reporterBit } from './reporters.ts';
-import { admitVersion, isLegacy, refuseFromLegacy } from './legacy-sessions.ts';
-import { limitFrames, membersFrame, snapshotFrame, welcomeFrame } from './frames.ts';
+import { isLegacy, refuseFromLegacy } from './legacy-sessions.ts';
+import { limitFrames, membersFrame } from './frames.ts';
+import { openSession, sendSnapshot } from './hello.ts';
+import { StatusClock } from './hub-status.ts';
+import { MemberView } from './members.ts';
+import { ReportIngest } from './report-ingest.ts';
 import { Announcer } from './announce.ts';
 import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
 import { HubMetrics, protectionCounters, readGauges, type Gauges, type ProtectionCounters } from './hub-metrics.ts';
@@ -33,11 +32,11 @@ import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
 import { OwnershipFence } from './ownership-fence.ts';
+import { Ownership } from '@hotkey/sdk/ownership';
 import { closeReason, type BulkWriter, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
 import type { ReportFrame } from './report-frame.ts';
-import { Session, SessionState, type SessionHost } from './session.ts';
-import { TokenBucket } from './token-bucket.ts';
+import { Session, type SessionHost } from './session.ts';
 import type { HubTunables } from './tunables.ts';
 import { KeyPrivacy } from './key-privacy.ts';
 
@@ -57,9 +56,6 @@ export interface HubCoreOptions {
   /** how keys are shown outside the core (key-privacy.ts) @default every key plain */
   keyPrivacy?: KeyPrivacy;
 }
-
-const STATUS_HOT_MAX = 100;
-const STATUS_INSTANCES_MAX = 200;
 
 export class HubCore implements SessionHost {
   readonly id: string;
@@ -82,16 +78,11 @@ export class HubCore implements SessionHost {
   readonly #announcer: Announcer;
   readonly #invalidations: InvalidationRouter;
   readonly #awaitingHello = new Set<Session>();
+  readonly #ingest: ReportIngest;
+  readonly #status: StatusClock;
+  readonly #members: MemberView;
   #recent: HubEvent[] = [];
-  #epoch: number;
-  #members: Member[];
-  #lastStatusAt: number;
-  #lastStatusRecords = 0;
-  #ingestRate = 0;
   #closing = false;
-  /** which keys this hub owns; undefined while it is the only member */
-  #accept: ((key: string) => boolean) | undefined;
-  #ownership: Ownership;
   /** acks held across owner changes, hot keys let go of (ownership-fence.ts) */
   readonly #fence: OwnershipFence;
 
@@ -103,14 +94,11 @@ export class HubCore implements SessionHost {
     const clock = options.clock ?? (() => performance.now());
     this.#logger = options.logger;
     this.startedAt = this.#now();
-    this.#lastStatusAt = this.startedAt;
+    this.#status = new StatusClock(this.startedAt);
+    this.#ingest = new ReportIngest(this.metrics);
     const membership = this.coordinator.members();
-    this.#epoch = membership.epoch;
-    this.#members = membership.members;
+    this.#members = new MemberView(this.id, membership.epoch, membership.members);
     this.qpsHistory = options.qpsHistory ?? new QpsHistory();
-    const initial = new Ownership(membership.members.map((member) => member.id));
-    this.#ownership = initial;
-    if (initial.ids.length > 1) this.#accept = (key) => initial.owner(key) === this.id;
     this.keyPrivacy = options.keyPrivacy ?? new KeyPrivacy();
     this.#announcer = new Announcer({
       privacy: this.keyPrivacy,
@@ -129,12 +117,13 @@ export class HubCore implements SessionHost {
       // SDKs may hold leases granted by this hub's previous life: wait one out before any ack
       ackNotBefore: clock() + this.tunables.leaseMs,
       logger: this.#logger,
-      accept: this.#accept,
+      accept: this.#members.accept,
       bulk: options.bulk,
       onPromote: (app, key, rule, qps, latencyMs, manual) =>
         this.#announcer.promoted(app, key, rule, qps, latencyMs, manual),
       onDemote: (app, key, qps, reason) => this.#announcer.demoted(app, key, qps, reason),
     });
+    const initial = new Ownership(membership.members.map((m) => m.id));
     this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, clock, initial });
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
@@ -209,141 +198,29 @@ export class HubCore implements SessionHost {
   }
 
   hello(session: Session, hello: Hello): void {
-    const version = negotiateVersion(hello, OLDEST_CLIENT_VERSION, PROTOCOL_VERSION);
-    if (version === undefined) {
-      const [lo, hi] = offeredRange(hello);
-      throw new ProtocolError(
-        ErrorCode.Version,
-        `protocol ${describeRange(lo, hi)} is not supported; this hub speaks ${describeRange(OLDEST_CLIENT_VERSION, PROTOCOL_VERSION)}`,
-        CloseCode.Version,
-      );
-    }
-    if (hello.role === 'dashboard') {
-      // pages get the live feed on LIVE_PATH (http/dashboard-feed.ts), not on the SDK endpoint
-      throw new ProtocolError(ErrorCode.Protocol, 'dashboard feed not available', CloseCode.Protocol);
-    }
-    const app = this.#apps.admit(hello);
-
+    openSession(
+      { hubId: this.id, apps: this.#apps, members: this.#members, tunables: this.tunables, now: this.#now },
+      session,
+      hello,
+    );
     this.#awaitingHello.delete(session);
-    session.state = SessionState.Open;
-    session.app = hello.app;
-    session.instance = hello.instance;
-    session.host = hello.host ?? '';
-    session.sdk = hello.sdk;
-    session.reporter = reporterBit(hello.instance);
-    session.appliedSeq = app.broadcaster.seq;
-    admitVersion(session, version);
-    session.soloBudget = new TokenBucket(
-      this.tunables.soloPromotionRate,
-      this.tunables.soloPromotionBurst,
-      this.#now(),
-    );
-    session.keyShare = app.aggregator.openShare();
-    this.#apps.join(app, session);
-    app.broadcaster.sendTo(
-      session.peer,
-      welcomeFrame(
-        {
-          hub: this.id,
-          epoch: this.#epoch,
-          members: this.#members,
-          rules: [...app.aggregator.rules],
-          local: this.#apps.localThresholds(app),
-          instances: app.sessionsByInstance.size,
-          seq: app.broadcaster.seq,
-        },
-        version,
-      ),
-    );
-    this.#sendSnapshot(app, session);
   }
 
-  /**
-   * Ingests `report.keys[from..]`, at most `max` records (the fair intake's step); returns the index
-   * it stopped at. @param [bytes] the frame's size, for the report frame size histogram (first step only)
-   */
+  /** Ingests `report.keys[from..]`, at most `max` records (report-ingest.ts); returns the index it stopped at. */
   report(session: Session, report: Report, from: number, max: number, bytes?: number): number {
     const app = this.#apps.get(session.app);
     if (app === undefined) return report.keys.length;
-    const now = this.#now();
-    const to = Math.min(report.keys.length, from + max);
-    this.#countReport(app, session, from, to, now, bytes);
-    app.aggregator.ingest(
-      report.keys,
-      report.counts,
-      session.reporter,
-      now,
-      session.soloBudget,
-      from,
-      to,
-      session.keyShare,
-    );
-    const { hits, loads } = report;
-    if (hits !== undefined && loads !== undefined) {
-      for (let i = from; i < to; i++)
-        if (hits[i]! > 0 || loads[i]! > 0) this.#savings(app, report.keys[i]!, hits[i]!, loads[i]!);
-    }
-    if (app.limits.active) app.limits.observe(session, report.keys, report.counts, from, to, now);
-    return to;
+    return this.#ingest.decoded(app, session, report, from, max, this.#now(), bytes);
   }
 
-  /**
-   * As `report`, for a Report frame read in place (report-frame.ts), from its cursor's record on;
-   * moves the cursor to where it stopped. Keys become strings only where needed: an admission,
-   * a record carrying savings, or every key while the app has rate limits.
-   */
+  /** As `report`, for a Report frame read in place; moves the frame's cursor to where it stopped. */
   reportFrame(session: Session, frame: ReportFrame, max: number, bytes?: number): number {
     const app = this.#apps.get(session.app);
     if (app === undefined) {
       frame.index = frame.length;
       return frame.length;
     }
-    const now = this.#now();
-    const from = frame.index;
-    const to = Math.min(frame.length, from + max);
-    this.#countReport(app, session, from, to, now, bytes);
-    const limits = app.limits.active;
-    const start = frame.savings || limits ? frame.save() : undefined;
-    app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to, session.keyShare);
-    if (start === undefined) return to;
-    // a second walk over the step for what needs the keys as strings
-    frame.restore(start);
-    const keys: string[] = [];
-    const counts: number[] = [];
-    while (frame.index < to) {
-      frame.next();
-      if (frame.hits > 0 || frame.loads > 0) this.#savings(app, frame.key(), frame.hits, frame.loads);
-      if (limits) {
-        keys.push(frame.key());
-        counts.push(frame.count);
-      }
-    }
-    if (limits) app.limits.observe(session, keys, counts, 0, keys.length, now);
-    return to;
-  }
-
-  #countReport(
-    app: AppState,
-    session: Session,
-    from: number,
-    to: number,
-    now: number,
-    bytes: number | undefined,
-  ): void {
-    session.lastReport = now;
-    if (from === 0) {
-      this.metrics.reports++;
-      if (bytes !== undefined) this.metrics.reportFrame(app.name, bytes);
-    }
-    this.metrics.records += to - from;
-  }
-
-  /** A record's savings: only keys hot at the SDK carry them; only keys hot here are kept (bounded). */
-  #savings(app: AppState, key: string, hits: number, loads: number): void {
-    if (!app.aggregator.isHot(key)) return;
-    app.savings.add(key, hits, loads);
-    this.metrics.localHits += hits;
-    this.metrics.loaderCalls += loads;
+    return this.#ingest.inPlace(app, session, frame, max, this.#now(), bytes);
   }
 
   invalidate(session: Session, request: InvalidateRequest): void {
@@ -357,7 +234,7 @@ export class HubCore implements SessionHost {
 
   resync(session: Session): void {
     const app = this.#apps.get(session.app);
-    if (app !== undefined) this.#sendSnapshot(app, session);
+    if (app !== undefined) sendSnapshot(app, session, this.#now());
   }
 
   lease(session: Session, id: number): void {
@@ -440,8 +317,7 @@ export class HubCore implements SessionHost {
 
   /** The member that owns (decides, and keeps the QPS history of) `key`; undefined with no members. */
   ownerOf(key: string): Member | undefined {
-    const id = this.#ownership.owner(key);
-    return id === undefined ? undefined : this.#members.find((m) => m.id === id);
+    return this.#members.ownerOf(key);
   }
 
   /** The key's recent cluster QPS as this hub sampled it (empty unless it owned the key while hot). */
@@ -463,7 +339,7 @@ export class HubCore implements SessionHost {
   gauges(): Gauges {
     return readGauges([...this.#apps.values()], {
       connections: this.#apps.connections,
-      ingestRate: this.#ingestRate,
+      ingestRate: this.#status.ingestRate,
       qpsHistoryKeys: this.qpsHistory.size,
     });
   }
@@ -492,40 +368,20 @@ export class HubCore implements SessionHost {
       });
     }
     if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
-    if (now - this.#lastStatusAt >= this.tunables.statusIntervalMs)
-      this.#guard('status', () => this.publishStatus(now));
+    if (this.#status.due(now, this.tunables.statusIntervalMs)) this.#guard('status', () => this.publishStatus(now));
   }
 
   publishStatus(now = this.#now()): void {
-    const elapsed = Math.max(1, now - this.#lastStatusAt);
-    this.#ingestRate = Math.round(((this.metrics.records - this.#lastStatusRecords) * 1000) / elapsed);
-    this.#lastStatusRecords = this.metrics.records;
-    this.#lastStatusAt = now;
-    const mem = process.memoryUsage();
-    const health = this.coordinator.health();
-    const status: HubStatus = {
+    const status = this.#status.next(now, this.metrics.records, {
       id: this.id,
       url: this.url,
       startedAt: this.startedAt,
-      ingestRate: this.#ingestRate,
       connections: this.#apps.connections,
-      heapUsed: mem.heapUsed,
-      rss: mem.rss,
-      redis: health.state === 'degraded' ? 'down' : this.clustered ? 'ok' : 'none',
-      hotKeys: this.hotKeys()
-        .slice(0, STATUS_HOT_MAX)
-        .map(({ app, key, qps, since, instances, threshold, localPct, loadsPerSec }) => ({
-          app,
-          key,
-          qps,
-          since,
-          instances,
-          threshold,
-          ...(localPct === undefined ? {} : { localPct, loadsPerSec }),
-        })),
-      instanceRows: this.instanceRows(undefined, STATUS_INSTANCES_MAX).map(({ hub: _hub, ...row }) => row),
-      updatedAt: now,
-    };
+      degraded: this.coordinator.health().state === 'degraded',
+      clustered: this.clustered,
+      hotKeys: () => this.hotKeys(),
+      instanceRows: (limit) => this.instanceRows(undefined, limit),
+    });
     this.coordinator.publishStatus(status);
   }
 
@@ -583,36 +439,19 @@ export class HubCore implements SessionHost {
     }
   }
 
-  #sendSnapshot(app: AppState, session: Session): void {
-    const hot = app.aggregator.hot(this.#now());
-    app.broadcaster.sendTo(
-      session.peer,
-      snapshotFrame(hot, (key) => app.replicas.count(key), app.broadcaster.seq),
-    );
-  }
-
   #membersChanged(epoch: number, members: Member[]): void {
+    const before = new Ownership(this.#members.members.map((m) => m.id));
+    const after = new Ownership(members.map((m) => m.id));
+    const lost = this.#fence.lostHotKeys(this.#apps.values(), this.#members.accept, after, this.#now());
+    const { joined, left } = this.#members.change(epoch, members);
     this.#logger.info(
-      {
-        evt: 'members',
-        epoch,
-        members: members.map((m) => m.id),
-        joined: members.filter((m) => !this.#members.some((o) => o.id === m.id)).map((m) => m.id),
-        left: this.#members.filter((o) => !members.some((m) => m.id === o.id)).map((o) => o.id),
-      },
+      { evt: 'members', epoch, members: members.map((m) => m.id), joined, left },
       'cluster members changed',
     );
-    this.#epoch = epoch;
-    this.#members = members;
-    const before = this.#ownership;
-    const ownership = new Ownership(members.map((m) => m.id));
-    this.#ownership = ownership;
-    const bytes = membersFrame(epoch, members);
-    const lost = this.#fence.lostHotKeys(this.#apps.values(), this.#accept, ownership, this.#now());
     // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
-    this.#accept = ownership.ids.length > 1 ? (key) => ownership.owner(key) === this.id : undefined;
-    this.#apps.setAccept(this.#accept);
-    this.#fence.changed(before, ownership);
+    this.#apps.setAccept(this.#members.accept);
+    this.#fence.changed(before, after);
+    const bytes = membersFrame(epoch, members);
     for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
     for (const [app, keys] of lost) this.#fence.release(app, keys);
   }

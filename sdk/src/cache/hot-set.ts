@@ -16,6 +16,7 @@
  * hot?" and "what is its cached value?" on the `get()` hot path. The cache fills and empties it.
  */
 import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
+import type { HotEntry, Promotion } from '../promotion.ts';
 import type { RuleKind } from '../rules.ts';
 import type { CacheSlot } from './local-cache.ts';
 
@@ -59,18 +60,6 @@ export interface HotState extends CacheSlot {
 const NONE: readonly HotState[] = Object.freeze([]);
 /** oldest entries compared when one must go for a new promotion */
 const EVICTION_SAMPLE = 16;
-
-export interface Promotion {
-  /** ms the promotion lives from now without renewal */
-  ttlMs: number;
-  cacheTtlMs: number;
-  cache: boolean;
-  qps: number;
-  /** @default 'read' */
-  kind?: RuleKind;
-  /** @default 1 */
-  replicas?: number;
-}
 
 export interface HotSetOptions {
   /** hot keys kept at most; a promotion past it drops the lowest-QPS of the 16 oldest entries @default 65536 (DEFAULT_CLIENT_OPTIONS.maxHotKeys) */
@@ -214,7 +203,7 @@ export class HotSet {
    */
   replaceHub(
     hub: string,
-    entries: readonly (Promotion & { key: string })[],
+    entries: readonly HotEntry[],
     now: number,
     lease: Lease = NO_LEASE,
   ): { removed: string[]; touched: string[] } {

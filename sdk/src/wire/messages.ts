@@ -7,7 +7,10 @@
  *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Grant, Fill, Value, Limit, Error
  *   (the dashboard's /live messages: feed-protocol.ts)
  */
+import type { HotEntry } from '../promotion.ts';
 import type { Rule, RuleKind } from '../rules.ts';
+
+export type { HotEntry };
 
 /**
  * The newest version this code speaks. 2: leases (Lease, Grant) and fencing acks; a version-1 SDK
@@ -146,18 +149,6 @@ export interface Demote {
   t: typeof MsgType.Demote;
   seq: number;
   key: string;
-}
-export interface HotEntry {
-  key: string;
-  /** ms the promotion still lives without renewal */
-  ttlMs: number;
-  cacheTtlMs: number;
-  cache: boolean;
-  qps: number;
-  /** as Promote's `kind` (absent: 'read') */
-  kind?: RuleKind;
-  /** as Promote's `replicas` */
-  replicas?: number;
 }
 /** The whole hot set this hub owns for the app, sent after Welcome and on Resync. */
 export interface Snapshot {

@@ -1,0 +1,93 @@
+/**
+ * A session's opening: the Hello's protocol version range is matched against the hub's, the app
+ * admits it (apps.ts: name, token, capacity), and the session is told where it stands — a Welcome
+ * (the hub, the membership, the app's rules and thresholds, the broadcast sequence it starts at)
+ * followed by a Snapshot of the app's hot keys. A Resync is answered with the same Snapshot.
+ */
+import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import {
+  CloseCode,
+  describeRange,
+  negotiateVersion,
+  offeredRange,
+  OLDEST_CLIENT_VERSION,
+  PROTOCOL_VERSION,
+  type Hello,
+} from '@hotkey/sdk/protocol';
+import type { Apps, AppState } from './apps.ts';
+import { snapshotFrame, welcomeFrame } from './frames.ts';
+import { admitVersion } from './legacy-sessions.ts';
+import type { MemberView } from './members.ts';
+import { reporterBit } from './reporters.ts';
+import { type Session, SessionState } from './session.ts';
+import { TokenBucket } from './token-bucket.ts';
+import type { HubTunables } from './tunables.ts';
+
+/** What of the hub an opening reads. */
+export interface HelloContext {
+  hubId: string;
+  apps: Apps;
+  members: MemberView;
+  tunables: HubTunables;
+  now: () => number;
+}
+
+/** The version both sides speak; a ProtocolError (4001) when the ranges do not meet. */
+export function sessionVersion(hello: Hello): number {
+  const version = negotiateVersion(hello, OLDEST_CLIENT_VERSION, PROTOCOL_VERSION);
+  if (version !== undefined) return version;
+  const [lo, hi] = offeredRange(hello);
+  throw new ProtocolError(
+    ErrorCode.Version,
+    `protocol ${describeRange(lo, hi)} is not supported; this hub speaks ${describeRange(OLDEST_CLIENT_VERSION, PROTOCOL_VERSION)}`,
+    CloseCode.Version,
+  );
+}
+
+/** Admits `session` into its app and sends it Welcome and Snapshot; throws a ProtocolError on refusal. */
+export function openSession(ctx: HelloContext, session: Session, hello: Hello): AppState {
+  const version = sessionVersion(hello);
+  if (hello.role === 'dashboard') {
+    // pages get the live feed on LIVE_PATH (http/dashboard-feed.ts), not on the SDK endpoint
+    throw new ProtocolError(ErrorCode.Protocol, 'dashboard feed not available', CloseCode.Protocol);
+  }
+  const { apps, tunables } = ctx;
+  const app = apps.admit(hello);
+  session.state = SessionState.Open;
+  session.app = hello.app;
+  session.instance = hello.instance;
+  session.host = hello.host ?? '';
+  session.sdk = hello.sdk;
+  session.reporter = reporterBit(hello.instance);
+  session.appliedSeq = app.broadcaster.seq;
+  admitVersion(session, version);
+  session.soloBudget = new TokenBucket(tunables.soloPromotionRate, tunables.soloPromotionBurst, ctx.now());
+  session.keyShare = app.aggregator.openShare();
+  apps.join(app, session);
+  app.broadcaster.sendTo(
+    session.peer,
+    welcomeFrame(
+      {
+        hub: ctx.hubId,
+        epoch: ctx.members.epoch,
+        members: ctx.members.members,
+        rules: [...app.aggregator.rules],
+        local: apps.localThresholds(app),
+        instances: app.sessionsByInstance.size,
+        seq: app.broadcaster.seq,
+      },
+      version,
+    ),
+  );
+  sendSnapshot(app, session, ctx.now());
+  return app;
+}
+
+/** The app's hot keys, with their replica counts, at the broadcast sequence they hold at. */
+export function sendSnapshot(app: AppState, session: Session, now: number): void {
+  const hot = app.aggregator.hot(now);
+  app.broadcaster.sendTo(
+    session.peer,
+    snapshotFrame(hot, (key) => app.replicas.count(key), app.broadcaster.seq),
+  );
+}
