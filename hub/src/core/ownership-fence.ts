@@ -108,7 +108,7 @@ export class OwnershipFence {
 
   /**
    * The hot keys of each app this hub owned under `accept` (undefined: every key) and does not own
-   * in `after` (a member list without it owns it nothing: it is leaving).
+   * in `after`; none when `after` does not list this hub.
    */
   lostHotKeys(
     apps: Iterable<AppState>,
@@ -117,12 +117,10 @@ export class OwnershipFence {
     now: number,
   ): Map<AppState, string[]> {
     const out = new Map<AppState, string[]>();
-    const ownsAfter = (key: string) =>
-      after.ids.length === 0
-        ? true
-        : after.ids.length === 1
-          ? after.ids[0] === this.#self
-          : after.owner(key) === this.#self;
+    // leaving (or not listed yet): its sessions close now and their leases run out unrenewed,
+    // which the new owners' fence waits out; until then its SDKs keep the keys hot
+    if (!after.ids.includes(this.#self)) return out;
+    const ownsAfter = (key: string) => after.ids.length === 1 || after.owner(key) === this.#self;
     for (const app of apps) {
       const lost: string[] = [];
       for (const view of app.aggregator.hot(now))
