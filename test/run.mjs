@@ -6,7 +6,8 @@
 //
 // `--only` or a pattern runs those files alone (no typecheck, no lint); `--no-typecheck` skips both.
 //
-// Unit tests live beside their source (`*/src/**/*.test.ts`); integration tests under test/.
+// Unit tests live beside their source (`*/src/**/*.test.ts`), with test/bench and test/docs (the
+// README layout check); integration tests under test/.
 // Redis and Chromium are real: when missing and we are root with apt-get, they are installed.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -27,7 +28,7 @@ const { values, positionals } = parseArgs({
 });
 
 const GROUPS = {
-  unit: ['sdk/src', 'hub/src', 'dashboard/src', 'test/bench'],
+  unit: ['sdk/src', 'hub/src', 'dashboard/src', 'test/bench', 'test/docs'],
   e2e: ['test/e2e'],
   fault: ['test/fault'],
   cluster: ['test/cluster'],

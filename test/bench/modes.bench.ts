@@ -1,5 +1,6 @@
 /**
- * Benchmark 8 — detection modes on a trace with a shifting baseline (issue 14).
+ * Benchmark 8 — detection modes on a trace with a shifting baseline: what a fixed threshold
+ * misses or over-promotes when normal traffic drifts, and what the baseline and top-k modes do.
  *
  * The trace (simulated time, seeded, so figures are deterministic): Zipf background traffic
  * (20,000 keys, s = 1.0) and a normally busy key family (`busy:0..9`, 300–840/s each), both

@@ -1,7 +1,7 @@
 /**
  * Benchmark 12b (ioredis) — GETs of a hot key that reach Redis, cluster-wide, per promotion and
- * per refresh period, with 100 instances reading it through the ioredis wrapper (issue 12.2):
- * a rule without `share` (today: every instance loads the key when it turns hot and again each
+ * per refresh period, with 100 instances reading it through the ioredis wrapper:
+ * a rule without `share` (every instance loads the key when it turns hot and again each
  * time its value expires) beside `share: true` (one instance reads Redis and pushes its cache
  * record through the hub), in the same run, against one real hub in its own process and one real
  * redis-server. Each instance is its own HotKeyClient with its own wrapped `new Redis()` (and,

@@ -1,11 +1,11 @@
 /**
- * Benchmark 12a — reader waits across a hot key's TTL boundaries (issue 12.1): one SDK instance
+ * Benchmark 12a — reader waits across a hot key's TTL boundaries: one SDK instance
  * reads a hot key ~20 000 times a second through a loader of 2 ms; the share of get() calls that
  * waited on the loader (the SDK's count; and those that took ≥ 1 ms, which adds event-loop
- * stalls) and the p99.9 get() latency. Today (refreshAheadRatio 1, staleIfErrorMs 0: the value expires and the next readers
+ * stalls) and the p99.9 get() latency. Without refresh-ahead (refreshAheadRatio 1, staleIfErrorMs 0: the value expires and the next readers
  * wait for its reload) beside refresh-ahead (the default 0.8) in the same run, against one real
- * hub in its own process. cacheTtlMs is 1000 and the run 10 s (the issue's 30 s with a 5 s TTL
- * crosses 6 TTL boundaries; this crosses 10 in a third of the time).
+ * hub in its own process. cacheTtlMs is 1000 and the run 10 s: 10 TTL boundaries (a 30 s run with a 5 s
+ * TTL would cross 6, in three times the time).
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { benchMain, percentile, type BenchRow } from './harness.ts';

@@ -1,5 +1,5 @@
 /**
- * Benchmark 15 — keys Redis must still serve, and a frozen Redis node (issues #13 and #12):
+ * Benchmark 15 — keys Redis must still serve, and a frozen Redis node:
  * 1. One write-hot stock key decremented from 8 connections on a real 3-master Redis Cluster:
  *    the busiest master's share of all commands and the decrements per second, plain DECR on the
  *    one key (baseline) vs `counter(…, { shards: 20 }).take(1)`; units lost or doubled (Redis
@@ -156,7 +156,7 @@ interface FrozenRun {
 
 /**
  * `protect`: the breaker and stale-if-error (the rule's default `staleIfErrorMs`); without it,
- * neither (`staleIfErrorMs: 0`), as before issue 12. 200 non-hot and 200 hot reads a second.
+ * neither (`staleIfErrorMs: 0`): a client with no protection from a frozen node. 200 non-hot and 200 hot reads a second.
  */
 async function frozen(protect: boolean, frozenMs: number): Promise<FrozenRun> {
   const server = await RedisServer.start();

@@ -13,9 +13,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Cluster, Redis } from 'ioredis';
@@ -23,6 +22,7 @@ import { counter, hotKeyStats, keySlot, shardNames, withHotKeys } from '@hotkey/
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { RedisServer } from '../support/redis-server.ts';
+import { tempDir } from '../support/temp-dir.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
 const WRITER = fileURLToPath(new URL('../support/counter-writer.ts', import.meta.url));
@@ -141,7 +141,7 @@ function readLedger(file: string): Ledger {
 async function zeroLoss(label: string, spec: object, plain: Redis | Cluster, read: Redis | Cluster): Promise<void> {
   const key = `cnt:${label}`;
   await plain.set(key, 0);
-  const dir = mkdtempSync(join(tmpdir(), 'hotkey-counter-'));
+  const dir = tempDir('hotkey-counter-');
   // the test's own instance reads through the wrapper and folds at demotion, like any other
   const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
   const wrapped = withHotKeys(read, hk!, { tracking: false });

@@ -10,41 +10,27 @@ import * as assert from 'uvu/assert';
 import { Cluster, Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
-import { promoteViaApi } from '../support/promote.ts';
-
-const ADMIN = 'admin-cluster-ioredis';
-const configPath = writeConfig(
-  {
-    apps: {
-      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 }] },
-    },
-    adminToken: ADMIN,
-  },
-  'hotkey-ioredis-cluster-',
-);
+import { promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
 
 let redisCluster: RedisCluster;
-let hub: HubProcess;
+let fixture: PromotingHub;
 let hk: HotKeyClient;
 const opened: (Cluster | Redis)[] = [];
 
 const { cluster } = clientsOf(() => redisCluster, opened);
 
-const promote = (key: string): Promise<void> => promoteViaApi(hub.httpUrl, ADMIN, key, hk);
+const promote = (key: string): Promise<void> => fixture.promote(key);
 
 test.before(async () => {
   redisCluster = await RedisCluster.start();
-  hub = await HubProcess.start({ args: ['--config', configPath] });
-  hk = new HotKeyClient({ app: 'shop', hubs: [hub.url], flushIntervalMs: 20 });
-  await hk.ready({ signal: AbortSignal.timeout(5000) });
+  fixture = await promotingHub(undefined, 'hotkey-ioredis-cluster-');
+  hk = fixture.hk;
 });
 
 test.after(async () => {
   for (const c of opened) c.disconnect();
-  await hk?.close();
-  await hub?.stop();
+  await fixture?.close();
   await redisCluster?.stop();
 });
 

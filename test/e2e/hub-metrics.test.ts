@@ -45,7 +45,7 @@ const OLD_SERIES = [
   'hotkey_heap_used_bytes',
   'hotkey_rss_bytes',
 ];
-/** What the flood protections did (issue 11): counters and gauges without labels, on every hub. */
+/** What the flood protections did (test/fault/): counters and gauges without labels, on every hub. */
 const PROTECTION_SERIES = [
   'hotkey_promotions_solo_refused_total',
   'hotkey_promotions_cap_refused_total',

@@ -11,22 +11,10 @@ import { EventEmitter } from 'node:events';
 import { Redis, type RedisOptions } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
-import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { promoteViaApi } from '../support/promote.ts';
+import { promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
 
-const ADMIN = 'admin-fidelity';
-const configPath = writeConfig(
-  {
-    apps: {
-      shop: { rules: [{ match: '*', threshold: 1_000_000, windowMs: 1000, hotMs: 120_000, cacheTtlMs: 120_000 }] },
-    },
-    adminToken: ADMIN,
-  },
-  'hotkey-fidelity-',
-);
-
-let hub: HubProcess;
+let fixture: PromotingHub;
 let server: RedisServer;
 let server2: RedisServer;
 let hk: HotKeyClient;
@@ -49,7 +37,7 @@ function pair(options: RedisOptions = {}, wrap: WithHotKeysOptions = {}): [Redis
  */
 const UNTRACKED = { tracking: false } as const;
 
-const promote = (key: string): Promise<void> => promoteViaApi(hub.httpUrl, ADMIN, key, hk);
+const promote = (key: string): Promise<void> => fixture.promote(key);
 
 /** Runs `probe` on both clients and expects equal results. */
 async function same<T>(what: string, plain: Redis, wrapped: Redis, probe: (c: Redis) => T | Promise<T>): Promise<T> {
@@ -60,15 +48,13 @@ async function same<T>(what: string, plain: Redis, wrapped: Redis, probe: (c: Re
 
 test.before(async () => {
   [server, server2] = await Promise.all([RedisServer.start(), RedisServer.start()]);
-  hub = await HubProcess.start({ args: ['--config', configPath] });
-  hk = new HotKeyClient({ app: 'shop', hubs: [hub.url], flushIntervalMs: 20 });
-  await hk.ready({ signal: AbortSignal.timeout(5000) });
+  fixture = await promotingHub(undefined, 'hotkey-fidelity-');
+  hk = fixture.hk;
 });
 
 test.after(async () => {
   for (const c of opened) c.disconnect();
-  await hk?.close();
-  await hub?.stop();
+  await fixture?.close();
   await Promise.all([server?.stop(), server2?.stop()]);
 });
 

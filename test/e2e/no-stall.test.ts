@@ -1,5 +1,5 @@
 /**
- * Issue 12 on a real hub process with real SDK clients: value push (one loader call per promotion
+ * Hot keys that never stall their readers, on a real hub process with real SDK clients: value push (one loader call per promotion
  * and per refresh period however many instances, an invalidation wins over pushed values) and
  * stale-if-error (a failing loader is answered with the last value for staleIfErrorMs, then fails).
  */

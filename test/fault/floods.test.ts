@@ -1,5 +1,5 @@
 /**
- * Issue 11, findings 1 and 2 and the fairness observation, against a real hub process: one
+ * Floods of reports and invalidations, and a flood that evicts others' keys, against a real hub process: one
  * connection reporting 131,072 unique keys at the threshold, one pipelining InvalidateRequests as
  * fast as its socket drains, 48 pipelining ~900 KiB Report frames, and one reporting fresh unique
  * keys at threshold − 1 to evict legit candidates from the key table (floods.ts measures; the

@@ -1,5 +1,5 @@
 /**
- * The flood attacks of issue 11 (findings 1, 2 and the fairness observation) as a measurement:
+ * The flood attacks of floods.test.ts (report floods, invalidation floods, eviction floods) as a measurement:
  * legit SDKs probe promotion latency before and during an attack by flood-attacker.ts (its own
  * process) on a real hub process, while /healthz latency, the hub's RSS, its counters and the
  * legit clients' hot sets are watched. floods.test.ts asserts on the figures; floods-measure.ts

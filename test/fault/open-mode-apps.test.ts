@@ -1,9 +1,10 @@
 /**
- * Open-mode app limits (issue 11, finding 8). In open mode any app name is accepted, so junk names
- * can fill `maxApps` and junk keys can fill memory. Now: one key budget across all apps
+ * Open-mode app limits. In open mode any app name is accepted, so junk names
+ * can fill `maxApps` and junk keys can fill memory. So: one key budget across all apps
  * (`maxKeysTotal`), apps without a session leave after `appIdleMs` whatever keys they hold, and a
  * full hub answers a new app with 4011 HK_ERR_APP_LIMIT, which the SDK retries with backoff —
- * so a legit app gets in once the junk leaves (before: 4002, fatal, never retried).
+ * so a legit app gets in once the junk leaves (a fatal code, never retried, would lock it out
+ * for as long as the junk stays).
  * In-process hub for small tunables; real sockets on 127.0.0.1.
  */
 import { test } from 'uvu';

@@ -1,5 +1,5 @@
 /**
- * Cross-origin WebSockets (issue 11, finding 6). A page on another origin must not read the open
+ * Cross-origin WebSockets (cross-site WebSocket hijacking). A page on another origin must not read the open
  * hub's live feed or join an app on /ws: browsers send Origin on every WebSocket handshake, so the
  * hub refuses origins that are not its own page's (for /live) or allow-listed (`--allow-origin`,
  * env HOTKEY_ALLOW_ORIGIN, config allowedOrigins) with HTTP 403 before the upgrade. Node SDKs send

@@ -1,5 +1,5 @@
 /**
- * Memory before Hello (issue 11, finding 3). Hundreds of sockets complete the WebSocket handshake
+ * Memory before Hello. Hundreds of sockets complete the WebSocket handshake
  * and start a ~4 MiB frame they never finish, reconnecting whenever the hub drops them; others
  * open and stay silent. The hub must hold each to its pre-Hello byte budget (close 4004) and the
  * unauthenticated caps (oldest closed first, 4009), keep its RSS bounded, and let a new SDK in

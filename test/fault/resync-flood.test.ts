@@ -1,5 +1,5 @@
 /**
- * Resync amplification (issue 11, finding 7). A 3-byte Resync makes the hub encode and send the
+ * Resync amplification. A 3-byte Resync makes the hub encode and send the
  * whole hot set. One connection sending hundreds per second must cost a bounded number of
  * Snapshots: the hub answers at most one Resync per `minResyncIntervalMs` (1 s) per connection and
  * coalesces the rest into one Snapshot when the interval ends (none is refused: an SDK may see two

@@ -1,9 +1,10 @@
 /**
- * Slowloris (issue 11, finding 4). A hub with 1024 file descriptors faces 1500 connections that
- * each send half a request and never finish it, reopening whenever the hub lets one go. Before,
- * they took every descriptor and new SDKs and /healthz waited for minutes (headersTimeout 60 s,
- * checked every 30 s). Now connections without a complete request are capped (the oldest goes
- * first) below the descriptor limit, so a new SDK's ready() and /healthz still answer.
+ * Slowloris (R. Hansen, 2009). A hub with 1024 file descriptors faces 1500 connections that
+ * each send half a request and never finish it, reopening whenever the hub lets one go. Left to
+ * Node's own timeouts (headersTimeout 60 s, checked every 30 s) they would take every descriptor
+ * and new SDKs and /healthz would wait for minutes; connections without a complete request are
+ * capped (the oldest goes first) below the descriptor limit, so a new SDK's ready() and /healthz
+ * still answer.
  * Figures: `# figures slowloris …`.
  */
 import { test } from 'uvu';

@@ -8,10 +8,10 @@
  *   const { code } = await hub.stop(); // SIGTERM, graceful
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from './temp-dir.ts';
 
 // Run with the test's own flags (`--conditions=@hotkey/source --import tsx` under test/run.mjs), the
 // bin loads the hub from its TypeScript sources; with none, from hub/dist (as installed).
@@ -19,9 +19,9 @@ import { fileURLToPath } from 'node:url';
 export const HUB_BIN =
   process.env.HOTKEY_TEST_HUB_BIN || fileURLToPath(new URL('../../hub/bin/hotkey-hub.js', import.meta.url));
 
-/** Writes a hub config to a fresh temporary file and returns its path, for `--config`. */
+/** Writes a hub config to a fresh temporary file and returns its path, for `--config`; removed when the test process exits. */
 export function writeConfig(config: object, prefix = 'hotkey-config-'): string {
-  const path = join(mkdtempSync(join(tmpdir(), prefix)), 'hub.json');
+  const path = join(tempDir(prefix), 'hub.json');
   writeFileSync(path, JSON.stringify(config));
   return path;
 }

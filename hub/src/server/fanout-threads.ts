@@ -2,7 +2,7 @@
  * Fan-out over threads (part of the ws adapter): a big broadcast is written to its sockets by the
  * event loop and by helper threads at once.
  *
- * Why: one socket write costs ~4 µs of JavaScript and ~9 µs of kernel TCP here (bench 14), so one
+ * Why: one socket write costs ~4 µs of JavaScript and ~9 µs of kernel TCP here (test/bench/fanout-write.bench.ts), so one
  * thread needs ~130 ms to put a Promote on 10,000 sockets, past the 100 ms a promotion may take
  * to reach every SDK. The kernel side runs in the writing thread, so more writing threads divide
  * it too.
