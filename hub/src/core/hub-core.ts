@@ -39,6 +39,12 @@ import type { ReportFrame } from './report-frame.ts';
 import { Session, type SessionHost } from './session.ts';
 import type { HubTunables } from './tunables.ts';
 import { KeyPrivacy } from './key-privacy.ts';
+import { Handoff } from './handoff.ts';
+
+/** ms a hub still counts the keys a membership change moves away (reports in flight) before handing them over */
+const HANDOFF_DRAIN_MS = 50;
+/** ms after which the keys a join moved away are handed over once more (SDKs still connecting to the joiner report to the old owner) */
+const HANDOFF_FOLLOW_MS = 1000;
 
 export interface HubCoreOptions {
   id: string;
@@ -77,6 +83,7 @@ export class HubCore implements SessionHost {
   readonly #apps: Apps;
   readonly #announcer: Announcer;
   readonly #invalidations: InvalidationRouter;
+  readonly #handoff: Handoff;
   readonly #awaitingHello = new Set<Session>();
   readonly #ingest: ReportIngest;
   readonly #status: StatusClock;
@@ -119,8 +126,12 @@ export class HubCore implements SessionHost {
       logger: this.#logger,
       accept: this.#members.accept,
       bulk: options.bulk,
-      onPromote: (app, key, rule, qps, latencyMs, manual) =>
-        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual),
+      onPromote: (app, key, rule, qps, latencyMs, manual) => {
+        // a key still counted here while its windows go to its new owner (handoff.ts) is not
+        // promoted to SDKs: this hub no longer vouches for it (ownership-fence.ts)
+        if (this.#members.accept?.(key) === false) return;
+        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual);
+      },
       onDemote: (app, key, qps, reason) => this.#announcer.demoted(app, key, qps, reason),
     });
     const initial = new Ownership(membership.members.map((m) => m.id));
@@ -153,6 +164,25 @@ export class HubCore implements SessionHost {
         if (app !== undefined && !session.closed) this.#invalidations.request(app, session, request);
       },
     });
+    this.#handoff = new Handoff(
+      {
+        selfId: this.id,
+        maxKeys: this.tunables.handoffMaxKeys,
+        send: (to, bytes) => this.coordinator.sendHandoff?.(to, bytes),
+        setAccept: (accept) => this.#apps.setAccept(accept),
+        drainMs: HANDOFF_DRAIN_MS,
+        followMs: HANDOFF_FOLLOW_MS,
+        apps: () => this.#apps.values(),
+        open: (app) => this.#apps.open(app)?.aggregator,
+        counters: this.metrics.handoff,
+        logger: this.#logger,
+        now: this.#now,
+        clock,
+      },
+      membership.epoch,
+      membership.members,
+    );
+    this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#handoff.receive(bytes)));
     this.coordinator.onRules((app, rules) =>
       this.#guard('rules change', () => {
         this.#logger.info(
@@ -234,7 +264,7 @@ export class HubCore implements SessionHost {
 
   resync(session: Session): void {
     const app = this.#apps.get(session.app);
-    if (app !== undefined) sendSnapshot(app, session, this.#now());
+    if (app !== undefined) sendSnapshot(app, session, this.#now(), this.#members.accept);
   }
 
   lease(session: Session, id: number): void {
@@ -367,6 +397,7 @@ export class HubCore implements SessionHost {
         if (app.lingering.size === 0 && this.#apps.idle(app, now)) this.#apps.drop(app);
       });
     }
+    this.#guard('handoff', () => this.#handoff.tick());
     if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
     if (this.#status.due(now, this.tunables.statusIntervalMs)) this.#guard('status', () => this.publishStatus(now));
   }
@@ -385,8 +416,14 @@ export class HubCore implements SessionHost {
     this.coordinator.publishStatus(status);
   }
 
+  /** Resolves once the windows of the last membership change are handed over (handoff.ts; at most a few tens of ms). */
+  handoffSettled(): Promise<void> {
+    return this.#handoff.settled();
+  }
+
   /** Closes every connection with `code`; pending invalidations are dropped unacknowledged (an ack would be a guess). */
   shutdown(code: number, reason: string): void {
+    this.#guard('handoff', () => this.#handoff.flush());
     this.#closing = true;
     this.#apps.close();
     this.invalidationBudget.close();
@@ -442,14 +479,16 @@ export class HubCore implements SessionHost {
   #membersChanged(epoch: number, members: Member[]): void {
     const before = new Ownership(this.#members.members.map((m) => m.id));
     const after = new Ownership(members.map((m) => m.id));
-    const lost = this.#fence.lostHotKeys(this.#apps.values(), this.#members.accept, after, this.#now());
+    const beforeAccept = this.#members.accept;
+    const lost = this.#fence.lostHotKeys(this.#apps.values(), beforeAccept, after, this.#now());
     const { joined, left } = this.#members.change(epoch, members);
     this.#logger.info(
       { evt: 'members', epoch, members: members.map((m) => m.id), joined, left },
       'cluster members changed',
     );
-    // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
-    this.#apps.setAccept(this.#members.accept);
+    // keys owned by another hub are that hub's to decide: handed over with their windows once the
+    // reports in flight are in (handoff.ts); SDKs resync on the new epoch
+    this.#handoff.changed(epoch, members, beforeAccept, this.#members.accept);
     this.#fence.changed(before, after);
     const bytes = membersFrame(epoch, members);
     for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
