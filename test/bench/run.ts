@@ -54,6 +54,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'multi-read', file: here('./multi-read.bench.ts'), timeoutMs: 120_000 },
   { name: 'flash-sale', file: here('./flash-sale.bench.ts'), timeoutMs: 120_000 },
   { name: 'eviction-flood', file: here('./eviction-flood.bench.ts'), timeoutMs: 120_000 },
+  { name: 'rolling-restart', file: here('./rolling-restart.bench.ts'), timeoutMs: 180_000 },
 ];
 
 const { values } = parseArgs({

@@ -31,6 +31,8 @@ import { HubMetrics, protectionCounters, readGauges, type Gauges, type Protectio
 import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
+import { OwnershipFence } from './ownership-fence.ts';
+import { Ownership } from '@hotkey/sdk/ownership';
 import { closeReason, type BulkWriter, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
 import type { ReportFrame } from './report-frame.ts';
@@ -88,6 +90,8 @@ export class HubCore implements SessionHost {
   readonly #members: MemberView;
   #recent: HubEvent[] = [];
   #closing = false;
+  /** acks held across owner changes, hot keys let go of (ownership-fence.ts) */
+  readonly #fence: OwnershipFence;
 
   constructor(options: HubCoreOptions) {
     this.id = options.id;
@@ -122,12 +126,19 @@ export class HubCore implements SessionHost {
       logger: this.#logger,
       accept: this.#members.accept,
       bulk: options.bulk,
-      onPromote: (app, key, rule, qps, latencyMs, manual) =>
-        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual),
+      onPromote: (app, key, rule, qps, latencyMs, manual) => {
+        // a key still counted here while its windows go to its new owner (handoff.ts) is not
+        // promoted to SDKs: this hub no longer vouches for it (ownership-fence.ts)
+        if (this.#members.accept?.(key) === false) return;
+        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual);
+      },
       onDemote: (app, key, qps, reason) => this.#announcer.demoted(app, key, qps, reason),
     });
+    const initial = new Ownership(membership.members.map((m) => m.id));
+    this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, clock, initial });
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
+      notBefore: (key, flush) => (flush ? this.#fence.notBeforeAny() : this.#fence.notBefore(key)),
       metrics: this.metrics,
       now: this.#now,
       clock,
@@ -253,7 +264,7 @@ export class HubCore implements SessionHost {
 
   resync(session: Session): void {
     const app = this.#apps.get(session.app);
-    if (app !== undefined) sendSnapshot(app, session, this.#now());
+    if (app !== undefined) sendSnapshot(app, session, this.#now(), this.#members.accept);
   }
 
   lease(session: Session, id: number): void {
@@ -466,7 +477,10 @@ export class HubCore implements SessionHost {
   }
 
   #membersChanged(epoch: number, members: Member[]): void {
-    const before = this.#members.accept;
+    const before = new Ownership(this.#members.members.map((m) => m.id));
+    const after = new Ownership(members.map((m) => m.id));
+    const beforeAccept = this.#members.accept;
+    const lost = this.#fence.lostHotKeys(this.#apps.values(), beforeAccept, after, this.#now());
     const { joined, left } = this.#members.change(epoch, members);
     this.#logger.info(
       { evt: 'members', epoch, members: members.map((m) => m.id), joined, left },
@@ -474,8 +488,10 @@ export class HubCore implements SessionHost {
     );
     // keys owned by another hub are that hub's to decide: handed over with their windows once the
     // reports in flight are in (handoff.ts); SDKs resync on the new epoch
-    this.#handoff.changed(epoch, members, before, this.#members.accept);
+    this.#handoff.changed(epoch, members, beforeAccept, this.#members.accept);
+    this.#fence.changed(before, after);
     const bytes = membersFrame(epoch, members);
     for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
+    for (const [app, keys] of lost) this.#fence.release(app, keys);
   }
 }
