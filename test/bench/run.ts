@@ -40,6 +40,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
   { name: 'modes', file: here('./modes.bench.ts'), timeoutMs: 300_000 },
   { name: 'cluster', file: here('./cluster.bench.ts'), timeoutMs: 120_000 },
+  { name: 'handoff', file: here('./handoff.bench.ts'), timeoutMs: 300_000 },
   { name: 'scaleout', file: here('./scaleout.bench.ts'), timeoutMs: 180_000 },
   { name: 'tracking', file: here('./tracking.bench.ts'), timeoutMs: 120_000 },
   { name: 'waits', file: here('./reader-waits.bench.ts'), timeoutMs: 120_000 },
