@@ -86,6 +86,8 @@ function handoffCost(keys: number): { sendMs: number; receiveMs: number; bytes: 
         setAccept: (accept) => agg.setAccept(accept),
         drainMs: 0,
         followMs: 0,
+        leaveMs: 0,
+        idle: () => true,
         counters: emptyHandoffCounters(),
         logger: silentLogger,
         now: () => now,

@@ -48,6 +48,8 @@ function node(id: string, ids: string[], epoch = 1, maxKeys = 10_000): Node {
       setAccept: (accept) => n.agg.setAccept(accept),
       drainMs: 50,
       followMs: 0,
+      leaveMs: 0,
+      idle: () => true,
       counters: n.counters,
       logger: { error() {}, info() {}, debug() {}, warn: (o) => n.warnings.push(o as Record<string, unknown>) },
       now: () => clock.now,
@@ -132,12 +134,17 @@ test('join: the old owner counts for the drain, then hands the keys the joiner t
   const before = old.accept;
   old.accept = acceptOf(oldOwner, all);
   old.handoff.changed(2, members(...all), before, old.accept);
-  old.agg.ingest([key], [5], 0, clock.now);
-  assert.is(old.agg.count(key, clock.now), 155, 'reports in flight are still counted while the change drains');
-  old.handoff.flush();
+  assert.is(old.sent.length, 1, 'handed over at once');
   d.handoff.receive(old.sent[0]!.bytes);
   assert.equal(d.promoted, [key], 'hot at the old owner: hot here for the lifetime it had left');
   assert.ok(d.agg.isHot(key));
+  old.agg.ingest([key], [5], 0, clock.now);
+  assert.is(old.agg.count(key, clock.now), 5, 'a late report is counted afresh while the change drains');
+  old.handoff.flush();
+  assert.is(old.sent.length, 2, 'and handed over in the next round');
+  d.handoff.receive(old.sent[1]!.bytes);
+  assert.is(d.agg.count(key, clock.now), 155);
+  assert.is(d.counters.refused.conflict, 0, 'the same sender may hand a key over twice');
   assert.equal(old.demoted, [], 'the old owner forgets it without a demotion');
 });
 

@@ -75,13 +75,15 @@ interface Draining {
   epoch: number;
   ownership: Ownership;
   /** this hub's keys at the epoch */
+  own: (key: string) => boolean;
+  /** the same as the core sees it (undefined while it is the only member) */
   accept: Accept;
   /** those and the keys moving away */
   union: Accept;
-  /** a follow-up round is due (this hub stays a member) */
-  follow: boolean;
-  /** clock of the change */
-  since: number;
+  /** this hub stays a member (else it is leaving: its rounds end once no SDK is connected) */
+  staying: boolean;
+  /** clock after which no further round is due */
+  until: number;
   timer: NodeJS.Timeout;
 }
 
@@ -105,8 +107,12 @@ export interface HandoffOptions {
   setAccept: (accept: Accept) => void;
   /** ms the keys moving away are still counted before they are handed over */
   drainMs: number;
-  /** ms after the change of the follow-up round (late reports of the moved keys), when this hub stays a member */
+  /** ms after the change during which late reports of the moved keys are still handed over */
   followMs: number;
+  /** the same for a leaving hub, which keeps its SDKs waiting for the 4010 close meanwhile */
+  leaveMs: number;
+  /** no SDK is connected to this hub (a leaving hub's last round is the one after they closed) */
+  idle: () => boolean;
   counters: HandoffCounters;
   logger: Logger;
   /** wall clock (ms) the aggregators count in */
@@ -140,12 +146,13 @@ export class Handoff {
 
   /**
    * The member list changed to `after` at `epoch`. `accept` says which keys are this hub's under
-   * it, `before` under the list before (undefined: every key). The keys moving away are still
-   * counted here for `drainMs` (reports the SDKs sent before they heard of the change), then
-   * handed over to their new owners and forgotten. While this hub stays a member, reports of them
-   * that still arrive for `followMs` (SDKs go on reporting a key to its old owner until their
-   * link to the new one is up) are counted afresh and handed over in further rounds, every
-   * 2 × `drainMs` (a round with nothing counted sends nothing).
+   * it, `before` under the list before (undefined: every key). The keys moving away are handed
+   * over at once and forgotten here; reports of them that still arrive (sent before the SDKs
+   * heard of the change, or, after a join, until their link to the joiner is up) are counted
+   * afresh and handed over in further rounds every 2 × `drainMs` for `followMs`, or, when this hub
+   * is leaving, for `leaveMs` or until its SDKs have closed their sockets, whichever comes first
+   * (an SDK seeded with this hub's URL keeps reporting to it until the 4010 close). A round with
+   * nothing counted sends nothing.
    */
   changed(epoch: number, after: readonly Member[], before: Accept, accept: Accept): void {
     const o = this.#o;
@@ -157,10 +164,12 @@ export class Handoff {
     }
     const union: Accept =
       before === undefined || accept === undefined ? undefined : (key) => accept(key) || before(key);
-    o.setAccept(union);
     const ownership = new Ownership(after.map((m) => m.id));
     const staying = after.some((m) => m.id === o.selfId);
-    this.#due = { epoch, ownership, accept, union, follow: staying, since: o.clock(), timer: this.#timer(o.drainMs) };
+    const until = o.clock() + (staying ? o.followMs : o.leaveMs);
+    const own = (key: string) => ownership.owner(key) === o.selfId;
+    this.#due = { epoch, ownership, own, accept, union, staying, until, timer: this.#timer(o.drainMs) };
+    this.#round(this.#due);
   }
 
   /** Resolves once the last change's keys are handed over (at most `followMs` from now). */
@@ -186,7 +195,18 @@ export class Handoff {
     return timer;
   }
 
-  /** One round of the draining change; `last`: no follow-up round. */
+  /** Hands the moving keys over and forgets them; late reports re-admit them (the union). */
+  #round(due: Draining): void {
+    try {
+      this.#send(due.epoch, due.ownership);
+    } finally {
+      // forgotten without demotion: the new owner decides now
+      this.#o.setAccept(due.own);
+      this.#o.setAccept(due.union);
+    }
+  }
+
+  /** The next round of the draining change; `last`, or its time up: the final one. */
   #flushDue(last: boolean): void {
     const due = this.#due;
     if (due !== undefined) {
@@ -195,17 +215,13 @@ export class Handoff {
       try {
         this.#send(due.epoch, due.ownership);
       } finally {
-        // forgotten here (no demotion: the new owner decides now); late reports re-admit them
-        this.#o.setAccept(due.accept);
-        if (due.follow && !last) {
+        // `own` forgets what was sent (`accept` would not, for a leaving hub of two: a lone member accepts every key)
+        this.#o.setAccept(due.own);
+        const left = due.until - this.#o.clock();
+        if (!last && left > 0 && (due.staying || !this.#o.idle())) {
           this.#o.setAccept(due.union);
-          const left = due.since + this.#o.followMs - this.#o.clock();
-          this.#due = {
-            ...due,
-            follow: left > this.#o.drainMs,
-            timer: this.#timer(Math.min(this.#o.drainMs * 2, left)),
-          };
-        }
+          this.#due = { ...due, timer: this.#timer(Math.min(this.#o.drainMs * 2, left)) };
+        } else this.#o.setAccept(due.accept);
       }
     }
     if (this.#due !== undefined) return;

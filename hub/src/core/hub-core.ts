@@ -41,10 +41,12 @@ import type { HubTunables } from './tunables.ts';
 import { KeyPrivacy } from './key-privacy.ts';
 import { Handoff } from './handoff.ts';
 
-/** ms a hub still counts the keys a membership change moves away (reports in flight) before handing them over */
+/** ms between the rounds of a handoff, halved for the first: the reports still in flight to the old owner */
 const HANDOFF_DRAIN_MS = 50;
-/** ms after which the keys a join moved away are handed over once more (SDKs still connecting to the joiner report to the old owner) */
+/** ms an old owner still counts the keys a join moved away (SDKs report to it until their link to the joiner is up) */
 const HANDOFF_FOLLOW_MS = 1000;
+/** the same for a leaving hub: how much longer a SIGTERM'd hub keeps its SDKs before the 4010 close */
+const HANDOFF_LEAVE_MS = 300;
 
 export interface HubCoreOptions {
   id: string;
@@ -172,6 +174,8 @@ export class HubCore implements SessionHost {
         setAccept: (accept) => this.#apps.setAccept(accept),
         drainMs: HANDOFF_DRAIN_MS,
         followMs: HANDOFF_FOLLOW_MS,
+        leaveMs: HANDOFF_LEAVE_MS,
+        idle: () => this.#apps.connections === 0,
         apps: () => this.#apps.values(),
         open: (app) => this.#apps.open(app)?.aggregator,
         counters: this.metrics.handoff,
