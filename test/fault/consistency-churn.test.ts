@@ -79,7 +79,8 @@ async function startHub(id: string): Promise<HubProcess> {
   const port = ports.get(id) ?? (await freePort());
   ports.set(id, port);
   const args = ['--redis', redis!.url, '--node-id', id, '--config', configPath, '--port', String(port)];
-  const hub = await HubProcess.start({ args, readyTimeoutMs: 30_000 });
+  // generous: tsx start-up of a hub beside three busy workers on two cores
+  const hub = await HubProcess.start({ args, readyTimeoutMs: 60_000 });
   hubs.set(id, hub);
   return hub;
 }
