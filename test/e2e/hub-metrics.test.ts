@@ -52,6 +52,8 @@ const PROTECTION_SERIES = [
   'hotkey_promotions_displaced_total',
   'hotkey_keys_refused_total',
   'hotkey_keys_evicted_over_share_total',
+  'hotkey_keys_refused_address_total',
+  'hotkey_key_table_addresses',
   'hotkey_intake_queued_total',
   'hotkey_intake_paused_total',
   'hotkey_intake_yields_total',

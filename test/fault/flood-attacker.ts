@@ -9,17 +9,22 @@
  *   frames     `connections` connections pipeline valid ~900 KiB Report frames (count 1: no promotion)
  *   evict      one connection reports fresh unique keys at threshold − 1 (12,000 a frame) as fast as
  *              its socket drains: none is ever promoted, each one takes a slot of the key table
+ *   evict-many the same from `connections` connections, paced: 250 keys a frame from each every
+ *              100 ms (the table's pressure, not the intake's), all bound to `localAddress` (e.g.
+ *              127.0.0.2: one remote address, apart from the legit SDKs')
  */
 import { WebSocket } from 'ws';
 import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 
 interface AttackSpec {
-  mode: 'promote' | 'invalidate' | 'frames' | 'evict';
+  mode: 'promote' | 'invalidate' | 'frames' | 'evict' | 'evict-many';
   url: string;
   app: string;
   seconds: number;
   connections?: number;
   threshold?: number;
+  /** the local address every connection is bound to @default the system's choice */
+  localAddress?: string;
 }
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as AttackSpec;
@@ -35,11 +40,18 @@ const stats = {
 const sockets: WebSocket[] = [];
 /** unique keys per Report frame of the eviction flood */
 const EVICT_FRAME_KEYS = 12_000;
+/** unique keys per Report frame of each connection of the many-connection eviction flood, every EVICT_MANY_EVERY_MS */
+const EVICT_MANY_FRAME_KEYS = 250;
+const EVICT_MANY_EVERY_MS = 100;
 
 function connect(instance: string): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
     // a zero mask: ws skips masking, so the attacker spends its CPU on sending, not on XOR
-    const ws = new WebSocket(spec.url, { perMessageDeflate: false, generateMask: (mask) => mask.fill(0) });
+    const ws = new WebSocket(spec.url, {
+      perMessageDeflate: false,
+      generateMask: (mask) => mask.fill(0),
+      ...(spec.localAddress === undefined ? {} : { localAddress: spec.localAddress }),
+    });
     const timer = setTimeout(() => reject(new Error('no Welcome within 10 s')), 10_000);
     ws.on('open', () =>
       ws.send(encode({ t: MsgType.Hello, v: PROTOCOL_VERSION, app: spec.app, instance, sdk: 'flood-attacker' })),
@@ -74,7 +86,7 @@ function finish(): void {
 process.on('SIGTERM', finish);
 
 async function main(): Promise<void> {
-  const n = spec.mode === 'frames' ? (spec.connections ?? 48) : 1;
+  const n = spec.mode === 'frames' || spec.mode === 'evict-many' ? (spec.connections ?? 48) : 1;
   for (let i = 0; i < n; i++) sockets.push(await connect(`attacker-${process.pid}-${i}`));
   const frames =
     spec.mode === 'frames'
@@ -136,6 +148,26 @@ async function main(): Promise<void> {
         stats.recordsSent += EVICT_FRAME_KEYS;
         setImmediate(pump);
       } else setTimeout(pump, 2);
+    };
+    pump();
+  } else if (spec.mode === 'evict-many') {
+    const count = Math.max(1, (spec.threshold ?? 1000) - 1);
+    const counts = new Array<number>(EVICT_MANY_FRAME_KEYS).fill(count);
+    let next = 0;
+    const pump = () => {
+      if (stopped || Date.now() >= stopAt) return finish();
+      let open = 0;
+      for (const ws of sockets) {
+        if (ws.readyState !== WebSocket.OPEN) continue;
+        open++;
+        if (ws.bufferedAmount >= 512 * 1024) continue;
+        const keys = Array.from({ length: EVICT_MANY_FRAME_KEYS }, () => `em:${(next++).toString(36)}`);
+        ws.send(encode({ t: MsgType.Report, keys, counts }));
+        stats.framesSent++;
+        stats.recordsSent += EVICT_MANY_FRAME_KEYS;
+      }
+      if (open === 0) return finish();
+      setTimeout(pump, EVICT_MANY_EVERY_MS);
     };
     pump();
   } else {

@@ -1,7 +1,7 @@
 /**
  * Prints the flood figures (floods.ts) for a hub checkout, one fresh hub process per attack:
  *
- *   node --conditions=@hotkey/source --import tsx test/fault/floods-measure.ts [--hub-bin PATH] [--only promote,invalidate,frames,evict]
+ *   node --conditions=@hotkey/source --import tsx test/fault/floods-measure.ts [--hub-bin PATH] [--only promote,invalidate,frames,evict,evict-many]
  *
  * `--hub-bin` runs another checkout's CLI (e.g. main's hub/bin/hotkey-hub.js) to compare.
  */
@@ -12,7 +12,7 @@ import { floodHubArgs, measureAttack, type AttackMode } from './floods.ts';
 const { values } = parseArgs({
   options: { 'hub-bin': { type: 'string' }, only: { type: 'string' }, seconds: { type: 'string' } },
 });
-const modes = (values.only ?? 'promote,invalidate,frames,evict').split(',') as AttackMode[];
+const modes = (values.only ?? 'promote,invalidate,frames,evict,evict-many').split(',') as AttackMode[];
 for (const mode of modes) {
   const hub = await HubProcess.start({
     args: floodHubArgs(mode),

@@ -14,7 +14,20 @@ import { scrapeMetrics } from '../support/http.ts';
 import { drive } from '../support/traffic.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 
-export type AttackMode = 'promote' | 'invalidate' | 'frames' | 'evict';
+export type AttackMode = 'promote' | 'invalidate' | 'frames' | 'evict' | 'evict-many';
+
+const evicting = (mode: AttackMode) => mode === 'evict' || mode === 'evict-many';
+
+/** where the many-connection eviction flood comes from: loopback, but not the legit SDKs' address */
+export const FLOOD_ADDRESS = '127.0.0.2';
+/** connections of the many-connection eviction flood */
+export const FLOOD_MANY_CONNECTIONS = 16;
+/**
+ * 'evict-many': distinct keys each legit instance keeps reporting (its long tail), more than an
+ * eighteenth of the 20,000-key table, so that a per-connection share alone would leave them
+ * exposed to FLOOD_MANY_CONNECTIONS flooding connections
+ */
+const BACKGROUND_KEYS = 1500;
 
 export const FLOOD_THRESHOLD = 200;
 export const FLOOD_APP = 'shop';
@@ -24,23 +37,23 @@ export const floodConfig = {
 };
 
 /**
- * The hub config for `mode`. 'evict' counts over a 10 s window, so that the flood's keys hold
+ * The hub config for `mode`. 'evict' and 'evict-many' count over a 10 s window, so that the flood's keys hold
  * their counts while the table turns over and an eviction must choose between non-empty keys.
  */
 export function floodConfigFor(mode: AttackMode) {
-  if (mode !== 'evict') return floodConfig;
+  if (!evicting(mode)) return floodConfig;
   const rule = { match: '*', threshold: FLOOD_THRESHOLD, windowMs: 10_000, hotMs: 30_000, cacheTtlMs: 5000 };
   return { apps: { [FLOOD_APP]: { rules: [rule] } } };
 }
 
 /**
- * Hub flags for `mode`. 'evict' runs a 20,000-key table: the flood turns it over several times
+ * Hub flags for `mode`. 'evict' and 'evict-many' run a 20,000-key table: the flood turns it over several times
  * in a few seconds at the rate a shared 2-core box ingests (a fast hub under a faster flood does
  * the same to the default 100,000).
  */
 export function floodHubArgs(mode: AttackMode): string[] {
   const args = ['--config', writeConfig(floodConfigFor(mode), 'hotkey-floods-')];
-  return mode === 'evict' ? [...args, '--max-keys-per-app', '20000'] : args;
+  return evicting(mode) ? [...args, '--max-keys-per-app', '20000'] : args;
 }
 
 const ATTACKER = fileURLToPath(new URL('./flood-attacker.ts', import.meta.url));
@@ -146,8 +159,32 @@ async function probes(
   return out;
 }
 
+/**
+ * Each client keeps reporting BACKGROUND_KEYS keys of its own, every one at twice the local
+ * threshold the hub gives two instances (40 accesses a 10 s window against 20): candidates that
+ * never turn hot.
+ */
+function background(clients: HotKeyClient[]): { stop(): void } {
+  const perKeyPerSecond = 4;
+  const tickMs = 50;
+  let at = 0;
+  const timer = setInterval(() => {
+    const n = Math.ceil((BACKGROUND_KEYS * perKeyPerSecond * tickMs) / 1000);
+    for (let i = 0; i < n; i++, at++) clients.forEach((hk, c) => hk.track(`bg:${c}:${at % BACKGROUND_KEYS}`));
+  }, tickMs);
+  return { stop: () => clearInterval(timer) };
+}
+
 function startAttacker(mode: AttackMode, hub: HubProcess, seconds: number, connections: number) {
-  const spec = { mode, url: hub.url, app: FLOOD_APP, seconds, connections, threshold: FLOOD_THRESHOLD };
+  const spec = {
+    mode,
+    url: hub.url,
+    app: FLOOD_APP,
+    seconds,
+    connections,
+    threshold: FLOOD_THRESHOLD,
+    ...(mode === 'evict-many' ? { localAddress: FLOOD_ADDRESS } : {}),
+  };
   const child = spawn(process.execPath, [...process.execArgv, ATTACKER, JSON.stringify(spec)], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -183,14 +220,14 @@ export async function measureAttack(
     connections?: number;
     baselineProbes?: number;
     /**
-     * reads / s of each probe key @default 10 × threshold (crosses in ~0.1 s); 'evict': 1.5 ×
+     * reads / s of each probe key @default 10 × threshold (crosses in ~0.1 s); evictions: 1.5 ×
      * (~0.7 s), as a key gathering its counts longer is what an eviction flood threatens
      */
     probeRate?: number;
   } = {},
 ): Promise<AttackFigures> {
   const attackSeconds = options.attackSeconds ?? 6;
-  const probeRate = options.probeRate ?? FLOOD_THRESHOLD * (mode === 'evict' ? 1.5 : 10);
+  const probeRate = options.probeRate ?? FLOOD_THRESHOLD * (evicting(mode) ? 1.5 : 10);
   const opts = { app: FLOOD_APP, hubs: [hub.url], reconnectMaxMs: 300 };
   const clients = [
     new HotKeyClient({ ...opts, instanceId: `legit-a-${mode}` }),
@@ -203,6 +240,7 @@ export async function measureAttack(
     // a real hot key, kept hot all along: the attack must not evict it from legit hot sets
     const realKey = `real:${mode}`;
     const realDriver = drive(clients, realKey, FLOOD_THRESHOLD * 3);
+    const backgroundDriver = mode === 'evict-many' ? background(clients) : undefined;
     await waitFor(`${realKey} hot`, () => clients.every((hk) => hk.isHot(realKey)), 5000);
     const baseline = await probes(
       clients,
@@ -258,7 +296,12 @@ export async function measureAttack(
       }
     })();
 
-    const attacker = startAttacker(mode, hub, attackSeconds, options.connections ?? 48);
+    const attacker = startAttacker(
+      mode,
+      hub,
+      attackSeconds,
+      options.connections ?? (mode === 'evict-many' ? FLOOD_MANY_CONNECTIONS : 48),
+    );
     await attacker.ready;
     const attackEnds = performance.now() + attackSeconds * 1000;
     await delay(1000);
@@ -270,6 +313,7 @@ export async function measureAttack(
     await within('the /healthz watcher', healthz, 6000);
     await within('the legit invalidations', invalidator, 6000);
     realDriver.stop();
+    backgroundDriver?.stop();
     const after = await metrics(hub);
     const delta = (name: string) => (after[name] ?? Number.NaN) - (before[name] ?? Number.NaN);
     return {

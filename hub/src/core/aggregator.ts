@@ -94,10 +94,14 @@ export interface AggregatorStats {
   capRefused: number;
   /** hot keys demoted to make room for a stronger one */
   displaced: number;
-  /** new keys not tracked: their session held its part of the full key table and sampled none it may replace */
+  /** new keys not tracked: their session (or its address) held its part of the full key table and sampled none it may replace */
   keysRefused: number;
+  /** of `keysRefused`, those whose session was under its own part while its address held the address's */
+  keysRefusedForAddress: number;
   /** keys evicted from sessions holding their part of the full key table */
   evictedOverShare: number;
+  /** remote addresses whose sessions hold keys of the table (its fair parts are per address first) */
+  shareAddresses: number;
 }
 
 /** defaults of AggregatorOptions; the two the hub also tunes are its tunables' */
@@ -168,13 +172,18 @@ export class Aggregator {
       capRefused: this.#decider.capRefused,
       displaced: this.#decider.displaced,
       keysRefused: this.#slots.shares.refused,
+      keysRefusedForAddress: this.#slots.shares.refusedForAddress,
       evictedOverShare: this.#slots.shares.evictedOverShare,
+      shareAddresses: this.#slots.shares.addresses,
     };
   }
 
-  /** A session's share of the key table (fair admission, key-shares.ts); pass it to every ingest call. */
-  openShare(): KeyShare {
-    return this.#slots.shares.open();
+  /**
+   * A session's share of the key table (fair admission, key-shares.ts); pass it to every ingest call.
+   * @param [address=''] the session's remote address: the table is shared fairly among addresses first
+   */
+  openShare(address?: string): KeyShare {
+    return this.#slots.shares.open(address);
   }
 
   /** The session closed: the keys it admitted stay tracked, owned by nobody. */

@@ -213,9 +213,10 @@ export class HubCore implements SessionHost {
 
   // ---- sessions ----
 
-  /** A new connection: starts its hello deadline. */
-  attach(peer: Peer): Session {
+  /** A new connection from `remote` (its socket's address, if known): starts its hello deadline. */
+  attach(peer: Peer, remote = ''): Session {
     const session = new Session(peer, this, this.#now());
+    session.remote = remote;
     this.metrics.connectionsAccepted++;
     if (this.#closing) {
       session.fail(

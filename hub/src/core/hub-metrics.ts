@@ -91,6 +91,10 @@ export interface ProtectionCounters {
   keysRefused: number;
   /** keys evicted from sessions holding their part of a full key table */
   keysEvictedOverShare: number;
+  /** of `keysRefused`: the session was under its part, its remote address at the address's (many sessions of one address) */
+  keysRefusedForAddress: number;
+  /** remote addresses holding keys, summed over the apps' key tables (a gauge) */
+  keyShareAddresses: number;
   /** frames that waited in the fair intake / flows paused for their backlog / drains that yielded */
   intakeQueued: number;
   intakePaused: number;
@@ -134,6 +138,8 @@ export function protectionCounters(
   let displaced = 0;
   let keysRefused = 0;
   let keysEvictedOverShare = 0;
+  let keysRefusedForAddress = 0;
+  let keyShareAddresses = 0;
   for (const app of apps) {
     const stats = app.aggregator.stats;
     soloRefused += stats.soloRefused;
@@ -141,6 +147,8 @@ export function protectionCounters(
     displaced += stats.displaced;
     keysRefused += stats.keysRefused;
     keysEvictedOverShare += stats.evictedOverShare;
+    keysRefusedForAddress += stats.keysRefusedForAddress;
+    keyShareAddresses += stats.shareAddresses;
   }
   return {
     promotionsSoloRefused: soloRefused,
@@ -148,6 +156,8 @@ export function protectionCounters(
     promotionsDisplaced: displaced,
     keysRefused,
     keysEvictedOverShare,
+    keysRefusedForAddress,
+    keyShareAddresses,
     intakeQueued: intake.queued,
     intakePaused: intake.paused,
     intakeYields: intake.yields,

@@ -96,6 +96,8 @@ export class Session implements Waiter, IntakeFlow {
   soloBudget: TokenBucket | undefined;
   /** this connection's share of its app's key table (fair admission, key-shares.ts), set on Hello */
   keyShare: KeyShare | undefined;
+  /** the remote address of its socket ('' when the transport gives none): fair admission is per address first */
+  remote = '';
   readonly #host: SessionHost;
   #flow: FlowQueue | undefined;
   /** Resyncs answered and coalesced away, for tests */

@@ -12,8 +12,8 @@
  *
  * Once full, a new key replaces a non-hot key among a random sample (sampled eviction, as in
  * Redis' approximated LRU), so any key cardinality keeps the slab at its cap; a periodic sweep
- * frees slots whose window emptied. The victim is fair to the sessions (key-shares.ts): an empty
- * window first, then keys of sessions holding their part of the table, then keys one instance
+ * frees slots whose window emptied. The victim is fair to the sessions and their remote addresses
+ * (key-shares.ts): an empty window first, then keys of sessions holding their part of the table, then keys one instance
  * reported, keys several instances reported last, the smallest total within each.
  */
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
@@ -262,12 +262,15 @@ export class Slots {
    * Frees a non-hot slot of a random sample for a key `share`'s session admits, and returns it; -1
    * if none sampled may go. The victim: an empty window first, then a key of a session holding its
    * part of the table (key-shares.ts), then one a single instance reported, then one several
-   * reported; the smallest total within each. A `share` holding its part itself may take only an
-   * empty window or such a session's key (in a one-connection flood, its own): -2 if none sampled.
+   * reported; the smallest total within each. A `share` holding its part itself, or whose address
+   * holds the address's part, may take only an empty window or such a session's key (in a flood,
+   * its own or its address's): -2 if none sampled.
    */
   evictOne(now: number, share?: KeyShare): number {
     const shares = this.shares;
-    const restricted = share !== undefined && shares.atShare(share, this.maxKeys);
+    // a session at its part, or one of an address at the address's part (many sessions of one flooder)
+    const restricted =
+      share !== undefined && (shares.atShare(share, this.maxKeys) || shares.addressAtShare(share, this.maxKeys));
     let best = -1;
     let bestRank = 4;
     let bestTotal = Infinity;
@@ -296,6 +299,7 @@ export class Slots {
     if (best < 0) {
       if (!restricted) return -1;
       shares.refused++;
+      if (!shares.atShare(share!, this.maxKeys)) shares.refusedForAddress++;
       return -2;
     }
     if (bestRank === 1) shares.evictedOverShare++;

@@ -320,6 +320,18 @@ export const CORE_FAMILIES: Family[] = [
   ),
   protectionFamily(
     'counter',
+    'hotkey_keys_refused_address_total',
+    'New keys not tracked: their connection was under its part, but its remote address held its fair part of the full key table.',
+    (p) => p.keysRefusedForAddress,
+  ),
+  protectionFamily(
+    'gauge',
+    'hotkey_key_table_addresses',
+    'Remote addresses (IPv4, IPv6 /64) whose connections hold keys of the key tables, summed over apps.',
+    (p) => p.keyShareAddresses,
+  ),
+  protectionFamily(
+    'counter',
     'hotkey_promotions_solo_refused_total',
     'Crossings not promoted: the only reporter was out of its solo budget.',
     (p) => p.promotionsSoloRefused,

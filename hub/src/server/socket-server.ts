@@ -45,7 +45,8 @@ export interface AdmissionCounters {
   unauthenticated: number;
 }
 /** An extra WebSocket path (the dashboard's `/live`) and what accepts its connections. */
-export type SocketEndpoint = (peer: Peer) => SocketConnection;
+/** `remote`: the socket's remote address ('' when unknown) */
+export type SocketEndpoint = (peer: Peer, remote: string) => SocketConnection;
 
 export const WS_PATH = '/ws';
 
@@ -91,7 +92,7 @@ export class SocketServer {
     const path = (req.url ?? '').split('?')[0];
     const sdkPath = path === WS_PATH || path === '/';
     const attach: SocketEndpoint | undefined = sdkPath
-      ? (peer) => this.#core.attach(peer)
+      ? (peer, remote) => this.#core.attach(peer, remote)
       : this.#endpoints.get(path ?? '');
     if (attach === undefined) {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
@@ -113,7 +114,7 @@ export class SocketServer {
   }
 
   #accept(ws: WebSocket, attach: SocketEndpoint, socket: Duplex, address: string): void {
-    const session = attach(ws);
+    const session = attach(ws, address);
     this.#heartbeat.add(ws);
     ws.on('pong', () => this.#heartbeat.heard(ws));
     ws.on('message', (data, isBinary) => {
