@@ -40,6 +40,8 @@ const USAGE = `usage: hotkey-hub [options]
   --fanout-threads N    threads besides the event loop that write a broadcast to ${DEFAULT_TUNABLES.fanoutThreadsMinSockets}+ sockets, at most
                         (never more than the CPUs minus one; 0 = none) (env HOTKEY_FANOUT_THREADS,
                         default ${DEFAULT_TUNABLES.fanoutThreads})
+  --handoff-max-keys N  keys handed to their new owner, with their windows, per membership change; 0 = none
+                        (env HOTKEY_HANDOFF_MAX_KEYS, default ${DEFAULT_TUNABLES.handoffMaxKeys})
   --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS);
                         rediss:// for TLS
   --redis-ca FILE       PEM CA that signed the rediss:// server's certificate (env HOTKEY_REDIS_CA,
@@ -79,6 +81,7 @@ function parse() {
         'max-keys-per-app': { type: 'string' },
         'max-connections': { type: 'string' },
         'fanout-threads': { type: 'string' },
+        'handoff-max-keys': { type: 'string' },
         'redis-ca': { type: 'string' },
         'tls-cert': { type: 'string' },
         'tls-key': { type: 'string' },
@@ -177,6 +180,7 @@ async function main(): Promise<void> {
   const maxKeysPerApp = intFlag('--max-keys-per-app', args['max-keys-per-app'] ?? env.HOTKEY_MAX_KEYS_PER_APP, 1);
   const maxConnections = intFlag('--max-connections', args['max-connections'] ?? env.HOTKEY_MAX_CONNECTIONS, 0);
   const fanoutThreads = intFlag('--fanout-threads', args['fanout-threads'] ?? env.HOTKEY_FANOUT_THREADS, 0);
+  const handoffMaxKeys = intFlag('--handoff-max-keys', args['handoff-max-keys'] ?? env.HOTKEY_HANDOFF_MAX_KEYS, 0);
   const redisCa = nonEmpty('--redis-ca', args['redis-ca'] ?? env.HOTKEY_REDIS_CA);
   const tlsCert = nonEmpty('--tls-cert', args['tls-cert'] ?? env.HOTKEY_TLS_CERT);
   const tlsKey = nonEmpty('--tls-key', args['tls-key'] ?? env.HOTKEY_TLS_KEY);
@@ -232,7 +236,7 @@ async function main(): Promise<void> {
     );
 
   const tunables = Object.fromEntries(
-    Object.entries({ leaseMs, maxSessionsPerApp, maxKeysPerApp, maxConnections, fanoutThreads }).filter(
+    Object.entries({ leaseMs, maxSessionsPerApp, maxKeysPerApp, maxConnections, fanoutThreads, handoffMaxKeys }).filter(
       ([, v]) => v !== undefined,
     ),
   );

@@ -40,6 +40,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'accuracy', file: here('./accuracy.bench.ts'), timeoutMs: 120_000 },
   { name: 'modes', file: here('./modes.bench.ts'), timeoutMs: 300_000 },
   { name: 'cluster', file: here('./cluster.bench.ts'), timeoutMs: 120_000 },
+  { name: 'handoff', file: here('./handoff.bench.ts'), timeoutMs: 300_000 },
   { name: 'scaleout', file: here('./scaleout.bench.ts'), timeoutMs: 180_000 },
   { name: 'tracking', file: here('./tracking.bench.ts'), timeoutMs: 120_000 },
   { name: 'waits', file: here('./reader-waits.bench.ts'), timeoutMs: 120_000 },
@@ -55,6 +56,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'flash-sale', file: here('./flash-sale.bench.ts'), timeoutMs: 120_000 },
   { name: 'eviction-flood', file: here('./eviction-flood.bench.ts'), timeoutMs: 120_000 },
   { name: 'node-redis', file: here('./node-redis.bench.ts'), timeoutMs: 1_200_000 },
+  { name: 'rolling-restart', file: here('./rolling-restart.bench.ts'), timeoutMs: 180_000 },
 ];
 
 const { values } = parseArgs({

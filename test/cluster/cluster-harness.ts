@@ -27,9 +27,12 @@ export class Cluster {
   #dir = '';
   #config = '';
   #traffic: NodeJS.Timeout | undefined;
+  /** flags every hub of this cluster starts with, besides the cluster's own */
+  #hubArgs: string[] = [];
 
-  static async start(ids: string[], rules: object[]): Promise<Cluster> {
+  static async start(ids: string[], rules: object[], hubArgs: string[] = []): Promise<Cluster> {
     const cluster = new Cluster();
+    cluster.#hubArgs = hubArgs;
     try {
       cluster.redis = await RedisServer.start();
       cluster.#dir = await mkdtemp(join(tmpdir(), 'hotkey-cluster-'));
@@ -46,8 +49,8 @@ export class Cluster {
   }
 
   /** start() plus `clients` SDKs (seeded round-robin) connected to every hub; cleans up on failure. */
-  static async setup(ids: string[], rules: object[], clients: number): Promise<Cluster> {
-    const cluster = await Cluster.start(ids, rules);
+  static async setup(ids: string[], rules: object[], clients: number, hubArgs: string[] = []): Promise<Cluster> {
+    const cluster = await Cluster.start(ids, rules, hubArgs);
     try {
       await cluster.addClients(clients, ids);
       for (const client of cluster.clients)
@@ -76,6 +79,7 @@ export class Cluster {
       ADMIN,
       '--port',
       String(port),
+      ...this.#hubArgs,
     ];
     // generous: on a loaded 2-core machine several tsx processes starting at once are slow
     const hub = await HubProcess.start({ args, readyTimeoutMs: 30_000 });

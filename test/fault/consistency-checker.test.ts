@@ -28,7 +28,6 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -38,8 +37,8 @@ import { TcpProxy } from '../support/tcp-proxy.ts';
 import { nodeRedisAdapterMissing } from '../support/node-redis-adapter.ts';
 import { hostNow } from '../support/host-clock.ts';
 import { delay } from '../support/wait.ts';
+import { fmt, pct, Records, stopWorker, type Worker } from './consistency-records.ts';
 
-const WORKER = fileURLToPath(new URL('./consistency-worker.ts', import.meta.url));
 const NODE_REDIS_WORKER = fileURLToPath(new URL('./consistency-node-redis-worker.ts', import.meta.url));
 const now = hostNow;
 /** fault phases are short: the whole file stays under about a minute on two busy cores */
@@ -62,27 +61,14 @@ const config = {
   },
 };
 
-type Read = { key: string; v: number; start: number; end: number; proc: string; via: string };
-type Write = { key: string; v: number; start: number; end: number; acked: boolean; kind: string; proc: string };
-
-interface Worker {
-  id: string;
-  child: ChildProcess;
-  exited: Promise<void>;
-}
-
-/** value push counters summed over the workers (sent with their last records) */
-type PushStats = { updatesSent: number; updatesInjected: number; valuesInjected: number };
-const push: PushStats = { updatesSent: 0, updatesInjected: 0, valuesInjected: 0 };
-const reads: Read[] = [];
-const writes: Write[] = [];
+const records = new Records();
+const { reads, writes, push } = records;
 const phases: { name: string; from: number; to: number }[] = [];
-/** every worker process ever started: killed in test.after whatever happened */
-const children: ChildProcess[] = [];
 
-function startWorker(id: string, hubUrl: string, redisPort: number, extra: object, file = WORKER): Promise<Worker> {
-  const cfg = {
+function startWorker(id: string, hubUrl: string, redisPort: number, extra: object, file?: string): Promise<Worker> {
+  return records.startWorker(
     id,
+    {
     hub: hubUrl,
     redisPort,
     readKeys: [KEY_A, KEY_B, KEY_C, KEY_D],
@@ -90,56 +76,10 @@ function startWorker(id: string, hubUrl: string, redisPort: number, extra: objec
     readers: 2,
     mgetReaders: 1,
     writeEveryMs: 30,
-    ...extra,
-  };
-  const child = fork(file, [], {
-    env: { ...process.env, CK_CONFIG: JSON.stringify(cfg) },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  children.push(child);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.on('message', (msg: { type: string; records?: (string | number | boolean)[][]; push?: PushStats }) => {
-    if (msg.type !== 'records') return;
-    if (msg.push !== undefined) for (const k of Object.keys(push) as (keyof PushStats)[]) push[k] += msg.push[k];
-    for (const r of msg.records!) {
-      if (r[0] === 'r')
-        reads.push({
-          key: r[1] as string,
-          v: r[2] as number,
-          start: r[3] as number,
-          end: r[4] as number,
-          proc: id,
-          via: r[5] as string,
-        });
-      else
-        writes.push({
-          key: r[1] as string,
-          v: r[2] as number,
-          start: r[3] as number,
-          end: r[4] as number,
-          acked: r[5] as boolean,
-          kind: r[6] as string,
-          proc: id,
-        });
-    }
-  });
-  return new Promise((resolve, reject) => {
-    // tsx start-up on two busy cores can take a while
-    const timer = setTimeout(() => reject(new Error(`worker ${id} not ready within 60 s`)), 60_000);
-    child.once('message', () => {
-      clearTimeout(timer);
-      resolve({ id, child, exited });
-    });
-  });
-}
-
-async function stopWorker(w: Worker): Promise<void> {
-  if (w.child.exitCode !== null || w.child.signalCode !== null) return;
-  w.child.kill('SIGCONT');
-  w.child.send({ type: 'stop' });
-  const timer = setTimeout(() => w.child.kill('SIGKILL'), 5000);
-  await w.exited;
-  clearTimeout(timer);
+      ...extra,
+    },
+    file,
+  );
 }
 
 async function phase(name: string, run: () => Promise<void>): Promise<void> {
@@ -151,55 +91,7 @@ async function phase(name: string, run: () => Promise<void>): Promise<void> {
   );
 }
 
-function pct(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-const fmt = (x: number) => (Number.isNaN(x) ? '—' : `${Math.round(x)}`);
-
-interface Verdict {
-  /** each stale read, with the acknowledged write it missed (the newest one acked before it began) */
-  stale: { read: Read; missed: Write }[];
-  /** per write: ms from its start to the start of the last read that still returned an older version */
-  staleness: Map<Write, number>;
-}
-
-/**
- * Stale reads of `key`: versions older than the newest write acknowledged before the read began.
- * Absent values (version 0) from reads that ended after `redisLostAt` are Redis's lost data, not a
- * stale cache (a read in flight when Redis died may be answered by the restarted, empty one).
- */
-function judge(key: string, redisLostAt: number): Verdict {
-  const ws = writes.filter((w) => w.key === key).sort((a, b) => a.end - b.end);
-  const acked = ws.filter((w) => w.acked);
-  const rs = reads.filter((r) => r.key === key).sort((a, b) => a.start - b.start);
-  const stale: Verdict['stale'] = [];
-  let i = 0;
-  let newestAcked: Write | undefined;
-  for (const r of rs) {
-    for (; i < acked.length && acked[i]!.end < r.start; i++)
-      if (newestAcked === undefined || acked[i]!.v > newestAcked.v) newestAcked = acked[i];
-    if (r.v === 0 && r.end >= redisLostAt) continue;
-    if (newestAcked !== undefined && r.v < newestAcked.v) stale.push({ read: r, missed: newestAcked });
-  }
-  // staleness of each write: how long after it started did reads still see something older
-  const staleness = new Map<Write, number>();
-  const byStart = [...ws].sort((a, b) => a.start - b.start);
-  for (const w of byStart) staleness.set(w, 0);
-  for (const r of rs) {
-    if (r.v === 0 && r.end >= redisLostAt) continue;
-    // writes newer than r.v that started before r: r was stale for them (visibility lag)
-    for (let j = byStart.length - 1; j >= 0; j--) {
-      const w = byStart[j]!;
-      if (w.start > r.start) continue;
-      if (w.v <= r.v) break;
-      const lag = r.start - w.start;
-      if (lag > staleness.get(w)!) staleness.set(w, lag);
-      if (r.start - w.start > 30_000) break;
-    }
-  }
-  return { stale, staleness };
-}
+const judge = (key: string, redisLostAt: number) => records.judge(key, redisLostAt);
 
 let redis: RedisServer | undefined;
 let hub: HubProcess | undefined;
@@ -208,7 +100,7 @@ const workers: Worker[] = [];
 
 test.after(async () => {
   await Promise.allSettled(workers.map(stopWorker));
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  records.killAll();
   if (hub) {
     hub.child.kill('SIGCONT');
     await hub.stop('SIGKILL').catch(() => {});

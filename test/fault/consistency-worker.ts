@@ -3,7 +3,9 @@
  * ioredis client wrapped by withHotKeys, running reader loops and, by role, a wrapper writer or
  * a plain-ioredis (outside) writer. Every operation is recorded with times on one clock shared
  * by every process of the machine (hostNow, CLOCK_MONOTONIC) and sent to the
- * parent in batches over IPC. Configured by the CK_CONFIG environment variable (JSON).
+ * parent in batches over IPC. Configured by the CK_CONFIG environment variable (JSON). The parent
+ * may ask it (IPC `slow-connect`) to hold its connections to one hub port for a while
+ * (slow-connect.ts): a reader slow to reach a hub that just joined.
  *
  * Records (arrays, to keep IPC small):
  *   ['r', key, version, start, end, via]               a read (version 0: the key was absent); via:
@@ -16,11 +18,13 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { Redis } from 'ioredis';
 import { hostNow } from '../support/host-clock.ts';
+import { slowConnectsTo } from './slow-connect.ts';
 import { delay } from '../support/wait.ts';
 
 interface Config {
   id: string;
-  hub: string;
+  /** seed hub URL(s) */
+  hub: string | string[];
   redisPort: number;
   /** keys read through the wrapper */
   readKeys: string[];
@@ -48,7 +52,7 @@ let running = true;
 
 const hk = new HotKeyClient({
   app: 'ck',
-  hubs: [cfg.hub],
+  hubs: typeof cfg.hub === 'string' ? [cfg.hub] : cfg.hub,
   instanceId: cfg.id,
   reconnectMinMs: 50,
   reconnectMaxMs: 300,
@@ -165,7 +169,12 @@ const flusher = setInterval(() => {
   batch = [];
 }, 100);
 
-process.on('message', (msg: { type: string }) => {
+process.on('message', (msg: { type: string; port?: number; ms?: number }) => {
+  if (msg.type === 'slow-connect') {
+    // this process's next connections to that port are held (its Hello reaches the hub late)
+    void slowConnectsTo(msg.port!, msg.ms!).then(() => process.send?.({ type: 'slow-connect-ready' }));
+    return;
+  }
   if (msg.type !== 'stop') return;
   running = false;
   clearInterval(flusher);

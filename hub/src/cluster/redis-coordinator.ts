@@ -17,6 +17,7 @@ import { connectInBackground, createRedisClient, isReady, redactUrl, type Redis 
 import { MAX_MEMBERS, RedisMembership } from './redis-membership.ts';
 import { RedisRules, type AppSeed } from './redis-rules.ts';
 import { parseHubEvent, RedisHistory } from './redis-history.ts';
+import { RedisHandoff } from './redis-handoff.ts';
 
 export type { AppSeed };
 
@@ -70,6 +71,7 @@ export class RedisCoordinator implements Coordinator {
   readonly #subscriber: Redis;
   readonly #rules: RedisRules;
   readonly #history: RedisHistory;
+  readonly #handoff: RedisHandoff;
   #membership: RedisMembership | undefined;
   readonly #memberListeners: ((epoch: number, members: Member[]) => void)[] = [];
   readonly #eventListeners: ((event: HubEvent) => void)[] = [];
@@ -125,6 +127,12 @@ export class RedisCoordinator implements Coordinator {
       maxBuffered: opts.historyBuffer,
       logger: this.#logger,
     });
+    this.#handoff = new RedisHandoff({
+      client: this.#client,
+      prefix: this.#prefix,
+      selfId: this.selfId,
+      logger: this.#logger,
+    });
   }
 
   async start(self: Member): Promise<void> {
@@ -149,6 +157,7 @@ export class RedisCoordinator implements Coordinator {
         this.#rules.channel,
         this.#channel('events'),
         this.#channel('status'),
+        this.#handoff.channel,
       )
       .catch(() => {});
     connectInBackground(this.#client);
@@ -191,6 +200,7 @@ export class RedisCoordinator implements Coordinator {
     for (const timer of this.#timers) clearInterval(timer);
     for (const waiter of this.#syncedWaiters) waiter();
     this.#syncedWaiters = [];
+    await this.#handoff.flush(Math.min(1000, this.#ttlMs));
     if (isReady(this.#client) && this.#history.buffered > 0) await this.#history.flush().catch(() => {});
     this.#client.disconnect();
     this.#subscriber.disconnect();
@@ -228,6 +238,14 @@ export class RedisCoordinator implements Coordinator {
 
   onRules(listener: (app: string, rules: Rule[]) => void): void {
     this.#rules.onChange(listener);
+  }
+
+  sendHandoff(to: string, bytes: Uint8Array): void {
+    this.#handoff.send(to, bytes);
+  }
+
+  onHandoff(listener: (bytes: Uint8Array) => void): void {
+    this.#handoff.onChunk(listener);
   }
 
   publishEvent(event: HubEvent): void {
@@ -293,6 +311,7 @@ export class RedisCoordinator implements Coordinator {
       bufferedHistory: this.#history.buffered,
       rejectedRules: this.#rules.rejected,
       badMessages: this.badMessages,
+      droppedHandoffs: this.#handoff.dropped,
     };
   }
 
@@ -318,6 +337,7 @@ export class RedisCoordinator implements Coordinator {
         await this.#history.flush();
         this.#synced = true;
         this.#maybeRecovered();
+        this.#handoff.drain();
       } catch (err) {
         if (!this.#closed)
           this.#logger.warn({ evt: 'redis_resync_failed', err }, 'resynchronising with Redis failed; retrying');
@@ -361,6 +381,7 @@ export class RedisCoordinator implements Coordinator {
       return;
     }
     this.#beating = true;
+    this.#handoff.drain();
     this.#membership!.beat()
       .then(() => (this.#history.buffered > 0 ? this.#history.flush() : undefined))
       .catch(() => {})
@@ -381,6 +402,8 @@ export class RedisCoordinator implements Coordinator {
     if (channel === this.#membership?.channel) {
       // Someone joined, left or was swept: fetch the new list now rather than at the next beat.
       this.#beat();
+    } else if (channel === this.#handoff.channel) {
+      this.#handoff.notified(message);
     } else if (channel === this.#rules.channel) {
       this.#rules.syncApp(message).catch(() => {});
     } else if (channel === this.#channel('events')) {

@@ -24,6 +24,7 @@ import { Decider, type AggregatorListener, type DemoteReason, type PromotionBudg
 import type { ReportFrame } from './report-frame.ts';
 import { MODE_FIXED, RuleTable } from './rule-table.ts';
 import type { KeyShare } from './key-shares.ts';
+import { exportWindows, importWindow, type WindowEntry } from './window-transfer.ts';
 import { DEFAULT_TUNABLES } from './tunables.ts';
 import {
   BITS,
@@ -40,7 +41,7 @@ import {
   TOTAL,
 } from './slots.ts';
 
-export type { AggregatorListener, DemoteReason, KeyShare, PromotionBudget };
+export type { AggregatorListener, DemoteReason, KeyShare, PromotionBudget, WindowEntry };
 
 export interface AggregatorOptions {
   rules: readonly Rule[];
@@ -473,6 +474,29 @@ export class Aggregator {
       removed++;
     }
     return removed;
+  }
+
+  /**
+   * The windows and hot state of the tracked keys `dest` moves to another hub, by new owner, at
+   * most `max` (window-transfer.ts). Call before `setAccept` forgets them.
+   */
+  exportWindows(
+    dest: (key: string) => string | undefined,
+    now: number,
+    max: number,
+  ): { byOwner: Map<string, WindowEntry[]>; dropped: number } {
+    return exportWindows(this.#slots, this.#rules, dest, now, max);
+  }
+
+  /**
+   * Merges a window another hub handed over, read `delayMs` ago (window-transfer.ts). 'untracked':
+   * the key is not this hub's, matches no rule, or the table is full of hot keys.
+   */
+  importWindow(entry: WindowEntry, now: number, delayMs: number): 'merged' | 'promoted' | 'untracked' {
+    this.#lastNow = now;
+    const slot = this.#slots.index.get(entry.key) ?? this.#admit(entry.key, now);
+    if (slot < 0) return 'untracked';
+    return importWindow(this.#slots, this.#rules, this.#decider, slot, entry, now, delayMs) ? 'promoted' : 'merged';
   }
 
   /**

@@ -102,6 +102,14 @@ export interface Coordinator {
   /** latest status of every live hub (this one included) */
   statuses(): HubStatus[];
 
+  /**
+   * Window handoff (handoff.ts): delivers a chunk to member `to`; never throws. Absent (a hub
+   * alone): nothing is handed over.
+   */
+  sendHandoff?(to: string, bytes: Uint8Array): void;
+  /** chunks other hubs handed to this one */
+  onHandoff?(listener: (bytes: Uint8Array) => void): void;
+
   health(): Health;
   /** the shared store's loss counters for /metrics; undefined (or absent): nothing is shared */
   stats?(): CoordinatorCounters;
@@ -119,4 +127,6 @@ export interface CoordinatorCounters {
   rejectedRules: number;
   /** pub/sub messages from the store that were not a valid event or status */
   badMessages: number;
+  /** window handoff chunks that could not be written to the store (their windows are lost) */
+  droppedHandoffs?: number;
 }

@@ -79,13 +79,23 @@ export function openSession(ctx: HelloContext, session: Session, hello: Hello): 
       version,
     ),
   );
-  sendSnapshot(app, session, ctx.now());
+  sendSnapshot(app, session, ctx.now(), ctx.members.accept);
   return app;
 }
 
-/** The app's hot keys, with their replica counts, at the broadcast sequence they hold at. */
-export function sendSnapshot(app: AppState, session: Session, now: number): void {
-  const hot = app.aggregator.hot(now);
+/**
+ * The app's hot keys, with their replica counts, at the broadcast sequence they hold at. Only
+ * those this hub owns (`accept`; undefined: every key): keys still counted here while their
+ * windows go to a new owner are not vouched for (ownership-fence.ts).
+ */
+export function sendSnapshot(
+  app: AppState,
+  session: Session,
+  now: number,
+  accept: ((key: string) => boolean) | undefined,
+): void {
+  const all = app.aggregator.hot(now);
+  const hot = accept === undefined ? all : all.filter((v) => accept(v.key));
   app.broadcaster.sendTo(
     session.peer,
     snapshotFrame(hot, (key) => app.replicas.count(key), app.broadcaster.seq),

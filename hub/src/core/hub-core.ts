@@ -31,12 +31,22 @@ import { HubMetrics, protectionCounters, readGauges, type Gauges, type Protectio
 import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
 import { InvalidationRouter } from './invalidation-router.ts';
+import { OwnershipFence } from './ownership-fence.ts';
+import { Ownership } from '@hotkey/sdk/ownership';
 import { closeReason, type BulkWriter, type Peer } from './peer.ts';
 import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
 import type { ReportFrame } from './report-frame.ts';
 import { Session, type SessionHost } from './session.ts';
 import type { HubTunables } from './tunables.ts';
 import { KeyPrivacy } from './key-privacy.ts';
+import { Handoff } from './handoff.ts';
+
+/** ms between the rounds of a handoff, halved for the first: the reports still in flight to the old owner */
+const HANDOFF_DRAIN_MS = 50;
+/** ms an old owner still counts the keys a join moved away (SDKs report to it until their link to the joiner is up) */
+const HANDOFF_FOLLOW_MS = 1000;
+/** the same for a leaving hub: how much longer a SIGTERM'd hub keeps its SDKs before the 4010 close */
+const HANDOFF_LEAVE_MS = 300;
 
 export interface HubCoreOptions {
   id: string;
@@ -75,12 +85,15 @@ export class HubCore implements SessionHost {
   readonly #apps: Apps;
   readonly #announcer: Announcer;
   readonly #invalidations: InvalidationRouter;
+  readonly #handoff: Handoff;
   readonly #awaitingHello = new Set<Session>();
   readonly #ingest: ReportIngest;
   readonly #status: StatusClock;
   readonly #members: MemberView;
   #recent: HubEvent[] = [];
   #closing = false;
+  /** acks held across owner changes, hot keys let go of (ownership-fence.ts) */
+  readonly #fence: OwnershipFence;
 
   constructor(options: HubCoreOptions) {
     this.id = options.id;
@@ -115,12 +128,19 @@ export class HubCore implements SessionHost {
       logger: this.#logger,
       accept: this.#members.accept,
       bulk: options.bulk,
-      onPromote: (app, key, rule, qps, latencyMs, manual) =>
-        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual),
+      onPromote: (app, key, rule, qps, latencyMs, manual) => {
+        // a key still counted here while its windows go to its new owner (handoff.ts) is not
+        // promoted to SDKs: this hub no longer vouches for it (ownership-fence.ts)
+        if (this.#members.accept?.(key) === false) return;
+        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual);
+      },
       onDemote: (app, key, qps, reason) => this.#announcer.demoted(app, key, qps, reason),
     });
+    const initial = new Ownership(membership.members.map((m) => m.id));
+    this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, clock, initial });
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
+      notBefore: (key, flush) => (flush ? this.#fence.notBeforeAny() : this.#fence.notBefore(key)),
       metrics: this.metrics,
       now: this.#now,
       clock,
@@ -146,6 +166,27 @@ export class HubCore implements SessionHost {
         if (app !== undefined && !session.closed) this.#invalidations.request(app, session, request);
       },
     });
+    this.#handoff = new Handoff(
+      {
+        selfId: this.id,
+        maxKeys: this.tunables.handoffMaxKeys,
+        send: (to, bytes) => this.coordinator.sendHandoff?.(to, bytes),
+        setAccept: (accept) => this.#apps.setAccept(accept),
+        drainMs: HANDOFF_DRAIN_MS,
+        followMs: HANDOFF_FOLLOW_MS,
+        leaveMs: HANDOFF_LEAVE_MS,
+        idle: () => this.#apps.connections === 0,
+        apps: () => this.#apps.values(),
+        open: (app) => this.#apps.open(app)?.aggregator,
+        counters: this.metrics.handoff,
+        logger: this.#logger,
+        now: this.#now,
+        clock,
+      },
+      membership.epoch,
+      membership.members,
+    );
+    this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#handoff.receive(bytes)));
     this.coordinator.onRules((app, rules) =>
       this.#guard('rules change', () => {
         this.#logger.info(
@@ -228,7 +269,7 @@ export class HubCore implements SessionHost {
 
   resync(session: Session): void {
     const app = this.#apps.get(session.app);
-    if (app !== undefined) sendSnapshot(app, session, this.#now());
+    if (app !== undefined) sendSnapshot(app, session, this.#now(), this.#members.accept);
   }
 
   lease(session: Session, id: number): void {
@@ -361,6 +402,7 @@ export class HubCore implements SessionHost {
         if (app.lingering.size === 0 && this.#apps.idle(app, now)) this.#apps.drop(app);
       });
     }
+    this.#guard('handoff', () => this.#handoff.tick());
     if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
     if (this.#status.due(now, this.tunables.statusIntervalMs)) this.#guard('status', () => this.publishStatus(now));
   }
@@ -379,8 +421,14 @@ export class HubCore implements SessionHost {
     this.coordinator.publishStatus(status);
   }
 
+  /** Resolves once the windows of the last membership change are handed over (handoff.ts; at most a few tens of ms). */
+  handoffSettled(): Promise<void> {
+    return this.#handoff.settled();
+  }
+
   /** Closes every connection with `code`; pending invalidations are dropped unacknowledged (an ack would be a guess). */
   shutdown(code: number, reason: string): void {
+    this.#guard('handoff', () => this.#handoff.flush());
     this.#closing = true;
     this.#apps.close();
     this.invalidationBudget.close();
@@ -434,14 +482,21 @@ export class HubCore implements SessionHost {
   }
 
   #membersChanged(epoch: number, members: Member[]): void {
+    const before = new Ownership(this.#members.members.map((m) => m.id));
+    const after = new Ownership(members.map((m) => m.id));
+    const beforeAccept = this.#members.accept;
+    const lost = this.#fence.lostHotKeys(this.#apps.values(), beforeAccept, after, this.#now());
     const { joined, left } = this.#members.change(epoch, members);
     this.#logger.info(
       { evt: 'members', epoch, members: members.map((m) => m.id), joined, left },
       'cluster members changed',
     );
-    // keys owned by another hub are that hub's to decide; SDKs resync on the new epoch
-    this.#apps.setAccept(this.#members.accept);
+    // keys owned by another hub are that hub's to decide: handed over with their windows once the
+    // reports in flight are in (handoff.ts); SDKs resync on the new epoch
+    this.#handoff.changed(epoch, members, beforeAccept, this.#members.accept);
+    this.#fence.changed(before, after);
     const bytes = membersFrame(epoch, members);
     for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
+    for (const [app, keys] of lost) this.#fence.release(app, keys);
   }
 }

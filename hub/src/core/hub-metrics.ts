@@ -7,6 +7,7 @@
 import type { AggregatorStats } from './aggregator.ts';
 import type { IntakeStats } from './intake.ts';
 import type { InvalidationBudgetStats } from './invalidation-budget.ts';
+import { emptyHandoffCounters } from './handoff.ts';
 
 /** What the gauges read of one app's state (AppState has it). */
 export interface AppCounts {
@@ -62,6 +63,8 @@ export class HubMetrics {
   /** reads of hot keys the SDKs answered from their local caches / loader calls they made for hot keys (from their reports) */
   localHits = 0;
   loaderCalls = 0;
+  /** window handoff between hubs (handoff.ts) */
+  readonly handoff = emptyHandoffCounters();
 
   promoted(app: string, fanoutMs: number, detectionMs: number | undefined): void {
     this.observer.promoted(app, fanoutMs, detectionMs);

@@ -16,6 +16,7 @@ import {
 } from '@hotkey/sdk/protocol';
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import type { HubEvent } from './coordinator.ts';
+import type { AckResult } from './invalidations.ts';
 import type { AppState } from './apps.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import type { Session } from './session.ts';
@@ -32,6 +33,11 @@ export interface InvalidationRouterOptions {
   publish: (event: HubEvent) => void;
   /** bytes of an update's value at most (tunable maxPushBytes) */
   maxPushBytes: number;
+  /**
+   * `clock` time before which an invalidation of the key (`flush`: of a namespace) must not be
+   * acked: owner changes (ownership-fence.ts) @default none
+   */
+  notBefore?: (key: string, flush: boolean) => number;
 }
 
 /** What an update adds to its Invalidate broadcast. */
@@ -65,32 +71,50 @@ export class InvalidationRouter {
       pushed: request.pushed === true,
     });
     app.waiters ??= [...app.sessions, ...app.lingering];
-    app.invalidations.track(seq, app.waiters, this.#opts.clock(), (result) => {
-      const event: HubEvent = {
-        type: 'invalidate',
-        app: app.name,
-        key: request.key,
-        qps: 0,
-        at,
-        hub: this.#opts.hubId,
-      };
-      if (result === undefined) {
-        // dropped unacknowledged (pending bound, shutdown): the writer's invalidate() times out
-        metrics.invalidationsDropped++;
-        event.acked = false;
-      } else {
-        const fenced = result.fenced.slice(0, MAX_FENCED_IDS);
-        metrics.invalidationAcked(app.name, result.ms);
-        event.ackMs = Math.round(result.ms);
-        if (fenced.length > 0) {
-          metrics.invalidationsFenced++;
-          event.fenced = fenced;
-        }
-        if (!session.closed)
-          app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq, fenced, ms: result.ms }));
-      }
-      this.#opts.publish(event);
+    const notBefore = this.#opts.notBefore?.(request.key, request.flush === true) ?? 0;
+    app.invalidations.track(seq, app.waiters, this.#opts.clock(), (settled) => {
+      const hold = settled === undefined ? 0 : notBefore - this.#opts.clock();
+      if (hold <= 0) return this.#acked(app, session, request, seq, at, settled);
+      // the key changed owner lately: its previous owner's sessions may still serve it (ownership-fence.ts)
+      const result = { fenced: settled!.fenced, ms: settled!.ms + hold };
+      setTimeout(() => this.#acked(app, session, request, seq, at, result), hold).unref();
     });
+  }
+
+  /** The ack of an SDK's request is decided: `result` undefined when dropped unacknowledged. */
+  #acked(
+    app: AppState,
+    session: Session,
+    request: InvalidateRequest,
+    seq: number,
+    at: number,
+    result: AckResult | undefined,
+  ): void {
+    const { metrics } = this.#opts;
+    const event: HubEvent = {
+      type: 'invalidate',
+      app: app.name,
+      key: request.key,
+      qps: 0,
+      at,
+      hub: this.#opts.hubId,
+    };
+    if (result === undefined) {
+      // dropped unacknowledged (pending bound, shutdown): the writer's invalidate() times out
+      metrics.invalidationsDropped++;
+      event.acked = false;
+    } else {
+      const fenced = result.fenced.slice(0, MAX_FENCED_IDS);
+      metrics.invalidationAcked(app.name, result.ms);
+      event.ackMs = Math.round(result.ms);
+      if (fenced.length > 0) {
+        metrics.invalidationsFenced++;
+        event.fenced = fenced;
+      }
+      if (!session.closed)
+        app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Ack, id: request.id, seq, fenced, ms: result.ms }));
+    }
+    this.#opts.publish(event);
   }
 
   /**

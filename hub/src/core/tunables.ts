@@ -94,6 +94,8 @@ export interface HubTunables {
   pushFillTimeoutMs: number;
   /** value push: bytes of a pushed value (Push, or an update's value) at most; larger ones are discarded / sent as a plain invalidation (HK_ERR_PUSH_TOO_LARGE) @default 65536 */
   maxPushBytes: number;
+  /** window handoff on a membership change (core/handoff.ts): keys handed to new owners at most per change, and taken from one sender per epoch; 0 = no handoff @default 10000 */
+  handoffMaxKeys: number;
 }
 
 export const DEFAULT_TUNABLES: HubTunables = {
@@ -137,4 +139,5 @@ export const DEFAULT_TUNABLES: HubTunables = {
   minResyncIntervalMs: 1000,
   pushFillTimeoutMs: 500,
   maxPushBytes: 65_536,
+  handoffMaxKeys: 10_000,
 };

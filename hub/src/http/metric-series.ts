@@ -6,6 +6,7 @@
  */
 import type { CoordinatorCounters } from '../core/coordinator.ts';
 import type { Gauges, HubMetrics, ProtectionCounters } from '../core/hub-metrics.ts';
+import { handoffFamilies } from './handoff-series.ts';
 
 /** The live dashboard feed's counters (DashboardFeed.stats plus the pages connected). */
 export interface FeedCounters {
@@ -298,6 +299,13 @@ export const CORE_FAMILIES: Family[] = [
     read: (x) => x.s.cluster?.badMessages,
     group: 'cluster',
   },
+  {
+    name: 'hotkey_cluster_handoffs_dropped_total',
+    type: 'counter',
+    help: 'Window handoff chunks that could not be written to Redis (their windows are lost).',
+    read: (x) => x.s.cluster?.droppedHandoffs,
+    group: 'cluster',
+  },
   protectionFamily(
     'counter',
     'hotkey_keys_refused_total',
@@ -418,6 +426,7 @@ export const CORE_FAMILIES: Family[] = [
     'HTTP connections closed to make room for newer ones.',
     (a) => a.httpEvicted,
   ),
+  ...handoffFamilies<Family>((name, help, read) => ({ name, type: 'counter', help, read: (x) => read(x.m.handoff) })),
   { name: 'hotkey_heap_used_bytes', type: 'gauge', help: 'V8 heap in use.', read: (x) => x.s.gauges.heapUsed },
   { name: 'hotkey_rss_bytes', type: 'gauge', help: 'Resident set size.', read: (x) => x.s.gauges.rss },
 ];

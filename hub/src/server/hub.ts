@@ -157,6 +157,8 @@ export class Hub {
     clearInterval(this.#tickTimer);
     try {
       await this.coordinator.leave();
+      // the SDKs heard of the leave: the reports they sent before it are counted, then handed over
+      await this.core.handoffSettled();
     } catch {
       // leaving is best effort: the member's heartbeat expires anyway
     }

@@ -91,6 +91,9 @@ export class Dispatch {
       }
       case MsgType.Demote: {
         this.#sequence(link, message.seq);
+        // a hub that lost the key lets go of it; a newer owner's promotion here stays
+        const held = o.hot.get(message.key);
+        if (held !== undefined && held.hub !== hub) return;
         o.forget(message.key);
         if (o.hot.demote(message.key)) o.emit('demote', message.key, { hub, reason: 'demote' });
         return;

@@ -167,7 +167,13 @@ export class HubLinks {
       if (this.#links.get(conn.hubId)?.conn === conn) this.#lose(conn.hubId);
     }
     for (const m of members) {
-      if (m.url === '' || this.#links.has(m.id) || this.#conns.has(m.url)) continue;
+      if (m.url === '' || this.#links.has(m.id)) continue;
+      const waiting = this.#conns.get(m.url);
+      if (waiting !== undefined) {
+        // a listed hub is up: a connection backing off from it (a restart) need not wait its turn
+        waiting.retryNow();
+        continue;
+      }
       if (!HUB_URL.test(m.url)) continue;
       for (const [url, conn] of this.#conns) {
         if (conn.hubId !== m.id) continue;

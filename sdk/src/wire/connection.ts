@@ -127,6 +127,14 @@ export class HubConnection {
     this.#open();
   }
 
+  /** Waiting to reconnect: try now (the hub is listed as a member again, say after a restart). */
+  retryNow(): void {
+    if (this.state !== 'waiting' || this.#retryTimer === undefined) return;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    this.#open();
+  }
+
   /** Sends a frame if the hub is welcomed; false when not sent. */
   send(message: ClientMessage): boolean {
     return this.sendBytes(encode(message));
