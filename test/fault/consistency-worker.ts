@@ -20,6 +20,7 @@ import { Redis } from 'ioredis';
 import { hostNow } from '../support/host-clock.ts';
 import { slowConnectsTo } from './slow-connect.ts';
 import { delay } from '../support/wait.ts';
+import { startRecordsOut, versionOf, writeLoop, yieldToIo } from './consistency-records-out.ts';
 
 interface Config {
   id: string;
@@ -44,11 +45,6 @@ interface Config {
 
 const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
 const now = hostNow;
-const tick = () => new Promise<void>((r) => setImmediate(r));
-
-type Rec = (string | number | boolean)[];
-let batch: Rec[] = [];
-let running = true;
 
 const hk = new HotKeyClient({
   app: 'ck',
@@ -76,14 +72,22 @@ redis.on('error', () => {});
 updater.on('error', () => {});
 plain.on('error', () => {});
 
+const out = startRecordsOut({
+  close: () => [hk.close(), redis.quit(), updater.quit(), plain.quit()],
+  finalExtra: () => {
+    const { updatesSent, updatesInjected, valuesInjected } = hk.stats().push;
+    return { push: { updatesSent, updatesInjected, valuesInjected } };
+  },
+});
+
 async function readLoop(): Promise<void> {
   let n = 0;
-  while (running) {
+  while (out.running) {
     for (const key of cfg.readKeys) {
       const start = now();
       try {
         const v = await redis.get(key);
-        batch.push(['r', key, v === null ? 0 : Number(v), start, now(), 'get']);
+        out.push(['r', key, versionOf(v), start, now(), 'get']);
       } catch {
         // Redis down: no read to judge
       }
@@ -98,100 +102,53 @@ async function readLoop(): Promise<void> {
           await delay(15);
           return value;
         });
-        batch.push(['r', key, v === null ? 0 : Number(v), start, now(), 'get']);
+        out.push(['r', key, versionOf(v), start, now(), 'get']);
       } catch {
         // Redis down
       }
     }
-    // yield to I/O: hot reads resolve as microtasks and would starve the sockets
-    if (++n % 8 === 0) await delay(2);
-    else await tick();
+    await yieldToIo(++n);
   }
 }
 
 async function mgetLoop(): Promise<void> {
   let n = 0;
-  while (running) {
+  while (out.running) {
     const start = now();
     try {
       const values = await redis.mget(cfg.readKeys);
       const end = now();
-      cfg.readKeys.forEach((key, i) => {
-        const v = values[i];
-        batch.push(['r', key, v === null || v === undefined ? 0 : Number(v), start, end, 'mget']);
-      });
+      cfg.readKeys.forEach((key, i) => out.push(['r', key, versionOf(values[i]), start, end, 'mget']));
     } catch {
       // Redis down: no read to judge
     }
-    if (++n % 8 === 0) await delay(2);
-    else await tick();
+    await yieldToIo(++n);
   }
 }
 
-async function wrapperWriter(key: string, client: Redis = redis, kind = 'wrapper'): Promise<void> {
-  let version = Math.floor(now()); // grows across restarts of this process
-  while (running) {
-    const v = ++version;
-    const start = now();
-    invalidateFailed.delete(key);
-    let acked = false;
-    try {
-      await client.set(key, String(v));
-      acked = !invalidateFailed.has(key);
-    } catch {
-      acked = false;
-    }
-    batch.push(['w', key, v, start, now(), acked, kind]);
-    await delay(cfg.writeEveryMs);
-  }
-}
+const wrapperWrite = (client: Redis, key: string) => async (value: string) => {
+  invalidateFailed.delete(key);
+  await client.set(key, value);
+  return !invalidateFailed.has(key);
+};
 
-async function plainWriter(key: string): Promise<void> {
-  let version = Math.floor(now());
-  while (running) {
-    const v = ++version;
-    const start = now();
-    let ok = false;
-    try {
-      await plain.set(key, String(v));
-      ok = true;
-    } catch {
-      ok = false;
-    }
-    batch.push(['w', key, v, start, now(), ok, 'plain']);
-    await delay(cfg.writeEveryMs);
-  }
-}
-
-const flusher = setInterval(() => {
-  if (batch.length === 0 || !process.connected) return;
-  process.send?.({ type: 'records', records: batch });
-  batch = [];
-}, 100);
+const plainWrite = (key: string) => async (value: string) => {
+  await plain.set(key, value);
+  return true;
+};
 
 process.on('message', (msg: { type: string; port?: number; ms?: number }) => {
-  if (msg.type === 'slow-connect') {
-    // this process's next connections to that port are held (its Hello reaches the hub late)
-    void slowConnectsTo(msg.port!, msg.ms!).then(() => process.send?.({ type: 'slow-connect-ready' }));
-    return;
-  }
-  if (msg.type !== 'stop') return;
-  running = false;
-  clearInterval(flusher);
-  const { updatesSent, updatesInjected, valuesInjected } = hk.stats().push;
-  process.send?.({ type: 'records', records: batch, push: { updatesSent, updatesInjected, valuesInjected } }, () => {
-    batch = [];
-    void Promise.allSettled([hk.close(), redis.quit(), updater.quit(), plain.quit()]).finally(() => process.exit(0));
-  });
+  if (msg.type !== 'slow-connect') return;
+  // this process's next connections to that port are held (its Hello reaches the hub late)
+  void slowConnectsTo(msg.port!, msg.ms!).then(() => process.send?.({ type: 'slow-connect-ready' }));
 });
-
-// the parent is gone (or its test failed): nobody reads our records, stop
-process.on('disconnect', () => process.exit(0));
 
 const loops: Promise<void>[] = [];
 for (let i = 0; i < cfg.readers; i++) loops.push(readLoop());
 for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) loops.push(mgetLoop());
-for (const key of cfg.wrapperWrites ?? []) loops.push(wrapperWriter(key));
-for (const key of cfg.updateWrites ?? []) loops.push(wrapperWriter(key, updater, 'update'));
-if (cfg.plainWrites !== undefined) loops.push(plainWriter(cfg.plainWrites));
+const every = cfg.writeEveryMs;
+for (const key of cfg.wrapperWrites ?? []) loops.push(writeLoop(out, key, 'wrapper', every, wrapperWrite(redis, key)));
+for (const key of cfg.updateWrites ?? []) loops.push(writeLoop(out, key, 'update', every, wrapperWrite(updater, key)));
+if (cfg.plainWrites !== undefined)
+  loops.push(writeLoop(out, cfg.plainWrites, 'plain', every, plainWrite(cfg.plainWrites)));
 process.send?.({ type: 'ready' });
