@@ -5,22 +5,19 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { KEYSPACE_WRITES, WRITES } from './commands.ts';
-import { RedisServer } from '../../../test/support/redis-server.ts';
+import { withLiveRedis } from './live-redis.test-helper.ts';
 
-let server: RedisServer;
 let redis: Redis;
 
-test.before(async () => {
-  server = await RedisServer.start();
-  redis = new Redis(server.url, { protocol: 2, maxRetriesPerRequest: 1 });
-});
-
-test.after(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+withLiveRedis(
+  test,
+  (c) => {
+    redis = c;
+  },
+  { protocol: 2 },
+);
 
 type Info = [string, number, string[], number, number, number, string[], string[], Array<unknown[]>, Info[]];
 

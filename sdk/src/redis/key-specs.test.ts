@@ -5,23 +5,20 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { WRITES } from './commands.ts';
 import { KEY_SPECS, keysOf } from './key-specs.ts';
-import { RedisServer } from '../../../test/support/redis-server.ts';
+import { withLiveRedis } from './live-redis.test-helper.ts';
 
-let server: RedisServer;
 let redis: Redis;
 
-test.before(async () => {
-  server = await RedisServer.start();
-  redis = new Redis(server.url, { protocol: 2, maxRetriesPerRequest: 1 });
-});
-
-test.after(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+withLiveRedis(
+  test,
+  (c) => {
+    redis = c;
+  },
+  { protocol: 2 },
+);
 
 type Flat = unknown[];
 /** a RESP2 map as [name, value, name, value …] */
