@@ -9,9 +9,8 @@
 import { HotKeyClient } from '@hotkey/sdk';
 import { createClient } from 'redis';
 import { loadNodeRedisAdapter } from '../support/node-redis-adapter.ts';
-import { hostNow } from '../support/host-clock.ts';
 import { delay } from '../support/wait.ts';
-import { startRecordsOut, versionOf, writeLoop, yieldToIo } from './consistency-records-out.ts';
+import { readLoop, recordReads, startRecordsOut, writeLoop } from './consistency-records-out.ts';
 
 interface Config {
   id: string;
@@ -25,7 +24,6 @@ interface Config {
 }
 
 const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
-const now = hostNow;
 const adapter = await loadNodeRedisAdapter();
 if (adapter instanceof Error) throw adapter;
 
@@ -52,36 +50,15 @@ await redis.connect();
 
 const out = startRecordsOut({ close: () => [hk.close(), redis.close()] });
 
-async function readLoop(): Promise<void> {
-  let n = 0;
-  while (out.running) {
-    for (const key of cfg.readKeys) {
-      const start = now();
-      try {
-        const v = await redis.get(key);
-        out.push(['r', key, versionOf(v), start, now(), 'nr-get']);
-      } catch {
-        await delay(10); // Redis down: no read to judge
-      }
-    }
-    await yieldToIo(++n);
+// Redis down: no read to judge, and no busy loop while it is
+const getRound = async () => {
+  for (const key of cfg.readKeys) {
+    if (!(await recordReads(out, [key], 'nr-get', async () => [await redis.get(key)]))) await delay(10);
   }
-}
-
-async function mgetLoop(): Promise<void> {
-  let n = 0;
-  while (out.running) {
-    const start = now();
-    try {
-      const values = await redis.mGet(cfg.readKeys);
-      const end = now();
-      cfg.readKeys.forEach((key, i) => out.push(['r', key, versionOf(values[i]), start, end, 'nr-mget']));
-    } catch {
-      await delay(10);
-    }
-    await yieldToIo(++n);
-  }
-}
+};
+const mgetRound = async () => {
+  if (!(await recordReads(out, cfg.readKeys, 'nr-mget', () => redis.mGet(cfg.readKeys)))) await delay(10);
+};
 
 const wrapperWrite = (key: string) => async (value: string) => {
   invalidateFailed.delete(key);
@@ -89,7 +66,7 @@ const wrapperWrite = (key: string) => async (value: string) => {
   return !invalidateFailed.has(key);
 };
 
-for (let i = 0; i < cfg.readers; i++) void readLoop();
-for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) void mgetLoop();
+for (let i = 0; i < cfg.readers; i++) void readLoop(out, getRound);
+for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) void readLoop(out, mgetRound);
 for (const key of cfg.wrapperWrites ?? []) void writeLoop(out, key, 'wrapper', cfg.writeEveryMs, wrapperWrite(key));
 process.send?.({ type: 'ready' });

@@ -53,13 +53,41 @@ export function startRecordsOut(opts: RecordsOutOptions): RecordsOut {
 }
 
 /** A read reply as the version it records: 0 where the key was absent. */
-export const versionOf = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
+const versionOf = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
 
 const tick = () => new Promise<void>((r) => setImmediate(r));
 
-/** Between reader rounds: hot reads resolve as microtasks and would starve the sockets. */
-export function yieldToIo(round: number): Promise<void> {
-  return round % 8 === 0 ? delay(2) : tick();
+/**
+ * Runs `round` until stopped, yielding to I/O between rounds: hot reads resolve as microtasks
+ * and would starve the sockets.
+ */
+export async function readLoop(out: RecordsOut, round: () => Promise<void>): Promise<void> {
+  let n = 0;
+  while (out.running) {
+    await round();
+    await (++n % 8 === 0 ? delay(2) : tick());
+  }
+}
+
+/**
+ * Reads `keys` with one call, recording one read per key with the call's start and end; false
+ * when the call failed (Redis down: no read to judge).
+ */
+export async function recordReads(
+  out: RecordsOut,
+  keys: readonly string[],
+  via: string,
+  read: () => Promise<readonly unknown[]>,
+): Promise<boolean> {
+  const start = hostNow();
+  try {
+    const values = await read();
+    const end = hostNow();
+    keys.forEach((key, i) => out.push(['r', key, versionOf(values[i]), start, end, via]));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -17,10 +17,9 @@
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { Redis } from 'ioredis';
-import { hostNow } from '../support/host-clock.ts';
 import { slowConnectsTo } from './slow-connect.ts';
 import { delay } from '../support/wait.ts';
-import { startRecordsOut, versionOf, writeLoop, yieldToIo } from './consistency-records-out.ts';
+import { readLoop, recordReads, startRecordsOut, writeLoop } from './consistency-records-out.ts';
 
 interface Config {
   id: string;
@@ -44,7 +43,6 @@ interface Config {
 }
 
 const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
-const now = hostNow;
 
 const hk = new HotKeyClient({
   app: 'ck',
@@ -80,51 +78,23 @@ const out = startRecordsOut({
   },
 });
 
-async function readLoop(): Promise<void> {
-  let n = 0;
-  while (out.running) {
-    for (const key of cfg.readKeys) {
-      const start = now();
-      try {
-        const v = await redis.get(key);
-        out.push(['r', key, versionOf(v), start, now(), 'get']);
-      } catch {
-        // Redis down: no read to judge
-      }
-    }
-    if (cfg.raceKey !== undefined) {
-      const key = cfg.raceKey;
-      const start = now();
-      try {
-        // a slow fill: the value is read, then held back — an invalidation lands in between
-        const v = await hk.get(key, async () => {
-          const value = await plain.get(key);
-          await delay(15);
-          return value;
-        });
-        out.push(['r', key, versionOf(v), start, now(), 'get']);
-      } catch {
-        // Redis down
-      }
-    }
-    await yieldToIo(++n);
+const getRound = async () => {
+  for (const key of cfg.readKeys) await recordReads(out, [key], 'get', async () => [await redis.get(key)]);
+  if (cfg.raceKey !== undefined) {
+    const key = cfg.raceKey;
+    // a slow fill: the value is read, then held back — an invalidation lands in between
+    await recordReads(out, [key], 'get', async () => [
+      await hk.get(key, async () => {
+        const value = await plain.get(key);
+        await delay(15);
+        return value;
+      }),
+    ]);
   }
-}
-
-async function mgetLoop(): Promise<void> {
-  let n = 0;
-  while (out.running) {
-    const start = now();
-    try {
-      const values = await redis.mget(cfg.readKeys);
-      const end = now();
-      cfg.readKeys.forEach((key, i) => out.push(['r', key, versionOf(values[i]), start, end, 'mget']));
-    } catch {
-      // Redis down: no read to judge
-    }
-    await yieldToIo(++n);
-  }
-}
+};
+const mgetRound = async () => {
+  await recordReads(out, cfg.readKeys, 'mget', () => redis.mget(cfg.readKeys));
+};
 
 const wrapperWrite = (client: Redis, key: string) => async (value: string) => {
   invalidateFailed.delete(key);
@@ -144,8 +114,8 @@ process.on('message', (msg: { type: string; port?: number; ms?: number }) => {
 });
 
 const loops: Promise<void>[] = [];
-for (let i = 0; i < cfg.readers; i++) loops.push(readLoop());
-for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) loops.push(mgetLoop());
+for (let i = 0; i < cfg.readers; i++) loops.push(readLoop(out, getRound));
+for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) loops.push(readLoop(out, mgetRound));
 const every = cfg.writeEveryMs;
 for (const key of cfg.wrapperWrites ?? []) loops.push(writeLoop(out, key, 'wrapper', every, wrapperWrite(redis, key)));
 for (const key of cfg.updateWrites ?? []) loops.push(writeLoop(out, key, 'update', every, wrapperWrite(updater, key)));
