@@ -12,6 +12,7 @@ import { withHotKeys } from '../node-redis.ts';
 import type { ProtocolPeer } from '../../../test/support/protocol-peer.ts';
 import { destroyAll } from '../../../test/support/node-redis.ts';
 import { waitFor } from '../../../test/support/wait.ts';
+import { assertHookedOnce, assertPlainAfterClose } from '../../../test/support/wrapper-checks.ts';
 import type { RedisServer } from '../../../test/support/redis-server.ts';
 import { type AckingPeer, startAckingPeer } from '../redis/acking-peer.test-helper.ts';
 
@@ -66,16 +67,7 @@ test('bad input: not a node-redis client, a client with clientSideCache, one wra
     );
   }
   const c = withHotKeys(fresh, hk, { breaker: false, replicas: false });
-  assert.is(withHotKeys(c, hk), c, 'the same HotKeyClient again: a no-op');
-  const other = new HotKeyClient({ app: 'shop', hubs: peer.url });
-  try {
-    assert.throws(
-      () => withHotKeys(c, other),
-      (e: Error) => e instanceof TypeError && /another HotKeyClient/.test(e.message),
-    );
-  } finally {
-    await other.close();
-  }
+  await assertHookedOnce(withHotKeys, c, hk, new HotKeyClient({ app: 'shop', hubs: peer.url }));
 });
 
 test('a hooked client keeps what a plain one has: its class, own keys, events, proxies', async () => {
@@ -122,11 +114,7 @@ test('a wrapped client after hk.close(): a plain client (reads from Redis, write
     await c.get('w:closed');
     return own.stats().hits > 0;
   });
-  await own.close();
-  await raw.set('w:closed', 'b'); // behind the wrapper's back: only Redis knows
-  assert.is(await c.get('w:closed'), 'b', 'nothing served locally any more');
-  assert.is(await c.set('w:closed', 'c'), 'OK');
-  assert.is(await c.get('w:closed'), 'c');
+  await assertPlainAfterClose(c, raw, own, 'w:closed');
 });
 
 test.run();
