@@ -20,3 +20,19 @@ export function withLiveRedis(suite: Test, use: (client: Redis) => void, options
     await server?.stop();
   });
 }
+
+/** `call` of a RESP2 client on the suite's redis-server: COMMAND's replies as flat arrays, as the tables' tests read them. */
+export function withResp2Call(suite: Test): (command: string, ...args: (string | number)[]) => Promise<unknown> {
+  let client: Redis | undefined;
+  withLiveRedis(
+    suite,
+    (c) => {
+      client = c;
+    },
+    { protocol: 2 },
+  );
+  return (command, ...args) => {
+    if (client === undefined) throw new Error('withResp2Call: called before the suite started');
+    return client.call(command, ...args);
+  };
+}
