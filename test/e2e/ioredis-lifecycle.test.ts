@@ -24,6 +24,7 @@ import { MANUAL_RULE } from '../support/promoting-hub.ts';
 import { redisHub, type RedisHub } from '../support/redis-hub.ts';
 import { freePort } from '../support/redis-server.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
+import { assertHookedOnce, assertPlainAfterClose } from '../support/wrapper-checks.ts';
 
 let fixture: RedisHub;
 let hk: HotKeyClient;
@@ -346,16 +347,7 @@ test('bad input: not an ioredis client, wrapped by another HotKeyClient', async 
   );
   assert.is(Object.getPrototypeOf(seedless), Cluster.prototype, 'nothing hooked on a refused client');
   const c = withHotKeys(client(), hk);
-  assert.is(withHotKeys(c, hk), c, 'the same HotKeyClient again: a no-op');
-  const other = new HotKeyClient({ app: 'shop', hubs: [fixture.hub.url] });
-  try {
-    assert.throws(
-      () => withHotKeys(c, other),
-      (e: Error) => e instanceof TypeError && /another HotKeyClient/.test(e.message),
-    );
-  } finally {
-    await other.close();
-  }
+  await assertHookedOnce(withHotKeys, c, hk, new HotKeyClient({ app: 'shop', hubs: [fixture.hub.url] }));
 });
 
 test('a wrapped client after hk.close(): a plain client (reads from Redis, writes unhindered)', async () => {
@@ -366,11 +358,7 @@ test('a wrapped client after hk.close(): a plain client (reads from Redis, write
   await promote('lc:closed', own);
   assert.is(await c.get('lc:closed'), 'a');
   assert.is(await c.get('lc:closed'), 'a');
-  await own.close();
-  await plain.set('lc:closed', 'b'); // behind the wrapper's back: only Redis knows
-  assert.is(await c.get('lc:closed'), 'b', 'nothing served locally any more');
-  assert.is(await c.set('lc:closed', 'c'), 'OK');
-  assert.is(await c.get('lc:closed'), 'c');
+  await assertPlainAfterClose(c, plain, own, 'lc:closed');
 });
 
 test.run();

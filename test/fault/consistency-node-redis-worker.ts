@@ -9,8 +9,8 @@
 import { HotKeyClient } from '@hotkey/sdk';
 import { createClient } from 'redis';
 import { loadNodeRedisAdapter } from '../support/node-redis-adapter.ts';
-import { hostNow } from '../support/host-clock.ts';
 import { delay } from '../support/wait.ts';
+import { readLoop, recordReads, startRecordsOut, writeLoop } from './consistency-records-out.ts';
 
 interface Config {
   id: string;
@@ -24,14 +24,8 @@ interface Config {
 }
 
 const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
-const now = hostNow;
-const tick = () => new Promise<void>((r) => setImmediate(r));
 const adapter = await loadNodeRedisAdapter();
 if (adapter instanceof Error) throw adapter;
-
-type Rec = (string | number | boolean)[];
-let batch: Rec[] = [];
-let running = true;
 
 const hk = new HotKeyClient({
   app: 'ck',
@@ -54,78 +48,25 @@ const redis = adapter.withHotKeys(
 redis.on('error', () => {});
 await redis.connect();
 
-const version = (v: unknown) => (v === null || v === undefined ? 0 : Number(v));
+const out = startRecordsOut({ close: () => [hk.close(), redis.close()] });
 
-async function readLoop(): Promise<void> {
-  let n = 0;
-  while (running) {
-    for (const key of cfg.readKeys) {
-      const start = now();
-      try {
-        const v = await redis.get(key);
-        batch.push(['r', key, version(v), start, now(), 'nr-get']);
-      } catch {
-        await delay(10); // Redis down: no read to judge
-      }
-    }
-    // yield to I/O: hot reads resolve as microtasks and would starve the sockets
-    if (++n % 8 === 0) await delay(2);
-    else await tick();
+// Redis down: no read to judge, and no busy loop while it is
+const getRound = async () => {
+  for (const key of cfg.readKeys) {
+    if (!(await recordReads(out, [key], 'nr-get', async () => [await redis.get(key)]))) await delay(10);
   }
-}
+};
+const mgetRound = async () => {
+  if (!(await recordReads(out, cfg.readKeys, 'nr-mget', () => redis.mGet(cfg.readKeys)))) await delay(10);
+};
 
-async function mgetLoop(): Promise<void> {
-  let n = 0;
-  while (running) {
-    const start = now();
-    try {
-      const values = await redis.mGet(cfg.readKeys);
-      const end = now();
-      cfg.readKeys.forEach((key, i) => batch.push(['r', key, version(values[i]), start, end, 'nr-mget']));
-    } catch {
-      await delay(10);
-    }
-    if (++n % 8 === 0) await delay(2);
-    else await tick();
-  }
-}
+const wrapperWrite = (key: string) => async (value: string) => {
+  invalidateFailed.delete(key);
+  await redis.set(key, value);
+  return !invalidateFailed.has(key);
+};
 
-async function writer(key: string): Promise<void> {
-  let v = Math.floor(now()); // grows across restarts of this process
-  while (running) {
-    const value = ++v;
-    const start = now();
-    invalidateFailed.delete(key);
-    let acked = false;
-    try {
-      await redis.set(key, String(value));
-      acked = !invalidateFailed.has(key);
-    } catch {
-      acked = false;
-    }
-    batch.push(['w', key, value, start, now(), acked, 'wrapper']);
-    await delay(cfg.writeEveryMs);
-  }
-}
-
-const flusher = setInterval(() => {
-  if (batch.length === 0 || !process.connected) return;
-  process.send?.({ type: 'records', records: batch });
-  batch = [];
-}, 100);
-
-process.on('message', (msg: { type: string }) => {
-  if (msg.type !== 'stop') return;
-  running = false;
-  clearInterval(flusher);
-  process.send?.({ type: 'records', records: batch }, () => {
-    batch = [];
-    void Promise.allSettled([hk.close(), redis.close()]).finally(() => process.exit(0));
-  });
-});
-process.on('disconnect', () => process.exit(0));
-
-for (let i = 0; i < cfg.readers; i++) void readLoop();
-for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) void mgetLoop();
-for (const key of cfg.wrapperWrites ?? []) void writer(key);
+for (let i = 0; i < cfg.readers; i++) void readLoop(out, getRound);
+for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) void readLoop(out, mgetRound);
+for (const key of cfg.wrapperWrites ?? []) void writeLoop(out, key, 'wrapper', cfg.writeEveryMs, wrapperWrite(key));
 process.send?.({ type: 'ready' });

@@ -17,9 +17,9 @@
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { Redis } from 'ioredis';
-import { hostNow } from '../support/host-clock.ts';
 import { slowConnectsTo } from './slow-connect.ts';
 import { delay } from '../support/wait.ts';
+import { readLoop, recordReads, startRecordsOut, writeLoop } from './consistency-records-out.ts';
 
 interface Config {
   id: string;
@@ -43,12 +43,6 @@ interface Config {
 }
 
 const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
-const now = hostNow;
-const tick = () => new Promise<void>((r) => setImmediate(r));
-
-type Rec = (string | number | boolean)[];
-let batch: Rec[] = [];
-let running = true;
 
 const hk = new HotKeyClient({
   app: 'ck',
@@ -76,122 +70,55 @@ redis.on('error', () => {});
 updater.on('error', () => {});
 plain.on('error', () => {});
 
-async function readLoop(): Promise<void> {
-  let n = 0;
-  while (running) {
-    for (const key of cfg.readKeys) {
-      const start = now();
-      try {
-        const v = await redis.get(key);
-        batch.push(['r', key, v === null ? 0 : Number(v), start, now(), 'get']);
-      } catch {
-        // Redis down: no read to judge
-      }
-    }
-    if (cfg.raceKey !== undefined) {
-      const key = cfg.raceKey;
-      const start = now();
-      try {
-        // a slow fill: the value is read, then held back — an invalidation lands in between
-        const v = await hk.get(key, async () => {
-          const value = await plain.get(key);
-          await delay(15);
-          return value;
-        });
-        batch.push(['r', key, v === null ? 0 : Number(v), start, now(), 'get']);
-      } catch {
-        // Redis down
-      }
-    }
-    // yield to I/O: hot reads resolve as microtasks and would starve the sockets
-    if (++n % 8 === 0) await delay(2);
-    else await tick();
-  }
-}
-
-async function mgetLoop(): Promise<void> {
-  let n = 0;
-  while (running) {
-    const start = now();
-    try {
-      const values = await redis.mget(cfg.readKeys);
-      const end = now();
-      cfg.readKeys.forEach((key, i) => {
-        const v = values[i];
-        batch.push(['r', key, v === null || v === undefined ? 0 : Number(v), start, end, 'mget']);
-      });
-    } catch {
-      // Redis down: no read to judge
-    }
-    if (++n % 8 === 0) await delay(2);
-    else await tick();
-  }
-}
-
-async function wrapperWriter(key: string, client: Redis = redis, kind = 'wrapper'): Promise<void> {
-  let version = Math.floor(now()); // grows across restarts of this process
-  while (running) {
-    const v = ++version;
-    const start = now();
-    invalidateFailed.delete(key);
-    let acked = false;
-    try {
-      await client.set(key, String(v));
-      acked = !invalidateFailed.has(key);
-    } catch {
-      acked = false;
-    }
-    batch.push(['w', key, v, start, now(), acked, kind]);
-    await delay(cfg.writeEveryMs);
-  }
-}
-
-async function plainWriter(key: string): Promise<void> {
-  let version = Math.floor(now());
-  while (running) {
-    const v = ++version;
-    const start = now();
-    let ok = false;
-    try {
-      await plain.set(key, String(v));
-      ok = true;
-    } catch {
-      ok = false;
-    }
-    batch.push(['w', key, v, start, now(), ok, 'plain']);
-    await delay(cfg.writeEveryMs);
-  }
-}
-
-const flusher = setInterval(() => {
-  if (batch.length === 0 || !process.connected) return;
-  process.send?.({ type: 'records', records: batch });
-  batch = [];
-}, 100);
-
-process.on('message', (msg: { type: string; port?: number; ms?: number }) => {
-  if (msg.type === 'slow-connect') {
-    // this process's next connections to that port are held (its Hello reaches the hub late)
-    void slowConnectsTo(msg.port!, msg.ms!).then(() => process.send?.({ type: 'slow-connect-ready' }));
-    return;
-  }
-  if (msg.type !== 'stop') return;
-  running = false;
-  clearInterval(flusher);
-  const { updatesSent, updatesInjected, valuesInjected } = hk.stats().push;
-  process.send?.({ type: 'records', records: batch, push: { updatesSent, updatesInjected, valuesInjected } }, () => {
-    batch = [];
-    void Promise.allSettled([hk.close(), redis.quit(), updater.quit(), plain.quit()]).finally(() => process.exit(0));
-  });
+const out = startRecordsOut({
+  close: () => [hk.close(), redis.quit(), updater.quit(), plain.quit()],
+  finalExtra: () => {
+    const { updatesSent, updatesInjected, valuesInjected } = hk.stats().push;
+    return { push: { updatesSent, updatesInjected, valuesInjected } };
+  },
 });
 
-// the parent is gone (or its test failed): nobody reads our records, stop
-process.on('disconnect', () => process.exit(0));
+const getRound = async () => {
+  for (const key of cfg.readKeys) await recordReads(out, [key], 'get', async () => [await redis.get(key)]);
+  if (cfg.raceKey !== undefined) {
+    const key = cfg.raceKey;
+    // a slow fill: the value is read, then held back — an invalidation lands in between
+    await recordReads(out, [key], 'get', async () => [
+      await hk.get(key, async () => {
+        const value = await plain.get(key);
+        await delay(15);
+        return value;
+      }),
+    ]);
+  }
+};
+const mgetRound = async () => {
+  await recordReads(out, cfg.readKeys, 'mget', () => redis.mget(cfg.readKeys));
+};
+
+const wrapperWrite = (client: Redis, key: string) => async (value: string) => {
+  invalidateFailed.delete(key);
+  await client.set(key, value);
+  return !invalidateFailed.has(key);
+};
+
+const plainWrite = (key: string) => async (value: string) => {
+  await plain.set(key, value);
+  return true;
+};
+
+process.on('message', (msg: { type: string; port?: number; ms?: number }) => {
+  if (msg.type !== 'slow-connect') return;
+  // this process's next connections to that port are held (its Hello reaches the hub late)
+  void slowConnectsTo(msg.port!, msg.ms!).then(() => process.send?.({ type: 'slow-connect-ready' }));
+});
 
 const loops: Promise<void>[] = [];
-for (let i = 0; i < cfg.readers; i++) loops.push(readLoop());
-for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) loops.push(mgetLoop());
-for (const key of cfg.wrapperWrites ?? []) loops.push(wrapperWriter(key));
-for (const key of cfg.updateWrites ?? []) loops.push(wrapperWriter(key, updater, 'update'));
-if (cfg.plainWrites !== undefined) loops.push(plainWriter(cfg.plainWrites));
+for (let i = 0; i < cfg.readers; i++) loops.push(readLoop(out, getRound));
+for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) loops.push(readLoop(out, mgetRound));
+const every = cfg.writeEveryMs;
+for (const key of cfg.wrapperWrites ?? []) loops.push(writeLoop(out, key, 'wrapper', every, wrapperWrite(redis, key)));
+for (const key of cfg.updateWrites ?? []) loops.push(writeLoop(out, key, 'update', every, wrapperWrite(updater, key)));
+if (cfg.plainWrites !== undefined)
+  loops.push(writeLoop(out, cfg.plainWrites, 'plain', every, plainWrite(cfg.plainWrites)));
 process.send?.({ type: 'ready' });

@@ -5,20 +5,14 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { counter } from './counters.ts';
-import { RedisServer } from '../../../test/support/redis-server.ts';
+import { withLiveRedis } from '../redis/live-redis.test-helper.ts';
 
-let server: RedisServer;
 let r: Redis;
 
-test.before(async () => {
-  server = await RedisServer.start();
-  r = new Redis(server.url, { maxRetriesPerRequest: 1 });
-});
-test.after(async () => {
-  r?.disconnect();
-  await server?.stop();
+withLiveRedis(test, (c) => {
+  r = c;
 });
 
 async function shardValues(keys: readonly string[]): Promise<number[]> {

@@ -3,62 +3,36 @@ import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '../client/client.ts';
 import { withHotKeys } from '../ioredis.ts';
-import { MsgType } from '../wire/protocol.ts';
-import { ProtocolPeer, type PeerSocket } from '../../../test/support/protocol-peer.ts';
 import { waitFor } from '../../../test/support/wait.ts';
-import { RedisServer } from '../../../test/support/redis-server.ts';
-
-const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 60_000, cache: true, at: 0 };
+import type { RedisServer } from '../../../test/support/redis-server.ts';
+import { type AckingPeer, startAckingPeer } from '../redis/acking-peer.test-helper.ts';
 
 let server: RedisServer;
-let peer: ProtocolPeer;
-let sock: PeerSocket;
 let hk: HotKeyClient;
 let raw: Redis;
 let r: Redis;
-let seq = 0;
+let fx: AckingPeer;
 
 test.before(async () => {
-  server = await RedisServer.start();
-  peer = await new ProtocolPeer({ id: 'hub-a' }).listen();
-  const sockP = peer.nextSocket();
-  hk = new HotKeyClient({ app: 'shop', hubs: peer.url, flushIntervalMs: 10, invalidateTimeoutMs: 2000 });
-  sock = await sockP;
-  await hk.ready({ signal: AbortSignal.timeout(3000) });
+  fx = await startAckingPeer();
+  ({ server, hk } = fx);
   raw = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await raw.connect();
   // tracking off: these tests write behind the wrapper's back to prove a read was answered
   // locally (with tracking on, Redis tells the wrapper: test/e2e/ioredis-tracking.test.ts)
   r = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk, { tracking: false });
-  // The peer acks every invalidation at once, broadcasting it back first like a hub would.
-  sock.ws.on('message', () => {
-    for (;;) {
-      const i = sock.received.findIndex((m) => m.t === MsgType.InvalidateRequest);
-      if (i < 0) break;
-      const req = sock.received.splice(i, 1)[0] as { id: number; key: string };
-      sock.send({ t: MsgType.Invalidate, seq: ++seq, key: req.key });
-      sock.send({ t: MsgType.Ack, id: req.id, seq, fenced: [], ms: 0 });
-    }
-  });
 });
 
 test.after(async () => {
   raw?.disconnect();
   r?.disconnect();
-  await hk?.close();
-  await peer?.close();
-  await server?.stop();
+  await fx?.close();
 });
-
-async function promote(key: string): Promise<void> {
-  sock.send({ t: MsgType.Promote, seq: ++seq, key, ...P });
-  await waitFor('hk.isHot(key)', () => hk.isHot(key));
-}
 
 test('reads of a hot key come from the local cache; writes invalidate', async () => {
   await raw.set('s', 'v1');
   assert.is(await r.get('s'), 'v1');
-  await promote('s');
+  await fx.promote('s');
   assert.is(await r.get('s'), 'v1'); // loads and caches
   await raw.set('s', 'behind-our-back');
   assert.is(await r.get('s'), 'v1', 'served locally');
@@ -70,7 +44,7 @@ test('reads of a hot key come from the local cache; writes invalidate', async ()
 test('hget on a hot hash loads it once for every field; hset and del invalidate', async () => {
   await raw.hset('h', { a: '1', b: '2' });
   assert.is(await r.hget('h', 'a'), '1');
-  await promote('h');
+  await fx.promote('h');
   const loadsBefore = hk.stats().loads;
   assert.is(await r.hget('h', 'a'), '1');
   assert.is(await r.hget('h', 'b'), '2');
@@ -88,7 +62,7 @@ test('every command is counted once, also when queued before the connection is r
   const lazy = new Redis(server.url, { lazyConnect: true });
   const r = withHotKeys(lazy, hk);
   // hot keys go through hk.get (counted in its stats); cold ones through hk.track
-  for (const key of ['q1', 'q2', 'q3']) await promote(key);
+  for (const key of ['q1', 'q2', 'q3']) await fx.promote(key);
   const before = hk.stats().misses + hk.stats().hits + hk.stats().loads + hk.stats().coalesced;
   try {
     assert.is(lazy.status, 'wait');
@@ -103,8 +77,8 @@ test('every command is counted once, also when queued before the connection is r
 });
 
 test('multi-key writes invalidate every key; other commands pass through', async () => {
-  await promote('m1');
-  await promote('m2');
+  await fx.promote('m1');
+  await fx.promote('m2');
   await raw.mset('m1', 'a', 'm2', 'b');
   assert.is(await r.get('m1'), 'a');
   assert.is(await r.get('m2'), 'b');
@@ -116,8 +90,8 @@ test('multi-key writes invalidate every key; other commands pass through', async
 });
 
 test('a hot value never outlives its TTL in Redis (PTTL read with the value)', async () => {
-  await promote('ttl:s');
-  await promote('ttl:h');
+  await fx.promote('ttl:s');
+  await fx.promote('ttl:h');
   await raw.set('ttl:s', 'v', 'PX', 300);
   await raw.hset('ttl:h', { f: '1' });
   await raw.pexpire('ttl:h', 300);
@@ -139,7 +113,7 @@ test('with enableAutoPipelining, hot GETs are still local and writes still inval
     tracking: false,
   });
   try {
-    await promote('auto:1');
+    await fx.promote('auto:1');
     await auto.set('auto:1', 'a');
     assert.equal(await Promise.all([auto.get('auto:1'), auto.get('auto:1'), auto.get('auto:0')]), ['a', 'a', null]);
     await raw.set('auto:1', 'behind-our-back');

@@ -8,58 +8,35 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { HotKeyClient } from '../client/client.ts';
+import type { HotKeyClient } from '../client/client.ts';
 import { withHotKeys } from '../ioredis.ts';
-import { MsgType } from '../wire/protocol.ts';
-import { ProtocolPeer, type PeerSocket } from '../../../test/support/protocol-peer.ts';
-import { waitFor } from '../../../test/support/wait.ts';
-import { RedisServer } from '../../../test/support/redis-server.ts';
-
-const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 60_000, cache: true, at: 0 };
+import type { RedisServer } from '../../../test/support/redis-server.ts';
+import { type AckingPeer, startAckingPeer } from '../redis/acking-peer.test-helper.ts';
 
 let server: RedisServer;
-let peer: ProtocolPeer;
-let sock: PeerSocket;
 let hk: HotKeyClient;
 let plain: Redis;
 let r: Redis;
-let seq = 0;
+let fx: AckingPeer;
 /** keys whose invalidation the peer acked, in order */
 let acked: string[] = [];
 
 test.before(async () => {
-  server = await RedisServer.start();
-  peer = await new ProtocolPeer({ id: 'hub-a' }).listen();
-  const sockP = peer.nextSocket();
-  hk = new HotKeyClient({ app: 'shop', hubs: peer.url, flushIntervalMs: 10, invalidateTimeoutMs: 2000 });
-  sock = await sockP;
-  await hk.ready({ signal: AbortSignal.timeout(3000) });
+  fx = await startAckingPeer((key) => acked.push(key));
+  ({ server, hk } = fx);
   plain = new Redis(server.url, { maxRetriesPerRequest: 1 });
   r = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk);
-  sock.ws.on('message', () => {
-    for (;;) {
-      const i = sock.received.findIndex((m) => m.t === MsgType.InvalidateRequest);
-      if (i < 0) break;
-      const req = sock.received.splice(i, 1)[0] as { id: number; key: string };
-      acked.push(req.key);
-      sock.send({ t: MsgType.Invalidate, seq: ++seq, key: req.key });
-      sock.send({ t: MsgType.Ack, id: req.id, seq, fenced: [], ms: 0 });
-    }
-  });
 });
 
 test.after(async () => {
   plain?.disconnect();
   r?.disconnect();
-  await hk?.close();
-  await peer?.close();
-  await server?.stop();
+  await fx?.close();
 });
 
 async function hot(key: string): Promise<void> {
   if (hk.isHot(key)) return;
-  sock.send({ t: MsgType.Promote, seq: ++seq, key, ...P });
-  await waitFor(`${key} hot`, () => hk.isHot(key));
+  await fx.promote(key);
 }
 
 /** `write` settles only after every key in `keys` was acked; the hot cached copy is then gone. */

@@ -9,19 +9,17 @@ import { createClient } from 'redis';
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '../client/client.ts';
 import { withHotKeys } from '../node-redis.ts';
-import { MsgType } from '../wire/protocol.ts';
-import { ProtocolPeer, type PeerSocket } from '../../../test/support/protocol-peer.ts';
+import type { ProtocolPeer } from '../../../test/support/protocol-peer.ts';
 import { destroyAll } from '../../../test/support/node-redis.ts';
 import { waitFor } from '../../../test/support/wait.ts';
-import { RedisServer } from '../../../test/support/redis-server.ts';
-
-const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 60_000, cache: true, at: 0 };
+import { assertHookedOnce, assertPlainAfterClose } from '../../../test/support/wrapper-checks.ts';
+import type { RedisServer } from '../../../test/support/redis-server.ts';
+import { type AckingPeer, startAckingPeer } from '../redis/acking-peer.test-helper.ts';
 
 let server: RedisServer;
 let peer: ProtocolPeer;
-let sock: PeerSocket;
 let hk: HotKeyClient;
-let seq = 0;
+let fx: AckingPeer;
 const opened: Array<{ destroy(): void }> = [];
 /** node-redis's client under its proxies (a private field in its types) */
 const selfOf = (c: object): object => (c as unknown as { _self: object })._self;
@@ -36,35 +34,14 @@ async function client(options: Parameters<typeof createClient>[0] = {}): Promise
 }
 
 test.before(async () => {
-  server = await RedisServer.start();
-  peer = await new ProtocolPeer({ id: 'hub-a' }).listen();
-  const sockP = peer.nextSocket();
-  hk = new HotKeyClient({ app: 'shop', hubs: peer.url, flushIntervalMs: 10, invalidateTimeoutMs: 2000 });
-  sock = await sockP;
-  await hk.ready({ signal: AbortSignal.timeout(3000) });
-  // acks every invalidation at once, broadcasting it back first like a hub would
-  sock.ws.on('message', () => {
-    for (;;) {
-      const i = sock.received.findIndex((m) => m.t === MsgType.InvalidateRequest);
-      if (i < 0) break;
-      const req = sock.received.splice(i, 1)[0] as { id: number; key: string };
-      sock.send({ t: MsgType.Invalidate, seq: ++seq, key: req.key });
-      sock.send({ t: MsgType.Ack, id: req.id, seq, fenced: [], ms: 0 });
-    }
-  });
+  fx = await startAckingPeer();
+  ({ server, peer, hk } = fx);
 });
 
 test.after(async () => {
   destroyAll(opened);
-  await hk?.close();
-  await peer?.close();
-  await server?.stop();
+  await fx?.close();
 });
-
-async function promote(on: HotKeyClient, s: PeerSocket, key: string): Promise<void> {
-  s.send({ t: MsgType.Promote, seq: ++seq, key, ...P });
-  await waitFor(`${key} hot`, () => on.isHot(key));
-}
 
 test('bad input: not a node-redis client, a client with clientSideCache, one wrapped by another hk, bad options', async () => {
   const ioredis = new Redis(server.url, { lazyConnect: true });
@@ -90,16 +67,7 @@ test('bad input: not a node-redis client, a client with clientSideCache, one wra
     );
   }
   const c = withHotKeys(fresh, hk, { breaker: false, replicas: false });
-  assert.is(withHotKeys(c, hk), c, 'the same HotKeyClient again: a no-op');
-  const other = new HotKeyClient({ app: 'shop', hubs: peer.url });
-  try {
-    assert.throws(
-      () => withHotKeys(c, other),
-      (e: Error) => e instanceof TypeError && /another HotKeyClient/.test(e.message),
-    );
-  } finally {
-    await other.close();
-  }
+  await assertHookedOnce(withHotKeys, c, hk, new HotKeyClient({ app: 'shop', hubs: peer.url }));
 });
 
 test('a hooked client keeps what a plain one has: its class, own keys, events, proxies', async () => {
@@ -118,7 +86,7 @@ test('a hooked client keeps what a plain one has: its class, own keys, events, p
 test('a hot GET under a type mapping of strings is answered by Redis, as the mapping says', async () => {
   const c = withHotKeys(await client(), hk, { tracking: false });
   await c.set('w:mapped', 'bytes');
-  await promote(hk, sock, 'w:mapped');
+  await fx.promote('w:mapped');
   await waitFor('cached', async () => {
     await c.get('w:mapped');
     return hk.stats().hits > 0;
@@ -140,17 +108,13 @@ test('a wrapped client after hk.close(): a plain client (reads from Redis, write
   const c = withHotKeys(await client(), own, { tracking: false });
   const raw = await client();
   await raw.set('w:closed', 'a');
-  await promote(own, s, 'w:closed');
+  await fx.promote('w:closed', own, s);
   assert.is(await c.get('w:closed'), 'a');
   await waitFor('served locally', async () => {
     await c.get('w:closed');
     return own.stats().hits > 0;
   });
-  await own.close();
-  await raw.set('w:closed', 'b'); // behind the wrapper's back: only Redis knows
-  assert.is(await c.get('w:closed'), 'b', 'nothing served locally any more');
-  assert.is(await c.set('w:closed', 'c'), 'OK');
-  assert.is(await c.get('w:closed'), 'c');
+  await assertPlainAfterClose(c, raw, own, 'w:closed');
 });
 
 test.run();

@@ -5,21 +5,15 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Coalescer } from './coalescer.ts';
-import { RedisServer } from '../../../test/support/redis-server.ts';
+import { withLiveRedis } from './live-redis.test-helper.ts';
 
-let server: RedisServer;
 let r: Redis;
 const LONG = 60_000;
 
-test.before(async () => {
-  server = await RedisServer.start();
-  r = new Redis(server.url, { maxRetriesPerRequest: 1 });
-});
-test.after(async () => {
-  r?.disconnect();
-  await server?.stop();
+withLiveRedis(test, (c) => {
+  r = c;
 });
 
 async function incrbys(): Promise<number> {

@@ -5,22 +5,10 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Redis } from 'ioredis';
 import { KEYSPACE_WRITES, WRITES } from './commands.ts';
-import { RedisServer } from '../../../test/support/redis-server.ts';
+import { withResp2Call } from './live-redis.test-helper.ts';
 
-let server: RedisServer;
-let redis: Redis;
-
-test.before(async () => {
-  server = await RedisServer.start();
-  redis = new Redis(server.url, { protocol: 2, maxRetriesPerRequest: 1 });
-});
-
-test.after(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+const call = withResp2Call(test);
 
 type Info = [string, number, string[], number, number, number, string[], string[], Array<unknown[]>, Info[]];
 
@@ -39,7 +27,7 @@ function writesKeys(info: Info): boolean {
 }
 
 test('every command of the server that writes keys is in the write table', async () => {
-  const infos = (await redis.call('COMMAND')) as Info[];
+  const infos = (await call('COMMAND')) as Info[];
   const wanted: string[] = [];
   for (const info of infos) {
     if (writesKeys(info)) wanted.push(info[0]);
@@ -58,7 +46,7 @@ test('read-only scripts and reads are not writes; every keyspace-wide write exis
   for (const name of ['eval_ro', 'evalsha_ro', 'fcall_ro', 'get', 'hget', 'hgetall', 'exists'])
     assert.not.ok(WRITES.has(name), name);
   for (const name of KEYSPACE_WRITES) {
-    const [info] = (await redis.call('COMMAND', 'INFO', name)) as Info[];
+    const [info] = (await call('COMMAND', 'INFO', name)) as Info[];
     assert.ok(info && info[2].map(String).includes('write'), name);
   }
 });

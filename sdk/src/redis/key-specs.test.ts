@@ -5,23 +5,11 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Redis } from 'ioredis';
 import { WRITES } from './commands.ts';
 import { KEY_SPECS, keysOf } from './key-specs.ts';
-import { RedisServer } from '../../../test/support/redis-server.ts';
+import { withResp2Call } from './live-redis.test-helper.ts';
 
-let server: RedisServer;
-let redis: Redis;
-
-test.before(async () => {
-  server = await RedisServer.start();
-  redis = new Redis(server.url, { protocol: 2, maxRetriesPerRequest: 1 });
-});
-
-test.after(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
+const call = withResp2Call(test);
 
 type Flat = unknown[];
 /** a RESP2 map as [name, value, name, value …] */
@@ -45,7 +33,7 @@ function encode(spec: Flat): unknown {
 }
 
 test("the table is the server's COMMAND key specs; every write the server knows has an entry", async () => {
-  const infos = (await redis.call('COMMAND')) as Flat[];
+  const infos = (await call('COMMAND')) as Flat[];
   const server = new Map<string, unknown[]>();
   for (const info of infos) {
     server.set(String(info[0]), ((info[8] as Flat[]) ?? []).map(encode));
@@ -77,7 +65,7 @@ test('keysOf finds what COMMAND GETKEYS finds', async () => {
     ['HGET', 'h', 'f'],
   ];
   for (const argv of cases) {
-    const expected = ((await redis.call('COMMAND', 'GETKEYS', ...argv)) as string[]).map(String);
+    const expected = ((await call('COMMAND', 'GETKEYS', ...argv)) as string[]).map(String);
     assert.equal(keysOf(argv), expected, argv.join(' '));
   }
   // SORT's STORE destination has no key spec Redis can describe: every argument counts, the store target among them
