@@ -92,7 +92,8 @@ export class SurgeLocal {
 
   #promote(key: string, rule: { windowMs: number; cacheTtlMs: number }, clock: number): HotState | undefined {
     const o = this.#o;
-    if (this.#keys.size >= o.options.maxKeys || this.#bytes >= o.options.maxBytes) return undefined;
+    // the key count was checked by check(), its one caller, before the slice count
+    if (this.#bytes >= o.options.maxBytes) return undefined;
     if (o.hot.get(key) !== undefined || o.hot.size >= o.hot.maxKeys) return undefined;
     const declined = this.#declined.get(key);
     if (declined !== undefined) {
