@@ -37,7 +37,8 @@ import { keyName } from '../redis/identity.ts';
 import { dbOf, deploymentOf } from './deployment.ts';
 import { Tracking } from '../redis/tracking.ts';
 import { hook, isClosing } from './unhooked.ts';
-import { WriteHot } from './write-hot.ts';
+import { WRITE_HOT, WriteHot } from '../redis/write-hot.ts';
+import { ownSend } from './counter.ts';
 import { Breakers, exportBreakerMetrics } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaStats } from './replicas.ts';
@@ -61,8 +62,6 @@ export function replicaStats(client: object): Readonly<ReplicaStats> | undefined
 }
 
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
-/** the write-hot modes (write-hot.ts) of a wrapped client, for `hotKeyStats` / `flushWrites` */
-export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
 /** the circuit breakers (breaker.ts) of a wrapped client, for `hotKeyStats` */
 export const BREAKERS: unique symbol = Symbol('hotkey.breakers');
 /** value push of a wrapped client (shared-records.ts, update-writes.ts), for `hotKeyStats` */
@@ -183,7 +182,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   }
 
   // shards and coalescing of write-hot keys (write-hot.ts); merged writes invalidate like any write
-  const writeHot = new WriteHot(client, hk, (key) => {
+  const writeHot = new WriteHot(hk, ownSend(client), (key) => {
     const done = writes.invalidate([key]);
     return awaitInvalidation ? done : Promise.resolve();
   });
@@ -288,7 +287,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       if (stream !== undefined || !blocked(command as Cmd)) void down.call(c, command as Cmd, stream, node);
     },
     sharded: (key) => writeHot.owns(key),
-    sum: (c, command) => writeHot.route(c, command, 'get'),
+    sum: (c, command) => (c.options.keyPrefix ? undefined : writeHot.route(command, 'get')),
   });
 
   function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
@@ -341,7 +340,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (stream === undefined && !open && writeHot.active) {
       if (name === 'quit') void writeHot.flush(); // merged increments go out before QUIT
       // routed commands are not watched by the breaker: the commands they send are
-      const routed = writeHot.route(client, command, name);
+      const routed = client.options.keyPrefix ? undefined : writeHot.route(command, name);
       if (routed !== undefined) {
         dispatched.add(command);
         return routed;

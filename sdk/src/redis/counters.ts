@@ -24,37 +24,34 @@
  *   visible to `total()`.
  */
 import { randomUUID } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
-import { sameSlotName, shardNames } from '../redis/slots.ts';
-import { unhooked } from './unhooked.ts';
-
-type Client = Redis | Cluster;
+import { Script, type OwnSend } from './scripts.ts';
+import { sameSlotName, shardNames } from './slots.ts';
 
 /** takes min(ARGV[1], value) from KEYS[1], never below zero; returns what it took */
-const TAKE = `local have = tonumber(redis.call('GET', KEYS[1]) or '0')
+const TAKE = new Script(`local have = tonumber(redis.call('GET', KEYS[1]) or '0')
 local want = tonumber(ARGV[1])
 if have == nil then return redis.error_reply('ERR value is not an integer') end
 if have <= 0 then return 0 end
 local took = want < have and want or have
 redis.call('DECRBY', KEYS[1], took)
-return took`;
+return took`);
 
 /** moves KEYS[1]'s value into record ARGV[1] of hash KEYS[2]; returns every pending record */
-const FOLD_OUT = `local v = redis.call('GET', KEYS[1])
+const FOLD_OUT = new Script(`local v = redis.call('GET', KEYS[1])
 if v then
   redis.call('DEL', KEYS[1])
   local n = tonumber(v)
   if n == nil then return redis.error_reply('ERR value is not an integer') end
   if n ~= 0 then redis.call('HINCRBY', KEYS[2], ARGV[1], n) end
 end
-return redis.call('HGETALL', KEYS[2])`;
+return redis.call('HGETALL', KEYS[2])`);
 
 /** adds ARGV[2] to KEYS[1] unless transfer ARGV[1] was applied already (marker KEYS[2]) */
-const FOLD_IN = `if redis.call('SET', KEYS[2], '1', 'NX', 'EX', 3600) then
+const FOLD_IN = new Script(`if redis.call('SET', KEYS[2], '1', 'NX', 'EX', 3600) then
   redis.call('INCRBY', KEYS[1], ARGV[2])
   return 1
 end
-return 0`;
+return 0`);
 
 export interface CounterOptions {
   /** shard keys, 1–1024; their slots spread evenly over the cluster's masters */
@@ -82,16 +79,17 @@ export class ShardedCounter {
   /** the shard key names, shard i in slot range i */
   readonly shards: readonly string[];
   readonly stats: CounterStats = { adds: 0, takes: 0, short: 0, moves: 0, folds: 0 };
-  readonly #client: Client;
+  readonly #send: OwnSend;
 
-  constructor(client: Client, key: string, options: CounterOptions) {
+  /** A counter whose commands go through `send` (an adapter's, past its hook). */
+  constructor(send: OwnSend, key: string, options: CounterOptions) {
     if (typeof key !== 'string' || key.length === 0) throw new TypeError('counter: key must be a non-empty string');
     const n = options?.shards;
     if (!Number.isInteger(n) || n < 1 || n > 1024)
       throw new TypeError(`counter: shards must be an integer in 1..1024, got ${String(n)}`);
     if (sameSlotName(key, '') === undefined)
       throw new TypeError(`counter: key "${key}" holds a brace but no hash tag; its slot cannot be shared reliably`);
-    this.#client = client;
+    this.#send = send;
     this.key = key;
     this.shards = shardNames(key, n);
   }
@@ -100,7 +98,8 @@ export class ShardedCounter {
   add(n = 1): Promise<number> {
     checkInt(n, 'add');
     this.stats.adds++;
-    return this.#call<number>('incrby', this.shards[randomIndex(this.shards.length)]!, n);
+    const shard = this.shards[randomIndex(this.shards.length)]!;
+    return this.#send(shard, ['INCRBY', shard, n]).then(Number);
   }
 
   /**
@@ -118,7 +117,7 @@ export class ShardedCounter {
     let got = 0;
     for (let i = 0; i < order.length && got < n; i++) {
       if (i > 0) this.stats.moves++;
-      const t = Number(await this.#call('eval', TAKE, 1, order[i]!, n - got));
+      const t = Number(await TAKE.run(this.#send, [order[i]!], [n - got]));
       if (t > 0) {
         took.push([order[i]!, t]);
         got += t;
@@ -128,15 +127,15 @@ export class ShardedCounter {
     this.stats.short++;
     if (options.partial === true) return got;
     // all or nothing: the units go back where they came from
-    await Promise.all(took.map(([name, t]) => this.#call('incrby', name, t)));
+    await Promise.all(took.map(([name, t]) => this.#send(name, ['INCRBY', name, t])));
     return 0;
   }
 
   /** base + Σ shards, read key by key (not a snapshot). */
   async total(): Promise<number> {
-    const values = await Promise.all([this.key, ...this.shards].map((name) => this.#call<string | null>('get', name)));
+    const values = await Promise.all([this.key, ...this.shards].map((name) => this.#send(name, ['GET', name])));
     let sum = 0;
-    for (const v of values) if (v !== null) sum += Number(v);
+    for (const v of values) if (v !== null && v !== undefined) sum += Number(v);
     return sum;
   }
 
@@ -148,7 +147,7 @@ export class ShardedCounter {
     await Promise.all(
       this.shards.map((name, i) => {
         const amount = each + (i < Math.abs(rest) ? Math.sign(rest) : 0);
-        return amount === 0 ? Promise.resolve(0) : this.#call('incrby', name, amount);
+        return amount === 0 ? Promise.resolve(0) : this.#send(name, ['INCRBY', name, amount]);
       }),
     );
   }
@@ -160,29 +159,15 @@ export class ShardedCounter {
     await Promise.all(
       this.shards.map(async (shard) => {
         const records = `${shard}:hk:xfer`;
-        const pending = (await this.#call<string[]>('eval', FOLD_OUT, 2, shard, records, randomUUID())) ?? [];
+        const pending = ((await FOLD_OUT.run(this.#send, [shard, records], [randomUUID()])) ?? []) as unknown[];
         for (let i = 0; i + 1 < pending.length; i += 2) {
-          const id = pending[i]!;
-          await this.#call('eval', FOLD_IN, 2, this.key, marker(id), id, pending[i + 1]!);
-          await this.#call('hdel', records, id);
+          const id = String(pending[i]);
+          await FOLD_IN.run(this.#send, [this.key, marker(id)], [id, String(pending[i + 1])]);
+          await this.#send(records, ['HDEL', records, id]);
         }
       }),
     );
   }
-
-  /** one command past the wrapper's hook (a wrapped client would count and invalidate it) */
-  #call<T = unknown>(command: string, ...args: (string | number)[]): Promise<T> {
-    return unhooked(() => this.#client.call(command, ...args)) as Promise<T>;
-  }
-}
-
-/**
- * A sharded counter on `client` (a `Redis` or `Cluster`, wrapped with `withHotKeys` or not) for
- * `key`: `add`, `take` (never below zero), `total`, `fill`, `fold`. Cheap to create; holds no
- * connection of its own.
- */
-export function counter(client: Client, key: string, options: CounterOptions): ShardedCounter {
-  return new ShardedCounter(client, key, options);
 }
 
 function checkInt(n: unknown, what: string): asserts n is number {

@@ -1,15 +1,23 @@
 /**
  * Sharded counters against a real redis-server: add / take / total / fill, take never below zero
  * (all or nothing by default, partial on request), and fold moving every unit exactly once, also
- * when a fold died midway or two fold at once.
+ * when a fold died midway or two fold at once; scripts go as EVALSHA, as EVAL once a server lacks them.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Redis } from 'ioredis';
-import { counter } from './counters.ts';
-import { withLiveRedis } from '../redis/live-redis.test-helper.ts';
+import { ShardedCounter, type CounterOptions } from './counters.ts';
+import { withLiveRedis } from './live-redis.test-helper.ts';
+import type { OwnSend } from './scripts.ts';
 
 let r: Redis;
+/** every command the counters sent, name first */
+const sent: string[] = [];
+const send: OwnSend = (_key, [name, ...args]) => {
+  sent.push(String(name));
+  return r.call(String(name), ...args);
+};
+const counter = (key: string, options: CounterOptions) => new ShardedCounter(send, key, options);
 
 withLiveRedis(test, (c) => {
   r = c;
@@ -20,23 +28,23 @@ async function shardValues(keys: readonly string[]): Promise<number[]> {
 }
 
 test('add lands on one shard, total sums base and shards, fill spreads evenly', async () => {
-  const c = counter(r, 'likes:1', { shards: 4 });
+  const c = counter('likes:1', { shards: 4 });
   await r.set('likes:1', 10);
   for (let i = 0; i < 20; i++) await c.add(1);
   await c.add(-5);
   assert.is(await c.total(), 25);
   assert.is(await r.get('likes:1'), '10', 'the base key is left alone');
-  const d = counter(r, 'stock:fill', { shards: 4 });
+  const d = counter('stock:fill', { shards: 4 });
   await d.fill(10);
   assert.equal(await shardValues(d.shards), [3, 3, 2, 2]);
   assert.is(await d.total(), 10);
   assert.throws(() => c.add(1.5), /integer/);
-  assert.throws(() => counter(r, 'k', { shards: 0 }), /shards/);
-  assert.throws(() => counter(r, 'a}b', { shards: 2 }), /brace/);
+  assert.throws(() => counter('k', { shards: 0 }), /shards/);
+  assert.throws(() => counter('a}b', { shards: 2 }), /brace/);
 });
 
 test('take never goes below zero on any shard: all or nothing, or partial on request', async () => {
-  const c = counter(r, 'stock:1', { shards: 5 });
+  const c = counter('stock:1', { shards: 5 });
   await c.fill(7); // 2 2 1 1 1
   await r.set('stock:1', 1); // the base key counts too
   assert.is(await c.take(3), 3);
@@ -56,7 +64,7 @@ test('take never goes below zero on any shard: all or nothing, or partial on req
 });
 
 test('concurrent takes never sell more than the stock', async () => {
-  const c = counter(r, 'stock:race', { shards: 8 });
+  const c = counter('stock:race', { shards: 8 });
   await c.fill(100);
   const results = await Promise.all(Array.from({ length: 150 }, () => c.take(1)));
   assert.is(
@@ -67,7 +75,7 @@ test('concurrent takes never sell more than the stock', async () => {
 });
 
 test('fold moves every unit into the base key exactly once, finishing a crashed fold', async () => {
-  const c = counter(r, 'views:1', { shards: 4 });
+  const c = counter('views:1', { shards: 4 });
   await r.set('views:1', 100);
   for (let i = 0; i < 40; i++) await c.add(1);
   // a fold that died after moving shard 0 out, before applying it: its record stays beside the shard
@@ -81,6 +89,23 @@ test('fold moves every unit into the base key exactly once, finishing a crashed 
   assert.is(await r.exists(...c.shards.map((s) => `${s}:hk:xfer`)), 0, 'no record left');
   await c.fold();
   assert.is(await r.get('views:1'), '140', 'folding again changes nothing');
+});
+
+test('scripts go as EVALSHA; after SCRIPT FLUSH one NOSCRIPT, one EVAL, and EVALSHA again', async () => {
+  const c = counter('stock:sha', { shards: 1 }); // one shard: every take is one script call
+  await c.fill(4);
+  await c.take(1); // loads TAKE on this server if an earlier test has not
+  sent.length = 0;
+  assert.is(await c.take(1), 1);
+  assert.equal(sent, ['EVALSHA'], 'a loaded script is sent by its SHA-1');
+  await r.script('FLUSH');
+  sent.length = 0;
+  assert.is(await c.take(1), 1);
+  assert.equal(sent, ['EVALSHA', 'EVAL'], 'NOSCRIPT: sent once in full');
+  sent.length = 0;
+  assert.is(await c.take(1), 1);
+  assert.equal(sent, ['EVALSHA']);
+  assert.is(await c.total(), 0, 'four takes of four units');
 });
 
 test.run();

@@ -1,28 +1,36 @@
 /**
- * The wrapper's write-hot modes, switched by promotions: while a key is hot by writes (its rule's
- * kind 'write' or 'any') and its rule asks for it,
+ * The write-hot modes, switched by promotions, whatever the client: while a key is hot by writes
+ * (its rule's kind 'write' or 'any') and its rule asks for it,
  * - `shards: N` — INCR / INCRBY / DECR / DECRBY go to one of N shard keys (counters.ts) and GET
  *   returns base + Σ shards; the demotion folds the shards back into the key (exactly once);
  * - `coalesce: true` — INCR / INCRBY are merged per instance for `coalesceMs` into one INCRBY
  *   (coalescer.ts).
- * Only commands sent on their own are routed: in a pipeline or MULTI they go to the key as they
- * are (still correct: GET sums the key and its shards). Clients with a `keyPrefix` are not routed
- * (shard names are computed from the full Redis key).
+ * An adapter hands `route` the commands its client sends on their own (in a pipeline or MULTI
+ * they go to the key as they are: still correct, GET sums the key and its shards), and gives the
+ * core an `OwnSend` (scripts.ts) for the commands routing sends itself. Shard names are computed
+ * from the full Redis key: an adapter routes only commands whose arguments are full keys.
  *
  * While sharded, an INCR-family command replies with the new value of the shard it landed on,
  * not the key's total: read the total with GET, and use `counter(…).take(n)` for decrements that
  * must not go below zero.
  */
-import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { RuleSet, WRITE_DEFAULTS, type Rule } from '../rules.ts';
-import { Coalescer } from '../redis/coalescer.ts';
+import { Coalescer } from './coalescer.ts';
 import { ShardedCounter } from './counters.ts';
-import { keyName } from '../redis/identity.ts';
-import { sameSlotName } from '../redis/slots.ts';
-import { unhooked } from './unhooked.ts';
+import { keyName } from './identity.ts';
+import type { OwnSend } from './scripts.ts';
+import { sameSlotName } from './slots.ts';
 
-type Client = Redis | Cluster;
+/** the write-hot modes of a wrapped client (either adapter), for `hotKeyStats` / `flushWrites` */
+export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
+
+/** The write-hot modes a wrapped client carries; TypeError for a client not wrapped. */
+export function writeHotOf(client: object): WriteHot {
+  const writeHot = (client as { [WRITE_HOT]?: WriteHot })[WRITE_HOT];
+  if (writeHot === undefined) throw new TypeError('client is not wrapped with withHotKeys');
+  return writeHot;
+}
 
 /** The Command fields routing needs. */
 export interface RoutedCommand {
@@ -58,7 +66,7 @@ const INCRS: Readonly<Record<string, 1 | -1>> = { incr: 1, incrby: 1, decr: -1, 
 
 export class WriteHot {
   readonly #hk: HotKeyClient;
-  readonly #client: Client;
+  readonly #send: OwnSend;
   readonly #sharded = new Map<string, ShardedKey>();
   readonly #coalescer: Coalescer;
   #rules: readonly Rule[] | undefined;
@@ -70,11 +78,15 @@ export class WriteHot {
   #folds = 0;
   #foldErrors = 0;
 
-  constructor(client: Client, hk: HotKeyClient, invalidate: (key: string) => Promise<unknown>) {
-    this.#client = client;
+  /**
+   * `send`: the adapter's own commands to a key's node, past its hook; `invalidate`: a merged
+   * write's invalidation (the adapter's, as for any write of the key).
+   */
+  constructor(hk: HotKeyClient, send: OwnSend, invalidate: (key: string) => Promise<unknown>) {
+    this.#send = send;
     this.#hk = hk;
     this.#coalescer = new Coalescer({
-      send: (key, sum) => unhooked(() => client.incrby(key, sum)),
+      send: (key, sum) => send(key, ['INCRBY', key, sum]).then(Number),
       onLanded: invalidate,
     });
     // readers switch at the promotion too, so that their GETs sum the shards from the first write on
@@ -124,14 +136,14 @@ export class WriteHot {
   }
 
   /**
-   * Routes `command` when a write-hot mode applies to it: settles it and returns its promise;
-   * undefined: the wrapper goes on as usual.
+   * Routes `command` (`name`: its lower-case name) when a write-hot mode applies to it: settles
+   * it and returns its promise; undefined: the adapter goes on as usual.
    */
-  route(client: Client, command: RoutedCommand, name: string): Promise<unknown> | undefined {
+  route(command: RoutedCommand, name: string): Promise<unknown> | undefined {
     const sign = INCRS[name];
     if (sign === undefined && name !== 'get') return undefined;
     const arity = name === 'incrby' || name === 'decrby' ? 2 : 1;
-    if (command.args.length !== arity || client.options.keyPrefix) return undefined;
+    if (command.args.length !== arity) return undefined;
     const key = keyName(command.args[0]);
     if (key === undefined) return undefined;
     if (name === 'get') return this.#sharded.has(key) ? this.#sumRead(key, command) : undefined;
@@ -167,7 +179,7 @@ export class WriteHot {
     let state = this.#sharded.get(key);
     if (state === undefined || state.counter.shards.length !== shards) {
       if (state !== undefined) this.#unshard(key);
-      state = { counter: new ShardedCounter(this.#client, key, { shards }), inflight: new Set() };
+      state = { counter: new ShardedCounter(this.#send, key, { shards }), inflight: new Set() };
       this.#sharded.set(key, state);
       this.#hk.dropLocal(key); // a value cached before the switch would never see the shards
     }
@@ -214,11 +226,19 @@ export class WriteHot {
   }
 }
 
-/** Settles an ioredis command from a promise of ours (promise and callback styles alike). */
+/** Settles an adapter's command from a promise of ours (its promise and callback styles alike). */
 function settle(command: RoutedCommand, result: Promise<unknown>): Promise<unknown> {
   result.then(
     (value) => command.resolve(value),
     (err: unknown) => command.reject(err instanceof Error ? err : new Error(String(err))),
   );
   return command.promise;
+}
+
+/**
+ * Sends every merged (coalesced) increment of a wrapped client now (an ioredis or a node-redis
+ * one); resolves once they landed. TypeError for a client not wrapped.
+ */
+export function flushWrites(client: object): Promise<void> {
+  return writeHotOf(client).flush();
 }

@@ -1,0 +1,23 @@
+/**
+ * The ioredis side of the core's own commands (redis/scripts.ts `OwnSend`) and of its sharded
+ * counters: `call` past the wrapper's hook, so a wrapped client neither counts nor invalidates
+ * them (an unwrapped client just sends them); ioredis finds a Cluster's node from the keys.
+ */
+import type { OwnSend } from '../redis/scripts.ts';
+import { ShardedCounter, type CounterOptions } from '../redis/counters.ts';
+import type { Client } from './cmd.ts';
+import { unhooked } from './unhooked.ts';
+
+/** The core's own commands on `client`, past the hook. */
+export function ownSend(client: Client): OwnSend {
+  return (_key, [name, ...args]) => unhooked(() => client.call(String(name), ...args));
+}
+
+/**
+ * A sharded counter on `client` (a `Redis` or `Cluster`, wrapped with `withHotKeys` or not) for
+ * `key`: `add`, `take` (never below zero), `total`, `fill`, `fold`. Cheap to create; holds no
+ * connection of its own.
+ */
+export function counter(client: Client, key: string, options: CounterOptions): ShardedCounter {
+  return new ShardedCounter(ownSend(client), key, options);
+}
