@@ -1,12 +1,11 @@
 /**
  * What a wrapped client's own features report: `hotKeyStats(client)` for write-hot modes (and,
- * with the breaker, per-node breaker state, and value push); `flushWrites` is the core's
- * (redis/write-hot.ts), one function for both adapters.
+ * with the breaker, per-node breaker state), `flushWrites(client)` to send merged increments now.
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Breakers, BreakerStats } from './breaker.ts';
-import { BREAKERS, PUSHED } from './wrapper.ts';
-import { writeHotOf, type WriteHotStats } from '../redis/write-hot.ts';
+import { BREAKERS, PUSHED, WRITE_HOT } from './wrapper.ts';
+import type { WriteHot, WriteHotStats } from '../redis/write-hot.ts';
 import type { SharedRecords, SharedRecordStats } from '../redis/shared-records.ts';
 import type { UpdateWrites, UpdateWriteStats } from '../redis/update-writes.ts';
 
@@ -18,6 +17,12 @@ export interface IoredisStats {
   push: SharedRecordStats & UpdateWriteStats;
 }
 
+function writeHotOf(client: Redis | Cluster): WriteHot {
+  const writeHot = (client as unknown as { [WRITE_HOT]?: WriteHot })[WRITE_HOT];
+  if (writeHot === undefined) throw new TypeError('client is not wrapped with withHotKeys');
+  return writeHot;
+}
+
 /** The adapter's counters for a client wrapped with `withHotKeys`; TypeError for another client. */
 export function hotKeyStats(client: Redis | Cluster): IoredisStats {
   const breakers = (client as unknown as { [BREAKERS]?: Breakers })[BREAKERS];
@@ -27,4 +32,9 @@ export function hotKeyStats(client: Redis | Cluster): IoredisStats {
   ];
   const updates = pushed.updates?.stats ?? { readBacks: 0, readBacksFailed: 0 };
   return { writeHot, breakers: breakers?.stats() ?? [], push: { ...pushed.shared.stats, ...updates } };
+}
+
+/** Sends every merged (coalesced) increment of a wrapped client now; resolves once they landed. */
+export function flushWrites(client: Redis | Cluster): Promise<void> {
+  return writeHotOf(client).flush();
 }

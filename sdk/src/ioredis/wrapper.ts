@@ -37,7 +37,7 @@ import { keyName } from '../redis/identity.ts';
 import { dbOf, deploymentOf } from './deployment.ts';
 import { Tracking } from '../redis/tracking.ts';
 import { hook, isClosing } from './unhooked.ts';
-import { WRITE_HOT, WriteHot } from '../redis/write-hot.ts';
+import { WriteHot } from '../redis/write-hot.ts';
 import { ownSend } from './counter.ts';
 import { Breakers, exportBreakerMetrics } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
@@ -62,6 +62,8 @@ export function replicaStats(client: object): Readonly<ReplicaStats> | undefined
 }
 
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
+/** the write-hot modes (redis/write-hot.ts) of a wrapped client, for `hotKeyStats` / `flushWrites` */
+export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
 /** the circuit breakers (breaker.ts) of a wrapped client, for `hotKeyStats` */
 export const BREAKERS: unique symbol = Symbol('hotkey.breakers');
 /** value push of a wrapped client (shared-records.ts, update-writes.ts), for `hotKeyStats` */

@@ -22,16 +22,6 @@ import { keyName } from './identity.ts';
 import type { OwnSend } from './scripts.ts';
 import { sameSlotName } from './slots.ts';
 
-/** the write-hot modes of a wrapped client (either adapter), for `hotKeyStats` / `flushWrites` */
-export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
-
-/** The write-hot modes a wrapped client carries; TypeError for a client not wrapped. */
-export function writeHotOf(client: object): WriteHot {
-  const writeHot = (client as { [WRITE_HOT]?: WriteHot })[WRITE_HOT];
-  if (writeHot === undefined) throw new TypeError('client is not wrapped with withHotKeys');
-  return writeHot;
-}
-
 /** The Command fields routing needs. */
 export interface RoutedCommand {
   name: string;
@@ -235,10 +225,3 @@ function settle(command: RoutedCommand, result: Promise<unknown>): Promise<unkno
   return command.promise;
 }
 
-/**
- * Sends every merged (coalesced) increment of a wrapped client now (an ioredis or a node-redis
- * one); resolves once they landed. TypeError for a client not wrapped.
- */
-export function flushWrites(client: object): Promise<void> {
-  return writeHotOf(client).flush();
-}
