@@ -5,3 +5,10 @@
 export { withHotKeys } from './node-redis/wrapper.ts';
 export type { WithHotKeysOptions } from './node-redis/options.ts';
 export type { TrackingOptions } from './redis/tracking.ts';
+export { counter } from './node-redis/counter.ts';
+export { ShardedCounter } from './redis/counters.ts';
+export { keySlot, shardNames } from './redis/slots.ts';
+export type { CounterOptions, CounterStats, TakeOptions } from './redis/counters.ts';
+export { flushWrites, hotKeyStats } from './node-redis/stats.ts';
+export type { NodeRedisStats } from './node-redis/stats.ts';
+export type { WriteHotStats } from './redis/write-hot.ts';

@@ -21,6 +21,8 @@ import { keyName } from '../redis/identity.ts';
 import { keysOf } from '../redis/key-specs.ts';
 import { inOpenTransaction } from '../redis/write-invalidation.ts';
 import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
+import { isOwn } from './own-send.ts';
+import { closeHooks, routeWriteHot } from './write-hot.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
@@ -76,7 +78,8 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   function sendCommand(this: NodeRedisClient, argv: readonly unknown[], options?: CommandOptions): unknown {
-    if (!Array.isArray(argv) || argv.length === 0) return method('sendCommand').call(this, argv, options);
+    if (!Array.isArray(argv) || argv.length === 0 || isOwn(options))
+      return method('sendCommand').call(this, argv, options); // a command of the core's own passes (own-send.ts)
     const name = lowerName(argv[0]);
     const self = this._self ?? this;
     const open = inOpenTransaction(self);
@@ -84,6 +87,10 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     if (hk.limiting && !open && !chained) {
       const no = refused(argv, name);
       if (no !== undefined) return no;
+    }
+    if (!open && !chained) {
+      const routed = routeWriteHot(ctx.writeHot, argv, options, this._commandOptions, name); // shards, coalescing
+      if (routed !== undefined) return routed;
     }
     const servable =
       !open &&
@@ -208,6 +215,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     _executePipeline: value(_executePipeline),
     duplicate: value(duplicate),
     ...(typeof base.createPool === 'function' ? { createPool: value(createPool) } : {}),
+    ...closeHooks(ctx.writeHot, base, false),
     [HOOK]: { value: ctx },
   }) as object;
   Object.setPrototypeOf(real, hooked);

@@ -12,6 +12,8 @@ import { SharedRecords } from '../redis/shared-records.ts';
 import { Tracking, type TrackedClient, type TrackingConnection } from '../redis/tracking.ts';
 import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
+import { WriteHot } from '../redis/write-hot.ts';
+import type { OwnSend } from '../redis/scripts.ts';
 import type { NodeRedisLike } from './connection.ts';
 import type { WithHotKeysOptions } from './options.ts';
 
@@ -67,6 +69,8 @@ export interface Context {
   readonly tracking: Tracking | undefined;
   readonly reads: HotReads<NodeRedisClient>;
   readonly writes: WriteInvalidation;
+  /** shards and coalescing of write-hot keys (redis/write-hot.ts) */
+  readonly writeHot: WriteHot;
   /** the database of a client's next command (its options', then its last SELECT's) */
   dbOf(client: object): number;
   setDb(client: object, db: number): void;
@@ -86,6 +90,8 @@ export interface ContextOptions {
   connect(nodeKey: string, role: 'reader' | 'sub'): TrackingConnection | undefined;
   /** a client's database before it sent any SELECT */
   initialDb(client: object): number;
+  /** the core's own commands on the wrapped client, past the hooks (own-send.ts) */
+  ownSend: OwnSend;
 }
 
 export function createContext(o: ContextOptions): Context {
@@ -158,6 +164,10 @@ export function createContext(o: ContextOptions): Context {
     replicas: undefined,
     canSend: () => true,
   });
+  // merged writes invalidate like any write
+  const writeHot = new WriteHot(hk, o.ownSend, (key) =>
+    options.awaitInvalidation === false ? Promise.resolve() : writes.invalidate([key]),
+  );
   return {
     hk,
     options,
@@ -166,6 +176,7 @@ export function createContext(o: ContextOptions): Context {
     tracking,
     reads,
     writes,
+    writeHot,
     dbOf,
     setDb: (client, db) => dbs.set((client as Partial<NodeRedisClient>)._self ?? client, db),
     namespaceOf,

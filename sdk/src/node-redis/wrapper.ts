@@ -21,6 +21,8 @@ import { createContext, type Context, type NodeRedisClient } from './context.ts'
 import { HOOK, hookClient, hookOf } from './client-hook.ts';
 import { clientDeployment, clusterDeploymentOf, optionsDb } from './deployment.ts';
 import { UNSUPPORTED_OPTIONS, type WithHotKeysOptions } from './options.ts';
+import { ownSend } from './own-send.ts';
+import { closeHooks } from './write-hot.ts';
 
 export type { WithHotKeysOptions } from './options.ts';
 
@@ -136,6 +138,7 @@ function wrapClient(client: NodeRedisClient, hk: HotKeyClient, options: WithHotK
     tracked,
     connect: (_node, role) => connection(() => duplicate.call(real, PLAIN(real.options, connectionName(role)))),
     initialDb: (c) => optionsDb((c as NodeRedisClient).options),
+    ownSend: ownSend(real, false),
   });
   hookClient(real, ctx, (copy) => withHotKeys(copy, hk, options));
   return client;
@@ -197,6 +200,7 @@ function wrapCluster(cluster: NodeRedisCluster, hk: HotKeyClient, options: WithH
       return connection(() => plain(self, 'duplicate').call(self, PLAIN(self.options, connectionName(role))));
     },
     initialDb: () => 0,
+    ownSend: ownSend(real, true),
   });
   const member = (client: unknown): unknown => {
     hookMember(client, ctx, hk, options);
@@ -222,6 +226,7 @@ function wrapCluster(cluster: NodeRedisCluster, hk: HotKeyClient, options: WithH
       writable: true,
       configurable: true,
     },
+    ...closeHooks(ctx.writeHot, base, true),
     [HOOK]: { value: ctx },
   }) as object;
   // execAsPipeline takes its node client from the slot lookup, past `_execute` (v6: getClientAndSlotNumber, v5: getClient)
@@ -272,6 +277,7 @@ function wrapPool(pool: { _self: object; execute: Fn }, hk: HotKeyClient, option
       connect: (_node, role) =>
         connection(() => plain(self, 'duplicate').call(self, PLAIN(self.options, connectionName(role)))),
       initialDb: (c) => optionsDb((c as NodeRedisClient).options),
+      ownSend: ownSend(real, false),
     });
   };
   const base = Object.getPrototypeOf(real) as Proto;

@@ -224,4 +224,3 @@ function settle(command: RoutedCommand, result: Promise<unknown>): Promise<unkno
   );
   return command.promise;
 }
-
