@@ -211,7 +211,7 @@ test('coalesced INCRs of a cluster: merged, and none lost when the cluster close
   assert.is(hotKeyStats(c).writeHot.coalescedFlushes, flushes + 1, 'one INCRBY');
 });
 
-test('a client routes the same way: sharded GET sums, coalesced increments flushed by flushWrites and close()', async () => {
+test('a client routes the same way: sharded GET sums, INCRBY in a raw MULTI goes to the key, coalesced increments flushed by flushWrites and close()', async () => {
   const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
   const c = withHotKeys(await client(), hk!);
   const raw = await client();
@@ -221,6 +221,13 @@ test('a client routes the same way: sharded GET sums, coalesced increments flush
   expected += 100;
   assert.is(Number(await c.get('nrcnt:one')), expected);
   assert.ok(Number(await raw.get('nrcnt:one')) < expected, 'the units are in the shards');
+  // a raw MULTI's commands go to the key as they are, queued
+  const keyBefore = Number(await raw.get('nrcnt:one'));
+  await c.sendCommand(['MULTI']);
+  assert.is(await c.sendCommand(['INCRBY', 'nrcnt:one', '4']), 'QUEUED');
+  assert.equal(await c.sendCommand(['EXEC']), [keyBefore + 4]);
+  expected += 4;
+  assert.is(Number(await c.get('nrcnt:one')), expected);
   await writeHot(c, 'nrctr:one', [hk!]);
   const base = Number(await raw.get('nrctr:one'));
   const first = Array.from({ length: 10 }, () => c.incr('nrctr:one'));
