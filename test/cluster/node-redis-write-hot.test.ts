@@ -242,7 +242,7 @@ test('a client routes the same way: sharded GET sums, INCRBY in a raw MULTI goes
   assert.throws(() => flushWrites(raw), /not wrapped with withHotKeys/);
 });
 
-test('a pool routes the same way: sharded INCRs, GET sums', async () => {
+test('a pool routes the same way: sharded INCRs, GET sums; close() sends merged increments first', async () => {
   const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
   const pool = createClientPool({ socket: { host: '127.0.0.1', port: server.port } });
   pool.on('error', () => {});
@@ -256,6 +256,15 @@ test('a pool routes the same way: sharded INCRs, GET sums', async () => {
   expected += 30;
   assert.is(Number(await p.get('nrcnt:pool')), expected);
   assert.ok(hotKeyStats(p).writeHot.shardedWrites >= 30);
+  await writeHot(p, 'nrctr:pool', [hk!]);
+  const base = Number(await p.get('nrctr:pool'));
+  const merged = hotKeyStats(p).writeHot.coalescedIncrements;
+  const pending = Array.from({ length: 10 }, () => p.incr('nrctr:pool'));
+  await waitFor('10 in the batch', () => hotKeyStats(p).writeHot.coalescedIncrements === merged + 10, 800);
+  await p.close();
+  await Promise.all(pending);
+  const raw = await client();
+  assert.is(Number(await raw.get('nrctr:pool')), base + 10, 'close() sent them first');
 });
 
 test.run();

@@ -215,7 +215,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     _executePipeline: value(_executePipeline),
     duplicate: value(duplicate),
     ...(typeof base.createPool === 'function' ? { createPool: value(createPool) } : {}),
-    ...closeHooks(ctx.writeHot, base, false),
+    ...closeHooks(() => ctx.writeHot, base, false),
     [HOOK]: { value: ctx },
   }) as object;
   Object.setPrototypeOf(real, hooked);

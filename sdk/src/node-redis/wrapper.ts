@@ -226,7 +226,7 @@ function wrapCluster(cluster: NodeRedisCluster, hk: HotKeyClient, options: WithH
       writable: true,
       configurable: true,
     },
-    ...closeHooks(ctx.writeHot, base, true),
+    ...closeHooks(() => ctx.writeHot, base, true),
     [HOOK]: { value: ctx },
   }) as object;
   // execAsPipeline takes its node client from the slot lookup, past `_execute` (v6: getClientAndSlotNumber, v5: getClient)
@@ -296,6 +296,7 @@ function wrapPool(pool: { _self: object; execute: Fn }, hk: HotKeyClient, option
       writable: true,
       configurable: true,
     },
+    ...closeHooks(() => ctx?.writeHot, base, true),
     [HOOK]: { get: () => ctx ?? { hk } },
   }) as object;
   Object.setPrototypeOf(real, hooked);

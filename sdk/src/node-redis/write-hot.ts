@@ -7,8 +7,8 @@
  *   open raw MULTI, ASKING chains, and replies under a type mapping (a GET whose bulk strings are
  *   mapped, an INCR whose numbers are): the core answers with plain strings and numbers.
  * - `quit()` / `close()` (and a raw QUIT) send the merged increments first: a client's are queued
- *   ahead of its close (node-redis writes what is queued before it closes); a Cluster waits for
- *   them to land, since its sends look their node up before they queue.
+ *   ahead of its close (node-redis writes what is queued before it closes); a Cluster or a pool
+ *   waits for them to land, since its sends look their node up, or wait for a client, first.
  */
 import { keyName } from '../redis/identity.ts';
 import type { WriteHot } from '../redis/write-hot.ts';
@@ -52,19 +52,24 @@ export function routeWriteHot(
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
 
-/** `quit` / `close` over `base`'s, flushing `writeHot` first (see the module comment). */
+/**
+ * `quit` / `close` over `base`'s, flushing `writeHot` first (see the module comment); `awaitFirst`:
+ * close once the merged increments landed (a Cluster's or a pool's sends are queued later).
+ */
 export function closeHooks(
-  writeHot: WriteHot,
+  writeHot: () => WriteHot | undefined,
   base: Record<string | symbol, unknown>,
-  isCluster: boolean,
+  awaitFirst: boolean,
 ): PropertyDescriptorMap {
   const hooks: PropertyDescriptorMap = {};
   for (const name of ['quit', 'close']) {
     const method = base[name] as Method | undefined;
     if (typeof method !== 'function') continue;
     const value = function (this: unknown, ...args: unknown[]): unknown {
-      const flushed = writeHot.flush();
-      return isCluster ? flushed.then(() => method.apply(this, args)) : method.apply(this, args);
+      const flushed = writeHot()?.flush();
+      return awaitFirst && flushed !== undefined
+        ? flushed.then(() => method.apply(this, args))
+        : method.apply(this, args);
     };
     hooks[name] = { value, writable: true, configurable: true };
   }
