@@ -39,14 +39,12 @@ export function routeWriteHot(
     return undefined;
   }
   const get = name === 'get';
-  if (!get && !INCRS.has(name)) return undefined;
-  if (!writeHot.active) return undefined;
+  if (get) {
+    // GET pays one Map size check while nothing is sharded here (the read path's hot GETs come next)
+    if (argv.length !== 2 || !writeHot.owns(keyName(argv[1]) ?? '')) return undefined;
+  } else if (!INCRS.has(name) || !writeHot.active) return undefined;
   const type = get ? BLOB_STRING : NUMBER;
   if (mapped(options?.typeMapping, type) || mapped(clientOptions?.typeMapping, type)) return undefined;
-  if (get) {
-    const key = keyName(argv[1]);
-    if (argv.length !== 2 || key === undefined || !writeHot.owns(key)) return undefined;
-  }
   return writeHot.route(commandOf(argv, options), name);
 }
 
