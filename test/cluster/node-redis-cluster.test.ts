@@ -14,7 +14,7 @@ import { withHotKeys } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
 import { promoteInProcess } from '../support/promote.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
-import { destroyAll, servedLocally } from '../support/node-redis.ts';
+import { connectNoted, destroyAll, servedLocally } from '../support/node-redis.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
@@ -35,11 +35,7 @@ let plain: Cluster;
 let nodes: Array<ReturnType<typeof newNode>>;
 
 async function cluster(): Promise<Cluster> {
-  const c = newCluster();
-  c.on('error', () => {});
-  opened.push(c);
-  await c.connect();
-  return c;
+  return connectNoted(newCluster(), opened);
 }
 
 async function getsAtRedis(): Promise<number> {

@@ -17,7 +17,7 @@ import { counter, flushWrites, hotKeyStats, keySlot, shardNames, withHotKeys } f
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { destroyAll } from '../support/node-redis.ts';
+import { connectNoted, destroyAll } from '../support/node-redis.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const SHARDS = 6;
@@ -51,19 +51,11 @@ const opened: Array<{ destroy(): void }> = [];
 let plain: Cluster;
 
 async function cluster(): Promise<Cluster> {
-  const c = newCluster();
-  c.on('error', () => {});
-  opened.push(c);
-  await c.connect();
-  return c;
+  return connectNoted(newCluster(), opened);
 }
 
-async function client() {
-  const c = createClient({ socket: { host: '127.0.0.1', port: server.port } });
-  c.on('error', () => {});
-  opened.push(c);
-  await c.connect();
-  return c;
+function client() {
+  return connectNoted(createClient({ socket: { host: '127.0.0.1', port: server.port } }), opened);
 }
 
 test.before(async () => {
@@ -244,11 +236,10 @@ test('a client routes the same way: sharded GET sums, INCRBY in a raw MULTI goes
 
 test('a pool routes the same way: sharded INCRs, GET sums; close() sends merged increments first', async () => {
   const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
-  const pool = createClientPool({ socket: { host: '127.0.0.1', port: server.port } });
-  pool.on('error', () => {});
-  opened.push(pool);
-  await pool.connect();
-  const p = withHotKeys(pool, hk!);
+  const p = withHotKeys(
+    await connectNoted(createClientPool({ socket: { host: '127.0.0.1', port: server.port } }), opened),
+    hk!,
+  );
   assert.is(hotKeyStats(p).writeHot.sharded, 0, 'nothing before its first command');
   let expected = await writeHot(p, 'nrcnt:pool', [hk!]);
   await waitFor('sharded', () => hotKeyStats(p).writeHot.sharded === 1);

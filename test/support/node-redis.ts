@@ -35,3 +35,13 @@ export async function servedLocally(
     timeoutMs,
   );
 }
+
+/** Connects `c` (errors heard, so a dropped socket does not crash the test) and notes it in `opened` for `destroyAll`. */
+export async function connectNoted<
+  C extends { on(event: 'error', listener: () => void): unknown; connect(): Promise<unknown>; destroy(): void },
+>(c: C, opened: Array<{ destroy(): void }>): Promise<C> {
+  c.on('error', () => {});
+  opened.push(c);
+  await c.connect();
+  return c;
+}
