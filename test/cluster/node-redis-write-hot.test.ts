@@ -11,7 +11,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createClient, createClientPool, createCluster } from 'redis';
+import { createClient, createClientPool, createCluster, RESP_TYPES } from 'redis';
 import type { HotKeyClient } from '@hotkey/sdk';
 import { counter, flushWrites, hotKeyStats, keySlot, shardNames, withHotKeys } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
@@ -205,7 +205,11 @@ test('coalesced INCRs of a cluster: merged, and none lost when the cluster close
 
 test('a client routes the same way: sharded GET sums, INCRBY in a raw MULTI goes to the key, coalesced increments flushed by flushWrites and close()', async () => {
   const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
-  const c = withHotKeys(await client(), hk!);
+  // RESP3: the core reads its replies the same way
+  const c = withHotKeys(
+    await connectNoted(createClient({ RESP: 3, socket: { host: '127.0.0.1', port: server.port } }), opened),
+    hk!,
+  );
   const raw = await client();
   let expected = await writeHot(c, 'nrcnt:one', [hk!]);
   await waitFor('sharded', () => hotKeyStats(c).writeHot.sharded === 1);
@@ -213,6 +217,13 @@ test('a client routes the same way: sharded GET sums, INCRBY in a raw MULTI goes
   expected += 100;
   assert.is(Number(await c.get('nrcnt:one')), expected);
   assert.ok(Number(await raw.get('nrcnt:one')) < expected, 'the units are in the shards');
+  const bytes = await c.withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer }).get('nrcnt:one');
+  assert.ok(
+    Buffer.isBuffer(bytes) && Number(String(bytes)) === expected,
+    'the sum, mapped to a Buffer as node-redis maps it',
+  );
+  assert.type(await c.withTypeMapping({ [RESP_TYPES.NUMBER]: String }).incr('nrcnt:one'), 'string');
+  expected += 1;
   // a raw MULTI's commands go to the key as they are, queued
   const keyBefore = Number(await raw.get('nrcnt:one'));
   await c.sendCommand(['MULTI']);

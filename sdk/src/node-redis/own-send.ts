@@ -10,7 +10,8 @@
 import type { OwnSend } from '../redis/scripts.ts';
 
 const OWN: unique symbol = Symbol('hotkey.own');
-const OWN_OPTIONS = Object.freeze({ [OWN]: true });
+/** and no type mapping (a client's `commandOptions` may set one): the core reads plain replies */
+const OWN_OPTIONS = Object.freeze({ [OWN]: true, typeMapping: {} });
 
 /** Whether a command's options are the marker of one of ours. */
 export function isOwn(options: object | undefined): boolean {

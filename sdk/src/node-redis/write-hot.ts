@@ -4,8 +4,9 @@
  * - Routed: GET / INCR / INCRBY / DECR / DECRBY sent on their own (a method or `sendCommand`),
  *   while a rule asks for shards or coalescing. Not routed, sent to the key as they are (still
  *   correct: GET sums the key and its shards): commands in `multi()` / `execAsPipeline()` or an
- *   open raw MULTI, ASKING chains, and replies under a type mapping (a GET whose bulk strings are
- *   mapped, an INCR whose numbers are): the core answers with plain strings and numbers.
+ *   open raw MULTI, and ASKING chains. Under a type mapping the core's plain reply is mapped as
+ *   node-redis would map it (bulk strings to Buffers, numbers to strings); under another the
+ *   command is not routed.
  * - `quit()` / `close()` (and a raw QUIT) send the merged increments first: a client's are queued
  *   ahead of its close (node-redis writes what is queued before it closes); a Cluster or a pool
  *   waits for them to land, since its sends look their node up, or wait for a client, first.
@@ -19,8 +20,22 @@ const BLOB_STRING = 36;
 const NUMBER = 58;
 const INCRS: ReadonlySet<string> = new Set(['incr', 'incrby', 'decr', 'decrby']);
 
-function mapped(typeMapping: object | undefined, type: number): boolean {
-  return typeMapping !== undefined && (typeMapping as Record<number, unknown>)[type] !== undefined;
+/**
+ * How a reply of RESP `type` is mapped (the command's options over its client's, as node-redis
+ * merges them): a plain reply as it is, a bulk string to a Buffer, a number to a string; another
+ * mapping: undefined (the command is not routed).
+ */
+function mapping(
+  options: CommandOptions | undefined,
+  clientOptions: CommandOptions | undefined,
+  type: number,
+): ((value: unknown) => unknown) | undefined {
+  const typeMapping = (options?.typeMapping ?? clientOptions?.typeMapping) as Record<number, unknown> | undefined;
+  const to = typeMapping?.[type];
+  if (to === undefined) return (value) => value;
+  if (type === BLOB_STRING && to === Buffer) return (value) => Buffer.from(String(value));
+  if (type === NUMBER && to === String) return (value) => String(value);
+  return undefined;
 }
 
 /**
@@ -43,9 +58,9 @@ export function routeWriteHot(
     // GET pays one Map size check while nothing is sharded here (the read path's hot GETs come next)
     if (argv.length !== 2 || !writeHot.owns(keyName(argv[1]) ?? '')) return undefined;
   } else if (!INCRS.has(name) || !writeHot.active) return undefined;
-  const type = get ? BLOB_STRING : NUMBER;
-  if (mapped(options?.typeMapping, type) || mapped(clientOptions?.typeMapping, type)) return undefined;
-  return writeHot.route(commandOf(argv, options), name);
+  const map = mapping(options, clientOptions, get ? BLOB_STRING : NUMBER);
+  if (map === undefined) return undefined;
+  return writeHot.route(commandOf(argv, options), name)?.then(map);
 }
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
