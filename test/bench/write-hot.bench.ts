@@ -237,7 +237,7 @@ benchMain(async ({ quick }) => {
         baseline: plain.opsPerSec,
         unit: 'ops/s',
         better: 'higher',
-        note: 'a take is one EVAL (up to 21 when shards run short); one client process',
+        note: 'a take is one EVALSHA (up to 21 when shards run short); one client process',
       },
       {
         bench: '15 write-hot',
