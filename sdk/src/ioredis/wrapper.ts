@@ -342,7 +342,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     if (stream === undefined && !open && writeHot.active) {
       if (name === 'quit') void writeHot.flush(); // merged increments go out before QUIT
       // routed commands are not watched by the breaker: the commands they send are
-      // with a keyPrefix, ioredis's args are not full Redis keys, which shard names are computed from
+      // with a keyPrefix, ioredis would prefix the (full-key) shard names of our own commands again
       const routed = client.options.keyPrefix ? undefined : writeHot.route(command, name);
       if (routed !== undefined) {
         dispatched.add(command);
