@@ -21,6 +21,7 @@ import { keyName } from '../redis/identity.ts';
 import { keysOf } from '../redis/key-specs.ts';
 import { inOpenTransaction } from '../redis/write-invalidation.ts';
 import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
+import { isOwn } from './replica-nodes.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
@@ -76,7 +77,8 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   function sendCommand(this: NodeRedisClient, argv: readonly unknown[], options?: CommandOptions): unknown {
-    if (!Array.isArray(argv) || argv.length === 0) return method('sendCommand').call(this, argv, options);
+    if (!Array.isArray(argv) || argv.length === 0 || isOwn(options))
+      return method('sendCommand').call(this, argv, options);
     const name = lowerName(argv[0]);
     const self = this._self ?? this;
     const open = inOpenTransaction(self);

@@ -8,6 +8,7 @@ import type { HotKeyClient } from '../client/client.ts';
 import type { Cmd } from '../redis/command.ts';
 import { hotReads, type HotReads } from '../redis/hot-read.ts';
 import { keysOf } from '../redis/key-specs.ts';
+import { replicaOptions, Replicas, type ReplicaNodes } from '../redis/replicas.ts';
 import { SharedRecords } from '../redis/shared-records.ts';
 import { Tracking, type TrackedClient, type TrackingConnection } from '../redis/tracking.ts';
 import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
@@ -67,6 +68,8 @@ export interface Context {
   readonly tracking: Tracking | undefined;
   readonly reads: HotReads<NodeRedisClient>;
   readonly writes: WriteInvalidation;
+  /** replica keys (redis/replicas.ts), undefined when off */
+  readonly replicas: Replicas | undefined;
   /** the database of a client's next command (its options', then its last SELECT's) */
   dbOf(client: object): number;
   setDb(client: object, db: number): void;
@@ -86,6 +89,8 @@ export interface ContextOptions {
   connect(nodeKey: string, role: 'reader' | 'sub'): TrackingConnection | undefined;
   /** a client's database before it sent any SELECT */
   initialDb(client: object): number;
+  /** the slot map and dispatch replica keys use (replica-nodes.ts) */
+  replicaNodes: Omit<ReplicaNodes, 'db'>;
 }
 
 export function createContext(o: ContextOptions): Context {
@@ -121,14 +126,27 @@ export function createContext(o: ContextOptions): Context {
           hk,
           o.connect,
           trackingOptions === true ? {} : trackingOptions,
-          (key) => shared.heard(key),
+          (key) => {
+            replicas?.outsideWrite(key);
+            shared.heard(key);
+          },
           (session) => shared.ended(session),
+        );
+  const replicaOpts = replicaOptions(options.replicas);
+  const replicas =
+    replicaOpts === undefined
+      ? undefined
+      : new Replicas(
+          hk,
+          { ...o.replicaNodes, db: () => (isCluster ? undefined : dbOf(o.client)) },
+          tracking,
+          replicaOpts,
         );
   const reads = hotReads<NodeRedisClient>({
     hk,
     isCluster,
     tracking,
-    replicas: undefined,
+    replicas,
     namespaceOf,
     dbOf,
     ready: (c) => c.isReady,
@@ -155,7 +173,7 @@ export function createContext(o: ContextOptions): Context {
     awaitInvalidation: options.awaitInvalidation ?? true,
     onInvalidateError: options.onInvalidateError ?? (() => {}),
     updates,
-    replicas: undefined,
+    replicas,
     canSend: () => true,
   });
   return {
@@ -166,6 +184,7 @@ export function createContext(o: ContextOptions): Context {
     tracking,
     reads,
     writes,
+    replicas,
     dbOf,
     setDb: (client, db) => dbs.set((client as Partial<NodeRedisClient>)._self ?? client, db),
     namespaceOf,

@@ -21,6 +21,8 @@ import { createContext, type Context, type NodeRedisClient } from './context.ts'
 import { HOOK, hookClient, hookOf } from './client-hook.ts';
 import { clientDeployment, clusterDeploymentOf, optionsDb } from './deployment.ts';
 import { UNSUPPORTED_OPTIONS, type WithHotKeysOptions } from './options.ts';
+import { clientReplicaNodes, clusterReplicaNodes } from './replica-nodes.ts';
+import { replicaOptions } from '../redis/replicas.ts';
 
 export type { WithHotKeysOptions } from './options.ts';
 
@@ -82,6 +84,7 @@ function checkOptions(options: WithHotKeysOptions): void {
     if (given !== undefined && given !== false)
       throw new TypeError(`withHotKeys: the node-redis adapter has no '${name}' option (see sdk/README, node-redis)`);
   }
+  replicaOptions(options.replicas);
 }
 
 function refuseCache(cache: unknown): void {
@@ -136,6 +139,7 @@ function wrapClient(client: NodeRedisClient, hk: HotKeyClient, options: WithHotK
     tracked,
     connect: (_node, role) => connection(() => duplicate.call(real, PLAIN(real.options, connectionName(role)))),
     initialDb: (c) => optionsDb((c as NodeRedisClient).options),
+    replicaNodes: clientReplicaNodes(real, plain(real, 'sendCommand')),
   });
   hookClient(real, ctx, (copy) => withHotKeys(copy, hk, options));
   return client;
@@ -197,6 +201,7 @@ function wrapCluster(cluster: NodeRedisCluster, hk: HotKeyClient, options: WithH
       return connection(() => plain(self, 'duplicate').call(self, PLAIN(self.options, connectionName(role))));
     },
     initialDb: () => 0,
+    replicaNodes: clusterReplicaNodes(real, Object.getPrototypeOf(real).sendCommand as Fn),
   });
   const member = (client: unknown): unknown => {
     hookMember(client, ctx, hk, options);
@@ -272,6 +277,7 @@ function wrapPool(pool: { _self: object; execute: Fn }, hk: HotKeyClient, option
       connect: (_node, role) =>
         connection(() => plain(self, 'duplicate').call(self, PLAIN(self.options, connectionName(role)))),
       initialDb: (c) => optionsDb((c as NodeRedisClient).options),
+      replicaNodes: clientReplicaNodes(self, plain(self, 'sendCommand')),
     });
   };
   const base = Object.getPrototypeOf(real) as Proto;
