@@ -7,11 +7,12 @@
  *   this instance or another, returns the old value;
  * - an outside write: heard through tracking, the copies go at once; with tracking off, the
  *   copies serve the old value at most `ttlMs`;
- * - standalone: the copies live on the one server and answer GETs.
+ * - standalone and a pool: the copies live on the one server and answer GETs;
+ * - a demotion deletes the copies.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createClient, createCluster } from 'redis';
+import { createClient, createClientPool, createCluster } from 'redis';
 import type { HotKeyClient } from '@hotkey/sdk';
 import { replicaStats, withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
@@ -19,7 +20,7 @@ import { destroyAll } from '../support/node-redis.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { assertGetsSpread } from '../support/replica-spread.ts';
-import { delay, waitFor } from '../support/wait.ts';
+import { delay, waitFor, within } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
   config: {
@@ -207,6 +208,36 @@ test('createClient (standalone): the copies live on the one server and answer GE
   await c.set(key, 's2');
   assert.equal(await copiesIn(key, server), [], 'no copy left when the write settled');
   assert.is(await c.get(key), 's2');
+  await e2e.closeClients();
+});
+
+test('createClientPool: the clients of a pool share the copies on the one server', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const pool = withHotKeys(createClientPool({ url: standalone.url }), hk!);
+  pool.on('error', () => {});
+  opened.push(pool);
+  await pool.connect();
+  const server = [{ port: standalone.port, client: await single() }];
+  const key = 'item:pool';
+  await pool.set(key, 'p1');
+  assert.is((await heat(hk!, pool, key, 2, server)).length, 2);
+  const before = replicaStats(pool)!.hits;
+  const got = await Promise.all(Array.from({ length: 300 }, () => pool.get(key)));
+  assert.ok(got.every((v) => v === 'p1'));
+  assert.ok(replicaStats(pool)!.hits - before > 100, `copies answered: ${JSON.stringify(replicaStats(pool))}`);
+  await e2e.closeClients();
+});
+
+test('createCluster: a demotion deletes the copies', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  // copies that would live a minute: only the demotion can remove them within the deadline below
+  const c = withHotKeys(await cluster(), hk!, { replicas: { ttlMs: 60_000 } });
+  const key = 'item:demoted';
+  await c.set(key, 'd1');
+  await heat(hk!, c, key, 2);
+  const demoted = new Promise<void>((resolve) => hk!.on('demote', (k) => k === key && resolve()));
+  await within('the key to cool and be demoted', demoted, 15_000);
+  await waitFor('the copies to be deleted', async () => (await copiesIn(key)).length === 0, 2000);
   await e2e.closeClients();
 });
 
