@@ -81,7 +81,17 @@ async function heat(hk: HotKeyClient, c: Reader, key: string, want: number, wher
 }
 
 test.before(async () => {
-  [rc, standalone] = await Promise.all([RedisCluster.start(), RedisServer.start()]);
+  // each server that started is kept for test.after to stop, even when the other failed; a
+  // failure is printed (uvu reports a failed before hook only as tests not run)
+  const started = await Promise.allSettled([RedisCluster.start({ timeoutMs: 60_000 }), RedisServer.start()]);
+  if (started[0].status === 'fulfilled') rc = started[0].value;
+  if (started[1].status === 'fulfilled') standalone = started[1].value;
+  for (const s of started) {
+    if (s.status === 'rejected') {
+      console.error('  set-up failed:', s.reason);
+      throw s.reason;
+    }
+  }
   masters = await Promise.all(
     rc.ports.map(async (port) => ({
       port,
