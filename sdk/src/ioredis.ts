@@ -14,5 +14,5 @@ export type { IoredisStats } from './ioredis/stats.ts';
 export { BREAKER_DEFAULTS } from './ioredis/breaker.ts';
 export type { BreakerOptions, BreakerState, BreakerStats } from './ioredis/breaker.ts';
 export type { WriteHotStats } from './redis/write-hot.ts';
-export { REPLICA_TTL_MS } from './ioredis/replicas.ts';
-export type { ReplicaOptions, ReplicaStats } from './ioredis/replicas.ts';
+export { REPLICA_TTL_MS } from './redis/replicas.ts';
+export type { ReplicaOptions, ReplicaStats } from './redis/replicas.ts';

@@ -3,6 +3,9 @@
  * client-agnostic core in `./redis/`); this module only re-exports it so importers keep one stable path.
  */
 export { withHotKeys } from './node-redis/wrapper.ts';
+export { replicaStats } from './node-redis/stats.ts';
+export { REPLICA_TTL_MS } from './redis/replicas.ts';
+export type { ReplicaOptions, ReplicaStats } from './redis/replicas.ts';
 export type { WithHotKeysOptions } from './node-redis/options.ts';
 export type { TrackingOptions } from './redis/tracking.ts';
 export { counter } from './node-redis/counter.ts';

@@ -1,6 +1,6 @@
 /** The options of `withHotKeys` (wrapper.ts); each default is documented here, its one home. */
 import type { BreakerOptions } from './breaker.ts';
-import type { ReplicaOptions } from './replicas.ts';
+import type { ReplicaOptions } from '../redis/replicas.ts';
 import type { TrackingOptions } from '../redis/tracking.ts';
 
 export interface WithHotKeysOptions {
@@ -22,7 +22,7 @@ export interface WithHotKeysOptions {
    */
   breaker?: boolean | BreakerOptions;
   /**
-   * Replica keys for read-hot keys of rules with `cache: false` (replicas.ts): GETs spread over
+   * Replica keys for read-hot keys of rules with `cache: false` (redis/replicas.ts): GETs spread over
    * copies on other Cluster masters, as many as the hub decides. `false` turns them off here
    * @default {} (on, copies live 2 s)
    */

@@ -41,7 +41,8 @@ import { WriteHot } from '../redis/write-hot.ts';
 import { ownSend } from './counter.ts';
 import { Breakers, exportBreakerMetrics } from './breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
-import { Replicas, type ReplicaStats } from './replicas.ts';
+import { Replicas, type ReplicaStats } from '../redis/replicas.ts';
+import { ioredisReplicaNodes } from './replica-nodes.ts';
 import { SharedRecords } from '../redis/shared-records.ts';
 import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
@@ -56,7 +57,7 @@ export type { WithHotKeysOptions } from './options.ts';
 
 const replicaSets = new WeakMap<object, Replicas>();
 
-/** What a wrapped client's replica keys did (replicas.ts); undefined for a client without them. */
+/** What a wrapped client's replica keys did (redis/replicas.ts); undefined for a client without them. */
 export function replicaStats(client: object): Readonly<ReplicaStats> | undefined {
   return replicaSets.get(client)?.stats;
 }
@@ -135,20 +136,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   let Ctor: CmdCtor | undefined;
   /** a command of ours to the node holding args' key, past the hook */
   const sendOwn = ownSender(client, down, () => Ctor);
-  /** value and PTTL of a key in one round trip, through tracking when its node's session is live */
-  const readPrimary = (key: string): Promise<{ value: unknown; pttl: unknown }> => {
-    const node = tracking?.nodeFor(key);
-    const plain = () => Promise.all([sendOwn('get', [key], 'utf8'), sendOwn('pttl', [key], 'utf8')]);
-    if (node?.session.live) {
-      return node.load('get', key, isCluster ? undefined : dbOf(client)).then(
-        (read) => read,
-        () => plain().then(([value, pttl]) => ({ value, pttl })),
-      );
-    }
-    return plain().then(([value, pttl]) => ({ value, pttl }));
-  };
   const replicas =
-    options.replicas === false ? undefined : new Replicas(hk, client, sendOwn, readPrimary, options.replicas ?? {});
+    options.replicas === false
+      ? undefined
+      : new Replicas(hk, ioredisReplicaNodes(client, sendOwn), tracking, options.replicas ?? {});
   if (replicas !== undefined) replicaSets.set(client, replicas);
   const updates =
     writeMode === 'update' && tracking !== undefined

@@ -8,6 +8,7 @@ import type { HotKeyClient } from '../client/client.ts';
 import type { Cmd } from '../redis/command.ts';
 import { hotReads, type HotReads } from '../redis/hot-read.ts';
 import { keysOf } from '../redis/key-specs.ts';
+import { replicaOptions, Replicas, type ReplicaNodes } from '../redis/replicas.ts';
 import { SharedRecords } from '../redis/shared-records.ts';
 import { Tracking, type TrackedClient, type TrackingConnection } from '../redis/tracking.ts';
 import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
@@ -71,6 +72,8 @@ export interface Context {
   readonly writes: WriteInvalidation;
   /** shards and coalescing of write-hot keys (redis/write-hot.ts) */
   readonly writeHot: WriteHot;
+  /** replica keys (redis/replicas.ts), undefined when off */
+  readonly replicas: Replicas | undefined;
   /** the database of a client's next command (its options', then its last SELECT's) */
   dbOf(client: object): number;
   setDb(client: object, db: number): void;
@@ -92,6 +95,8 @@ export interface ContextOptions {
   initialDb(client: object): number;
   /** the core's own commands on the wrapped client, past the hooks (own-send.ts) */
   ownSend: OwnSend;
+  /** the slot map and dispatch replica keys use (replica-nodes.ts) */
+  replicaNodes: Omit<ReplicaNodes, 'db'>;
 }
 
 export function createContext(o: ContextOptions): Context {
@@ -127,14 +132,27 @@ export function createContext(o: ContextOptions): Context {
           hk,
           o.connect,
           trackingOptions === true ? {} : trackingOptions,
-          (key) => shared.heard(key),
+          (key) => {
+            replicas?.outsideWrite(key);
+            shared.heard(key);
+          },
           (session) => shared.ended(session),
+        );
+  const replicaOpts = replicaOptions(options.replicas);
+  const replicas =
+    replicaOpts === undefined
+      ? undefined
+      : new Replicas(
+          hk,
+          { ...o.replicaNodes, db: () => (isCluster ? undefined : dbOf(o.client)) },
+          tracking,
+          replicaOpts,
         );
   const reads = hotReads<NodeRedisClient>({
     hk,
     isCluster,
     tracking,
-    replicas: undefined,
+    replicas,
     namespaceOf,
     dbOf,
     ready: (c) => c.isReady,
@@ -161,7 +179,7 @@ export function createContext(o: ContextOptions): Context {
     awaitInvalidation: options.awaitInvalidation ?? true,
     onInvalidateError: options.onInvalidateError ?? (() => {}),
     updates,
-    replicas: undefined,
+    replicas,
     canSend: () => true,
   });
   // merged writes invalidate like any write
@@ -177,6 +195,7 @@ export function createContext(o: ContextOptions): Context {
     reads,
     writes,
     writeHot,
+    replicas,
     dbOf,
     setDb: (client, db) => dbs.set((client as Partial<NodeRedisClient>)._self ?? client, db),
     namespaceOf,

@@ -1,4 +1,5 @@
 /** The options of the node-redis `withHotKeys` (wrapper.ts); each default is documented here, its one home. */
+import type { ReplicaOptions } from '../redis/replicas.ts';
 import type { TrackingOptions } from '../redis/tracking.ts';
 
 export interface WithHotKeysOptions {
@@ -23,9 +24,13 @@ export interface WithHotKeysOptions {
    * `false` is accepted, so that one options object may serve both adapters.
    */
   breaker?: false;
-  /** The ioredis adapter's replica keys are not in this adapter: only `false` is accepted. */
-  replicas?: false;
+  /**
+   * Replica keys for read-hot keys of rules with `cache: false` (redis/replicas.ts), as in the
+   * ioredis adapter: GETs spread over copies on other Cluster masters. `true`, `false` (off) or
+   * its options @default true (on, copies live 2 s)
+   */
+  replicas?: boolean | ReplicaOptions;
 }
 
 /** ioredis adapter options this adapter does not have (wrapper.ts says why): given as anything but false, a TypeError. */
-export const UNSUPPORTED_OPTIONS = ['breaker', 'replicas'] as const;
+export const UNSUPPORTED_OPTIONS = ['breaker'] as const;

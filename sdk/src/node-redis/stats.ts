@@ -1,9 +1,11 @@
 /**
- * What a wrapped node-redis client's write-hot modes report: `hotKeyStats(client)`, and
- * `flushWrites(client)` to send merged increments now. A client, Cluster or pool wrapped with
- * `withHotKeys` (or a `withTypeMapping` / `withCommandOptions` proxy of one); TypeError for
- * another. A pool makes its state at its first command: before that there is nothing to report.
+ * What a wrapped node-redis client's own features report, read from its hook's context:
+ * `hotKeyStats(client)` and `flushWrites(client)` (write-hot modes: send merged increments now),
+ * `replicaStats(client)` (replica keys). A client, Cluster or pool wrapped with `withHotKeys` (or
+ * a `withTypeMapping` / `withCommandOptions` proxy of one). A pool makes its state at its first
+ * command: before that there is nothing to report.
  */
+import type { ReplicaStats } from '../redis/replicas.ts';
 import type { WriteHotStats } from '../redis/write-hot.ts';
 import { hookOf } from './client-hook.ts';
 import type { Context } from './context.ts';
@@ -38,4 +40,10 @@ export function hotKeyStats(client: object): NodeRedisStats {
 /** Sends every merged (coalesced) increment of a wrapped client now; resolves once they landed. */
 export function flushWrites(client: object): Promise<void> {
   return contextOf(client).writeHot?.flush() ?? Promise.resolve();
+}
+
+/** What a wrapped client's replica keys did (redis/replicas.ts); undefined for a client without them. */
+export function replicaStats(client: object): Readonly<ReplicaStats> | undefined {
+  const real = (client as { _self?: object })._self ?? client;
+  return hookOf(real)?.replicas?.stats;
 }

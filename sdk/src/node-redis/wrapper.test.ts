@@ -60,11 +60,21 @@ test('bad input: not a node-redis client, a client with clientSideCache, one wra
   );
   assert.is(Object.getPrototypeOf(selfOf(cached)), protoBefore, 'nothing hooked on a refused client');
   const fresh = newClient();
-  for (const options of [{ breaker: {} }, { replicas: {} }, { writes: 'sometimes' }]) {
+  const unhooked = Object.getPrototypeOf(selfOf(fresh));
+  const refused: Array<[object, RegExp]> = [
+    [{ breaker: {} }, /'breaker'/],
+    [{ writes: 'sometimes' }, /writes/],
+    [{ replicas: 'yes' }, /replicas must be/],
+    [{ replicas: { ttl: 500 } }, /replicas\.ttl is not an option/],
+    [{ replicas: { ttlMs: 50 } }, /replicas\.ttlMs must be/],
+  ];
+  for (const [options, named] of refused) {
     assert.throws(
       () => withHotKeys(fresh, hk, options as never),
-      (e: Error) => e instanceof TypeError && /breaker|replicas|writes/.test(e.message),
+      (e: Error) => e instanceof TypeError && named.test(e.message),
+      JSON.stringify(options),
     );
+    assert.is(Object.getPrototypeOf(selfOf(fresh)), unhooked, 'nothing hooked on refused options');
   }
   const c = withHotKeys(fresh, hk, { breaker: false, replicas: false });
   await assertHookedOnce(withHotKeys, c, hk, new HotKeyClient({ app: 'shop', hubs: peer.url }));

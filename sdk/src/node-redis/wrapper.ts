@@ -23,6 +23,8 @@ import { clientDeployment, clusterDeploymentOf, optionsDb } from './deployment.t
 import { UNSUPPORTED_OPTIONS, type WithHotKeysOptions } from './options.ts';
 import { ownSend } from './own-send.ts';
 import { closeHooks } from './write-hot.ts';
+import { clientReplicaNodes, clusterReplicaNodes } from './replica-nodes.ts';
+import { replicaOptions } from '../redis/replicas.ts';
 
 export type { WithHotKeysOptions } from './options.ts';
 
@@ -84,6 +86,7 @@ function checkOptions(options: WithHotKeysOptions): void {
     if (given !== undefined && given !== false)
       throw new TypeError(`withHotKeys: the node-redis adapter has no '${name}' option (see sdk/README, node-redis)`);
   }
+  replicaOptions(options.replicas);
 }
 
 function refuseCache(cache: unknown): void {
@@ -129,6 +132,7 @@ function wrapClient(client: NodeRedisClient, hk: HotKeyClient, options: WithHotK
     on: (event, listener) => real.on(event, listener),
     once: (event, listener) => real.once(event, listener),
   };
+  const own = ownSend(real, false);
   const ctx = createContext({
     hk,
     client: real,
@@ -138,7 +142,8 @@ function wrapClient(client: NodeRedisClient, hk: HotKeyClient, options: WithHotK
     tracked,
     connect: (_node, role) => connection(() => duplicate.call(real, PLAIN(real.options, connectionName(role)))),
     initialDb: (c) => optionsDb((c as NodeRedisClient).options),
-    ownSend: ownSend(real, false),
+    ownSend: own,
+    replicaNodes: clientReplicaNodes(own),
   });
   hookClient(real, ctx, (copy) => withHotKeys(copy, hk, options));
   return client;
@@ -185,6 +190,7 @@ function wrapCluster(cluster: NodeRedisCluster, hk: HotKeyClient, options: WithH
     slots: slotOwners,
     nodes: () => real.masters.map((m) => ({ options: { host: m.host, port: m.port } })),
   };
+  const own = ownSend(real, true);
   const ctx = createContext({
     hk,
     client: real,
@@ -200,7 +206,8 @@ function wrapCluster(cluster: NodeRedisCluster, hk: HotKeyClient, options: WithH
       return connection(() => plain(self, 'duplicate').call(self, PLAIN(self.options, connectionName(role))));
     },
     initialDb: () => 0,
-    ownSend: ownSend(real, true),
+    ownSend: own,
+    replicaNodes: clusterReplicaNodes(real, own),
   });
   const member = (client: unknown): unknown => {
     hookMember(client, ctx, hk, options);
@@ -267,6 +274,7 @@ function wrapPool(pool: { _self: object; execute: Fn }, hk: HotKeyClient, option
       on: (event, listener) => self.on(event, listener),
       once: (event, listener) => self.once(event, listener),
     };
+    const own = ownSend(real, false);
     return createContext({
       hk,
       client: self,
@@ -277,7 +285,8 @@ function wrapPool(pool: { _self: object; execute: Fn }, hk: HotKeyClient, option
       connect: (_node, role) =>
         connection(() => plain(self, 'duplicate').call(self, PLAIN(self.options, connectionName(role)))),
       initialDb: (c) => optionsDb((c as NodeRedisClient).options),
-      ownSend: ownSend(real, false),
+      ownSend: own,
+      replicaNodes: clientReplicaNodes(own),
     });
   };
   const base = Object.getPrototypeOf(real) as Proto;

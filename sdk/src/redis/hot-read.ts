@@ -22,7 +22,7 @@ import { keyName } from './identity.ts';
 import { record, type Rec } from './shared-records.ts';
 import { UNTRACKED, type NodeTracker, type Tracking, type TrackingSession } from './tracking.ts';
 
-/** Replica keys (ioredis/replicas.ts), as the read path uses them: GETs of a hot key spread over its copies. */
+/** Replica keys (replicas.ts), as the read path uses them: GETs of a hot key spread over its copies. */
 export interface ReplicaReads {
   copies(key: string): number;
   /** answers `command` (a GET) from one of the key's copies */

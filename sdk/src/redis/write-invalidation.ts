@@ -16,7 +16,7 @@ import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 /** The wrapped client, opaque to the core (the key of its open transaction, the adapter's `namespaceOf`). */
 type Client = object;
 
-/** Replica keys (ioredis/replicas.ts), as write invalidation uses them. */
+/** Replica keys (replicas.ts), as write invalidation uses them. */
 export interface ReplicaWrites {
   /** deletes the copies of written hot keys once every instance applied their invalidation */
   written(keys: string[]): Promise<void>;

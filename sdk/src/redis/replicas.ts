@@ -1,7 +1,9 @@
 /**
  * Replica keys: a read-hot key that is not cached locally (a rule with `cache: false`) is copied
  * to replica keys on other Redis Cluster masters, and the wrapper spreads its GETs over the key
- * and its copies, so one hot key no longer puts all its reads on one node.
+ * and its copies, so one hot key no longer puts all its reads on one node. Client-agnostic: an
+ * adapter lends its slot map, a way to send GET / SET / DEL / PTTL to a key's node past its hook
+ * and its tracking (`ReplicaNodes`); everything else is here.
  *
  * - How many: the hub sizes the copies from the key's cluster QPS (rules.ts replicaCount, sent
  *   with the promotion, re-sent when it crosses a step). The key itself is copy 0; copies beyond
@@ -31,10 +33,11 @@
  * or its connection lost). During a resharding two instances may name copies differently for a
  * moment: the `ttlMs` bound holds regardless.
  */
-import type { Cluster, Redis } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { RuleSet, REPLICA_DEFAULTS, type Rule } from '../rules.ts';
-import { keySlot } from '../redis/slots.ts';
+import type { Cmd } from './command.ts';
+import { keySlot } from './slots.ts';
+import type { Tracking } from './tracking.ts';
 
 /** a replica key lives this long from its fill unless set otherwise @default 2000 */
 export const REPLICA_TTL_MS = 2000;
@@ -47,17 +50,59 @@ export interface ReplicaOptions {
   ttlMs?: number;
 }
 
-/** The fields of an ioredis Command this module uses. */
-export interface ReplicaCommand {
-  args: unknown[];
-  promise: Promise<unknown>;
-  replyEncoding?: string | null;
-  resolve: (value: unknown) => unknown;
-  reject: (error: Error) => void;
+/**
+ * The `replicas` option of `withHotKeys`, checked: `undefined` or `true` is on with the defaults,
+ * `false` off (undefined returned). Anything else, or an unknown or bad field, is a TypeError
+ * naming it.
+ */
+export function replicaOptions(raw: unknown): ReplicaOptions | undefined {
+  if (raw === false) return undefined;
+  if (raw === undefined || raw === true) return {};
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new TypeError(`withHotKeys: replicas must be true, false or { ttlMs }, got ${String(raw)}`);
+  for (const field of Object.keys(raw))
+    if (field !== 'ttlMs') throw new TypeError(`withHotKeys: replicas.${field} is not an option (replicas: { ttlMs })`);
+  checkTtl((raw as ReplicaOptions).ttlMs ?? REPLICA_TTL_MS);
+  return raw as ReplicaOptions;
+}
+
+function checkTtl(ttlMs: unknown): asserts ttlMs is number {
+  if (!Number.isInteger(ttlMs) || (ttlMs as number) < 100 || (ttlMs as number) > 60_000)
+    throw new TypeError(`withHotKeys: replicas.ttlMs must be an integer from 100 to 60000, got ${String(ttlMs)}`);
+}
+
+/** What an adapter lends replica keys: its slot map and its client's dispatch, past its hook. */
+export interface ReplicaNodes {
+  readonly isCluster: boolean;
+  /** the master (`host:port`) serving `slot` by the client's slot map; undefined while unknown (and on standalone Redis) */
+  masterOf(slot: number): string | undefined;
+  /** masters in the slot map (a Cluster) */
+  masterCount(): number;
+  /** sends a command of ours to the node of its key (args[0]), past the hook: counted and invalidated by nobody */
+  send(name: 'get' | 'set' | 'del' | 'pttl', args: unknown[], replyEncoding: string | null): Promise<unknown>;
+  /** the database of tracked reads (standalone Redis); undefined on a Cluster */
+  db(): number | undefined;
 }
 
 /** Reads of the primary for a fill: value and PTTL in one round trip, tracked when it can be. */
-export type PrimaryRead = (key: string) => Promise<{ value: unknown; pttl: unknown }>;
+type PrimaryRead = (key: string) => Promise<{ value: unknown; pttl: unknown }>;
+
+/** The primary's value and PTTL: through its node's tracking session when live, else GET and PTTL side by side. */
+function primaryReader(nodes: ReplicaNodes, tracking: Tracking | undefined): PrimaryRead {
+  const plain = (key: string) =>
+    Promise.all([nodes.send('get', [key], 'utf8'), nodes.send('pttl', [key], 'utf8')]).then(([value, pttl]) => ({
+      value,
+      pttl,
+    }));
+  return (key) => {
+    const node = tracking?.nodeFor(key);
+    if (!node?.session.live) return plain(key);
+    return node.load('get', key, nodes.db()).then(
+      (read) => read,
+      () => plain(key),
+    );
+  };
+}
 
 interface Fill {
   voided: boolean;
@@ -129,10 +174,10 @@ export interface ReplicaStats {
 export class Replicas {
   readonly stats: ReplicaStats = { hits: 0, misses: 0, primary: 0, fills: 0, voided: 0, deleted: 0 };
   readonly #hk: HotKeyClient;
-  readonly #client: Redis | Cluster;
+  readonly #nodes: ReplicaNodes;
   readonly #isCluster: boolean;
   readonly #ttlMs: number;
-  readonly #send: (name: string, args: unknown[], replyEncoding: string | null) => Promise<unknown>;
+  readonly #send: ReplicaNodes['send'];
   readonly #readPrimary: PrimaryRead;
   readonly #flights: Flights;
   /** key -> copy names (index c - 1) with the master each was placed on */
@@ -142,22 +187,16 @@ export class Replicas {
   #ruleSource: readonly Rule[] | undefined;
   #rules = new RuleSet([]);
 
-  constructor(
-    hk: HotKeyClient,
-    client: Redis | Cluster,
-    send: (name: string, args: unknown[], replyEncoding: string | null) => Promise<unknown>,
-    readPrimary: PrimaryRead,
-    options: ReplicaOptions = {},
-  ) {
+  /** @param tracking the adapter's tracking (fills read under it), undefined when off */
+  constructor(hk: HotKeyClient, nodes: ReplicaNodes, tracking: Tracking | undefined, options: ReplicaOptions = {}) {
     const ttlMs = options.ttlMs ?? REPLICA_TTL_MS;
-    if (!Number.isInteger(ttlMs) || ttlMs < 100 || ttlMs > 60_000)
-      throw new TypeError(`withHotKeys: replicas.ttlMs must be an integer from 100 to 60000, got ${String(ttlMs)}`);
+    checkTtl(ttlMs);
     this.#hk = hk;
-    this.#client = client;
-    this.#isCluster = (client as Partial<Cluster>).isCluster === true;
+    this.#nodes = nodes;
+    this.#isCluster = nodes.isCluster;
     this.#ttlMs = ttlMs;
-    this.#send = send;
-    this.#readPrimary = readPrimary;
+    this.#send = (name, args, replyEncoding) => nodes.send(name, args, replyEncoding);
+    this.#readPrimary = primaryReader(nodes, tracking);
     let flights = flightsOf.get(hk);
     if (flights === undefined) flightsOf.set(hk, (flights = new Flights(hk)));
     this.#flights = flights;
@@ -179,7 +218,7 @@ export class Replicas {
   }
 
   /** Answers a GET of a key with `copies` > 1 (its access is counted by the caller). */
-  read(key: string, command: ReplicaCommand, copies: number): void {
+  read(key: string, command: Cmd, copies: number): void {
     const c = Math.floor(Math.random() * copies);
     const names = c === 0 ? undefined : this.names(key, copies - 1);
     const copy = names?.[c - 1];
@@ -256,7 +295,7 @@ export class Replicas {
    * The primary answers the read: a plain GET (one command), or, to fill a missing `copy` (once
    * per copy per instance at a time), the value and its PTTL read under tracking.
    */
-  #fromPrimary(key: string, command: ReplicaCommand, copy: string | undefined): void {
+  #fromPrimary(key: string, command: Cmd, copy: string | undefined): void {
     const fill = copy !== undefined && !this.#filling.has(copy) ? this.#flights.start(key) : undefined;
     if (fill === undefined) {
       this.#send('get', [key], command.replyEncoding ?? null).then(
@@ -327,12 +366,11 @@ export class Replicas {
   }
 
   #masterOf(slot: number): string | undefined {
-    if (!this.#isCluster) return undefined;
-    return (this.#client as Cluster).slots[slot]?.[0];
+    return this.#isCluster ? this.#nodes.masterOf(slot) : undefined;
   }
 
   #masterCount(): number {
-    return (this.#client as Cluster).nodes('master').length;
+    return this.#nodes.masterCount();
   }
 
   /** The copies still sit on the masters they were placed on (slots move in a resharding). */
