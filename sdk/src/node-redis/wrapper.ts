@@ -274,7 +274,9 @@ function wrapPool(pool: { _self: object; execute: Fn }, hk: HotKeyClient, option
       on: (event, listener) => self.on(event, listener),
       once: (event, listener) => self.once(event, listener),
     };
-    const own = ownSend(real, false);
+    // the first client the pool lent, not the pool: a command of ours sent while a user's command
+    // holds the pool's only free client would wait for it, and that command waits for ours
+    const own = ownSend(self, false);
     return createContext({
       hk,
       client: self,
