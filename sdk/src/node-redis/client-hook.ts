@@ -2,8 +2,8 @@
  * The node-redis dispatch the adapter hooks, on one `RedisClient` (v5 and v6 dispatch alike):
  * - every command method, script and function call, and `sendCommand(args, options)` itself,
  *   reaches `sendCommand` with the argument list Redis gets (key prefix applied): the hook there
- *   answers hot GETs locally (redis/hot-read.ts), and the hot keys of an MGET with only the
- *   others sent in one MGET, and settles writes after their invalidation
+ *   answers hot GETs locally (redis/hot-read.ts), hot hash reads (hash-reads.ts), and the hot
+ *   keys of an MGET with only the others sent in one MGET, and settles writes after their invalidation
  *   (redis/write-invalidation.ts);
  * - `multi().exec()` and `multi().execAsPipeline()` reach `_executeMulti` / `_executePipeline`
  *   with the queued argument lists, past `sendCommand`: their writes are invalidated when the
@@ -21,6 +21,7 @@ import { keyName } from '../redis/identity.ts';
 import { keysOf } from '../redis/key-specs.ts';
 import { inOpenTransaction } from '../redis/write-invalidation.ts';
 import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
+import { HASH_READS, hashReads } from './hash-reads.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
@@ -67,6 +68,11 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     return command.promise;
   }
 
+  const hashes = hashReads(
+    ctx,
+    send,
+    (self, argv, options) => method('sendCommand').call(self, argv, options) as Promise<unknown>,
+  );
   /** the rate limit (a rule's `limit`) of the command's first key: refused, it is not sent */
   function refused(argv: readonly unknown[], name: string): Promise<never> | undefined {
     const key = keyName((keysOf(argv) ?? [])[0]);
@@ -113,6 +119,10 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     }
     if (name === 'mget' && argv.length > 1 && servable) {
       const answered = multiGet(this, argv, options);
+      if (answered !== undefined) return answered;
+    }
+    if (HASH_READS.has(name) && servable) {
+      const answered = hashes.read(this, argv, options, name);
       if (answered !== undefined) return answered;
     }
     if (READ_NAMES.has(name)) {

@@ -13,6 +13,7 @@ import { Tracking, type TrackedClient, type TrackingConnection } from '../redis/
 import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
 import type { NodeRedisLike } from './connection.ts';
+import { hashReply } from './hash-shapes.ts';
 import type { WithHotKeysOptions } from './options.ts';
 
 /** A node-redis client as the hooks see it: `this` of its methods (the client or a `withCommandOptions` proxy of it). */
@@ -135,6 +136,7 @@ export function createContext(o: ContextOptions): Context {
     command: (like, name, args) => commandOf([name.toUpperCase(), ...args], ownOptions(like)),
     loadBlocked: () => undefined,
     watchLoad: () => {},
+    hashReply,
   });
   const updates =
     writeMode === 'update' && tracking !== undefined
