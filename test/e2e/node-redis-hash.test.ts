@@ -260,4 +260,29 @@ test('a hot hash: written through the adapter, written outside, expiring, in MUL
   assert.is(await untracked.hGet(str, 'x').catch((e: Error) => e.message), theirs.message);
 });
 
+test("a proxy's own sendCommand of a hot GET: what a plain one gets, though v5 and v6 decode it under different options", async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const key = 'nh:get';
+  await admin.set(key, 'bytes');
+  await promoteInProcess(e2e.hub, 'shop', key, [hk!]);
+  const buffers = { commandOptions: { typeMapping: { [BLOB_STRING]: Buffer } } };
+  for (const version of [5, 6] as const) {
+    const variant = { version, RESP: undefined };
+    const wrapped = withHotKeys(await connect(variant, buffers), hk!);
+    const plain = await connect(variant, buffers);
+    const strings = withHotKeys(await connect(variant), hk!);
+    await waitFor('cached', async () => {
+      await strings.get(key);
+      return hk!.stats().hits > 0;
+    });
+    const reads: Read[] = [
+      ['the client (Buffers)', (c, k) => c.get(k)],
+      ['a proxy of strings', (c, k) => c.withTypeMapping({}).get(k)],
+      ['its sendCommand', (c, k) => c.withTypeMapping({}).sendCommand(['GET', k])],
+    ];
+    for (const [name, read] of reads)
+      assert.equal(form(await read(wrapped, key)), form(await read(plain, key)), `v${version}: ${name}`);
+  }
+});
+
 test.run();

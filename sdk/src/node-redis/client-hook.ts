@@ -22,11 +22,10 @@ import { keysOf } from '../redis/key-specs.ts';
 import { inOpenTransaction } from '../redis/write-invalidation.ts';
 import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
 import { HASH_READS, hashReads } from './hash-reads.ts';
+import { plainStrings, typeMappingOf } from './type-mapping.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
-/** The RESP type code of a bulk string, in node-redis's `typeMapping` (RESP_TYPES.BLOB_STRING) */
-const BLOB_STRING = 36;
 const READ_NAMES: ReadonlySet<string> = new Set(['get', 'mget', 'hget', 'hgetall', 'hmget']);
 
 /** a batch's queued commands, as node-redis hands them to `_executeMulti` / `_executePipeline` */
@@ -36,11 +35,6 @@ type Method = (this: NodeRedisClient, ...args: unknown[]) => unknown;
 
 function lowerName(head: unknown): string {
   return (typeof head === 'string' ? head : String(head)).toLowerCase();
-}
-
-/** a type mapping that leaves bulk strings plain (the cache holds plain replies) */
-function plainStrings(typeMapping: object | undefined): boolean {
-  return typeMapping === undefined || (typeMapping as Record<number, unknown>)[BLOB_STRING] === undefined;
 }
 
 /** The hooks' context of a hooked client (undefined for a client not hooked). */
@@ -92,12 +86,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       if (no !== undefined) return no;
     }
     const servable =
-      !open &&
-      !chained &&
-      this.isReady &&
-      this.isPubSubActive !== true &&
-      plainStrings(this._commandOptions?.typeMapping) &&
-      plainStrings(options?.typeMapping);
+      !open && !chained && this.isReady && this.isPubSubActive !== true && plainStrings(typeMappingOf(this, options));
     if (name === 'get') {
       if (argv.length === 2 && servable) return reads.read(this, send, commandOf(argv, options), 'get');
       const key = keyName(argv[1]);

@@ -8,36 +8,18 @@
  * `transformReply` (which then runs on it as on Redis's): HGET a string or null, HMGET an array
  * of them (RESP2 and RESP3 alike), HGETALL in the client's shape (hash-shapes.ts), learned from
  * the first reply Redis gives this client under that type mapping (that read goes to Redis).
- * - Nothing is answered locally when the effective type mapping is unknown (node-redis v5 merges
- *   the client's command options, v6 the proxy's: where they differ and the call names none), or
- *   maps maps to anything but an object, `Map` or array (the hook refuses a mapping of bulk strings).
+ * - Nothing is answered locally under a type mapping the hook cannot tell (type-mapping.ts), one
+ *   of bulk strings (the hook checks), or one of maps to anything but an object, `Map` or array.
  * - A field named by a Buffer, a wrong arity: sent as is (Redis says what is wrong).
  */
 import { hashOf, pickFields } from '../redis/hash-replies.ts';
 import type { Cmd, Send } from '../redis/command.ts';
 import { keyName } from '../redis/identity.ts';
 import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
-import { shapeOf, UNKNOWN, type HashCmd, type Shape } from './hash-shapes.ts';
-
-/** The RESP type code of a map in node-redis's `typeMapping` (its RESP_TYPES.MAP) */
-const MAP = 37;
+import { shapeOf, type HashCmd, type Shape } from './hash-shapes.ts';
+import { MAP, typeMappingOf, UNKNOWN } from './type-mapping.ts';
 
 export const HASH_READS: ReadonlySet<string> = new Set(['hget', 'hgetall', 'hmget']);
-
-/**
- * The type mapping a command sent with `options` on `self` is decoded under: the call's own, else
- * the client's (v5 spreads `_self._commandOptions` under the call's options, v6 the proxy's
- * `_commandOptions`: where those differ, UNKNOWN).
- */
-export function typeMappingOf(
-  self: NodeRedisClient,
-  options: CommandOptions | undefined,
-): object | undefined | typeof UNKNOWN {
-  if (options !== undefined && Object.hasOwn(options, 'typeMapping')) return options.typeMapping;
-  const own = self._commandOptions?.typeMapping;
-  const base = (self._self ?? self)._commandOptions?.typeMapping;
-  return own === base ? own : UNKNOWN;
-}
 
 export interface HashReads {
   /**
@@ -81,7 +63,7 @@ export function hashReads(
     if (mapping === UNKNOWN) return undefined; // (a known one leaves bulk strings plain: the hook checked)
     if (name === 'hget') return reads.read(self, send, commandOf(argv, options), 'hget');
     if (name === 'hmget') return fieldsOf(self, argv, options, fields as string[]);
-    const mapType = (mapping as Record<number, unknown> | undefined)?.[MAP];
+    const mapType = mapping?.[MAP];
     if (mapType !== undefined && mapType !== Map && mapType !== Array) return undefined;
     const shape = shapes.get(self._self ?? self)?.get(mapType);
     if (shape === undefined) {

@@ -13,9 +13,6 @@ import { inReplyOrder, type CachedHash } from '../redis/hash-replies.ts';
 /** How a client's HGETALL reply comes, as learned from one of Redis's. */
 export type Shape = 'flat' | 'map' | 'null-object' | 'object';
 
-/** a type mapping that could not be told (the reply's shape is then not known) */
-export const UNKNOWN: unique symbol = Symbol('unknown type mapping');
-
 /** An HGETALL of the caller's, with the shape its reply takes; absent on our own (the cached form is wanted). */
 export interface HashCmd extends Cmd {
   hashShape?: Shape;
