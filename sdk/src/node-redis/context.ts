@@ -137,6 +137,8 @@ export function createContext(o: ContextOptions): Context {
     loadBlocked: () => undefined,
     watchLoad: () => {},
     hashReply,
+    connection: (c) => c._self ?? c,
+    sameRead: (a, b) => (a as NodeRedisCmd).options === (b as NodeRedisCmd).options,
   });
   const updates =
     writeMode === 'update' && tracking !== undefined
