@@ -58,7 +58,13 @@ export function hashReads(
     if (name === 'hget' ? fields.length !== 1 : name === 'hmget' ? fields.length === 0 : fields.length !== 0)
       return undefined;
     if (!fields.every((field) => typeof field === 'string')) return undefined;
-    if (!hk.isHot(key)) return undefined; // counted and sent by the hook
+    if (!hk.isHot(key)) {
+      // cold: counted before it is sent, as the core counts a GET; unless this very count made
+      // the key surge here (client/surge-local.ts), then it goes on as a hot read
+      ctx.tracking?.reading();
+      hk.track(key);
+      if (!hk.isHot(key)) return sendPlain(self, argv, options);
+    }
     const mapping = typeMappingOf(self, options);
     if (mapping === UNKNOWN) return undefined; // (a known one leaves bulk strings plain: the hook checked)
     if (name === 'hget') return reads.read(self, send, commandOf(argv, options), 'hget');
