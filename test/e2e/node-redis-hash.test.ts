@@ -16,6 +16,7 @@ import { hubInProcess } from '../support/e2e.ts';
 import { destroyAll, servedLocally } from '../support/node-redis.ts';
 import { promoteInProcess } from '../support/promote.ts';
 import { RedisServer } from '../support/redis-server.ts';
+import { form } from '../support/reply-form.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
@@ -74,19 +75,6 @@ async function fieldServedLocally(c: Client, key: string, field: string, value: 
     const again = [await c.hGet(key, field), await c.hGet(key, field)];
     return again.every((v) => v === value) && (await hashReadsAtRedis()) === before;
   });
-}
-
-/** A reply as comparable data: values, order, and the kind and prototype of every container. */
-function form(value: unknown): unknown {
-  if (value instanceof Map) return { map: [...value.entries()].map(([k, v]) => [form(k), form(v)]) };
-  if (Buffer.isBuffer(value)) return { buffer: value.toString('hex') };
-  if (Array.isArray(value)) return { array: value.map(form) };
-  if (typeof value === 'object' && value !== null) {
-    const proto = Object.getPrototypeOf(value);
-    const kind = proto === null ? 'null-prototype' : proto === Object.prototype ? 'object' : 'other';
-    return { [kind]: Object.keys(value).map((k) => [k, form((value as Record<string, unknown>)[k])]) };
-  }
-  return value;
 }
 
 type Read = [string, (c: Client, key: string) => Promise<unknown>];
