@@ -5,10 +5,10 @@
  * keeps every key it read grows with the sweep; a cache that keeps hot keys only stays flat.
  *
  *   <- { type: 'start', variant, redisUrl, hubUrl, keys }
- *   -> { type: 'sweep', heaps: [bytes before, after 1/4, 1/2, 3/4, all], entries, readsPerSec, errors }
+ *   -> { type: 'sweep', heaps: [bytes before, after 1/4, 1/2, 3/4, all], entries, readsPerSec, errors, firstError }
  */
 import { fromParent, heapAfterGc, toParent } from './harness.ts';
-import { openClient, type Variant } from './redis-clients.ts';
+import { describeError, openClient, type Variant } from './redis-clients.ts';
 import { delay } from '../support/wait.ts';
 
 const CONCURRENCY = 1000;
@@ -29,12 +29,16 @@ const client = await openClient(run.variant, {
 await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => client.get(`warm:${i}`)));
 const heaps = [await settledHeap()];
 let errors = 0;
+let firstError: string | undefined;
+const fail = (err: unknown) => {
+  errors++;
+  firstError ??= describeError(err);
+};
 const started = performance.now();
 const quarter = Math.ceil(run.keys / 4);
 for (let from = 0; from < run.keys; from += CONCURRENCY) {
   const batch: Promise<unknown>[] = [];
-  for (let i = from; i < Math.min(run.keys, from + CONCURRENCY); i++)
-    batch.push(client.get(`sweep:${i}`).catch(() => errors++));
+  for (let i = from; i < Math.min(run.keys, from + CONCURRENCY); i++) batch.push(client.get(`sweep:${i}`).catch(fail));
   await Promise.all(batch);
   const done = Math.min(run.keys, from + CONCURRENCY);
   if (Math.floor(done / quarter) > Math.floor(from / quarter) || done === run.keys) {
@@ -42,6 +46,6 @@ for (let from = 0; from < run.keys; from += CONCURRENCY) {
   }
 }
 const readsPerSec = (run.keys * 1000) / (performance.now() - started);
-toParent({ type: 'sweep', heaps, entries: client.cacheEntries(), readsPerSec, errors });
+toParent({ type: 'sweep', heaps, entries: client.cacheEntries(), readsPerSec, errors, firstError });
 await client.close().catch(() => undefined);
 process.exit(0);

@@ -53,6 +53,17 @@ export interface OpenOptions {
 
 type NodeRedisClient = ReturnType<typeof createClient>;
 
+/**
+ * A client's failure named by its class, its code and its message: some have no message
+ * (node-redis's TimeoutError, when a command outlives its 5 s default timeout).
+ */
+export function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const kind = err.constructor?.name && err.constructor.name !== 'Error' ? err.constructor.name : err.name;
+  const code = (err as { code?: unknown }).code;
+  return [kind, code === undefined ? '' : String(code), err.message].filter((x) => x !== '').join(': ');
+}
+
 /** Why the node-redis + hotkey column cannot run here, or undefined when it can. */
 export const adapterMissing = nodeRedisAdapterMissing;
 
