@@ -243,3 +243,17 @@ export async function sweep(variant: Variant, keys: number): Promise<Sweep> {
     }
   });
 }
+
+/** The heap after GC after each step from a plain node-redis client to a wrapped one (node-redis-heap.worker.ts). */
+export async function heapSteps(coldReads: number): Promise<Array<{ step: string; heap: number }>> {
+  return withStack(true, async ({ redisUrl, hubUrl, admin }) => {
+    await admin.set(FLASH_KEY, 'stock:42');
+    const w = forkWorker(new URL('./node-redis-heap.worker.ts', import.meta.url), [], SERVICE_PROCESS);
+    try {
+      w.send({ type: 'start', redisUrl, hubUrl, flashKey: FLASH_KEY, coldReads });
+      return (await w.waitFor<{ stages: Array<{ step: string; heap: number }> }>('stages', 120_000)).stages;
+    } finally {
+      await w.kill();
+    }
+  });
+}

@@ -54,6 +54,7 @@ import { adapterMissing, plainOf, VARIANTS, type Variant } from './redis-clients
 import {
   FLASH_RATE,
   freshSdkBuild,
+  heapSteps,
   scenario,
   SURGE_MS,
   sweep,
@@ -67,7 +68,7 @@ import {
 
 const MB = 1024 * 1024;
 const BENCH = '24 node-redis';
-const PARTS = ['main', 'arrivals', 'fleet', 'sweep'] as const;
+const PARTS = ['main', 'arrivals', 'fleet', 'sweep', 'heap'] as const;
 type Part = (typeof PARTS)[number];
 
 const MAIN: Variant[] = ['node-redis', 'node-redis+hotkey', 'node-redis+csc', 'ioredis+hotkey', 'ioredis'];
@@ -150,6 +151,9 @@ benchMain(async ({ quick }) => {
     scenario(v, { processes: 4, instances: 5, durationMs, arrivals: opts.arrivals }),
   );
   const sweeps = await each('sweep', wanted('sweep', sweepVariants), skip, (v) => sweep(v, sweepKeys), true);
+  const steps = (
+    await each('heap', wanted('heap', ['node-redis+hotkey']), skip, () => heapSteps(quick ? 20_000 : 100_000))
+  ).get('node-redis+hotkey');
 
   const rows: BenchRow[] = [];
   const base = { bench: BENCH } as const;
@@ -289,7 +293,7 @@ benchMain(async ({ quick }) => {
       unit,
       better: 'lower',
       target: reach === undefined ? undefined : { reach },
-      note: hk ? undefined : `node-redis + hotkey skipped: ${skip.get('node-redis+hotkey')}`,
+      note: skip.has('node-redis+hotkey') ? `node-redis + hotkey skipped: ${skip.get('node-redis+hotkey')}` : undefined,
     });
   if (main.size > 0) {
     goal(
@@ -384,6 +388,21 @@ benchMain(async ({ quick }) => {
       cscCosts ? cscCosts.at(-1)! - cscCosts[0]! : undefined,
       'MB',
       1,
+    );
+  }
+
+  // where the SDK's heap goes: each step's MBs after GC, in one process
+  if (steps) {
+    const total = (steps.at(-2)?.heap ?? NaN) - steps[0]!.heap;
+    steps.forEach((s, i) =>
+      rows.push({
+        ...base,
+        metric: `heap after GC, step by step: ${s.step}`,
+        ours: (i === 0 ? s.heap : s.heap - steps[i - 1]!.heap) / MB,
+        unit: 'MB',
+        better: 'lower',
+        note: `${(s.heap / MB).toFixed(1)} MB in all${i === steps.length - 2 ? `; the SDK's steps together: ${signed(total / MB)} MB` : ''}`,
+      }),
     );
   }
   return rows;

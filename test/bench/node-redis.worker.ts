@@ -19,7 +19,7 @@
  *        writeMs, heapAfterGc, cacheEntries }
  *   <- { type: 'stop' }   closes the clients and exits
  */
-import { fromParent, heapAfterGc, toParent } from './harness.ts';
+import { fromParent, heapAfterGc, settledHeapAfterGc, toParent } from './harness.ts';
 import { describeError, openClient, type BenchClient, type Variant } from './redis-clients.ts';
 import { ZipfSampler } from './zipf.ts';
 import { hostNow } from '../support/host-clock.ts';
@@ -175,7 +175,7 @@ toParent({
   writeErrors,
   firstError,
   writeMs,
-  heapAfterGc: heapAfterGc(),
+  heapAfterGc: await settledHeapAfterGc(),
   cacheEntries: clients.reduce((n, c) => n + c.cacheEntries(), 0),
 });
 await fromParent('stop', 120_000).catch(() => undefined);
