@@ -21,6 +21,7 @@ import { keyName } from '../redis/identity.ts';
 import { keysOf } from '../redis/key-specs.ts';
 import { inOpenTransaction } from '../redis/write-invalidation.ts';
 import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
+import { flushingMethods, pointAliases } from './held-order.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
@@ -76,7 +77,10 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   function sendCommand(this: NodeRedisClient, argv: readonly unknown[], options?: CommandOptions): unknown {
-    if (!Array.isArray(argv) || argv.length === 0) return method('sendCommand').call(this, argv, options);
+    if (!Array.isArray(argv) || argv.length === 0) {
+      reads.flush(this._self ?? this);
+      return method('sendCommand').call(this, argv, options);
+    }
     const name = lowerName(argv[0]);
     const self = this._self ?? this;
     const open = inOpenTransaction(self);
@@ -92,8 +96,11 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       this.isPubSubActive !== true &&
       plainStrings(this._commandOptions?.typeMapping) &&
       plainStrings(options?.typeMapping);
+    // a GET the read path takes may be held till the end of the job (held-reads.ts); any other
+    // command sends what is held first, so the connection sees the plain client's order
+    if (name === 'get' && argv.length === 2 && servable) return reads.read(this, send, commandOf(argv, options), 'get');
+    reads.flush(self);
     if (name === 'get') {
-      if (argv.length === 2 && servable) return reads.read(this, send, commandOf(argv, options), 'get');
       const key = keyName(argv[1]);
       if (key !== undefined) hk.track(key);
       return method('sendCommand').call(this, argv, options);
@@ -179,6 +186,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   function _executeMulti(this: NodeRedisClient, commands: Queued, selectedDb?: unknown, ...rest: unknown[]): unknown {
+    reads.flush(this._self ?? this);
     const run = () => method('_executeMulti').call(this, commands, selectedDb, ...rest) as Promise<unknown>;
     return batch(this._self ?? this, run, commands, selectedDb);
   }
@@ -189,6 +197,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     selectedDb?: unknown,
     ...rest: unknown[]
   ): unknown {
+    reads.flush(this._self ?? this);
     const run = () => method('_executePipeline').call(this, commands, selectedDb, ...rest) as Promise<unknown>;
     return batch(this._self ?? this, run, commands, selectedDb);
   }
@@ -208,9 +217,11 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     _executePipeline: value(_executePipeline),
     duplicate: value(duplicate),
     ...(typeof base.createPool === 'function' ? { createPool: value(createPool) } : {}),
+    ...flushingMethods(base, (client) => reads.flush(client as NodeRedisClient)),
     [HOOK]: { value: ctx },
-  }) as object;
+  }) as Proto;
   Object.setPrototypeOf(real, hooked);
   if (Object.getPrototypeOf(real) !== hooked)
     throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
+  pointAliases(real, base, hooked);
 }

@@ -135,6 +135,8 @@ export function createContext(o: ContextOptions): Context {
     command: (like, name, args) => commandOf([name.toUpperCase(), ...args], ownOptions(like)),
     loadBlocked: () => undefined,
     watchLoad: () => {},
+    connection: (c) => c._self ?? c,
+    sameRead: (a, b) => (a as NodeRedisCmd).options === (b as NodeRedisCmd).options,
   });
   const updates =
     writeMode === 'update' && tracking !== undefined

@@ -18,6 +18,7 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { READS, type ReadName } from './commands.ts';
 import { dispatched, type Cmd, type Send } from './command.ts';
+import { HeldReads } from './held-reads.ts';
 import { keyName } from './identity.ts';
 import { record, type Rec } from './shared-records.ts';
 import { UNTRACKED, type NodeTracker, type Tracking, type TrackingSession } from './tracking.ts';
@@ -69,6 +70,10 @@ export interface HotReadContext<C extends object = object> {
   loadBlocked(key: string): Error | undefined;
   /** watches a command a load sends itself (the breaker) */
   watchLoad(command: Cmd): void;
+  /** the object whose commands share one connection order (a client under its proxies) @default the client */
+  connection?(client: C): object;
+  /** whether two held GETs of one key may share one reply (same command options) @default always */
+  sameRead?(a: Cmd, b: Cmd): boolean;
 }
 
 export interface HotReads<C extends object = object> {
@@ -76,6 +81,8 @@ export interface HotReads<C extends object = object> {
   read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown;
   /** a tracked load of `key` (value, PTTL, opt-in: one round trip) as a cached record */
   trackedLoad: TrackedLoad<C>;
+  /** sends the cold GETs held for `client`'s connection: the adapter calls it before any other command of it */
+  flush(client: C): void;
 }
 
 export type TrackedLoad<C extends object = object> = (
@@ -99,16 +106,40 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     return node?.starting === true;
   }
 
+  /** cold GETs of one job, counted before any is sent (held-reads.ts) */
+  const held = new HeldReads<C>(
+    ctx.connection ?? ((c) => c),
+    (client, send, command, key) =>
+      hk.isHot(key) ? hot(client, send, command, 'get', key) : send.call(client, command),
+    ctx.sameRead ?? (() => true),
+  );
+
   function read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown {
     const key = keyName(command.args[0]);
     const arity = name === 'hget' ? 2 : 1;
-    if (key === undefined || command.args.length !== arity) return send.call(client, command);
-    tracking?.reading(); // a read of a key: the client's tracking connections are wanted
-    if (!hk.isHot(key)) {
-      // cold, the common case: counted, sent as is (no promise of ours in between)
-      hk.track(key);
+    if (key === undefined || command.args.length !== arity) {
+      held.flush(client);
       return send.call(client, command);
     }
+    tracking?.reading(); // a read of a key: the client's tracking connections are wanted
+    if (!hk.isHot(key)) {
+      // cold, the common case: counted before it is sent. A GET waits for the end of the job
+      // (held-reads.ts), so that the job's other reads of the key are counted too; anything
+      // else is sent as is (no promise of ours in between) — unless this very count made the key
+      // surge here (client/surge-local.ts): then it is the key's hot load
+      hk.track(key);
+      if (!hk.isHot(key)) {
+        if (name === 'get' && ctx.ready(client)) return held.hold(client, send, command, key);
+        held.flush(client);
+        return send.call(client, command);
+      }
+    }
+    held.flush(client);
+    return hot(client, send, command, name, key);
+  }
+
+  /** A read of hot `key` through the cache (settles `command`); sent past the cache when it cannot serve it. */
+  function hot(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string): unknown {
     if (replicas !== undefined && name === 'get' && command.replyEncoding === 'utf8') {
       const copies = replicas.copies(key);
       if (copies > 1) {
@@ -203,5 +234,5 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     });
   };
 
-  return { read, trackedLoad };
+  return { read, trackedLoad, flush: (client) => held.flush(client) };
 }
