@@ -44,11 +44,17 @@ export interface ClientLogger {
 export interface SurgeLocalOptions {
   /**
    * a key counted `share × threshold` times within one 100 ms slice of this instance's window
-   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.005
+   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.04
    */
   share?: number;
   /** fewest accesses within one slice that make a local surge, whatever `share` says @default 2 */
   minAccesses?: number;
+  /**
+   * a key read this many times within one synchronous job (the reads of a `Promise.all`, a
+   * dataloader batch, a request fanning out) surges here at once, whatever its slice count
+   * (at least `minAccesses`) @default 8
+   */
+  jobAccesses?: number;
   /** keys served locally before their hub confirms them, at most @default 64 */
   maxKeys?: number;
   /** bytes (estimated) of those keys' cached values together, at most @default 1048576 */
@@ -183,8 +189,9 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
 
 /** Every default of `surgeLocal` (SurgeLocalOptions). */
 export const DEFAULT_SURGE_LOCAL: Readonly<Required<SurgeLocalOptions>> = Object.freeze({
-  share: 0.005,
+  share: 0.04,
   minAccesses: 2,
+  jobAccesses: 8,
   maxKeys: 64,
   maxBytes: 1 << 20,
   confirmWindows: 2,
@@ -304,6 +311,7 @@ function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): Reso
   return Object.freeze({
     share,
     minAccesses: posInt(value.minAccesses, d.minAccesses, 'surgeLocal.minAccesses'),
+    jobAccesses: posInt(value.jobAccesses, d.jobAccesses, 'surgeLocal.jobAccesses'),
     maxKeys: posInt(value.maxKeys, d.maxKeys, 'surgeLocal.maxKeys'),
     maxBytes: posInt(value.maxBytes, d.maxBytes, 'surgeLocal.maxBytes'),
     confirmWindows: posInt(value.confirmWindows, d.confirmWindows, 'surgeLocal.confirmWindows'),

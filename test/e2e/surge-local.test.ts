@@ -15,8 +15,8 @@ import { hubProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
-// `flash:*` surges locally at 2 reads in a slice (0.005 × 400, the floor) and is promoted by the hub
-// at 400 reads/s; `never:*` is never promoted (its clients lower `share` to surge at the floor).
+// `flash:*` surges locally at 16 reads in a slice (0.04 × 400) or 8 in one job, and is promoted by
+// the hub at 400 reads/s; `never:*` is never promoted (its clients lower `share` to surge at the floor).
 const e2e = hubProcess(test, {
   config: {
     apps: {
