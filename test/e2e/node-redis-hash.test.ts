@@ -223,6 +223,17 @@ test('a hot hash: written through the adapter, written outside, expiring, in MUL
   assert.equal({ ...(replies[0] as object) }, { f: 'outside' });
   assert.is(await hashReadsAtRedis(), before + 2, 'reads in MULTI reach Redis');
 
+  // concurrent first reads of a hot hash not cached yet: one load of it, tracked, for them all
+  const burst = 'nh:burst';
+  await admin.hSet(burst, { f: 'x', g: 'y' });
+  await promoteInProcess(e2e.hub, 'shop', burst, [writerHk!]);
+  const loads = await hashReadsAtRedis();
+  const got = await Promise.all(
+    Array.from({ length: 30 }, (_, i) => (i % 2 ? tracked.hGet(burst, 'f') : tracked.hmGet(burst, ['g', 'f']))),
+  );
+  assert.is((await hashReadsAtRedis()) - loads, 1, 'one HGETALL for 30 reads');
+  got.forEach((v, i) => assert.equal(v, i % 2 ? 'x' : ['y', 'x']));
+
   const short = 'nh:short';
   await admin.hSet(short, 'f', 'soon gone');
   await admin.pExpire(short, 1500);
