@@ -44,11 +44,17 @@ export interface ClientLogger {
 export interface SurgeLocalOptions {
   /**
    * a key counted `share × threshold` times within one 100 ms slice of this instance's window
-   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.005
+   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.04
    */
   share?: number;
   /** fewest accesses within one slice that make a local surge, whatever `share` says @default 2 */
   minAccesses?: number;
+  /**
+   * a key read this many times within one synchronous job (the reads of a `Promise.all`, a
+   * dataloader batch, a request fanning out) surges here at once, whatever its slice count
+   * (at least `minAccesses`) @default 8
+   */
+  jobAccesses?: number;
   /** keys served locally before their hub confirms them, at most @default 64 */
   maxKeys?: number;
   /** bytes (estimated) of those keys' cached values together, at most @default 1048576 */
@@ -134,7 +140,7 @@ export interface ClientOptions {
   pushWaitMs?: number;
   /**
    * serve a key that surges on this instance locally before the hub promotes it (see
-   * SurgeLocalOptions); `true` turns it on with DEFAULT_SURGE_LOCAL @default false
+   * SurgeLocalOptions); `true` turns it on with DEFAULT_SURGE_LOCAL, `false` off @default true
    */
   surgeLocal?: boolean | SurgeLocalOptions;
   /** TLS options for `wss://` hubs (CA, client certificate) @default undefined: the system CAs */
@@ -183,8 +189,9 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
 
 /** Every default of `surgeLocal` (SurgeLocalOptions). */
 export const DEFAULT_SURGE_LOCAL: Readonly<Required<SurgeLocalOptions>> = Object.freeze({
-  share: 0.005,
+  share: 0.04,
   minAccesses: 2,
+  jobAccesses: 8,
   maxKeys: 64,
   maxBytes: 1 << 20,
   confirmWindows: 2,
@@ -289,9 +296,10 @@ export function resolveClientOptions(
 const SURGE_FIELDS = new Set(Object.keys(DEFAULT_SURGE_LOCAL));
 
 function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): ResolvedClientOptions['surgeLocal'] {
-  // opt-in: a local surge changes what isHot() answers before the hub has decided
-  if (value === false || value === undefined) return false;
-  if (value === true) return DEFAULT_SURGE_LOCAL;
+  // on by default: a surge on this instance is spared before the hub has decided (isHot() says
+  // yes for it; the 'promote' event is the hub's word)
+  if (value === false) return false;
+  if (value === true || value === undefined) return DEFAULT_SURGE_LOCAL;
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new TypeError('options.surgeLocal must be a boolean or an object');
   for (const name of Object.keys(value))
@@ -304,6 +312,7 @@ function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): Reso
   return Object.freeze({
     share,
     minAccesses: posInt(value.minAccesses, d.minAccesses, 'surgeLocal.minAccesses'),
+    jobAccesses: posInt(value.jobAccesses, d.jobAccesses, 'surgeLocal.jobAccesses'),
     maxKeys: posInt(value.maxKeys, d.maxKeys, 'surgeLocal.maxKeys'),
     maxBytes: posInt(value.maxBytes, d.maxBytes, 'surgeLocal.maxBytes'),
     confirmWindows: posInt(value.confirmWindows, d.confirmWindows, 'surgeLocal.confirmWindows'),

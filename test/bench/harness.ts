@@ -167,6 +167,20 @@ export function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
+/**
+ * The heap after full GCs with a task turn between them: what a weak reference or a finalization
+ * callback keeps (Node's `AbortSignal.timeout`, which node-redis arms for every command, clears its
+ * timer from a finalization registry) is released only after a GC has run and a later task has, so
+ * GCs in one synchronous job still count the last burst of commands (+10 MB after 100k GETs here).
+ */
+export async function settledHeapAfterGc(): Promise<number> {
+  heapAfterGc();
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  heapAfterGc();
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  return heapAfterGc();
+}
+
 // ---------------------------------------------------------------- deadlines
 
 // ---------------------------------------------------------------- child processes

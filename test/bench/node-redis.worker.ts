@@ -5,21 +5,31 @@
  * writing Zipf keys at fixed rates shared evenly among them. What reached Redis is counted by the
  * proxy the clients connect through, not here.
  *
+ * Arrivals: every 10 ms tick owes the operations its rates call for since the start.
+ * - 'tick': the tick issues them in one synchronous job (what a load generator does; it flatters
+ *   any batching a client does per job, such as merging concurrent reads of one key).
+ * - 'macrotask': the tick issues them one per event-loop turn (a chain of setImmediate, the flash
+ *   key's, the Zipf keys' and the writes interleaved), as requests reach a service: each read
+ *   starts in its own macrotask, with I/O polled between two of them.
+ *
  *   <- { type: 'start', variant, redisUrl, hubUrl, instances, instanceBase, durationMs, flashRate,
- *        zipfRate, writeRate, flashKey, zipfKeys, seed }           -> { type: 'ready', heapIdle }
- *   <- { type: 'go', startAt (hostNow ms) }
- *   -> { type: 'done', flashReads, reads, writes, errors, firstError, writeMs, heapAfterGc, cacheEntries }
+ *        zipfRate, writeRate, flashKey, zipfKeys, seed, arrivals }  -> { type: 'ready', heapIdle }
+ *   <- { type: 'go', startAt (hostNow ms), surgeMs }
+ *   -> { type: 'done', flashReads, surgeReads, reads, skipped, writes, readErrors, writeErrors, firstError,
+ *        writeMs, heapAfterGc, cacheEntries }
  *   <- { type: 'stop' }   closes the clients and exits
  */
-import { fromParent, heapAfterGc, toParent } from './harness.ts';
-import { openClient, type BenchClient, type Variant } from './redis-clients.ts';
+import { fromParent, heapAfterGc, settledHeapAfterGc, toParent } from './harness.ts';
+import { describeError, openClient, type BenchClient, type Variant } from './redis-clients.ts';
 import { ZipfSampler } from './zipf.ts';
 import { hostNow } from '../support/host-clock.ts';
 import { delay } from '../support/wait.ts';
 
-/** reads not yet answered, beyond which a tick skips (a stalled Redis cannot pile them up) */
+/** operations not yet answered, beyond which a tick skips reads (a stalled Redis cannot pile them up) */
 const MAX_IN_FLIGHT = 5000;
 const TICK_MS = 10;
+
+export type Arrivals = 'tick' | 'macrotask';
 
 const run = await fromParent<{
   variant: Variant;
@@ -34,6 +44,7 @@ const run = await fromParent<{
   flashKey: string;
   zipfKeys: number;
   seed: number;
+  arrivals: Arrivals;
 }>('start', 60_000);
 
 const clients: BenchClient[] = [];
@@ -51,20 +62,37 @@ const writeKeys = new ZipfSampler({ n: run.zipfKeys, s: 1.1, seed: run.seed + 10
 toParent({ type: 'ready', heapIdle: heapAfterGc() });
 
 let inFlight = 0;
-let errors = 0;
+let readErrors = 0;
+let writeErrors = 0;
 let firstError: string | undefined;
 let next = 0;
-const fail = (err: unknown) => {
-  errors++;
-  if (errors === 1) firstError = String((err as Error)?.message || (err as Error)?.name || err);
+let flashReads = 0;
+/** flash reads issued in the surge's first 2 s: what the proxy's first-2-s count is out of */
+let surgeReads = 0;
+let surgeEndsAt = Number.POSITIVE_INFINITY;
+let reads = 0;
+let skipped = 0;
+const fail = (err: unknown, kind: 'read' | 'write') => {
+  if (kind === 'read') readErrors++;
+  else writeErrors++;
+  firstError ??= `${kind}: ${describeError(err)}`;
 };
 const read = (key: string) => {
+  if (inFlight >= MAX_IN_FLIGHT) {
+    skipped++;
+    return;
+  }
   inFlight++;
+  reads++;
+  if (key === run.flashKey) {
+    flashReads++;
+    if (hostNow() < surgeEndsAt) surgeReads++;
+  }
   clients[next++ % clients.length]!.get(key).then(
     () => inFlight--,
     (err: unknown) => {
       inFlight--;
-      fail(err);
+      fail(err, 'read');
     },
   );
 };
@@ -81,15 +109,37 @@ const write = (key: string) => {
     },
     (err: unknown) => {
       inFlight--;
-      fail(err);
+      fail(err, 'write');
     },
   );
 };
 
-const { startAt } = await fromParent<{ startAt: number }>('go', 60_000);
+/** One tick's operations in the order they arrive: each kind spread evenly over the tick. */
+function arrivalsOf(flash: number, zipfReads: number, writesOwed: number): Array<() => void> {
+  const ops: Array<{ at: number; op: () => void }> = [];
+  for (let i = 0; i < flash; i++) ops.push({ at: (i + 0.5) / flash, op: () => read(run.flashKey) });
+  for (let i = 0; i < zipfReads; i++) ops.push({ at: (i + 0.5) / zipfReads, op: () => read(`item:${zipf.next()}`) });
+  for (let i = 0; i < writesOwed; i++)
+    ops.push({ at: (i + 0.5) / writesOwed, op: () => write(`item:${writeKeys.next()}`) });
+  return ops.sort((a, b) => a.at - b.at).map((o) => o.op);
+}
+
+/** Runs `ops` one per event-loop turn: a setImmediate queued by an immediate runs in the next turn. */
+function oneEachTurn(ops: Array<() => void>): Promise<void> {
+  return new Promise((resolve) => {
+    let i = 0;
+    const step = () => {
+      if (i === ops.length) return resolve();
+      ops[i++]!();
+      setImmediate(step);
+    };
+    step();
+  });
+}
+
+const { startAt, surgeMs } = await fromParent<{ startAt: number; surgeMs: number }>('go', 60_000);
+surgeEndsAt = startAt + surgeMs;
 await delay(Math.max(0, startAt - hostNow()));
-let flashReads = 0;
-let reads = 0;
 let flashDue = 0;
 let zipfDue = 0;
 let writeDue = 0;
@@ -99,16 +149,15 @@ while (hostNow() - startAt < run.durationMs) {
   const flashOwed = Math.floor((elapsed * run.flashRate) / 1000) - flashDue;
   const zipfOwed = Math.floor((elapsed * run.zipfRate) / 1000) - zipfDue;
   const writeOwed = Math.floor((elapsed * run.writeRate) / 1000) - writeDue;
-  for (let i = 0; i < flashOwed && inFlight < MAX_IN_FLIGHT; i++) {
-    read(run.flashKey);
-    flashReads++;
-  }
-  for (let i = 0; i < zipfOwed && inFlight < MAX_IN_FLIGHT; i++) read(`item:${zipf.next()}`);
-  for (let i = 0; i < writeOwed; i++) write(`item:${writeKeys.next()}`);
-  reads += flashOwed + zipfOwed;
   flashDue += flashOwed;
   zipfDue += zipfOwed;
   writeDue += writeOwed;
+  if (run.arrivals === 'macrotask') await oneEachTurn(arrivalsOf(flashOwed, zipfOwed, writeOwed));
+  else {
+    for (let i = 0; i < flashOwed; i++) read(run.flashKey);
+    for (let i = 0; i < zipfOwed; i++) read(`item:${zipf.next()}`);
+    for (let i = 0; i < writeOwed; i++) write(`item:${writeKeys.next()}`);
+  }
   await delay(TICK_MS);
 }
 const drained = hostNow();
@@ -118,12 +167,15 @@ await delay(250);
 toParent({
   type: 'done',
   flashReads,
+  surgeReads,
   reads,
+  skipped,
   writes,
-  errors,
+  readErrors,
+  writeErrors,
   firstError,
   writeMs,
-  heapAfterGc: heapAfterGc(),
+  heapAfterGc: await settledHeapAfterGc(),
   cacheEntries: clients.reduce((n, c) => n + c.cacheEntries(), 0),
 });
 await fromParent('stop', 120_000).catch(() => undefined);

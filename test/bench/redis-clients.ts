@@ -14,11 +14,14 @@
  *
  * The node-redis adapter is loaded by name at run time (test/support/node-redis-adapter.ts): where it
  * is not built yet, `adapterMissing()` says why and the benchmark reports that column as skipped.
+ *
+ * Each library is imported when a variant first needs it, not by this module: a process of a plain
+ * variant then holds its own client library only, as a service without hotkey does, so the heap
+ * compared with it counts the SDK's code as well as its state.
  */
-import { HotKeyClient } from '@hotkey/sdk';
-import { withHotKeys as withHotKeysIoredis } from '@hotkey/sdk/ioredis';
-import { Redis } from 'ioredis';
-import { createClient } from 'redis';
+import type { HotKeyClient } from '@hotkey/sdk';
+import type { Redis } from 'ioredis';
+import type { createClient } from 'redis';
 import { loadNodeRedisAdapter, nodeRedisAdapterMissing } from '../support/node-redis-adapter.ts';
 
 export const VARIANTS = [
@@ -53,10 +56,22 @@ export interface OpenOptions {
 
 type NodeRedisClient = ReturnType<typeof createClient>;
 
+/**
+ * A client's failure named by its class, its code and its message: some have no message
+ * (node-redis's TimeoutError, when a command outlives its 5 s default timeout).
+ */
+export function describeError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const kind = err.constructor?.name && err.constructor.name !== 'Error' ? err.constructor.name : err.name;
+  const code = (err as { code?: unknown }).code;
+  return [kind, code === undefined ? '' : String(code), err.message].filter((x) => x !== '').join(': ');
+}
+
 /** Why the node-redis + hotkey column cannot run here, or undefined when it can. */
 export const adapterMissing = nodeRedisAdapterMissing;
 
 async function hotKeyClient(o: OpenOptions): Promise<HotKeyClient> {
+  const { HotKeyClient } = await import('@hotkey/sdk');
   const hk = new HotKeyClient({ app: o.app, hubs: o.hubUrl, instanceId: o.instanceId });
   hk.on('error', () => undefined);
   await hk.ready({ signal: AbortSignal.timeout(15_000) });
@@ -64,6 +79,7 @@ async function hotKeyClient(o: OpenOptions): Promise<HotKeyClient> {
 }
 
 async function nodeRedis(url: string, csc: boolean): Promise<NodeRedisClient> {
+  const { createClient } = await import('redis');
   const client = csc ? createClient({ url, RESP: 3, clientSideCache: {} }) : createClient({ url });
   client.on('error', () => undefined);
   await client.connect();
@@ -75,9 +91,9 @@ export async function openClient(variant: Variant, o: OpenOptions): Promise<Benc
     case 'ioredis':
     case 'ioredis+hotkey': {
       const hk = variant === 'ioredis+hotkey' ? await hotKeyClient(o) : undefined;
-      const plain = new Redis(o.redisUrl);
+      const plain: Redis = new (await import('ioredis')).Redis(o.redisUrl);
       plain.on('error', () => undefined);
-      const redis = hk ? withHotKeysIoredis(plain, hk) : plain;
+      const redis = hk ? (await import('@hotkey/sdk/ioredis')).withHotKeys(plain, hk) : plain;
       await redis.ping();
       return {
         get: (key) => redis.get(key),

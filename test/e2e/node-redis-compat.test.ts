@@ -7,7 +7,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createClient, WatchError } from 'redis';
+import { createClient, WatchError } from '../support/node-redis-lib.ts';
 import { withHotKeys } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
 import { destroyAll } from '../support/node-redis.ts';

@@ -6,7 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createClient, createClientPool } from 'redis';
+import { createClient, createClientPool } from '../support/node-redis-lib.ts';
 import type { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';

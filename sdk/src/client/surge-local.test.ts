@@ -50,10 +50,12 @@ async function tickAt(c: Connected, t: number): Promise<void> {
   await delay(50);
 }
 
-// The test rule's threshold (100) × share is below minAccesses. A key's first access counts only in
-// the window's sketch (its exact counter starts at the second), so a burst reaches the level at
-// access minAccesses + 1: that many reads reach the loader, the last one loading for all.
-const level = DEFAULT_SURGE_LOCAL.minAccesses + 1;
+// The test rule's threshold is 100: its slice level is share × 100, its job level jobAccesses, each
+// at least minAccesses. A key's first access counts only in the window's sketch (its exact counter
+// starts at the second), so a burst reaches the lower level at one access more: that many reads
+// reach the loader, the last one loading for all.
+const { minAccesses, share, jobAccesses } = DEFAULT_SURGE_LOCAL;
+const level = Math.max(minAccesses, Math.min(Math.ceil(share * 100), jobAccesses)) + 1;
 
 test('a key read surge-level times within one slice is served locally; the rest share one load', async () => {
   const c = await connect();
@@ -178,9 +180,26 @@ test('track() counts an adapter-style cold read: the key surges and its next rea
   assert.is(c.hk.replicasOf('item:t'), 1);
 });
 
+test('jobAccesses reads of a key in one synchronous job surge it; as many spread over jobs do not', async () => {
+  // share 1: the slice level is the rule's whole threshold (100), out of reach of these reads
+  const c = await connect({ surgeLocal: { share: 1, jobAccesses: 8 } });
+  // the first read only enters the sketch: the 9th is the job's 8th counted, and loads for the rest
+  assert.is(await burst(c.hk, 'item:job', 20), 9);
+  assert.ok(c.hk.isHot('item:job'));
+  let calls = 0;
+  for (let i = 0; i < 20; i++) {
+    await c.hk.get('item:spread', () => {
+      calls++;
+      return 'v';
+    });
+  }
+  assert.is(calls, 20, 'one read per job: each reaches the loader');
+  assert.not.ok(c.hk.isHot('item:spread'));
+});
+
 test('options.surgeLocal is checked', () => {
   const base = { app: 'a', hubs: 'ws://127.0.0.1:1' };
-  for (const bad of [{ share: 0 }, { share: 2 }, { maxKeys: 0 }, { nope: 1 }, 'yes', null]) {
+  for (const bad of [{ share: 0 }, { share: 2 }, { maxKeys: 0 }, { jobAccesses: 0 }, { nope: 1 }, 'yes', null]) {
     assert.throws(() => new HotKeyClient({ ...base, surgeLocal: bad as never }), TypeError, JSON.stringify(bad));
   }
 });

@@ -19,7 +19,10 @@
  * that expires unconfirmed is not promoted locally again for `retryMs`, so a key that is busy
  * only here does not end up cached by this instance alone for good. Surge level per rule: its
  * threshold scaled to a 1 s window, times `share`, within one slice of the access window, and at
- * least `minAccesses`.
+ * least `minAccesses`; or `jobAccesses` cold reads of the key within one synchronous job (counted
+ * until the job's end, a microtask): a flash key's first tick of reads is one job, while a busy
+ * key of an ordinary Zipf head is read once or twice per job, so the first crosses at once while
+ * the second stays with the hub's decision.
  */
 import type { HotSet, HotState } from '../cache/hot-set.ts';
 import type { AccessWindow } from '../counting/window.ts';
@@ -29,6 +32,8 @@ import type { HubLinks } from './links.ts';
 
 /** keys remembered as not confirmed by their hub (retryMs) at most; the oldest is forgotten first */
 const MAX_DECLINED = 1024;
+/** keys counted within one job at most; past it, the job's further keys surge by their slice count only */
+const MAX_JOB_KEYS = 4096;
 /** an estimate's walk into nested values stops this deep and after this many fields */
 const SIZE_DEPTH = 4;
 const SIZE_FIELDS = 256;
@@ -54,6 +59,10 @@ export class SurgeLocal {
   #bytes = 0;
   /** surge level per rule index in counted (sampled) accesses, for `#levelsOf` rules (Infinity: never) */
   #levels: number[] = [];
+  /** the same within one job (jobAccesses) */
+  #jobLevels: number[] = [];
+  /** cold accesses per key in the current synchronous job; cleared at its end */
+  readonly #job = new Map<string, number>();
   #levelsOf: RuleSet | undefined;
 
   /** keys promoted here before their hub did */
@@ -86,8 +95,19 @@ export class SurgeLocal {
     if (rule < 0) return undefined;
     const rules = window.rules;
     if (rules !== this.#levelsOf) this.#computeLevels(rules);
-    if (!(window.sliceCountAt(slot) >= this.#levels[rule]!)) return undefined;
+    if (!(window.sliceCountAt(slot) >= this.#levels[rule]!) && !this.#inJob(key, this.#jobLevels[rule]!))
+      return undefined;
     return this.#promote(key, rules.rules[rule]!, clock);
+  }
+
+  /** Counts a cold access of `key` in the current job: whether the job's count reached `level`. */
+  #inJob(key: string, level: number): boolean {
+    if (level === Infinity) return false;
+    const job = this.#job;
+    if (job.size === 0) queueMicrotask(() => job.clear());
+    const n = (job.get(key) ?? 0) + 1;
+    if (n > 1 || job.size < MAX_JOB_KEYS) job.set(key, n);
+    return n >= level;
   }
 
   #promote(key: string, rule: { windowMs: number; cacheTtlMs: number }, clock: number): HotState | undefined {
@@ -119,13 +139,16 @@ export class SurgeLocal {
   }
 
   #computeLevels(rules: RuleSet): void {
-    const { share, minAccesses } = this.#o.options;
-    this.#levels = rules.rules.map((r, i) => {
-      if (!r.cache || !(r.cacheTtlMs > 0)) return Infinity;
-      const level = Math.max(minAccesses, Math.ceil((share * r.threshold * 1000) / r.windowMs));
-      // a sampled window counts a share of the accesses: so does the level
-      return Math.max(1, Math.ceil(level * this.#window.rateOfRule(i)));
-    });
+    const { share, minAccesses, jobAccesses } = this.#o.options;
+    // a sampled window counts a share of the accesses: so does a level
+    const sampled = (level: number, i: number) => Math.max(1, Math.ceil(level * this.#window.rateOfRule(i)));
+    const caches = (r: RuleSet['rules'][number]) => r.cache && r.cacheTtlMs > 0;
+    this.#levels = rules.rules.map((r, i) =>
+      caches(r) ? sampled(Math.max(minAccesses, Math.ceil((share * r.threshold * 1000) / r.windowMs)), i) : Infinity,
+    );
+    this.#jobLevels = rules.rules.map((r, i) =>
+      caches(r) ? sampled(Math.max(minAccesses, jobAccesses), i) : Infinity,
+    );
     this.#levelsOf = rules;
   }
 
@@ -168,6 +191,7 @@ export class SurgeLocal {
 
   clear(): void {
     this.#keys.clear();
+    this.#job.clear();
     this.#declined.clear();
     this.#bytes = 0;
   }

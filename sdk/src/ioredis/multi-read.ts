@@ -33,6 +33,7 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
 import type { Client, Cmd, CmdCtor } from './cmd.ts';
+import { pickFields, type CachedHash } from '../redis/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
 import { keySlot } from '../redis/slots.ts';
 
@@ -297,15 +298,10 @@ export class MultiRead {
     const fields = command.args.slice(1).map(String);
     this.#answer(client, command, whole, (value) => {
       if (typeof value !== 'object' || value === null) return undefined;
-      const hash = value as Record<string, unknown>;
+      const hash = value as CachedHash;
       if (name === 'hgetall') return hashReply(hash, encoding);
-      const picked: unknown[] = [];
-      for (const field of fields) {
-        const v = asReply(Object.hasOwn(hash, field) ? hash[field] : null, encoding);
-        if (v === undefined) return undefined;
-        picked.push(v);
-      }
-      return name === 'hget' ? picked[0] : picked;
+      const picked = pickFields(hash, fields, (v) => asReply(v, encoding));
+      return name === 'hget' ? picked?.[0] : picked;
     });
     return command.promise;
   }

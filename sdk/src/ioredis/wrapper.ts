@@ -297,6 +297,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
    * or refused, so that the patch saw a command that reaches Redis.
    */
   function dispatch(client: Client, command: Cmd, stream: unknown, node: unknown, send: Send, seen: boolean): unknown {
+    // a UTF-8 GET on its own may be held by the read path till the end of the job (held-reads.ts);
+    // any other command sends what is held first, so the connection sees the plain client's order
+    if (seen || hook.bypass || stream !== undefined || command.name !== 'get' || command.replyEncoding !== 'utf8')
+      reads.flush(client);
     if (hook.bypass) {
       // sent by the GET fast path below (which counted it already) or by the adapter's own features
       dispatched.add(command);
@@ -361,6 +365,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       dispatched.add(command);
       return read(client, send, command, name);
     }
+    reads.flush(client); // a GET not read through the cache (a subscriber's, a closed client's)
     writes.note(client, command, name, stream);
     return send.call(client, command, stream, node);
   }

@@ -2,8 +2,8 @@
  * The node-redis dispatch the adapter hooks, on one `RedisClient` (v5 and v6 dispatch alike):
  * - every command method, script and function call, and `sendCommand(args, options)` itself,
  *   reaches `sendCommand` with the argument list Redis gets (key prefix applied): the hook there
- *   answers hot GETs locally (redis/hot-read.ts), and the hot keys of an MGET with only the
- *   others sent in one MGET, and settles writes after their invalidation
+ *   answers hot GETs locally (redis/hot-read.ts), hot hash reads (hash-reads.ts), and the hot
+ *   keys of an MGET with only the others sent in one MGET, and settles writes after their invalidation
  *   (redis/write-invalidation.ts);
  * - `multi().exec()` and `multi().execAsPipeline()` reach `_executeMulti` / `_executePipeline`
  *   with the queued argument lists, past `sendCommand`: their writes are invalidated when the
@@ -23,11 +23,12 @@ import { inOpenTransaction } from '../redis/write-invalidation.ts';
 import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
 import { isOwn } from './own-send.ts';
 import { closeHooks, routeWriteHot } from './write-hot.ts';
+import { HASH_READS, hashReads } from './hash-reads.ts';
+import { flushingMethods, pointAliases } from './held-order.ts';
+import { plainStrings, typeMappingOf } from './type-mapping.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
-/** The RESP type code of a bulk string, in node-redis's `typeMapping` (RESP_TYPES.BLOB_STRING) */
-const BLOB_STRING = 36;
 const READ_NAMES: ReadonlySet<string> = new Set(['get', 'mget', 'hget', 'hgetall', 'hmget']);
 
 /** a batch's queued commands, as node-redis hands them to `_executeMulti` / `_executePipeline` */
@@ -37,11 +38,6 @@ type Method = (this: NodeRedisClient, ...args: unknown[]) => unknown;
 
 function lowerName(head: unknown): string {
   return (typeof head === 'string' ? head : String(head)).toLowerCase();
-}
-
-/** a type mapping that leaves bulk strings plain (the cache holds plain replies) */
-function plainStrings(typeMapping: object | undefined): boolean {
-  return typeMapping === undefined || (typeMapping as Record<number, unknown>)[BLOB_STRING] === undefined;
 }
 
 /** The hooks' context of a hooked client (undefined for a client not hooked). */
@@ -69,6 +65,11 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     return command.promise;
   }
 
+  const hashes = hashReads(
+    ctx,
+    send,
+    (self, argv, options) => method('sendCommand').call(self, argv, options) as Promise<unknown>,
+  );
   /** the rate limit (a rule's `limit`) of the command's first key: refused, it is not sent */
   function refused(argv: readonly unknown[], name: string): Promise<never> | undefined {
     const key = keyName((keysOf(argv) ?? [])[0]);
@@ -78,8 +79,10 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   function sendCommand(this: NodeRedisClient, argv: readonly unknown[], options?: CommandOptions): unknown {
-    if (!Array.isArray(argv) || argv.length === 0 || isOwn(options))
+    if (!Array.isArray(argv) || argv.length === 0 || isOwn(options)) {
+      reads.flush(this._self ?? this);
       return method('sendCommand').call(this, argv, options); // a command of the core's own passes (own-send.ts)
+    }
     const name = lowerName(argv[0]);
     const self = this._self ?? this;
     const open = inOpenTransaction(self);
@@ -88,19 +91,19 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       const no = refused(argv, name);
       if (no !== undefined) return no;
     }
+    const servable =
+      !open && !chained && this.isReady && this.isPubSubActive !== true && plainStrings(typeMappingOf(this, options));
+    // a GET the read path takes may be held till the end of the job (held-reads.ts); any other
+    // command sends what is held first, so the connection sees the plain client's order
+    const holdable = name === 'get' && argv.length === 2 && servable;
+    if (!holdable) reads.flush(self);
     if (!open && !chained) {
-      const routed = routeWriteHot(ctx.writeHot, argv, options, this._commandOptions, name); // shards, coalescing
+      // shards, coalescing; a sharded key's GET (a read: no order to keep with held reads) sums its shards
+      const routed = routeWriteHot(ctx.writeHot, argv, options, this._commandOptions, name);
       if (routed !== undefined) return routed;
     }
-    const servable =
-      !open &&
-      !chained &&
-      this.isReady &&
-      this.isPubSubActive !== true &&
-      plainStrings(this._commandOptions?.typeMapping) &&
-      plainStrings(options?.typeMapping);
+    if (holdable) return reads.read(this, send, commandOf(argv, options), 'get');
     if (name === 'get') {
-      if (argv.length === 2 && servable) return reads.read(this, send, commandOf(argv, options), 'get');
       const key = keyName(argv[1]);
       if (key !== undefined) hk.track(key);
       return method('sendCommand').call(this, argv, options);
@@ -120,6 +123,10 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     }
     if (name === 'mget' && argv.length > 1 && servable) {
       const answered = multiGet(this, argv, options);
+      if (answered !== undefined) return answered;
+    }
+    if (HASH_READS.has(name) && servable) {
+      const answered = hashes.read(this, argv, options, name);
       if (answered !== undefined) return answered;
     }
     if (READ_NAMES.has(name)) {
@@ -186,6 +193,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   function _executeMulti(this: NodeRedisClient, commands: Queued, selectedDb?: unknown, ...rest: unknown[]): unknown {
+    reads.flush(this._self ?? this);
     const run = () => method('_executeMulti').call(this, commands, selectedDb, ...rest) as Promise<unknown>;
     return batch(this._self ?? this, run, commands, selectedDb);
   }
@@ -196,6 +204,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     selectedDb?: unknown,
     ...rest: unknown[]
   ): unknown {
+    reads.flush(this._self ?? this);
     const run = () => method('_executePipeline').call(this, commands, selectedDb, ...rest) as Promise<unknown>;
     return batch(this._self ?? this, run, commands, selectedDb);
   }
@@ -209,16 +218,20 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   const value = (fn: unknown): PropertyDescriptor => ({ value: fn, writable: true, configurable: true });
+  const closing = closeHooks(() => ctx.writeHot, base, false);
   const hooked = Object.create(base, {
     sendCommand: value(sendCommand),
     _executeMulti: value(_executeMulti),
     _executePipeline: value(_executePipeline),
     duplicate: value(duplicate),
     ...(typeof base.createPool === 'function' ? { createPool: value(createPool) } : {}),
-    ...closeHooks(() => ctx.writeHot, base, false),
+    ...closing,
+    // over the close hooks: what is held is sent first, then the merged increments
+    ...flushingMethods(Object.create(base, closing) as Proto, (client) => reads.flush(client as NodeRedisClient)),
     [HOOK]: { value: ctx },
-  }) as object;
+  }) as Proto;
   Object.setPrototypeOf(real, hooked);
   if (Object.getPrototypeOf(real) !== hooked)
     throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
+  pointAliases(real, base, hooked);
 }

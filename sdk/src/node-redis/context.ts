@@ -16,6 +16,7 @@ import { writeInvalidation, type WriteInvalidation } from '../redis/write-invali
 import { WriteHot } from '../redis/write-hot.ts';
 import type { OwnSend } from '../redis/scripts.ts';
 import type { NodeRedisLike } from './connection.ts';
+import { hashReply } from './hash-shapes.ts';
 import type { WithHotKeysOptions } from './options.ts';
 
 /** A node-redis client as the hooks see it: `this` of its methods (the client or a `withCommandOptions` proxy of it). */
@@ -159,6 +160,9 @@ export function createContext(o: ContextOptions): Context {
     command: (like, name, args) => commandOf([name.toUpperCase(), ...args], ownOptions(like)),
     loadBlocked: () => undefined,
     watchLoad: () => {},
+    hashReply,
+    connection: (c) => c._self ?? c,
+    sameRead: (a, b) => (a as NodeRedisCmd).options === (b as NodeRedisCmd).options,
   });
   const updates =
     writeMode === 'update' && tracking !== undefined

@@ -75,7 +75,7 @@ export function closeHooks(
   awaitFirst: boolean,
 ): PropertyDescriptorMap {
   const hooks: PropertyDescriptorMap = {};
-  for (const name of ['quit', 'close']) {
+  for (const name of ['quit', 'QUIT', 'close']) {
     const method = base[name] as Method | undefined;
     if (typeof method !== 'function') continue;
     const value = function (this: unknown, ...args: unknown[]): unknown {

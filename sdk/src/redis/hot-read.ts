@@ -1,6 +1,7 @@
 /**
  * The hot read path, for every adapter: a read of one hot key (GET, HGET, HGETALL with a string
- * reply encoding) answered from hk's local cache. An adapter hands it its client's command as a
+ * reply encoding) answered from hk's local cache (a hash in one form whatever the client:
+ * hash-replies.ts). An adapter hands it its client's command as a
  * `Cmd` (command.ts) and the function that sends one past its hook; ioredis's GET fast path
  * (ioredis/hot-get.ts) shares `trackedLoad` and the record rules below. Multi-key reads, Buffer
  * replies and reads in a pipeline reach `read` through ioredis/multi-read.ts.
@@ -18,6 +19,8 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { READS, type ReadName } from './commands.ts';
 import { dispatched, type Cmd, type Send } from './command.ts';
+import { hashOf, type CachedHash } from './hash-replies.ts';
+import { HeldReads } from './held-reads.ts';
 import { keyName } from './identity.ts';
 import { record, type Rec } from './shared-records.ts';
 import { UNTRACKED, type NodeTracker, type Tracking, type TrackingSession } from './tracking.ts';
@@ -69,6 +72,22 @@ export interface HotReadContext<C extends object = object> {
   loadBlocked(key: string): Error | undefined;
   /** watches a command a load sends itself (the breaker) */
   watchLoad(command: Cmd): void;
+  /**
+   * a cached hash as the reply `command` (an HGETALL) expects; undefined: the cache cannot give
+   * that shape exactly and Redis answers. Absent: the cached object itself is the reply (ioredis).
+   */
+  hashReply?(command: Cmd, hash: CachedHash): unknown;
+  /** the object whose commands share one connection order (a client under its proxies) @default the client */
+  connection?(client: C): object;
+  /** whether two held GETs of one key may share one reply (same command options) @default always */
+  sameRead?(a: Cmd, b: Cmd): boolean;
+}
+
+/** A hash reply as the cache's form; a reply that is no hash fails the load (readers then ask Redis). */
+function cachedHash(reply: unknown): CachedHash {
+  const hash = hashOf(reply);
+  if (hash === undefined) throw new TypeError('hot read: an HGETALL reply that is not a hash of strings');
+  return hash;
 }
 
 export interface HotReads<C extends object = object> {
@@ -76,6 +95,8 @@ export interface HotReads<C extends object = object> {
   read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown;
   /** a tracked load of `key` (value, PTTL, opt-in: one round trip) as a cached record */
   trackedLoad: TrackedLoad<C>;
+  /** sends the cold GETs held for `client`'s connection: the adapter calls it before any other command of it */
+  flush(client: C): void;
 }
 
 export type TrackedLoad<C extends object = object> = (
@@ -92,23 +113,47 @@ export type TrackedLoad<C extends object = object> = (
 ) => Promise<Rec>;
 
 export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> {
-  const { hk, isCluster, tracking, replicas, namespaceOf, loadBlocked, watchLoad } = ctx;
+  const { hk, isCluster, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply } = ctx;
 
   /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
   function mayWaitForTracking(node: NodeTracker | undefined): boolean {
     return node?.starting === true;
   }
 
+  /** cold GETs of one job, counted before any is sent (held-reads.ts) */
+  const held = new HeldReads<C>(
+    ctx.connection ?? ((c) => c),
+    (client, send, command, key) =>
+      hk.isHot(key) ? hot(client, send, command, 'get', key) : send.call(client, command),
+    ctx.sameRead ?? (() => true),
+  );
+
   function read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown {
     const key = keyName(command.args[0]);
     const arity = name === 'hget' ? 2 : 1;
-    if (key === undefined || command.args.length !== arity) return send.call(client, command);
-    tracking?.reading(); // a read of a key: the client's tracking connections are wanted
-    if (!hk.isHot(key)) {
-      // cold, the common case: counted, sent as is (no promise of ours in between)
-      hk.track(key);
+    if (key === undefined || command.args.length !== arity) {
+      held.flush(client);
       return send.call(client, command);
     }
+    tracking?.reading(); // a read of a key: the client's tracking connections are wanted
+    if (!hk.isHot(key)) {
+      // cold, the common case: counted before it is sent. A GET waits for the end of the job
+      // (held-reads.ts), so that the job's other reads of the key are counted too; anything
+      // else is sent as is (no promise of ours in between) — unless this very count made the key
+      // surge here (client/surge-local.ts): then it is the key's hot load
+      hk.track(key);
+      if (!hk.isHot(key)) {
+        if (name === 'get' && ctx.ready(client)) return held.hold(client, send, command, key);
+        held.flush(client);
+        return send.call(client, command);
+      }
+    }
+    held.flush(client);
+    return hot(client, send, command, name, key);
+  }
+
+  /** A read of hot `key` through the cache (settles `command`); sent past the cache when it cannot serve it. */
+  function hot(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string): unknown {
     if (replicas !== undefined && name === 'get' && command.replyEncoding === 'utf8') {
       const copies = replicas.copies(key);
       if (copies > 1) {
@@ -154,7 +199,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
           (value): Rec => ({
             ns,
             kind: 'hash',
-            value: Object.freeze(value as Record<string, unknown>),
+            value: cachedHash(value),
             expiresAt: undefined,
             session,
           }),
@@ -165,7 +210,10 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       watchLoad(command);
       returned = send.call(client, command);
       const kind = name === 'hget' ? 'field' : READS[name];
-      const rec = command.promise.then((value) => ({ ns, kind, value, expiresAt: undefined, session }) as Rec);
+      const rec = command.promise.then(
+        (value) =>
+          ({ ns, kind, value: kind === 'hash' ? cachedHash(value) : value, expiresAt: undefined, session }) as Rec,
+      );
       return withTtl(rec, pttl(), askedAt);
     };
     hk.get(key, loader).then(
@@ -175,7 +223,10 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
           hk.dropLocal(key); // the next read loads it again (tracked, once tracking is back)
         else if (rec.ns === ns && fresh(rec)) {
           if (name === 'get' && rec.kind === 'string') return void command.resolve(rec.value);
-          if (name === 'hgetall' && rec.kind === 'hash') return void command.resolve(rec.value);
+          if (name === 'hgetall' && rec.kind === 'hash') {
+            const reply = hashReply === undefined ? rec.value : hashReply(command, rec.value);
+            if (reply !== undefined) return void command.resolve(reply);
+          }
           if (name === 'hget' && rec.kind === 'hash')
             return void command.resolve(Object.hasOwn(rec.value, field!) ? rec.value[field!] : null);
         }
@@ -196,12 +247,12 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       return record({
         ns,
         kind: 'hash',
-        value: Object.freeze(read.value as Record<string, unknown>),
+        value: cachedHash(read.value),
         expiresAt,
         session: read.session,
       });
     });
   };
 
-  return { read, trackedLoad };
+  return { read, trackedLoad, flush: (client) => held.flush(client) };
 }

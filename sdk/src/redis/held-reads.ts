@@ -1,0 +1,124 @@
+/**
+ * Held reads: the cold GETs a client issues in one synchronous job (a `Promise.all`, a
+ * dataloader's batch, a request fanning out) are counted before any is sent, so that a key
+ * surging in that job is loaded once, tracked, instead of once per read until the count crosses.
+ *
+ * How: a cold GET is held until the end of the current job (a microtask), then the held GETs are
+ * sent in call order. Any other command of the same connection that reaches the adapter's hook
+ * first sends what is held, synchronously, before itself: the order of commands on the connection
+ * is exactly a plain client's. At the flush the held GETs of one key (same client, same reply
+ * shape) are one read: the key's tracked hot load if the key surged meanwhile, else one plain GET
+ * whose reply answers them all.
+ *
+ * Why answering several GETs with one reply is safe: each of them was issued before that one GET
+ * was sent, and each is answered only after its reply, so the moment Redis executed it lies
+ * within every one of their calls — a linearizable answer to concurrent reads, as if Redis had
+ * run them back to back with nothing between (a write issued between two of them on this client
+ * sends the first before the write, so the second is a new read). Batching per job is what
+ * dataloader does with the loads of one tick ("a single frame of execution"), and what ioredis's
+ * `enableAutoPipelining` does with the commands of one event-loop iteration; neither changes what
+ * a caller can observe, and neither does this. Bounded: MAX_HELD reads per connection, past which
+ * the held ones are sent at once.
+ */
+import type { Cmd, Send } from './command.ts';
+
+/** reads held per connection at most; the next one sends them first */
+export const MAX_HELD = 1024;
+
+interface Held<C> {
+  client: C;
+  send: Send<C>;
+  command: Cmd;
+  key: string;
+}
+
+/** Sends one held read of `key` now (a group's first; the rest get its reply); returns its reply. */
+export type SendHeld<C> = (client: C, send: Send<C>, command: Cmd, key: string) => unknown;
+
+export class HeldReads<C extends object> {
+  readonly #held = new Map<object, Held<C>[]>();
+  readonly #connection: (client: C) => object;
+  readonly #sendOne: SendHeld<C>;
+  readonly #same: (a: Cmd, b: Cmd) => boolean;
+
+  /**
+   * @param connection the object whose commands share one order (a client under its proxies)
+   * @param sendOne sends one read of a key now (through the cache when hot, else plain)
+   * @param same whether two reads of one key may share one reply (same options, same encoding)
+   */
+  constructor(connection: (client: C) => object, sendOne: SendHeld<C>, same: (a: Cmd, b: Cmd) => boolean) {
+    this.#connection = connection;
+    this.#sendOne = sendOne;
+    this.#same = same;
+  }
+
+  /** Holds `command` (a cold GET of `key`) until the end of the job; returns its promise. */
+  hold(client: C, send: Send<C>, command: Cmd, key: string): Promise<unknown> {
+    const conn = this.#connection(client);
+    let list = this.#held.get(conn);
+    if (list !== undefined && list.length >= MAX_HELD) {
+      this.flush(client);
+      list = undefined;
+    }
+    if (list === undefined) {
+      list = [];
+      this.#held.set(conn, list);
+      const mine = list;
+      queueMicrotask(() => {
+        if (this.#held.get(conn) === mine) this.#flushList(conn, mine);
+      });
+    }
+    list.push({ client, send, command, key });
+    return command.promise;
+  }
+
+  /** Whether reads are held for `client`'s connection now. */
+  holding(client: C): boolean {
+    return this.#held.has(this.#connection(client));
+  }
+
+  /** Sends what is held for `client`'s connection, in call order (before another command of it). */
+  flush(client: C): void {
+    if (this.#held.size === 0) return;
+    const conn = this.#connection(client);
+    const list = this.#held.get(conn);
+    if (list !== undefined) this.#flushList(conn, list);
+  }
+
+  #flushList(conn: object, list: Held<C>[]): void {
+    this.#held.delete(conn);
+    if (list.length === 1) {
+      const { client, send, command, key } = list[0]!;
+      this.#sendOne(client, send, command, key);
+      return;
+    }
+    // groups of one key in order of their first read; a read that may not share a reply is its own group
+    const groups: Held<C>[][] = [];
+    const byKey = new Map<string, Held<C>[][]>();
+    for (const held of list) {
+      const ofKey = byKey.get(held.key);
+      const group = ofKey?.find((g) => g[0]!.client === held.client && this.#same(g[0]!.command, held.command));
+      if (group !== undefined) {
+        group.push(held);
+        continue;
+      }
+      const fresh = [held];
+      groups.push(fresh);
+      if (ofKey === undefined) byKey.set(held.key, [fresh]);
+      else ofKey.push(fresh);
+    }
+    for (const group of groups) {
+      const first = group[0]!;
+      const reply = this.#sendOne(first.client, first.send, first.command, first.key);
+      if (group.length === 1) continue;
+      Promise.resolve(reply).then(
+        (value) => {
+          for (let i = 1; i < group.length; i++) group[i]!.command.resolve(value);
+        },
+        (error: Error) => {
+          for (let i = 1; i < group.length; i++) group[i]!.command.reject(error);
+        },
+      );
+    }
+  }
+}
