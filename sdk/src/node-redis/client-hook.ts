@@ -53,7 +53,8 @@ export function hookOf(client: object): Context | undefined {
  */
 export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: object) => object): void {
   const { hk, reads, writes } = ctx;
-  const base = Object.getPrototypeOf(real) as Proto;
+  // the breaker's layer goes under the hook: what the hook sends reaches Redis through it
+  const base = (ctx.breaker?.layer(real) ?? Object.getPrototypeOf(real)) as Proto;
   const method = (name: string): Method => base[name] as Method;
 
   /** the core's Send: a command of ours or the caller's, past the hook, settling the command */

@@ -13,6 +13,7 @@ import { Tracking, type TrackedClient, type TrackingConnection } from '../redis/
 import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
 import type { NodeRedisLike } from './connection.ts';
+import { nodeRedisBreaker, type NodeRedisBreaker } from './breaker.ts';
 import type { WithHotKeysOptions } from './options.ts';
 
 /** A node-redis client as the hooks see it: `this` of its methods (the client or a `withCommandOptions` proxy of it). */
@@ -67,6 +68,8 @@ export interface Context {
   readonly tracking: Tracking | undefined;
   readonly reads: HotReads<NodeRedisClient>;
   readonly writes: WriteInvalidation;
+  /** the circuit breaker per node (breaker.ts); undefined with `breaker: false` */
+  readonly breaker: NodeRedisBreaker | undefined;
   /** the database of a client's next command (its options', then its last SELECT's) */
   dbOf(client: object): number;
   setDb(client: object, db: number): void;
@@ -124,6 +127,13 @@ export function createContext(o: ContextOptions): Context {
           (key) => shared.heard(key),
           (session) => shared.ended(session),
         );
+  const breaker = nodeRedisBreaker({
+    hk,
+    given: options.breaker,
+    deployment,
+    cluster: isCluster ? o.client : undefined,
+    untilEnd: (ended) => o.tracked.once('end', ended),
+  });
   const reads = hotReads<NodeRedisClient>({
     hk,
     isCluster,
@@ -133,8 +143,8 @@ export function createContext(o: ContextOptions): Context {
     dbOf,
     ready: (c) => c.isReady,
     command: (like, name, args) => commandOf([name.toUpperCase(), ...args], ownOptions(like)),
-    loadBlocked: () => undefined,
-    watchLoad: () => {},
+    loadBlocked: (key) => breaker?.loadBlocked(key),
+    watchLoad: () => {}, // what a load sends passes the breaker's layer under the hook (breaker.ts)
   });
   const updates =
     writeMode === 'update' && tracking !== undefined
@@ -166,6 +176,7 @@ export function createContext(o: ContextOptions): Context {
     tracking,
     reads,
     writes,
+    breaker,
     dbOf,
     setDb: (client, db) => dbs.set((client as Partial<NodeRedisClient>)._self ?? client, db),
     namespaceOf,

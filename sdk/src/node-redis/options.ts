@@ -1,4 +1,5 @@
 /** The options of the node-redis `withHotKeys` (wrapper.ts); each default is documented here, its one home. */
+import type { BreakerOptions } from '../redis/breaker.ts';
 import type { TrackingOptions } from '../redis/tracking.ts';
 
 export interface WithHotKeysOptions {
@@ -19,13 +20,16 @@ export interface WithHotKeysOptions {
    */
   writes?: 'invalidate' | 'update';
   /**
-   * The ioredis adapter's circuit breaker is not in this adapter (sdk/README, node-redis): only
-   * `false` is accepted, so that one options object may serve both adapters.
+   * A circuit breaker per Redis node (breaker.ts; the standalone server, or each Cluster master):
+   * after `failures` consecutive failures or timeouts, commands for the node fail fast with
+   * HK_ERR_BREAKER_OPEN for `coolDownMs` (a hot key's load too: the client may then serve its last
+   * value), then a probe closes it. `true`, `false` or its options
+   * @default true ({ failures: 5, coolDownMs: 3000, timeoutMs: 1000 }, redis/breaker.ts)
    */
-  breaker?: false;
+  breaker?: boolean | BreakerOptions;
   /** The ioredis adapter's replica keys are not in this adapter: only `false` is accepted. */
   replicas?: false;
 }
 
 /** ioredis adapter options this adapter does not have (wrapper.ts says why): given as anything but false, a TypeError. */
-export const UNSUPPORTED_OPTIONS = ['breaker', 'replicas'] as const;
+export const UNSUPPORTED_OPTIONS = ['replicas'] as const;

@@ -60,7 +60,7 @@ test('bad input: not a node-redis client, a client with clientSideCache, one wra
   );
   assert.is(Object.getPrototypeOf(selfOf(cached)), protoBefore, 'nothing hooked on a refused client');
   const fresh = newClient();
-  for (const options of [{ breaker: {} }, { replicas: {} }, { writes: 'sometimes' }]) {
+  for (const options of [{ breaker: { failures: 0 } }, { breaker: 'on' }, { replicas: {} }, { writes: 'sometimes' }]) {
     assert.throws(
       () => withHotKeys(fresh, hk, options as never),
       (e: Error) => e instanceof TypeError && /breaker|replicas|writes/.test(e.message),

@@ -123,8 +123,6 @@ export class Breakers {
   readonly #host: BreakerHost;
   readonly #onChange: (node: string, state: BreakerState) => void;
   readonly #nodes = new Map<string, NodeBreaker>();
-  /** commands counted as timed out: their late settlement is not counted again */
-  readonly #timedOut = new WeakSet<object>();
   #sweeper: ReturnType<typeof setTimeout> | undefined;
   /** commands in flight on every node (the sweeper runs while this is above 0) */
   #inflight = 0;
@@ -184,6 +182,11 @@ export class Breakers {
     return true;
   }
 
+  /** `command` moved on without a verdict yet (e.g. a pool lent it a client: watched there from now on). */
+  passed(node: NodeBreaker, command: object): void {
+    this.#done(node, command);
+  }
+
   /** `node` answered `command` (a reply, or a Redis error reply). */
   settled(node: NodeBreaker, command: object): void {
     if (this.#done(node, command) && node.state === 'closed') node.consecutive = 0;
@@ -214,10 +217,11 @@ export class Breakers {
     }));
   }
 
-  /** The command left the in-flight set; false when it was counted as timed out already. */
+  /** The command left the in-flight set; false when it was not in it (timed out already, or never watched). */
   #done(node: NodeBreaker, command: object): boolean {
-    if (node.inflight.delete(command)) this.#left();
-    return !this.#timedOut.has(command);
+    if (!node.inflight.delete(command)) return false;
+    this.#left();
+    return true;
   }
 
   #failure(node: NodeBreaker): void {
@@ -302,8 +306,7 @@ export class Breakers {
     setImmediate(() => {
       for (const [node, command] of overdue) {
         if (!node.inflight.delete(command)) continue; // answered in the poll phase: not a timeout
-        this.#left();
-        this.#timedOut.add(command);
+        this.#left(); // its late settlement finds it gone: counted once
         this.#failure(node);
       }
     });

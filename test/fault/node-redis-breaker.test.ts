@@ -1,0 +1,187 @@
+/**
+ * The node-redis adapter's circuit breaker against a real redis-server frozen with SIGSTOP
+ * (connections stay open, nothing answers — the case where node-redis would queue commands
+ * forever): five unanswered commands open it, later commands and batches fail fast with
+ * HK_ERR_BREAKER_OPEN while the server is still frozen, a hot key is still served from memory and
+ * its load is refused at once (the rejection stale-if-error serves the last value on), the state
+ * shows in breakerStats(), metrics and 'breaker' events, and after SIGCONT the half-open probe
+ * closes it. The same on a pool. Redis error replies are the node answering: they never open it.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createClient, createClientPool } from 'redis';
+import { ErrorCode, type HotKeyClient, type HotKeyError } from '@hotkey/sdk';
+import { breakerStats, withHotKeys } from '@hotkey/sdk/node-redis';
+import { metricsText } from '@hotkey/sdk/metrics';
+import { hubInProcess } from '../support/e2e.ts';
+import { destroyAll } from '../support/node-redis.ts';
+import { RedisServer } from '../support/redis-server.ts';
+import { delay, waitFor } from '../support/wait.ts';
+
+const e2e = hubInProcess(test, {
+  config: {
+    apps: {
+      shop: {
+        rules: [
+          { match: 'hot:*', threshold: 20, hotMs: 60_000, cacheTtlMs: 60_000 },
+          // a value that expires during the outage: its reload is refused by the breaker, stale-if-error serves it
+          { match: 'stale:*', threshold: 20, hotMs: 60_000, cacheTtlMs: 300, staleIfErrorMs: 20_000 },
+        ],
+      },
+    },
+  },
+});
+let server: RedisServer;
+const opened: Array<{ destroy(): void }> = [];
+const BREAKER = { failures: 5, coolDownMs: 500, timeoutMs: 200 };
+
+test.before(async () => {
+  server = await RedisServer.start();
+});
+test.after(async () => {
+  server?.resume();
+  destroyAll(opened);
+  await server?.stop();
+});
+
+const outcome = (p: Promise<unknown>): Promise<{ value?: unknown; code?: string }> =>
+  p.then(
+    (value) => ({ value }),
+    (err: HotKeyError) => ({ code: err.code ?? err.message }),
+  );
+
+async function connected<C extends { on(e: string, l: () => void): unknown; connect(): Promise<unknown> }>(
+  c: C,
+): Promise<C> {
+  c.on('error', () => {});
+  opened.push(c as unknown as { destroy(): void });
+  await c.connect();
+  return c;
+}
+
+/** Reads each key until the hub promoted it, then once more so that its value is cached. */
+async function makeHot(hk: HotKeyClient, read: (key: string) => Promise<unknown>, keys: string[]): Promise<void> {
+  for (let i = 0; i < 50; i++) await Promise.all(keys.map(read));
+  await waitFor('hot keys', () => keys.every((k) => hk.isHot(k)), 3000);
+  for (const key of keys) await read(key);
+}
+
+/** The value of one series of this node in the metrics text (NaN when absent). */
+function series(hk: HotKeyClient, name: string, node: string): number {
+  const line = new RegExp(`^hotkey_sdk_${name}\\{app="shop",node="${node}"\\} (\\S+)$`, 'm').exec(metricsText(hk));
+  return Number(line?.[1]);
+}
+
+test('SIGSTOP: five timeouts open the breaker, then commands fail fast; hot keys stay in memory; SIGCONT closes it', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const events: string[] = [];
+  hk!.on('breaker', (e) => events.push(e.state));
+  const redis = withHotKeys(await connected(createClient({ url: server.url })), hk!, {
+    tracking: false,
+    breaker: BREAKER,
+  });
+  await redis.set('hot:1', 'cached');
+  await redis.set('hot:2', 'dropped');
+  await redis.set('stale:1', 'last');
+  await makeHot(hk!, (k) => redis.get(k), ['hot:1', 'hot:2', 'stale:1']);
+  assert.is(await redis.get('stale:1'), 'last');
+
+  server.pause();
+  try {
+    const stuck = Array.from({ length: 5 }, (_, i) => outcome(redis.get(`cold:${i}`)));
+    await waitFor('breaker open', () => events.includes('open'), 5000);
+    const [stats] = breakerStats(redis);
+    assert.is(stats?.node, `127.0.0.1:${server.port}`);
+    assert.is(stats?.state, 'open');
+    // still frozen: these fail at once instead of queueing behind the stuck ones
+    assert.equal(await outcome(redis.get('cold:other')), { code: ErrorCode.BreakerOpen });
+    assert.equal(await outcome(redis.set('cold:w', '1')), { code: ErrorCode.BreakerOpen });
+    assert.equal(await outcome(redis.sendCommand(['HSET', 'cold:h', 'f', '1'])), { code: ErrorCode.BreakerOpen });
+    assert.equal(await outcome(redis.multi().set('cold:m', '1').exec()), { code: ErrorCode.BreakerOpen });
+    assert.equal(await outcome(redis.multi().get('cold:p').execAsPipeline()), { code: ErrorCode.BreakerOpen });
+    // a hot key's cached value is served from memory; a hot key that must load is refused at once
+    assert.equal(await outcome(redis.get('hot:1')), { value: 'cached' });
+    hk!.dropLocal('hot:2');
+    assert.equal(await outcome(redis.get('hot:2')), { code: ErrorCode.BreakerOpen });
+    // past its cacheTtlMs (300 ms) the reload is refused at once and the last value is served
+    await delay(400);
+    const staleBefore = hk!.stats().staleServed;
+    assert.equal(await outcome(redis.get('stale:1')), { value: 'last' });
+    assert.ok(hk!.stats().staleServed > staleBefore, 'served by stale-if-error');
+    const now = breakerStats(redis)[0]!;
+    assert.ok(now.rejected >= 7 && now.opened === 1 && now.failures >= 5, JSON.stringify(now));
+    // the same state through the SDK's metrics hook, one series per node
+    assert.is(series(hk!, 'node_redis_breaker_open', now.node), 1, metricsText(hk!));
+    assert.is(series(hk!, 'node_redis_breaker_rejected_total', now.node), now.rejected);
+    assert.is(series(hk!, 'node_redis_breaker_opened_total', now.node), 1);
+    assert.ok(server.running, 'all of this while the server is frozen');
+    server.resume();
+    // the five stuck reads were sent before it froze: they complete now
+    for (const r of await Promise.all(stuck)) assert.equal(r, { value: null });
+  } finally {
+    server.resume();
+  }
+  await waitFor('breaker closed by the probe', () => events.at(-1) === 'closed', 5000);
+  assert.equal(events, ['open', 'half-open', 'closed']);
+  assert.is(series(hk!, 'node_redis_breaker_open', breakerStats(redis)[0]!.node), 0, 'closed again');
+  assert.is(await redis.get('hot:2'), 'dropped');
+  assert.is(await redis.get('cold:other'), null);
+  assert.equal(await redis.multi().set('cold:m', '2').get('cold:m').exec(), ['OK', '2']);
+});
+
+test('a pool: its clients share one breaker per node; an open node fails fast through any of them', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const events: string[] = [];
+  hk!.on('breaker', (e) => events.push(e.state));
+  const pool = withHotKeys(await connected(createClientPool({ url: server.url }, { minimum: 2 })), hk!, {
+    tracking: false,
+    breaker: BREAKER,
+  });
+  await pool.set('pool:k', 'v');
+  server.pause();
+  try {
+    const stuck = Array.from({ length: 5 }, (_, i) => outcome(pool.get(`pool:cold:${i}`)));
+    await waitFor('breaker open', () => events.includes('open'), 5000);
+    assert.equal(await outcome(pool.get('pool:k')), { code: ErrorCode.BreakerOpen });
+    assert.is(breakerStats(pool).length, 1, 'one node for every client of the pool');
+    server.resume();
+    await Promise.all(stuck);
+  } finally {
+    server.resume();
+  }
+  await waitFor('breaker closed by the probe', () => events.at(-1) === 'closed', 5000);
+  assert.is(await pool.get('pool:k'), 'v');
+});
+
+test('error replies are answers: WRONGTYPE never opens the breaker; breaker: false has none; bad options', async () => {
+  const [hk] = await e2e.sdks(1);
+  const redis = withHotKeys(await connected(createClient({ url: server.url })), hk!, { tracking: false });
+  const bare = withHotKeys(await connected(createClient({ url: server.url })), hk!, {
+    tracking: false,
+    breaker: false,
+  });
+  await redis.lPush('list:1', 'x');
+  for (let i = 0; i < 20; i++) assert.match((await outcome(redis.get('list:1'))).code ?? '', /WRONGTYPE/);
+  assert.is(breakerStats(redis)[0]!.state, 'closed');
+  assert.is(breakerStats(redis)[0]!.failures, 0);
+  await bare.get('x');
+  assert.equal(breakerStats(bare), []);
+  assert.throws(() => breakerStats(createClient()), /not wrapped/);
+  for (const [breaker, field] of [
+    [{ failures: 0 }, 'breaker.failures'],
+    [{ coolDownMs: 1.5 }, 'breaker.coolDownMs'],
+    [{ timeoutMs: '100' }, 'breaker.timeoutMs'],
+    ['on', 'breaker must be'],
+  ] as const) {
+    const fresh = createClient({ url: server.url });
+    const proto = Object.getPrototypeOf(fresh);
+    assert.throws(
+      () => withHotKeys(fresh, hk!, { breaker: breaker as never }),
+      (e: Error) => e instanceof TypeError && e.message.includes(field),
+      field,
+    );
+    assert.is(Object.getPrototypeOf(fresh), proto, 'nothing hooked on a refused client');
+  }
+});
+
+test.run();
