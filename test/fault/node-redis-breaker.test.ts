@@ -129,6 +129,35 @@ test('SIGSTOP: five timeouts open the breaker, then commands fail fast; hot keys
   assert.equal(await redis.multi().set('cold:m', '2').get('cold:m').exec(), ['OK', '2']);
 });
 
+test('with tracking: a hot load over the tracking connections is refused at once too, and served stale', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const events: string[] = [];
+  hk!.on('breaker', (e) => events.push(e.state));
+  // a session that outlives the freeze: the cached record stays vouched for
+  const redis = withHotKeys(await connected(createClient({ url: server.url })), hk!, {
+    tracking: { pingMs: 10_000, deadMs: 60_000 },
+    breaker: BREAKER,
+  });
+  await redis.set('stale:t', 'tracked');
+  await makeHot(hk!, (k) => redis.get(k), ['stale:t']);
+  server.pause();
+  try {
+    const stuck = Array.from({ length: 5 }, (_, i) => outcome(redis.get(`cold:t:${i}`)));
+    await waitFor('breaker open', () => events.includes('open'), 5000);
+    await delay(400); // past cacheTtlMs: the reload would go over the (frozen) tracking connections
+    const before = breakerStats(redis)[0]!.rejected;
+    const staleBefore = hk!.stats().staleServed;
+    assert.equal(await outcome(redis.get('stale:t')), { value: 'tracked' });
+    assert.ok(hk!.stats().staleServed > staleBefore, 'served by stale-if-error');
+    assert.is(breakerStats(redis)[0]!.rejected, before + 1, 'the load was refused by the breaker, not left to hang');
+    server.resume();
+    await Promise.all(stuck);
+  } finally {
+    server.resume();
+  }
+  await waitFor('breaker closed by the probe', () => events.at(-1) === 'closed', 5000);
+});
+
 test('a pool: its clients share one breaker per node; an open node fails fast through any of them', async () => {
   const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
   const events: string[] = [];
