@@ -15,7 +15,7 @@ import { hubInProcess } from '../support/e2e.ts';
 import { destroyAll } from '../support/node-redis.ts';
 import { promoteInProcess } from '../support/promote.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
-import { delay, waitFor } from '../support/wait.ts';
+import { delay, waitFor, within } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
   config: {
@@ -47,11 +47,14 @@ test.after(async () => {
   await rc?.stop();
 });
 
-const outcome = (p: Promise<unknown>): Promise<{ value?: unknown; code?: string }> =>
-  p.then(
+/** How a command settled, within `ms` (a command the breaker should fail fast must not hang the test). */
+const outcome = (p: Promise<unknown>, ms = 3000): Promise<{ value?: unknown; code?: string }> =>
+  within('a reply', p, ms).then(
     (value) => ({ value }),
     (err: HotKeyError) => ({ code: err.code ?? err.message }),
   );
+/** the deadline of commands sent before the freeze, which answer after SIGCONT */
+const STUCK_MS = 30_000;
 
 /** A key with `prefix` on each master, by the cluster's slot map: port → key. */
 function keyPerMaster(c: Cluster, prefix: string): Map<number, string> {
@@ -97,7 +100,7 @@ test('SIGSTOP of one master opens its breaker only; its hot keys stay served; SI
   frozen = victimPort;
   rc.pause(victimPort);
   try {
-    const stuck = Array.from({ length: 5 }, () => outcome(c.get(victimCold)));
+    const stuck = Array.from({ length: 5 }, () => outcome(c.get(victimCold), STUCK_MS));
     await waitFor('victim breaker open', () => states.includes(`${victim} open`), 5000);
     // still frozen: commands for the victim fail at once; the other masters answer
     assert.equal(await outcome(c.get(victimCold)), { code: ErrorCode.BreakerOpen });

@@ -16,7 +16,7 @@ import { metricsText } from '@hotkey/sdk/metrics';
 import { hubInProcess } from '../support/e2e.ts';
 import { destroyAll } from '../support/node-redis.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { delay, waitFor } from '../support/wait.ts';
+import { delay, waitFor, within } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
   config: {
@@ -44,11 +44,14 @@ test.after(async () => {
   await server?.stop();
 });
 
-const outcome = (p: Promise<unknown>): Promise<{ value?: unknown; code?: string }> =>
-  p.then(
+/** How a command settled, within `ms` (a command the breaker should fail fast must not hang the test). */
+const outcome = (p: Promise<unknown>, ms = 3000): Promise<{ value?: unknown; code?: string }> =>
+  within('a reply', p, ms).then(
     (value) => ({ value }),
     (err: HotKeyError) => ({ code: err.code ?? err.message }),
   );
+/** the deadline of commands sent before the freeze, which answer after SIGCONT */
+const STUCK_MS = 30_000;
 
 async function connected<C extends { on(e: string, l: () => void): unknown; connect(): Promise<unknown> }>(
   c: C,
@@ -88,7 +91,7 @@ test('SIGSTOP: five timeouts open the breaker, then commands fail fast; hot keys
 
   server.pause();
   try {
-    const stuck = Array.from({ length: 5 }, (_, i) => outcome(redis.get(`cold:${i}`)));
+    const stuck = Array.from({ length: 5 }, (_, i) => outcome(redis.get(`cold:${i}`), STUCK_MS));
     await waitFor('breaker open', () => events.includes('open'), 5000);
     const [stats] = breakerStats(redis);
     assert.is(stats?.node, `127.0.0.1:${server.port}`);
@@ -142,7 +145,7 @@ test('with tracking: a hot load over the tracking connections is refused at once
   await makeHot(hk!, (k) => redis.get(k), ['stale:t']);
   server.pause();
   try {
-    const stuck = Array.from({ length: 5 }, (_, i) => outcome(redis.get(`cold:t:${i}`)));
+    const stuck = Array.from({ length: 5 }, (_, i) => outcome(redis.get(`cold:t:${i}`), STUCK_MS));
     await waitFor('breaker open', () => events.includes('open'), 5000);
     await delay(400); // past cacheTtlMs: the reload would go over the (frozen) tracking connections
     const before = breakerStats(redis)[0]!.rejected;
@@ -169,7 +172,7 @@ test('a pool: its clients share one breaker per node; an open node fails fast th
   await pool.set('pool:k', 'v');
   server.pause();
   try {
-    const stuck = Array.from({ length: 5 }, (_, i) => outcome(pool.get(`pool:cold:${i}`)));
+    const stuck = Array.from({ length: 5 }, (_, i) => outcome(pool.get(`pool:cold:${i}`), STUCK_MS));
     await waitFor('breaker open', () => events.includes('open'), 5000);
     assert.equal(await outcome(pool.get('pool:k')), { code: ErrorCode.BreakerOpen });
     assert.is(breakerStats(pool).length, 1, 'one node for every client of the pool');
