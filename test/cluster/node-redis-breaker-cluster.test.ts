@@ -8,34 +8,21 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createCluster } from 'redis';
-import { ErrorCode, type HotKeyClient, type HotKeyError } from '@hotkey/sdk';
-import { keySlot } from '@hotkey/sdk/ioredis';
+import { ErrorCode, type HotKeyClient } from '@hotkey/sdk';
 import { breakerStats, withHotKeys } from '@hotkey/sdk/node-redis';
+import { breakerRules, outcome, STUCK_MS } from '../support/breaker.ts';
 import { hubInProcess } from '../support/e2e.ts';
-import { destroyAll } from '../support/node-redis.ts';
+import { destroyAll, keyPerMaster } from '../support/node-redis.ts';
 import { promoteInProcess } from '../support/promote.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
-import { delay, waitFor, within } from '../support/wait.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
-const e2e = hubInProcess(test, {
-  config: {
-    apps: {
-      shop: {
-        rules: [
-          { match: 'hot:*', threshold: 1_000_000, hotMs: 600_000, cacheTtlMs: 600_000 },
-          // expires during the outage: its reload is refused by the breaker, stale-if-error serves it
-          { match: 'stale:*', threshold: 1_000_000, hotMs: 600_000, cacheTtlMs: 300, staleIfErrorMs: 20_000 },
-        ],
-      },
-    },
-  },
-});
+const e2e = hubInProcess(test, { config: { apps: { shop: { rules: breakerRules(1_000_000) } } } });
 let rc: RedisCluster;
 let frozen: number | undefined;
 const opened: Array<{ destroy(): void }> = [];
 
 const newCluster = () => createCluster({ rootNodes: rc.nodes.map((n) => ({ socket: n })) });
-type Cluster = ReturnType<typeof newCluster>;
 
 test.before(async () => {
   rc = await RedisCluster.start();
@@ -46,27 +33,6 @@ test.after(async () => {
   await delay(20);
   await rc?.stop();
 });
-
-/** How a command settled, within `ms` (a command the breaker should fail fast must not hang the test). */
-const outcome = (p: Promise<unknown>, ms = 3000): Promise<{ value?: unknown; code?: string }> =>
-  within('a reply', p, ms).then(
-    (value) => ({ value }),
-    (err: HotKeyError) => ({ code: err.code ?? err.message }),
-  );
-/** the deadline of commands sent before the freeze, which answer after SIGCONT */
-const STUCK_MS = 30_000;
-
-/** A key with `prefix` on each master, by the cluster's slot map: port → key. */
-function keyPerMaster(c: Cluster, prefix: string): Map<number, string> {
-  const byPort = new Map<number, string>();
-  for (let i = 0; byPort.size < rc.ports.length && i < 1000; i++) {
-    const key = `${prefix}:${i}`;
-    const port = c.slots[keySlot(key)]?.master.port;
-    if (port !== undefined && !byPort.has(port)) byPort.set(port, key);
-  }
-  assert.is(byPort.size, rc.ports.length, 'a key on every master');
-  return byPort;
-}
 
 const promote = (key: string, hk: HotKeyClient) => promoteInProcess(e2e.hub, 'shop', key, [hk]);
 
@@ -79,11 +45,11 @@ test('SIGSTOP of one master opens its breaker only; its hot keys stay served; SI
   opened.push(raw);
   await raw.connect();
   const c = withHotKeys(raw, hk!, { tracking: false, breaker: { failures: 5, coolDownMs: 500, timeoutMs: 200 } });
-  const cold = keyPerMaster(c, 'cold');
+  const cold = keyPerMaster(c, rc, 'cold');
   const [victimPort, victimCold] = [...cold][0]!;
   const victim = `127.0.0.1:${victimPort}`;
-  const hot = keyPerMaster(c, 'hot').get(victimPort)!;
-  const stale = keyPerMaster(c, 'stale').get(victimPort)!;
+  const hot = keyPerMaster(c, rc, 'hot').get(victimPort)!;
+  const stale = keyPerMaster(c, rc, 'stale').get(victimPort)!;
   for (const key of [...cold.values(), hot, stale]) await c.set(key, `${key}=1`);
   for (const key of [hot, stale]) {
     await promote(key, hk!);

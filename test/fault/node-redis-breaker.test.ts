@@ -10,27 +10,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient, createClientPool } from 'redis';
-import { ErrorCode, type HotKeyClient, type HotKeyError } from '@hotkey/sdk';
+import { ErrorCode, type HotKeyClient } from '@hotkey/sdk';
 import { breakerStats, withHotKeys } from '@hotkey/sdk/node-redis';
-import { metricsText } from '@hotkey/sdk/metrics';
+import { assertOpenSeries, breakerRules, breakerSeries, outcome, STUCK_MS, thaw } from '../support/breaker.ts';
 import { hubInProcess } from '../support/e2e.ts';
 import { destroyAll } from '../support/node-redis.ts';
 import { RedisServer } from '../support/redis-server.ts';
-import { delay, waitFor, within } from '../support/wait.ts';
+import { delay, waitFor } from '../support/wait.ts';
 
-const e2e = hubInProcess(test, {
-  config: {
-    apps: {
-      shop: {
-        rules: [
-          { match: 'hot:*', threshold: 20, hotMs: 60_000, cacheTtlMs: 60_000 },
-          // a value that expires during the outage: its reload is refused by the breaker, stale-if-error serves it
-          { match: 'stale:*', threshold: 20, hotMs: 60_000, cacheTtlMs: 300, staleIfErrorMs: 20_000 },
-        ],
-      },
-    },
-  },
-});
+const e2e = hubInProcess(test, { config: { apps: { shop: { rules: breakerRules(20) } } } });
 let server: RedisServer;
 const opened: Array<{ destroy(): void }> = [];
 const BREAKER = { failures: 5, coolDownMs: 500, timeoutMs: 200 };
@@ -43,15 +31,6 @@ test.after(async () => {
   destroyAll(opened);
   await server?.stop();
 });
-
-/** How a command settled, within `ms` (a command the breaker should fail fast must not hang the test). */
-const outcome = (p: Promise<unknown>, ms = 3000): Promise<{ value?: unknown; code?: string }> =>
-  within('a reply', p, ms).then(
-    (value) => ({ value }),
-    (err: HotKeyError) => ({ code: err.code ?? err.message }),
-  );
-/** the deadline of commands sent before the freeze, which answer after SIGCONT */
-const STUCK_MS = 30_000;
 
 async function connected<C extends { on(e: string, l: () => void): unknown; connect(): Promise<unknown> }>(
   c: C,
@@ -67,12 +46,6 @@ async function makeHot(hk: HotKeyClient, read: (key: string) => Promise<unknown>
   for (let i = 0; i < 50; i++) await Promise.all(keys.map(read));
   await waitFor('hot keys', () => keys.every((k) => hk.isHot(k)), 3000);
   for (const key of keys) await read(key);
-}
-
-/** The value of one series of this node in the metrics text (NaN when absent). */
-function series(hk: HotKeyClient, name: string, node: string): number {
-  const line = new RegExp(`^hotkey_sdk_${name}\\{app="shop",node="${node}"\\} (\\S+)$`, 'm').exec(metricsText(hk));
-  return Number(line?.[1]);
 }
 
 test('SIGSTOP: five timeouts open the breaker, then commands fail fast; hot keys stay in memory; SIGCONT closes it', async () => {
@@ -113,20 +86,13 @@ test('SIGSTOP: five timeouts open the breaker, then commands fail fast; hot keys
     assert.ok(hk!.stats().staleServed > staleBefore, 'served by stale-if-error');
     const now = breakerStats(redis)[0]!;
     assert.ok(now.rejected >= 7 && now.opened === 1 && now.failures >= 5, JSON.stringify(now));
-    // the same state through the SDK's metrics hook, one series per node
-    assert.is(series(hk!, 'node_redis_breaker_open', now.node), 1, metricsText(hk!));
-    assert.is(series(hk!, 'node_redis_breaker_rejected_total', now.node), now.rejected);
-    assert.is(series(hk!, 'node_redis_breaker_opened_total', now.node), 1);
+    assertOpenSeries(hk!, 'node_redis', now); // the same state through the SDK's metrics hook
     assert.ok(server.running, 'all of this while the server is frozen');
-    server.resume();
-    // the five stuck reads were sent before it froze: they complete now
-    for (const r of await Promise.all(stuck)) assert.equal(r, { value: null });
+    await thaw(() => server.resume(), stuck, events);
   } finally {
     server.resume();
   }
-  await waitFor('breaker closed by the probe', () => events.at(-1) === 'closed', 5000);
-  assert.equal(events, ['open', 'half-open', 'closed']);
-  assert.is(series(hk!, 'node_redis_breaker_open', breakerStats(redis)[0]!.node), 0, 'closed again');
+  assert.is(breakerSeries(hk!, 'node_redis_breaker_open', breakerStats(redis)[0]!.node), 0, 'closed again');
   assert.is(await redis.get('hot:2'), 'dropped');
   assert.is(await redis.get('cold:other'), null);
   assert.equal(await redis.multi().set('cold:m', '2').get('cold:m').exec(), ['OK', '2']);
