@@ -6,6 +6,7 @@
  * its load is refused at once (the rejection stale-if-error serves the last value on), the state
  * shows in breakerStats(), metrics and 'breaker' events, and after SIGCONT the half-open probe
  * closes it. The same on a pool. Redis error replies are the node answering: they never open it.
+ * While nothing is in flight the breaker keeps no timer.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -16,6 +17,7 @@ import { assertOpenSeries, breakerRules, breakerSeries, outcome, STUCK_MS, thaw 
 import { hubInProcess } from '../support/e2e.ts';
 import { destroyAll } from '../support/node-redis.ts';
 import { RedisServer } from '../support/redis-server.ts';
+import { timerLedger } from '../support/timer-ledger.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, { config: { apps: { shop: { rules: breakerRules(20) } } } });
@@ -149,6 +151,27 @@ test('a pool: its clients share one breaker per node; an open node fails fast th
   }
   await waitFor('breaker closed by the probe', () => events.at(-1) === 'closed', 5000);
   assert.is(await pool.get('pool:k'), 'v');
+});
+
+test('no timer while idle: the sweep runs only while a command is in flight, on a client and a pool', async () => {
+  const [hk] = await e2e.sdks(1);
+  const ledger = timerLedger(/sdk\/(src|dist)\/(node-redis|redis)\//);
+  try {
+    const redis = withHotKeys(createClient({ url: server.url }), hk!, { tracking: false });
+    redis.on('error', () => {});
+    opened.push(redis);
+    const connecting = redis.connect();
+    const queued = redis.get('idle:1'); // sent before the connection is up: node-redis queues it
+    await connecting;
+    assert.is(await queued, null);
+    const pool = withHotKeys(await connected(createClientPool({ url: server.url })), hk!, { tracking: false });
+    for (let i = 0; i < 3; i++) await Promise.all([redis.get(`idle:${i}`), pool.get(`idle:${i}`), redis.ping()]);
+    assert.ok(breakerStats(redis).length === 1 && breakerStats(pool).length === 1, 'both watched their commands');
+    assert.is(ledger.live.size, 0, 'no timer of the breaker once nothing is in flight');
+    assert.is(ledger.counts.intervals, 0, 'and never an interval');
+  } finally {
+    ledger.restore();
+  }
 });
 
 test('error replies are answers: WRONGTYPE never opens the breaker; breaker: false has none; bad options', async () => {
