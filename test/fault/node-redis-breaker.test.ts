@@ -129,6 +129,37 @@ test('with tracking: a hot load over the tracking connections is refused at once
   await waitFor('breaker closed by the probe', () => events.at(-1) === 'closed', 5000);
 });
 
+test('redis-server killed: commands queued while the client reconnects open it; hot keys from memory; a restart closes it', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const events: string[] = [];
+  hk!.on('breaker', (e) => events.push(e.state));
+  const redis = withHotKeys(await connected(createClient({ url: server.url })), hk!, {
+    tracking: false,
+    breaker: BREAKER,
+  });
+  await redis.set('hot:k', 'kept');
+  await redis.set('stale:k', 'last');
+  await makeHot(hk!, (k) => redis.get(k), ['hot:k', 'stale:k']);
+  await server.stop();
+  try {
+    await waitFor('the client reconnecting', () => !redis.isReady, 5000);
+    // queued offline by node-redis until the server is back: unanswered, so counted
+    const stuck = Array.from({ length: 5 }, (_, i) => outcome(redis.get(`cold:k:${i}`), STUCK_MS));
+    await waitFor('breaker open', () => events.includes('open'), 5000);
+    assert.equal(await outcome(redis.get('cold:k:other')), { code: ErrorCode.BreakerOpen });
+    assert.equal(await outcome(redis.get('hot:k')), { value: 'kept' }, 'a cached hot key while reconnecting');
+    await delay(400); // past cacheTtlMs: the reload is refused at once, the last value served
+    assert.equal(await outcome(redis.get('stale:k')), { value: 'last' });
+    await server.restart();
+    // sent again once the client is back; the restarted server has no data
+    for (const r of await Promise.all(stuck)) assert.equal(r, { value: null });
+  } finally {
+    if (!server.running) await server.restart();
+  }
+  await waitFor('breaker closed by the probe', () => events.at(-1) === 'closed', 10_000);
+  assert.is(await redis.get('cold:k:other'), null);
+});
+
 test('a pool: its clients share one breaker per node; an open node fails fast through any of them', async () => {
   const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
   const events: string[] = [];

@@ -14,7 +14,9 @@
  * past both hooks. Redis's error replies (node-redis's `ErrorReply` and its subclasses) and a
  * WATCH that aborted an EXEC are the node answering. Commands on a client that is not open are
  * left alone: node-redis rejects them itself (ClientClosedError), and a closed client says
- * nothing about its node.
+ * nothing about its node. A client reconnecting (its server killed) queues commands offline:
+ * those are watched like any, and once its node is open the hook serves hot keys from memory
+ * again (client-hook.ts asks `isOpenFor`), as it does while the client is ready.
  */
 import type { HotKeyClient } from '../client/client.ts';
 import { Breakers, breakerSettings, waitsByDesign, type BreakerStats, type NodeBreaker } from '../redis/breaker.ts';
@@ -148,6 +150,13 @@ export class NodeRedisBreaker {
     return done;
   }
 
+  /** Whether the breaker of `client`'s node is open (or half-open). */
+  isOpenFor(client: object): boolean {
+    const self = (client as LayerClient)._self ?? client;
+    const node = this.#single ?? this.#nodeOf.get(self);
+    return node !== undefined && this.#core.isOpen(node);
+  }
+
   /** The error a load of `key` fails with at once: its node's breaker is open. */
   loadBlocked(key: string): Error | undefined {
     const node = this.#single ?? this.#keyNode(key);
@@ -176,9 +185,8 @@ export class NodeRedisBreaker {
     const known = this.#nodeOf.get(client);
     if (known !== undefined) return known;
     const cluster = this.#cluster!;
-    const found = [...cluster.masters, ...(cluster.replicas ?? [])].find(
-      (n) => n.client !== undefined && (n.client === client || n.client._self === client),
-    );
+    const of = (n: ClusterNode) => n.client !== undefined && (n.client === client || n.client._self === client);
+    const found = cluster.masters.find(of) ?? cluster.replicas?.find(of);
     if (found === undefined) return undefined; // not one of its nodes' clients (yet): not watched
     const node = this.#core.node(nameOf(found));
     this.#nodeOf.set(client, node);

@@ -13,7 +13,8 @@
  * so the `withCommandOptions` / `withTypeMapping` / `asap` proxies node-redis makes over the
  * client go through it, and the instance gets no own property. Nothing is served locally under a
  * type mapping of strings (the cache holds plain replies), in a RESP2 subscriber, in an open
- * MULTI, or before the client is ready (node-redis queues or refuses that read itself).
+ * MULTI, or before the client is ready (node-redis queues or refuses that read itself) unless
+ * its node's circuit breaker is open (breaker.ts: a reconnecting client then serves hot keys).
  */
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
