@@ -43,11 +43,17 @@ async function connected<C extends { on(e: string, l: () => void): unknown; conn
   return c;
 }
 
-/** Reads each key until the hub promoted it, then once more so that its value is cached. */
+/** Reads each key until the hub promoted it, then until a read of it is answered from the cache. */
 async function makeHot(hk: HotKeyClient, read: (key: string) => Promise<unknown>, keys: string[]): Promise<void> {
   for (let i = 0; i < 50; i++) await Promise.all(keys.map(read));
   await waitFor('hot keys', () => keys.every((k) => hk.isHot(k)), 3000);
-  for (const key of keys) await read(key);
+  for (const key of keys) {
+    await waitFor(`${key} cached`, async () => {
+      const hits = hk.stats().hits;
+      await read(key);
+      return hk.stats().hits > hits;
+    });
+  }
 }
 
 test('SIGSTOP: five timeouts open the breaker, then commands fail fast; hot keys stay in memory; SIGCONT closes it', async () => {

@@ -90,7 +90,8 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     const servable =
       !open &&
       !chained &&
-      this.isReady &&
+      // reconnecting with its node's breaker open: hot keys from memory (stale-if-error), the rest fails fast
+      (this.isReady || ctx.breaker?.isOpenFor(this) === true) &&
       this.isPubSubActive !== true &&
       plainStrings(this._commandOptions?.typeMapping) &&
       plainStrings(options?.typeMapping);

@@ -144,7 +144,7 @@ export function createContext(o: ContextOptions): Context {
     ready: (c) => c.isReady,
     command: (like, name, args) => commandOf([name.toUpperCase(), ...args], ownOptions(like)),
     loadBlocked: (key) => breaker?.loadBlocked(key),
-    watchLoad: () => {}, // what a load sends passes the breaker's layer under the hook (breaker.ts)
+    watchLoad: () => {},
   });
   const updates =
     writeMode === 'update' && tracking !== undefined
