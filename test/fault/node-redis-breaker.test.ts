@@ -56,14 +56,17 @@ async function makeHot(hk: HotKeyClient, read: (key: string) => Promise<unknown>
   }
 }
 
-test('SIGSTOP: five timeouts open the breaker, then commands fail fast; hot keys stay in memory; SIGCONT closes it', async () => {
+/** A client wrapped with the test's breaker (and `tracking`), its hk, and the breaker's states as its events say them. */
+async function breakerClient(tracking: false | { pingMs: number; deadMs: number } = false) {
   const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
   const events: string[] = [];
   hk!.on('breaker', (e) => events.push(e.state));
-  const redis = withHotKeys(await connected(createClient({ url: server.url })), hk!, {
-    tracking: false,
-    breaker: BREAKER,
-  });
+  const redis = withHotKeys(await connected(createClient({ url: server.url })), hk!, { tracking, breaker: BREAKER });
+  return { hk: hk!, events, redis };
+}
+
+test('SIGSTOP: five timeouts open the breaker, then commands fail fast; hot keys stay in memory; SIGCONT closes it', async () => {
+  const { hk, events, redis } = await breakerClient();
   await redis.set('hot:1', 'cached');
   await redis.set('hot:2', 'dropped');
   await redis.set('stale:1', 'last');
@@ -107,14 +110,8 @@ test('SIGSTOP: five timeouts open the breaker, then commands fail fast; hot keys
 });
 
 test('with tracking: a hot load over the tracking connections is refused at once too, and served stale', async () => {
-  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
-  const events: string[] = [];
-  hk!.on('breaker', (e) => events.push(e.state));
   // a session that outlives the freeze: the cached record stays vouched for
-  const redis = withHotKeys(await connected(createClient({ url: server.url })), hk!, {
-    tracking: { pingMs: 10_000, deadMs: 60_000 },
-    breaker: BREAKER,
-  });
+  const { hk, events, redis } = await breakerClient({ pingMs: 10_000, deadMs: 60_000 });
   await redis.set('stale:t', 'tracked');
   await makeHot(hk!, (k) => redis.get(k), ['stale:t']);
   server.pause();
@@ -136,13 +133,7 @@ test('with tracking: a hot load over the tracking connections is refused at once
 });
 
 test('redis-server killed: commands queued while the client reconnects open it; hot keys from memory; a restart closes it', async () => {
-  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
-  const events: string[] = [];
-  hk!.on('breaker', (e) => events.push(e.state));
-  const redis = withHotKeys(await connected(createClient({ url: server.url })), hk!, {
-    tracking: false,
-    breaker: BREAKER,
-  });
+  const { hk, events, redis } = await breakerClient();
   await redis.set('hot:k', 'kept');
   await redis.set('stale:k', 'last');
   await makeHot(hk!, (k) => redis.get(k), ['hot:k', 'stale:k']);
