@@ -53,7 +53,7 @@ export const ErrorCode = {
   /** the TLS handshake with a wss:// hub failed (an untrusted or wrong certificate, TLS on one side only) */
   Tls: 'HK_ERR_TLS',
   // The hub's HTTP API answers with these too (HttpError); the ones above keep their meaning there.
-  /** ioredis integration: the Redis node of the command is failing and its circuit breaker is open; the command was not sent */
+  /** Redis adapters (ioredis, node-redis): the Redis node of the command is failing and its circuit breaker is open; the command was not sent */
   BreakerOpen: 'HK_ERR_BREAKER_OPEN',
   /** HTTP: no such route, or no such app */
   NotFound: 'HK_ERR_NOT_FOUND',

@@ -15,3 +15,6 @@ export type { CounterOptions, CounterStats, TakeOptions } from './redis/counters
 export { flushWrites, hotKeyStats } from './node-redis/stats.ts';
 export type { NodeRedisStats } from './node-redis/stats.ts';
 export type { WriteHotStats } from './redis/write-hot.ts';
+export { breakerStats } from './node-redis/breaker-stats.ts';
+export { BREAKER_DEFAULTS } from './redis/breaker.ts';
+export type { BreakerOptions, BreakerState, BreakerStats } from './redis/breaker.ts';

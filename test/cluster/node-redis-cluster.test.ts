@@ -9,12 +9,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient, createCluster } from 'redis';
 import type { HotKeyClient } from '@hotkey/sdk';
-import { keySlot } from '@hotkey/sdk/ioredis';
 import { withHotKeys } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
 import { promoteInProcess } from '../support/promote.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
-import { connectNoted, destroyAll, servedLocally } from '../support/node-redis.ts';
+import { connectNoted, destroyAll, keyPerMaster, servedLocally } from '../support/node-redis.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const e2e = hubInProcess(test, {
@@ -47,16 +46,7 @@ async function getsAtRedis(): Promise<number> {
 const promote = (key: string, on: readonly HotKeyClient[]) => promoteInProcess(e2e.hub, 'shop', key, on);
 
 /** A key on each master (by the cluster's slot map). */
-function keysOnEveryMaster(c: Cluster, prefix: string): string[] {
-  const byPort = new Map<number, string>();
-  for (let i = 0; byPort.size < rc.ports.length && i < 1000; i++) {
-    const key = `${prefix}:${i}`;
-    const port = c.slots[keySlot(key)]?.master.port;
-    if (port !== undefined && !byPort.has(port)) byPort.set(port, key);
-  }
-  assert.is(byPort.size, rc.ports.length, 'a key on every master');
-  return [...byPort.values()];
-}
+const keysOnEveryMaster = (c: Cluster, prefix: string): string[] => [...keyPerMaster(c, rc, prefix).values()];
 
 test.before(async () => {
   rc = await RedisCluster.start();

@@ -25,6 +25,10 @@ import { redisHub, type RedisHub } from '../support/redis-hub.ts';
 import { freePort } from '../support/redis-server.ts';
 import { delay, waitFor, within } from '../support/wait.ts';
 import { assertHookedOnce, assertPlainAfterClose } from '../support/wrapper-checks.ts';
+import { timerLedger } from '../support/timer-ledger.ts';
+
+/** the ioredis adapter's timers, and the Redis core's it runs (its breaker's sweeps and probes) */
+const ADAPTER = /sdk\/(src|dist)\/(ioredis|redis)\//;
 
 let fixture: RedisHub;
 let hk: HotKeyClient;
@@ -69,58 +73,6 @@ async function ownConnections(): Promise<number> {
   return list.split('\n').filter((l) => / name=hotkey-(tracking|invalidations) /.test(l)).length;
 }
 
-/**
- * Timers the ioredis adapter (sdk/src/ioredis/) creates while it runs, through the global timer
- * functions: which are still pending, and how many intervals were set and cleared.
- */
-function timerLedger() {
-  const g = globalThis as Record<string, any>;
-  const saved = { st: g.setTimeout, si: g.setInterval, ct: g.clearTimeout, ci: g.clearInterval };
-  const live = new Set<unknown>();
-  const counts = { intervals: 0, intervalsCleared: 0 };
-  const ours = () => /sdk\/(src|dist)\/ioredis\//.test(new Error().stack ?? '');
-  g.setTimeout = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
-    const mine = ours();
-    const handle = saved.st(
-      (...a: unknown[]) => {
-        live.delete(handle);
-        fn(...a);
-      },
-      ms,
-      ...args,
-    );
-    if (mine) live.add(handle);
-    return handle;
-  };
-  g.setInterval = (fn: (...a: unknown[]) => void, ms?: number, ...args: unknown[]) => {
-    const handle = saved.si(fn, ms, ...args);
-    if (ours()) {
-      counts.intervals++;
-      live.add(handle);
-    }
-    return handle;
-  };
-  g.clearTimeout = (handle: unknown) => {
-    live.delete(handle);
-    saved.ct(handle);
-  };
-  g.clearInterval = (handle: unknown) => {
-    if (live.delete(handle)) counts.intervalsCleared++;
-    saved.ci(handle);
-  };
-  return {
-    live,
-    counts,
-    restore: () =>
-      Object.assign(g, {
-        setTimeout: saved.st,
-        setInterval: saved.si,
-        clearTimeout: saved.ct,
-        clearInterval: saved.ci,
-      }),
-  };
-}
-
 test('a stubbed setTimeout that returns no handle (a test double of the clock) breaks no command', async () => {
   const c = withHotKeys(client(), hk);
   await c.ping();
@@ -140,7 +92,7 @@ test('a stubbed setTimeout that returns no handle (a test double of the clock) b
 });
 
 test('no timer of the adapter outlives the commands it watched (a command from the offline queue)', async () => {
-  const ledger = timerLedger();
+  const ledger = timerLedger(ADAPTER);
   try {
     const c = withHotKeys(client(), hk, { tracking: false });
     assert.is(c.status, 'connecting');
@@ -154,7 +106,7 @@ test('no timer of the adapter outlives the commands it watched (a command from t
 });
 
 test('connect then disconnect: every interval the adapter set is cleared by the end event', async () => {
-  const ledger = timerLedger();
+  const ledger = timerLedger(ADAPTER);
   try {
     const c = withHotKeys(new Redis(fixture.server.url, { maxRetriesPerRequest: 1 }), hk);
     const failed = c.ping().catch((e: Error) => e); // watched by the breaker, fails with the disconnect

@@ -11,26 +11,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { ErrorCode, type HotKeyError } from '@hotkey/sdk';
+import { ErrorCode } from '@hotkey/sdk';
 import { hotKeyStats, withHotKeys } from '@hotkey/sdk/ioredis';
 import { metricsText } from '@hotkey/sdk/metrics';
+import { assertOpenSeries, breakerRules, outcome, STUCK_MS, thaw } from '../support/breaker.ts';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
-const e2e = hubInProcess(test, {
-  config: {
-    apps: {
-      shop: {
-        rules: [
-          { match: 'hot:*', threshold: 20, hotMs: 60_000, cacheTtlMs: 60_000 },
-          // a value that expires during the outage: its reload is refused by the breaker, stale-if-error serves it
-          { match: 'stale:*', threshold: 20, hotMs: 60_000, cacheTtlMs: 300, staleIfErrorMs: 20_000 },
-        ],
-      },
-    },
-  },
-});
+const e2e = hubInProcess(test, { config: { apps: { shop: { rules: breakerRules(20) } } } });
 let server: RedisServer;
 const opened: Redis[] = [];
 
@@ -42,12 +31,6 @@ test.after(async () => {
   for (const r of opened) r.disconnect();
   await server?.stop();
 });
-
-const outcome = (p: Promise<unknown>): Promise<{ value?: unknown; code?: string }> =>
-  p.then(
-    (value) => ({ value }),
-    (err: HotKeyError) => ({ code: err.code ?? err.message }),
-  );
 
 test('SIGSTOP: five timeouts open the breaker, then reads fail fast; hot keys stay in memory; SIGCONT closes it', async () => {
   const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
@@ -69,7 +52,7 @@ test('SIGSTOP: five timeouts open the breaker, then reads fail fast; hot keys st
 
   server.pause();
   try {
-    const stuck = Array.from({ length: 5 }, (_, i) => outcome(redis.get(`cold:${i}`)));
+    const stuck = Array.from({ length: 5 }, (_, i) => outcome(redis.get(`cold:${i}`), STUCK_MS));
     await waitFor('breaker open', () => events.includes('open'), 5000);
     assert.is(hotKeyStats(redis).breakers[0]!.state, 'open');
     // still frozen: these fail at once instead of queueing behind the stuck ones
@@ -85,22 +68,12 @@ test('SIGSTOP: five timeouts open the breaker, then reads fail fast; hot keys st
     assert.ok(hk!.stats().staleServed > 0, 'served by stale-if-error');
     const stats = hotKeyStats(redis).breakers[0]!;
     assert.ok(stats.rejected >= 3 && stats.opened === 1 && stats.failures >= 5, JSON.stringify(stats));
-    // the same state through the SDK's metrics hook, one series per node
-    const text = metricsText(hk!);
-    const series = (name: string) =>
-      Number(new RegExp(`^hotkey_sdk_${name}\\{app="shop",node="${stats.node}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
-    assert.is(series('ioredis_breaker_open'), 1, text);
-    assert.is(series('ioredis_breaker_rejected_total'), stats.rejected);
-    assert.is(series('ioredis_breaker_opened_total'), 1);
+    assertOpenSeries(hk!, 'ioredis', stats); // the same state through the SDK's metrics hook, one series per node
     assert.ok(server.running, 'all of this while the server is frozen');
-    server.resume();
-    // the five stuck reads were sent before it froze: they complete now
-    for (const r of await Promise.all(stuck)) assert.equal(r, { value: null });
+    await thaw(() => server.resume(), stuck, events);
   } finally {
     server.resume();
   }
-  await waitFor('breaker closed by the probe', () => events.at(-1) === 'closed', 5000);
-  assert.equal(events, ['open', 'half-open', 'closed']);
   assert.match(metricsText(hk!), /^hotkey_sdk_ioredis_breaker_open\{app="shop",node="[^"]+"\} 0$/m, 'closed again');
   assert.is(await redis.get('hot:2'), 'dropped');
   assert.is(await redis.get('cold:other'), null);

@@ -1,8 +1,10 @@
 /**
  * Helpers of the node-redis adapter's tests: closing every node-redis client a test made (one
- * never connected throws on destroy), and waiting until reads of a key are answered without a
- * GET reaching Redis (counted by the caller, e.g. INFO commandstats).
+ * never connected throws on destroy), waiting until reads of a key are answered without a GET
+ * reaching Redis (counted by the caller, e.g. INFO commandstats), and a key on each Cluster master.
  */
+import * as assert from 'uvu/assert';
+import { keySlot } from '@hotkey/sdk/ioredis';
 import { waitFor } from './wait.ts';
 
 /** Destroys each client, connected or not. */
@@ -44,4 +46,20 @@ export async function connectNoted<
   opened.push(c);
   await c.connect();
   return c;
+}
+
+/** A key named `prefix:<n>` on each master of `c` (a node-redis Cluster), by its slot map: master port → key. */
+export function keyPerMaster(
+  c: { slots: ReadonlyArray<{ master: { port: number } } | undefined> },
+  rc: { ports: readonly number[] },
+  prefix: string,
+): Map<number, string> {
+  const byPort = new Map<number, string>();
+  for (let i = 0; byPort.size < rc.ports.length && i < 1000; i++) {
+    const key = `${prefix}:${i}`;
+    const port = c.slots[keySlot(key)]?.master.port;
+    if (port !== undefined && !byPort.has(port)) byPort.set(port, key);
+  }
+  assert.is(byPort.size, rc.ports.length, 'a key on every master');
+  return byPort;
 }

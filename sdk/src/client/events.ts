@@ -34,7 +34,7 @@ export interface ClientEvents {
   promote: [key: string, info: PromoteInfo];
   demote: [key: string, info: DemoteInfo];
   invalidate: [key: string, info: InvalidateInfo];
-  /** a Redis node's circuit breaker changed state (ioredis integration, `withHotKeys`) */
+  /** a Redis node's circuit breaker changed state (the ioredis and node-redis `withHotKeys`) */
   breaker: [info: { node: string; state: 'closed' | 'open' | 'half-open' }];
   /** network and protocol faults; emitted only when someone listens */
   error: [error: Error];

@@ -1,5 +1,5 @@
 /** The options of `withHotKeys` (wrapper.ts); each default is documented here, its one home. */
-import type { BreakerOptions } from './breaker.ts';
+import type { BreakerOptions } from '../redis/breaker.ts';
 import type { ReplicaOptions } from '../redis/replicas.ts';
 import type { TrackingOptions } from '../redis/tracking.ts';
 

@@ -3,7 +3,8 @@
  * with the breaker, per-node breaker state), `flushWrites(client)` to send merged increments now.
  */
 import type { Cluster, Redis } from 'ioredis';
-import type { Breakers, BreakerStats } from './breaker.ts';
+import type { Breakers } from './breaker.ts';
+import type { BreakerStats } from '../redis/breaker.ts';
 import { BREAKERS, PUSHED, WRITE_HOT } from './wrapper.ts';
 import type { WriteHot, WriteHotStats } from '../redis/write-hot.ts';
 import type { SharedRecords, SharedRecordStats } from '../redis/shared-records.ts';

@@ -13,7 +13,8 @@
  * so the `withCommandOptions` / `withTypeMapping` / `asap` proxies node-redis makes over the
  * client go through it, and the instance gets no own property. Nothing is served locally under a
  * type mapping of strings (the cache holds plain replies), in a RESP2 subscriber, in an open
- * MULTI, or before the client is ready (node-redis queues or refuses that read itself).
+ * MULTI, or before the client is ready (node-redis queues or refuses that read itself) unless
+ * its node's circuit breaker is open (breaker.ts: a reconnecting client then serves hot keys).
  */
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
@@ -51,7 +52,8 @@ export function hookOf(client: object): Context | undefined {
  */
 export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: object) => object): void {
   const { hk, reads, writes } = ctx;
-  const base = Object.getPrototypeOf(real) as Proto;
+  // the breaker's layer goes under the hook: what the hook sends reaches Redis through it
+  const base = (ctx.breaker?.layer(real) ?? Object.getPrototypeOf(real)) as Proto;
   const method = (name: string): Method => base[name] as Method;
 
   /** the core's Send: a command of ours or the caller's, past the hook, settling the command */
@@ -92,7 +94,12 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       if (no !== undefined) return no;
     }
     const servable =
-      !open && !chained && this.isReady && this.isPubSubActive !== true && plainStrings(typeMappingOf(this, options));
+      !open &&
+      !chained &&
+      // reconnecting with its node's breaker open: hot keys from memory (stale-if-error), the rest fails fast
+      (this.isReady || ctx.breaker?.isOpenFor(this) === true) &&
+      this.isPubSubActive !== true &&
+      plainStrings(typeMappingOf(this, options));
     // a GET the read path takes may be held till the end of the job (held-reads.ts); any other
     // command sends what is held first, so the connection sees the plain client's order
     const holdable = name === 'get' && argv.length === 2 && servable;

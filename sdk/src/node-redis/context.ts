@@ -17,6 +17,7 @@ import { WriteHot } from '../redis/write-hot.ts';
 import type { OwnSend } from '../redis/scripts.ts';
 import type { NodeRedisLike } from './connection.ts';
 import { hashReply } from './hash-shapes.ts';
+import { nodeRedisBreaker, type NodeRedisBreaker } from './breaker.ts';
 import type { WithHotKeysOptions } from './options.ts';
 
 /** A node-redis client as the hooks see it: `this` of its methods (the client or a `withCommandOptions` proxy of it). */
@@ -75,6 +76,8 @@ export interface Context {
   readonly writeHot: WriteHot;
   /** replica keys (redis/replicas.ts), undefined when off */
   readonly replicas: Replicas | undefined;
+  /** the circuit breaker per node (breaker.ts); undefined with `breaker: false` */
+  readonly breaker: NodeRedisBreaker | undefined;
   /** the database of a client's next command (its options', then its last SELECT's) */
   dbOf(client: object): number;
   setDb(client: object, db: number): void;
@@ -149,6 +152,13 @@ export function createContext(o: ContextOptions): Context {
           tracking,
           replicaOpts,
         );
+  const breaker = nodeRedisBreaker({
+    hk,
+    given: options.breaker,
+    deployment,
+    cluster: isCluster ? o.client : undefined,
+    untilEnd: (ended) => o.tracked.once('end', ended),
+  });
   const reads = hotReads<NodeRedisClient>({
     hk,
     isCluster,
@@ -158,7 +168,7 @@ export function createContext(o: ContextOptions): Context {
     dbOf,
     ready: (c) => c.isReady,
     command: (like, name, args) => commandOf([name.toUpperCase(), ...args], ownOptions(like)),
-    loadBlocked: () => undefined,
+    loadBlocked: (key) => breaker?.loadBlocked(key),
     watchLoad: () => {},
     hashReply,
     connection: (c) => c._self ?? c,
@@ -200,6 +210,7 @@ export function createContext(o: ContextOptions): Context {
     writes,
     writeHot,
     replicas,
+    breaker,
     dbOf,
     setDb: (client, db) => dbs.set((client as Partial<NodeRedisClient>)._self ?? client, db),
     namespaceOf,

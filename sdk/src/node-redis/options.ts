@@ -1,5 +1,6 @@
 /** The options of the node-redis `withHotKeys` (wrapper.ts); each default is documented here, its one home. */
 import type { ReplicaOptions } from '../redis/replicas.ts';
+import type { BreakerOptions } from '../redis/breaker.ts';
 import type { TrackingOptions } from '../redis/tracking.ts';
 
 export interface WithHotKeysOptions {
@@ -20,10 +21,13 @@ export interface WithHotKeysOptions {
    */
   writes?: 'invalidate' | 'update';
   /**
-   * The ioredis adapter's circuit breaker is not in this adapter (sdk/README, node-redis): only
-   * `false` is accepted, so that one options object may serve both adapters.
+   * A circuit breaker per Redis node (breaker.ts; the standalone server, or each Cluster master):
+   * after `failures` consecutive failures or timeouts, commands for the node fail fast with
+   * HK_ERR_BREAKER_OPEN for `coolDownMs` (a hot key's load too: the client may then serve its last
+   * value), then a probe closes it. `true`, `false` or its options
+   * @default true ({ failures: 5, coolDownMs: 3000, timeoutMs: 1000 }, redis/breaker.ts)
    */
-  breaker?: false;
+  breaker?: boolean | BreakerOptions;
   /**
    * Replica keys for read-hot keys of rules with `cache: false` (redis/replicas.ts), as in the
    * ioredis adapter: GETs spread over copies on other Cluster masters. `true`, `false` (off) or
@@ -31,6 +35,3 @@ export interface WithHotKeysOptions {
    */
   replicas?: boolean | ReplicaOptions;
 }
-
-/** ioredis adapter options this adapter does not have (wrapper.ts says why): given as anything but false, a TypeError. */
-export const UNSUPPORTED_OPTIONS = ['breaker'] as const;

@@ -62,7 +62,8 @@ test('bad input: not a node-redis client, a client with clientSideCache, one wra
   const fresh = newClient();
   const unhooked = Object.getPrototypeOf(selfOf(fresh));
   const refused: Array<[object, RegExp]> = [
-    [{ breaker: {} }, /'breaker'/],
+    [{ breaker: { failures: 0 } }, /breaker\.failures must be/],
+    [{ breaker: 'on' }, /breaker/],
     [{ writes: 'sometimes' }, /writes/],
     [{ replicas: 'yes' }, /replicas must be/],
     [{ replicas: { ttl: 500 } }, /replicas\.ttl is not an option/],

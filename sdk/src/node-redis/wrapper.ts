@@ -15,12 +15,13 @@
  * plain one (nothing is hot, so nothing is served locally; writes are not delayed).
  */
 import type { HotKeyClient } from '../client/client.ts';
+import { breakerSettings } from '../redis/breaker.ts';
 import type { TrackedClient } from '../redis/tracking.ts';
 import { NodeRedisConnection, ownOverrides, type NodeRedisLike } from './connection.ts';
 import { createContext, type Context, type NodeRedisClient } from './context.ts';
 import { HOOK, hookClient, hookOf } from './client-hook.ts';
 import { clientDeployment, clusterDeploymentOf, optionsDb } from './deployment.ts';
-import { UNSUPPORTED_OPTIONS, type WithHotKeysOptions } from './options.ts';
+import type { WithHotKeysOptions } from './options.ts';
 import { ownSend } from './own-send.ts';
 import { closeHooks } from './write-hot.ts';
 import { clientReplicaNodes, clusterReplicaNodes } from './replica-nodes.ts';
@@ -81,11 +82,7 @@ function checkOptions(options: WithHotKeysOptions): void {
   const writes = options.writes ?? 'invalidate';
   if (writes !== 'invalidate' && writes !== 'update')
     throw new TypeError(`withHotKeys: writes must be 'invalidate' or 'update', got ${String(writes)}`);
-  for (const name of UNSUPPORTED_OPTIONS) {
-    const given = (options as Record<string, unknown>)[name];
-    if (given !== undefined && given !== false)
-      throw new TypeError(`withHotKeys: the node-redis adapter has no '${name}' option (see sdk/README, node-redis)`);
-  }
+  breakerSettings(options.breaker); // its TypeError names the field
   replicaOptions(options.replicas);
 }
 
@@ -296,13 +293,16 @@ function wrapPool(pool: { _self: object; execute: Fn }, hk: HotKeyClient, option
   const hooked = Object.create(base, {
     execute: {
       value: function (this: unknown, fn: Fn): unknown {
-        return execute.call(this, (client: unknown, ...rest: unknown[]) => {
+        const lent = (client: unknown, ...rest: unknown[]) => {
           if (isNodeRedisClient(client)) {
             ctx ??= contextFor(client);
             hookMember(client, ctx, hk, options);
           }
           return fn(client, ...rest);
-        });
+        };
+        const run = (task: Fn) => execute.call(this, task);
+        // the breaker fails a task fast while the node is open, and times its wait for a client
+        return ctx?.breaker === undefined ? run(lent) : ctx.breaker.poolTask(run, lent);
       },
       writable: true,
       configurable: true,
