@@ -7,6 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+// msgpackr's root entry, for its side effect: it installs the native string extractor
+// (msgpackr-extract, when present) into the decoder the SDK's codec shares (sdk/src/wire/codec.ts
+// loads only msgpackr's `pack` entry, to keep services' heap small).
+import 'msgpackr';
 import { CloseCode } from '@hotkey/sdk/protocol';
 import { loadHubConfig, parseHubConfig, type HubConfig } from './config.ts';
 import type { Coordinator } from '../core/coordinator.ts';

@@ -3,7 +3,12 @@
  * values, and the checks every decoded frame passes before any field is read (size, no extension
  * types, a map with a numeric `t`). The only module of the SDK that imports msgpackr.
  */
-import { Packr, type Options } from 'msgpackr';
+// msgpackr's `pack` entry (Packr, over its `unpack`), not its root: the root also loads its stream
+// and iterator wrappers and the optional native string extractor (msgpackr-extract), ~0.5 MB of a
+// service's heap for nothing the SDK's small frames need. The hub loads the root (hub.ts) for the
+// extractor; both entries share one unpack module, so the hub's decoder gets it.
+import { Packr } from 'msgpackr/pack';
+import type { Options } from 'msgpackr';
 import { ErrorCode, HotKeyError, ProtocolError } from '../errors.ts';
 import { CloseCode } from './codes.ts';
 import { MAX_FRAME_BYTES } from '../limits.ts';
