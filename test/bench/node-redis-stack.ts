@@ -62,6 +62,7 @@ interface Done {
   skipped: number;
   writes: number;
   readErrors: number;
+  flashErrors: number;
   writeErrors: number;
   firstError?: string;
   writeMs: number[];
@@ -94,6 +95,8 @@ export interface Result {
   skipped: number;
   writes: number;
   readErrors: number;
+  /** of the read errors, the flash key's */
+  flashErrors: number;
   writeErrors: number;
   firstError?: string;
 }
@@ -213,6 +216,7 @@ export async function scenario(variant: Variant, opts: ScenarioOptions): Promise
         skipped: sum((d) => d.skipped),
         writes: sum((d) => d.writes),
         readErrors: sum((d) => d.readErrors),
+        flashErrors: sum((d) => d.flashErrors),
         writeErrors: sum((d) => d.writeErrors),
         firstError: done.find((d) => d.firstError !== undefined)?.firstError,
       };

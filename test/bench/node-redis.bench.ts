@@ -177,7 +177,7 @@ benchMain(async ({ quick }) => {
       unit: 'read errors',
       better: 'lower',
       target: { reach: 0 },
-      note: `${r.writeErrors} of ${r.writes} writes failed; ${r.reads} reads issued, ${r.skipped} skipped (too many in flight)${r.firstError ? `; first: ${r.firstError}` : ''}`,
+      note: `${r.flashErrors} of them the flash key's; ${r.writeErrors} of ${r.writes} writes failed; ${r.reads} reads issued, ${r.skipped} skipped (too many in flight)${r.firstError ? `; first: ${r.firstError}` : ''}`,
     });
   for (const [label, results, variants, instances] of [
     [`4 services, ${arrivalsLabel(opts.arrivals)}`, main, wanted('main', MAIN), 1],
