@@ -55,38 +55,8 @@ export function freshSdkBuild(): string {
   return 'sdk/dist rebuilt';
 }
 
-interface Done {
-  flashReads: number;
-  surgeReads: number;
-  reads: number;
-  skipped: number;
-  writes: number;
-  readErrors: number;
-  flashErrors: number;
-  writeErrors: number;
-  firstError?: string;
-  writeMs: number[];
-  heapAfterGc: number;
-  cacheEntries: number;
-}
-interface Counts {
-  gets: number;
-  flashGets: number;
-  flashBuckets: number[];
-  pushes: number;
-  connections: number;
-}
-export interface Result {
-  surgeGets: number;
-  steadyPerSec: number;
-  getsPerSec: number;
-  /** mean over the processes, after full GCs at the end of the run */
-  heapPerProcess: number;
-  trackingItems: number;
-  pushesPerSec: number;
-  writeP50: number;
-  writeP99: number;
-  entriesPerInstance: number;
+/** What the services did, summed over them: the load issued and what failed. */
+interface Issued {
   flashReads: number;
   /** flash reads the services issued in the first 2 s (the proxy counts what reached it in that time) */
   surgeReads: number;
@@ -99,6 +69,30 @@ export interface Result {
   flashErrors: number;
   writeErrors: number;
   firstError?: string;
+}
+interface Done extends Issued {
+  writeMs: number[];
+  heapAfterGc: number;
+  cacheEntries: number;
+}
+interface Counts {
+  gets: number;
+  flashGets: number;
+  flashBuckets: number[];
+  pushes: number;
+  connections: number;
+}
+export interface Result extends Issued {
+  surgeGets: number;
+  steadyPerSec: number;
+  getsPerSec: number;
+  /** mean over the processes, after full GCs at the end of the run */
+  heapPerProcess: number;
+  trackingItems: number;
+  pushesPerSec: number;
+  writeP50: number;
+  writeP99: number;
+  entriesPerInstance: number;
 }
 
 async function populate(url: string): Promise<void> {

@@ -15,10 +15,12 @@
  * once its invalidation was acknowledged; clientSideCache's write is not acknowledged anywhere).
  * Read and write errors are a row of their own for every variant and every part (target 0), named
  * by the first error's class: a client under overload fails reads rather than slowing them
- * (node-redis 6 rejects a command still unanswered after 5 s, its default command timeout, with a
- * TimeoutError that has no message).
+ * (node-redis 6 rejects a command it has not written to its socket within 5 s, its default command
+ * timeout, with a TimeoutError that has no message: a service process starved of CPU on a saturated
+ * machine, or stalled, sees them, with or without hotkey). Reads the load owed but could not issue
+ * (5,000 in flight per process) are counted too.
  *
- * Parts (`--parts main,arrivals,fleet,sweep`, all by default; `--variants a,b` runs only those):
+ * Parts (`--parts main,arrivals,fleet,sweep,heap`, all by default; `--variants a,b` runs only those):
  * - main: the load above for 10 s, each tick's operations issued in one synchronous job.
  * - arrivals: the first 2 s of the same surge (3 s runs) with each operation issued in its own
  *   event-loop turn, as requests reach a service (worker 'macrotask' arrivals), for plain
@@ -30,6 +32,13 @@
  * - sweep: 1M distinct keys read once each (node-redis-sweep.worker.ts); the heap after GC must stay
  *   flat for hotkey, while clientSideCache keeps every key read. `hk.get` by hand is swept only
  *   where the adapter is missing.
+ * - heap: where the SDK's MBs go (node-redis-heap.worker.ts): one process takes a service's steps
+ *   from a plain node-redis client to a wrapped one serving a hot key, and the heap after GC is
+ *   sampled after each. Measured here (20k and 100k cold reads, two runs): `@hotkey/sdk`'s modules
+ *   2.2–3.1 MB (its root entry also loads the ioredis adapter's code), `@hotkey/sdk/node-redis`'s
+ *   0.2 MB, a HotKeyClient connected to the hub 0.3 MB, withHotKeys with its two tracking
+ *   connections 0.3 MB, a hot cached key and 20k cold reads 0.1–0.2 MB: about 4 MB in all, nearly
+ *   all of it code, flat in the keys read.
  *
  * Runtime (about 5 min on an idle 2-core machine, from 20 min on a saturated one): main and fleet
  * keep their 10 s (clientSideCache's tracking items and entries grow with the time it reads, so a
@@ -46,7 +55,7 @@
  * skipped with the reason, and `node-redis+hk.get` (hk.get by hand) still gives the SDK's heap cost.
  *
  *   node --conditions=@hotkey/source --import tsx test/bench/node-redis.bench.ts [--quick]
- *     [--parts main,arrivals,fleet,sweep] [--variants node-redis,node-redis+hotkey] [--arrivals macrotask]
+ *     [--parts main,arrivals,fleet,sweep,heap] [--variants node-redis,node-redis+hotkey] [--arrivals macrotask]
  */
 import { parseArgs } from 'node:util';
 import { benchMain, type BenchRow } from './harness.ts';
