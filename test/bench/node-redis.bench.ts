@@ -34,17 +34,20 @@
  *   where the adapter is missing.
  * - heap: where the SDK's MBs go (node-redis-heap.worker.ts): one process takes a service's steps
  *   from a plain node-redis client to a wrapped one serving a hot key, and the heap after GC is
- *   sampled after each. Measured here (20k and 100k cold reads, two runs): `@hotkey/sdk`'s modules
- *   2.2–3.1 MB (its root entry also loads the ioredis adapter's code), `@hotkey/sdk/node-redis`'s
- *   0.2 MB, a HotKeyClient connected to the hub 0.3 MB, withHotKeys with its two tracking
- *   connections 0.3 MB, a hot cached key and 20k cold reads 0.1–0.2 MB: about 4 MB in all, nearly
- *   all of it code, flat in the keys read.
+ *   sampled after each. Measured here (100k cold reads; 20k gave the same within 0.1 MB):
+ *   `@hotkey/sdk`'s modules 3.1 MB (its root entry also loads the ioredis adapter's code),
+ *   `@hotkey/sdk/node-redis`'s 0.2 MB, a HotKeyClient connected to the hub 0.3 MB, withHotKeys with
+ *   its two tracking connections 0.3 MB, the hot cached key 0.1 MB, 100k cold reads 0.3 MB: 4.4 MB
+ *   in all, three quarters of it code, flat in the keys read (one more plain node-redis client,
+ *   for scale: under 0.1 MB).
  *
- * Runtime (about 5 min on an idle 2-core machine, from 20 min on a saturated one): main and fleet
- * keep their 10 s (clientSideCache's tracking items and entries grow with the time it reads, so a
- * shorter run would change its figures); the arrivals part measures only the first 2 s; the sweeps,
- * most of the time, run side by side in one go: each has its own redis-server and process, and a
- * heap after GC does not depend on how busy the machine is (only the sweep's reads/s, a note, does).
+ * Runtime: 9.7 min for the whole bench on this 2-core box with a load of 9 to 20 from other work
+ * (20 min before on a saturated one); not yet timed on an idle machine (the goal is 6 min). Main
+ * and fleet keep their 10 s (clientSideCache's tracking items and entries grow with the time it
+ * reads, so a shorter run would change its figures); the arrivals part runs 3 s, as it measures
+ * only the first 2 s; the sweeps, most of the time, run side by side in one go: each has its own
+ * redis-server and process, and a heap after GC does not depend on how busy the machine is (only
+ * the sweep's reads/s, a note, does).
  *
  * The service processes load the SDK as a service does, from its build (sdk/dist, rebuilt first when
  * sdk/src is newer): tsx with the workspace's source condition would put its compiled copies and
