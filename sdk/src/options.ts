@@ -140,7 +140,7 @@ export interface ClientOptions {
   pushWaitMs?: number;
   /**
    * serve a key that surges on this instance locally before the hub promotes it (see
-   * SurgeLocalOptions); `true` turns it on with DEFAULT_SURGE_LOCAL @default false
+   * SurgeLocalOptions); `true` turns it on with DEFAULT_SURGE_LOCAL, `false` off @default true
    */
   surgeLocal?: boolean | SurgeLocalOptions;
   /** TLS options for `wss://` hubs (CA, client certificate) @default undefined: the system CAs */
@@ -296,9 +296,10 @@ export function resolveClientOptions(
 const SURGE_FIELDS = new Set(Object.keys(DEFAULT_SURGE_LOCAL));
 
 function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): ResolvedClientOptions['surgeLocal'] {
-  // opt-in: a local surge changes what isHot() answers before the hub has decided
-  if (value === false || value === undefined) return false;
-  if (value === true) return DEFAULT_SURGE_LOCAL;
+  // on by default: a surge on this instance is spared before the hub has decided (isHot() says
+  // yes for it; the 'promote' event is the hub's word)
+  if (value === false) return false;
+  if (value === true || value === undefined) return DEFAULT_SURGE_LOCAL;
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new TypeError('options.surgeLocal must be a boolean or an object');
   for (const name of Object.keys(value))
