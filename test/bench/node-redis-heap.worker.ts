@@ -35,15 +35,19 @@ const reads = async (get: (key: string) => Promise<unknown>, keys: (i: number) =
 };
 
 const { createClient } = await import('redis');
-const client = createClient({ url: run.redisUrl });
-client.on('error', () => undefined);
-await client.connect();
-// every code path of a plain GET loaded and warm before the first sample
-await reads(
-  (k) => client.get(k),
-  (i) => `item:${i}`,
-  2000,
-);
+/** a plain node-redis client, connected, with every code path of a GET loaded and warm */
+const warmClient = async () => {
+  const c = createClient({ url: run.redisUrl });
+  c.on('error', () => undefined);
+  await c.connect();
+  await reads(
+    (k) => c.get(k),
+    (i) => `item:${i}`,
+    2000,
+  );
+  return c;
+};
+const client = await warmClient();
 await sample('plain node-redis client, warm');
 
 const { HotKeyClient } = await import('@hotkey/sdk');
@@ -97,14 +101,7 @@ await reads(
 );
 await sample(`+ ${run.coldReads / 1000}k distinct cold reads`);
 
-const other = createClient({ url: run.redisUrl });
-other.on('error', () => undefined);
-await other.connect();
-await reads(
-  (k) => other.get(k),
-  (i) => `item:${i}`,
-  2000,
-);
+const other = await warmClient();
 await sample('for scale: + one more plain node-redis client, warm');
 
 toParent({ type: 'stages', stages });

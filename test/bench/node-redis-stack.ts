@@ -55,15 +55,22 @@ export function freshSdkBuild(): string {
   return 'sdk/dist rebuilt';
 }
 
-interface Done {
+/** What the services did, summed over them: the load issued and what failed. */
+interface Issued {
   flashReads: number;
+  /** flash reads the services issued in the first 2 s (the proxy counts what reached it in that time) */
   surgeReads: number;
   reads: number;
+  /** reads the load owed but did not issue: MAX_IN_FLIGHT of the worker reached */
   skipped: number;
   writes: number;
   readErrors: number;
+  /** of the read errors, the flash key's */
+  flashErrors: number;
   writeErrors: number;
   firstError?: string;
+}
+interface Done extends Issued {
   writeMs: number[];
   heapAfterGc: number;
   cacheEntries: number;
@@ -75,7 +82,7 @@ interface Counts {
   pushes: number;
   connections: number;
 }
-export interface Result {
+export interface Result extends Issued {
   surgeGets: number;
   steadyPerSec: number;
   getsPerSec: number;
@@ -86,16 +93,6 @@ export interface Result {
   writeP50: number;
   writeP99: number;
   entriesPerInstance: number;
-  flashReads: number;
-  /** flash reads the services issued in the first 2 s (the proxy counts what reached it in that time) */
-  surgeReads: number;
-  reads: number;
-  /** reads the load owed but did not issue: MAX_IN_FLIGHT of the worker reached */
-  skipped: number;
-  writes: number;
-  readErrors: number;
-  writeErrors: number;
-  firstError?: string;
 }
 
 async function populate(url: string): Promise<void> {
@@ -213,6 +210,7 @@ export async function scenario(variant: Variant, opts: ScenarioOptions): Promise
         skipped: sum((d) => d.skipped),
         writes: sum((d) => d.writes),
         readErrors: sum((d) => d.readErrors),
+        flashErrors: sum((d) => d.flashErrors),
         writeErrors: sum((d) => d.writeErrors),
         firstError: done.find((d) => d.firstError !== undefined)?.firstError,
       };

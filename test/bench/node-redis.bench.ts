@@ -15,10 +15,12 @@
  * once its invalidation was acknowledged; clientSideCache's write is not acknowledged anywhere).
  * Read and write errors are a row of their own for every variant and every part (target 0), named
  * by the first error's class: a client under overload fails reads rather than slowing them
- * (node-redis 6 rejects a command still unanswered after 5 s, its default command timeout, with a
- * TimeoutError that has no message).
+ * (node-redis 6 rejects a command it has not written to its socket within 5 s, its default command
+ * timeout, with a TimeoutError that has no message: a service process starved of CPU on a saturated
+ * machine, or stalled, sees them, with or without hotkey). Reads the load owed but could not issue
+ * (5,000 in flight per process) are counted too.
  *
- * Parts (`--parts main,arrivals,fleet,sweep`, all by default; `--variants a,b` runs only those):
+ * Parts (`--parts main,arrivals,fleet,sweep,heap`, all by default; `--variants a,b` runs only those):
  * - main: the load above for 10 s, each tick's operations issued in one synchronous job.
  * - arrivals: the first 2 s of the same surge (3 s runs) with each operation issued in its own
  *   event-loop turn, as requests reach a service (worker 'macrotask' arrivals), for plain
@@ -30,12 +32,22 @@
  * - sweep: 1M distinct keys read once each (node-redis-sweep.worker.ts); the heap after GC must stay
  *   flat for hotkey, while clientSideCache keeps every key read. `hk.get` by hand is swept only
  *   where the adapter is missing.
+ * - heap: where the SDK's MBs go (node-redis-heap.worker.ts): one process takes a service's steps
+ *   from a plain node-redis client to a wrapped one serving a hot key, and the heap after GC is
+ *   sampled after each. Measured here (100k cold reads; 20k gave the same within 0.1 MB):
+ *   `@hotkey/sdk`'s modules 3.1 MB (its root entry also loads the ioredis adapter's code),
+ *   `@hotkey/sdk/node-redis`'s 0.2 MB, a HotKeyClient connected to the hub 0.3 MB, withHotKeys with
+ *   its two tracking connections 0.3 MB, the hot cached key 0.1 MB, 100k cold reads 0.3 MB: 4.4 MB
+ *   in all, three quarters of it code, flat in the keys read (one more plain node-redis client,
+ *   for scale: under 0.1 MB).
  *
- * Runtime (about 5 min on an idle 2-core machine, from 20 min on a saturated one): main and fleet
- * keep their 10 s (clientSideCache's tracking items and entries grow with the time it reads, so a
- * shorter run would change its figures); the arrivals part measures only the first 2 s; the sweeps,
- * most of the time, run side by side in one go: each has its own redis-server and process, and a
- * heap after GC does not depend on how busy the machine is (only the sweep's reads/s, a note, does).
+ * Runtime: 9.7 min for the whole bench on this 2-core box with a load of 9 to 20 from other work
+ * (20 min before on a saturated one); not yet timed on an idle machine (the goal is 6 min). Main
+ * and fleet keep their 10 s (clientSideCache's tracking items and entries grow with the time it
+ * reads, so a shorter run would change its figures); the arrivals part runs 3 s, as it measures
+ * only the first 2 s; the sweeps, most of the time, run side by side in one go: each has its own
+ * redis-server and process, and a heap after GC does not depend on how busy the machine is (only
+ * the sweep's reads/s, a note, does).
  *
  * The service processes load the SDK as a service does, from its build (sdk/dist, rebuilt first when
  * sdk/src is newer): tsx with the workspace's source condition would put its compiled copies and
@@ -46,7 +58,7 @@
  * skipped with the reason, and `node-redis+hk.get` (hk.get by hand) still gives the SDK's heap cost.
  *
  *   node --conditions=@hotkey/source --import tsx test/bench/node-redis.bench.ts [--quick]
- *     [--parts main,arrivals,fleet,sweep] [--variants node-redis,node-redis+hotkey] [--arrivals macrotask]
+ *     [--parts main,arrivals,fleet,sweep,heap] [--variants node-redis,node-redis+hotkey] [--arrivals macrotask]
  */
 import { parseArgs } from 'node:util';
 import { benchMain, type BenchRow } from './harness.ts';
@@ -177,7 +189,7 @@ benchMain(async ({ quick }) => {
       unit: 'read errors',
       better: 'lower',
       target: { reach: 0 },
-      note: `${r.writeErrors} of ${r.writes} writes failed; ${r.reads} reads issued, ${r.skipped} skipped (too many in flight)${r.firstError ? `; first: ${r.firstError}` : ''}`,
+      note: `${r.flashErrors} of them the flash key's; ${r.writeErrors} of ${r.writes} writes failed; ${r.reads} reads issued, ${r.skipped} skipped (too many in flight)${r.firstError ? `; first: ${r.firstError}` : ''}`,
     });
   for (const [label, results, variants, instances] of [
     [`4 services, ${arrivalsLabel(opts.arrivals)}`, main, wanted('main', MAIN), 1],

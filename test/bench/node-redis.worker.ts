@@ -15,7 +15,7 @@
  *   <- { type: 'start', variant, redisUrl, hubUrl, instances, instanceBase, durationMs, flashRate,
  *        zipfRate, writeRate, flashKey, zipfKeys, seed, arrivals }  -> { type: 'ready', heapIdle }
  *   <- { type: 'go', startAt (hostNow ms), surgeMs }
- *   -> { type: 'done', flashReads, surgeReads, reads, skipped, writes, readErrors, writeErrors, firstError,
+ *   -> { type: 'done', flashReads, surgeReads, reads, skipped, writes, readErrors, flashErrors, writeErrors, firstError,
  *        writeMs, heapAfterGc, cacheEntries }
  *   <- { type: 'stop' }   closes the clients and exits
  */
@@ -63,6 +63,8 @@ toParent({ type: 'ready', heapIdle: heapAfterGc() });
 
 let inFlight = 0;
 let readErrors = 0;
+/** of the read errors, the flash key's */
+let flashErrors = 0;
 let writeErrors = 0;
 let firstError: string | undefined;
 let next = 0;
@@ -92,6 +94,7 @@ const read = (key: string) => {
     () => inFlight--,
     (err: unknown) => {
       inFlight--;
+      if (key === run.flashKey) flashErrors++;
       fail(err, 'read');
     },
   );
@@ -172,6 +175,7 @@ toParent({
   skipped,
   writes,
   readErrors,
+  flashErrors,
   writeErrors,
   firstError,
   writeMs,

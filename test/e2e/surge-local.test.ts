@@ -11,6 +11,9 @@ import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import type { HotKeyClient, SurgeLocalOptions } from '@hotkey/sdk';
 import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
+import { createClient } from 'redis';
+import { withHotKeys as withNodeRedis } from '@hotkey/sdk/node-redis';
+import { destroyAll } from '../support/node-redis.ts';
 import { hubProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { delay, waitFor } from '../support/wait.ts';
@@ -33,6 +36,7 @@ const e2e = hubProcess(test, {
 let server: RedisServer;
 let plain: Redis;
 const opened: Redis[] = [];
+const nodeOpened: Array<{ destroy(): void }> = [];
 
 test.before(async () => {
   server = await RedisServer.start();
@@ -40,6 +44,7 @@ test.before(async () => {
 });
 test.after(async () => {
   for (const c of opened) c.disconnect();
+  destroyAll(nodeOpened);
   plain.disconnect();
   await server.stop();
 });
@@ -110,6 +115,61 @@ test('a key that surges on an instance is served locally from its first slice: a
   const mid = await redisGets();
   await Promise.all(fleet.map((i) => burst(i, 'flash:1', 50, 'stock:42')));
   assert.is((await redisGets()) - mid, 0);
+});
+
+/** `i`'s HotKeyClient over a wrapped node-redis client of its own (tracking on, as by default). */
+async function nodeRedisOf(i: Instance): Promise<{ get(key: string): Promise<unknown> }> {
+  const c = withNodeRedis(createClient({ url: server.url }), i.hk);
+  c.on('error', () => {});
+  nodeOpened.push(c);
+  await c.connect();
+  return c;
+}
+
+test('node-redis: a flash key surging in one job costs each instance one GET', async () => {
+  const fleet = await instances(3);
+  const clients = await Promise.all(fleet.map(nodeRedisOf));
+  await plain.set('flash:nr', 'stock:7');
+  const before = await redisGets();
+  const got = await Promise.all(clients.flatMap((c) => Array.from({ length: 50 }, () => c.get('flash:nr'))));
+  for (const v of got) assert.is(v, 'stock:7');
+  assert.is((await redisGets()) - before, 3, 'one tracked load per instance');
+  for (const i of fleet) assert.ok(i.hk.isHot('flash:nr'));
+  const mid = await redisGets();
+  await Promise.all(clients.flatMap((c) => Array.from({ length: 50 }, () => c.get('flash:nr'))));
+  assert.is((await redisGets()) - mid, 0, 'served locally');
+});
+
+test('the read whose count makes the key surge is its hot load (reads one per job, both adapters)', async () => {
+  // share 1e-9: the level is minAccesses (2); a key's first access only enters the sketch, so the
+  // 3rd read crosses — and is the key's tracked load: 2 plain GETs and 1 load for 6 reads
+  const [i] = await instances(1, { share: 1e-9 });
+  const nr = await nodeRedisOf(i!);
+  for (const [name, c] of [
+    ['ioredis', i!.redis],
+    ['node-redis', nr],
+  ] as const) {
+    const key = `never:cross-${name}`;
+    await plain.set(key, 'c');
+    const before = await redisGets();
+    for (let n = 0; n < 6; n++) assert.is(await c.get(key), 'c');
+    assert.is((await redisGets()) - before, 3, `${name}: GETs at Redis for 6 reads`);
+    assert.ok(i!.hk.isHot(key));
+  }
+});
+
+test('ioredis: the HGET whose count makes the hash surge is its hot load (one HGETALL, tracked)', async () => {
+  const [i] = await instances(1, { share: 1e-9 });
+  const key = 'never:cross-hash';
+  await plain.hset(key, { f: '1', g: '2' });
+  const calls = async (name: string) =>
+    Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(await plain.info('commandstats'))?.[1] ?? 0);
+  const [hget0, hgetall0] = [await calls('hget'), await calls('hgetall')];
+  for (let n = 0; n < 6; n++) assert.is(await i!.redis.hget(key, 'f'), '1');
+  // the 1st read only enters the sketch, the 2nd is below the level (2), the 3rd crosses
+  assert.is((await calls('hget')) - hget0, 2, 'HGETs at Redis before the surge');
+  assert.is((await calls('hgetall')) - hgetall0, 1, 'the crossing read loads the hash once');
+  assert.is(await i!.redis.hget(key, 'g'), '2');
 });
 
 test('an acked write by another instance is never followed by a stale read where the key surges', async () => {
