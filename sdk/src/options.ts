@@ -101,7 +101,10 @@ export interface ClientOptions {
   livenessTimeoutMs?: number;
   /**
    * `invalidate()` rejects with HK_ERR_TIMEOUT after this. Must exceed the hubs' lease (leaseMs,
-   * 2000 by default), which bounds how long a hub waits for an instance it cannot reach @default 5000
+   * 2000 by default), which bounds how long a hub waits for an instance it cannot reach, and a
+   * rolling restart step: a key's owner leaves, comes back seconds later, and acks its writes one
+   * ownership fence (2.75 s) after it regained the key — restart time + 2.75 s, past 5 s for a hub
+   * that takes over 2 s to start @default 10000
    */
   invalidateTimeoutMs?: number;
   /** invalidations awaiting their ack at most; more reject with HK_ERR_UNAVAILABLE @default 10000 */
@@ -174,7 +177,7 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
     reconnectMaxMs: 5000,
     pingIntervalMs: 1000,
     livenessTimeoutMs: 2000,
-    invalidateTimeoutMs: 5000,
+    invalidateTimeoutMs: 10_000,
     maxPendingInvalidations: 10_000,
     maxBufferedBytes: 1 << 20,
     sampleRate: 1,
