@@ -52,7 +52,7 @@ export interface SurgeLocalOptions {
   /**
    * a key read this many times within one synchronous job (the reads of a `Promise.all`, a
    * dataloader batch, a request fanning out) surges here at once, whatever its slice count
-   * (at least `minAccesses`) @default 8
+   * (at least `minAccesses`); 0: off @default 0
    */
   jobAccesses?: number;
   /** keys served locally before their hub confirms them, at most @default 64 */
@@ -194,7 +194,7 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
 export const DEFAULT_SURGE_LOCAL: Readonly<Required<SurgeLocalOptions>> = Object.freeze({
   share: 0.04,
   minAccesses: 2,
-  jobAccesses: 8,
+  jobAccesses: 0,
   maxKeys: 64,
   maxBytes: 1 << 20,
   confirmWindows: 2,
@@ -315,7 +315,7 @@ function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): Reso
   return Object.freeze({
     share,
     minAccesses: posInt(value.minAccesses, d.minAccesses, 'surgeLocal.minAccesses'),
-    jobAccesses: posInt(value.jobAccesses, d.jobAccesses, 'surgeLocal.jobAccesses'),
+    jobAccesses: nonNegInt(value.jobAccesses, d.jobAccesses, 'surgeLocal.jobAccesses'),
     maxKeys: posInt(value.maxKeys, d.maxKeys, 'surgeLocal.maxKeys'),
     maxBytes: posInt(value.maxBytes, d.maxBytes, 'surgeLocal.maxBytes'),
     confirmWindows: posInt(value.confirmWindows, d.confirmWindows, 'surgeLocal.confirmWindows'),

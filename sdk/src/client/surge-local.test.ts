@@ -50,12 +50,12 @@ async function tickAt(c: Connected, t: number): Promise<void> {
   await delay(50);
 }
 
-// The test rule's threshold is 100: its slice level is share × 100, its job level jobAccesses, each
+// The test rule's threshold is 100: its slice level is share × 100, its job level jobAccesses (0: none), each
 // at least minAccesses. A key's first access counts only in the window's sketch (its exact counter
 // starts at the second), so a burst reaches the lower level at one access more: that many reads
 // reach the loader, the last one loading for all.
 const { minAccesses, share, jobAccesses } = DEFAULT_SURGE_LOCAL;
-const level = Math.max(minAccesses, Math.min(Math.ceil(share * 100), jobAccesses)) + 1;
+const level = Math.max(minAccesses, Math.min(Math.ceil(share * 100), jobAccesses || Infinity)) + 1;
 
 test('a key read surge-level times within one slice is served locally; the rest share one load', async () => {
   const c = await connect();
@@ -199,7 +199,7 @@ test('jobAccesses reads of a key in one synchronous job surge it; as many spread
 
 test('options.surgeLocal is checked', () => {
   const base = { app: 'a', hubs: 'ws://127.0.0.1:1' };
-  for (const bad of [{ share: 0 }, { share: 2 }, { maxKeys: 0 }, { jobAccesses: 0 }, { nope: 1 }, 'yes', null]) {
+  for (const bad of [{ share: 0 }, { share: 2 }, { maxKeys: 0 }, { jobAccesses: -1 }, { nope: 1 }, 'yes', null]) {
     assert.throws(() => new HotKeyClient({ ...base, surgeLocal: bad as never }), TypeError, JSON.stringify(bad));
   }
 });

@@ -19,10 +19,9 @@
  * that expires unconfirmed is not promoted locally again for `retryMs`, so a key that is busy
  * only here does not end up cached by this instance alone for good. Surge level per rule: its
  * threshold scaled to a 1 s window, times `share`, within one slice of the access window, and at
- * least `minAccesses`; or `jobAccesses` cold reads of the key within one synchronous job (counted
- * until the job's end, a microtask): a flash key's first tick of reads is one job, while a busy
- * key of an ordinary Zipf head is read once or twice per job, so the first crosses at once while
- * the second stays with the hub's decision.
+ * least `minAccesses`; or, when set, `jobAccesses` cold reads of the key within one synchronous
+ * job (counted until the job's end, a microtask): a flash key's first tick of reads is one job,
+ * while a busy key of an ordinary Zipf head is read once or twice per job.
  */
 import type { HotSet, HotState } from '../cache/hot-set.ts';
 import type { AccessWindow } from '../counting/window.ts';
@@ -147,7 +146,7 @@ export class SurgeLocal {
       caches(r) ? sampled(Math.max(minAccesses, Math.ceil((share * r.threshold * 1000) / r.windowMs)), i) : Infinity,
     );
     this.#jobLevels = rules.rules.map((r, i) =>
-      caches(r) ? sampled(Math.max(minAccesses, jobAccesses), i) : Infinity,
+      caches(r) && jobAccesses > 0 ? sampled(Math.max(minAccesses, jobAccesses), i) : Infinity,
     );
     this.#levelsOf = rules;
   }
