@@ -22,10 +22,11 @@ const SHARED = { threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheT
 // pushWaitMs 5 s: an instance waits that long for the filler's pushed value before it loads by
 // itself — under a loaded CI box a push can take over the 1 s default, and the read counts below
 // are about the push, not about that bound. surgeLocal off: the hub's promotion is under test.
-const e2e = hubInProcess(test, {
-  config: { apps: { shop: { rules: [{ match: '*', ...SHARED }] } } },
-  sdk: { pushWaitMs: 5000, surgeLocal: false },
-});
+const e2e = hubInProcess(
+  test,
+  { config: { apps: { shop: { rules: [{ match: '*', ...SHARED }] } } } },
+  { sdk: { pushWaitMs: 5000, surgeLocal: false } },
+);
 
 type Instance = Reader<Redis>;
 
