@@ -44,7 +44,7 @@ export interface ClientLogger {
 export interface SurgeLocalOptions {
   /**
    * a key counted `share × threshold` times within one 100 ms slice of this instance's window
-   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.04
+   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.005
    */
   share?: number;
   /** fewest accesses within one slice that make a local surge, whatever `share` says @default 2 */
@@ -192,7 +192,7 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
 
 /** Every default of `surgeLocal` (SurgeLocalOptions). */
 export const DEFAULT_SURGE_LOCAL: Readonly<Required<SurgeLocalOptions>> = Object.freeze({
-  share: 0.04,
+  share: 0.005,
   minAccesses: 2,
   jobAccesses: 0,
   maxKeys: 64,
