@@ -103,7 +103,12 @@ export class Breakers {
         reject(error);
       };
     });
-    this.#core.watch(node, command.name.toLowerCase(), Promise.race([reply, command.promise]));
+    // one promise, settled by whichever comes first, so the core hears of it before the caller does
+    command.promise.then(
+      (value) => replied(true, value),
+      (error: unknown) => replied(false, error),
+    );
+    this.#core.watch(node, command.name.toLowerCase(), reply);
   }
 
   stats(): BreakerStats[] {
