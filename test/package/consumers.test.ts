@@ -205,7 +205,12 @@ const cluster = withHotKeys(new Redis.Cluster([{ host: '127.0.0.1', port: 1 }], 
 const clusterGet: (key: string) => Promise<string | null> = cluster.get.bind(cluster);
 void clusterGet;
 const deadline = Date.now() + 20_000;
-while (!hk.isHot('item:42')) {
+// the hub's decision, not isHot(): a local surge makes the key hot here before the hub promotes it
+let promoted = false;
+hk.on('promote', (key) => {
+  if (key === 'item:42') promoted = true;
+});
+while (!promoted) {
   if (Date.now() > deadline) throw new Error('item:42 was not promoted within 20 s');
   await redis.get('item:42');
   await new Promise((r) => setTimeout(r, 2));
