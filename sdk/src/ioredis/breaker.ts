@@ -103,12 +103,7 @@ export class Breakers {
         reject(error);
       };
     });
-    // one promise, settled by whichever comes first, so the core hears of it before the caller does
-    command.promise.then(
-      (value) => replied(true, value),
-      (error: unknown) => replied(false, error),
-    );
-    this.#core.watch(node, command.name.toLowerCase(), reply);
+    this.#core.watch(node, command.name.toLowerCase(), Promise.race([reply, command.promise]));
   }
 
   stats(): BreakerStats[] {
