@@ -26,8 +26,6 @@ interface Watched {
   name: string;
   promise: Promise<unknown>;
   getKeys: () => unknown[];
-  resolve: (value: unknown) => void;
-  reject: (error: Error) => void;
 }
 
 export class Breakers {
@@ -78,32 +76,9 @@ export class Breakers {
     return this.#core.reject(node);
   }
 
-  /**
-   * Counts `command`'s outcome against `node`: Redis's reply, not the command's promise. A write's
-   * promise settles only once the hub acknowledged its invalidation (redis/write-invalidation.ts),
-   * seconds after Redis answered while an ownership fence holds acks back: timing the promise
-   * would open a healthy node's breaker. The reply is taken where ioredis delivers it, the
-   * command's resolve / reject, wrapped after the write path has wrapped them in this same dispatch
-   * (a microtask later: no reply can come sooner). A command settled before that (refused at once)
-   * is timed by its promise.
-   */
+  /** Counts `command`'s outcome against `node`. */
   watch(node: NodeBreaker, command: Watched): void {
-    let replied!: (ok: boolean, value: unknown) => void;
-    const reply = new Promise((resolve, reject) => {
-      replied = (ok, value) => (ok ? resolve(value) : reject(value));
-    });
-    queueMicrotask(() => {
-      const { resolve, reject } = command;
-      command.resolve = (value) => {
-        replied(true, value);
-        resolve(value);
-      };
-      command.reject = (error) => {
-        replied(false, error);
-        reject(error);
-      };
-    });
-    this.#core.watch(node, command.name.toLowerCase(), Promise.race([reply, command.promise]));
+    this.#core.watch(node, command.name.toLowerCase(), command.promise);
   }
 
   stats(): BreakerStats[] {

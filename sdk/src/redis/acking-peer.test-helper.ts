@@ -23,11 +23,8 @@ export interface AckingPeer {
   close(): Promise<void>;
 }
 
-/**
- * Starts the fixture; `onAck` hears the key of every invalidation the peer acks, in order;
- * `ackDelayMs` holds each ack back that long (a hub fencing a key it just gained).
- */
-export async function startAckingPeer(onAck?: (key: string) => void, ackDelayMs = 0): Promise<AckingPeer> {
+/** Starts the fixture; `onAck` hears the key of every invalidation the peer acks, in order. */
+export async function startAckingPeer(onAck?: (key: string) => void): Promise<AckingPeer> {
   const server = await RedisServer.start();
   const peer = await new ProtocolPeer({ id: 'hub-a' }).listen();
   const sockP = peer.nextSocket();
@@ -41,12 +38,8 @@ export async function startAckingPeer(onAck?: (key: string) => void, ackDelayMs 
       if (i < 0) break;
       const req = sock.received.splice(i, 1)[0] as { id: number; key: string };
       onAck?.(req.key);
-      const ack = () => {
-        sock.send({ t: MsgType.Invalidate, seq: ++seq, key: req.key });
-        sock.send({ t: MsgType.Ack, id: req.id, seq, fenced: [], ms: 0 });
-      };
-      if (ackDelayMs > 0) setTimeout(ack, ackDelayMs);
-      else ack();
+      sock.send({ t: MsgType.Invalidate, seq: ++seq, key: req.key });
+      sock.send({ t: MsgType.Ack, id: req.id, seq, fenced: [], ms: 0 });
     }
   });
   return {
