@@ -185,7 +185,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
    * node's breaker is open, else watched for its outcome. Hot reads (`name`) pass: their loads
    * ask `loadBlocked` instead, so that a rejected load can fall back on the cached value.
    */
-  function blocked(command: Cmd, name = ''): boolean {
+  function blocked(command: Cmd, name = '', watch = true): boolean {
     if (breakers === undefined || hook.unguarded) return false;
     const node = breakers.nodeOf(command);
     if (node === undefined || (isRead(name) && isHotKey(command.args[0]))) return false;
@@ -193,8 +193,22 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       command.reject(breakers.reject(node));
       return true;
     }
-    breakers.watch(node, command);
+    if (watch) breakers.watch(node, command);
     return false;
+  }
+  /**
+   * `send`, watching `command` by the breaker when it goes out (as `blocked` would have at
+   * dispatch): a cold GET the read path holds till the end of the job (held-reads.ts) goes out
+   * only then — after the rest of the job, however long it runs — and must not be overdue before.
+   */
+  function sendWatched(send: Send, command: Cmd, name: string): Send {
+    if (breakers === undefined || hook.unguarded) return send;
+    const node = breakers.nodeOf(command);
+    if (node === undefined || (isRead(name) && isHotKey(command.args[0]))) return send;
+    return function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
+      if (sent === command) breakers.watch(node, sent);
+      return send.call(this, sent, stream, to);
+    } as Send;
   }
   /** A load of `key` while its node's breaker is open: the error it rejects with at once. */
   function loadBlocked(key: string): Error | undefined {
@@ -240,6 +254,12 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     command: (like, name, args) => new (like.constructor as CmdCtor)(name, args, { replyEncoding: 'utf8' }),
     loadBlocked,
     watchLoad,
+    // a held GET answered by another's reply is timed from when that one goes out, as it is
+    heldShared: (_client, command) => {
+      if (breakers === undefined || hook.unguarded || isHotKey(command.args[0])) return;
+      const node = breakers.nodeOf(command);
+      if (node !== undefined) breakers.watch(node, command);
+    },
   });
   const { read } = reads;
   const get = hotGet({
@@ -350,20 +370,20 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       dispatched.add(command);
       return answered;
     }
-    if (stream === undefined && blocked(command, name)) {
-      dispatched.add(command);
-      return command.promise;
-    }
-    if (
+    const viaCache =
       stream === undefined &&
       !open &&
       isRead(name) &&
       typeof command.replyEncoding === 'string' &&
       client.status !== 'end' &&
-      !inSubscriberMode(client)
-    ) {
+      !inSubscriberMode(client);
+    if (stream === undefined && blocked(command, name, !viaCache)) {
       dispatched.add(command);
-      return read(client, send, command, name);
+      return command.promise;
+    }
+    if (viaCache && isRead(name)) {
+      dispatched.add(command);
+      return read(client, sendWatched(send, command, name), command, name);
     }
     reads.flush(client); // a GET not read through the cache (a subscriber's, a closed client's)
     writes.note(client, command, name, stream);

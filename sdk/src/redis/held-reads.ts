@@ -40,13 +40,21 @@ export class HeldReads<C extends object> {
   readonly #connection: (client: C) => object;
   readonly #sendOne: SendHeld<C>;
   readonly #same: (a: Cmd, b: Cmd) => boolean;
+  readonly #shared: ((client: C, command: Cmd) => void) | undefined;
 
   /**
    * @param connection the object whose commands share one order (a client under its proxies)
    * @param sendOne sends one read of a key now (through the cache when hot, else plain)
    * @param same whether two reads of one key may share one reply (same options, same encoding)
+   * @param shared told of each read answered by another's reply, as that one is sent
    */
-  constructor(connection: (client: C) => object, sendOne: SendHeld<C>, same: (a: Cmd, b: Cmd) => boolean) {
+  constructor(
+    connection: (client: C) => object,
+    sendOne: SendHeld<C>,
+    same: (a: Cmd, b: Cmd) => boolean,
+    shared?: (client: C, command: Cmd) => void,
+  ) {
+    this.#shared = shared;
     this.#connection = connection;
     this.#sendOne = sendOne;
     this.#same = same;
@@ -111,6 +119,8 @@ export class HeldReads<C extends object> {
       const first = group[0]!;
       const reply = this.#sendOne(first.client, first.send, first.command, first.key);
       if (group.length === 1) continue;
+      if (this.#shared !== undefined)
+        for (let i = 1; i < group.length; i++) this.#shared(group[i]!.client, group[i]!.command);
       Promise.resolve(reply).then(
         (value) => {
           for (let i = 1; i < group.length; i++) group[i]!.command.resolve(value);

@@ -81,6 +81,8 @@ export interface HotReadContext<C extends object = object> {
   connection?(client: C): object;
   /** whether two held GETs of one key may share one reply (same command options) @default always */
   sameRead?(a: Cmd, b: Cmd): boolean;
+  /** a held GET answered by another's reply goes out with it now (an adapter's breaker times it from here) */
+  heldShared?(client: C, command: Cmd): void;
 }
 
 /** A hash reply as the cache's form; a reply that is no hash fails the load (readers then ask Redis). */
@@ -126,6 +128,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     (client, send, command, key) =>
       hk.isHot(key) ? hot(client, send, command, 'get', key) : send.call(client, command),
     ctx.sameRead ?? (() => true),
+    ctx.heldShared,
   );
 
   function read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown {
