@@ -40,6 +40,7 @@ import { hook, isClosing } from './unhooked.ts';
 import { WriteHot } from '../redis/write-hot.ts';
 import { ownSend } from './counter.ts';
 import { Breakers, exportBreakerMetrics } from './breaker.ts';
+import type { NodeBreaker } from '../redis/breaker.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { Replicas, type ReplicaStats } from '../redis/replicas.ts';
 import { ioredisReplicaNodes } from './replica-nodes.ts';
@@ -185,15 +186,20 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
    * node's breaker is open, else watched for its outcome. Hot reads (`name`) pass: their loads
    * ask `loadBlocked` instead, so that a rejected load can fall back on the cached value.
    */
-  function blocked(command: Cmd, name = '', watch = true): boolean {
-    if (breakers === undefined || hook.unguarded) return false;
+  /** The breaker guarding `command`'s node; undefined without breakers, past the hook, or for a hot key's read (its load asks `loadBlocked`). */
+  function guardOf(command: Cmd, name: string): NodeBreaker | undefined {
+    if (breakers === undefined || hook.unguarded) return undefined;
     const node = breakers.nodeOf(command);
-    if (node === undefined || (isRead(name) && isHotKey(command.args[0]))) return false;
-    if (breakers.isOpen(node)) {
-      command.reject(breakers.reject(node));
+    return node === undefined || (isRead(name) && isHotKey(command.args[0])) ? undefined : node;
+  }
+  function blocked(command: Cmd, name = '', watch = true): boolean {
+    const node = guardOf(command, name);
+    if (node === undefined) return false;
+    if (breakers!.isOpen(node)) {
+      command.reject(breakers!.reject(node));
       return true;
     }
-    if (watch) breakers.watch(node, command);
+    if (watch) breakers!.watch(node, command);
     return false;
   }
   /**
@@ -202,11 +208,10 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
    * only then — after the rest of the job, however long it runs — and must not be overdue before.
    */
   function sendWatched(send: Send, command: Cmd, name: string): Send {
-    if (breakers === undefined || hook.unguarded) return send;
-    const node = breakers.nodeOf(command);
-    if (node === undefined || (isRead(name) && isHotKey(command.args[0]))) return send;
+    const node = guardOf(command, name);
+    if (node === undefined) return send;
     return function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
-      if (sent === command) breakers.watch(node, sent);
+      if (sent === command) breakers!.watch(node, sent);
       return send.call(this, sent, stream, to);
     } as Send;
   }
@@ -256,9 +261,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     watchLoad,
     // a held GET answered by another's reply is timed from when that one goes out, as it is
     heldShared: (_client, command) => {
-      if (breakers === undefined || hook.unguarded || isHotKey(command.args[0])) return;
-      const node = breakers.nodeOf(command);
-      if (node !== undefined) breakers.watch(node, command);
+      const node = guardOf(command, 'get');
+      if (node !== undefined) breakers!.watch(node, command);
     },
   });
   const { read } = reads;
