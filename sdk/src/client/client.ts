@@ -196,6 +196,16 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return this.#p.limits.take(key, this.#now());
   }
 
+  /**
+   * For an adapter's loader: true while get() is calling a loader whose value it will not cache
+   * (the key is not hot, its rule does not cache it, no current lease of its hub vouches for a
+   * cached value, or the client is closed). Such a loader may send the caller's plain read: a load
+   * made to be cached (tracked, with its TTL) would cost Redis more for a value nobody keeps.
+   */
+  get uncachedLoad(): boolean {
+    return this.#reads.passing;
+  }
+
   /** Whether any rule limits keys: callers that check many keys skip `allow()` otherwise. */
   get limiting(): boolean {
     return this.#p.limits.active;

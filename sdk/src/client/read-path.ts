@@ -34,6 +34,12 @@ export class ReadPath {
   unleased = 0;
   /** loader calls that threw or rejected */
   loadErrors = 0;
+  /**
+   * true while `slow()` calls a loader whose value is not cached (the key not hot, not cached by
+   * its rule, no current lease, the client closed): an adapter's loader then sends the caller's
+   * plain read, not a load made to be cached (redis/hot-read.ts)
+   */
+  passing = false;
 
   constructor(options: ReadPathOptions) {
     this.#o = options;
@@ -41,14 +47,14 @@ export class ReadPath {
 
   /** get() past the hit path; a `hot` key's access is counted already, `clock` read by that get(). */
   slow<T>(key: string, loader: Loader<T>, hot: HotState | undefined, clock: number): Promise<T> {
-    if (this.#o.closed()) return this.callLoader(key, loader);
+    if (this.#o.closed()) return this.#pass(key, loader);
     if (hot === undefined) {
       const slot = this.#o.window.track(key);
       // a key surging here is served like a hot one from this access on (its load shared)
       const surged = this.#o.surge?.check(key, slot, clock);
       if (surged === undefined) {
         this.misses++;
-        return this.callLoader(key, loader);
+        return this.#pass(key, loader);
       }
       hot = surged;
     }
@@ -59,14 +65,25 @@ export class ReadPath {
         this.unleased++;
         this.#o.loads.tally(key); // a read of a hot key that reaches the store
       }
-      return this.callLoader(key, loader);
+      return this.#pass(key, loader);
     }
     this.#o.push.remember(key, loader);
     return this.#o.loads.get(key, loader, hot, clock);
   }
 
-  /** Calls the loader; a synchronous throw becomes a rejection, and failures are counted. */
+  /** Calls a loader whose value is not cached: `passing` while it runs. */
+  #pass<T>(key: string, loader: Loader<T>): Promise<T> {
+    return this.#call(key, loader, true);
+  }
+
+  /** Calls the loader (of a load to be cached: not `passing`); a synchronous throw becomes a rejection, and failures are counted. */
   callLoader<T>(key: string, loader: Loader<T>): Promise<T> {
+    return this.#call(key, loader, false);
+  }
+
+  #call<T>(key: string, loader: Loader<T>, passing: boolean): Promise<T> {
+    const outer = this.passing; // a loader may call get() itself
+    this.passing = passing;
     try {
       const result = Promise.resolve(loader(key));
       result.then(undefined, () => this.loadErrors++);
@@ -74,6 +91,8 @@ export class ReadPath {
     } catch (err) {
       this.loadErrors++;
       return Promise.reject(err);
+    } finally {
+      this.passing = outer;
     }
   }
 

@@ -4,12 +4,12 @@
  * (redis/hot-read.ts); everything it does not take is ioredis's own `get`, through the hook.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { fresh, vouched, withTtl, type TrackedLoad } from '../redis/hot-read.ts';
+import { fresh, PASSED, vouched, withTtl, type TrackedLoad } from '../redis/hot-read.ts';
 import type { Rec } from '../redis/shared-records.ts';
 import { UNTRACKED, type NodeTracker, type Tracking } from '../redis/tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import { inSubscriberMode, type Client } from './cmd.ts';
-import { unhooked } from './unhooked.ts';
+import { asPlainRead, unhooked } from './unhooked.ts';
 
 /** What the wrapper lends the fast path. */
 export interface HotGetContext {
@@ -93,9 +93,14 @@ export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) =
     const ns = namespaceOf(this);
     let returned: unknown;
     let sent = false;
+    let passed = false;
     const loaded = hk.get(key, (): Promise<Rec> => {
       const refused = loadBlocked(key);
       if (refused !== undefined) return Promise.reject(refused);
+      if (hk.uncachedLoad) {
+        passed = true; // hk keeps no value (no lease): a plain GET, below
+        return PASSED;
+      }
       const askedAt = performance.now();
       const node = tracking?.nodeFor(key);
       if (node?.starting === true) return getAfterTracking(node, key, this, args, ns);
@@ -113,6 +118,7 @@ export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) =
       );
     });
     if (sent) return returned;
+    if (passed) return asPlainRead(() => baseGet.apply(this, args));
     return loaded.then(
       (rec) => {
         if (rec.ns === ns && rec.kind === 'string' && fresh(rec) && vouched(rec)) return rec.value;

@@ -4,7 +4,7 @@
  * `hook.bypass`, which is true only while `unhooked(fn)` runs; ioredis builds and dispatches a
  * command synchronously inside its method, so no other command can slip in meanwhile.
  */
-export const hook = { bypass: false, unguarded: false };
+export const hook = { bypass: false, unguarded: false, plain: false };
 
 export function unhooked<T>(fn: () => T): T {
   const outer = hook.bypass;
@@ -34,4 +34,18 @@ export function unguarded<T>(fn: () => T): T {
 export function isClosing(client: object): boolean {
   const c = client as { status?: string; manuallyClosing?: boolean };
   return c.manuallyClosing === true || c.status === 'end' || c.status === 'close' || c.status === 'disconnecting';
+}
+
+/**
+ * Runs `fn` (ioredis's own `get` of a hot key, counted already by the GET fast path) with the
+ * hook taking its command as a read hk does not cache: the core's plain read (redis/hot-read.ts),
+ * held with the job's other GETs.
+ */
+export function asPlainRead<T>(fn: () => T): T {
+  hook.plain = true;
+  try {
+    return fn();
+  } finally {
+    hook.plain = false;
+  }
 }

@@ -325,6 +325,11 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     // any other command sends what is held first, so the connection sees the plain client's order
     if (seen || hook.bypass || stream !== undefined || command.name !== 'get' || command.replyEncoding !== 'utf8')
       reads.flush(client);
+    if (hook.plain && stream === undefined) {
+      // the GET fast path's read of a hot key hk does not cache, counted there (hot-get.ts)
+      dispatched.add(command);
+      return reads.plain(client, send, command);
+    }
     if (hook.bypass) {
       // sent by the GET fast path below (which counted it already) or by the adapter's own features
       dispatched.add(command);

@@ -8,7 +8,9 @@
  * first sends what is held, synchronously, before itself: the order of commands on the connection
  * is exactly a plain client's. At the flush the held GETs of one key (same client, same reply
  * shape) are one read: the key's tracked hot load if the key surged meanwhile, else one plain GET
- * whose reply answers them all.
+ * whose reply answers them all. A GET of a hot key whose value hk will not cache (no current
+ * lease: a hub outage) is held the same way, marked `plain`: it is a cold read as far as Redis is
+ * concerned, and the reads of one job share its one GET.
  *
  * Why answering several GETs with one reply is safe: each of them was issued before that one GET
  * was sent, and each is answered only after its reply, so the moment Redis executed it lies
@@ -30,10 +32,11 @@ interface Held<C> {
   send: Send<C>;
   command: Cmd;
   key: string;
+  plain: boolean;
 }
 
 /** Sends one held read of `key` now (a group's first; the rest get its reply); returns its reply. */
-export type SendHeld<C> = (client: C, send: Send<C>, command: Cmd, key: string) => unknown;
+export type SendHeld<C> = (client: C, send: Send<C>, command: Cmd, key: string, plain: boolean) => unknown;
 
 export class HeldReads<C extends object> {
   readonly #held = new Map<object, Held<C>[]>();
@@ -60,8 +63,11 @@ export class HeldReads<C extends object> {
     this.#same = same;
   }
 
-  /** Holds `command` (a cold GET of `key`) until the end of the job; returns its promise. */
-  hold(client: C, send: Send<C>, command: Cmd, key: string): Promise<unknown> {
+  /**
+   * Holds `command` (a GET of `key`) until the end of the job; returns its promise. `plain`: a
+   * read of a hot key whose value is not cached, sent as is (`sendOne` is told).
+   */
+  hold(client: C, send: Send<C>, command: Cmd, key: string, plain = false): Promise<unknown> {
     const conn = this.#connection(client);
     let list = this.#held.get(conn);
     if (list !== undefined && list.length >= MAX_HELD) {
@@ -76,13 +82,13 @@ export class HeldReads<C extends object> {
         if (this.#held.get(conn) === mine) this.#flushList(conn, mine);
       });
     }
-    list.push({ client, send, command, key });
+    list.push({ client, send, command, key, plain });
     return command.promise;
   }
 
   /** Whether reads are held for `client`'s connection now. */
   holding(client: C): boolean {
-    return this.#held.has(this.#connection(client));
+    return this.#held.size !== 0 && this.#held.has(this.#connection(client));
   }
 
   /** Sends what is held for `client`'s connection, in call order (before another command of it). */
@@ -96,8 +102,8 @@ export class HeldReads<C extends object> {
   #flushList(conn: object, list: Held<C>[]): void {
     this.#held.delete(conn);
     if (list.length === 1) {
-      const { client, send, command, key } = list[0]!;
-      this.#sendOne(client, send, command, key);
+      const { client, send, command, key, plain } = list[0]!;
+      this.#sendOne(client, send, command, key, plain);
       return;
     }
     // groups of one key in order of their first read; a read that may not share a reply is its own group
@@ -117,7 +123,7 @@ export class HeldReads<C extends object> {
     }
     for (const group of groups) {
       const first = group[0]!;
-      const reply = this.#sendOne(first.client, first.send, first.command, first.key);
+      const reply = this.#sendOne(first.client, first.send, first.command, first.key, first.plain);
       if (group.length === 1) continue;
       if (this.#shared !== undefined)
         for (let i = 1; i < group.length; i++) this.#shared(group[i]!.client, group[i]!.command);

@@ -9,6 +9,9 @@
  * - A cached record is served while Redis has not expired it and, with tracking on, while the
  *   session it was read under lives (a write we can no longer hear about may have changed it).
  * - Concurrent reads of a hot key not cached yet are merged into one load (hk's single-flight).
+ * - A read hk will not cache (`hk.uncachedLoad`: no current lease of the key's hub, a rule that
+ *   does not cache) is the caller's own command, a GET held with the job's others (held-reads.ts):
+ *   what a plain client's read costs Redis, not a tracked load per read for a value nobody keeps.
  * - A load goes through the node's tracking connections (value, PTTL, opt-in in one round trip)
  *   once they are up; while they are first connecting it waits for them, bounded by tracking.ts's
  *   TRACKING_WAIT_MS. A client not ready yet never waits: its read is queued as its plain client
@@ -85,6 +88,15 @@ export interface HotReadContext<C extends object = object> {
   heldShared?(client: C, command: Cmd): void;
 }
 
+/** what a loader hk does not cache returns: the caller sends its own command instead (its reply is not a record) */
+export const PASSED: Promise<Rec> = Promise.resolve<Rec>({
+  ns: '',
+  kind: 'string',
+  value: null,
+  expiresAt: 0, // never fresh: were it ever cached, readers would ask Redis
+  session: undefined,
+});
+
 /** A hash reply as the cache's form; a reply that is no hash fails the load (readers then ask Redis). */
 function cachedHash(reply: unknown): CachedHash {
   const hash = hashOf(reply);
@@ -95,6 +107,11 @@ function cachedHash(reply: unknown): CachedHash {
 export interface HotReads<C extends object = object> {
   /** a read of one key through the cache when hot (settles `command`), counted once */
   read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown;
+  /**
+   * a GET of a hot key, counted already, whose value hk does not cache (`hk.uncachedLoad` in its
+   * loader): sent as a plain client sends it, held with the job's other GETs (held-reads.ts)
+   */
+  plain(client: C, send: Send<C>, command: Cmd): unknown;
   /** a tracked load of `key` (value, PTTL, opt-in: one round trip) as a cached record */
   trackedLoad: TrackedLoad<C>;
   /** sends the cold GETs held for `client`'s connection: the adapter calls it before any other command of it */
@@ -122,14 +139,43 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     return node?.starting === true;
   }
 
-  /** cold GETs of one job, counted before any is sent (held-reads.ts) */
+  /** cold GETs of one job, counted before any is sent, and GETs hk does not cache (held-reads.ts) */
   const held = new HeldReads<C>(
     ctx.connection ?? ((c) => c),
-    (client, send, command, key) =>
-      hk.isHot(key) ? hot(client, send, command, 'get', key) : send.call(client, command),
+    (client, send, command, key, plain) =>
+      !plain && hk.isHot(key) ? hot(client, send, command, 'get', key, false) : send.call(client, command),
     ctx.sameRead ?? (() => true),
     ctx.heldShared,
   );
+
+  /** `send`, and the breaker watches `command` from when it goes out (a held read waits for the end of the job first) */
+  function watching(send: Send<C>, command: Cmd): Send<C> {
+    return function (this: C, sent: Cmd, stream?: unknown, node?: unknown) {
+      if (sent === command) watchLoad(sent);
+      return send.call(this, sent, stream, node);
+    };
+  }
+
+  /**
+   * The caller's own read of hot `key` whose value hk does not cache: a GET held with the job's
+   * others when it may be (`mayHold`: not sent from a flush), anything else sent now.
+   */
+  function plainRead(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string, mayHold: boolean): unknown {
+    if (name === 'get' && mayHold && ctx.ready(client))
+      return held.hold(client, watching(send, command), command, key, true);
+    held.flush(client);
+    watchLoad(command);
+    return send.call(client, command);
+  }
+
+  function plain(client: C, send: Send<C>, command: Cmd): unknown {
+    const key = keyName(command.args[0]);
+    if (key === undefined) {
+      held.flush(client);
+      return send.call(client, command);
+    }
+    return plainRead(client, send, command, 'get', key, true);
+  }
 
   function read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown {
     const key = keyName(command.args[0]);
@@ -151,20 +197,26 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
         return send.call(client, command);
       }
     }
-    held.flush(client);
-    return hot(client, send, command, name, key);
+    return hot(client, send, command, name, key, true);
   }
 
-  /** A read of hot `key` through the cache (settles `command`); sent past the cache when it cannot serve it. */
-  function hot(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string): unknown {
+  /**
+   * A read of hot `key` through the cache (settles `command`); sent past the cache when it cannot
+   * serve it. `mayHold`: a GET hk does not cache may be held (not when sent from a flush).
+   */
+  function hot(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string, mayHold: boolean): unknown {
     if (replicas !== undefined && name === 'get' && command.replyEncoding === 'utf8') {
       const copies = replicas.copies(key);
       if (copies > 1) {
+        held.flush(client);
         hk.track(key);
         replicas.read(key, command, copies);
         return command.promise;
       }
     }
+    // what the job holds goes first — unless this GET may join it: a hot key no lease vouches for
+    // is read plain (below), and its reads in the job share one GET
+    if (held.holding(client) && (name !== 'get' || !mayHold || hk.vouches(key))) held.flush(client);
     const ns = namespaceOf(client);
     const field = name === 'hget' ? String(command.args[1]) : undefined;
     let sent = false;
@@ -177,9 +229,14 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       return ttl.promise;
     };
     let waited = false;
+    let passed = false;
     const loader = (): Promise<Rec> => {
       const refused = loadBlocked(key);
       if (refused !== undefined) return Promise.reject(refused);
+      if (hk.uncachedLoad) {
+        passed = true; // the caller's own command goes, below
+        return PASSED;
+      }
       const askedAt = performance.now();
       const hashWhole = name !== 'hget' || hk.isHot(key);
       // a client not ready yet queues the read as plain ioredis does (call order, its errors), and
@@ -219,7 +276,9 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       );
       return withTtl(rec, pttl(), askedAt);
     };
-    hk.get(key, loader).then(
+    const loaded = hk.get(key, loader);
+    if (passed) return plainRead(client, send, command, name, key, mayHold);
+    loaded.then(
       (rec) => {
         if (sent) return; // this very command went to Redis and settles itself
         if (!vouched(rec))
@@ -257,5 +316,5 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     });
   };
 
-  return { read, trackedLoad, flush: (client) => held.flush(client) };
+  return { read, plain, trackedLoad, flush: (client) => held.flush(client) };
 }
