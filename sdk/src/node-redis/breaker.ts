@@ -22,6 +22,7 @@ import type { HotKeyClient } from '../client/client.ts';
 import { Breakers, breakerSettings, waitsByDesign, type BreakerStats, type NodeBreaker } from '../redis/breaker.ts';
 import { exportBreakerMetrics } from '../redis/breaker-metrics.ts';
 import { keySlot } from '../redis/slots.ts';
+import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
 
 type Proto = Record<string | symbol, unknown>;
@@ -72,7 +73,7 @@ function isAnswer(error: unknown): boolean {
   return false;
 }
 
-const lower = (head: unknown): string => (typeof head === 'string' ? head : String(head)).toLowerCase();
+const lower = commandName;
 
 export class NodeRedisBreaker {
   readonly #core: Breakers;

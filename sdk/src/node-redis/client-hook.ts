@@ -21,6 +21,7 @@ import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
 import { keyName } from '../redis/identity.ts';
 import { keysOf } from '../redis/key-specs.ts';
 import { inOpenTransaction } from '../redis/write-invalidation.ts';
+import { commandName } from './command-name.ts';
 import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
 import { isOwn } from './own-send.ts';
 import { closeHooks, routeWriteHot } from './write-hot.ts';
@@ -37,9 +38,7 @@ type Queued = ReadonlyArray<{ args: readonly unknown[] }>;
 type Proto = Record<string | symbol, unknown>;
 type Method = (this: NodeRedisClient, ...args: unknown[]) => unknown;
 
-function lowerName(head: unknown): string {
-  return (typeof head === 'string' ? head : String(head)).toLowerCase();
-}
+const lowerName = commandName;
 
 /** The hooks' context of a hooked client (undefined for a client not hooked). */
 export function hookOf(client: object): Context | undefined {
@@ -60,10 +59,8 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   function send(this: NodeRedisClient, command: import('../redis/command.ts').Cmd): unknown {
     const own = command as Partial<ReturnType<typeof commandOf>>;
     const argv = own.argv ?? [command.name.toUpperCase(), ...command.args];
-    (method('sendCommand').call(this, argv, own.options) as Promise<unknown>).then(
-      (value) => command.resolve(value),
-      (error: Error) => command.reject(error),
-    );
+    // the settling functions as they are now: a write's were wrapped before it is sent (write-invalidation.ts)
+    (method('sendCommand').call(this, argv, own.options) as Promise<unknown>).then(command.resolve, command.reject);
     return command.promise;
   }
 

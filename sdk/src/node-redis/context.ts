@@ -15,6 +15,7 @@ import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
 import { WriteHot } from '../redis/write-hot.ts';
 import type { OwnSend } from '../redis/scripts.ts';
+import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
 import { hashReply } from './hash-shapes.ts';
 import { nodeRedisBreaker, type NodeRedisBreaker } from './breaker.ts';
@@ -42,26 +43,39 @@ export interface NodeRedisCmd extends Cmd {
   options: CommandOptions | undefined;
 }
 
-/** A command (name first) as the core's `Cmd`, settled by whoever sends it. */
+/**
+ * A command (name first) as the core's `Cmd`, settled by whoever sends it. A class, not an object
+ * of closures: one is made for every GET the hook takes, and its methods and settling functions
+ * are then shared or the promise's own.
+ */
+class NodeRedisCommand implements NodeRedisCmd {
+  readonly name: string;
+  readonly args: unknown[];
+  readonly argv: readonly unknown[];
+  readonly options: CommandOptions | undefined;
+  readonly promise: Promise<unknown>;
+  readonly replyEncoding = 'utf8';
+  resolve!: (value: unknown) => unknown;
+  reject!: (error: Error) => void;
+
+  constructor(argv: readonly unknown[], options: CommandOptions | undefined) {
+    this.promise = new Promise<unknown>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.name = commandName(argv[0]);
+    this.args = argv.slice(1);
+    this.argv = argv;
+    this.options = options;
+  }
+
+  getKeys(): unknown[] {
+    return keysOf(this.argv) ?? this.args;
+  }
+}
+
 export function commandOf(argv: readonly unknown[], options?: CommandOptions): NodeRedisCmd {
-  let settle!: (value: unknown) => void;
-  let fail!: (error: Error) => void;
-  const promise = new Promise<unknown>((resolve, reject) => {
-    settle = resolve;
-    fail = reject;
-  });
-  const args = argv.slice(1);
-  return {
-    name: String(argv[0]).toLowerCase(),
-    args,
-    argv,
-    options,
-    promise,
-    replyEncoding: 'utf8',
-    getKeys: () => keysOf(argv) ?? args,
-    resolve: (value) => settle(value),
-    reject: (error) => fail(error),
-  };
+  return new NodeRedisCommand(argv, options);
 }
 
 export interface Context {

@@ -33,6 +33,10 @@ interface Held<C> {
   command: Cmd;
   key: string;
   plain: boolean;
+  /** at the flush: the reads answered by this one's reply */
+  sharing: Held<C>[] | undefined;
+  /** at the flush: the key's next group (another client or other options) */
+  nextGroup: Held<C> | undefined;
 }
 
 /** Sends one held read of `key` now (a group's first; the rest get its reply); returns its reply. */
@@ -82,7 +86,7 @@ export class HeldReads<C extends object> {
         if (this.#held.get(conn) === mine) this.#flushList(conn, mine);
       });
     }
-    list.push({ client, send, command, key, plain });
+    list.push({ client, send, command, key, plain, sharing: undefined, nextGroup: undefined });
     return command.promise;
   }
 
@@ -106,33 +110,38 @@ export class HeldReads<C extends object> {
       this.#sendOne(client, send, command, key, plain);
       return;
     }
-    // groups of one key in order of their first read; a read that may not share a reply is its own group
-    const groups: Held<C>[][] = [];
-    const byKey = new Map<string, Held<C>[][]>();
+    // groups of one key in order of their first read; a read that may not share a reply is its
+    // own group. A group is its first read, the others on its `sharing`; a key's groups after its
+    // first are chained on `nextGroup` (one Map entry per key, no array per read)
+    const firsts: Held<C>[] = [];
+    const byKey = new Map<string, Held<C>>();
     for (const held of list) {
-      const ofKey = byKey.get(held.key);
-      const group = ofKey?.find((g) => g[0]!.client === held.client && this.#same(g[0]!.command, held.command));
+      const head = byKey.get(held.key);
+      let group = head;
+      while (group !== undefined && !(group.client === held.client && this.#same(group.command, held.command)))
+        group = group.nextGroup;
       if (group !== undefined) {
-        group.push(held);
+        (group.sharing ??= []).push(held);
         continue;
       }
-      const fresh = [held];
-      groups.push(fresh);
-      if (ofKey === undefined) byKey.set(held.key, [fresh]);
-      else ofKey.push(fresh);
+      firsts.push(held);
+      if (head === undefined) byKey.set(held.key, held);
+      else {
+        held.nextGroup = head.nextGroup;
+        head.nextGroup = held;
+      }
     }
-    for (const group of groups) {
-      const first = group[0]!;
+    for (const first of firsts) {
       const reply = this.#sendOne(first.client, first.send, first.command, first.key, first.plain);
-      if (group.length === 1) continue;
-      if (this.#shared !== undefined)
-        for (let i = 1; i < group.length; i++) this.#shared(group[i]!.client, group[i]!.command);
+      const sharing = first.sharing;
+      if (sharing === undefined) continue;
+      if (this.#shared !== undefined) for (const held of sharing) this.#shared(held.client, held.command);
       Promise.resolve(reply).then(
         (value) => {
-          for (let i = 1; i < group.length; i++) group[i]!.command.resolve(value);
+          for (const held of sharing) held.command.resolve(value);
         },
         (error: Error) => {
-          for (let i = 1; i < group.length; i++) group[i]!.command.reject(error);
+          for (const held of sharing) held.command.reject(error);
         },
       );
     }
