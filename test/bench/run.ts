@@ -52,6 +52,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'fanout-write', file: here('./fanout-write.bench.ts'), timeoutMs: 180_000 },
   { name: 'write-hot', file: here('./write-hot.bench.ts'), timeoutMs: 180_000 },
   { name: 'ioredis-get', file: here('./ioredis-get.bench.ts'), timeoutMs: 120_000 },
+  { name: 'node-redis-get', file: here('./node-redis-get.bench.ts'), timeoutMs: 120_000 },
   { name: 'multi-read', file: here('./multi-read.bench.ts'), timeoutMs: 120_000 },
   { name: 'flash-sale', file: here('./flash-sale.bench.ts'), timeoutMs: 120_000 },
   { name: 'eviction-flood', file: here('./eviction-flood.bench.ts'), timeoutMs: 120_000 },
