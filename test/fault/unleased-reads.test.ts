@@ -28,8 +28,8 @@ const e2e = hubProcess(test, {
 
 let server: RedisServer;
 let plain: Redis;
-const opened: Redis[] = [];
-const nodeOpened: Array<{ destroy(): void }> = [];
+/** how to close what the tests opened */
+const closers: Array<() => unknown> = [];
 
 test.before(async () => {
   server = await RedisServer.start();
@@ -37,8 +37,7 @@ test.before(async () => {
 });
 test.after(async () => {
   e2e.hub.child.kill('SIGCONT'); // a failed test may leave it stopped
-  for (const c of opened) c.disconnect();
-  destroyAll(nodeOpened);
+  for (const close of closers) close();
   plain.disconnect();
   await server.stop();
 });
@@ -127,7 +126,7 @@ async function outage(name: string, hk: HotKeyClient, c: Reader): Promise<void> 
 test('ioredis: a hot key without a lease costs one GET per read, one per job; local again with the lease', async () => {
   const hk = await instance();
   const redis = withHotKeys(new Redis(server.url, { maxRetriesPerRequest: 1 }), hk);
-  opened.push(redis);
+  closers.push(() => redis.disconnect());
   await redis.ping();
   await outage('ioredis', hk, redis);
 });
@@ -135,7 +134,9 @@ test('ioredis: a hot key without a lease costs one GET per read, one per job; lo
 test('node-redis: a hot key without a lease costs one GET per read, one per job; local again with the lease', async () => {
   const hk = await instance();
   const c = withNodeRedis(createClient({ url: server.url }), hk);
-  await connectNoted(c, nodeOpened);
+  const noted: Array<{ destroy(): void }> = [];
+  closers.push(() => destroyAll(noted));
+  await connectNoted(c, noted);
   await outage('node-redis', hk, c);
 });
 
