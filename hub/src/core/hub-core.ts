@@ -28,7 +28,8 @@ import { sampleHistory, tickApp } from './hub-tick.ts';
 import { MemberView } from './members.ts';
 import { ReportIngest } from './report-ingest.ts';
 import { Announcer } from './announce.ts';
-import { Apps, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
+import { Apps } from './apps.ts';
+import { appSummary, hotKeyRows, instanceRows, type AppSummary, type HotKeyRow, type InstanceRow } from './app-rows.ts';
 import { HubMetrics, protectionCounters, readGauges, type Gauges, type ProtectionCounters } from './hub-metrics.ts';
 import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
@@ -338,18 +339,20 @@ export class HubCore implements SessionHost {
     return this.#apps.names();
   }
 
+  /** One app on this hub, in numbers; undefined when it has no state here. */
   appSummary(appName: string): AppSummary | undefined {
-    return this.#apps.summary(appName);
+    const app = this.#apps.get(appName);
+    return app === undefined ? undefined : appSummary(app);
   }
 
   /** hot keys this hub owns, highest QPS first */
   hotKeys(appName?: string): HotKeyRow[] {
-    return this.#apps.hotKeys(this.id, this.#now(), appName);
+    return hotKeyRows(this.#apps.values(), this.id, this.#now(), appName);
   }
 
   /** SDK connections to this hub, at most `limit` */
   instanceRows(appName?: string, limit = Infinity): InstanceRow[] {
-    return this.#apps.instanceRows(this.id, appName, limit);
+    return instanceRows(this.#apps.values(), this.id, appName, limit);
   }
 
   /** The member that owns (decides, and keeps the QPS history of) `key`; undefined with no members. */
