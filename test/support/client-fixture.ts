@@ -4,7 +4,9 @@
  * keeps its key hot and cached for the whole of a test.
  */
 import type { ClientOptions } from '../../sdk/src/client/client.ts';
+import { MsgType } from '../../sdk/src/wire/protocol.ts';
 import { connect, type Connected, type PeerOptions } from './sdk-client.ts';
+import { waitFor } from './wait.ts';
 
 /** Promote fields: hot for a minute, values cached for 10 s (on the injected clock) */
 export const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 10_000, cache: true, at: 0 };
@@ -18,4 +20,10 @@ export const setup = (opts: Partial<ClientOptions> = {}, peerOpts: PeerOptions =
 export async function teardown(s: Setup): Promise<void> {
   await s.hk.close();
   await s.peer.close();
+}
+
+/** Promotes `key` (broadcast seq 1, the P fields) from the test's hub and waits until the client holds it hot. */
+export async function promoted(s: Setup, key = 'k'): Promise<void> {
+  s.sock.send({ t: MsgType.Promote, seq: 1, key, ...P });
+  await waitFor(`hk.isHot(${key})`, () => s.hk.isHot(key));
 }

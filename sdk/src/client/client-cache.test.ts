@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { MsgType } from '../wire/protocol.ts';
 import { delay, waitFor } from '../../../test/support/wait.ts';
 import { closeAll, deferred } from '../../../test/support/sdk-client.ts';
-import { P, setup, teardown } from '../../../test/support/client-fixture.ts';
+import { P, setup, teardown, promoted } from '../../../test/support/client-fixture.ts';
 
 // A failed assertion skips a test's own teardown: close whatever it left open.
 test.after.each(closeAll);
@@ -55,8 +55,7 @@ test('__proto__ and constructor are ordinary hot keys', async () => {
 
 test('loader errors reach the caller and are not cached', async () => {
   const s = await setup();
-  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  await promoted(s);
   const async = await s.hk.get('k', () => Promise.reject(new Error('db down'))).catch((e: Error) => e);
   assert.is((async as Error).message, 'db down');
   const err = await s.hk
@@ -72,8 +71,7 @@ test('loader errors reach the caller and are not cached', async () => {
 
 test('invalidation during a load: the loaded value is not cached; Applied is sent', async () => {
   const s = await setup();
-  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  await promoted(s);
   const gate = deferred<string>();
   const inflight = s.hk.get('k', () => gate.promise);
   s.sock.send({ t: MsgType.Invalidate, seq: 2, key: 'k' });
@@ -278,8 +276,7 @@ test('reconnect: a value cached under the old link is not served under the new o
 
 test('Lettuce #3481: an invalidation between a miss and its fill wins, also when the fill completes right after it', async () => {
   const s = await setup();
-  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  await promoted(s);
   const gate = deferred<string>();
   const miss = s.hk.get('k', () => gate.promise); // the read went to Redis before the write
   s.sock.send({ t: MsgType.Invalidate, seq: 2, key: 'k' });

@@ -9,7 +9,7 @@ import { ErrorCode, type HotKeyError } from '../errors.ts';
 import { MsgType } from '../wire/protocol.ts';
 import { waitFor } from '../../../test/support/wait.ts';
 import { closeAll } from '../../../test/support/sdk-client.ts';
-import { P, setup, teardown } from '../../../test/support/client-fixture.ts';
+import { setup, teardown, promoted } from '../../../test/support/client-fixture.ts';
 
 // A failed assertion skips a test's own teardown: close whatever it left open.
 test.after.each(closeAll);
@@ -45,8 +45,7 @@ test('lease: values are served only while the lease (send time + ms - margin) is
   // a 100 ms margin: the lease granted at t=0 for 1000 ms ends at 900. No tick (flushIntervalMs):
   // a tick between the clock moves would ask a renewal at 899 and the peer would grant it
   const s = await setup({ flushIntervalMs: 60_000 }, { leaseMs: 1000 });
-  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  await promoted(s);
   let loads = 0;
   const loader = () => `v${++loads}`;
   assert.is(await s.hk.get('k', loader), 'v1');
@@ -63,8 +62,7 @@ test('lease: values are served only while the lease (send time + ms - margin) is
 
 test('lease: no grant, no cached value served; a refused renewal lets it lapse', async () => {
   const s = await setup({}, { leaseMs: false });
-  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  await promoted(s);
   let loads = 0;
   const loader = () => `v${++loads}`;
   assert.is(await s.hk.get('k', loader), 'v1');
@@ -87,8 +85,7 @@ test('lease: no grant, no cached value served; a refused renewal lets it lapse',
 test('lease: every get() reads the clock itself, so no read that begins after a stall trusts an older reading', async () => {
   // no tick for a minute: only get() itself can notice that time moved (a SIGSTOP, a long GC)
   const s = await setup({ flushIntervalMs: 60_000 }, { leaseMs: 1000 });
-  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  await promoted(s);
   let loads = 0;
   const loader = () => `v${++loads}`;
   assert.is(await s.hk.get('k', loader), 'v1');

@@ -1,12 +1,13 @@
 /**
  * HotKeyClient's counting and reports: what is reported, when, and under which rules.
  */
+import { RULE_DEFAULTS } from '../rules.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { MsgType } from '../wire/protocol.ts';
 import { delay, waitFor } from '../../../test/support/wait.ts';
 import { closeAll } from '../../../test/support/sdk-client.ts';
-import { P, setup, teardown } from '../../../test/support/client-fixture.ts';
+import { setup, teardown, promoted } from '../../../test/support/client-fixture.ts';
 
 // A failed assertion skips a test's own teardown: close whatever it left open.
 test.after.each(closeAll);
@@ -28,8 +29,7 @@ test('reports: keys over the local threshold, counts since the last report', asy
 
 test('get() on a hot key counts exactly, also after its counter slot went to another key', async () => {
   const s = await setup({}, { local: [10] });
-  s.sock.send({ t: MsgType.Promote, seq: 1, key: 'k', ...P });
-  await waitFor('hk.isHot(k)', () => s.hk.isHot('k'));
+  await promoted(s);
   /** report counts summed per key until every key in `keys` was reported (all accesses precede) */
   const reported = async (keys: string[]) => {
     const sums = new Map<string, number>();
@@ -88,15 +88,7 @@ test('Config replaces rules and local thresholds; counted keys get their new rul
   const s = await setup({}, { local: [1000] });
   for (let i = 0; i < 6; i++) s.hk.track('item:1');
   for (let i = 0; i < 6; i++) s.hk.track('user:1');
-  const rule = {
-    threshold: 100,
-    windowMs: 1000,
-    hotMs: 30_000,
-    cacheTtlMs: 5000,
-    cache: true,
-    demoteRatio: 0.5,
-    demoteWindows: 3,
-  };
+  const rule = { ...RULE_DEFAULTS, threshold: 100 };
   s.sock.send({
     t: MsgType.Config,
     rules: [
