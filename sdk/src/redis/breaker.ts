@@ -177,6 +177,9 @@ export class Breakers {
    */
   sent(node: NodeBreaker, command: object, name: string): boolean {
     if (WAITS.has(name)) return false;
+    // watched again (ioredis replays its offline queue through the hook): one entry, counted once,
+    // or the in-flight count would never return to 0 and the sweeper would hold the client forever
+    if (node.inflight.has(command)) return true;
     node.inflight.set(command, performance.now());
     if (this.#inflight++ === 0) this.#arm();
     return true;
