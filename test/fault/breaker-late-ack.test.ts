@@ -3,13 +3,16 @@
  * the hub acknowledged its invalidation (awaitInvalidation, the default), which a slow or
  * stopped hub (or an ownership fence) holds back far beyond the breaker's timeout while Redis
  * answered at once: that must not open a healthy node's breaker. A real hub process frozen with
- * SIGSTOP holds the acks back; a real redis-server frozen the same way must still open it.
+ * SIGSTOP holds the acks back; a real redis-server frozen the same way must still open it. The
+ * node-redis adapter's breaker (a layer under its hook, timing the raw reply) is held to the same.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { hotKeyStats, withHotKeys } from '@hotkey/sdk/ioredis';
+import { breakerStats, withHotKeys as withNodeRedis } from '@hotkey/sdk/node-redis';
+import { createClient } from 'redis';
 import { outcome, STUCK_MS } from '../support/breaker.ts';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
@@ -23,7 +26,7 @@ const config = { apps: { shop: { rules: [{ match: '*', threshold: 1_000_000 }] }
 let hub: HubProcess;
 let server: RedisServer;
 let hk: HotKeyClient;
-const opened: Redis[] = [];
+const opened: Array<{ disconnect(): unknown }> = [];
 
 test.before(async () => {
   [hub, server] = await Promise.all([
@@ -55,14 +58,14 @@ function wrapped(): Redis {
   return redis;
 }
 
-test('writes whose acks a frozen hub holds back for 4× the timeout leave the breaker closed', async () => {
-  const redis = wrapped();
-  await redis.set('late:warm', 'v'); // connected, and one ack round trip done
+/** Four writes of `prefix:<i>` sent while the hub is frozen for FREEZE_MS: they settle after the thaw, with their acks. */
+async function writesWhileTheHubIsFrozen(set: (key: string, value: string) => Promise<unknown>, prefix: string) {
+  await set(`${prefix}:warm`, 'v'); // connected, and one ack round trip done
   hub.child.kill('SIGSTOP');
   const started = performance.now();
   let writes: Promise<unknown[]>;
   try {
-    writes = Promise.all(Array.from({ length: 4 }, (_, i) => redis.set(`late:${i}`, `v${i}`)));
+    writes = Promise.all(Array.from({ length: 4 }, (_, i) => set(`${prefix}:${i}`, `v${i}`)));
     await delay(FREEZE_MS);
   } finally {
     hub.child.kill('SIGCONT');
@@ -70,10 +73,28 @@ test('writes whose acks a frozen hub holds back for 4× the timeout leave the br
   assert.equal(await within('the writes, acked after the thaw', writes, 10_000), ['OK', 'OK', 'OK', 'OK']);
   const tookMs = performance.now() - started;
   assert.ok(tookMs >= FREEZE_MS, `the writes waited for their acks (${Math.round(tookMs)} ms)`);
+  assert.is(await raw().get(`${prefix}:3`), 'v3');
+}
+
+test('ioredis: writes whose acks a frozen hub holds back for 4× the timeout leave the breaker closed', async () => {
+  const redis = wrapped();
+  await writesWhileTheHubIsFrozen((key, value) => redis.set(key, value), 'late');
   const [node] = hotKeyStats(redis).breakers;
   assert.is(node?.state, 'closed');
   assert.is(node?.failures, 0, 'Redis answered each write at once: no timeout counted');
-  assert.is(await raw().get('late:3'), 'v3');
+});
+
+test('node-redis: the same writes leave its breaker closed', async () => {
+  const client = withNodeRedis(createClient({ url: server.url }), hk, {
+    tracking: false,
+    breaker: { failures: 2, coolDownMs: 5000, timeoutMs: TIMEOUT_MS },
+  });
+  opened.push({ disconnect: () => client.destroy() });
+  await client.connect();
+  await writesWhileTheHubIsFrozen((key, value) => client.set(key, value), 'late-nr');
+  const [node] = breakerStats(client);
+  assert.is(node?.state, 'closed');
+  assert.is(node?.failures, 0);
 });
 
 test('a frozen redis-server still opens the breaker for writes (their reply never comes)', async () => {
