@@ -133,6 +133,16 @@ test("a wrap hears hk's events while its client is open: not after its end, agai
   assert.equal(part.heard, ['promote w:a', 'demote w:a', 'demote w:b', 'promote w:c']);
   await c.quit();
   await waitFor('the wrap left', () => registry.size === baseline);
+  // a client wrapped after its end joins at its next ready
+  const ended = new Redis(fx.server.url, { maxRetriesPerRequest: 1 });
+  await ended.quit();
+  await waitFor('the client ended', () => ended.status === 'end');
+  withHotKeys(ended, hk);
+  assert.is(registry.size, baseline);
+  await ended.connect();
+  await waitFor('the late wrap joined', () => registry.size === baseline + 1);
+  await ended.quit();
+  await waitFor('the late wrap left', () => registry.size === baseline);
 });
 
 test("hk's close reaches every open wrap (their tracking connections close), and a wrap made after it at once", async () => {

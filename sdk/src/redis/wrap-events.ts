@@ -25,6 +25,8 @@ export interface WrapMember {
 
 /** The wrapped client's open and end, as the adapters' clients emit them (ioredis as it is; node-redis through a view). */
 export interface WrapLifecycle {
+  /** 'end': wrapped after its end (joins at its next 'ready') */
+  readonly status?: string;
   on(event: 'ready' | 'end', listener: () => void): unknown;
 }
 
@@ -73,7 +75,7 @@ export class WrapEvents {
    */
   follow(client: WrapLifecycle, members: ReadonlyArray<WrapMember | undefined>): void {
     const wrap = new Wrap(members.filter((m) => m !== undefined));
-    this.#join(wrap);
+    if (this.#closed || client.status !== 'end') this.#join(wrap);
     client.on('end', () => {
       if (wrap.ref === undefined) return;
       this.#joined.delete(wrap.ref);
