@@ -158,16 +158,20 @@ export class Tracking {
       deadMs: options.deadMs ?? 3000,
       onError: options.onError ?? (() => {}),
     };
-    // the services' shutdown may close the HotKeyClient and leave the Redis client to the end
-    // (or never quit it): our connections must not keep the process alive
-    hk.once('close', () => {
-      this.#hkClosed = true;
-      this.close();
-    });
     // a client that read before it was ready (its reads queued) or that connects again after 'end'
     client.on('ready', () => {
       if (this.#reading) this.#openAll();
     });
+  }
+
+  /**
+   * The HotKeyClient closed (heard as a member of the wrap, wrap-events.ts): the services'
+   * shutdown may close it and leave the Redis client to the end (or never quit it), so our
+   * connections must not keep the process alive.
+   */
+  hkClosed(): void {
+    this.#hkClosed = true;
+    this.close();
   }
 
   /**
