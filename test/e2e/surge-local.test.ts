@@ -158,6 +158,33 @@ test('the read whose count makes the key surge is its hot load (reads one per jo
   }
 });
 
+test('a read while the first GET of a key is unanswered is its tracked load: 2 GETs per instance (both adapters)', async () => {
+  // each read in a job of its own, the next one issued before any reply can be read (no I/O runs
+  // between jobs): as requests reaching a busy service, faster than Redis answers. The key is not
+  // counted here before: its second read, concurrent with the first, surges it
+  const [i] = await instances(1);
+  const nr = await nodeRedisOf(i!);
+  for (const [name, c] of [
+    ['ioredis', i!.redis],
+    ['node-redis', nr],
+  ] as const) {
+    const key = `flash:turns-${name}`;
+    await plain.set(key, 't');
+    const before = await redisGets();
+    const reads: Array<Promise<unknown>> = [];
+    for (let n = 0; n < 6; n++) {
+      reads.push(c.get(key));
+      await Promise.resolve(); // the job ends: the read is sent (held-reads.ts)
+    }
+    for (const v of await Promise.all(reads)) assert.is(v, 't');
+    assert.is((await redisGets()) - before, 2, `${name}: the first GET and the tracked load`);
+    assert.ok(i!.hk.isHot(key));
+    const mid = await redisGets();
+    assert.is(await c.get(key), 't');
+    assert.is((await redisGets()) - mid, 0, `${name}: served locally`);
+  }
+});
+
 test('ioredis: the HGET whose count makes the hash surge is its hot load (one HGETALL, tracked)', async () => {
   const [i] = await instances(1, { share: 1e-9 });
   const key = 'never:cross-hash';

@@ -197,6 +197,31 @@ test('jobAccesses reads of a key in one synchronous job surge it; as many spread
   assert.not.ok(c.hk.isHot('item:spread'));
 });
 
+test('trackConcurrent: a key not counted before surges at its second read; a counted one needs two reads unanswered', async () => {
+  // share 1: the slice level is the rule's whole threshold (100), out of reach of these reads
+  const c = await connect({ surgeLocal: { share: 1 } });
+  c.hk.track('item:new'); // its first read: the sketch only
+  c.hk.trackConcurrent('item:new', 1);
+  assert.ok(c.hk.isHot('item:new'), 'read twice within one round trip');
+  for (let i = 0; i < 3; i++) c.hk.track('item:old'); // counted: an exact counter of 2
+  c.hk.trackConcurrent('item:old', 1);
+  assert.not.ok(c.hk.isHot('item:old'), 'one read unanswered: as a Zipf head key has now and then');
+  c.hk.trackConcurrent('item:old', 2);
+  assert.ok(c.hk.isHot('item:old'), 'two reads unanswered');
+  assert.is(c.hk.stats().surgeLocalPromotions, 2);
+});
+
+test('trackConcurrent never surges a key whose rule does not cache', async () => {
+  const c = await connect(
+    { surgeLocal: { share: 1 } },
+    { rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, cache: false }] },
+  );
+  c.hk.track('item:nc');
+  c.hk.trackConcurrent('item:nc', 1);
+  c.hk.trackConcurrent('item:nc', 2);
+  assert.not.ok(c.hk.isHot('item:nc'));
+});
+
 test('options.surgeLocal is checked', () => {
   const base = { app: 'a', hubs: 'ws://127.0.0.1:1' };
   for (const bad of [{ share: 0 }, { share: 2 }, { maxKeys: 0 }, { jobAccesses: -1 }, { nope: 1 }, 'yes', null]) {
