@@ -172,7 +172,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (kind === 'read') {
       const slot = this.#window.track(key);
       // an adapter's cold read counts here: a surge makes its next reads hot ones (surge-local.ts)
-      if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#clock);
+      if (this.#surge !== undefined) this.#surge.check(key, slot, this.#clock);
     } else if (kind === 'write') this.#window.trackWrite(key);
     else throw new TypeError(`kind must be 'read' or 'write', got ${String(kind)}`);
   }

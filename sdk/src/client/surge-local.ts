@@ -99,7 +99,13 @@ export class SurgeLocal {
   check(key: string, slot: number, clock: number, inFlight = 0): HotState | undefined {
     // every cold access comes here (an adapter's track(), get() of a key not hot): a few array reads
     const window = this.#window;
-    if (slot < 0 || this.#keys.size >= this.#maxKeys) return undefined;
+    if (slot < 0) {
+      // not counted exactly yet (a key's first access enters the sketch only): its job count still
+      // starts here, so that `jobAccesses` reads of a new key in one job are that many, not one more
+      if (this.#o.options.jobAccesses > 0) this.#countInJob(key);
+      return undefined;
+    }
+    if (this.#keys.size >= this.#maxKeys) return undefined;
     const rule = window.ruleAt(slot);
     if (rule < 0) return undefined;
     const rules = window.rules;
@@ -116,12 +122,16 @@ export class SurgeLocal {
 
   /** Counts a cold access of `key` in the current job: whether the job's count reached `level`. */
   #inJob(key: string, level: number): boolean {
-    if (level === Infinity) return false;
+    return level !== Infinity && this.#countInJob(key) >= level;
+  }
+
+  /** Counts a cold access of `key` in the current job (cleared at its end); returns the job's count. */
+  #countInJob(key: string): number {
     const job = this.#job;
     if (job.size === 0) queueMicrotask(() => job.clear());
     const n = (job.get(key) ?? 0) + 1;
     if (n > 1 || job.size < MAX_JOB_KEYS) job.set(key, n);
-    return n >= level;
+    return n;
   }
 
   #promote(key: string, rule: { windowMs: number; cacheTtlMs: number }, clock: number): HotState | undefined {
