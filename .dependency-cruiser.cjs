@@ -105,6 +105,14 @@ module.exports = {
       },
     ),
     {
+      name: 'sdk: the metrics text loads only through its entry',
+      comment:
+        'client/metrics.ts (Prometheus text) is loaded only by a service that imports @hotkey/sdk/metrics, so every other service keeps its code off the heap; integrations register with client/metrics-sources.ts',
+      severity: 'error',
+      from: { path: '^sdk/src/', pathNot: '^sdk/src/client/metrics\\.test\\.ts$' },
+      to: { path: '^sdk/src/client/metrics\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'no-circular',
       comment: 'modules that import each other, directly or round a loop',
       severity: 'error',

@@ -23,7 +23,7 @@ export { loadHubConfig, parseHubConfig } from './server/config.ts';
 export type { AppConfig, HubConfig } from './server/config.ts';
 export { Aggregator } from './core/aggregator.ts';
 export type { AggregatorOptions, AggregatorListener, DemoteReason, HotKeyView } from './core/aggregator.ts';
-export type { AppSummary, HotKeyRow, InstanceRow } from './core/apps.ts';
+export type { AppSummary, HotKeyRow, InstanceRow } from './core/app-rows.ts';
 export type { ReloadResult, ReloadSource } from './server/live-config.ts';
 export { NOTIFY_EVENTS } from './notify/notify-config.ts';
 export type { NotifyEvent, NotifyTarget } from './notify/notify-config.ts';

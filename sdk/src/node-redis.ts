@@ -1,7 +1,19 @@
 /**
  * The `@hotkey/sdk/node-redis` entry: the node-redis adapter lives in `./node-redis/` (over the
  * client-agnostic core in `./redis/`); this module only re-exports it so importers keep one stable path.
+ * It also re-exports HotKeyClient and its errors, so a node-redis service imports from here alone and
+ * never loads the root entry, which re-exports the ioredis adapter (code on the service's heap).
  */
+export { HotKeyClient } from './client/client.ts';
+export type {
+  ClientEvents,
+  ClientOptions,
+  ClientStats,
+  ClientStatus,
+  InvalidateOptions,
+  InvalidateResult,
+} from './client/client.ts';
+export { ErrorCode, HotKeyError } from './errors.ts';
 export { withHotKeys } from './node-redis/wrapper.ts';
 export { replicaStats } from './node-redis/stats.ts';
 export { REPLICA_TTL_MS } from './redis/replicas.ts';

@@ -51,8 +51,8 @@ export interface SurgeLocalOptions {
   minAccesses?: number;
   /**
    * a key read this many times within one synchronous job (the reads of a `Promise.all`, a
-   * dataloader batch, a request fanning out) surges here at once, whatever its slice count
-   * (at least `minAccesses`); 0: off @default 0
+   * dataloader batch, a request fanning out; its first read included) surges here at once,
+   * whatever its slice count (at least `minAccesses`); 0: off @default 3
    */
   jobAccesses?: number;
   /** keys served locally before their hub confirms them, at most @default 64 */
@@ -194,7 +194,7 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
 export const DEFAULT_SURGE_LOCAL: Readonly<Required<SurgeLocalOptions>> = Object.freeze({
   share: 0.005,
   minAccesses: 2,
-  jobAccesses: 0,
+  jobAccesses: 3,
   maxKeys: 64,
   maxBytes: 1 << 20,
   confirmWindows: 2,

@@ -4,11 +4,13 @@
  * plain node-redis client to a wrapped one serving a hot key, and samples the heap after full GCs
  * after each step, so that each step's MBs are measured apart:
  *
- *   plain node-redis, warm → + `@hotkey/sdk` (its modules: the root entry also re-exports the ioredis
- *   adapter) → + `@hotkey/sdk/node-redis` → + a HotKeyClient connected to the hub → + withHotKeys
- *   and its tracking connections (two node-redis clients of its own per node) → + the flash key hot
- *   and cached → + 100k distinct cold reads (counting state) → for scale: one more plain node-redis
- *   client.
+ *   plain node-redis, warm → + the `ws` and msgpackr modules (the SDK's libraries, loaded first to
+ *   be measured apart) → + `@hotkey/sdk/node-redis` (its own modules: HotKeyClient and the adapter;
+ *   a node-redis service never loads the root entry, which also re-exports the ioredis adapter) →
+ *   + a HotKeyClient connected to the hub → + withHotKeys and its tracking connections (two
+ *   node-redis clients of its own per node) → + the flash key hot and cached → + 100k distinct
+ *   cold reads (counting state, and the code they make hot) → for scale: one more plain
+ *   node-redis client.
  *
  *   <- { type: 'start', redisUrl, hubUrl, flashKey, coldReads }
  *   -> { type: 'stages', stages: [{ step, heap (bytes) }] }
@@ -50,9 +52,12 @@ const warmClient = async () => {
 const client = await warmClient();
 await sample('plain node-redis client, warm');
 
-const { HotKeyClient } = await import('@hotkey/sdk');
-await sample('+ @hotkey/sdk modules');
-const { withHotKeys } = await import('@hotkey/sdk/node-redis');
+// the libraries first, so that the SDK's own modules are measured apart from them (the test
+// package depends on the same versions: one copy of each in the workspace)
+await import('ws');
+await import('msgpackr/pack');
+await sample('+ ws and msgpackr modules (the SDK loads them)');
+const { HotKeyClient, withHotKeys } = await import('@hotkey/sdk/node-redis');
 await sample('+ @hotkey/sdk/node-redis modules');
 
 const hk = new HotKeyClient({ app: 'bench', hubs: run.hubUrl, instanceId: 'heap-steps' });

@@ -34,12 +34,12 @@
  *   where the adapter is missing.
  * - heap: where the SDK's MBs go (node-redis-heap.worker.ts): one process takes a service's steps
  *   from a plain node-redis client to a wrapped one serving a hot key, and the heap after GC is
- *   sampled after each. Measured here (100k cold reads; 20k gave the same within 0.1 MB):
- *   `@hotkey/sdk`'s modules 3.1 MB (its root entry also loads the ioredis adapter's code),
- *   `@hotkey/sdk/node-redis`'s 0.2 MB, a HotKeyClient connected to the hub 0.3 MB, withHotKeys with
- *   its two tracking connections 0.3 MB, the hot cached key 0.1 MB, 100k cold reads 0.3 MB: 4.4 MB
- *   in all, three quarters of it code, flat in the keys read (one more plain node-redis client,
- *   for scale: under 0.1 MB).
+ *   sampled after each. Measured here (100k cold reads; 20k gave the same within 0.1 MB), source
+ *   maps on (tsx turns them on): `ws` and msgpackr 0.9 MB, `@hotkey/sdk/node-redis`'s modules
+ *   (HotKeyClient and the adapter, with their maps) 1.5 MB, a HotKeyClient connected to the hub
+ *   0.3 MB, withHotKeys with its two tracking connections 0.4 MB, the hot cached key 0.05 MB,
+ *   100k cold reads 0.3 MB: 3.5 MB in all, most of it code, flat in the keys read (one more plain
+ *   node-redis client, for scale: under 0.1 MB).
  *
  * Runtime: 9.7 min for the whole bench on this 2-core box with a load of 9 to 20 from other work
  * (20 min before on a saturated one); not yet timed on an idle machine (the goal is 6 min). Main

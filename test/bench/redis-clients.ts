@@ -70,8 +70,12 @@ export function describeError(err: unknown): string {
 /** Why the node-redis + hotkey column cannot run here, or undefined when it can. */
 export const adapterMissing = nodeRedisAdapterMissing;
 
-async function hotKeyClient(o: OpenOptions): Promise<HotKeyClient> {
-  const { HotKeyClient } = await import('@hotkey/sdk');
+/**
+ * A HotKeyClient from the entry the service imports: a node-redis service imports it from
+ * `@hotkey/sdk/node-redis` and so never loads the root entry (which re-exports the ioredis adapter).
+ */
+async function hotKeyClient(o: OpenOptions, entry: 'root' | 'node-redis' = 'root'): Promise<HotKeyClient> {
+  const { HotKeyClient } = entry === 'root' ? await import('@hotkey/sdk') : await import('@hotkey/sdk/node-redis');
   const hk = new HotKeyClient({ app: o.app, hubs: o.hubUrl, instanceId: o.instanceId });
   hk.on('error', () => undefined);
   await hk.ready({ signal: AbortSignal.timeout(15_000) });
@@ -118,7 +122,7 @@ export async function openClient(variant: Variant, o: OpenOptions): Promise<Benc
     case 'node-redis+hotkey': {
       const a = await loadNodeRedisAdapter();
       if (a instanceof Error) throw a;
-      const hk = await hotKeyClient(o);
+      const hk = await hotKeyClient(o, 'node-redis');
       const client = a.withHotKeys(await nodeRedis(o.redisUrl, false), hk);
       return {
         get: (key) => client.get(key) as Promise<string | null>,

@@ -126,6 +126,14 @@ async function nodeRedisOf(i: Instance): Promise<{ get(key: string): Promise<unk
   return c;
 }
 
+/** `i`'s wrapped ioredis client and a wrapped node-redis client of its own, by adapter name. */
+async function bothAdapters(i: Instance): Promise<Array<[string, { get(key: string): Promise<unknown> }]>> {
+  return [
+    ['ioredis', i.redis],
+    ['node-redis', await nodeRedisOf(i)],
+  ];
+}
+
 test('node-redis: a flash key surging in one job costs each instance one GET', async () => {
   const fleet = await instances(3);
   const clients = await Promise.all(fleet.map(nodeRedisOf));
@@ -144,17 +152,36 @@ test('the read whose count makes the key surge is its hot load (reads one per jo
   // share 1e-9: the level is minAccesses (2); a key's first access only enters the sketch, so the
   // 3rd read crosses — and is the key's tracked load: 2 plain GETs and 1 load for 6 reads
   const [i] = await instances(1, { share: 1e-9 });
-  const nr = await nodeRedisOf(i!);
-  for (const [name, c] of [
-    ['ioredis', i!.redis],
-    ['node-redis', nr],
-  ] as const) {
+  for (const [name, c] of await bothAdapters(i!)) {
     const key = `never:cross-${name}`;
     await plain.set(key, 'c');
     const before = await redisGets();
     for (let n = 0; n < 6; n++) assert.is(await c.get(key), 'c');
     assert.is((await redisGets()) - before, 3, `${name}: GETs at Redis for 6 reads`);
     assert.ok(i!.hk.isHot(key));
+  }
+});
+
+test('a read while the first GET of a key is unanswered is its tracked load: 2 GETs per instance (both adapters)', async () => {
+  // each read in a job of its own, the next one issued before any reply can be read (no I/O runs
+  // between jobs): as requests reaching a busy service, faster than Redis answers. The key is not
+  // counted here before: its second read, concurrent with the first, surges it
+  const [i] = await instances(1);
+  for (const [name, c] of await bothAdapters(i!)) {
+    const key = `flash:turns-${name}`;
+    await plain.set(key, 't');
+    const before = await redisGets();
+    const reads: Array<Promise<unknown>> = [];
+    for (let n = 0; n < 6; n++) {
+      reads.push(c.get(key));
+      await Promise.resolve(); // the job ends: the read is sent (held-reads.ts)
+    }
+    for (const v of await Promise.all(reads)) assert.is(v, 't');
+    assert.is((await redisGets()) - before, 2, `${name}: the first GET and the tracked load`);
+    assert.ok(i!.hk.isHot(key));
+    const mid = await redisGets();
+    assert.is(await c.get(key), 't');
+    assert.is((await redisGets()) - mid, 0, `${name}: served locally`);
   }
 });
 

@@ -153,12 +153,12 @@ const KEY = 'item:cjs';
 `;
 
 /**
- * A node-redis service: the flash key is read through the wrapped client until the hub promotes it,
+ * A node-redis service, everything imported from `@hotkey/sdk/node-redis` (as sdk/README shows): the
+ * flash key is read through the wrapped client until the hub promotes it,
  * then 200 more reads must leave Redis's GET count (INFO commandstats, read on a plain client)
  * where it was — retried until the first load after the promotion landed (deadline 20 s).
  */
-const NODE_REDIS_SERVICE = `import { HotKeyClient } from '@hotkey/sdk';
-import { withHotKeys } from '@hotkey/sdk/node-redis';
+const NODE_REDIS_SERVICE = `import { HotKeyClient, withHotKeys } from '@hotkey/sdk/node-redis';
 import { createClient } from 'redis';
 const KEY = 'item:nr';
 const hk = new HotKeyClient({ app: 'shop', hubs: [process.env.HOTKEY_HUB], token: process.env.HOTKEY_TOKEN });

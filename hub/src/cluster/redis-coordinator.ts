@@ -1,7 +1,7 @@
 /**
  * `Coordinator` for a cluster of hubs sharing one Redis: membership (redis-membership.ts), rules
- * and tokens (redis-rules.ts), history (redis-history.ts), plus the cluster-wide live feed of
- * events and hub statuses over pub/sub (channels `events`, `status`).
+ * and tokens (redis-rules.ts), history (redis-history.ts), the cluster-wide live feed of events
+ * and hub statuses (redis-live.ts), window handoffs (redis-handoff.ts).
  *
  * Two connections: commands, and a subscriber (a subscribed connection can run nothing else).
  * Redis may be down at start or at any time: every read answers from the last known state, every
@@ -14,10 +14,11 @@ import type { AppAuth, Coordinator, CoordinatorCounters, Health, HubEvent, HubSt
 import type { ConnectionOptions } from 'node:tls';
 import { consoleWarnings, type Logger } from '../core/logger.ts';
 import { connectInBackground, createRedisClient, isReady, redactUrl, type Redis } from './redis-client.ts';
-import { MAX_MEMBERS, RedisMembership } from './redis-membership.ts';
+import { RedisMembership } from './redis-membership.ts';
 import { RedisRules, type AppSeed } from './redis-rules.ts';
-import { parseHubEvent, RedisHistory } from './redis-history.ts';
+import { RedisHistory } from './redis-history.ts';
 import { RedisHandoff } from './redis-handoff.ts';
+import { RedisLive } from './redis-live.ts';
 
 export type { AppSeed };
 
@@ -63,7 +64,6 @@ export class RedisCoordinator implements Coordinator {
   readonly #ttlMs: number;
   readonly #rulesPollMs: number;
   readonly #startTimeoutMs: number;
-  readonly #statusStaleMs: number;
   readonly #logger: Logger;
   /** the URL without its password, for logs */
   readonly #safeUrl: string;
@@ -72,10 +72,9 @@ export class RedisCoordinator implements Coordinator {
   readonly #rules: RedisRules;
   readonly #history: RedisHistory;
   readonly #handoff: RedisHandoff;
+  readonly #live: RedisLive;
   #membership: RedisMembership | undefined;
   readonly #memberListeners: ((epoch: number, members: Member[]) => void)[] = [];
-  readonly #eventListeners: ((event: HubEvent) => void)[] = [];
-  readonly #statuses = new Map<string, HubStatus>();
   readonly #timers: NodeJS.Timeout[] = [];
   #synced = false;
   #syncedWaiters: (() => void)[] = [];
@@ -84,10 +83,6 @@ export class RedisCoordinator implements Coordinator {
   #polling = false;
   #downSince: number | undefined;
   #closed = false;
-  /** live-feed messages not sent because Redis was down */
-  droppedEvents = 0;
-  /** malformed messages seen on the pub/sub channels */
-  badMessages = 0;
 
   constructor(opts: RedisCoordinatorOptions) {
     if (typeof opts.url !== 'string' || !/^rediss?:\/\//.test(opts.url))
@@ -102,7 +97,6 @@ export class RedisCoordinator implements Coordinator {
       throw new TypeError(`memberTtlMs (${this.#ttlMs}) must exceed heartbeatMs (${this.#heartbeatMs})`);
     this.#rulesPollMs = opts.rulesPollMs ?? 500;
     this.#startTimeoutMs = opts.startTimeoutMs ?? 2000;
-    this.#statusStaleMs = opts.statusStaleMs ?? 10_000;
     this.#logger = opts.logger ?? consoleWarnings;
     this.#safeUrl = redactUrl(opts.url);
     // A reply slower than the member TTL is useless anyway: by then the others dropped this hub.
@@ -133,6 +127,24 @@ export class RedisCoordinator implements Coordinator {
       selfId: this.selfId,
       logger: this.#logger,
     });
+    this.#live = new RedisLive({
+      client: this.#client,
+      prefix: this.#prefix,
+      selfId: this.selfId,
+      history: this.#history,
+      logger: this.#logger,
+      statusStaleMs: opts.statusStaleMs,
+    });
+  }
+
+  /** live-feed messages not sent because Redis was down */
+  get droppedEvents(): number {
+    return this.#live.droppedEvents;
+  }
+
+  /** malformed messages seen on the live feed's channels */
+  get badMessages(): number {
+    return this.#live.badMessages;
   }
 
   async start(self: Member): Promise<void> {
@@ -155,8 +167,8 @@ export class RedisCoordinator implements Coordinator {
         membership.channel,
         membership.aliveChannel,
         this.#rules.channel,
-        this.#channel('events'),
-        this.#channel('status'),
+        this.#live.eventsChannel,
+        this.#live.statusChannel,
         this.#handoff.channel,
       )
       .catch(() => {});
@@ -249,19 +261,11 @@ export class RedisCoordinator implements Coordinator {
   }
 
   publishEvent(event: HubEvent): void {
-    this.#history.append(event);
-    this.#emitEvent(event);
-    if (!isReady(this.#client)) {
-      this.droppedEvents++;
-      return;
-    }
-    this.#client
-      .publish(this.#channel('events'), JSON.stringify({ from: this.selfId, event }))
-      .catch(() => this.droppedEvents++);
+    this.#live.publishEvent(event);
   }
 
   onEvent(listener: (event: HubEvent) => void): void {
-    this.#eventListeners.push(listener);
+    this.#live.onEvent(listener);
   }
 
   history(app: string | undefined, since: number, limit: number): Promise<HubEvent[]> {
@@ -269,19 +273,11 @@ export class RedisCoordinator implements Coordinator {
   }
 
   publishStatus(status: HubStatus): void {
-    this.#statuses.set(this.selfId, status);
-    if (!isReady(this.#client)) return;
-    this.#client.publish(this.#channel('status'), JSON.stringify(status)).catch(() => {});
+    this.#live.publishStatus(status);
   }
 
   statuses(): HubStatus[] {
-    this.#pruneStatuses();
-    // Listed only while their hub is a member; kept meanwhile, since a status may arrive before
-    // the membership change that announces its hub.
-    const live = new Set(this.members().members.map((m) => m.id));
-    return [...this.#statuses.values()]
-      .filter((s) => s.id === this.selfId || live.has(s.id))
-      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return this.#live.statuses(new Set(this.members().members.map((m) => m.id)));
   }
 
   health(): Health {
@@ -306,20 +302,16 @@ export class RedisCoordinator implements Coordinator {
   /** counters exported at /metrics as `hotkey_cluster_*` */
   stats(): CoordinatorCounters {
     return {
-      droppedEvents: this.droppedEvents,
+      droppedEvents: this.#live.droppedEvents,
       droppedHistory: this.#history.dropped + this.#history.lost,
       bufferedHistory: this.#history.buffered,
       rejectedRules: this.#rules.rejected,
-      badMessages: this.badMessages,
+      badMessages: this.#live.badMessages,
       droppedHandoffs: this.#handoff.dropped,
     };
   }
 
   // ---- internals ----
-
-  #channel(name: string): string {
-    return `${this.#prefix}${name}`;
-  }
 
   #every(ms: number, fn: () => void): void {
     const timer = setInterval(fn, ms);
@@ -406,51 +398,10 @@ export class RedisCoordinator implements Coordinator {
       this.#handoff.notified(message);
     } else if (channel === this.#rules.channel) {
       this.#rules.syncApp(message).catch(() => {});
-    } else if (channel === this.#channel('events')) {
-      const parsed = parseJson(message) as { from?: unknown; event?: unknown } | undefined;
-      const event = parseHubEvent(parsed?.event);
-      if (!event) return void this.badMessages++;
-      if (parsed?.from === this.selfId) return;
-      this.#history.remember(event);
-      this.#emitEvent(event);
-    } else if (channel === this.#channel('status')) {
-      const status = parseJson(message) as HubStatus | undefined;
-      if (
-        typeof status !== 'object' ||
-        status === null ||
-        typeof status.id !== 'string' ||
-        typeof status.updatedAt !== 'number'
-      )
-        return void this.badMessages++;
-      if (status.id === this.selfId) return;
-      if (!this.#statuses.has(status.id) && this.#statuses.size >= MAX_MEMBERS) return;
-      this.#statuses.set(status.id, status);
+    } else if (channel === this.#live.eventsChannel) {
+      this.#live.eventMessage(message);
+    } else if (channel === this.#live.statusChannel) {
+      this.#live.statusMessage(message);
     }
-  }
-
-  #emitEvent(event: HubEvent): void {
-    for (const listener of this.#eventListeners) {
-      try {
-        listener(event);
-      } catch (err) {
-        this.#logger.error({ evt: 'internal_error', what: 'event listener', err }, 'an event listener threw');
-      }
-    }
-  }
-
-  /** Statuses of hubs gone silent are dropped (the map is also capped at MAX_MEMBERS). */
-  #pruneStatuses(): void {
-    const oldest = Date.now() - this.#statusStaleMs;
-    for (const [id, status] of this.#statuses) {
-      if (id !== this.selfId && status.updatedAt < oldest) this.#statuses.delete(id);
-    }
-  }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

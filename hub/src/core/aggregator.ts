@@ -9,6 +9,9 @@
  *   rules       rule-table.ts: the rules compiled to typed arrays, the detectors
  *   reporters   reporters.ts: distinct reporting instances by linear counting
  *   decide      decide.ts: promotion, demotion and hot-set admission; detectors/ beside it
+ *   read        hot-view.ts: the hot keys as the API, the feed and the broadcasts see them
+ *   change      reassign.ts: tracked keys under new rules or a new share of the cluster's keys
+ *   options     aggregator-options.ts: the options, their defaults and the counters' shape
  *
  * A fixed rule without a pre-declared window costs one compare per record in the loop below;
  * every other rule hands the record to `Decider.judge`. The loop keeps the slab's arrays in
@@ -18,14 +21,14 @@
  */
 import type { Rule } from '@hotkey/sdk/rules';
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
-import { BaselineDetector } from './detectors/baseline.ts';
-import { TopKDetector } from './detectors/topk.ts';
+import { AGGREGATOR_DEFAULTS as DEFAULTS, type AggregatorOptions, type AggregatorStats } from './aggregator-options.ts';
 import { Decider, type AggregatorListener, type DemoteReason, type PromotionBudget } from './decide.ts';
+import { hotViews, type HotKeyView } from './hot-view.ts';
+import { reassignOwnership, reassignRules } from './reassign.ts';
 import type { ReportFrame } from './report-frame.ts';
-import { MODE_FIXED, RuleTable } from './rule-table.ts';
+import { RuleTable } from './rule-table.ts';
 import type { KeyShare } from './key-shares.ts';
 import { exportWindows, importWindow, type WindowEntry } from './window-transfer.ts';
-import { DEFAULT_TUNABLES } from './tunables.ts';
 import {
   BITS,
   BITS_STRIDE,
@@ -41,77 +44,17 @@ import {
   TOTAL,
 } from './slots.ts';
 
-export type { AggregatorListener, DemoteReason, KeyShare, PromotionBudget, WindowEntry };
+export type {
+  AggregatorListener,
+  AggregatorOptions,
+  AggregatorStats,
+  DemoteReason,
+  HotKeyView,
+  KeyShare,
+  PromotionBudget,
+  WindowEntry,
+};
 
-export interface AggregatorOptions {
-  rules: readonly Rule[];
-  listener: AggregatorListener;
-  /** keys tracked at most; more are admitted by evicting the smallest sampled non-hot key @default 100000 */
-  maxKeys?: number;
-  /** slots allocated up front; the slab doubles up to `maxKeys` @default 1024 */
-  initialCapacity?: number;
-  /** slots examined per eviction @default 8 */
-  evictionSamples?: number;
-  /** slots `tick` checks for emptiness per call, to free idle keys @default 2048 */
-  sweepPerTick?: number;
-  /** random source in [0, 1) for eviction sampling @default Math.random */
-  random?: () => number;
-  /** keys this hub may track (its own, in a cluster); checked once per admission @default every key */
-  accept?: (key: string) => boolean;
-  /** share of a rule's threshold the SDKs together may leave unreported (baseline priors) @default 0.2 */
-  reportFraction?: number;
-  /** ms since epoch at construction (starts the baseline warm-up) @default 0 */
-  now?: number;
-  /** hot keys at most; at the cap a stronger candidate displaces the weakest sampled one @default Infinity */
-  maxHot?: number;
-}
-
-export interface HotKeyView {
-  key: string;
-  qps: number;
-  threshold: number;
-  /** ms when the key was promoted */
-  since: number;
-  /** ms the promotion lives without renewal */
-  ttlMs: number;
-  /** estimated distinct instances reporting the key in the current and previous window */
-  instances: number;
-  rule: Rule;
-}
-
-export interface AggregatorStats {
-  keys: number;
-  hot: number;
-  /** records dropped because the slab was full of hot keys */
-  dropped: number;
-  /** keys evicted to admit others */
-  evicted: number;
-  /** records whose key matches no rule, or that another hub owns */
-  ignored: number;
-  /** crossings not promoted: the only reporter's connection was out of solo budget */
-  soloRefused: number;
-  /** crossings not promoted: the hot set was at `maxHot` and the key was not stronger than the weakest sampled */
-  capRefused: number;
-  /** hot keys demoted to make room for a stronger one */
-  displaced: number;
-  /** new keys not tracked: their session (or its address) held its part of the full key table and sampled none it may replace */
-  keysRefused: number;
-  /** of `keysRefused`, those whose session was under its own part while its address held the address's */
-  keysRefusedForAddress: number;
-  /** keys evicted from sessions holding their part of the full key table */
-  evictedOverShare: number;
-  /** remote addresses whose sessions hold keys of the table (its fair parts are per address first) */
-  shareAddresses: number;
-}
-
-/** defaults of AggregatorOptions; the two the hub also tunes are its tunables' */
-const DEFAULTS = {
-  maxKeys: DEFAULT_TUNABLES.maxKeysPerApp,
-  initialCapacity: 1024,
-  evictionSamples: 8,
-  sweepPerTick: 2048,
-  reportFraction: DEFAULT_TUNABLES.localThresholdFraction,
-} as const;
 const NEGATIVE_CACHE_MAX = 10_000;
 
 export class Aggregator {
@@ -406,22 +349,7 @@ export class Aggregator {
 
   /** The hot keys, unordered. */
   hot(now: number): HotKeyView[] {
-    const slots = this.#slots;
-    const out: HotKeyView[] = [];
-    for (const slot of this.#decider.hotSlots) {
-      slots.rotate(slot, now);
-      const r = slots.ruleOf(slot);
-      out.push({
-        key: slots.keys[slot]!,
-        qps: slots.qps(slot, now),
-        threshold: this.#rules.threshold[r]!,
-        since: slots.hotSince[slot]!,
-        ttlMs: Math.max(0, slots.hotUntil[slot]! - now),
-        instances: slots.reporters(slot, now),
-        rule: this.#rules.rules[r]!,
-      });
-    }
-    return out;
+    return hotViews(this.#slots, this.#rules, this.#decider.hotSlots, now);
   }
 
   /**
@@ -429,51 +357,19 @@ export class Aggregator {
    * hot); keys whose rule's window length changed restart their window; hot keys stay hot.
    */
   setRules(rules: readonly Rule[], now: number): void {
-    const slots = this.#slots;
-    const table = this.#rules;
-    const decider = this.#decider;
-    const oldWindow = table.windowMs;
-    table.replace(rules, now, slots.maxKeys);
     this.#negative.clear();
-    decider.recounting = true;
-    for (const [key, slot] of [...slots.index]) {
-      const r = table.match(key);
-      if (r < 0) {
-        if (slots.hot[slot] === 1) decider.demote(slot, 'rules', now);
-        slots.release(slot);
-        continue;
-      }
-      const changedWindow = oldWindow[slots.ruleOf(slot)] !== table.windowMs[r];
-      slots.setRule(slot, r, now, changedWindow);
-      if (slots.hot[slot] === 1) {
-        if (table.mode[r] !== MODE_FIXED && !(slots.level[slot]! > 0)) slots.level[slot] = table.threshold[r]!;
-        const detector = table.detectors[r];
-        if (detector instanceof TopKDetector) detector.hot++;
-      }
-    }
-    decider.recounting = false;
+    reassignRules(this.#slots, this.#rules, this.#decider, rules, now);
   }
 
   /**
    * Changes which keys this aggregator may track (cluster ownership) and forgets the others without
    * demotion events: their new owner decides now, and SDKs resynchronise on the new member epoch.
+   * Returns how many it forgot.
    */
   setAccept(accept: ((key: string) => boolean) | undefined): number {
     this.#accept = accept;
     this.#negative.clear();
-    // keys this hub did not watch may arrive now: their baselines need a fresh warm-up
-    for (const detector of this.#rules.detectors)
-      if (detector instanceof BaselineDetector) detector.restartWarmup(this.#lastNow);
-    if (accept === undefined) return 0;
-    let removed = 0;
-    for (const [key, slot] of [...this.#slots.index]) {
-      if (accept(key)) continue;
-      if (this.#slots.hot[slot] === 1) this.#decider.hotGone(slot);
-      this.#decider.removeHot(slot);
-      this.#slots.release(slot);
-      removed++;
-    }
-    return removed;
+    return reassignOwnership(this.#slots, this.#rules, this.#decider, accept, this.#lastNow);
   }
 
   /**

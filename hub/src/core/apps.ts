@@ -68,51 +68,6 @@ export interface AppState {
   replicas: ReplicaSteps;
 }
 
-/** A hot key as the API and status show it. */
-export interface HotKeyRow {
-  app: string;
-  key: string;
-  qps: number;
-  threshold: number;
-  /** ms since epoch of the promotion */
-  since: number;
-  /** distinct SDK instances reporting it: an estimate (the aggregator's reporter bits), not a count of rows */
-  instances: number;
-  /** id of the hub that owns (decides) the key */
-  hub: string;
-  /** ms the promotion lives without renewal (0 when another hub's status reported the row) */
-  ttlMs: number;
-  /** share of its reads the SDKs answered from their local caches, 0–100 (last second; absent: not reported) */
-  localPct?: number;
-  /** loader calls per second for it across the SDKs (reads that reached the store) */
-  loadsPerSec?: number;
-}
-
-/** One SDK connection, on this hub or (from its status) another. */
-export interface InstanceRow {
-  app: string;
-  instance: string;
-  host: string;
-  sdk: string;
-  lastReport: number;
-  connectedAt: number;
-  hub: string;
-}
-
-/** One app on this hub, in numbers (GET /api/apps). */
-export interface AppSummary {
-  /** distinct SDK instances connected */
-  instanceCount: number;
-  /** SDK connections (an instance may hold more than one) */
-  connections: number;
-  keysTracked: number;
-  hotCount: number;
-  /** the app's last broadcast seq */
-  seq: number;
-  /** reads of hot keys answered from the SDKs' local caches per second (last second) */
-  readsSparedPerSec: number;
-}
-
 export interface AppsOptions {
   coordinator: Coordinator;
   tunables: HubTunables;
@@ -176,69 +131,6 @@ export class Apps {
   /** SDK sessions open on this hub, every app */
   get connections(): number {
     return this.#connections;
-  }
-
-  /** One app on this hub, in numbers; undefined when it has no state here. */
-  summary(appName: string): AppSummary | undefined {
-    const app = this.#byName.get(appName);
-    if (app === undefined) return undefined;
-    const stats = app.aggregator.stats;
-    return {
-      instanceCount: app.sessionsByInstance.size,
-      connections: app.sessions.size,
-      keysTracked: stats.keys,
-      hotCount: stats.hot,
-      seq: app.broadcaster.seq,
-      readsSparedPerSec: app.savings.sparedPerSec,
-    };
-  }
-
-  /** hot keys this hub owns, highest QPS first */
-  hotKeys(hub: string, now: number, appName?: string): HotKeyRow[] {
-    const rows: HotKeyRow[] = [];
-    for (const app of this.#byName.values()) {
-      if (appName !== undefined && app.name !== appName) continue;
-      for (const v of app.aggregator.hot(now)) {
-        const row: HotKeyRow = {
-          app: app.name,
-          key: v.key,
-          qps: v.qps,
-          threshold: v.threshold,
-          since: v.since,
-          instances: v.instances,
-          hub,
-          ttlMs: v.ttlMs,
-        };
-        const saved = app.savings.of(v.key);
-        if (saved !== undefined) {
-          row.localPct = saved.localPct;
-          row.loadsPerSec = saved.loadsPerSec;
-        }
-        rows.push(row);
-      }
-    }
-    return rows.sort((a, b) => b.qps - a.qps);
-  }
-
-  /** SDK connections to this hub, at most `limit` */
-  instanceRows(hub: string, appName?: string, limit = Infinity): InstanceRow[] {
-    const rows: InstanceRow[] = [];
-    for (const app of this.#byName.values()) {
-      if (appName !== undefined && app.name !== appName) continue;
-      for (const session of app.sessions) {
-        if (rows.length >= limit) return rows;
-        rows.push({
-          app: app.name,
-          instance: session.instance,
-          host: session.host,
-          sdk: session.sdk,
-          lastReport: session.lastReport,
-          connectedAt: session.connectedAt,
-          hub,
-        });
-      }
-    }
-    return rows;
   }
 
   /** The app's state, created on first use; undefined for unknown apps or past `maxApps`. */

@@ -5,8 +5,9 @@
  * records in report-ingest.ts; per-app state, admission and Config fan-out in apps.ts; the frames
  * in frames.ts; promotions and demotions become broadcasts and events in announce.ts;
  * invalidations and their acks in invalidation-router.ts; the member list and key ownership in
- * members.ts; the periodic status in hub-status.ts; the gauges in hub-metrics.ts. Talks to the
- * rest of the cluster only through the Coordinator.
+ * members.ts; each app's periodic work and the QPS sampling in hub-tick.ts; the periodic status
+ * in hub-status.ts; the gauges in hub-metrics.ts. Talks to the rest of the cluster only through
+ * the Coordinator.
  */
 import { ErrorCode, ProtocolError, closeCodeOf } from '@hotkey/sdk';
 import {
@@ -19,14 +20,16 @@ import {
 } from '@hotkey/sdk/protocol';
 import type { Coordinator, HubEvent } from './coordinator.ts';
 import type { Logger } from './logger.ts';
-import { isLegacy, refuseFromLegacy } from './legacy-sessions.ts';
-import { limitFrames, membersFrame } from './frames.ts';
+import { refuseFromLegacy } from './legacy-sessions.ts';
+import { membersFrame } from './frames.ts';
 import { openSession, sendSnapshot } from './hello.ts';
 import { StatusClock } from './hub-status.ts';
+import { sampleHistory, tickApp } from './hub-tick.ts';
 import { MemberView } from './members.ts';
 import { ReportIngest } from './report-ingest.ts';
 import { Announcer } from './announce.ts';
-import { Apps, type AppState, type AppSummary, type HotKeyRow, type InstanceRow } from './apps.ts';
+import { Apps } from './apps.ts';
+import { appSummary, hotKeyRows, instanceRows, type AppSummary, type HotKeyRow, type InstanceRow } from './app-rows.ts';
 import { HubMetrics, protectionCounters, readGauges, type Gauges, type ProtectionCounters } from './hub-metrics.ts';
 import { Intake } from './intake.ts';
 import { InvalidationBudget } from './invalidation-budget.ts';
@@ -34,7 +37,7 @@ import { InvalidationRouter } from './invalidation-router.ts';
 import { OwnershipFence } from './ownership-fence.ts';
 import { Ownership } from '@hotkey/sdk/ownership';
 import { closeReason, type BulkWriter, type Peer } from './peer.ts';
-import { QpsHistory, type QpsPoint, type QpsSample } from './qps-history.ts';
+import { QpsHistory, type QpsPoint } from './qps-history.ts';
 import type { ReportFrame } from './report-frame.ts';
 import { Session, type SessionHost } from './session.ts';
 import type { HubTunables } from './tunables.ts';
@@ -336,18 +339,20 @@ export class HubCore implements SessionHost {
     return this.#apps.names();
   }
 
+  /** One app on this hub, in numbers; undefined when it has no state here. */
   appSummary(appName: string): AppSummary | undefined {
-    return this.#apps.summary(appName);
+    const app = this.#apps.get(appName);
+    return app === undefined ? undefined : appSummary(app);
   }
 
   /** hot keys this hub owns, highest QPS first */
   hotKeys(appName?: string): HotKeyRow[] {
-    return this.#apps.hotKeys(this.id, this.#now(), appName);
+    return hotKeyRows(this.#apps.values(), this.id, this.#now(), appName);
   }
 
   /** SDK connections to this hub, at most `limit` */
   instanceRows(appName?: string, limit = Infinity): InstanceRow[] {
-    return this.#apps.instanceRows(this.id, appName, limit);
+    return instanceRows(this.#apps.values(), this.id, appName, limit);
   }
 
   /** The member that owns (decides, and keeps the QPS history of) `key`; undefined with no members. */
@@ -389,21 +394,11 @@ export class HubCore implements SessionHost {
         session.helloTimedOut(this.tunables.helloTimeoutMs);
     }
     for (const app of this.#apps.values()) {
-      this.#guard(`tick of app ${app.name}`, () => {
-        app.aggregator.tick(now);
-        app.shares.tick(now);
-        app.savings.roll(now, (key) => app.aggregator.isHot(key));
-        if (app.limits.active) this.#sendShares(app, now);
-        if (app.aggregator.transitionDue(now)) this.#apps.scheduleConfig(app); // a pre-declared window opened or closed
-        this.#apps.settle(app); // leases lapse with time: fencing needs no message
-        // an app nobody is connected to frees its place and its keys after a grace period (open
-        // mode: junk app names leave, so a real app refused with 4011 gets in on its retry); not
-        // while a closed session's lease may still run
-        if (app.lingering.size === 0 && this.#apps.idle(app, now)) this.#apps.drop(app);
-      });
+      this.#guard(`tick of app ${app.name}`, () => tickApp(this.#apps, app, now));
     }
     this.#guard('handoff', () => this.#handoff.tick());
-    if (this.qpsHistory.due(now)) this.#guard('qps history', () => this.#sampleHistory(now));
+    if (this.qpsHistory.due(now))
+      this.#guard('qps history', () => sampleHistory(this.#apps, this.qpsHistory, this.#announcer, now));
     if (this.#status.due(now, this.tunables.statusIntervalMs)) this.#guard('status', () => this.publishStatus(now));
   }
 
@@ -440,29 +435,6 @@ export class HubCore implements SessionHost {
   }
 
   // ---- internals ----
-
-  /** Each session's changed (or due) rate-limit shares, in one Limit frame per session. */
-  #sendShares(app: AppState, now: number): void {
-    app.limits.tick(now, (session, keys, rates) => {
-      if (isLegacy(session)) return; // a version-1 SDK cannot read a Limit: its keys go unlimited there
-      for (const frame of limitFrames(keys, rates)) if (!app.broadcaster.sendTo(session.peer, frame)) return;
-    });
-  }
-
-  #sampleHistory(now: number): void {
-    const hot: QpsSample[] = [];
-    for (const app of this.#apps.values())
-      for (const v of app.aggregator.hot(now)) {
-        hot.push({ app: app.name, key: v.key, qps: v.qps });
-        if (!v.rule.cache) this.#announcer.restepped(app, v, now);
-      }
-    this.qpsHistory.sample(now, hot, (appName, key) => this.#coldQps(appName, key, now));
-  }
-
-  /** QPS of a key that is no longer hot: from its window while the aggregator still tracks it, else 0. */
-  #coldQps(appName: string, key: string, now: number): number {
-    return this.#apps.get(appName)?.aggregator.qps(key, now) ?? 0;
-  }
 
   #closePeer(session: Session, code: number, reason: string): void {
     session.onClose();

@@ -3,7 +3,7 @@
  * dashboard's hub list): identity, load, memory, the store's health and bounded tops of its hot
  * keys and connections. It also keeps the ingest rate, measured between two publications.
  */
-import type { HotKeyRow, InstanceRow } from './apps.ts';
+import type { HotKeyRow, InstanceRow } from './app-rows.ts';
 import type { HubStatus } from './coordinator.ts';
 
 /** hot keys and connections one status carries at most (a status is sent every second to every hub) */

@@ -4,7 +4,7 @@
  * cluster through these two functions, so each row names its hub the same way (`hub`) everywhere.
  */
 import type { Coordinator } from '../core/coordinator.ts';
-import type { HotKeyRow, InstanceRow } from '../core/apps.ts';
+import type { HotKeyRow, InstanceRow } from '../core/app-rows.ts';
 import type { KeyPrivacy } from '../core/key-privacy.ts';
 
 /** What the merge reads from this hub (HubCore satisfies it). */

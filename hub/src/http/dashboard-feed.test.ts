@@ -5,7 +5,7 @@ import { CloseCode, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protoc
 import { decodeFeedMessage, type FeedDelta, type FeedMessage, type FeedSnapshot } from '@hotkey/sdk/feed-protocol';
 import { DashboardFeed, type FeedSource } from './dashboard-feed.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
-import type { HotKeyRow } from '../core/apps.ts';
+import type { HotKeyRow } from '../core/app-rows.ts';
 import type { Peer } from '../core/peer.ts';
 
 /** A socket's sending side that records frames; `bufferedAmount` is set by the test. */

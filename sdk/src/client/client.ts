@@ -172,9 +172,21 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (kind === 'read') {
       const slot = this.#window.track(key);
       // an adapter's cold read counts here: a surge makes its next reads hot ones (surge-local.ts)
-      if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#clock);
+      if (this.#surge !== undefined) this.#surge.check(key, slot, this.#clock);
     } else if (kind === 'write') this.#window.trackWrite(key);
     else throw new TypeError(`kind must be 'read' or 'write', got ${String(kind)}`);
+  }
+
+  /**
+   * Counts a read of `key` as `track(key)` does, for an adapter with `inFlight` earlier reads of
+   * the key still unanswered: the key is read faster than one round trip here, so with local
+   * surges on it may surge at once (surge-local.ts) and the caller's read become its load.
+   */
+  trackConcurrent(key: string, inFlight: number): void {
+    checkKey(key);
+    if (this.#closed) return;
+    const slot = this.#window.track(key);
+    if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#clock, inFlight);
   }
 
   /** Which accesses made the key hot ('read', 'write' or 'any'), or undefined when it is not hot here. */

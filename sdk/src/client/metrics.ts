@@ -12,26 +12,16 @@
  */
 import type { ClientStats, HotKeyClient } from './client.ts';
 import type { PushCounters } from './push.ts';
+import { metricsSourcesOf, type MetricSample } from './metrics-sources.ts';
 
-/** A series an integration adds: `name` goes after the prefix; a counter's name gets `_total`. */
-export interface MetricSample {
-  name: string;
-  type: 'counter' | 'gauge';
-  help: string;
-  value: number;
-  /** a small, bounded label set (e.g. one `node` per Redis master); `app` is added */
-  labels?: Readonly<Record<string, string>>;
-}
-
-export type MetricsSource = () => readonly MetricSample[];
+export { MAX_METRICS_SOURCES, registerMetricsSource } from './metrics-sources.ts';
+export type { MetricSample, MetricsSource } from './metrics-sources.ts';
 
 export interface MetricsTextOptions {
   /** @default 'hotkey_sdk_' prepended to every series name */
   prefix?: string;
 }
 
-/** sources per client; registering more throws a RangeError */
-export const MAX_METRICS_SOURCES = 16;
 /** samples one source may add per scrape; the rest are dropped (counted) */
 export const MAX_SOURCE_SAMPLES = 256;
 /** labels one sample may carry besides `app` */
@@ -44,25 +34,7 @@ interface Drops {
   samples: number;
   sourceErrors: number;
 }
-const sources = new WeakMap<HotKeyClient, Map<string, MetricsSource>>();
 const drops = new WeakMap<HotKeyClient, Drops>();
-
-/**
- * Adds `source`'s samples to `metricsText(hk)` under `name` (a second registration under the same
- * name replaces the first). Returns a function that removes it. At most MAX_METRICS_SOURCES per client.
- */
-export function registerMetricsSource(hk: HotKeyClient, name: string, source: MetricsSource): () => void {
-  if (typeof name !== 'string' || name === '') throw new TypeError('metrics source name must be a non-empty string');
-  if (typeof source !== 'function') throw new TypeError('metrics source must be a function');
-  let map = sources.get(hk);
-  if (!map) sources.set(hk, (map = new Map()));
-  if (!map.has(name) && map.size >= MAX_METRICS_SOURCES)
-    throw new RangeError(`at most ${MAX_METRICS_SOURCES} metrics sources per client`);
-  map.set(name, source);
-  return () => {
-    if (map.get(name) === source) map.delete(name);
-  };
-}
 
 type Kind = 'counter' | 'gauge';
 type ScalarStat = Exclude<keyof ClientStats, 'push'>;
@@ -175,7 +147,7 @@ function collect(hk: HotKeyClient, prefix: string, families: Map<string, Family>
   for (const [field, help] of Object.entries(PUSH) as [keyof PushCounters, string][])
     add(`push_${snake(field)}`, 'counter', help, st.push[field]);
 
-  for (const source of sources.get(hk)?.values() ?? []) {
+  for (const source of metricsSourcesOf(hk)) {
     let samples: readonly MetricSample[];
     try {
       samples = source();

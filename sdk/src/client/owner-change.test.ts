@@ -4,8 +4,7 @@ import { MsgType } from '../wire/protocol.ts';
 import { ProtocolPeer } from '../../../test/support/protocol-peer.ts';
 import { waitFor } from '../../../test/support/wait.ts';
 import { closeAll, closeLater, connect } from '../../../test/support/sdk-client.ts';
-
-const P = { qps: 5000, hotMs: 60_000, cacheTtlMs: 10_000, cache: true, at: 0 };
+import { P } from '../../../test/support/client-fixture.ts';
 
 test.after.each(closeAll);
 

@@ -52,10 +52,14 @@ async function tickAt(c: Connected, t: number): Promise<void> {
 
 // The test rule's threshold is 100: its slice level is share × 100, its job level jobAccesses (0: none), each
 // at least minAccesses. A key's first access counts only in the window's sketch (its exact counter
-// starts at the second), so a burst reaches the lower level at one access more: that many reads
-// reach the loader, the last one loading for all.
+// starts at the second), so the slice level is reached at one access more; the job count starts at
+// the first. A burst reaches the lower of the two: that many reads reach the loader, the last one
+// loading for all.
 const { minAccesses, share, jobAccesses } = DEFAULT_SURGE_LOCAL;
-const level = Math.max(minAccesses, Math.min(Math.ceil(share * 100), jobAccesses || Infinity)) + 1;
+const level = Math.min(
+  Math.max(minAccesses, Math.ceil(share * 100)) + 1,
+  jobAccesses > 0 ? Math.max(minAccesses, jobAccesses) : Infinity,
+);
 
 test('a key read surge-level times within one slice is served locally; the rest share one load', async () => {
   const c = await connect();
@@ -183,8 +187,9 @@ test('track() counts an adapter-style cold read: the key surges and its next rea
 test('jobAccesses reads of a key in one synchronous job surge it; as many spread over jobs do not', async () => {
   // share 1: the slice level is the rule's whole threshold (100), out of reach of these reads
   const c = await connect({ surgeLocal: { share: 1, jobAccesses: 8 } });
-  // the first read only enters the sketch: the 9th is the job's 8th counted, and loads for the rest
-  assert.is(await burst(c.hk, 'item:job', 20), 9);
+  // the first read, which only enters the window's sketch, counts in the job too: the 8th
+  // surges it, and loads for the rest
+  assert.is(await burst(c.hk, 'item:job', 20), 8);
   assert.ok(c.hk.isHot('item:job'));
   let calls = 0;
   for (let i = 0; i < 20; i++) {
@@ -195,6 +200,34 @@ test('jobAccesses reads of a key in one synchronous job surge it; as many spread
   }
   assert.is(calls, 20, 'one read per job: each reaches the loader');
   assert.not.ok(c.hk.isHot('item:spread'));
+});
+
+test('trackConcurrent: a key not counted before surges at its second read; a counted one needs two reads unanswered', async () => {
+  // share 1: the slice level is the rule's whole threshold (100), out of reach of these reads
+  const c = await connect({ surgeLocal: { share: 1 } });
+  c.hk.track('item:new'); // its first read: the sketch only
+  c.hk.trackConcurrent('item:new', 1);
+  assert.ok(c.hk.isHot('item:new'), 'read twice within one round trip');
+  for (let i = 0; i < 3; i++) {
+    c.hk.track('item:old'); // counted: an exact counter of 2
+    await Promise.resolve(); // each read a job of its own (jobAccesses)
+  }
+  c.hk.trackConcurrent('item:old', 1);
+  assert.not.ok(c.hk.isHot('item:old'), 'one read unanswered: as a Zipf head key has now and then');
+  c.hk.trackConcurrent('item:old', 2);
+  assert.ok(c.hk.isHot('item:old'), 'two reads unanswered');
+  assert.is(c.hk.stats().surgeLocalPromotions, 2);
+});
+
+test('trackConcurrent never surges a key whose rule does not cache', async () => {
+  const c = await connect(
+    { surgeLocal: { share: 1 } },
+    { rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, cache: false }] },
+  );
+  c.hk.track('item:nc');
+  c.hk.trackConcurrent('item:nc', 1);
+  c.hk.trackConcurrent('item:nc', 2);
+  assert.not.ok(c.hk.isHot('item:nc'));
 });
 
 test('options.surgeLocal is checked', () => {

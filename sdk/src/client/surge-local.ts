@@ -21,7 +21,14 @@
  * threshold scaled to a 1 s window, times `share`, within one slice of the access window, and at
  * least `minAccesses`; or, when set, `jobAccesses` cold reads of the key within one synchronous
  * job (counted until the job's end, a microtask): a flash key's first tick of reads is one job,
- * while a busy key of an ordinary Zipf head is read once or twice per job.
+ * while a busy key of an ordinary Zipf head is read once or twice per job; or an adapter's read
+ * of the key while earlier cold reads of it are still unanswered by Redis: the key is read faster
+ * than one round trip here. Reads arriving one per event-loop turn then cost a key this instance
+ * was not counting two GETs: the first goes out untracked (only keys this instance caches are
+ * tracked, so that Redis's tracking table holds hot keys, not every key read), the second is the
+ * tracked load. A key counted already (an ordinary Zipf head is, and two of its reads overlap
+ * now and then, more often the slower Redis answers) needs two reads in flight, which its
+ * traffic rarely has: three GETs.
  */
 import type { HotSet, HotState } from '../cache/hot-set.ts';
 import type { AccessWindow } from '../counting/window.ts';
@@ -84,29 +91,47 @@ export class SurgeLocal {
 
   /**
    * An access of `key` (not hot here) was counted at `slot`: promotes it locally if it reached
-   * its rule's surge level in the current slice. Returns its new hot-set entry, or undefined.
+   * its rule's surge level in the current slice, or its job level, or when it is read faster
+   * than one round trip: `inFlight` of its adapter reads are unanswered, two or more, or one for
+   * a key this instance was not counting before (this access gave it its counter). Returns its
+   * new hot-set entry, or undefined.
    */
-  check(key: string, slot: number, clock: number): HotState | undefined {
+  check(key: string, slot: number, clock: number, inFlight = 0): HotState | undefined {
     // every cold access comes here (an adapter's track(), get() of a key not hot): a few array reads
     const window = this.#window;
-    if (slot < 0 || this.#keys.size >= this.#maxKeys) return undefined;
+    if (slot < 0) {
+      // not counted exactly yet (a key's first access enters the sketch only): its job count still
+      // starts here, so that `jobAccesses` reads of a new key in one job are that many, not one more
+      if (this.#o.options.jobAccesses > 0) this.#countInJob(key);
+      return undefined;
+    }
+    if (this.#keys.size >= this.#maxKeys) return undefined;
     const rule = window.ruleAt(slot);
     if (rule < 0) return undefined;
     const rules = window.rules;
     if (rules !== this.#levelsOf) this.#computeLevels(rules);
-    if (!(window.sliceCountAt(slot) >= this.#levels[rule]!) && !this.#inJob(key, this.#jobLevels[rule]!))
+    const level = this.#levels[rule]!;
+    if (
+      inFlight > 0 && level !== Infinity
+        ? !(inFlight >= 2 || window.count(key) * window.rateOfRule(rule) <= 1)
+        : !(window.sliceCountAt(slot) >= level) && !this.#inJob(key, this.#jobLevels[rule]!)
+    )
       return undefined;
     return this.#promote(key, rules.rules[rule]!, clock);
   }
 
   /** Counts a cold access of `key` in the current job: whether the job's count reached `level`. */
   #inJob(key: string, level: number): boolean {
-    if (level === Infinity) return false;
+    return level !== Infinity && this.#countInJob(key) >= level;
+  }
+
+  /** Counts a cold access of `key` in the current job (cleared at its end); returns the job's count. */
+  #countInJob(key: string): number {
     const job = this.#job;
     if (job.size === 0) queueMicrotask(() => job.clear());
     const n = (job.get(key) ?? 0) + 1;
     if (n > 1 || job.size < MAX_JOB_KEYS) job.set(key, n);
-    return n >= level;
+    return n;
   }
 
   #promote(key: string, rule: { windowMs: number; cacheTtlMs: number }, clock: number): HotState | undefined {

@@ -1,53 +1,41 @@
 /**
- * Per-instance access counting over a sliding window, bounded under any key cardinality.
+ * Per-instance access counting over a sliding window, bounded under any key cardinality: the
+ * counting path and the slice ring, over the parts it composes.
  *
- * Design: a count-min sketch (count-min-sketch.ts, halved once per window) is the admission filter in front of a
- * bounded set of exact candidates. A candidate owns a slot in typed-array columns (slot-table.ts):
- * one counter per slice (`slot * slices + slice`), a running window total and a `pending` count
- * since its last report. The columns grow by doubling up to maxCandidates as keys are admitted
- * and are compacted once a window finds them sparse, so memory follows the keys being counted,
- * not the bound. Slices advance from the caller's clock (`advance(now)`), never per access:
- * rotation zeroes the expiring slice of each occupied slot and subtracts it from its total. The
- * occupied slots are kept in a dense list (swap-remove on release), so `advance` and `collect`
- * cost O(slots in use), not O(maxCandidates): hundreds of idle clients in one process stay cheap.
- * The admission level rises with the sketch's noise floor (its mean counter), so a flood of
- * one-off keys mostly stays in the sketch. When the slots are full, a newcomer whose sketch
- * estimate beats the smallest total among a few sampled slots replaces it (TinyLFU admission with Redis-style sampled LFU eviction), so a hot
- * key survives a flood of one-off keys while memory stays fixed.
+ * Design: an admission filter (admission.ts: a count-min sketch, TinyLFU admission, sampled
+ * eviction) stands in front of a bounded set of exact candidates. A candidate owns a slot in
+ * typed-array columns (slot-table.ts): one counter per slice (`slot * slices + slice`), a running
+ * window total and a `pending` count since its last report. The columns grow by doubling up to
+ * maxCandidates as keys are admitted and are compacted once a window finds them sparse, so memory
+ * follows the keys being counted, not the bound. Slices advance from the caller's clock
+ * (`advance(now)`), never per access: rotation zeroes the expiring slice of each occupied slot
+ * and subtracts it from its total. The occupied slots are kept in a dense list (swap-remove on
+ * release), so `advance` and `collect` cost O(slots in use), not O(maxCandidates): hundreds of
+ * idle clients in one process stay cheap.
  *
- * Surges: once thresholds are set (`setThresholds`), each slot carries the total at which it next
- * becomes urgent (`crossAt`). The increment path compares against it (one integer compare);
- * reaching it puts the slot on an urgent list and calls `onUrgent`, so the owner can report it
- * at once (`collectUrgent`) instead of up to a flush interval later. After its first crossing a
- * key stays urgent for `urgentSlices` slices, re-arming every further threshold's worth of
- * accesses (the hub's cluster sum then trails the surge closely); after that it is quiet until
- * it has spent a window below its threshold, so steady and oscillating keys are not urgent.
+ * Surges (urgency.ts): once thresholds are set (`setThresholds`), the increment path compares a
+ * slot's total against the total at which it next becomes urgent (one integer compare); reaching
+ * it calls `onUrgent`, so the owner can report it at once (`collectUrgent`).
  *
- * Sampling (`sampleRate` < 1, per client, or a rule's `sampleRate`): only a share p of the
- * accesses is counted and every reported count is scaled by 1/p (thresholds by p), so the hub
- * sees unbiased estimates. The client rate is a countdown to the next
- * counted access, drawn from the geometric distribution (the skip trick of Vitter's reservoir
- * "Algorithm Z", TOMS 1985): a sampled-out access costs one decrement, no random draw. A rule
- * with a lower rate thins its keys' counted accesses further (effective rate min(client, rule)).
- * At rate 1 the hit path pays one boolean test.
- *
- * Kinds (a rule's `kind`): `track` counts a read, `trackWrite` a write; a key counts only the
- * accesses its rule selects (a slot remembers its rule's mask). While every rule is 'read' (the
- * default) writes return at once and reads take the unfiltered path; otherwise reads go through
- * the same non-plain path as sampling, so the hit path still pays one boolean test.
- * One algorithm, hence one file past the usual length.
+ * Sampling and kinds (sampler.ts, rule-policy.ts): at a client `sampleRate` < 1 only a share of
+ * the accesses is counted (a geometric countdown, one decrement per sampled-out access), a rule
+ * with a lower rate thins its keys' counted accesses further, and a rule's `kind` says whether
+ * reads, writes or both count. Reported counts are scaled back to accesses. While nothing
+ * samples, thins or filters, the hit path pays one boolean test for all of it.
  * References: Cormode & Muthukrishnan, "An improved data stream summary: the count-min sketch"
  * (2005); Einziger et al., "TinyLFU: A highly efficient cache admission policy" (2017).
  */
 import { DEFAULT_CLIENT_OPTIONS } from '../options.ts';
+import { Admission } from './admission.ts';
+import { collectDue, type Collected } from './collect.ts';
 import { CountMinSketch } from './count-min-sketch.ts';
+import { READ, RulePolicy, WRITE } from './rule-policy.ts';
+import { Sampler } from './sampler.ts';
 import { SlotTable } from './slot-table.ts';
-import { RuleSet, WINDOW_SLICES, type RuleKind } from '../rules.ts';
+import { Urgency } from './urgency.ts';
+import { RuleSet, WINDOW_SLICES } from '../rules.ts';
 
-/** access kinds as bits: a rule's mask says which it counts */
-const READ = 1;
-const WRITE = 2;
-const KIND_MASK: Record<RuleKind, number> = { read: READ, write: WRITE, any: READ | WRITE };
+export type { Collected } from './collect.ts';
 
 export interface AccessWindowOptions {
   /** exact counters kept at most @default 8192 (DEFAULT_CLIENT_OPTIONS.maxCandidates) */
@@ -76,13 +64,6 @@ export interface AccessWindowOptions {
   sampleRate?: number;
 }
 
-export interface Collected {
-  keys: string[];
-  counts: number[];
-  /** rule index of each key, aligned with `keys` */
-  rules: number[];
-}
-
 export interface WindowStats {
   candidates: number;
   /** counter slots allocated now (≥ candidates, ≤ maxCandidates) */
@@ -94,21 +75,10 @@ export interface WindowStats {
   rejected: number;
 }
 
-const MAX_U32 = 0xffffffff;
-/** what `collect` returns when nothing is due (shared, hence frozen) */
-const EMPTY: Collected = Object.freeze({
-  keys: Object.freeze([]) as unknown as string[],
-  counts: Object.freeze([]) as unknown as number[],
-  rules: Object.freeze([]) as unknown as number[],
-});
-
 export class AccessWindow {
   readonly maxCandidates: number;
   readonly sliceMs: number;
   readonly slices: number;
-  readonly #admission: number;
-  readonly #samples: number;
-  readonly #sketch: CountMinSketch;
 
   /** the exact counters: growable columns, one slot per candidate (slot-table.ts) */
   readonly #t: SlotTable;
@@ -121,38 +91,25 @@ export class AccessWindow {
   #pending: Uint32Array;
   #totals: Uint32Array;
   #crossAt: Uint32Array;
-  readonly #urgentSlices: number;
-  readonly #onUrgent: (() => void) | undefined;
+  readonly #admission: Admission;
+  readonly #urgency: Urgency;
+  readonly #sampler: Sampler;
   #thresholds: ArrayLike<number> = [];
-  /** some rule's per-instance threshold is 1: its keys are admitted on their first access (#admitOnFirst) */
-  #anyThresholdOne = false;
 
   #rules: RuleSet;
-  readonly #sampleRate: number;
+  #policy: RulePolicy;
   /** the client rate is below 1: count only when the countdown reaches zero */
   readonly #sampling: boolean;
-  #skip = 1;
-  /** some rule samples below the client rate: thin those slots' counted accesses */
+  /** some rule samples below the client rate (RulePolicy.thinning), copied for the counting path */
   #thinning = false;
-  /** neither sampling nor thinning: the counting path is the unsampled one */
-  #plain = true;
-  /** per rule: effective sample rate; [rules.length] is for keys matching no rule */
-  #ruleRate = new Float64Array(1).fill(1);
-  /** per rule: the access kinds it counts (READ | WRITE); [rules.length] is for keys matching no rule */
-  #ruleKinds = new Uint8Array(1).fill(READ);
-  /** some rule does not count reads: reads check the slot's kinds */
-  #filtering = false;
-  /** some rule counts writes: trackWrite counts at all */
+  /** some rule counts writes (RulePolicy.writesCounted), copied for trackWrite */
   #writesCounted = false;
+  /** neither sampling nor thinning nor filtering kinds: the counting path is the unsampled one */
+  #plain = true;
   /** ring index of the slice being counted into */
   #currentSlice = 0;
   /** absolute number (clock / sliceMs) of the current slice */
   #lastSlice: number;
-  #slicesSinceDecay = 0;
-  #rand = 0x9e3779b9;
-  #admitted = 0;
-  #evicted = 0;
-  #rejected = 0;
 
   constructor(options: AccessWindowOptions = {}) {
     this.maxCandidates = positiveInt(options.maxCandidates ?? DEFAULT_CLIENT_OPTIONS.maxCandidates, 'maxCandidates');
@@ -161,9 +118,9 @@ export class AccessWindow {
     // Sampled windows keep the same admission (two counted accesses): admitting on one would make
     // every single sample of a rare key a report of 1 / sampleRate accesses, which baseline mode
     // reads as a surge of a key that was never hot
-    this.#admission = positiveInt(options.admission ?? 2, 'admission');
-    this.#samples = positiveInt(options.evictionSamples ?? 5, 'evictionSamples');
-    this.#sketch = new CountMinSketch({
+    const level = positiveInt(options.admission ?? 2, 'admission');
+    const samples = positiveInt(options.evictionSamples ?? 5, 'evictionSamples');
+    const sketch = new CountMinSketch({
       depth: positiveInt(options.sketchDepth ?? 4, 'sketchDepth'),
       width: positiveInt(options.sketchWidth ?? 16384, 'sketchWidth'),
     });
@@ -174,15 +131,14 @@ export class AccessWindow {
     this.#pending = this.#t.pending;
     this.#totals = this.#t.totals;
     this.#crossAt = this.#t.crossAt;
-    this.#urgentSlices = positiveInt(options.urgentSlices ?? 3, 'urgentSlices');
-    this.#onUrgent = options.onUrgent;
+    this.#urgency = new Urgency(this.#t, positiveInt(options.urgentSlices ?? 3, 'urgentSlices'), options.onUrgent);
     const rate = options.sampleRate ?? DEFAULT_CLIENT_OPTIONS.sampleRate;
     if (!(rate > 0 && rate <= 1)) throw new TypeError(`sampleRate must be in (0, 1], got ${String(rate)}`);
-    this.#sampleRate = rate;
     this.#sampling = rate < 1;
     this.#rules = options.rules ?? new RuleSet([]);
-    this.#computeRates();
-    if (this.#sampling) this.#skip = this.#nextSkip();
+    this.#policy = this.#usePolicy(this.#rules, rate);
+    this.#sampler = new Sampler(rate);
+    this.#admission = new Admission(sketch, this.#t, level, samples, this.#sampler);
     this.#lastSlice = Math.floor((options.now ?? 0) / this.sliceMs);
   }
 
@@ -203,7 +159,7 @@ export class AccessWindow {
 
   /** track() when sampling, thinning or filtering kinds: kept apart so that the plain path stays as small as it was. */
   #trackSampled(key: string, kind = READ): number {
-    if (this.#sampling && this.#sampledOut()) return -1;
+    if (this.#sampling && this.#sampler.sampledOut()) return -1;
     const slot = this.#slotOf.get(key);
     if (slot !== undefined) {
       if ((this.#t.kinds[slot]! & kind) !== 0) this.#countThinned(slot);
@@ -230,20 +186,21 @@ export class AccessWindow {
     // a slot number past the table (it shrank since) reads undefined: not the key's
     if (slot < 0 || this.#keys[slot] !== key) return false;
     if (this.#plain) this.#count(slot);
-    else if ((this.#t.kinds[slot]! & READ) !== 0 && (!this.#sampling || !this.#sampledOut())) this.#countThinned(slot);
+    else if ((this.#t.kinds[slot]! & READ) !== 0 && (!this.#sampling || !this.#sampler.sampledOut()))
+      this.#countThinned(slot);
     return true;
   }
 
   /** A counted access of a sampled or thinned window: a rule with a lower rate drops some. */
   #countThinned(slot: number): void {
-    if (this.#thinning && this.#t.keep[slot]! < 1 && this.#random() >= this.#t.keep[slot]!) return;
+    if (this.#thinning && this.#t.keep[slot]! < 1 && this.#sampler.random() >= this.#t.keep[slot]!) return;
     this.#count(slot);
   }
 
   #count(slot: number): void {
     this.#sliceCounts[slot * this.slices + this.#currentSlice]!++;
     this.#pending[slot]!++;
-    if (++this.#totals[slot]! === this.#crossAt[slot]) this.#cross(slot);
+    if (++this.#totals[slot]! === this.#crossAt[slot]) this.#urgency.cross(slot, this.#lastSlice);
   }
 
   /** Re-reads the columns the counting path uses: the table replaces them when it resizes. */
@@ -255,166 +212,42 @@ export class AccessWindow {
     this.#crossAt = t.crossAt;
   }
 
-  /** Counts down to the next counted access; false (and a fresh countdown) when this one counts. */
-  #sampledOut(): boolean {
-    if (--this.#skip > 0) return true;
-    this.#skip = this.#nextSkip();
-    return false;
+  /** Derives what the rules count and copies the flags the counting path reads. */
+  #usePolicy(rules: RuleSet, rate: number): RulePolicy {
+    const policy = new RulePolicy(rules, rate);
+    this.#thinning = policy.thinning;
+    this.#writesCounted = policy.writesCounted;
+    this.#plain = !this.#sampling && !policy.thinning && !policy.filtering;
+    return policy;
   }
 
-  /** Accesses until the next counted one: geometric with parameter p (1 + ⌊ln U / ln(1 − p)⌋). */
-  #nextSkip(): number {
-    return 1 + Math.floor(Math.log(this.#random()) / Math.log1p(-this.#sampleRate));
-  }
-
-  /** xorshift32 in (0, 1] */
-  #random(): number {
-    let x = this.#rand;
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    this.#rand = x >>> 0;
-    return (this.#rand + 1) / 4294967296;
-  }
-
-  #computeRates(): void {
-    const rules = this.#rules.rules;
-    this.#ruleRate = new Float64Array(rules.length + 1);
-    this.#thinning = false;
-    rules.forEach((rule, i) => {
-      const rate = Math.min(this.#sampleRate, rule.sampleRate ?? 1);
-      this.#ruleRate[i] = rate;
-      if (rate < this.#sampleRate) this.#thinning = true;
-    });
-    this.#ruleRate[rules.length] = this.#sampleRate;
-    this.#ruleKinds = new Uint8Array(rules.length + 1).fill(READ);
-    this.#filtering = false;
-    this.#writesCounted = false;
-    rules.forEach((rule, i) => {
-      const kinds = KIND_MASK[rule.kind ?? 'read'];
-      this.#ruleKinds[i] = kinds;
-      if ((kinds & READ) === 0) this.#filtering = true;
-      if ((kinds & WRITE) !== 0) this.#writesCounted = true;
-    });
-    this.#plain = !this.#sampling && !this.#thinning && !this.#filtering;
-  }
-
-  /** access kinds a rule index counts (-1: no rule) */
-  #kindsOf(rule: number): number {
-    return rule < 0 ? READ : this.#ruleKinds[rule]!;
-  }
-
-  /** effective sample rate of a rule index (-1: no rule) */
-  #rateOf(rule: number): number {
-    return rule < 0 ? this.#sampleRate : this.#ruleRate[rule]!;
-  }
-
-  /** a sampled count scaled back to accesses */
-  #scaled(count: number, rule: number): number {
-    const rate = this.#rateOf(rule);
-    return rate === 1 ? count : Math.min(MAX_U32, Math.round(count / rate));
-  }
-
+  /** A key without a counter: the sketch counts it, and it gets a slot if admission lets it in. */
   #trackCold(key: string, kind = READ): number {
-    const estimate = this.#sketch.increment(key);
-    // Under a flood of distinct keys every counter fills with noise; only an estimate that
-    // stands out from that noise earns an exact counter.
-    if (estimate < this.#admission + this.#sketch.noiseFloor && !this.#admitOnFirst(key, estimate)) return -1;
+    if (!this.#admission.admit(key)) return -1;
     const t = this.#t;
-    if (!t.hasRoom) {
-      // full at maxCandidates: the newcomer must beat a sampled slot
-      const victim = this.#victim();
-      const victimRule = t.ruleOf[victim]!;
-      if (victimRule >= 0 && t.totals[victim]! >= estimate) {
-        this.#rejected++;
-        return -1;
-      }
-      t.release(victim);
-      this.#evicted++;
-    }
     const capacity = t.capacity;
     const slot = t.acquire(key);
     if (t.capacity !== capacity) this.#bindColumns();
-    this.#admitted++;
+    const policy = this.#policy;
     const rule = this.#rules.match(key);
-    this.#t.ruleOf[slot] = rule;
-    this.#t.keep[slot] = this.#rateOf(rule) / this.#sampleRate;
-    const kinds = this.#kindsOf(rule);
-    this.#t.kinds[slot] = kinds;
+    t.ruleOf[slot] = rule;
+    t.keep[slot] = policy.keepOf(rule);
+    const kinds = policy.kindsOf(rule);
+    t.kinds[slot] = kinds;
     // an access of a kind the rule does not count still gets the slot (the next one is filtered
     // cheaply), at zero: the slot goes at the next slice if nothing it counts arrives
     const counted = (kinds & kind) !== 0 ? 1 : 0;
-    this.#t.sliceCounts[slot * this.slices + this.#currentSlice] = counted;
-    this.#t.totals[slot] = counted;
-    this.#t.pending[slot] = counted;
-    const thr = this.#thresholdOf(rule);
-    this.#t.threshold[slot] = thr;
-    this.#t.crossAt[slot] = thr;
-    this.#t.urgentEnd[slot] = -Infinity;
-    if (thr === 1 && counted === 1) this.#cross(slot);
+    t.sliceCounts[slot * this.slices + this.#currentSlice] = counted;
+    t.totals[slot] = counted;
+    t.pending[slot] = counted;
+    this.#urgency.arm(slot, policy.thresholdOf(rule, this.#thresholds), counted, this.#lastSlice);
     return slot;
   }
 
   /**
-   * A per-instance threshold of 1 means the hub wants every access of the rule's keys (thousands
-   * of instances share its threshold): the admission filter must not hide them. A key spread at
-   * 1.2 × threshold over 5,000 instances is 0.24 accesses/s on each, and never reaches an estimate
-   * of 2 in a sketch halved every window. Only while some rule is at 1, only above the noise floor.
-   */
-  #admitOnFirst(key: string, estimate: number): boolean {
-    if (!this.#anyThresholdOne || estimate < 1 + this.#sketch.noiseFloor) return false;
-    const rule = this.#rules.match(key);
-    return rule >= 0 && this.#thresholds[rule] === 1;
-  }
-
-  #thresholdOf(rule: number): number {
-    if (rule < 0) return 0;
-    const t = this.#thresholds[rule];
-    if (t === undefined || !(t >= 1)) return 0;
-    // in counted (sampled) accesses
-    return Math.max(1, Math.min(Math.ceil(t * this.#rateOf(rule)), MAX_U32));
-  }
-
-  /** The slot reached its `crossAt`: urgent now, and re-armed while its episode lasts. */
-  #cross(slot: number): void {
-    if (this.#t.urgentEnd[slot] === -Infinity) this.#t.urgentEnd[slot] = this.#lastSlice + this.#urgentSlices;
-    if (this.#lastSlice >= this.#t.urgentEnd[slot]!) {
-      this.#t.crossAt[slot] = 0;
-      return;
-    }
-    this.#t.crossAt[slot] = Math.min(this.#t.totals[slot]! + this.#t.threshold[slot]!, MAX_U32);
-    if (this.#t.urgentMark[slot] === 0) {
-      this.#t.urgentMark[slot] = 1;
-      this.#t.urgent[this.#t.urgentCount++] = slot;
-    }
-    this.#onUrgent?.();
-  }
-
-  /** The sampled slot with the smallest total; slots of keys matching no rule go first. */
-  #victim(): number {
-    let best = 0;
-    let bestScore = Infinity;
-    for (let i = 0; i < this.#samples; i++) {
-      // xorshift32: cheap, deterministic, good enough to spread samples
-      let x = this.#rand;
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      this.#rand = x >>> 0;
-      const slot = this.#rand % this.#t.capacity;
-      const score = this.#t.ruleOf[slot]! < 0 ? -1 : this.#t.totals[slot]!;
-      if (score < bestScore) {
-        bestScore = score;
-        best = slot;
-      }
-    }
-    return best;
-  }
-
-  /**
    * Moves the window to `now`: every slice that ended is zeroed and leaves the totals, and
-   * candidates whose window emptied give their slot back. The sketch halves once per window so
-   * old counts fade and 16-bit counters never stick at their ceiling.
+   * candidates whose window emptied give their slot back. The admission sketch ages once per
+   * window, and a table a flood left sparse then gives its memory back.
    */
   advance(now: number): void {
     const target = Math.floor(now / this.sliceMs);
@@ -424,6 +257,7 @@ export class AccessWindow {
     const rotations = Math.min(steps, this.slices);
     const slices = this.slices;
     const t = this.#t;
+    const urgency = this.#urgency;
     const first = this.#currentSlice;
     this.#currentSlice = (first + rotations) % slices;
     // backwards, so that a swap-remove only moves an already visited slot into place
@@ -436,14 +270,7 @@ export class AccessWindow {
         expired += t.sliceCounts[i]!;
         t.sliceCounts[i] = 0;
       }
-      const end = t.urgentEnd[slot]!;
-      if (end !== -Infinity && target >= end) {
-        // the episode is over: quiet until the key spent a whole window below its threshold
-        if (target >= end + slices && t.totals[slot]! - expired < t.threshold[slot]!) {
-          t.urgentEnd[slot] = -Infinity;
-          t.crossAt[slot] = t.threshold[slot]!;
-        } else t.crossAt[slot] = 0;
-      }
+      urgency.expire(slot, target, slices, expired);
       if (expired === 0) {
         if (t.totals[slot] === 0) t.release(slot); // admitted by an access its rule does not count
         continue;
@@ -452,18 +279,7 @@ export class AccessWindow {
       t.totals[slot] = total;
       if (total === 0) t.release(slot);
     }
-    this.#slicesSinceDecay += steps;
-    if (this.#slicesSinceDecay >= this.slices) {
-      if (this.#slicesSinceDecay >= 2 * this.slices) {
-        this.#sketch.clear();
-        this.#slicesSinceDecay = 0;
-      } else {
-        this.#sketch.halve();
-        this.#slicesSinceDecay -= this.slices;
-      }
-      // once a window: a table a flood left sparse gives its memory back
-      if (t.shrinkIfSparse()) this.#bindColumns();
-    }
+    if (this.#admission.age(steps) && t.shrinkIfSparse()) this.#bindColumns();
   }
 
   /**
@@ -475,111 +291,74 @@ export class AccessWindow {
    *   ones given to `setThresholds`
    */
   collect(thresholds: ArrayLike<number> = this.#thresholds): Collected {
-    this.#clearUrgent();
-    // allocated only when there is something to report: an idle flush allocates nothing
-    let out: Collected | undefined;
-    for (let u = 0; u < this.#t.usedCount; u++) {
-      const slot = this.#t.used[u]!;
-      const pending = this.#t.pending[slot]!;
-      if (pending === 0) continue;
-      this.#t.pending[slot] = 0;
-      const rule = this.#t.ruleOf[slot]!;
-      const total = this.#t.totals[slot]!;
-      const given = rule < 0 ? undefined : thresholds[rule];
-      const threshold = given === undefined ? undefined : Math.max(1, given * this.#rateOf(rule));
-      // Below the local threshold this flush's counts are dropped, not carried: a backlog sent
-      // when the key finally crosses would land in the hub's *current* slice and stay there a
-      // whole window past the accesses' real time, inflating the cluster sum (a key at 0.9 x
-      // threshold got promoted). Dropping loses < local threshold per instance per window,
-      // which is what the hub's local threshold is sized for.
-      if (threshold === undefined || total < threshold) continue;
-      out ??= { keys: [], counts: [], rules: [] };
-      out.keys.push(this.#t.keys[slot]!);
-      out.counts.push(this.#scaled(Math.min(pending, total), rule));
-      out.rules.push(rule);
-    }
-    return out ?? EMPTY;
+    this.#urgency.clear();
+    return collectDue(this.#t, this.#policy, thresholds);
   }
 
   /**
-   * Only the urgent keys (see the design note) that are at their threshold and were accessed
-   * since they were last collected; their pending counts are reset, other keys' left for the
-   * next `collect`. Costs O(urgent keys).
+   * Only the urgent keys (see urgency.ts) that are at their threshold and were accessed since
+   * they were last collected; their pending counts are reset, other keys' left for the next
+   * `collect`. Costs O(urgent keys).
    */
   collectUrgent(): Collected {
-    let out: Collected | undefined;
-    for (let u = 0; u < this.#t.urgentCount; u++) {
-      const slot = this.#t.urgent[u]!;
-      this.#t.urgentMark[slot] = 0;
-      const pending = this.#t.pending[slot]!;
-      const total = this.#t.totals[slot]!;
-      const thr = this.#t.threshold[slot]!;
-      // the slot may have been released (and reused) since it was listed: check it afresh
-      if (pending === 0 || thr === 0 || total < thr || this.#t.keys[slot] === undefined) continue;
-      this.#t.pending[slot] = 0;
-      out ??= { keys: [], counts: [], rules: [] };
-      out.keys.push(this.#t.keys[slot]!);
-      out.counts.push(this.#scaled(Math.min(pending, total), this.#t.ruleOf[slot]!));
-      out.rules.push(this.#t.ruleOf[slot]!);
-    }
-    this.#t.urgentCount = 0;
-    return out ?? EMPTY;
+    return this.#urgency.collect(this.#policy);
   }
 
   /** Whether some slot became urgent since the last collect. */
   get urgent(): boolean {
-    return this.#t.urgentCount > 0;
+    return this.#urgency.pending;
   }
 
   /** Ends the key's urgent episode (it is hot already: its reports need not hurry). */
   calm(key: string): void {
     const slot = this.#slotOf.get(key);
-    if (slot === undefined || this.#t.threshold[slot] === 0) return;
-    if (this.#t.urgentEnd[slot] === -Infinity || this.#t.urgentEnd[slot]! > this.#lastSlice)
-      this.#t.urgentEnd[slot] = this.#lastSlice;
-    this.#t.crossAt[slot] = 0;
-  }
-
-  #clearUrgent(): void {
-    for (let u = 0; u < this.#t.urgentCount; u++) this.#t.urgentMark[this.#t.urgent[u]!] = 0;
-    this.#t.urgentCount = 0;
+    if (slot !== undefined) this.#urgency.calm(slot, this.#lastSlice);
   }
 
   /**
    * Sets the per-rule local thresholds (indexed like the RuleSet's rules) that urgency is judged
    * by and that `collect()` uses by default. A key already at its new threshold counts as having
    * just crossed it.
+   *
+   * A per-instance threshold of 1 means the hub wants every access of the rule's keys (thousands
+   * of instances share its threshold): the admission filter must not hide them. A key spread at
+   * 1.2 × threshold over 5,000 instances is 0.24 accesses/s on each, and never reaches an estimate
+   * of 2 in a sketch halved every window. So while some rule is at 1, its keys are admitted on
+   * their first access above the sketch's noise floor.
    */
   setThresholds(thresholds: ArrayLike<number>): void {
     const all = Array.from(thresholds);
     this.#thresholds = all;
-    this.#anyThresholdOne = all.some((t) => t === 1);
+    this.#admission.firstAccess = all.some((t) => t === 1)
+      ? (key) => {
+          const rule = this.#rules.match(key);
+          return rule >= 0 && this.#thresholds[rule] === 1;
+        }
+      : undefined;
     this.#rearmAll();
   }
 
   /** Replaces the rules and recomputes every candidate's rule index. */
   setRules(rules: RuleSet): void {
     this.#rules = rules;
-    this.#computeRates();
-    for (let u = 0; u < this.#t.usedCount; u++) {
-      const slot = this.#t.used[u]!;
-      const rule = rules.match(this.#t.keys[slot]!);
-      this.#t.ruleOf[slot] = rule;
-      this.#t.keep[slot] = this.#rateOf(rule) / this.#sampleRate;
-      this.#t.kinds[slot] = this.#kindsOf(rule);
+    const policy = this.#usePolicy(rules, this.#policy.sampleRate);
+    this.#policy = policy;
+    const t = this.#t;
+    for (let u = 0; u < t.usedCount; u++) {
+      const slot = t.used[u]!;
+      const rule = rules.match(t.keys[slot]!);
+      t.ruleOf[slot] = rule;
+      t.keep[slot] = policy.keepOf(rule);
+      t.kinds[slot] = policy.kindsOf(rule);
     }
     this.#rearmAll();
   }
 
   #rearmAll(): void {
-    for (let u = 0; u < this.#t.usedCount; u++) {
-      const slot = this.#t.used[u]!;
-      const thr = this.#thresholdOf(this.#t.ruleOf[slot]!);
-      if (thr === this.#t.threshold[slot]) continue;
-      this.#t.threshold[slot] = thr;
-      this.#t.urgentEnd[slot] = -Infinity;
-      this.#t.crossAt[slot] = thr;
-      if (thr !== 0 && this.#t.totals[slot]! >= thr) this.#cross(slot);
+    const t = this.#t;
+    for (let u = 0; u < t.usedCount; u++) {
+      const slot = t.used[u]!;
+      this.#urgency.rearm(slot, this.#policy.thresholdOf(t.ruleOf[slot]!, this.#thresholds), this.#lastSlice);
     }
   }
 
@@ -590,7 +369,7 @@ export class AccessWindow {
   /** Window total of a candidate, scaled by 1 / sampleRate (0 for a key without a counter). */
   count(key: string): number {
     const slot = this.#slotOf.get(key);
-    return slot === undefined ? 0 : this.#scaled(this.#t.totals[slot]!, this.#t.ruleOf[slot]!);
+    return slot === undefined ? 0 : this.#policy.scaled(this.#t.totals[slot]!, this.#t.ruleOf[slot]!);
   }
 
   /**
@@ -603,7 +382,7 @@ export class AccessWindow {
 
   /** The share of accesses counted for a rule index's keys (-1: keys matching no rule). */
   rateOfRule(rule: number): number {
-    return this.#rateOf(rule);
+    return this.#policy.rateOf(rule);
   }
 
   /** The rule index of the key counted at `slot` (-1: no rule matches it). */
@@ -613,16 +392,17 @@ export class AccessWindow {
 
   /** Sketch estimate of a key's recent accesses (an upper bound, for keys without a counter). */
   estimate(key: string): number {
-    return this.#sketch.estimate(key);
+    return this.#admission.estimate(key);
   }
 
   stats(): WindowStats {
+    const a = this.#admission;
     return {
       candidates: this.#slotOf.size,
       slots: this.#t.capacity,
-      admitted: this.#admitted,
-      evicted: this.#evicted,
-      rejected: this.#rejected,
+      admitted: a.admitted,
+      evicted: a.evicted,
+      rejected: a.rejected,
     };
   }
 }

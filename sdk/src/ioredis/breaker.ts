@@ -26,6 +26,8 @@ interface Watched {
   name: string;
   promise: Promise<unknown>;
   getKeys: () => unknown[];
+  resolve: (value: unknown) => unknown;
+  reject: (error: Error) => unknown;
 }
 
 export class Breakers {
@@ -76,9 +78,42 @@ export class Breakers {
     return this.#core.reject(node);
   }
 
-  /** Counts `command`'s outcome against `node`. */
+  /**
+   * Counts `command`'s outcome against `node`: Redis's reply, when ioredis hands it over, not
+   * the command's promise. A write's promise settles only after the hub acknowledged its
+   * invalidation (redis/write-invalidation.ts), which a slow hub or an ownership fence holds
+   * back for seconds after a healthy Redis answered. ioredis delivers a reply by calling the
+   * command's `resolve` / `reject`; the write path replaces those in this same dispatch, so ours
+   * go on top of them at the end of it (a microtask: before any reply can be read). The core
+   * hears the reply synchronously there, before anything awaiting the command resumes. A
+   * command settled before that (refused at once, a closed connection) is heard by its promise.
+   */
   watch(node: NodeBreaker, command: Watched): void {
-    this.#core.watch(node, command.name.toLowerCase(), command.promise);
+    if (!this.#core.sent(node, command, command.name.toLowerCase())) return;
+    const core = this.#core;
+    let heard = false;
+    const hear = (ok: boolean, error?: unknown): void => {
+      if (heard) return;
+      heard = true;
+      if (ok || isReply(error)) core.settled(node, command);
+      else core.failed(node, command);
+    };
+    queueMicrotask(() => {
+      if (heard) return;
+      const { resolve, reject } = command;
+      command.resolve = (value) => {
+        hear(true);
+        return resolve(value);
+      };
+      command.reject = (error) => {
+        hear(false, error);
+        return reject(error);
+      };
+    });
+    command.promise.then(
+      () => hear(true),
+      (error: unknown) => hear(false, error),
+    );
   }
 
   stats(): BreakerStats[] {

@@ -38,6 +38,7 @@ import { dbOf, deploymentOf } from './deployment.ts';
 import { Tracking } from '../redis/tracking.ts';
 import { hook, isClosing } from './unhooked.ts';
 import { WriteHot } from '../redis/write-hot.ts';
+import { WrapEvents } from '../redis/wrap-events.ts';
 import { ownSend } from './counter.ts';
 import { Breakers, exportBreakerMetrics } from './breaker.ts';
 import type { NodeBreaker } from '../redis/breaker.ts';
@@ -180,6 +181,8 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     const done = writes.invalidate([key]);
     return awaitInvalidation ? done : Promise.resolve();
   });
+  // promotions, demotions and hk's close reach this client's parts while it is open (one listener per hk)
+  WrapEvents.of(hk).follow(client, [writeHot, tracking, replicas]);
 
   /**
    * The circuit breaker's word on a command sent on its own: rejected at once (true) while its

@@ -14,6 +14,7 @@ import { Tracking, type TrackedClient, type TrackingConnection } from '../redis/
 import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
 import { WriteHot } from '../redis/write-hot.ts';
+import { WrapEvents } from '../redis/wrap-events.ts';
 import type { OwnSend } from '../redis/scripts.ts';
 import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
@@ -214,6 +215,8 @@ export function createContext(o: ContextOptions): Context {
   const writeHot = new WriteHot(hk, o.ownSend, (key) =>
     options.awaitInvalidation === false ? Promise.resolve() : writes.invalidate([key]),
   );
+  // promotions, demotions and hk's close reach this wrap's parts while its client is open (one listener per hk)
+  WrapEvents.of(hk).follow(o.tracked, [writeHot, tracking, replicas]);
   return {
     hk,
     options,

@@ -20,6 +20,8 @@ export interface AckingPeer {
   hk: HotKeyClient;
   /** promotes `key` (on hk, or on another client `on` connected through `s`) and waits until it is hot */
   promote(key: string, on?: HotKeyClient, s?: PeerSocket): Promise<void>;
+  /** demotes `key` on hk and waits until it is no longer hot */
+  demote(key: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -50,6 +52,10 @@ export async function startAckingPeer(onAck?: (key: string) => void): Promise<Ac
     async promote(key, on = hk, s = sock) {
       s.send({ t: MsgType.Promote, seq: ++seq, key, ...HOT });
       await waitFor(`${key} hot`, () => on.isHot(key));
+    },
+    async demote(key) {
+      sock.send({ t: MsgType.Demote, seq: ++seq, key });
+      await waitFor(`${key} demoted`, () => !hk.isHot(key));
     },
     async close() {
       await hk.close();

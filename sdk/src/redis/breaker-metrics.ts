@@ -6,7 +6,7 @@
  * client per service part) have breakers of their own for the same nodes: summed per node.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { registerMetricsSource, type MetricSample } from '../client/metrics.ts';
+import { registerMetricsSource, type MetricSample } from '../client/metrics-sources.ts';
 import type { BreakerStats } from './breaker.ts';
 
 /** What is exported of a wrapped client's breakers. */
@@ -14,8 +14,14 @@ export interface BreakerStatsSource {
   stats(): BreakerStats[];
 }
 
-/** Every live wrapped client's breakers, per HotKeyClient and adapter. */
-const breakersOf = new WeakMap<HotKeyClient, Map<string, Set<BreakerStatsSource>>>();
+/**
+ * Every live wrapped client's breakers, per HotKeyClient and adapter; held weakly, so that a
+ * wrapped client dropped without an 'end' (one that never connected) is not kept alive by hk.
+ */
+const breakersOf = new WeakMap<HotKeyClient, Map<string, Set<WeakRef<BreakerStatsSource>>>>();
+const collected = new FinalizationRegistry<{ all: Set<WeakRef<BreakerStatsSource>>; ref: WeakRef<BreakerStatsSource> }>(
+  ({ all, ref }) => all.delete(ref),
+);
 
 /**
  * Exports `breakers` under `adapter`'s series names (`ioredis`, `node_redis`) until `untilEnd`
@@ -31,13 +37,25 @@ export function exportBreakerMetrics(
   if (byAdapter === undefined) breakersOf.set(hk, (byAdapter = new Map()));
   let all = byAdapter.get(adapter);
   if (all === undefined) {
-    const set = new Set<BreakerStatsSource>();
+    const set = new Set<WeakRef<BreakerStatsSource>>();
     all = set;
     byAdapter.set(adapter, set);
-    registerMetricsSource(hk, `${adapter.replaceAll('_', '-')}-breaker`, () => breakerSamples(adapter, set));
+    registerMetricsSource(hk, `${adapter.replaceAll('_', '-')}-breaker`, () => breakerSamples(adapter, live(set)));
   }
-  all.add(breakers);
-  untilEnd(() => all.delete(breakers));
+  const ref = new WeakRef(breakers);
+  all.add(ref);
+  collected.register(breakers, { all, ref }, ref);
+  untilEnd(() => {
+    all.delete(ref);
+    collected.unregister(ref);
+  });
+}
+
+function* live(all: Set<WeakRef<BreakerStatsSource>>): Iterable<BreakerStatsSource> {
+  for (const ref of all) {
+    const breakers = ref.deref();
+    if (breakers !== undefined) yield breakers;
+  }
 }
 
 function breakerSamples(adapter: string, all: Iterable<BreakerStatsSource>): MetricSample[] {

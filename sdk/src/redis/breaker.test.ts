@@ -9,11 +9,11 @@ import { ErrorCode, HotKeyError } from '../errors.ts';
 import { BREAKER_DEFAULTS, Breakers, breakerSettings, type BreakerHost, type BreakerState } from './breaker.ts';
 import { waitFor } from '../../../test/support/wait.ts';
 
-function fixture(host: Partial<BreakerHost> = {}, failures = 2) {
+function fixture(host: Partial<BreakerHost> = {}, failures = 2, timeoutMs = BREAKER_DEFAULTS.timeoutMs) {
   const states: BreakerState[] = [];
   const pings: string[] = [];
   const breakers = new Breakers(
-    { ...BREAKER_DEFAULTS, failures, coolDownMs: 1 },
+    { ...BREAKER_DEFAULTS, failures, coolDownMs: 1, timeoutMs },
     {
       ping: (node) => {
         pings.push(node);
@@ -89,6 +89,34 @@ test('a probe due while the client is closing is put off: the next command for t
   assert.equal(pings, ['a:1']);
   await waitFor('closed by the probe', () => states.at(-1) === 'closed', 1000);
   assert.equal(states, ['open', 'half-open', 'closed']);
+});
+
+/** The event loop does not run for `ms` (a busy CPU, a long GC, a synchronous stretch). */
+function stall(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    /* no turn of the event loop */
+  }
+}
+
+test('a stalled event loop is not Redis being slow: commands answered soon after it wakes are not timeouts', async () => {
+  const { breakers, node } = fixture({}, 1, 100);
+  const commands = [{}, {}, {}];
+  for (const c of commands) breakers.sent(node, c, 'get');
+  stall(400); // 4× timeoutMs of wall time during which Redis's replies could not be read
+  // the replies are read a few sweeps after the process wakes, well within timeoutMs of running time
+  await new Promise((resolve) => setTimeout(resolve, 40));
+  for (const c of commands) breakers.settled(node, c);
+  assert.is(node.failures, 0);
+  assert.is(node.state, 'closed');
+});
+
+test('a stall does not hide a node that never answers: timed out after timeoutMs of running time', async () => {
+  const { breakers, node } = fixture({ ping: () => new Promise(() => {}) }, 1, 100);
+  breakers.sent(node, {}, 'get');
+  stall(400);
+  await waitFor('the unanswered command counted', () => node.failures === 1, 2000);
+  assert.is(node.opened, 1);
 });
 
 test.run();

@@ -20,6 +20,11 @@
  * flight: an idle or closed client keeps no timer of ours (a test counting the process's timers,
  * or waiting for the event loop to empty, sees what it would see on a plain client), and it is a
  * one-shot timeout re-armed by each sweep, never an interval.
+ *
+ * A stalled event loop is not a slow Redis: a command's age is measured on the time the process
+ * ran (how late the sweeper's timer fires is how long it did not), and the verdict waits for the
+ * poll phase to read what the sockets hold. The ioredis adapter times the reply itself, not a
+ * write's promise, which settles only after the hub's acknowledgement.
  */
 import { ErrorCode, HotKeyError } from '../errors.ts';
 
@@ -124,6 +129,13 @@ export class Breakers {
   readonly #onChange: (node: string, state: BreakerState) => void;
   readonly #nodes = new Map<string, NodeBreaker>();
   #sweeper: ReturnType<typeof setTimeout> | undefined;
+  /** when the sweeper's timer is due (performance.now()) */
+  #dueAt = 0;
+  /**
+   * ms the event loop did not run, in all, as the sweeper's timer saw it (how late it fired):
+   * the process's own stall, not Redis's time. A command's age is judged net of it.
+   */
+  #stalledMs = 0;
   /** commands in flight on every node (the sweeper runs while this is above 0) */
   #inflight = 0;
 
@@ -177,7 +189,10 @@ export class Breakers {
    */
   sent(node: NodeBreaker, command: object, name: string): boolean {
     if (WAITS.has(name)) return false;
-    node.inflight.set(command, performance.now());
+    // watched again (ioredis replays its offline queue through the hook): one entry, counted once,
+    // or the in-flight count would never return to 0 and the sweeper would hold the client forever
+    if (node.inflight.has(command)) return true;
+    node.inflight.set(command, this.#runningClock());
     if (this.#inflight++ === 0) this.#arm();
     return true;
   }
@@ -255,7 +270,8 @@ export class Breakers {
       node.consecutive = 0;
       this.#onChange(node.node, 'closed');
     };
-    const timer = setTimeout(() => verdict(false), this.#opts.timeoutMs);
+    // judged after the poll phase, as the sweep is: a PONG that arrived while the process was stalled is an answer
+    const timer = setTimeout(() => setImmediate(() => verdict(false)), this.#opts.timeoutMs);
     timer?.unref?.();
     let ping: Promise<unknown>;
     try {
@@ -271,12 +287,27 @@ export class Breakers {
 
   #arm(): void {
     const every = Math.max(10, Math.floor(this.#opts.timeoutMs / 4));
+    this.#dueAt = performance.now() + every;
     this.#sweeper = setTimeout(() => {
       this.#sweeper = undefined;
+      // how late the timer fired is how long the process did not run (a busy CPU, a long GC, a
+      // synchronous stretch): Redis's replies may have waited unread in the sockets meanwhile
+      const late = performance.now() - this.#dueAt;
+      if (late > 0) this.#stalledMs += late;
       this.#sweep();
       if (this.#inflight > 0 && this.#sweeper === undefined) this.#arm();
     }, every);
     this.#sweeper?.unref?.(); // a stubbed or fake clock may hand back no Timeout object
+  }
+
+  /**
+   * The time the process was running (performance.now() minus the stalls the sweeper saw):
+   * commands are timed on it, so that a stall of the event loop does not count as Redis being
+   * slow. A stall is added once it is over, so a command sent during one (a synchronous stretch
+   * that sent it) may look younger than it is: its timeout comes at most that stall later.
+   */
+  #runningClock(): number {
+    return performance.now() - this.#stalledMs;
   }
 
   /** A command left the in-flight set: the last one stops the sweeper. */
@@ -294,7 +325,7 @@ export class Breakers {
    * would open the breaker on a node that answered in time, and fail reads a plain client serves.
    */
   #sweep(): void {
-    const limit = performance.now() - this.#opts.timeoutMs;
+    const limit = this.#runningClock() - this.#opts.timeoutMs;
     const overdue: [NodeBreaker, object][] = [];
     for (const node of this.#nodes.values()) {
       for (const [command, sentAt] of node.inflight) {

@@ -28,6 +28,9 @@ import { keyName } from './identity.ts';
 import { record, type Rec } from './shared-records.ts';
 import { UNTRACKED, type NodeTracker, type Tracking, type TrackingSession } from './tracking.ts';
 
+/** keys with a cold read in flight remembered at most per adapter; past it, a read is not judged concurrent */
+const MAX_IN_FLIGHT = 4096;
+
 /** Replica keys (replicas.ts), as the read path uses them: GETs of a hot key spread over its copies. */
 export interface ReplicaReads {
   copies(key: string): number;
@@ -139,11 +142,44 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     return node?.starting === true;
   }
 
+  /**
+   * cold reads sent and not answered yet, per key: a read of a key in it is concurrent with one
+   * (client/surge-local.ts judges the key surging); `sentCold`, those reads
+   */
+  const inFlight = new Map<string, number>();
+  const sentCold = new Set<Cmd>();
+  /**
+   * A cold read of `key` leaves the in-flight count once answered. Attached before the caller
+   * gets the command's promise: the caller's next read, on the reply, must not count it as unanswered.
+   */
+  function watchCold(command: Cmd, key: string): void {
+    const answered = () => {
+      if (!sentCold.delete(command)) return;
+      const left = inFlight.get(key)! - 1;
+      if (left === 0) inFlight.delete(key);
+      else inFlight.set(key, left);
+    };
+    command.promise.then(answered, answered);
+  }
+  /** Sends a cold read of `key` (watched by watchCold), counted in flight until it is answered. */
+  function sendCold(client: C, send: Send<C>, command: Cmd, key: string): unknown {
+    const n = inFlight.get(key);
+    if (n !== undefined || inFlight.size < MAX_IN_FLIGHT) {
+      inFlight.set(key, (n ?? 0) + 1);
+      sentCold.add(command);
+    }
+    return send.call(client, command);
+  }
+
   /** cold GETs of one job, counted before any is sent, and GETs hk does not cache (held-reads.ts) */
   const held = new HeldReads<C>(
     ctx.connection ?? ((c) => c),
     (client, send, command, key, plain) =>
-      !plain && hk.isHot(key) ? hot(client, send, command, 'get', key, false) : send.call(client, command),
+      plain
+        ? send.call(client, command)
+        : hk.isHot(key)
+          ? hot(client, send, command, 'get', key, false)
+          : sendCold(client, send, command, key),
     ctx.sameRead ?? (() => true),
     ctx.heldShared,
   );
@@ -189,12 +225,16 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       // cold, the common case: counted before it is sent. A GET waits for the end of the job
       // (held-reads.ts), so that the job's other reads of the key are counted too; anything
       // else is sent as is (no promise of ours in between) — unless this very count made the key
-      // surge here (client/surge-local.ts): then it is the key's hot load
-      hk.track(key);
+      // surge here (client/surge-local.ts): then it is the key's hot load. A read while another
+      // of the key is unanswered surges it at once: the key comes faster than a round trip
+      const unanswered = inFlight.get(key);
+      if (unanswered === undefined) hk.track(key);
+      else hk.trackConcurrent(key, unanswered);
       if (!hk.isHot(key)) {
+        watchCold(command, key);
         if (name === 'get' && ctx.ready(client)) return held.hold(client, send, command, key);
         held.flush(client);
-        return send.call(client, command);
+        return sendCold(client, send, command, key);
       }
     }
     return hot(client, send, command, name, key, true);

@@ -109,27 +109,15 @@ interface Fill {
 }
 
 /**
- * What every wrapped client of one HotKeyClient shares: fills in flight, voided by invalidations,
- * and the clients to tell of a demotion (weakly held: a dropped client is not kept alive).
+ * What every wrapped client of one HotKeyClient shares: fills in flight, voided by invalidations
+ * and demotions. (Each client's copies hear the demotion as a member of its wrap, wrap-events.ts.)
  */
 class Flights {
   readonly #byKey = new Map<string, Set<Fill>>();
-  readonly #members = new Set<WeakRef<Replicas>>();
 
   constructor(hk: HotKeyClient) {
     hk.on('invalidate', (key) => this.void(key));
-    hk.on('demote', (key) => {
-      this.void(key);
-      for (const ref of this.#members) {
-        const member = ref.deref();
-        if (member === undefined) this.#members.delete(ref);
-        else member.demoted(key);
-      }
-    });
-  }
-
-  join(member: Replicas): void {
-    this.#members.add(new WeakRef(member));
+    hk.on('demote', (key) => this.void(key));
   }
 
   start(key: string): Fill {
@@ -200,7 +188,6 @@ export class Replicas {
     let flights = flightsOf.get(hk);
     if (flights === undefined) flightsOf.set(hk, (flights = new Flights(hk)));
     this.#flights = flights;
-    flights.join(this);
   }
 
   /** The key is no longer hot here: its copies go (they would expire within ttlMs anyway). */

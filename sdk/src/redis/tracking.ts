@@ -52,9 +52,12 @@ const CHANNEL = '__redis__:invalidate';
  * ms after a node's connections were opened during which a hot load waits for its first session
  * (a tracked load is cached, an untracked one is not); readers of the key share that one load
  * meanwhile. A bound in total, not per load: connections not up by then (an unreachable node, a
- * refused CLIENT TRACKING) cost later loads no wait.
+ * refused CLIENT TRACKING) cost later loads no wait. Each untracked load is a GET per read of a hot
+ * key, so the wait covers a busy process: 20 instances in 4 processes opening theirs at one
+ * surge's first read took 240 to 630 ms (test/bench/node-redis.bench.ts, part fleet, a loaded
+ * 2-core machine), and with a 250 ms bound most of that surge's reads went to Redis.
  */
-export const TRACKING_WAIT_MS = 250;
+export const TRACKING_WAIT_MS = 1000;
 
 /** A node's tracking state: values loaded under it are served while `live`. */
 export interface TrackingSession {
@@ -158,16 +161,20 @@ export class Tracking {
       deadMs: options.deadMs ?? 3000,
       onError: options.onError ?? (() => {}),
     };
-    // the services' shutdown may close the HotKeyClient and leave the Redis client to the end
-    // (or never quit it): our connections must not keep the process alive
-    hk.once('close', () => {
-      this.#hkClosed = true;
-      this.close();
-    });
     // a client that read before it was ready (its reads queued) or that connects again after 'end'
     client.on('ready', () => {
       if (this.#reading) this.#openAll();
     });
+  }
+
+  /**
+   * The HotKeyClient closed (heard as a member of the wrap, wrap-events.ts): the services'
+   * shutdown may close it and leave the Redis client to the end (or never quit it), so our
+   * connections must not keep the process alive.
+   */
+  hkClosed(): void {
+    this.#hkClosed = true;
+    this.close();
   }
 
   /**

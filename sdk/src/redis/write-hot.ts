@@ -8,13 +8,14 @@
  * An adapter hands `route` the commands its client sends on their own (in a pipeline or MULTI
  * they go to the key as they are: still correct, GET sums the key and its shards), and gives the
  * core an `OwnSend` (scripts.ts) for the commands routing sends itself. Shard names are computed
- * from the full Redis key: an adapter routes only commands whose arguments are full keys.
+ * from the full Redis key: an adapter routes only commands whose arguments are full keys. It
+ * hears promotions, demotions and hk's close as a member of its wrap (wrap-events.ts).
  *
  * While sharded, an INCR-family command replies with the new value of the shard it landed on,
  * not the key's total: read the total with GET, and use `counter(…).take(n)` for decrements that
  * must not go below zero.
  */
-import type { HotKeyClient } from '../client/client.ts';
+import type { HotKeyClient, PromoteInfo } from '../client/client.ts';
 import { RuleSet, WRITE_DEFAULTS, type Rule } from '../rules.ts';
 import { Coalescer } from './coalescer.ts';
 import { ShardedCounter } from './counters.ts';
@@ -79,19 +80,26 @@ export class WriteHot {
       send: (key, sum) => send(key, ['INCRBY', key, sum]).then(Number),
       onLanded: invalidate,
     });
-    // readers switch at the promotion too, so that their GETs sum the shards from the first write on
-    hk.on('promote', (key, info) => {
-      if (info.kind === 'read' || !this.active) return;
-      const shards = this.#set.ruleFor(key)?.shards;
-      if (shards !== undefined && sameSlotName(key, '') !== undefined) this.#shard(key, shards);
-    });
-    hk.on('demote', (key) => this.#unshard(key));
-    // the client closes: merged increments go out now, and this instance's shards fold back (a
-    // fold is safe while others still write shards; it spares the key a wait for the next demotion)
-    hk.once('close', () => {
-      void this.flush();
-      for (const key of [...this.#sharded.keys()]) this.#unshard(key);
-    });
+  }
+
+  /** Readers switch at the promotion too, so that their GETs sum the shards from the first write on. */
+  promoted(key: string, info: PromoteInfo): void {
+    if (info.kind === 'read' || !this.active) return;
+    const shards = this.#set.ruleFor(key)?.shards;
+    if (shards !== undefined && sameSlotName(key, '') !== undefined) this.#shard(key, shards);
+  }
+
+  demoted(key: string): void {
+    this.#unshard(key);
+  }
+
+  /**
+   * The HotKeyClient closed: merged increments go out now, and this instance's shards fold back
+   * (a fold is safe while others still write shards; it spares the key a wait for the next demotion).
+   */
+  hkClosed(): void {
+    void this.flush();
+    for (const key of [...this.#sharded.keys()]) this.#unshard(key);
   }
 
   /** Whether any command may be routed: a rule asks for shards or coalescing. One compare when none does. */

@@ -1,0 +1,111 @@
+/**
+ * HotKeyClient's invalidation requests and leases: acks and their failures, values served only
+ * under a current lease.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HotKeyClient } from './client.ts';
+import { ErrorCode, type HotKeyError } from '../errors.ts';
+import { MsgType } from '../wire/protocol.ts';
+import { waitFor } from '../../../test/support/wait.ts';
+import { closeAll } from '../../../test/support/sdk-client.ts';
+import { setup, teardown, promoted } from '../../../test/support/client-fixture.ts';
+
+// A failed assertion skips a test's own teardown: close whatever it left open.
+test.after.each(closeAll);
+
+test('invalidate: ack, timeout, unavailable, closed', async () => {
+  const s = await setup({ invalidateTimeoutMs: 50 });
+  const p = s.hk.invalidate('k');
+  const req = await s.sock.next(MsgType.InvalidateRequest);
+  s.sock.send({ t: MsgType.Ack, id: req.id, seq: 1, fenced: ['i-9'], ms: 2001 });
+  assert.equal(await p, { hub: 'hub-a', fenced: ['i-9'], ms: 2001 }, 'the ack names the fenced instances');
+  const timedOut = await s.hk.invalidate('k2').catch((e: HotKeyError) => e);
+  assert.is((timedOut as HotKeyError).code, ErrorCode.Timeout);
+  const pending = s.hk.invalidate('k3');
+  await s.sock.next(MsgType.InvalidateRequest);
+  const closing = s.hk.close();
+  const closed = await pending.catch((e: HotKeyError) => e);
+  assert.is((closed as HotKeyError).code, ErrorCode.Closed);
+  await closing;
+  assert.is(await s.hk.get('k', () => 'after close'), 'after close');
+  assert.is(((await s.hk.invalidate('k').catch((e: HotKeyError) => e)) as HotKeyError).code, ErrorCode.Closed);
+  await s.peer.close();
+
+  const down = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1' });
+  let cached = 0;
+  const err = await down.invalidate('x').catch((e: HotKeyError) => e);
+  assert.is((err as HotKeyError).code, ErrorCode.Unavailable);
+  assert.is(await down.get('x', () => (cached++, 'loaded')), 'loaded', 'get never waits on the network');
+  assert.is(cached, 1);
+  await down.close();
+});
+
+test('lease: values are served only while the lease (send time + ms - margin) is current', async () => {
+  // a 100 ms margin: the lease granted at t=0 for 1000 ms ends at 900. No tick (flushIntervalMs):
+  // a tick between the clock moves would ask a renewal at 899 and the peer would grant it
+  const s = await setup({ flushIntervalMs: 60_000 }, { leaseMs: 1000 });
+  await promoted(s);
+  let loads = 0;
+  const loader = () => `v${++loads}`;
+  assert.is(await s.hk.get('k', loader), 'v1');
+  s.clock.t = 899;
+  await new Promise((r) => setImmediate(r));
+  assert.is(await s.hk.get('k', loader), 'v1', 'within the lease: a hit');
+  s.clock.t = 900;
+  await new Promise((r) => setImmediate(r));
+  assert.is(await s.hk.get('k', loader), 'v2', 'lease over: the loader runs');
+  assert.is(await s.hk.get('k', loader), 'v3', 'and is not served from cache either');
+  assert.is(s.hk.stats().unleased, 2);
+  await teardown(s);
+});
+
+test('lease: no grant, no cached value served; a refused renewal lets it lapse', async () => {
+  const s = await setup({}, { leaseMs: false });
+  await promoted(s);
+  let loads = 0;
+  const loader = () => `v${++loads}`;
+  assert.is(await s.hk.get('k', loader), 'v1');
+  assert.is(await s.hk.get('k', loader), 'v2', 'no lease: every read loads');
+  const ask = await s.sock.next(MsgType.Lease);
+  s.sock.send({ t: MsgType.Grant, id: ask.id, ms: 500 });
+  await waitFor(
+    'a hit under the lease',
+    async () => (await s.hk.get('k', loader)) === `v${loads}` && s.hk.stats().hits > 0,
+  );
+  s.clock.t = 500; // the next ask is due at leaseMs / 4; the hub refuses it (no Grant)
+  await s.sock.next(MsgType.Lease);
+  await new Promise((r) => setImmediate(r));
+  const before = loads;
+  await s.hk.get('k', loader);
+  assert.is(loads, before + 1, 'the lease lapsed: the loader runs');
+  await teardown(s);
+});
+
+test('lease: every get() reads the clock itself, so no read that begins after a stall trusts an older reading', async () => {
+  // no tick for a minute: only get() itself can notice that time moved (a SIGSTOP, a long GC)
+  const s = await setup({ flushIntervalMs: 60_000 }, { leaseMs: 1000 });
+  await promoted(s);
+  let loads = 0;
+  const loader = () => `v${++loads}`;
+  assert.is(await s.hk.get('k', loader), 'v1');
+  assert.is(await s.hk.get('k', loader), 'v1');
+  // Three reactions run in one microtask checkpoint: a read, a stall that outlasts the lease (the
+  // process stopped; the hub fenced it and acknowledged a write meanwhile), then a read that
+  // begins after the stall. A clock read once per task would still be the first read's.
+  const reads: Promise<string>[] = [];
+  const queued = Promise.resolve();
+  void queued.then(() => reads.push(s.hk.get('k', loader)));
+  void queued.then(() => (s.clock.t = 5000));
+  void queued.then(() => reads.push(s.hk.get('k', loader)));
+  await queued;
+  const [before, after] = await Promise.all(reads);
+  assert.is(before, 'v1', 'the read before the stall: a hit');
+  assert.is(after, 'v2', 'the read after the stall: the lease ended, so the loader runs');
+  s.clock.t = 6000; // "resumed" again, before any timer ran
+  await new Promise((r) => setImmediate(r));
+  assert.is(await s.hk.get('k', loader), 'v3', 'the first read of a later task reads the clock too');
+  await teardown(s);
+});
+
+test.run();
