@@ -38,7 +38,7 @@ import type { HubLinks } from './links.ts';
 
 /** keys remembered as not confirmed by their hub (retryMs) at most; the oldest is forgotten first */
 const MAX_DECLINED = 1024;
-/** keys counted within one job at most; past it, the job's further keys surge by their slice count only */
+/** a job's first reads of keys without a counter, remembered at most; past it such a read is not (the key's job count starts at its next read) */
 const MAX_JOB_KEYS = 4096;
 /** an estimate's walk into nested values stops this deep and after this many fields */
 const SIZE_DEPTH = 4;
@@ -67,8 +67,19 @@ export class SurgeLocal {
   #levels: number[] = [];
   /** the same within one job (jobAccesses) */
   #jobLevels: number[] = [];
-  /** cold accesses per key in the current synchronous job; cleared at its end */
-  readonly #job = new Map<string, number>();
+  /**
+   * Job counts per counter slot of the window, so that an access of a counted key costs a few
+   * typed-array reads, not a Map update: the job the count belongs to (`#epoch`), the count, and
+   * the key it counts (a slot the window recycles within one job starts again).
+   */
+  #slotJob = new Int32Array(0);
+  #slotCount = new Int32Array(0);
+  #slotKey: Array<string | undefined> = [];
+  /** the current synchronous job's number; its end (a microtask) moves to the next */
+  #epoch = 1;
+  #endQueued = false;
+  /** the job's first reads of keys with no counter yet (such an access enters the sketch only) */
+  readonly #firstReads = new Set<string>();
   #levelsOf: RuleSet | undefined;
 
   /** keys promoted here before their hub did */
@@ -102,7 +113,7 @@ export class SurgeLocal {
     if (slot < 0) {
       // not counted exactly yet (a key's first access enters the sketch only): its job count still
       // starts here, so that `jobAccesses` reads of a new key in one job are that many, not one more
-      if (this.#o.options.jobAccesses > 0) this.#countInJob(key);
+      if (this.#o.options.jobAccesses > 0) this.#firstRead(key);
       return undefined;
     }
     if (this.#keys.size >= this.#maxKeys) return undefined;
@@ -114,24 +125,55 @@ export class SurgeLocal {
     if (
       inFlight > 0 && level !== Infinity
         ? !(inFlight >= 2 || window.count(key) * window.rateOfRule(rule) <= 1)
-        : !(window.sliceCountAt(slot) >= level) && !this.#inJob(key, this.#jobLevels[rule]!)
+        : !(window.sliceCountAt(slot) >= level) && !this.#inJob(slot, key, this.#jobLevels[rule]!)
     )
       return undefined;
     return this.#promote(key, rules.rules[rule]!, clock);
   }
 
-  /** Counts a cold access of `key` in the current job: whether the job's count reached `level`. */
-  #inJob(key: string, level: number): boolean {
-    return level !== Infinity && this.#countInJob(key) >= level;
+  /** Counts a cold access of counted `key` (at `slot`) in the current job: whether the job's count reached `level`. */
+  #inJob(slot: number, key: string, level: number): boolean {
+    return level !== Infinity && this.#countAt(slot, key) >= level;
   }
 
-  /** Counts a cold access of `key` in the current job (cleared at its end); returns the job's count. */
-  #countInJob(key: string): number {
-    const job = this.#job;
-    if (job.size === 0) queueMicrotask(() => job.clear());
-    const n = (job.get(key) ?? 0) + 1;
-    if (n > 1 || job.size < MAX_JOB_KEYS) job.set(key, n);
+  /** The job's count of `key` at `slot`, this access included (and a read of it in this job before it had a slot). */
+  #countAt(slot: number, key: string): number {
+    if (!this.#endQueued) this.#queueEnd();
+    if (slot >= this.#slotJob.length) this.#grow(slot);
+    if (this.#slotJob[slot] === this.#epoch && this.#slotKey[slot] === key) return ++this.#slotCount[slot]!;
+    this.#slotJob[slot] = this.#epoch;
+    this.#slotKey[slot] = key;
+    const n = this.#firstReads.size > 0 && this.#firstReads.has(key) ? 2 : 1;
+    this.#slotCount[slot] = n;
     return n;
+  }
+
+  /** A read of `key`, which has no counter yet, in the current job. */
+  #firstRead(key: string): void {
+    if (!this.#endQueued) this.#queueEnd();
+    if (this.#firstReads.size < MAX_JOB_KEYS) this.#firstReads.add(key);
+  }
+
+  #queueEnd(): void {
+    this.#endQueued = true;
+    queueMicrotask(() => this.#endJob());
+  }
+
+  #endJob(): void {
+    this.#endQueued = false;
+    this.#epoch = (this.#epoch + 1) | 0 || 1;
+    this.#firstReads.clear();
+  }
+
+  /** Room for `slot` in the per-slot job counts, at least doubled (slots are bounded by the window's candidates). */
+  #grow(slot: number): void {
+    const size = Math.max(64, this.#slotJob.length * 2, slot + 1);
+    const job = new Int32Array(size);
+    job.set(this.#slotJob);
+    const count = new Int32Array(size);
+    count.set(this.#slotCount);
+    this.#slotJob = job;
+    this.#slotCount = count;
   }
 
   #promote(key: string, rule: { windowMs: number; cacheTtlMs: number }, clock: number): HotState | undefined {
@@ -215,7 +257,8 @@ export class SurgeLocal {
 
   clear(): void {
     this.#keys.clear();
-    this.#job.clear();
+    this.#endJob();
+    this.#slotKey = [];
     this.#declined.clear();
     this.#bytes = 0;
   }
