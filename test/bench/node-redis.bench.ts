@@ -83,10 +83,18 @@ const BENCH = '24 node-redis';
 const PARTS = ['main', 'arrivals', 'fleet', 'sweep', 'heap'] as const;
 type Part = (typeof PARTS)[number];
 
-const MAIN: Variant[] = ['node-redis', 'node-redis+hotkey', 'node-redis+csc', 'ioredis+hotkey', 'ioredis'];
-const ARRIVALS: Variant[] = ['node-redis', 'node-redis+hotkey', 'node-redis+csc', 'ioredis+hotkey'];
-const FLEET: Variant[] = ['node-redis', 'node-redis+hotkey', 'node-redis+csc', 'ioredis+hotkey'];
-const SWEEP: Variant[] = ['node-redis', 'node-redis+hotkey', 'node-redis+csc'];
+const HOTKEY: Variant[] = ['node-redis+hotkey', 'node-redis+hotkey+bcast'];
+const MAIN: Variant[] = [
+  'node-redis',
+  ...HOTKEY,
+  'node-redis+csc',
+  'ioredis+hotkey',
+  'ioredis+hotkey+bcast',
+  'ioredis',
+];
+const ARRIVALS: Variant[] = ['node-redis', ...HOTKEY, 'node-redis+csc', 'ioredis+hotkey', 'ioredis+hotkey+bcast'];
+const FLEET: Variant[] = ['node-redis', ...HOTKEY, 'node-redis+csc', 'ioredis+hotkey', 'ioredis+hotkey+bcast'];
+const SWEEP: Variant[] = ['node-redis', ...HOTKEY, 'node-redis+csc'];
 
 /** Runs each variant, or records why it could not run (a broken variant does not sink the others). */
 async function each<T>(
@@ -148,7 +156,7 @@ benchMain(async ({ quick }) => {
   const build = freshSdkBuild();
   const skip = new Map<Variant, string>();
   const missing = await adapterMissing();
-  if (missing) skip.set('node-redis+hotkey', missing);
+  if (missing) for (const v of HOTKEY) skip.set(v, missing);
   const wanted = (part: Part, variants: Variant[]) =>
     opts.parts.includes(part) ? variants.filter((v) => opts.variants?.includes(v) ?? true) : [];
   const sweepVariants = missing ? [...SWEEP, 'node-redis+hk.get' as const] : SWEEP;
@@ -292,54 +300,71 @@ benchMain(async ({ quick }) => {
     errorRow(`${label}: read errors — ${v}`, r);
   }
 
-  // the issue's goals, each against clientSideCache in the same run
-  const hk = main.get('node-redis+hotkey');
+  // the issue's goals, each against clientSideCache in the same run, for the SDK's defaults and
+  // with every key tracked by broadcast
   const csc = main.get('node-redis+csc');
   const plain = main.get('node-redis');
-  const goal = (metric: string, ours: number, baseline: number | undefined, unit: string, reach?: number) =>
+  const goal = (v: Variant, metric: string, ours: number, baseline: number | undefined, unit: string, reach?: number) =>
     rows.push({
       ...base,
-      metric: `goal: ${metric}`,
+      metric: `goal: ${metric} — ${v}`,
       ours,
       baseline,
       unit,
       better: 'lower',
       target: reach === undefined ? undefined : { reach },
-      note: skip.has('node-redis+hotkey') ? `node-redis + hotkey skipped: ${skip.get('node-redis+hotkey')}` : undefined,
+      note: skip.has(v) ? `${v} skipped: ${skip.get(v)}` : undefined,
     });
-  if (main.size > 0) {
-    goal(
-      `first-2-s flash GETs, ${arrivalsLabel(opts.arrivals)}, node-redis + hotkey ≤ clientSideCache`,
-      hk?.surgeGets ?? NaN,
-      csc?.surgeGets,
-      'GETs',
-      csc?.surgeGets,
-    );
-    goal(
-      'Redis tracking items, node-redis + hotkey ≤ 1/100 of clientSideCache',
-      hk?.trackingItems ?? NaN,
-      csc?.trackingItems,
-      'items',
-      csc ? csc.trackingItems / 100 : undefined,
-    );
-    goal(
-      'heap after GC per service over plain node-redis, hotkey ≤ 4 MB (baseline: clientSideCache)',
-      hk && plain ? (hk.heapPerProcess - plain.heapPerProcess) / MB : NaN,
-      csc && plain ? (csc.heapPerProcess - plain.heapPerProcess) / MB : undefined,
-      'MB',
-      4,
-    );
-  }
-  if (apart.size > 0) {
-    const hkApart = apart.get('node-redis+hotkey');
-    const cscApart = apart.get('node-redis+csc');
-    goal(
-      `first-2-s flash GETs, ${arrivalsLabel(other)}, node-redis + hotkey ≤ clientSideCache`,
-      hkApart?.surgeGets ?? NaN,
-      cscApart?.surgeGets,
-      'GETs',
-      cscApart?.surgeGets,
-    );
+  for (const v of HOTKEY) {
+    const hk = main.get(v);
+    if (main.size > 0) {
+      goal(
+        v,
+        `first-2-s flash GETs, ${arrivalsLabel(opts.arrivals)}, node-redis + hotkey ≤ clientSideCache`,
+        hk?.surgeGets ?? NaN,
+        csc?.surgeGets,
+        'GETs',
+        csc?.surgeGets,
+      );
+      goal(
+        v,
+        'Redis tracking items, node-redis + hotkey ≤ 1/100 of clientSideCache',
+        hk?.trackingItems ?? NaN,
+        csc?.trackingItems,
+        'items',
+        csc ? csc.trackingItems / 100 : undefined,
+      );
+      goal(
+        v,
+        'heap after GC per service over plain node-redis, hotkey ≤ 4 MB (baseline: clientSideCache)',
+        hk && plain ? (hk.heapPerProcess - plain.heapPerProcess) / MB : NaN,
+        csc && plain ? (csc.heapPerProcess - plain.heapPerProcess) / MB : undefined,
+        'MB',
+        4,
+      );
+    }
+    if (apart.size > 0) {
+      const cscApart = apart.get('node-redis+csc');
+      goal(
+        v,
+        `first-2-s flash GETs, ${arrivalsLabel(other)}, node-redis + hotkey ≤ clientSideCache`,
+        apart.get(v)?.surgeGets ?? NaN,
+        cscApart?.surgeGets,
+        'GETs',
+        cscApart?.surgeGets,
+      );
+    }
+    if (fleet.size > 0) {
+      const cscFleet = fleet.get('node-redis+csc');
+      goal(
+        v,
+        '20 instances: first-2-s flash GETs, node-redis + hotkey ≤ clientSideCache',
+        fleet.get(v)?.surgeGets ?? NaN,
+        cscFleet?.surgeGets,
+        'GETs',
+        cscFleet?.surgeGets,
+      );
+    }
   }
 
   // the sweep: growth over the sweep, and the cost over plain node-redis at each sample
@@ -374,8 +399,9 @@ benchMain(async ({ quick }) => {
       },
     );
   }
-  if (sweeps.size > 0) {
-    const sdkVariant = sweeps.has('node-redis+hotkey') ? 'node-redis+hotkey' : 'node-redis+hk.get';
+  const sdkSweeps: Variant[] = HOTKEY.filter((v) => sweeps.has(v));
+  if (sweeps.size > 0 && sdkSweeps.length === 0) sdkSweeps.push('node-redis+hk.get');
+  for (const sdkVariant of sdkSweeps) {
     const sdkSweep = sweeps.get(sdkVariant);
     const cscSweep = sweeps.get('node-redis+csc');
     /** heap after GC over plain node-redis's at each of the sweep's samples (before, each quarter) */
@@ -385,6 +411,7 @@ benchMain(async ({ quick }) => {
     const cscCosts = costs(cscSweep);
     const list = (c: number[]) => c.map(signed).join(' / ');
     goal(
+      sdkVariant,
       `heap after GC over plain node-redis during ${sweepKeys} distinct keys, largest of its 5 samples, hotkey ≤ 4 MB (baseline: clientSideCache)`,
       sdkCosts ? Math.max(...sdkCosts) : NaN,
       cscCosts ? Math.max(...cscCosts) : undefined,
@@ -392,9 +419,10 @@ benchMain(async ({ quick }) => {
       4,
     );
     rows[rows.length - 1]!.note =
-      `${sdkVariant === 'node-redis+hotkey' ? 'through the adapter' : `through hk.get by hand (node-redis + hotkey: ${skip.get('node-redis+hotkey') ?? 'not run'})`}` +
+      `${sdkVariant === 'node-redis+hk.get' ? `through hk.get by hand (node-redis + hotkey: ${skip.get('node-redis+hotkey') ?? 'not run'})` : 'through the adapter'}` +
       `${sdkCosts ? `; before / each quarter: ${list(sdkCosts)} MB` : ''}${cscCosts ? ` (clientSideCache ${list(cscCosts)})` : ''}`;
     goal(
+      sdkVariant,
       `heap after GC over plain node-redis, change from before the ${sweepKeys} keys to after them, hotkey flat (≤ 1 MB; baseline: clientSideCache)`,
       sdkCosts ? sdkCosts.at(-1)! - sdkCosts[0]! : NaN,
       cscCosts ? cscCosts.at(-1)! - cscCosts[0]! : undefined,

@@ -6,6 +6,10 @@
  *   ioredis+hotkey         `withHotKeys(new Redis(url), hk)` (@hotkey/sdk/ioredis)
  *   node-redis             plain node-redis (`createClient({ url })`; RESP3, v6's default)
  *   node-redis+hotkey      `withHotKeys(createClient({ url }), hk)` (@hotkey/sdk/node-redis)
+ *   …+hotkey+bcast         either hotkey variant with `tracking: { prefixes: [''] }`: Redis tracks
+ *                          every key for it by broadcast (no per-key items; every write pushed), so a
+ *                          surge's first read answers the key's load (client/recent-reads.ts) — set
+ *                          up with no idea which key will surge, as clientSideCache is
  *   node-redis+csc         node-redis's own client-side cache: `{ RESP: 3, clientSideCache: {} }`
  *                          with its defaults (no TTL, no entry limit)
  *   node-redis+hk.get      plain node-redis read through `hk.get(key, loader)` by hand, writes
@@ -27,8 +31,10 @@ import { loadNodeRedisAdapter, nodeRedisAdapterMissing } from '../support/node-r
 export const VARIANTS = [
   'ioredis',
   'ioredis+hotkey',
+  'ioredis+hotkey+bcast',
   'node-redis',
   'node-redis+hotkey',
+  'node-redis+hotkey+bcast',
   'node-redis+csc',
   'node-redis+hk.get',
 ] as const;
@@ -90,14 +96,20 @@ async function nodeRedis(url: string, csc: boolean): Promise<NodeRedisClient> {
   return client as NodeRedisClient;
 }
 
+/** The wrapper's options of a hotkey variant: its defaults, or every key tracked by broadcast. */
+function wrapOptions(variant: Variant): { tracking?: { prefixes: string[] } } {
+  return variant.endsWith('+bcast') ? { tracking: { prefixes: [''] } } : {};
+}
+
 export async function openClient(variant: Variant, o: OpenOptions): Promise<BenchClient> {
   switch (variant) {
     case 'ioredis':
-    case 'ioredis+hotkey': {
-      const hk = variant === 'ioredis+hotkey' ? await hotKeyClient(o) : undefined;
+    case 'ioredis+hotkey':
+    case 'ioredis+hotkey+bcast': {
+      const hk = variant === 'ioredis' ? undefined : await hotKeyClient(o);
       const plain: Redis = new (await import('ioredis')).Redis(o.redisUrl);
       plain.on('error', () => undefined);
-      const redis = hk ? (await import('@hotkey/sdk/ioredis')).withHotKeys(plain, hk) : plain;
+      const redis = hk ? (await import('@hotkey/sdk/ioredis')).withHotKeys(plain, hk, wrapOptions(variant)) : plain;
       await redis.ping();
       return {
         get: (key) => redis.get(key),
@@ -119,11 +131,12 @@ export async function openClient(variant: Variant, o: OpenOptions): Promise<Benc
         close: () => client.close(),
       };
     }
-    case 'node-redis+hotkey': {
+    case 'node-redis+hotkey':
+    case 'node-redis+hotkey+bcast': {
       const a = await loadNodeRedisAdapter();
       if (a instanceof Error) throw a;
       const hk = await hotKeyClient(o, 'node-redis');
-      const client = a.withHotKeys(await nodeRedis(o.redisUrl, false), hk);
+      const client = a.withHotKeys(await nodeRedis(o.redisUrl, false), hk, wrapOptions(variant));
       return {
         get: (key) => client.get(key) as Promise<string | null>,
         set: (key, value) => client.set(key, value),

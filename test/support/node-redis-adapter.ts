@@ -10,7 +10,7 @@ export interface NodeRedisAdapter {
   withHotKeys<C extends object>(
     client: C,
     hk: HotKeyClient,
-    options?: { onInvalidateError?: (error: unknown, key: string) => void },
+    options?: { onInvalidateError?: (error: unknown, key: string) => void; tracking?: { prefixes?: string[] } },
   ): C;
 }
 

@@ -23,6 +23,7 @@ import { HUB_URL } from './links.ts';
 import { buildParts, type ClientParts } from './parts.ts';
 import type { PushCodec } from './push.ts';
 import type { ReadPath } from './read-path.ts';
+import type { ReadVouch } from './recent-reads.ts';
 import type { SurgeLocal } from './surge-local.ts';
 import { collectStats, type ClientStats } from './stats.ts';
 import { logFault, logStatus } from './status-log.ts';
@@ -184,9 +185,31 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    */
   trackConcurrent(key: string, inFlight: number): void {
     checkKey(key);
+    if (!Number.isInteger(inFlight) || inFlight < 0)
+      throw new TypeError(`trackConcurrent: inFlight must be an integer >= 0, got ${String(inFlight)}`);
     if (this.#closed) return;
     const slot = this.#window.track(key);
     if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#clock, inFlight);
+  }
+
+  /**
+   * For adapters: a cold read of `key` goes out now, in `scope` (its database: a load in another
+   * scope never takes it), while `vouch` — the adapter's Redis tracking session that has covered
+   * the key by broadcast since before this send — lives; `reply` is its reply. Should the key
+   * turn hot, its load may take that reply (`recentRead`) instead of reading the key again, as
+   * long as nothing dropped the key here since (an invalidation of it, a flush, a sequence gap)
+   * and the lease of its owner hub's link then is still current (recent-reads.ts). Bounded; a
+   * no-op while no hub vouches for the key.
+   */
+  noteRead(key: string, vouch: ReadVouch, scope: number | undefined, reply: Promise<unknown>): void {
+    if (this.#closed) return;
+    this.#p.recent.sent(key, vouch, scope, reply);
+  }
+
+  /** For an adapter's load of `key` under `vouch` in `scope`: the reply of a cold read `noteRead` kept, when it may answer the load now. */
+  recentRead(key: string, vouch: ReadVouch, scope: number | undefined): Promise<unknown> | undefined {
+    if (this.#closed) return undefined;
+    return this.#p.recent.take(key, vouch, scope);
   }
 
   /** Which accesses made the key hot ('read', 'write' or 'any'), or undefined when it is not hot here. */

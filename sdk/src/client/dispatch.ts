@@ -33,6 +33,8 @@ export interface DispatchOptions {
   dropAll: () => void;
   /** drops the key's cached value, load and pushed state: it is no longer hot here (or cached) */
   forget: (key: string) => void;
+  /** a sequence gap: broadcasts of some hub were missed, so no recent cold read may answer a load (recent-reads.ts) */
+  resynced: () => void;
   emit: EmitClientEvent;
   status: (status: ClientStatus) => void;
   applyMembers: (epoch: number, members: Member[]) => void;
@@ -150,6 +152,7 @@ export class Dispatch {
   #sequence(link: HubLink, seq: number): void {
     if (inSequence(link, seq)) return;
     this.resyncs++;
+    this.#o.resynced();
     for (const key of this.#o.hot.invalidateHub(link.hub)) this.#o.forget(key);
     this.#o.status({ type: 'resync', hub: link.hub, reason: 'gap' });
   }

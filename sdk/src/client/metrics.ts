@@ -76,6 +76,8 @@ const STATS: Record<ScalarStat, [Kind, string]> = {
   surgeLocalPromotions: ['counter', 'keys served locally on a surge here before their hub promoted them'],
   surgeLocalConfirmed: ['counter', 'local surges their hub then promoted'],
   surgeLocalDropped: ['counter', 'local surges dropped unconfirmed (in time, over maxBytes, evicted)'],
+  recentReads: ['gauge', 'cold reads kept for the load of a key that may surge (tracked prefixes)'],
+  recentReadsUsed: ['counter', 'hot loads answered by a kept cold read'],
 };
 const PUSH: Record<keyof PushCounters, string> = {
   pushesSent: 'values pushed to the hub after a Fill',

@@ -22,6 +22,7 @@ import { HotLoads } from './loads.ts';
 import { ValuePush } from './push.ts';
 import { RateLimits } from './rate-limits.ts';
 import { ReadPath } from './read-path.ts';
+import { RecentReads } from './recent-reads.ts';
 import { Readiness } from './readiness.ts';
 import { Reporter } from './reporter.ts';
 import type { ClientStatus } from './status.ts';
@@ -63,6 +64,8 @@ export interface ClientParts {
   reporter: Reporter;
   /** local surges; undefined when `surgeLocal: false` */
   surge: SurgeLocal | undefined;
+  /** cold reads an adapter may answer a hot load with */
+  recent: RecentReads;
 }
 
 /** Builds and wires every part of a client with options `opts` and hub seed URLs `seeds`. */
@@ -108,7 +111,8 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     readClock,
     loadNow: (key, loader, state) => loads.loadNow(key, loader, state),
   });
-  const values = new LocalValues({ cache, hot, loads, push, clock: host.clock });
+  const recent = new RecentReads(() => links, host.now);
+  const values = new LocalValues({ cache, hot, loads, push, recent, clock: host.clock });
   const surge =
     opts.surgeLocal === false
       ? undefined
@@ -166,6 +170,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     dropValue: (key) => values.drop(key),
     dropAll: () => values.dropAll(),
     forget: (key) => values.forget(key),
+    resynced: () => recent.clear(),
     emit: host.emit,
     status: host.status,
     applyMembers: (epoch, members) => hubEvents.members(epoch, members),
@@ -195,6 +200,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     dispatch,
     reporter,
     surge,
+    recent,
   };
 }
 

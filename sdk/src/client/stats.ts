@@ -15,6 +15,7 @@ import type { PushCounters, ValuePush } from './push.ts';
 import type { RateLimits } from './rate-limits.ts';
 import type { ReadPath } from './read-path.ts';
 import type { Reporter } from './reporter.ts';
+import type { RecentReads } from './recent-reads.ts';
 import type { SurgeLocal } from './surge-local.ts';
 
 export interface ClientStats {
@@ -72,6 +73,9 @@ export interface ClientStats {
   surgeLocalPromotions: number;
   surgeLocalConfirmed: number;
   surgeLocalDropped: number;
+  /** cold reads kept for a load they may answer (recent-reads.ts), now / handed to a load */
+  recentReads: number;
+  recentReadsUsed: number;
 }
 
 /** The parts whose counters `stats()` reports, and the hits the client counts itself. */
@@ -90,6 +94,7 @@ export interface StatsSources {
   links: HubLinks;
   limits: RateLimits;
   surge: SurgeLocal | undefined;
+  recent: RecentReads;
 }
 
 export function collectStats(s: StatsSources): ClientStats {
@@ -132,5 +137,7 @@ export function collectStats(s: StatsSources): ClientStats {
     surgeLocalPromotions: s.surge?.promotions ?? 0,
     surgeLocalConfirmed: s.surge?.confirmed ?? 0,
     surgeLocalDropped: s.surge?.dropped ?? 0,
+    recentReads: s.recent.size,
+    recentReadsUsed: s.recent.used,
   };
 }

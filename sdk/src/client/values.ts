@@ -1,19 +1,22 @@
 /**
  * What this instance holds for its hot keys — the cached value, a load in flight, the value-push
  * state — and the three ways it lets go of them: a value no longer trusted (the key stays hot and
- * reloads), every value at once (a flush), or a key no longer hot here. Hub broadcasts, local
+ * reloads), every value at once (a flush), or a key no longer hot here. A drop also forgets the
+ * key's recent cold read (recent-reads.ts): it may predate the write. Hub broadcasts, local
  * writes and `dropLocal()` all come through here, so each drop empties the same three places.
  */
 import type { HotSet } from '../cache/hot-set.ts';
 import type { LocalCache } from '../cache/local-cache.ts';
 import type { HotLoads } from './loads.ts';
 import type { ValuePush } from './push.ts';
+import type { RecentReads } from './recent-reads.ts';
 
 export interface LocalValuesOptions {
   cache: LocalCache;
   hot: HotSet;
   loads: HotLoads;
   push: ValuePush;
+  recent: RecentReads;
   /** the client's coarse clock */
   clock: () => number;
 }
@@ -32,6 +35,7 @@ export class LocalValues {
     o.hot.invalidate(key);
     o.loads.drop(key);
     o.push.dropped(key, o.clock());
+    o.recent.drop(key);
   }
 
   /** Every cached value and every load in flight goes; hot keys stay hot and reload. */
@@ -43,6 +47,7 @@ export class LocalValues {
     }
     o.cache.clear();
     o.loads.clear();
+    o.recent.clear();
   }
 
   /** The key is no longer hot (or cached) here: its value, load and pushed state go. */
@@ -76,5 +81,6 @@ export class LocalValues {
     o.cache.clear();
     o.loads.clear();
     o.push.clear();
+    o.recent.clear();
   }
 }

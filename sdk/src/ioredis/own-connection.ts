@@ -7,6 +7,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { dispatched, type Client, type CmdCtor, type Send } from './cmd.ts';
 import { isClosing } from './unhooked.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
+import { connectionName, type TrackingRole } from '../redis/tracking-session.ts';
 
 /**
  * A sender of the adapter's own commands on `client`'s connection, past the hook (`down`): built
@@ -37,7 +38,7 @@ export function connectionTo(
   client: Client,
   base: Record<string | symbol, unknown>,
   nodeKey: string,
-  role: 'reader' | 'sub',
+  role: TrackingRole,
 ): Redis | undefined {
   const overrides = {
     protocol: 2,
@@ -52,7 +53,7 @@ export function connectionTo(
     readOnly: false,
     maxRetriesPerRequest: 0,
     retryStrategy: (times: number) => Math.min(50 * times, 1000),
-    connectionName: role === 'reader' ? 'hotkey-tracking' : 'hotkey-invalidations',
+    connectionName: connectionName(role),
   };
   if ((client as Partial<Cluster>).isCluster !== true) {
     return (base.duplicate as (o: object) => Redis).call(client, { ...overrides, monitor: false });

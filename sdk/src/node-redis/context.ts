@@ -10,7 +10,7 @@ import { hotReads, type HotReads } from '../redis/hot-read.ts';
 import { keysOf } from '../redis/key-specs.ts';
 import { replicaOptions, Replicas, type ReplicaNodes } from '../redis/replicas.ts';
 import { SharedRecords } from '../redis/shared-records.ts';
-import { Tracking, type TrackedClient, type TrackingConnection } from '../redis/tracking.ts';
+import { Tracking, type TrackedClient, type TrackingConnection, type TrackingRole } from '../redis/tracking.ts';
 import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
 import { WriteHot } from '../redis/write-hot.ts';
@@ -109,7 +109,7 @@ export interface ContextOptions {
   /** the wrapped client's readiness, end and (a Cluster's) slot map, for tracking */
   tracked: TrackedClient;
   /** a connection of our own to a node (`host:port`, or 'standalone'), for tracking */
-  connect(nodeKey: string, role: 'reader' | 'sub'): TrackingConnection | undefined;
+  connect(nodeKey: string, role: TrackingRole): TrackingConnection | undefined;
   /** a client's database before it sent any SELECT */
   initialDb(client: object): number;
   /** the core's own commands on the wrapped client, past the hooks (own-send.ts) */

@@ -17,6 +17,7 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { breakerSettings } from '../redis/breaker.ts';
 import type { TrackedClient } from '../redis/tracking.ts';
+import { connectionName } from '../redis/tracking-session.ts';
 import { NodeRedisConnection, ownOverrides, type NodeRedisLike } from './connection.ts';
 import { createContext, type Context, type NodeRedisClient } from './context.ts';
 import { HOOK, hookClient, hookOf } from './client-hook.ts';
@@ -144,10 +145,6 @@ function wrapClient(client: NodeRedisClient, hk: HotKeyClient, options: WithHotK
   });
   hookClient(real, ctx, (copy) => withHotKeys(copy, hk, options));
   return client;
-}
-
-function connectionName(role: 'reader' | 'sub'): string {
-  return role === 'reader' ? 'hotkey-tracking' : 'hotkey-invalidations';
 }
 
 function connection(make: () => unknown): NodeRedisConnection {

@@ -136,6 +136,8 @@ export type TrackedLoad<C extends object = object> = (
 
 export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> {
   const { hk, isCluster, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply } = ctx;
+  /** Redis tracks some keys by broadcast for this client: their cold GETs are noted */
+  const watches = tracking?.watches === true;
 
   /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
   function mayWaitForTracking(node: NodeTracker | undefined): boolean {
@@ -161,12 +163,20 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     };
     command.promise.then(answered, answered);
   }
-  /** Sends a cold read of `key` (watched by watchCold), counted in flight until it is answered. */
-  function sendCold(client: C, send: Send<C>, command: Cmd, key: string): unknown {
+  /**
+   * Sends a cold read of `key` (watched by watchCold), counted in flight until it is answered. A
+   * GET of a key Redis tracks by broadcast for us is noted: should the key surge, its load may
+   * take this reply (tracking.ts `prefixes`, client/recent-reads.ts).
+   */
+  function sendCold(client: C, send: Send<C>, command: Cmd, key: string, get: boolean): unknown {
     const n = inFlight.get(key);
     if (n !== undefined || inFlight.size < MAX_IN_FLIGHT) {
       inFlight.set(key, (n ?? 0) + 1);
       sentCold.add(command);
+    }
+    if (get && watches) {
+      const vouch = tracking!.watching(key);
+      if (vouch !== undefined) hk.noteRead(key, vouch, isCluster ? undefined : ctx.dbOf(client), command.promise);
     }
     return send.call(client, command);
   }
@@ -179,7 +189,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
         ? send.call(client, command)
         : hk.isHot(key)
           ? hot(client, send, command, 'get', key, false)
-          : sendCold(client, send, command, key),
+          : sendCold(client, send, command, key, true),
     ctx.sameRead ?? (() => true),
     ctx.heldShared,
   );
@@ -234,7 +244,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
         watchCold(command, key);
         if (name === 'get' && ctx.ready(client)) return held.hold(client, send, command, key);
         held.flush(client);
-        return sendCold(client, send, command, key);
+        return sendCold(client, send, command, key, name === 'get');
       }
     }
     return hot(client, send, command, name, key, true);

@@ -1,0 +1,131 @@
+/**
+ * Recent cold reads an adapter may answer a hot load with: the reply of the read that a key's
+ * surge began with, so that the load costs no second read of the store.
+ *
+ * A key nobody has seen is read once cold before anything can know it will surge. A client that
+ * caches every key it reads (node-redis `clientSideCache`) serves the next reads from that first
+ * reply; one that caches only hot keys reads the key a second time to load it. This keeps the
+ * last few replies instead, never serving them, only handing one to the key's load — and only
+ * while nothing this instance must hear about a write of the key may have been missed since the
+ * read was sent:
+ * - the adapter's `vouch` (its Redis tracking session that covers the key by broadcast from
+ *   before the read: redis/node-tracker.ts) still lives and is the one the load runs under: an
+ *   outside write of the key since would have dropped the entry (`drop`, through
+ *   `hk.dropLocal`);
+ * - the lease of the link to the key's owner hub at the send is still the owner's, still current:
+ *   every write through the SDK is an invalidation that hub relays to this instance and acks only
+ *   once applied here or this instance's lease lapsed (the README's Consistency), and an applied
+ *   invalidation drops the entry. A reconnect is a new lease object, an owner change another
+ *   hub's; a sequence gap clears everything (dispatch.ts).
+ * An invalidation that arrives while the reply is still on its way wins (the entry is gone when
+ * the reply lands): the Lettuce #3481 race, on the read's side.
+ *
+ * Bounded: MAX_RECENT_READS entries and MAX_RECENT_BYTES of values (estimated, surge-local.ts's
+ * estimate); the oldest go first. A value over MAX_RECENT_VALUE_BYTES is not kept.
+ */
+import type { Lease } from '../cache/hot-set.ts';
+import type { HubLinks } from './links.ts';
+import { estimateBytes } from './surge-local.ts';
+
+/** cold reads remembered at most: a surge's load follows its first read within a job or a round trip */
+export const MAX_RECENT_READS = 1024;
+/** estimated bytes of remembered values at most */
+export const MAX_RECENT_BYTES = 1 << 20;
+/** a value estimated over this is not remembered */
+export const MAX_RECENT_VALUE_BYTES = 64 << 10;
+
+/** what a remembered read is vouched for by on the adapter's side (its tracking session) */
+export interface ReadVouch {
+  readonly live: boolean;
+}
+
+interface Entry {
+  reply: Promise<unknown>;
+  vouch: ReadVouch;
+  /** the adapter's scope of the read (its database), matched by the load */
+  scope: number | undefined;
+  lease: Lease;
+  /** estimated bytes of its value once answered (0 while in flight) */
+  bytes: number;
+}
+
+export class RecentReads {
+  readonly #links: () => HubLinks;
+  readonly #now: () => number;
+  /** in send order: the first is the oldest */
+  readonly #map = new Map<string, Entry>();
+  #bytes = 0;
+  /** loads answered by a remembered reply */
+  used = 0;
+
+  constructor(links: () => HubLinks, now: () => number) {
+    this.#links = links;
+    this.#now = now;
+  }
+
+  get size(): number {
+    return this.#map.size;
+  }
+
+  /** The current lease of the link to `key`'s owner hub, or undefined (no owner, a lapsed lease). */
+  #leaseOf(key: string, now: number): Lease | undefined {
+    const links = this.#links();
+    const hub = links.owner(key);
+    const lease = hub === undefined ? undefined : links.get(hub)?.lease;
+    return lease !== undefined && lease.until > now ? lease : undefined;
+  }
+
+  /** A cold read of `key` goes out now; `reply` is its reply. Remembered while its vouchers hold. */
+  sent(key: string, vouch: ReadVouch, scope: number | undefined, reply: Promise<unknown>): void {
+    const lease = this.#leaseOf(key, this.#now());
+    if (lease === undefined || !vouch.live) return;
+    this.#delete(key);
+    if (this.#map.size >= MAX_RECENT_READS) this.#delete(this.#map.keys().next().value!);
+    const entry: Entry = { reply, vouch, scope, lease, bytes: 0 };
+    this.#map.set(key, entry);
+    reply.then(
+      (value) => {
+        if (this.#map.get(key) !== entry) return;
+        const bytes = estimateBytes(value);
+        if (bytes > MAX_RECENT_VALUE_BYTES) return void this.#delete(key);
+        entry.bytes = bytes;
+        this.#bytes += bytes;
+        while (this.#bytes > MAX_RECENT_BYTES) this.#delete(this.#map.keys().next().value!);
+      },
+      () => {
+        if (this.#map.get(key) === entry) this.#delete(key);
+      },
+    );
+  }
+
+  /**
+   * The reply of the last cold read of `key` (maybe still in flight), for its load under `vouch`
+   * in `scope`, when it may answer that load now; taken: a load uses it once.
+   */
+  take(key: string, vouch: ReadVouch, scope: number | undefined): Promise<unknown> | undefined {
+    const entry = this.#map.get(key);
+    if (entry === undefined) return undefined;
+    this.#delete(key);
+    if (entry.vouch !== vouch || !vouch.live || entry.scope !== scope) return undefined;
+    if (this.#leaseOf(key, this.#now()) !== entry.lease) return undefined;
+    this.used++;
+    return entry.reply;
+  }
+
+  /** A write of `key` may have happened: its read can answer nothing any more. */
+  drop(key: string): void {
+    if (this.#map.size > 0) this.#delete(key);
+  }
+
+  clear(): void {
+    this.#map.clear();
+    this.#bytes = 0;
+  }
+
+  #delete(key: string): void {
+    const entry = this.#map.get(key);
+    if (entry === undefined) return;
+    this.#map.delete(key);
+    this.#bytes -= entry.bytes;
+  }
+}
