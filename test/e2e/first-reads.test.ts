@@ -144,6 +144,21 @@ test('a first read alone in its job, then a burst that surges the key: still 1 G
   }
 });
 
+test('reads one after another: the read right after the first reply surges the key, and its load takes that reply: 1 GET (both adapters)', async () => {
+  await plain.mset('flash:seq-ioredis', 'q', 'flash:seq-node-redis', 'q');
+  const i = await instance();
+  for (const [name, c] of i.clients) {
+    const key = `flash:seq-${name}`;
+    const gets0 = await redisGets();
+    assert.is(await c.get(key), 'q');
+    assert.not.ok(i.hk.isHot(key), `${name}: one read surges nothing`);
+    assert.is(await c.get(key), 'q'); // issued at once on the reply: within RECENT_SURGE_MS of it
+    assert.ok(i.hk.isHot(key), `${name}: the second read surged it`);
+    for (let n = 0; n < 5; n++) assert.is(await c.get(key), 'q');
+    assert.is((await redisGets()) - gets0, 1, `${name}: the first read's GET only`);
+  }
+});
+
 test('the same reads of a key under no tracked prefix cost the tracked load too: 2 GETs', async () => {
   await plain.set('other:spread-node-redis', 'o');
   const i = await instance();

@@ -206,6 +206,21 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#p.recent.sent(key, vouch, scope, reply);
   }
 
+  /**
+   * For an adapter's cold read of `key`: whether a reply of it `noteRead` kept landed just now
+   * (within one slice, recent-reads.ts RECENT_SURGE_MS). The adapter then counts the read as one
+   * arriving while another is unanswered (`trackConcurrent(key, 1)`): a key this instance was not
+   * counting surges, and its load takes that reply.
+   */
+  readJustAnswered(key: string): boolean {
+    return !this.#closed && this.#p.recent.answeredJustNow(key);
+  }
+
+  /** For an adapter: the cold read `noteRead` was given `reply` of was answered (said before its caller hears it). */
+  readAnswered(key: string, reply: Promise<unknown>): void {
+    this.#p.recent.answered(key, reply);
+  }
+
   /** For an adapter's load of `key` under `vouch` in `scope`: the reply of a cold read `noteRead` kept, when it may answer the load now. */
   recentRead(key: string, vouch: ReadVouch, scope: number | undefined): Promise<unknown> | undefined {
     if (this.#closed) return undefined;

@@ -2,7 +2,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Lease } from '../cache/hot-set.ts';
 import type { HubLinks } from './links.ts';
-import { MAX_RECENT_BYTES, MAX_RECENT_READS, MAX_RECENT_VALUE_BYTES, RecentReads } from './recent-reads.ts';
+import {
+  MAX_RECENT_BYTES,
+  MAX_RECENT_READS,
+  MAX_RECENT_VALUE_BYTES,
+  RECENT_SURGE_MS,
+  RecentReads,
+} from './recent-reads.ts';
 
 /** One hub owning every key, its link's lease as given; `clock` the time the part reads. */
 function setup() {
@@ -107,6 +113,30 @@ test('bounded: the oldest go past MAX_RECENT_READS entries and MAX_RECENT_BYTES,
   assert.ok(recent.size <= fit, `${recent.size} values of ${value.length} characters kept, at most ${fit}`);
   assert.ok(recent.size >= fit - 1);
   assert.ok(recent.take(`b${fit + 4}`, vouch, 0), 'the newest stays');
+});
+
+test('a reply that landed less than RECENT_SURGE_MS ago is "just answered", as the adapter says or as it lands', async () => {
+  const { recent, state } = setup();
+  const vouch = { live: true };
+  let answer!: (v: string) => void;
+  const reply = new Promise<string>((r) => (answer = r));
+  recent.sent('k', vouch, 0, reply);
+  assert.not.ok(recent.answeredJustNow('k'), 'in flight');
+  state.clock = 10;
+  recent.answered('k', Promise.resolve('other')); // another read's reply: not this entry's
+  assert.not.ok(recent.answeredJustNow('k'));
+  recent.answered('k', reply);
+  assert.ok(recent.answeredJustNow('k'));
+  answer('v');
+  await settle();
+  state.clock = 10 + RECENT_SURGE_MS - 1;
+  assert.ok(recent.answeredJustNow('k'), 'its landing time is the first one said');
+  state.clock = 10 + RECENT_SURGE_MS;
+  assert.not.ok(recent.answeredJustNow('k'));
+  recent.sent('j', vouch, 0, Promise.resolve('w'));
+  await settle();
+  assert.ok(recent.answeredJustNow('j'), 'as it lands, when no adapter said it');
+  assert.not.ok(recent.answeredJustNow('none'));
 });
 
 test.run();

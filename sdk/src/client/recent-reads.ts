@@ -33,6 +33,13 @@ export const MAX_RECENT_READS = 1024;
 export const MAX_RECENT_BYTES = 1 << 20;
 /** a value estimated over this is not remembered */
 export const MAX_RECENT_VALUE_BYTES = 64 << 10;
+/**
+ * A key's read this soon after a kept reply of it landed is judged as arriving faster than the
+ * key's round trips (surge-local.ts, as a read while an earlier one is unanswered is): one slice
+ * of the default 1 s window. A flash key's reads at one instance come far closer than that (300/s
+ * at each of 20 instances: ~3 ms); a key read that close twice here is at ≥ 10/s on this instance.
+ */
+export const RECENT_SURGE_MS = 100;
 
 /** what a remembered read is vouched for by on the adapter's side (its tracking session) */
 export interface ReadVouch {
@@ -47,6 +54,8 @@ interface Entry {
   lease: Lease;
   /** estimated bytes of its value once answered (0 while in flight) */
   bytes: number;
+  /** when its reply landed (the clock of `now`); NaN while in flight */
+  answeredAt: number;
 }
 
 export class RecentReads {
@@ -81,7 +90,7 @@ export class RecentReads {
     if (lease === undefined || !vouch.live) return;
     this.#delete(key);
     if (this.#map.size >= MAX_RECENT_READS) this.#delete(this.#map.keys().next().value!);
-    const entry: Entry = { reply, vouch, scope, lease, bytes: 0 };
+    const entry: Entry = { reply, vouch, scope, lease, bytes: 0, answeredAt: Number.NaN };
     this.#map.set(key, entry);
     reply.then(
       (value) => {
@@ -89,6 +98,7 @@ export class RecentReads {
         const bytes = estimateBytes(value);
         if (bytes > MAX_RECENT_VALUE_BYTES) return void this.#delete(key);
         entry.bytes = bytes;
+        if (Number.isNaN(entry.answeredAt)) entry.answeredAt = this.#now();
         this.#bytes += bytes;
         while (this.#bytes > MAX_RECENT_BYTES) this.#delete(this.#map.keys().next().value!);
       },
@@ -110,6 +120,25 @@ export class RecentReads {
     if (this.#leaseOf(key, this.#now()) !== entry.lease) return undefined;
     this.used++;
     return entry.reply;
+  }
+
+  /**
+   * `reply`, a kept read's, landed now: said by an adapter whose reaction to it runs before its
+   * caller's (the caller may read the key again at once, before this part's own reaction runs).
+   */
+  answered(key: string, reply: Promise<unknown>): void {
+    const entry = this.#map.size > 0 ? this.#map.get(key) : undefined;
+    if (entry !== undefined && entry.reply === reply && Number.isNaN(entry.answeredAt)) entry.answeredAt = this.#now();
+  }
+
+  /**
+   * Whether `key`'s kept reply landed less than RECENT_SURGE_MS ago (a read of it now comes
+   * faster than the key's round trips: its load may take that reply). Only a hint: `take` checks
+   * the vouchers.
+   */
+  answeredJustNow(key: string): boolean {
+    const entry = this.#map.size > 0 ? this.#map.get(key) : undefined;
+    return entry !== undefined && this.#now() - entry.answeredAt < RECENT_SURGE_MS;
   }
 
   /** A write of `key` may have happened: its read can answer nothing any more. */

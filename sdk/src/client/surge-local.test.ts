@@ -219,6 +219,26 @@ test('trackConcurrent: a key not counted before surges at its second read; a cou
   assert.is(c.hk.stats().surgeLocalPromotions, 2);
 });
 
+test('trackConcurrent: a counted key with one read unanswered still surges at its slice level', async () => {
+  // the default share: the slice level is a few reads, reached by reads that each overlap one
+  // unanswered read (a flash key's next tick while its previous GET is out)
+  const c = await connect();
+  c.clock.t = 1;
+  await delay(30);
+  const sliceLevel = Math.max(minAccesses, Math.ceil(share * 100));
+  c.hk.track('item:tick');
+  await Promise.resolve();
+  c.hk.track('item:tick'); // counted now, one short of its level
+  for (let n = 2; n < sliceLevel; n++) {
+    await Promise.resolve();
+    c.hk.track('item:tick');
+  }
+  assert.not.ok(c.hk.isHot('item:tick'));
+  await Promise.resolve();
+  c.hk.trackConcurrent('item:tick', 1);
+  assert.ok(c.hk.isHot('item:tick'), 'the slice count reached its level');
+});
+
 test('trackConcurrent never surges a key whose rule does not cache', async () => {
   const c = await connect(
     { surgeLocal: { share: 1 } },

@@ -122,11 +122,11 @@ export class SurgeLocal {
     const rules = window.rules;
     if (rules !== this.#levelsOf) this.#computeLevels(rules);
     const level = this.#levels[rule]!;
-    if (
-      inFlight > 0 && level !== Infinity
-        ? !(inFlight >= 2 || window.count(key) * window.rateOfRule(rule) <= 1)
-        : !(window.sliceCountAt(slot) >= level) && !this.#inJob(slot, key, this.#jobLevels[rule]!)
-    )
+    // read faster than a round trip, or at its level: either surges it (a counted key with one
+    // read unanswered still surges on its slice count)
+    const concurrent =
+      inFlight > 0 && level !== Infinity && (inFlight >= 2 || window.count(key) * window.rateOfRule(rule) <= 1);
+    if (!concurrent && !(window.sliceCountAt(slot) >= level) && !this.#inJob(slot, key, this.#jobLevels[rule]!))
       return undefined;
     return this.#promote(key, rules.rules[rule]!, clock);
   }

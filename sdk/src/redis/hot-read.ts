@@ -156,6 +156,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
    */
   function watchCold(command: Cmd, key: string): void {
     const answered = () => {
+      if (watches) hk.readAnswered(key, command.promise);
       if (!sentCold.delete(command)) return;
       const left = inFlight.get(key)! - 1;
       if (left === 0) inFlight.delete(key);
@@ -236,8 +237,9 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       // (held-reads.ts), so that the job's other reads of the key are counted too; anything
       // else is sent as is (no promise of ours in between) — unless this very count made the key
       // surge here (client/surge-local.ts): then it is the key's hot load. A read while another
-      // of the key is unanswered surges it at once: the key comes faster than a round trip
-      const unanswered = inFlight.get(key);
+      // of the key is unanswered surges it at once: the key comes faster than a round trip; so
+      // does one right after a kept reply of it landed (tracked prefixes, recent-reads.ts)
+      const unanswered = inFlight.get(key) ?? (watches && hk.readJustAnswered(key) ? 1 : undefined);
       if (unanswered === undefined) hk.track(key);
       else hk.trackConcurrent(key, unanswered);
       if (!hk.isHot(key)) {
