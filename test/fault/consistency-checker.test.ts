@@ -25,6 +25,15 @@
  * through the wrapper; the ioredis processes read that key too. Its acknowledged writes and its
  * reads are judged like the others: 0 stale after ack either way. Where the adapter is not built,
  * the node-redis roles are skipped and the reason printed.
+ *
+ * Kept first reads (consistency-rotating.ts): every reader process's wrapped client (both adapters)
+ * has Redis track the `ckf:` prefix by broadcast, and reads a new key of it every ROUND_MS: alone
+ * first (a cold GET the SDK keeps), then in a burst that surges the key locally, whose load takes
+ * that kept reply — unless a write since dropped it. Each round's key is written from the round's
+ * start by one process in turn (w0 and w1 and nr through the wrapper, w2 outside the SDK), so that
+ * writes land between readers' first reads and their bursts. Those reads are judged like the
+ * others, and the table shows per phase how many loads kept replies answered (the workers'
+ * `recentReadsUsed`) and how many first read → burst gaps a write landed in.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -38,6 +47,8 @@ import { nodeRedisAdapterMissing } from '../support/node-redis-adapter.ts';
 import { hostNow } from '../support/host-clock.ts';
 import { delay } from '../support/wait.ts';
 import { fmt, pct, Records, stopWorker, type Worker } from './consistency-records.ts';
+import { judgeKeptReads } from './consistency-kept-reads.ts';
+import type { RotatingConfig } from './consistency-rotating.ts';
 
 const NODE_REDIS_WORKER = fileURLToPath(new URL('./consistency-node-redis-worker.ts', import.meta.url));
 const now = hostNow;
@@ -50,12 +61,17 @@ const KEY_B = 'ck:b'; // plain ioredis writes (outside the SDK), from worker w2
 const KEY_RACE = 'ck:race'; // wrapper writes from w0; read through hk.get with a slow fill
 const KEY_D = 'cks:d'; // a shared key (value push): update writes from w0, pushed values read by all
 const KEY_N = 'ck:n'; // node-redis wrapper writes, from worker nr (behind the proxy)
+/** the rotating keys: a new one every ROUND_MS, its first reads kept (tracked by broadcast) */
+const ROTATING = 'ckf:';
+const ROUND_MS = 200;
 const config = {
   apps: {
     ck: {
       rules: [
         { match: 'ck:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000 },
         { match: 'cks:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000, share: true },
+        // a rotating key is read for one round: promoted ones need not stay hot long
+        { match: 'ckf:*', threshold: 100, windowMs: 1000, hotMs: 5000, cacheTtlMs: 20_000 },
       ],
     },
   },
@@ -115,6 +131,11 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   const nodeRedis = nodeRedisMissing === undefined;
   // with the node-redis roles, every process reads the node-redis writer's key too
   const readKeys = nodeRedis ? [KEY_A, KEY_B, KEY_C, KEY_D, KEY_N] : [KEY_A, KEY_B, KEY_C, KEY_D];
+  // each round's key has one writer (its versions grow in the order Redis applies them): w0, w1, nr, w2
+  const writers = nodeRedis ? 4 : 3;
+  const rotating = (writeSlot: number): { rotating: RotatingConfig } => ({
+    rotating: { prefix: ROTATING, roundMs: ROUND_MS, writeSlot, writers },
+  });
   redis = await RedisServer.start();
   const seed = new Redis({ port: redis.port, host: '127.0.0.1' });
   for (const k of [KEY_A, KEY_B, KEY_C, KEY_D, KEY_RACE, KEY_N]) await seed.set(k, '1');
@@ -126,11 +147,16 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   const direct = `ws://127.0.0.1:${hubPort}/ws`;
   const proxied = `ws://127.0.0.1:${proxy.port}/ws`;
   const [w0, w1, w2, nr] = await Promise.all([
-    startWorker('w0', direct, redis.port, { readKeys, wrapperWrites: [KEY_A, KEY_RACE], updateWrites: [KEY_D] }),
-    startWorker('w1', proxied, redis.port, { readKeys, wrapperWrites: [KEY_C] }),
-    startWorker('w2', direct, redis.port, { readKeys, plainWrites: KEY_B }),
+    startWorker('w0', direct, redis.port, {
+      readKeys,
+      wrapperWrites: [KEY_A, KEY_RACE],
+      updateWrites: [KEY_D],
+      ...rotating(0),
+    }),
+    startWorker('w1', proxied, redis.port, { readKeys, wrapperWrites: [KEY_C], ...rotating(1) }),
+    startWorker('w2', direct, redis.port, { readKeys, plainWrites: KEY_B, ...rotating(writers - 1) }),
     nodeRedis
-      ? startWorker('nr', proxied, redis.port, { readKeys, wrapperWrites: [KEY_N] }, NODE_REDIS_WORKER)
+      ? startWorker('nr', proxied, redis.port, { readKeys, wrapperWrites: [KEY_N], ...rotating(2) }, NODE_REDIS_WORKER)
       : undefined,
   ]);
   workers.push(w0!, w1!, w2!);
@@ -174,7 +200,7 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   await phase('reader SIGKILL (w2) + new reader', async () => {
     w2!.child.kill('SIGKILL');
     await w2!.exited;
-    const w3 = await startWorker('w3', direct, redis!.port, { readKeys, plainWrites: KEY_B });
+    const w3 = await startWorker('w3', direct, redis!.port, { readKeys, plainWrites: KEY_B, ...rotating(writers - 1) });
     workers.push(w3);
     await delay(PHASE_MS);
   });
@@ -252,11 +278,39 @@ test('no read returns a version older than an acknowledged wrapper write, under 
         `${writes.filter((w) => w.key === KEY_N && w.acked).length} acked writes of ${KEY_N}, read ${reads.filter((r) => r.key === KEY_N && r.proc !== 'nr').length} times by the ioredis processes: stale ${verdicts.get(KEY_N)!.stale.length}`,
     );
   else log(`  node-redis roles skipped: ${nodeRedisMissing}`);
+  const kept = judgeKeptReads(records, ROTATING, redisLostAt);
+  const inPhase = (p: { from: number; to: number }) => (t: number) => t >= p.from && t < p.to;
+  const keptLoadsOf = (nr: boolean, inP: (t: number) => boolean = () => true) =>
+    records.keptLoads.filter((u) => (u.proc === 'nr') === nr && inP(u.t)).reduce((n, u) => n + u.n, 0);
+  const rotatingReads = reads.filter((r) => r.key.startsWith(ROTATING));
+  log(
+    `\n  kept first reads (${ROTATING}<round>, a new key every ${ROUND_MS} ms): ${kept.kinds.size} keys, ${rotatingReads.length} reads; ` +
+      `loads answered by a kept reply: ${keptLoadsOf(false)} ioredis, ${keptLoadsOf(true)} node-redis`,
+  );
+  log(
+    '  phase                              reads  first reads  kept-reply loads io | nr   acked write in first read→burst gap wrapper | outside   stale(wrapper) stale(outside)',
+  );
+  for (const p of phases) {
+    const inP = inPhase(p);
+    const raced = kept.raced.filter((x) => inP(x.burstStart));
+    const racedBy = (kind: string) => raced.filter((x) => x.write.kind === kind).length;
+    log(
+      `  ${p.name.padEnd(34)} ${String(rotatingReads.filter((r) => inP(r.start)).length).padStart(6)}   ${String(rotatingReads.filter((r) => r.via === 'ckf-first' && inP(r.start)).length).padStart(6)}` +
+        `       ${String(keptLoadsOf(false, inP)).padStart(6)} | ${String(keptLoadsOf(true, inP)).padEnd(6)}` +
+        `                ${String(racedBy('wrapper')).padStart(6)} | ${String(racedBy('plain')).padEnd(6)}` +
+        `             ${String(kept.stale.filter(({ read }) => inP(read.start)).length).padStart(6)}         ${String(kept.staleOutside.filter(({ read }) => inP(read.start)).length).padStart(6)}`,
+    );
+  }
+  for (const { read: r, missed: w } of kept.stale.slice(0, 5))
+    log(
+      `  STALE ${r.key} v${r.v} read by ${r.proc} (${r.via}) at ${phaseOf(r.start)}; missed v${w.v} written by ${w.proc}, ` +
+        `acked ${(r.start - w.end).toFixed(1)} ms before the read began`,
+    );
   // the figures outlive the run (the runner shows a passing file's output only on failure)
   const artifacts = fileURLToPath(new URL('../artifacts/', import.meta.url));
   mkdirSync(artifacts, { recursive: true });
   writeFileSync(`${artifacts}consistency-checker.txt`, `${report.join('\n')}\n`);
-  const readsOf = (k: string) => reads.filter((r) => r.key === k).length;
+  const readsOf = (k: string) => records.of(k).reads.length;
   for (const k of judged) assert.ok(readsOf(k) > 1000, `${k}: only ${readsOf(k)} reads`);
   assert.ok(writes.filter((w) => w.key === KEY_A && w.acked).length > 50, 'wrapper writes were acknowledged');
   for (const k of wrapperKeys) assert.is(verdicts.get(k)!.stale.length, 0, `stale reads of ${k} (wrapper writes)`);
@@ -280,6 +334,14 @@ test('no read returns a version older than an acknowledged wrapper write, under 
       'node-redis wrapper writes were acknowledged',
     );
   }
+  assert.ok(kept.kinds.size > 50, `rotating keys: only ${kept.kinds.size}`);
+  assert.ok(keptLoadsOf(false) > 0, 'ioredis: loads answered by a kept first read');
+  if (nodeRedis) assert.ok(keptLoadsOf(true) > 0, 'node-redis: loads answered by a kept first read');
+  assert.ok(
+    kept.raced.some((x) => x.write.kind === 'wrapper'),
+    'acked wrapper writes landed between first reads and their bursts',
+  );
+  assert.is(kept.stale.length, 0, `stale reads of rotating keys (wrapper writes, kept first reads)`);
   assert.ok(mgetsSent * 2 < mgetsRead, `MGETs answered locally: ${mgetsSent} of ${mgetsRead} reached Redis`);
 });
 

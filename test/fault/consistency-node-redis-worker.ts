@@ -11,6 +11,7 @@ import { createClient } from 'redis';
 import { loadNodeRedisAdapter } from '../support/node-redis-adapter.ts';
 import { delay } from '../support/wait.ts';
 import { readLoop, recordReads, startRecordsOut, writeLoop } from './consistency-records-out.ts';
+import { rotatingReader, rotatingWriter, sampleCounter, type RotatingConfig } from './consistency-rotating.ts';
 
 interface Config {
   id: string;
@@ -21,6 +22,8 @@ interface Config {
   mgetReaders?: number;
   wrapperWrites?: string[];
   writeEveryMs: number;
+  /** the rotating-key role (consistency-rotating.ts), as in consistency-worker.ts; its writes go through the wrapper */
+  rotating?: RotatingConfig;
 }
 
 const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
@@ -43,7 +46,10 @@ const redis = adapter.withHotKeys(
     disableOfflineQueue: true,
   }),
   hk,
-  { onInvalidateError: (_err, key) => invalidateFailed.add(key) },
+  {
+    onInvalidateError: (_err, key) => invalidateFailed.add(key),
+    ...(cfg.rotating && { tracking: { prefixes: [cfg.rotating.prefix] } }),
+  },
 );
 redis.on('error', () => {});
 await redis.connect();
@@ -69,4 +75,11 @@ const wrapperWrite = (key: string) => async (value: string) => {
 for (let i = 0; i < cfg.readers; i++) void readLoop(out, getRound);
 for (let i = 0; i < (cfg.mgetReaders ?? 0); i++) void readLoop(out, mgetRound);
 for (const key of cfg.wrapperWrites ?? []) void writeLoop(out, key, 'wrapper', cfg.writeEveryMs, wrapperWrite(key));
+const rotating = cfg.rotating;
+if (rotating !== undefined) {
+  void rotatingReader(out, rotating, (key) => redis.get(key));
+  sampleCounter(out, () => hk.stats().recentReadsUsed);
+  if (rotating.writeSlot !== undefined)
+    void rotatingWriter(out, rotating, 'wrapper', (key, value) => wrapperWrite(key)(value));
+}
 process.send?.({ type: 'ready' });

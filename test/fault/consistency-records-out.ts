@@ -104,15 +104,28 @@ export async function writeLoop(
 ): Promise<void> {
   let version = Math.floor(hostNow()); // grows across restarts of this process
   while (out.running) {
-    const v = ++version;
-    const start = hostNow();
-    let acked = false;
-    try {
-      acked = await write(String(v));
-    } catch {
-      acked = false;
-    }
-    out.push(['w', key, v, start, hostNow(), acked, kind]);
+    await recordWrite(out, key, kind, ++version, write);
     await delay(everyMs);
   }
+}
+
+/**
+ * Writes version `v` of `key` once, recording it as ['w', key, v, start, end, acked, kind];
+ * `write` resolves to whether it counts as acknowledged (a rejection records it unacknowledged).
+ */
+export async function recordWrite(
+  out: RecordsOut,
+  key: string,
+  kind: string,
+  v: number,
+  write: (value: string) => Promise<boolean>,
+): Promise<void> {
+  const start = hostNow();
+  let acked = false;
+  try {
+    acked = await write(String(v));
+  } catch {
+    acked = false;
+  }
+  out.push(['w', key, v, start, hostNow(), acked, kind]);
 }

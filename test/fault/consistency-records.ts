@@ -26,6 +26,9 @@ export interface Worker {
   exited: Promise<void>;
 }
 
+/** `n` more loads of process `proc` were answered by a kept cold read (recentReadsUsed), by time `t` */
+export type KeptLoads = { t: number; n: number; proc: string };
+
 /** value push counters summed over the workers (sent with their last records) */
 export type PushStats = { updatesSent: number; updatesInjected: number; valuesInjected: number };
 
@@ -34,7 +37,10 @@ export class Records {
   readonly reads: Read[] = [];
   readonly writes: Write[] = [];
   readonly push: PushStats = { updatesSent: 0, updatesInjected: 0, valuesInjected: 0 };
+  readonly keptLoads: KeptLoads[] = [];
   readonly children: ChildProcess[] = [];
+  /** reads and writes by key, built by the first judge after new records (judging many keys stays linear) */
+  #byKey: Map<string, { reads: Read[]; writes: Write[] }> | undefined;
 
   /** Forks a worker with config `cfg` (consistency-worker.ts Config, `id` added) and resolves once it is ready. */
   startWorker(id: string, cfg: object, file = WORKER): Promise<Worker> {
@@ -48,8 +54,10 @@ export class Records {
       if (msg.type !== 'records') return;
       if (msg.push !== undefined)
         for (const k of Object.keys(this.push) as (keyof PushStats)[]) this.push[k] += msg.push[k];
+      this.#byKey = undefined;
       for (const r of msg.records!) {
-        if (r[0] === 'r')
+        if (r[0] === 'u') this.keptLoads.push({ t: r[1] as number, n: r[2] as number, proc: id });
+        else if (r[0] === 'r')
           this.reads.push({
             key: r[1] as string,
             v: r[2] as number,
@@ -80,6 +88,22 @@ export class Records {
     });
   }
 
+  /** The reads and writes of `key`, in arrival order. */
+  of(key: string): { reads: readonly Read[]; writes: readonly Write[] } {
+    if (this.#byKey === undefined) {
+      const byKey = new Map<string, { reads: Read[]; writes: Write[] }>();
+      const entry = (k: string) => {
+        let e = byKey.get(k);
+        if (e === undefined) byKey.set(k, (e = { reads: [], writes: [] }));
+        return e;
+      };
+      for (const r of this.reads) entry(r.key).reads.push(r);
+      for (const w of this.writes) entry(w.key).writes.push(w);
+      this.#byKey = byKey;
+    }
+    return this.#byKey.get(key) ?? { reads: [], writes: [] };
+  }
+
   /** Kills whatever worker is still running (test.after). */
   killAll(): void {
     for (const child of this.children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -91,9 +115,10 @@ export class Records {
    * stale cache (a read in flight when Redis died may be answered by the restarted, empty one).
    */
   judge(key: string, redisLostAt = Infinity): Verdict {
-    const ws = this.writes.filter((w) => w.key === key).sort((a, b) => a.end - b.end);
+    const { reads, writes } = this.of(key);
+    const ws = [...writes].sort((a, b) => a.end - b.end);
     const acked = ws.filter((w) => w.acked);
-    const rs = this.reads.filter((r) => r.key === key).sort((a, b) => a.start - b.start);
+    const rs = [...reads].sort((a, b) => a.start - b.start);
     const stale: Verdict['stale'] = [];
     let i = 0;
     let newestAcked: Write | undefined;

@@ -9,10 +9,13 @@
  *
  * Records (arrays, to keep IPC small):
  *   ['r', key, version, start, end, via]               a read (version 0: the key was absent); via:
- *                                                      'get', or 'mget' (one MGET of every read key)
+ *                                                      'get', or 'mget' (one MGET of every read key),
+ *                                                      or a rotating key's 'ckf-first' / 'ckf-burst' / 'ckf'
  *   ['w', key, version, start, end, acked, kind]       a write; acked: the call resolved and its
  *                                                      invalidation was acknowledged; kind: wrapper,
  *                                                      update (value push) or plain
+ *   ['u', time, n]                                     n more loads answered by a kept cold read
+ *                                                      (hk.stats().recentReadsUsed), rotating role only
  */
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
@@ -20,6 +23,7 @@ import { Redis } from 'ioredis';
 import { slowConnectsTo } from './slow-connect.ts';
 import { delay } from '../support/wait.ts';
 import { readLoop, recordReads, startRecordsOut, writeLoop } from './consistency-records-out.ts';
+import { rotatingReader, rotatingWriter, sampleCounter, type RotatingConfig } from './consistency-rotating.ts';
 
 interface Config {
   id: string;
@@ -40,6 +44,12 @@ interface Config {
   /** key this process writes with a plain ioredis client (outside the SDK) */
   plainWrites?: string;
   writeEveryMs: number;
+  /**
+   * the rotating-key role (consistency-rotating.ts): every process with it reads each round's key
+   * through a wrapper that tracks the prefix by broadcast; `writeSlot` makes it a writer of its
+   * rounds, through the wrapper, or with the plain client when it is the outside writer (`plainWrites`)
+   */
+  rotating?: RotatingConfig;
 }
 
 const cfg = JSON.parse(process.env.CK_CONFIG ?? '{}') as Config;
@@ -60,7 +70,10 @@ const redisOpts = {
   lazyConnect: false,
 };
 const invalidateFailed = new Set<string>();
-const redis = withHotKeys(new Redis(redisOpts), hk, { onInvalidateError: (_err, key) => invalidateFailed.add(key) });
+const redis = withHotKeys(new Redis(redisOpts), hk, {
+  onInvalidateError: (_err, key) => invalidateFailed.add(key),
+  ...(cfg.rotating && { tracking: { prefixes: [cfg.rotating.prefix] } }),
+});
 const updater = withHotKeys(new Redis(redisOpts), hk, {
   writes: 'update',
   onInvalidateError: (_err, key) => invalidateFailed.add(key),
@@ -121,4 +134,15 @@ for (const key of cfg.wrapperWrites ?? []) loops.push(writeLoop(out, key, 'wrapp
 for (const key of cfg.updateWrites ?? []) loops.push(writeLoop(out, key, 'update', every, wrapperWrite(updater, key)));
 if (cfg.plainWrites !== undefined)
   loops.push(writeLoop(out, cfg.plainWrites, 'plain', every, plainWrite(cfg.plainWrites)));
+const rotating = cfg.rotating;
+if (rotating !== undefined) {
+  loops.push(rotatingReader(out, rotating, (key) => redis.get(key)));
+  sampleCounter(out, () => hk.stats().recentReadsUsed);
+  if (rotating.writeSlot !== undefined)
+    loops.push(
+      cfg.plainWrites !== undefined
+        ? rotatingWriter(out, rotating, 'plain', (key, value) => plainWrite(key)(value))
+        : rotatingWriter(out, rotating, 'wrapper', (key, value) => wrapperWrite(redis, key)(value)),
+    );
+}
 process.send?.({ type: 'ready' });
