@@ -7,7 +7,8 @@
  * stored in a real redis-server, through a real hub process. Faults, one phase each: a frozen
  * link (a TCP proxy that stops forwarding, in front of one process's hub connection), hub
  * SIGSTOP/SIGCONT, hub SIGKILL and restart on the same port (writes acked as soon as the new hub
- * may ack, one process reconnecting late), SIGSTOP of a reader process for longer than the lease,
+ * may ack, one process reconnecting late), SIGSTOP of a reader process for longer than the lease
+ * (sent while it holds a kept first read of a rotating key, below),
  * SIGKILL of a reader process (and a new one), a Redis restart.
  *
  * The check: a read is STALE when it returns a version older than one whose write was
@@ -45,7 +46,7 @@ import { RedisServer } from '../support/redis-server.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
 import { nodeRedisAdapterMissing } from '../support/node-redis-adapter.ts';
 import { hostNow } from '../support/host-clock.ts';
-import { delay } from '../support/wait.ts';
+import { delay, within } from '../support/wait.ts';
 import { fmt, pct, Records, stopWorker, type Worker } from './consistency-records.ts';
 import { judgeKeptReads } from './consistency-kept-reads.ts';
 import type { RotatingConfig } from './consistency-rotating.ts';
@@ -109,6 +110,28 @@ async function phase(name: string, run: () => Promise<void>): Promise<void> {
 
 const judge = (key: string, redisLostAt: number) => records.judge(key, redisLostAt);
 
+/**
+ * SIGSTOP of `w` while its rotating reader holds a kept first read, before the burst that would
+ * surge the key (consistency-rotating.ts `signal-gap`): the stall that a lease must cover.
+ */
+async function stopInGap(w: Worker): Promise<{ key: string; at: number }> {
+  let onGap!: (msg: { type: string; key?: string }) => void;
+  const stopped = new Promise<{ key: string; at: number }>((resolve) => {
+    onGap = (msg) => {
+      if (msg.type !== 'gap') return;
+      w.child.kill('SIGSTOP'); // at once: the gap is short
+      resolve({ key: msg.key!, at: now() });
+    };
+  });
+  w.child.on('message', onGap);
+  w.child.send({ type: 'signal-gap' });
+  try {
+    return await within(`${w.id} between a first read and its burst`, stopped, 10_000);
+  } finally {
+    w.child.off('message', onGap);
+  }
+}
+
 let redis: RedisServer | undefined;
 let hub: HubProcess | undefined;
 let proxy: TcpProxy | undefined;
@@ -162,6 +185,7 @@ test('no read returns a version older than an acknowledged wrapper write, under 
   workers.push(w0!, w1!, w2!);
   if (nr) workers.push(nr);
   let redisLostAt = Infinity;
+  let stall: { key: string; at: number } | undefined;
 
   await phase('warm-up', () => delay(2000));
   const probe = new Redis({ port: redis.port, host: '127.0.0.1' });
@@ -192,7 +216,7 @@ test('no read returns a version older than an acknowledged wrapper write, under 
     await delay(PHASE_MS);
   });
   await phase('reader SIGSTOP (w2)', async () => {
-    w2!.child.kill('SIGSTOP');
+    stall = await stopInGap(w2!);
     await delay(PHASE_MS);
     w2!.child.kill('SIGCONT');
     await delay(1000);
@@ -299,6 +323,18 @@ test('no read returns a version older than an acknowledged wrapper write, under 
         `       ${String(keptLoadsOf(false, inP)).padStart(6)} | ${String(keptLoadsOf(true, inP)).padEnd(6)}` +
         `                ${String(racedBy('wrapper')).padStart(6)} | ${String(racedBy('plain')).padEnd(6)}` +
         `             ${String(kept.stale.filter(({ read }) => inP(read.start)).length).padStart(6)}         ${String(kept.staleOutside.filter(({ read }) => inP(read.start)).length).padStart(6)}`,
+    );
+  }
+  if (stall !== undefined) {
+    const { reads: stalledReads, writes: stalledWrites } = records.of(stall.key);
+    const first = stalledReads.find((r) => r.proc === 'w2' && r.via === 'ckf-first');
+    const burst = stalledReads.filter((r) => r.proc === 'w2' && r.via === 'ckf-burst');
+    const burstStart = Math.min(...burst.map((r) => r.start));
+    const ackedInStall = stalledWrites.filter((w) => w.acked && w.end > stall!.at && w.end < burstStart);
+    log(
+      `  w2 stopped ${first === undefined ? '?' : fmt(stall.at - first.end)} ms after its first read of ${stall.key} (v${first?.v ?? '?'}) was answered, ` +
+        `for ${fmt(burstStart - stall.at)} ms; ${ackedInStall.length} writes of it acked meanwhile (newest v${ackedInStall.at(-1)?.v ?? '—'}); ` +
+        `its burst read v${burst.map((r) => r.v).sort((a, b) => a - b)[0] ?? '—'} at the oldest`,
     );
   }
   for (const { read: r, missed: w } of kept.stale.slice(0, 5))

@@ -17,6 +17,10 @@
  * Reads and writes are recorded as consistency-records-out.ts records them ('ckf-first',
  * 'ckf-burst', 'ckf' for the reads); the SDK's count of loads answered by a kept reply
  * (`recentReadsUsed`) is sampled as ['u', time, increase].
+ *
+ * Asked over IPC (`signal-gap`), a reader says `gap` as soon as its next first read of a round
+ * another process writes was answered, and waits the longest gap that round: the parent stops
+ * it (SIGSTOP) right there, so that a write is acked (fenced) while it holds a kept reply.
  */
 import { hostNow } from '../support/host-clock.ts';
 import { delay } from '../support/wait.ts';
@@ -72,6 +76,10 @@ export async function rotatingReader(
   cfg: RotatingConfig,
   get: (key: string) => Promise<unknown>,
 ): Promise<void> {
+  let gapWanted = false;
+  process.on('message', (msg: { type: string }) => {
+    if (msg.type === 'signal-gap') gapWanted = true;
+  });
   let round = -1;
   while (out.running) {
     round = await nextRound(cfg, round);
@@ -81,7 +89,11 @@ export async function rotatingReader(
     if (!out.running) return;
     // alone in its job: a cold GET, kept
     await recordReads(out, [key], 'ckf-first', async () => [await get(key)]);
-    await delay(jitter(BURST_WITHIN_MS));
+    if (gapWanted && round % (cfg.writers ?? 1) !== cfg.writeSlot) {
+      gapWanted = false;
+      process.send?.({ type: 'gap', key });
+      await delay(BURST_WITHIN_MS);
+    } else await delay(jitter(BURST_WITHIN_MS));
     if (!out.running) return;
     // issued in one job: the first surges the key, the rest share its load
     await Promise.all(
