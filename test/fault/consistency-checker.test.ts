@@ -337,6 +337,11 @@ test('no read returns a version older than an acknowledged wrapper write, under 
         `its burst read v${burst.map((r) => r.v).sort((a, b) => a - b)[0] ?? '—'} at the oldest`,
     );
   }
+  const staleKeys = (stale: typeof kept.stale) => new Set(stale.map(({ read }) => `${read.proc} ${read.key}`)).size;
+  log(
+    `  rotating keys: ${kept.stale.length} stale reads after wrapper writes (${staleKeys(kept.stale)} reader × key), ` +
+      `${kept.staleOutside.length} after outside writes (${staleKeys(kept.staleOutside)} reader × key)`,
+  );
   for (const { read: r, missed: w } of kept.stale.slice(0, 5))
     log(
       `  STALE ${r.key} v${r.v} read by ${r.proc} (${r.via}) at ${phaseOf(r.start)}; missed v${w.v} written by ${w.proc}, ` +
