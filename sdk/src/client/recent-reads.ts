@@ -70,7 +70,7 @@ export class RecentReads {
   /** in send order: the first is the oldest */
   readonly #map = new Map<string, Entry>();
   #bytes = 0;
-  /** loads answered by a remembered reply */
+  /** loads answered by a remembered reply (`loadAnswered`: taken, and the load's own checks passed) */
   used = 0;
 
   constructor(links: () => HubLinks, now: () => number) {
@@ -126,8 +126,15 @@ export class RecentReads {
     this.#delete(key);
     if (entry.vouch !== vouch || !vouch.live || entry.scope !== scope) return undefined;
     if (this.#leaseOf(key, this.#now()) !== entry.lease) return undefined;
-    this.used++;
     return entry.reply ?? Promise.resolve(entry.value);
+  }
+
+  /**
+   * A reply `take` handed over answered its load. Apart from `take`: the load checks it further
+   * (the key's node still serves it, its TTL agrees) and may refuse it.
+   */
+  loadAnswered(): void {
+    this.used++;
   }
 
   /**
