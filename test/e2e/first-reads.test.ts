@@ -15,6 +15,7 @@ import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { createClient } from 'redis';
 import { withHotKeys as withNodeRedis } from '@hotkey/sdk/node-redis';
 import { destroyAll } from '../support/node-redis.ts';
+import { burst, keptRead, leaseApplied, type Reader } from '../support/first-reads.ts';
 import { hubProcess } from '../support/e2e.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { waitFor } from '../support/wait.ts';
@@ -41,7 +42,6 @@ test.after(async () => {
   await server.stop();
 });
 
-type Reader = { get(key: string): Promise<unknown> };
 interface Instance {
   hk: HotKeyClient;
   /** a wrapped client of each adapter, both with `tracking: { prefixes }` */
@@ -60,30 +60,14 @@ async function instance(prefixes: string[] = ['flash:']): Promise<Instance> {
   nodeOpened.push(nr);
   await Promise.all([io.ping(), nr.connect()]);
   // a key is loaded under its owner hub's lease, whose first Grant may still be on its way
-  await waitFor(
-    'the first lease applied',
-    async () => {
-      await Promise.all(Array.from({ length: 5 }, () => hk!.get('lease-probe', () => 'p')));
-      return hk!.isHot('lease-probe');
-    },
-    5000,
-  );
+  await leaseApplied(hk!);
   // each adapter's broadcast session is up (opened at 'ready', not at a first read): a probe
   // read under the prefix is kept
   const clients: Array<[string, Reader]> = [
     ['ioredis', io],
     ['node-redis', nr],
   ];
-  for (const [name, c] of clients)
-    await waitFor(
-      `${name}: broadcast tracking live`,
-      async () => {
-        const kept = hk!.stats().recentReads;
-        await c.get(`${prefixes[0]}probe-${name}`);
-        return hk!.stats().recentReads > kept;
-      },
-      5000,
-    );
+  for (const [name, c] of clients) await keptRead(hk!, c, `${prefixes[0]}probe-${name}`, name);
   return { hk: hk!, clients };
 }
 
@@ -106,11 +90,6 @@ async function turns(c: Reader, key: string, n: number): Promise<unknown[]> {
     await Promise.resolve();
   }
   return Promise.all(reads);
-}
-
-/** `n` reads of `key` in one job. */
-function burst(c: Reader, key: string, n: number): Promise<unknown[]> {
-  return Promise.all(Array.from({ length: n }, () => c.get(key)));
 }
 
 test('a read while the first GET of a tracked key is unanswered surges it, and that GET is its load: 1 GET (both adapters)', async () => {

@@ -12,7 +12,8 @@
  *   nr   a node-redis service in a folder of its own (the README's `npm install @hotkey/sdk redis`, no
  *        ioredis): wraps its client as the README shows (`withHotKeys(await createClient({ url })
  *        .connect(), hk)` from `@hotkey/sdk/node-redis`), reads a flash key until the hub promotes it,
- *        then shows it served locally (Redis's GET count stops growing)
+ *        then shows it served locally (Redis's GET count stops growing); then a client wrapped with
+ *        `tracking: { prefixes }` surges a key under them on its first read's GET alone
  *   hub  `npx @hotkey/hub` serves the prebuilt dashboard; `npx hotkey-hub --help` works, and so
  *        does `hotkey-hub` after `npm install -g @hotkey/hub` (into a prefix of the test's own);
  *        `npx hotkey-hub conformance --help` loads the kit with the installed sdk's test vectors
@@ -182,6 +183,27 @@ for (;;) {
   if (Date.now() > deadline) throw new Error(KEY + ' still read from Redis: ' + grew + ' GETs for 200 reads');
 }
 console.log('SERVED LOCALLY ' + KEY + ': 200 reads, 0 GETs at Redis');
+// tracked prefixes (sdk/README): a surge under them costs its first read's GET alone
+await admin.set('item:flash:nr', 'sale');
+const watched = withHotKeys(await createClient({ url: process.env.REDIS_URL }).connect(), hk, {
+  tracking: { prefixes: ['item:flash:'] },
+});
+watched.on('error', console.error);
+for (;;) {
+  const kept = hk.stats().recentReads;
+  await watched.get('item:flash:probe');
+  if (hk.stats().recentReads > kept) break; // the broadcast session is live: a read under it is kept
+  if (Date.now() > deadline) throw new Error('no read kept under the tracked prefix within 20 s');
+  await new Promise((r) => setTimeout(r, 20));
+}
+const gets0 = await getsAtRedis();
+if ((await watched.get('item:flash:nr')) !== 'sale') throw new Error('wrong value');
+const burst = await Promise.all(Array.from({ length: 50 }, () => watched.get('item:flash:nr')));
+if (burst.some((v) => v !== 'sale')) throw new Error('wrong value in the burst');
+const surgeGets = (await getsAtRedis()) - gets0;
+if (!hk.isHot('item:flash:nr') || surgeGets !== 1) throw new Error('item:flash:nr: hot ' + hk.isHot('item:flash:nr') + ', ' + surgeGets + ' GETs');
+console.log('SURGE UNDER A TRACKED PREFIX item:flash:nr: 51 reads, 1 GET at Redis');
+await watched.close();
 await redis.close();
 await admin.close();
 await hk.close();
@@ -425,7 +447,10 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
     run(process.execPath, [join('out', 'service.js')], { cwd: ts, timeoutMs: 30_000, env }),
     nodeRedis ? run(process.execPath, ['service.js'], { cwd: nodeRedisApp, timeoutMs: 30_000, env }) : undefined,
   ]);
-  if (nr) assert.match(nr.stdout, /SERVED LOCALLY item:nr: 200 reads, 0 GETs at Redis/);
+  if (nr) {
+    assert.match(nr.stdout, /SERVED LOCALLY item:nr: 200 reads, 0 GETs at Redis/);
+    assert.match(nr.stdout, /SURGE UNDER A TRACKED PREFIX item:flash:nr: 51 reads, 1 GET at Redis/);
+  }
   assert.match(esm.stdout, /PROMOTED item:esm/);
   assert.match(cjs.stdout, /PROMOTED item:cjs/);
   assert.match(tsOut.stdout, /PROMOTED item:42 \{"key":"item:42","name":"a thing"\}/);

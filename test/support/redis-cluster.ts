@@ -35,25 +35,7 @@ export class RedisCluster {
     const dir = mkdtempSync(join(tmpdir(), 'hotkey-rc-'));
     const ports: number[] = [];
     for (let i = 0; i < masters; i++) ports.push(await freePort());
-    const children = ports.map((port) => {
-      const d = join(dir, String(port));
-      mkdirSync(d, { recursive: true });
-      return spawn(
-        'redis-server',
-        [
-          '--port',
-          String(port),
-          ...EPHEMERAL_ARGS,
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          join(d, 'nodes.conf'),
-          '--dir',
-          d,
-        ],
-        { stdio: 'ignore' },
-      );
-    });
+    const children = ports.map((port) => spawnNode(dir, port));
     const cluster = new RedisCluster(ports, dir, children);
     try {
       for (const port of ports) {
@@ -80,6 +62,35 @@ export class RedisCluster {
     return cluster;
   }
 
+  /**
+   * One more master, joined by CLUSTER MEET and holding no slot (a node added after the clients
+   * connected); its port. Not in `ports` (the masters the cluster was created with); stopped with them.
+   */
+  async addMaster(timeoutMs = 30_000): Promise<number> {
+    const port = await freePort();
+    this.#children.push(spawnNode(this.#dir, port));
+    await waitFor(`redis ${port} up`, () => cli(port, 'ping').includes('PONG'), timeoutMs);
+    cli(port, 'cluster', 'meet', '127.0.0.1', String(this.ports[0]));
+    const id = cli(port, 'cluster', 'myid').trim();
+    const everyNode = [...this.ports, port];
+    const knows = (at: number, id: string) =>
+      cli(at, 'cluster', 'nodes')
+        .split('\n')
+        .some((line) => line.startsWith(`${id} `) && / connected/.test(line) && !/handshake|noaddr/.test(line));
+    await waitFor(
+      `every node to know ${port}, and it them`,
+      () =>
+        this.ports.every((p) => knows(p, id)) && this.ports.every((p) => knows(port, cli(p, 'cluster', 'myid').trim())),
+      timeoutMs,
+    );
+    await waitFor(
+      `cluster_state:ok on ${everyNode.join(', ')}`,
+      () => everyNode.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')),
+      timeoutMs,
+    );
+    return port;
+  }
+
   /** `redis-cli -p <port> args…` on one node, its stdout (synchronous: for set-up and checks only). */
   cli(port: number, ...args: string[]): string {
     return cli(port, ...args);
@@ -100,6 +111,26 @@ export class RedisCluster {
     await delay(50);
     rmSync(this.#dir, { recursive: true, force: true });
   }
+}
+
+function spawnNode(dir: string, port: number): ChildProcess {
+  const d = join(dir, String(port));
+  mkdirSync(d, { recursive: true });
+  return spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      ...EPHEMERAL_ARGS,
+      '--cluster-enabled',
+      'yes',
+      '--cluster-config-file',
+      join(d, 'nodes.conf'),
+      '--dir',
+      d,
+    ],
+    { stdio: 'ignore' },
+  );
 }
 
 function cli(port: number, ...args: string[]): string {

@@ -227,6 +227,11 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return this.#p.recent.take(key, vouch, scope);
   }
 
+  /** For an adapter: the reply `recentRead` handed over answered the load (the adapter's own checks of it passed). */
+  recentReadUsed(): void {
+    this.#p.recent.loadAnswered();
+  }
+
   /** Which accesses made the key hot ('read', 'write' or 'any'), or undefined when it is not hot here. */
   hotKind(key: string): RuleKind | undefined {
     const hot = this.#hot.get(key);

@@ -36,6 +36,8 @@ test('a read kept under a live vouch and a current lease answers one load of its
   recent.sent('k', vouch, 0, Promise.resolve('v'));
   assert.is(await recent.take('k', vouch, 0), 'v');
   assert.is(recent.take('k', vouch, 0), undefined, 'taken once');
+  assert.is(recent.used, 0, 'taken is not used: the load checks it further');
+  recent.loadAnswered();
   assert.is(recent.used, 1);
 });
 

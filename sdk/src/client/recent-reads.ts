@@ -27,8 +27,12 @@ import type { Lease } from '../cache/hot-set.ts';
 import type { HubLinks } from './links.ts';
 import { estimateBytes } from './surge-local.ts';
 
-/** cold reads remembered at most: a surge's load follows its first read within a job or a round trip */
-export const MAX_RECENT_READS = 1024;
+/**
+ * cold reads remembered at most. A surge's load follows its first read within a job, a round trip
+ * or a slice (RECENT_SURGE_MS), so this covers a wrapped service's first reads up to ~5,000 cold
+ * reads/s; past that a surge may cost its tracked load as well, one GET more
+ */
+export const MAX_RECENT_READS = 512;
 /** estimated bytes of remembered values at most */
 export const MAX_RECENT_BYTES = 1 << 20;
 /** a value estimated over this is not remembered */
@@ -47,7 +51,9 @@ export interface ReadVouch {
 }
 
 interface Entry {
-  reply: Promise<unknown>;
+  /** the read's reply while in flight; undefined once `value` holds it (the promise is let go) */
+  reply: Promise<unknown> | undefined;
+  value: unknown;
   vouch: ReadVouch;
   /** the adapter's scope of the read (its database), matched by the load */
   scope: number | undefined;
@@ -64,7 +70,7 @@ export class RecentReads {
   /** in send order: the first is the oldest */
   readonly #map = new Map<string, Entry>();
   #bytes = 0;
-  /** loads answered by a remembered reply */
+  /** loads answered by a remembered reply (`loadAnswered`: taken, and the load's own checks passed) */
   used = 0;
 
   constructor(links: () => HubLinks, now: () => number) {
@@ -90,7 +96,7 @@ export class RecentReads {
     if (lease === undefined || !vouch.live) return;
     this.#delete(key);
     if (this.#map.size >= MAX_RECENT_READS) this.#delete(this.#map.keys().next().value!);
-    const entry: Entry = { reply, vouch, scope, lease, bytes: 0, answeredAt: Number.NaN };
+    const entry: Entry = { reply, value: undefined, vouch, scope, lease, bytes: 0, answeredAt: Number.NaN };
     this.#map.set(key, entry);
     reply.then(
       (value) => {
@@ -98,6 +104,8 @@ export class RecentReads {
         const bytes = estimateBytes(value);
         if (bytes > MAX_RECENT_VALUE_BYTES) return void this.#delete(key);
         entry.bytes = bytes;
+        entry.value = value;
+        entry.reply = undefined;
         if (Number.isNaN(entry.answeredAt)) entry.answeredAt = this.#now();
         this.#bytes += bytes;
         while (this.#bytes > MAX_RECENT_BYTES) this.#delete(this.#map.keys().next().value!);
@@ -118,8 +126,15 @@ export class RecentReads {
     this.#delete(key);
     if (entry.vouch !== vouch || !vouch.live || entry.scope !== scope) return undefined;
     if (this.#leaseOf(key, this.#now()) !== entry.lease) return undefined;
+    return entry.reply ?? Promise.resolve(entry.value);
+  }
+
+  /**
+   * A reply `take` handed over answered its load. Apart from `take`: the load checks it further
+   * (the key's node still serves it, its TTL agrees) and may refuse it.
+   */
+  loadAnswered(): void {
     this.used++;
-    return entry.reply;
   }
 
   /**

@@ -18,11 +18,12 @@ export function unhooked<T>(fn: () => T): T {
 
 /** `unhooked`, and past the circuit breaker too: its own probe of a node it holds open. */
 export function unguarded<T>(fn: () => T): T {
+  const outer = hook.unguarded;
   hook.unguarded = true;
   try {
     return unhooked(fn);
   } finally {
-    hook.unguarded = false;
+    hook.unguarded = outer;
   }
 }
 
@@ -42,10 +43,11 @@ export function isClosing(client: object): boolean {
  * held with the job's other GETs.
  */
 export function asPlainRead<T>(fn: () => T): T {
+  const outer = hook.plain; // nested (a plain read whose command re-enters a GET's fast path): the outer one stays plain
   hook.plain = true;
   try {
     return fn();
   } finally {
-    hook.plain = false;
+    hook.plain = outer;
   }
 }

@@ -149,6 +149,7 @@ export class NodeTracker {
     const pttl = replies?.[replies.length - 1]?.[1];
     if (typeof pttl !== 'number' || (value === null) !== (pttl === -2) || !session.live) return undefined;
     this.firstReadLoads++;
+    this.#hk.recentReadUsed();
     return { value, pttl, session };
   }
 

@@ -4,8 +4,8 @@
  * script) leaves every instance's cache within milliseconds, not at `cacheTtlMs`.
  *
  * Design, per Redis node a hot key lives on (one for a standalone server, one per master a hot
- * key was read from for a Cluster), two connections of our own, made with the wrapped client's
- * options (auth, TLS, sentinels) and `protocol: 2`:
+ * key was read from for a Cluster), two connections of our own (node-tracker.ts), made with the
+ * wrapped client's options (auth, TLS, sentinels) and `protocol: 2`:
  * - `sub` asks its `CLIENT ID`, then SUBSCRIBEs to `__redis__:invalidate`. RESP2 on purpose:
  *   a RESP3 redirect target gets `invalidate` push frames, which ioredis 6 drops.
  * - `reader` runs `CLIENT TRACKING on REDIRECT <sub id> OPTIN`: Redis remembers only the keys it
@@ -25,8 +25,9 @@
  * has, without caching every key (node-tracker.ts).
  *
  * When the connections open: with prefixes, as soon as the wrapped client is ready (a surge's
- * first read must find the broadcast on); otherwise at the wrapped client's first read (a GET, HGET, HGETALL, MGET or
- * HMGET of any key, cold or hot), once it is ready — every master of a Cluster — so that a key
+ * first read must find the broadcast on); otherwise at the wrapped client's first read (a GET,
+ * HGET, HGETALL, MGET or HMGET of any key, cold or hot), once it is ready — every master of a
+ * Cluster — so that a key
  * that turns hot later, from this instance's reads or a promotion, is loaded tracked and cached
  * from its first load, and reads are local from the read after it. Not at wrapping: a client
  * that never reads (a subscriber, a writer, a blocking-pop worker, the `duplicate()` made for
