@@ -12,8 +12,8 @@
  * here and its load takes the kept reply, unless something dropped it), then reads it every few ms
  * until the round ends (served locally). The one writer process of the round (round % writers)
  * writes the key WRITES_PER_ROUND times, one after another, from a random point of the round's
- * first part (before, amid or after the readers' bursts): versions of a
- * key grow in the order Redis applies them, so the judge's "older than an acked write" holds.
+ * first part (before, amid or after the readers' bursts): versions of a key grow in the order
+ * Redis applies them, so the judge's "older than an acked write" holds.
  * Reads and writes are recorded as consistency-records-out.ts records them ('ckf-first',
  * 'ckf-burst', 'ckf' for the reads); the SDK's count of loads answered by a kept reply
  * (`recentReadsUsed`) is sampled as ['u', time, increase].
