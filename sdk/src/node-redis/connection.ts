@@ -3,7 +3,8 @@
  * through its `TrackingConnection` interface): each is a node-redis client duplicated from the
  * user's, RESP2 (tracking redirects to a RESP2 subscriber, as for ioredis), no key prefix, no
  * client-side cache, no offline queue, no type mapping, and no reconnection of its own. When its
- * socket ends, the connection reports 'close' and makes a fresh client after a capped backoff:
+ * socket ends (node-redis's 'end', or an 'error' after which it is not open: a server restart
+ * emits no 'end'), the connection reports 'close' and makes a fresh client after a capped backoff:
  * a fresh client is never in subscriber mode, so tracking's `CLIENT ID` then `SUBSCRIBE` start
  * each incarnation the same way (node-redis would resubscribe a reconnected client first, and a
  * RESP2 subscriber refuses `CLIENT ID`).
@@ -51,6 +52,8 @@ export class NodeRedisConnection extends EventEmitter implements TrackingConnect
   #closed = false;
   #attempts = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** ends the current incarnation (once): 'close', then a new one unless closed */
+  #end: (() => void) | undefined;
 
   /** @param make a fresh, unconnected node-redis client (a duplicate of the user's with `ownOverrides`) */
   constructor(make: () => NodeRedisLike) {
@@ -88,7 +91,13 @@ export class NodeRedisConnection extends EventEmitter implements TrackingConnect
       this.emit('close');
       this.#retry();
     };
-    client.on('error', (err: Error) => this.#fault(err));
+    this.#end = end;
+    // without a reconnect strategy of its own, node-redis (5.12, 6.3) reports a socket the server
+    // closed (a restart) with 'error' alone, no 'end': an error that leaves it not open ends it
+    client.on('error', (err: Error) => {
+      this.#fault(err);
+      if (!client.isOpen) end();
+    });
     client.on('end', end);
     client.on('ready', () => {
       this.#attempts = 0;
@@ -168,9 +177,12 @@ export class NodeRedisConnection extends EventEmitter implements TrackingConnect
     const client = this.#client;
     if (client === undefined) return;
     try {
-      client.destroy(); // 'end' follows: reported as 'close', and a new incarnation unless closed
+      client.destroy();
     } catch {
       // already closed
     }
+    // reported as 'close' (and a new incarnation unless closed) whether or not node-redis emits
+    // 'end' for a client its destroy() found dead already
+    this.#end?.();
   }
 }
