@@ -56,6 +56,7 @@ test('after a Redis restart the tracking connections come back: the hot key is c
   await promoteInProcess(e2e.hub, 'shop', key, [hk!]);
   await servedLocally(c, key, 'v0', gets);
 
+  const restartedAt = performance.now();
   await server.restart();
   // both node-redis clients of the test reconnect by themselves (their default strategy)
   await waitFor('the clients back', async () => plain.isReady && c.isReady, 10_000);
@@ -69,9 +70,42 @@ test('after a Redis restart the tracking connections come back: the hot key is c
     10_000,
   );
   await servedLocally(c, key, 'v1', gets, 10_000);
+  console.log(`# cached again ${Math.round(performance.now() - restartedAt)} ms after the restart began`);
   // a write by a client without the SDK: only Redis tracking can drop the cached value (its TTL is 600 s)
   await plain.set(key, 'v2');
   await waitFor('the outside write heard', async () => (await c.get(key)) === 'v2', 5000);
+});
+
+test('tracked prefixes after a Redis restart: the watch connection comes back and a surge takes its first read again', async () => {
+  const [hk] = await e2e.sdks(1, () => ({ flushIntervalMs: 20 }));
+  const plain = await client();
+  const c = withHotKeys(await client(), hk as HotKeyClient, { tracking: { prefixes: ['flash:'] } });
+  /** reads of new keys under the prefix until one is kept: the broadcast session is live */
+  const keptOnce = (tag: string) =>
+    waitFor(
+      `${tag}: a read kept`,
+      async () => {
+        const kept = hk!.stats().recentReads;
+        try {
+          await c.get(`flash:probe-${tag}-${performance.now()}`);
+        } catch {
+          return false; // reconnecting
+        }
+        return hk!.stats().recentReads > kept;
+      },
+      10_000,
+    );
+  await keptOnce('before');
+  await server.restart();
+  await waitFor('the clients back', async () => plain.isReady && c.isReady, 10_000);
+  await plain.set('flash:after', 'a');
+  await keptOnce('after');
+  const used = hk!.stats().recentReadsUsed;
+  assert.is(await c.get('flash:after'), 'a');
+  const got = await Promise.all(Array.from({ length: 50 }, () => c.get('flash:after')));
+  for (const v of got) assert.is(v, 'a');
+  assert.ok(hk!.isHot('flash:after'));
+  assert.is(hk!.stats().recentReadsUsed - used, 1, "the surge's load took the first read");
 });
 
 test.run();

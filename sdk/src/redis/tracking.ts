@@ -201,7 +201,7 @@ export class Tracking {
         this.#listening = true;
         this.#client.once('end', () => {
           this.#listening = false;
-          this.#reading = false;
+          this.#reading = this.watches; // with prefixes, a later connect() opens them at its 'ready' again
           this.close();
         });
       }
