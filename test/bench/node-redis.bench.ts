@@ -2,7 +2,8 @@
  * Benchmark 24 — node-redis side by side: plain node-redis, node-redis + hotkey (the adapter,
  * @hotkey/sdk/node-redis), node-redis's own client-side cache (`RESP: 3, clientSideCache`), ioredis +
  * hotkey and plain ioredis, each on a fresh redis-server and a fresh hub, in the same run
- * (node-redis-stack.ts). Every hotkey variant runs the SDK with its defaults, as a user gets them.
+ * (node-redis-stack.ts). The hotkey variants run the SDK with its defaults, as a user gets them,
+ * and `+bcast` with `tracking: { prefixes: [''] }` (every key tracked by broadcast, redis-clients.ts).
  *
  * The load (node-redis.worker.ts): 4 service processes, 6,000 reads/s of one flash key that starts
  * at t = 0 (the surge), 2,000 Zipf(1.1) reads/s over 100k keys and 20 writes/s of Zipf keys, all
@@ -35,14 +36,13 @@
  * - heap: where the SDK's MBs go (node-redis-heap.worker.ts): one process takes a service's steps
  *   from a plain node-redis client to a wrapped one serving a hot key, and the heap after GC is
  *   sampled after each. Measured here (100k cold reads; 20k gave the same within 0.1 MB), source
- *   maps on (tsx turns them on): `ws` and msgpackr 0.9 MB, `@hotkey/sdk/node-redis`'s modules
- *   (HotKeyClient and the adapter, with their maps) 1.5 MB, a HotKeyClient connected to the hub
- *   0.3 MB, withHotKeys with its two tracking connections 0.4 MB, the hot cached key 0.05 MB,
- *   100k cold reads 0.3 MB: 3.5 MB in all, most of it code, flat in the keys read (one more plain
- *   node-redis client, for scale: under 0.1 MB).
+ *   maps on (tsx turns them on; the SDK ships none): `ws` and msgpackr 0.9 MB,
+ *   `@hotkey/sdk/node-redis`'s modules (HotKeyClient and the adapter) 1.1 MB, a HotKeyClient
+ *   connected to the hub 0.3 MB, withHotKeys with its two tracking connections 0.45 MB, the hot
+ *   cached key 0.07 MB, 100k cold reads 0.3 MB: 3.1 MB in all, most of it code, flat in the keys
+ *   read (one more plain node-redis client, for scale: under 0.1 MB).
  *
- * Runtime: 9.7 min for the whole bench on this 2-core box with a load of 9 to 20 from other work
- * (20 min before on a saturated one); not yet timed on an idle machine (the goal is 6 min). Main
+ * Runtime: 7.5 min for the whole bench (seven variants) on this 2-core box, idle. Main
  * and fleet keep their 10 s (clientSideCache's tracking items and entries grow with the time it
  * reads, so a shorter run would change its figures); the arrivals part runs 3 s, as it measures
  * only the first 2 s; the sweeps, most of the time, run side by side in one go: each has its own
