@@ -128,9 +128,8 @@ export class Invalidator {
 
   /** `HotKeyClient.updateMark`. */
   updateMark(key: string): UpdateMark {
-    const hub = this.#links.owner(key);
-    const link = hub === undefined ? undefined : this.#links.get(hub);
-    return { hub, link, seq: link?.lastSeq ?? 0 };
+    const link = this.#links.ownerLink(key);
+    return { hub: link?.hub, link, seq: link?.lastSeq ?? 0 };
   }
 
   /** `HotKeyClient.invalidateAll` past its argument checks. */

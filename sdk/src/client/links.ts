@@ -81,6 +81,12 @@ export class HubLinks {
     return this.#ownership.owner(key);
   }
 
+  /** The link to the welcomed hub that owns `key`, if any hub is welcomed. */
+  ownerLink(key: string): HubLink | undefined {
+    const hub = this.#ownership.owner(key);
+    return hub === undefined ? undefined : this.#links.get(hub);
+  }
+
   /** Every welcomed link. */
   links(): IterableIterator<HubLink> {
     return this.#links.values();

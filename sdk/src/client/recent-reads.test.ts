@@ -14,8 +14,7 @@ import {
 function setup() {
   const state = { lease: { until: 1000 } as Lease, owner: 'h1' as string | undefined, clock: 0 };
   const links = {
-    owner: () => state.owner,
-    get: (hub: string) => (hub === 'h1' ? { lease: state.lease } : undefined),
+    ownerLink: () => (state.owner === 'h1' ? { hub: 'h1', lease: state.lease } : undefined),
   } as unknown as HubLinks;
   return {
     state,

@@ -84,9 +84,7 @@ export class RecentReads {
 
   /** The current lease of the link to `key`'s owner hub, or undefined (no owner, a lapsed lease). */
   #leaseOf(key: string, now: number): Lease | undefined {
-    const links = this.#links();
-    const hub = links.owner(key);
-    const lease = hub === undefined ? undefined : links.get(hub)?.lease;
+    const lease = this.#links().ownerLink(key)?.lease;
     return lease !== undefined && lease.until > now ? lease : undefined;
   }
 

@@ -187,9 +187,7 @@ export class SurgeLocal {
       this.#declined.delete(key);
     }
     // served under the lease of the hub that would promote it: the one that relays its writes
-    const links = o.links();
-    const hub = links.owner(key);
-    const link = hub === undefined ? undefined : links.get(hub);
+    const link = o.links().ownerLink(key);
     if (link === undefined || !(link.lease.until > clock)) return undefined;
     const { state } = o.hot.promote(
       link.hub,

@@ -32,8 +32,6 @@ export class NodeTracker {
   session: TrackingSession = { live: false };
   /** invalidation messages heard (keys and flushes), for tests and stats */
   invalidations = 0;
-  /** hot loads answered by an earlier cold read's reply (recent-reads.ts) and a PTTL, no GET */
-  firstReadLoads = 0;
   readonly #reader: TrackingConnection;
   readonly #sub: TrackingConnection;
   readonly #watch: TrackingConnection | undefined;
@@ -123,10 +121,12 @@ export class NodeTracker {
       const read = reply === undefined ? undefined : await this.#fromReply(reply, key, db, session);
       if (read !== undefined) return read;
     }
-    const commands: string[][] = db === undefined ? [] : [['select', String(db)]];
-    commands.push(['client', 'caching', 'yes'], [kind, key], ['pttl', key]);
-    const replies = await this.#exec(commands);
-    return { value: replies[replies.length - 2]![1], pttl: replies[replies.length - 1]![1], session };
+    const replies = await this.#exec(db, [
+      ['client', 'caching', 'yes'],
+      [kind, key],
+      ['pttl', key],
+    ]);
+    return { value: replies[1]![1], pttl: replies[2]![1], session };
   }
 
   /**
@@ -143,22 +143,23 @@ export class NodeTracker {
   ): Promise<TrackedRead | undefined> {
     const value = await reply.catch(() => undefined);
     if (typeof value !== 'string' && value !== null) return undefined;
-    const commands: string[][] = db === undefined ? [] : [['select', String(db)]];
-    commands.push(['pttl', key]);
-    const replies = await this.#exec(commands).catch(() => undefined);
-    const pttl = replies?.[replies.length - 1]?.[1];
+    const replies = await this.#exec(db, [['pttl', key]]).catch(() => undefined);
+    const pttl = replies?.[0]?.[1];
     if (typeof pttl !== 'number' || (value === null) !== (pttl === -2) || !session.live) return undefined;
-    this.firstReadLoads++;
     this.#hk.recentReadUsed();
     return { value, pttl, session };
   }
 
-  /** `commands` in one MULTI on the reader: every reply, or a rejection when any failed or the transaction was discarded */
-  async #exec(commands: string[][]): Promise<Array<[Error | null, unknown]>> {
-    const replies = (await this.#reader.multi(commands).exec()) ?? [];
-    if (replies.length !== commands.length) throw new Error('tracked load: transaction discarded');
+  /**
+   * `commands` in one MULTI on the reader, after a SELECT of `db` (a standalone node): their
+   * replies, or a rejection when any failed or the transaction was discarded
+   */
+  async #exec(db: number | undefined, commands: string[][]): Promise<Array<[Error | null, unknown]>> {
+    const all = db === undefined ? commands : [['select', String(db)], ...commands];
+    const replies = (await this.#reader.multi(all).exec()) ?? [];
+    if (replies.length !== all.length) throw new Error('tracked load: transaction discarded');
     for (const [err] of replies) if (err) throw err;
-    return replies;
+    return db === undefined ? replies : replies.slice(1);
   }
 
   close(): void {
