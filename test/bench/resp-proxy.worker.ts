@@ -3,11 +3,12 @@
  * slow the hub or the services it measures). Every client of a benchmark connects through it, so
  * what it counts is what reached Redis, whatever the client and on every connection (the adapters'
  * tracking loads too): GETs, the flash key's GETs per bucket since `startAt`, and the invalidation
- * pushes Redis sent.
+ * pushes Redis sent. With `suffix`, a GET of any key ending in the flash key counts as the flash
+ * key's (a cache library that stores it under a prefix of its own: `bentocache:…`, `keyv:…`).
  *
- *   <- { type: 'start', redisPort, flashKey }                 -> { type: 'listening', port }
+ *   <- { type: 'start', redisPort, flashKey, suffix? }         -> { type: 'listening', port }
  *   <- { type: 'proxy', op: 'window', startAt (hostNow ms), bucketMs, buckets }   resets the counts
- *   <- { type: 'proxy', op: 'read' }   -> { type: 'counts', gets, flashGets, flashBuckets, pushes, connections }
+ *   <- { type: 'proxy', op: 'read' }   -> { type: 'counts', gets, flashGets, flashBuckets, getBuckets, pushes, connections }
  */
 import { createConnection, createServer } from 'node:net';
 import { once } from 'node:events';
@@ -15,12 +16,19 @@ import { fromParent, toParent } from './harness.ts';
 import { INVALIDATION_HEADS, isCommand, PatternCounter, RespCommandReader } from './resp-counter.ts';
 import { hostNow } from '../support/host-clock.ts';
 
-const { redisPort, flashKey } = await fromParent<{ redisPort: number; flashKey: string }>('start', 60_000);
+const { redisPort, flashKey, suffix } = await fromParent<{ redisPort: number; flashKey: string; suffix?: boolean }>(
+  'start',
+  60_000,
+);
 const flash = Buffer.from(flashKey);
+const isFlash = (key: Buffer) =>
+  suffix ? key.length >= flash.length && flash.equals(key.subarray(key.length - flash.length)) : key.equals(flash);
 
 let startAt = Number.POSITIVE_INFINITY;
 let bucketMs = 100;
 let flashBuckets: number[] = [];
+/** every GET per bucket */
+let getBuckets: number[] = [];
 let gets = 0;
 let flashGets = 0;
 const pushCounters = new Set<PatternCounter>();
@@ -30,10 +38,12 @@ let connections = 0;
 const onCommand = (name: Buffer, key: Buffer | undefined) => {
   if (!isCommand(name, 'get')) return;
   gets++;
-  if (key === undefined || !key.equals(flash)) return;
-  flashGets++;
   const at = Math.floor((hostNow() - startAt) / bucketMs);
-  if (at >= 0 && at < flashBuckets.length) flashBuckets[at]!++;
+  const inWindow = at >= 0 && at < flashBuckets.length;
+  if (inWindow) getBuckets[at]!++;
+  if (key === undefined || !isFlash(key)) return;
+  flashGets++;
+  if (inWindow) flashBuckets[at]!++;
 };
 const pushes = () => {
   let n = 0;
@@ -78,11 +88,12 @@ for (;;) {
     startAt = m.startAt;
     bucketMs = m.bucketMs;
     flashBuckets = new Array<number>(m.buckets).fill(0);
+    getBuckets = new Array<number>(m.buckets).fill(0);
     gets = 0;
     flashGets = 0;
     pushesBefore = 0;
     pushesBefore = pushes();
   } else {
-    toParent({ type: 'counts', gets, flashGets, flashBuckets, pushes: pushes(), connections });
+    toParent({ type: 'counts', gets, flashGets, flashBuckets, getBuckets, pushes: pushes(), connections });
   }
 }
