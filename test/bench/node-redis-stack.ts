@@ -29,7 +29,6 @@ const BUCKET_MS = 100;
 const RULES = [{ match: '*', threshold: 600, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 30_000 }];
 /** tsx without the source condition: `@hotkey/sdk` resolves to its build, as in a service */
 const SERVICE_PROCESS = { tsx: false, execArgv: ['--import', 'tsx', '--expose-gc'] };
-const SDK = fileURLToPath(new URL('../../sdk/', import.meta.url));
 
 /** Newest modification time of the files under `dir` whose names pass `keep`. */
 function newest(dir: string, keep: (name: string) => boolean): number {
@@ -44,15 +43,27 @@ function newest(dir: string, keep: (name: string) => boolean): number {
 
 /** Builds the SDK when its build is missing or older than its sources: the columns must measure this tree. */
 export function freshSdkBuild(): string {
+  return freshBuild('sdk');
+}
+
+/** Builds a workspace package (`sdk`, `hub`) when its build is missing or older than its sources. */
+export function freshBuild(pkg: 'sdk' | 'hub'): string {
+  const dir = fileURLToPath(new URL(`../../${pkg}/`, import.meta.url));
+  const entry = pkg === 'sdk' ? 'index.js' : 'cli.js';
   let built = 0;
   try {
-    built = statSync(join(SDK, 'dist', 'index.js')).mtimeMs;
+    built = statSync(join(dir, 'dist', entry)).mtimeMs;
   } catch {
     // no build yet
   }
-  if (built >= newest(join(SDK, 'src'), (n) => n.endsWith('.ts') && !n.endsWith('.test.ts'))) return 'sdk/dist current';
-  execFileSync('pnpm', ['--filter', '@hotkey/sdk', 'run', 'build'], { cwd: SDK, stdio: 'inherit', timeout: 180_000 });
-  return 'sdk/dist rebuilt';
+  if (built >= newest(join(dir, 'src'), (n) => n.endsWith('.ts') && !n.endsWith('.test.ts')))
+    return `${pkg}/dist current`;
+  execFileSync('pnpm', ['--filter', `@hotkey/${pkg}`, 'run', 'build'], {
+    cwd: dir,
+    stdio: 'inherit',
+    timeout: 180_000,
+  });
+  return `${pkg}/dist rebuilt`;
 }
 
 /** What the services did, summed over them: the load issued and what failed. */
