@@ -184,20 +184,24 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   // promotions, demotions and hk's close reach this client's parts while it is open (one listener per hk)
   WrapEvents.of(hk).follow(client, [writeHot, tracking, replicas]);
 
-  /**
-   * The circuit breaker's word on a command sent on its own: rejected at once (true) while its
-   * node's breaker is open, else watched for its outcome. Hot reads (`name`) pass: their loads
-   * ask `loadBlocked` instead, so that a rejected load can fall back on the cached value.
-   */
   /** The breaker guarding `command`'s node; undefined without breakers, past the hook, or for a hot key's read (its load asks `loadBlocked`). */
   function guardOf(command: Cmd, name: string): NodeBreaker | undefined {
     if (breakers === undefined || hook.unguarded) return undefined;
     const node = breakers.nodeOf(command);
     return node === undefined || (isRead(name) && isHotKey(command.args[0])) ? undefined : node;
   }
-  function blocked(command: Cmd, name = '', watch = true): boolean {
+  /**
+   * The circuit breaker's word on a command sent on its own: rejected at once (true) while its
+   * node's breaker is open, else watched for its outcome (unless `watch` is false). Hot reads
+   * (`name`) pass: their loads ask `loadBlocked` instead, so that a rejected load can fall back on
+   * the cached value. The connection's own handshake (status 'connect': ioredis's ready check, SELECT,
+   * CLIENT SETNAME, written before the client is ready) is never refused nor timed: refused, ioredis
+   * drops the connection and starts over, so a breaker that was open when Redis came back kept the
+   * client from ever becoming ready, and its probe, queued until then, from ever closing it.
+   */
+  function blocked(client: Client, command: Cmd, name = '', watch = true): boolean {
     const node = guardOf(command, name);
-    if (node === undefined) return false;
+    if (node === undefined || client.status === 'connect') return false;
     if (breakers!.isOpen(node)) {
       command.reject(breakers!.reject(node));
       return true;
@@ -304,7 +308,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     },
     send: (c, command, stream, node) => {
       dispatched.add(command);
-      if (stream !== undefined || !blocked(command as Cmd)) void down.call(c, command as Cmd, stream, node);
+      if (stream !== undefined || !blocked(c, command as Cmd)) void down.call(c, command as Cmd, stream, node);
     },
     sharded: (key) => writeHot.owns(key),
     sum: (c, command) => (c.options.keyPrefix ? undefined : writeHot.route(command, 'get')),
@@ -341,7 +345,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
         command.reject(new HotKeyError(ErrorCode.Closed, `${command.name}: the Redis client is closing`));
         return command.promise;
       }
-      if (stream === undefined && blocked(command)) return command.promise;
+      if (stream === undefined && blocked(client, command)) return command.promise;
       return send.call(client, command, stream, node);
     }
     if (dispatched.has(command)) return send.call(client, command, stream, node);
@@ -389,7 +393,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       typeof command.replyEncoding === 'string' &&
       client.status !== 'end' &&
       !inSubscriberMode(client);
-    if (stream === undefined && blocked(command, name, !viaCache)) {
+    if (stream === undefined && blocked(client, command, name, !viaCache)) {
       dispatched.add(command);
       return command.promise;
     }
