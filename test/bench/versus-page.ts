@@ -99,13 +99,28 @@ function charts(results: Result[], plan: Plan): Record<string, string> {
   return { 'stale.svg': stale, 'p99.svg': p99, 'gets.svg': gets };
 }
 
-/** Comparisons where the winner is decided from the run's figures: hotkey's best adapter against the best peer. */
-function verdicts(results: Result[]): { peerWins: string[]; hotkeyWins: string[] } {
+/** How the flash key's Redis node was made the bottleneck, as the run went. */
+function bottleneck(results: Result[], plan: Plan): string {
+  const limits = [...new Set(results.map((r) => r.redisLimit))];
+  const value = `its value is ${plan.flashBytes / 1024} KiB, so that every read of it that reaches Redis moves ${plan.flashBytes / 1024} KiB`;
+  if (plan.redisCpuPercent === undefined)
+    return `**The flash key's Redis node is loaded by a large value**: ${value}; redis-server is not CPU-limited.`;
+  if (limits.length === 1 && limits[0]!.endsWith('of one core'))
+    return `**The flash key's Redis node is made the bottleneck**: redis-server is CPU-limited to ${limits[0]} (a Linux CFS bandwidth quota on a control group of its own: it runs freely while it has little to do and is throttled once it used its share), and ${value}. Every GET of it that reaches Redis spends that scarce CPU; a system that keeps the surge's reads away leaves Redis idle.`;
+  return `**The flash key's Redis node was meant to be CPU-limited to ${plan.redisCpuPercent} % of one core, and was not everywhere**: ${results.map((r) => `${LABEL[r.system]}: ${r.redisLimit}`).join('; ')}. The flash key's ${value}.`;
+}
+
+/**
+ * Comparisons where the winner is decided from the run's figures: hotkey's better adapter against
+ * the best peer (the caching ones only where a cache is what is compared). Equal figures are even.
+ */
+function verdicts(results: Result[]): { peerWins: string[]; hotkeyWins: string[]; even: string[] } {
   const hot = results.filter((r) => isHotkey(r.system));
   const peers = results.filter((r) => !isHotkey(r.system));
   const cached = peers.filter((r) => r.system !== 'ioredis');
   const peerWins: string[] = [];
   const hotkeyWins: string[] = [];
+  const even: string[] = [];
   const compare = (
     what: string,
     value: (r: Result) => number,
@@ -123,8 +138,9 @@ function verdicts(results: Result[]): { peerWins: string[]; hotkeyWins: string[]
     const h = pick(hs);
     const p = pick(ps);
     const line = `${what}: ${hs.map((r) => `${LABEL[r.system]} ${fmt(value(r))}`).join(', ')} ${unit}; best peer ${LABEL[p.system]} ${fmt(value(p))} ${unit}.`;
-    const peerBetter = better === 'lower' ? value(p) < value(h) : value(p) > value(h);
-    (peerBetter ? peerWins : hotkeyWins).push(line);
+    if (fmt(value(p)) === fmt(value(h))) even.push(line);
+    else if (better === 'lower' ? value(p) < value(h) : value(p) > value(h)) peerWins.push(line);
+    else hotkeyWins.push(line);
   };
   const stall = (r: Result) => r.probes.stall;
   compare(
@@ -142,6 +158,27 @@ function verdicts(results: Result[]): { peerWins: string[]; hotkeyWins: string[]
     'ms',
     'lower',
   );
+  /** stale reads in % of the reads a probe made (NaN where it made none: not run, or every read failed) */
+  const stalePct = (name: (typeof PROBES)[number]) => (r: Result) => {
+    const p = r.probes[name];
+    return p && p.reads > 0 ? (100 * p.stale) / p.reads : Number.NaN;
+  };
+  for (const name of PROBES)
+    compare(`Stale reads, ${name}`, stalePct(name), cached, '% of reads', 'lower', (x) =>
+      x > 0 && x < 0.1 ? '<0.1' : f1(x),
+    );
+  compare(
+    'Failed requests of the probes across the Redis restart and just after',
+    (r) =>
+      (['redis restart', 'after redis restart'] as const).reduce(
+        (a, p) => a + (r.probes[p] ? r.probes[p]!.readErrors + r.probes[p]!.writeErrors : 0),
+        0,
+      ),
+    peers,
+    'errors',
+    'lower',
+    f0,
+  );
   compare(
     'Service CPU per request before the surge (cold reads)',
     (r) => r.cpuPerRequest.before,
@@ -157,27 +194,9 @@ function verdicts(results: Result[]): { peerWins: string[]; hotkeyWins: string[]
   compare('HTTP read p99 during the surge', (r) => r.surge.reads.p99, peers, 'ms', 'lower');
   compare('HTTP write p99 during the surge', (r) => r.surge.writes.p99, peers, 'ms', 'lower');
   compare('The flash key’s GETs at Redis in the surge’s first 2 s', (r) => r.flashFirst2s, peers, 'GETs', 'lower', f0);
-  compare(
-    'Stale reads in all probes',
-    (r) => PROBES.reduce((a, p) => a + (r.probes[p]?.stale ?? 0), 0),
-    cached,
-    'stale reads',
-    'lower',
-    f0,
-  );
-  compare(
-    'Failed requests of the probes across the Redis restart and just after',
-    (r) =>
-      (['redis restart', 'after redis restart'] as const).reduce(
-        (a, p) => a + (r.probes[p] ? r.probes[p]!.readErrors + r.probes[p]!.writeErrors : 0),
-        0,
-      ),
-    peers,
-    'errors',
-    'lower',
-    f0,
-  );
-  return { peerWins, hotkeyWins };
+  compare('The flash key’s GETs at Redis per second, steady', (r) => r.flashSteadyPerSec, peers, 'GETs/s', 'lower');
+  compare('Redis tracking items', (r) => r.trackingItems, peers, 'items', 'lower', f0);
+  return { peerWins, hotkeyWins, even };
 }
 
 /** Writes the page and its charts under `dir`; returns the paths written. */
@@ -206,7 +225,7 @@ export function writePage(dir: string, results: Result[], run: Run): string[] {
         )
       : [],
   );
-  const { peerWins, hotkeyWins } = verdicts(results);
+  const { peerWins, hotkeyWins, even } = verdicts(results);
   const na = (r: Result, fault: 'stall' | 'hub-restart') => r.notApplicable[fault];
   const out: string[] = [
     '# hotkey against what users would pick instead',
@@ -222,7 +241,7 @@ export function writePage(dir: string, results: Result[], run: Run): string[] {
     '',
     '## The run',
     '',
-    `One service (node:http) in ${plan.processes} processes, one instance each, over one redis-server, for every system on a fresh stack. The traffic (one load process, HTTP keep-alive, every request with a 3 s deadline): ${plan.zipfRate} reads/s of Zipf(1.1) items over ${plan.zipfKeys.toLocaleString('en')} keys and ${plan.writeRate} writes/s of Zipf items spread over every instance; after ${plan.beforeMs / 1000} s a flash sale: ${plan.flashRate} reads/s of one key. **The flash key's Redis node is made the bottleneck by a large value**: ${plan.flashBytes / 1024} KiB, so that every read of it that reaches Redis moves ${plan.flashBytes / 1024} KiB through Redis and the client (the service answers with the version and size only, so the HTTP leg costs the same for every system). Every connection to Redis goes through a counting proxy, which tells the flash key's GETs from the others whatever prefix a library puts on it.`,
+    `One service (node:http) in ${plan.processes} processes, one instance each, over one redis-server, for every system on a fresh stack. The traffic (one load process, HTTP keep-alive, every request with a 3 s deadline): ${plan.zipfRate} reads/s of Zipf(1.1) items over ${plan.zipfKeys.toLocaleString('en')} keys and ${plan.writeRate} writes/s of Zipf items spread over every instance; after ${plan.beforeMs / 1000} s a flash sale: ${plan.flashRate} reads/s of one key. ${bottleneck(results, plan)} The service answers a read with the item's version and size only, so that the HTTP leg costs the same for every system whatever the value's size. Every connection to Redis goes through a counting proxy, which tells the flash key's GETs from the others whatever prefix a library puts on it.`,
     '',
     `Stale reads are probed on the flash key while the traffic goes on: instance 0 writes a new version and, once its PUT answered, instance 1 reads it. A read is **stale** when it answers a version older than the newest one whose write had been acknowledged before the read began. Calm: ${plan.pairs} such pairs. Faults, each followed by ${plan.afterPairs} pairs: instance 1's invalidation path (${Object.entries(
       PATH_WORD,
@@ -375,8 +394,9 @@ export function writePage(dir: string, results: Result[], run: Run): string[] {
     '',
     'Where hotkey wins:',
     '',
-    ...hotkeyWins.map((l) => `- ${l}`),
+    ...(hotkeyWins.length ? hotkeyWins.map((l) => `- ${l}`) : ['- Nowhere in this run.']),
     '',
+    ...(even.length ? ['Even:', '', ...even.map((l) => `- ${l}`), ''] : []),
     '## What each promises, beside what was measured',
     '',
     ...results.flatMap((r) => {

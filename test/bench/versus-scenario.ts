@@ -15,6 +15,7 @@ import { Redis } from 'ioredis';
 import { HUB_BIN, HubProcess, writeConfig, type HubProcessOptions } from '../support/hub-process.ts';
 import { freePort, RedisServer } from '../support/redis-server.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
+import { CpuLimit } from '../support/cpu-limit.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { hostNow } from '../support/host-clock.ts';
 import { delay, within } from '../support/wait.ts';
@@ -43,8 +44,13 @@ export interface Plan {
   flashRate: number;
   /** writes/s of Zipf items, from every service */
   writeRate: number;
-  /** the flash key's value size: the large value that makes its Redis node the bottleneck */
+  /** the flash key's value size */
   flashBytes: number;
+  /**
+   * the items' redis-server limited to this share of one core (support/cpu-limit.ts), so that the
+   * surge's reads that reach it make it the bottleneck; undefined: no limit
+   */
+  redisCpuPercent?: number;
   /** traffic before the surge */
   beforeMs: number;
   /** the first part of it, left out of the figures before the surge (code still warming up) */
@@ -105,6 +111,8 @@ export interface Result {
   crashes: string[];
   /** from the kill to the part answering again, ms: the items' Redis, the hub or the bus */
   outageMs: { redis?: number; hubOrBus?: number };
+  /** how the items' redis-server was limited: `5 % of one core`, or why it was not */
+  redisLimit: string;
 }
 
 export type ProbeName =
@@ -121,6 +129,8 @@ const SERVICE_FROM_SOURCE = { execArgv: ['--expose-gc'] };
 
 interface Stack {
   redis: RedisServer;
+  /** the items' Redis's CPU limit, or why there is none */
+  limit: CpuLimit | string;
   counting: Worker;
   countingUrl: string;
   admin: Redis;
@@ -137,13 +147,24 @@ const redisUrl = (port: number) => `redis://127.0.0.1:${port}`;
 async function startStack(system: SystemName, plan: Plan, log: (s: string) => void): Promise<Stack> {
   const dir = tempDir('hotkey-versus-');
   const redis = await RedisServer.start({ args: () => ['--dir', dir, '--dbfilename', 'versus.rdb'] });
+  const limit = plan.redisCpuPercent === undefined ? 'no limit' : CpuLimit.create(plan.redisCpuPercent);
+  if (typeof limit !== 'string') limit.add(redis.pid!);
   const counting = forkWorker(new URL('./resp-proxy.worker.ts', import.meta.url));
   counting.send({ type: 'start', redisPort: redis.port, flashKey: FLASH_KEY, suffix: true });
   const { port: countingPort } = await counting.waitFor<{ port: number }>('listening', 30_000);
   const countingUrl = redisUrl(countingPort);
   const admin = new Redis(redis.url);
   admin.on('error', () => undefined);
-  const stack: Stack = { redis, counting, countingUrl, admin, services: [], ports: [], load: undefined as never };
+  const stack: Stack = {
+    redis,
+    limit,
+    counting,
+    countingUrl,
+    admin,
+    services: [],
+    ports: [],
+    load: undefined as never,
+  };
   const path = PATH_OF[system];
   let direct: string | undefined;
   if (system.startsWith('hotkey')) {
@@ -200,6 +221,7 @@ async function stopStack(s: Stack): Promise<void> {
   await s.hub?.process.stop('SIGKILL');
   await s.bus?.stop();
   await s.redis.stop();
+  if (typeof s.limit !== 'string') s.limit.close();
 }
 
 const ask = <T>(w: Worker, op: Record<string, unknown>, reply: string, ms: number) => {
@@ -357,7 +379,10 @@ async function measure(system: SystemName, plan: Plan, s: Stack, log: (s: string
     outageMs.redis = await across(
       'redis restart',
       () => s.redis.stop(),
-      () => s.redis.restart(),
+      async () => {
+        await s.redis.restart();
+        if (typeof s.limit !== 'string') s.limit.add(s.redis.pid!);
+      },
     );
     await pairs('after redis restart', plan.afterPairs);
     look('the Redis restart');
@@ -408,5 +433,6 @@ async function measure(system: SystemName, plan: Plan, s: Stack, log: (s: string
     notApplicable,
     crashes,
     outageMs,
+    redisLimit: typeof s.limit === 'string' ? s.limit : `${s.limit.percent} % of one core`,
   };
 }

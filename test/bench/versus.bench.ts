@@ -9,17 +9,20 @@
  * write on another instance, calm, during a 2 s stall of the reader's invalidation path, across a
  * Redis restart and a hub or bus restart, and the writes acknowledged meanwhile.
  *
- * It writes docs/comparison.md and its SVG charts (versus-page.ts) from the run, unless --no-page.
- * The full run keeps to about 8 minutes on 2 cores; --quick is a smoke run (figures not meaningful,
- * its page goes to a temporary directory unless --page-dir says where).
+ * It writes docs/comparison.md and its SVG charts (versus-page.ts) from the run, unless --no-page,
+ * and the run's figures beside them (comparison/run.json): `--from <run.json>` writes the page again
+ * from those without running anything (after a change to the page's template). The full run keeps
+ * to about 8 minutes on 2 cores; --quick is a smoke run (figures not meaningful, its page goes to a
+ * temporary directory unless --page-dir says where).
  *
  *   pnpm bench --only versus [--quick]
  *   node --conditions=@hotkey/source --import tsx test/bench/versus.bench.ts [--quick]
  *     [--systems hotkey-ioredis,bentocache] [--faults stall,redis-restart,hub-restart] [--page-dir DIR] [--no-page]
+ *   node --conditions=@hotkey/source --import tsx test/bench/versus.bench.ts --from docs/comparison/run.json
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { benchMain, type BenchRow } from './harness.ts';
@@ -27,7 +30,7 @@ import { freshBuild } from './node-redis-stack.ts';
 import { describeMachine } from './report.ts';
 import { FAULTS, runSystem, type Fault, type Plan, type Result } from './versus-scenario.ts';
 import { LABEL, SYSTEMS, type SystemName } from './versus-systems.ts';
-import { writePage } from './versus-page.ts';
+import { writePage, type Run } from './versus-page.ts';
 import { versusRows } from './versus-rows.ts';
 
 const BENCH = '28 versus';
@@ -41,6 +44,8 @@ export const FULL: Plan = {
   flashRate: 1600,
   writeRate: 20,
   flashBytes: 32 * 1024,
+  // the surge's GETs of plain ioredis want about 4 % of a core of redis-server here: 3 % is short of it
+  redisCpuPercent: 3,
   beforeMs: 4000,
   warmMs: 1500,
   surgeMs: 8000,
@@ -58,6 +63,7 @@ export const QUICK: Plan = {
   ...FULL,
   zipfRate: 200,
   flashRate: 600,
+  redisCpuPercent: 1,
   beforeMs: 2000,
   warmMs: 1000,
   surgeMs: 3500,
@@ -73,6 +79,7 @@ function options() {
       faults: { type: 'string' },
       'page-dir': { type: 'string' },
       'no-page': { type: 'boolean', default: false },
+      from: { type: 'string' },
     },
   });
   const systems = (values.systems?.split(',') ?? [...SYSTEMS]) as SystemName[];
@@ -81,11 +88,17 @@ function options() {
   const faults = (values.faults?.split(',') ?? [...FAULTS]) as Fault[];
   for (const f of faults)
     if (!FAULTS.includes(f)) throw new TypeError(`--faults: unknown fault ${f}; known: ${FAULTS.join(', ')}`);
-  return { systems, faults, pageDir: values['page-dir'], noPage: values['no-page'] };
+  return { systems, faults, pageDir: values['page-dir'], noPage: values['no-page'], from: values.from };
 }
 
 benchMain(async ({ quick }) => {
   const opts = options();
+  if (opts.from) {
+    const saved = JSON.parse(readFileSync(opts.from, 'utf8')) as { results: Result[]; run: Run };
+    const dir = opts.pageDir ?? join(dirname(opts.from), '..');
+    console.error(`# ${BENCH}: wrote ${writePage(dir, saved.results, saved.run).join(', ')}`);
+    return versusRows(BENCH, saved.results, saved.run);
+  }
   const plan = { ...(quick ? QUICK : FULL), faults: opts.faults };
   const build = plan.fromSource ? 'SDK and hub from source' : `${freshBuild('sdk')}, ${freshBuild('hub')}`;
   const loadStart = os.loadavg()[0]!;
@@ -106,7 +119,7 @@ benchMain(async ({ quick }) => {
     loads.push(os.loadavg()[0]!);
   }
   const machine = describeMachine(`pnpm bench --only versus${quick ? ' --quick' : ''}`, loadStart);
-  const run = {
+  const run: Run = {
     plan,
     quick,
     machine,
@@ -117,7 +130,10 @@ benchMain(async ({ quick }) => {
   };
   if (!opts.noPage) {
     const dir = opts.pageDir ?? (quick ? mkdtempSync(join(os.tmpdir(), 'hotkey-versus-page-')) : DOCS);
-    console.error(`# ${BENCH}: wrote ${writePage(dir, results, run).join(', ')}`);
+    const written = writePage(dir, results, run);
+    const json = join(dir, 'comparison', 'run.json');
+    writeFileSync(json, `${JSON.stringify({ results, run })}\n`);
+    console.error(`# ${BENCH}: wrote ${[...written, json].join(', ')}`);
   }
   const rows: BenchRow[] = versusRows(BENCH, results, run);
   for (const [s, why] of failed)

@@ -34,6 +34,11 @@ export class RedisServer {
     return `redis://127.0.0.1:${this.port}`;
   }
 
+  /** the server process's pid (a restart makes a new one) */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
   get running(): boolean {
     return this.#child !== undefined && this.#child.exitCode === null && this.#child.signalCode === null;
   }
