@@ -5,7 +5,8 @@
  *
  * Traffic, paced against the clock in 10 ms ticks until stopped (a late tick issues what it owes):
  * Zipf(1.1) reads over `zipfKeys` items and writes of Zipf items, spread round-robin over every
- * service (writes from every instance), and from `surgeAt` the flash key's reads, the surge. Each
+ * service (writes from every instance), and from `surgeAt` the flash key's reads, the surge, at
+ * `flashRate` until `tailAt` and at `tailRate` after it (the sale goes on, past its peak). Each
  * request's start (hostNow) and latency are kept, so that the parent asks for any window afterwards.
  *
  * Probes, on the flash key, while the traffic runs: a write goes to the writer service, a read to the
@@ -19,7 +20,7 @@
  *   as its answers come, concurrently (a fault is in force meanwhile): the reads, the stale ones and
  *   the writes acknowledged within the window.
  *
- *   <- { type: 'op', op: 'traffic', ports, zipfKeys, zipfRate, flashRate, writeRate, flashKey, surgeAt, seed }
+ *   <- { type: 'op', op: 'traffic', ports, zipfKeys, zipfRate, flashRate, tailRate, writeRate, flashKey, surgeAt, tailAt, seed }
  *   <- { type: 'op', op: 'window', from, to, bucketMs }  -> { type: 'window', ...Window }
  *   <- { type: 'op', op: 'pairs', n, writer, reader, key, bytes }  -> { type: 'probe', ...Probe }
  *   <- { type: 'op', op: 'loop', ms, writer, reader, key, bytes }  -> { type: 'probe', ...Probe }
@@ -126,6 +127,8 @@ async function traffic(t: {
   writeRate: number;
   flashKey: string;
   surgeAt: number;
+  tailAt: number;
+  tailRate: number;
   seed: number;
 }): Promise<void> {
   const zipf = new ZipfSampler({ n: t.zipfKeys, s: 1.1, seed: t.seed });
@@ -140,7 +143,9 @@ async function traffic(t: {
   while (running) {
     const now = hostNow();
     const zipfOwed = Math.floor(((now - startAt) * t.zipfRate) / 1000) - zipfDue;
-    const flashOwed = now < t.surgeAt ? 0 : Math.floor(((now - t.surgeAt) * t.flashRate) / 1000) - flashDue;
+    const peak = Math.max(0, Math.min(now, t.tailAt) - t.surgeAt);
+    const tail = Math.max(0, now - t.tailAt);
+    const flashOwed = Math.floor((peak * t.flashRate + tail * t.tailRate) / 1000) - flashDue;
     const writeOwed = Math.floor(((now - startAt) * t.writeRate) / 1000) - writeDue;
     zipfDue += zipfOwed;
     flashDue += flashOwed;

@@ -40,8 +40,10 @@ export interface Plan {
   zipfKeys: number;
   /** Zipf reads/s, all services together */
   zipfRate: number;
-  /** the flash key's reads/s from the surge on */
+  /** the flash key's reads/s from the surge on, through the surge window */
   flashRate: number;
+  /** the flash key's reads/s after the surge window, while the probes run (past the peak: a CPU-limited Redis drains) */
+  tailRate: number;
   /** writes/s of Zipf items, from every service */
   writeRate: number;
   /** the flash key's value size */
@@ -271,6 +273,8 @@ async function measure(system: SystemName, plan: Plan, s: Stack, log: (s: string
     zipfKeys: plan.zipfKeys,
     zipfRate: plan.zipfRate,
     flashRate: plan.flashRate,
+    tailRate: plan.tailRate,
+    tailAt: endAt,
     writeRate: plan.writeRate,
     flashKey: FLASH_KEY,
     surgeAt,

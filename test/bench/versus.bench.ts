@@ -42,6 +42,7 @@ export const FULL: Plan = {
   zipfKeys: 10_000,
   zipfRate: 400,
   flashRate: 1600,
+  tailRate: 400,
   writeRate: 20,
   flashBytes: 32 * 1024,
   // the surge's GETs of plain ioredis want about 4 % of a core of redis-server here: 3 % is short of it
@@ -63,6 +64,7 @@ export const QUICK: Plan = {
   ...FULL,
   zipfRate: 200,
   flashRate: 600,
+  tailRate: 300,
   redisCpuPercent: 1,
   beforeMs: 2000,
   warmMs: 1000,

@@ -20,6 +20,7 @@ const SMALL: Plan = {
   zipfKeys: 200,
   zipfRate: 40,
   flashRate: 400,
+  tailRate: 300,
   writeRate: 4,
   flashBytes: 4096,
   beforeMs: 400,
