@@ -44,7 +44,8 @@ interface Frame {
 
 function open(f: Frame, title: string): string[] {
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}" viewBox="0 0 ${f.width} ${f.height}" ${FONT} font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${f.width}" height="${f.height}" viewBox="0 0 ${f.width} ${f.height}" ${FONT} font-size="12">`,
+    `<title>${escapeXml(title)}</title>`,
     `<rect width="${f.width}" height="${f.height}" fill="#ffffff"/>`,
     `<text x="${f.width / 2}" y="18" text-anchor="middle" font-size="14" font-weight="600">${escapeXml(title)}</text>`,
   ];

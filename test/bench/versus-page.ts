@@ -44,6 +44,12 @@ function staleCell(p: Probe | undefined, why: string | undefined): string {
   return `${p.stale} of ${p.reads}${p.missing ? ` (${p.missing} absent)` : ''}${unsure}${errors ? `, ${errors} errors` : ''}`;
 }
 
+/** From the start of the pairs after a fault to the first that succeeded. */
+function recovery(p: Probe | undefined): string {
+  if (!p) return 'n/a';
+  return p.firstOkMs === undefined ? 'no pair answered within 20 s' : `${f0(p.firstOkMs)} ms`;
+}
+
 function table(head: string[], rows: string[][]): string {
   return [
     `| ${head.join(' | ')} |`,
@@ -106,7 +112,7 @@ function bottleneck(results: Result[], plan: Plan): string {
   if (plan.redisCpuPercent === undefined)
     return `**The flash key's Redis node is loaded by a large value**: ${value}; redis-server is not CPU-limited.`;
   if (limits.length === 1 && limits[0]!.endsWith('of one core'))
-    return `**The flash key's Redis node is made the bottleneck**: redis-server is CPU-limited to ${limits[0]} (a Linux CFS bandwidth quota on a control group of its own: it runs freely while it has little to do and is throttled once it used its share), and ${value}. Every GET of it that reaches Redis spends that scarce CPU; a system that keeps the surge's reads away leaves Redis idle.`;
+    return `**The flash key's Redis node is made the bottleneck**: redis-server is CPU-limited to ${plan.redisCpuPercent} % of one core (a Linux CFS bandwidth quota on a control group of its own: it runs freely while it has little to do and is throttled once it used its share), and ${value}. Every GET of it that reaches Redis spends that scarce CPU; a system that keeps the surge's reads away leaves Redis idle.`;
   return `**The flash key's Redis node was meant to be CPU-limited to ${plan.redisCpuPercent} % of one core, and was not everywhere**: ${results.map((r) => `${LABEL[r.system]}: ${r.redisLimit}`).join('; ')}. The flash key's ${value}.`;
 }
 
@@ -319,10 +325,10 @@ export function writePage(dir: string, results: Result[], run: Run): string[] {
       )
       .join(
         '; ',
-      )}. Recovery after each restart, from the part being back to the first write and read that both succeeded: ${results
+      )}. After each restart, the pairs begin ${plan.recoverMs / 1000} s after the part is back; until the first write and read that both succeeded: ${results
       .map(
         (r) =>
-          `${LABEL[r.system]} ${f0(r.probes['after redis restart']?.firstOkMs ?? Number.NaN)} ms (Redis)${r.probes['after hub/bus restart'] ? `, ${f0(r.probes['after hub/bus restart']!.firstOkMs ?? Number.NaN)} ms (hub/bus)` : ''}`,
+          `${LABEL[r.system]} ${recovery(r.probes['after redis restart'])} (Redis)${r.probes['after hub/bus restart'] ? `, ${recovery(r.probes['after hub/bus restart'])} (hub/bus)` : ''}`,
       )
       .join('; ')}.`,
     '',

@@ -65,7 +65,7 @@ export class CpuLimit {
       try {
         mkdirSync(dir);
         limit(dir);
-        return new CpuLimit(dir, (quota * 100) / period, join(dir, tasks));
+        return new CpuLimit(dir, Math.round((quota * 1000) / period) / 10, join(dir, tasks));
       } catch (err) {
         why.push(`${root}: ${(err as Error).message}`);
         try {
