@@ -418,7 +418,7 @@ export function writePage(dir: string, results: Result[], run: Run): string[] {
     '## Re-run',
     '',
     '```',
-    'pnpm bench --only versus            # about 8 minutes on 2 cores; rewrites this page',
+    'pnpm bench --only versus            # a few minutes on 2 cores; rewrites this page',
     'pnpm bench --only versus --quick    # smoke run; its page goes to a temporary directory',
     '# one system or fault at a time, the page elsewhere:',
     'node --conditions=@hotkey/source --import tsx test/bench/versus.bench.ts --quick \\',

@@ -12,7 +12,7 @@
  * It writes docs/comparison.md and its SVG charts (versus-page.ts) from the run, unless --no-page,
  * and the run's figures beside them (comparison/run.json): `--from <run.json>` writes the page again
  * from those without running anything (after a change to the page's template). The full run keeps
- * to about 8 minutes on 2 cores; --quick is a smoke run (figures not meaningful, its page goes to a
+ * well under 10 minutes on 2 cores; --quick is a smoke run (figures not meaningful, its page goes to a
  * temporary directory unless --page-dir says where).
  *
  *   pnpm bench --only versus [--quick]
@@ -36,7 +36,7 @@ import { versusRows } from './versus-rows.ts';
 const BENCH = '28 versus';
 const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
 
-/** The full run: about a minute per system. */
+/** The full run: each system on its own stack, one after the other. */
 export const FULL: Plan = {
   processes: 4,
   zipfKeys: 10_000,
