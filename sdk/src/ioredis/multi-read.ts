@@ -16,9 +16,8 @@
  * - A key the one-key path cannot answer as MGET would (a hash under MGET: WRONGTYPE from GET, an
  *   error, a value a Buffer caller cannot be given exactly) is asked again in one late command of
  *   the caller's kind: Redis answers it, never a guess.
- * - Buffer replies: values are cached as UTF-8 strings. A Buffer caller gets a new Buffer of the
- *   string (its own copy: it cannot mutate the cache) only when the string holds no U+FFFD, i.e.
- *   when the bytes Redis has were valid UTF-8 and re-encoding gives exactly them; otherwise Redis.
+ * - Buffer replies: values are cached as UTF-8 strings; a Buffer caller gets a Buffer of the
+ *   string only when it is exactly Redis's bytes (redis/byte-replies.ts), otherwise Redis answers.
  * - MULTI is never answered here (its commands carry `inTransaction`, or a `multi({ pipeline:
  *   false })` is open on the connection): its reads must see the transaction's snapshot.
  * - In a pipeline, a read of a key an earlier command of the same pipeline wrote (or after a
@@ -33,6 +32,7 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
 import type { Client, Cmd, CmdCtor } from './cmd.ts';
+import { asBytes, REPLACEMENT } from '../redis/byte-replies.ts';
 import { pickFields, type CachedHash } from '../redis/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
 import { keySlot } from '../redis/slots.ts';
@@ -75,14 +75,9 @@ const CHANGES_EVERYTHING: ReadonlySet<string> = new Set([...KEYSPACE_WRITES, 'se
 const SINGLE = new Set(['get', 'hget', 'hgetall']);
 const MULTI_KEY = new Set(['mget', 'hmget']);
 
-/** U+FFFD: what a UTF-8 decode puts for bytes that were not UTF-8 (the string no longer says what they were) */
-const REPLACEMENT = '\uFFFD';
-
 /** A value given back to a caller that asked for `encoding`; undefined: the cached string cannot say it exactly. */
 function asReply(value: unknown, encoding: string | null): unknown {
-  if (value === null || encoding === 'utf8') return value;
-  if (typeof value !== 'string' || value.includes(REPLACEMENT)) return undefined;
-  return Buffer.from(value, 'utf8');
+  return encoding === 'utf8' ? value : asBytes(value);
 }
 
 export class MultiRead {
