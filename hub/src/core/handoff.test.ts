@@ -45,7 +45,7 @@ function node(id: string, ids: string[], epoch = 1, maxKeys = 10_000): Node {
       send: (to, bytes) => n.sent.push({ to, bytes }),
       apps: () => [{ name: APP, aggregator: n.agg }],
       open: (app) => (app === APP ? n.agg : undefined),
-      setAccept: (accept) => n.agg.setAccept(accept),
+      setAccept: (accept) => n.agg.setAccept(accept, clock.now),
       drainMs: 50,
       followMs: 0,
       leaveMs: 0,
