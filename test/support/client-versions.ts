@@ -8,8 +8,9 @@
  *   test/e2e/peer-versions.test.ts runs the adapters on both ends and checks that the aliases and
  *   the peer ranges agree with this table.
  * - `consumerVersions()`: what the packed-consumer test (test/package) installs from the public
- *   registry. `pnpm test` gets exact versions; `pnpm test:latest` sets HOTKEY_TEST_VERSIONS=latest
- *   and gets the newest published clients, ws and TypeScript instead.
+ *   registry. `pnpm test` gets exact versions, and the registry as of `REGISTRY_DATE` for what
+ *   they pull in; `pnpm test:latest` sets HOTKEY_TEST_VERSIONS=latest and gets the newest
+ *   published clients, ws and TypeScript instead.
  */
 
 /** A client library the SDK supports: its peer range's two ends, as tested. */
@@ -30,48 +31,63 @@ export const PEER_ENDS = {
 
 export type PeerName = keyof typeof PEER_ENDS;
 
-/** What one run of the packed-consumer test installs from the registry. */
+/** What one run of the packed-consumer test installs from the registry, and how. */
 export interface ConsumerVersions {
   /** 'pinned' (`pnpm test`) or 'latest' (`pnpm test:latest`) */
   readonly mode: 'pinned' | 'latest';
   /** the version spec of each package a consumer installs by name */
-  readonly install: Readonly<Record<PeerName | 'typescript' | '@types/node', string>>;
+  readonly install: Readonly<Record<InstalledByName, string>>;
   /**
-   * npm `overrides` of the consumer projects: exact versions of the packed packages' own runtime
-   * dependencies (and what they pull in by name), so that nothing resolves by range. Empty for
-   * `latest`: those resolve as a new user's install does, to the newest release in range.
+   * npm settings of every install (each consumer project's .npmrc, and flags of the global one).
+   * Pinned: `before`, so that what the exact versions and our packages pull in by range resolves
+   * to the registry as it was on that date, transitively (npm's `--before`); the npm cache serves
+   * what it holds. Latest: the registry as it is now, each document revalidated.
    */
-  readonly overrides: Readonly<Record<string, string>>;
+  readonly npm: Readonly<Record<string, string>>;
+  /** the versions the install must have resolved to (the date above gives ws), checked after it; none for latest */
+  readonly expect: Readonly<Partial<Record<Reported, string>>>;
 }
 
-/** the runtime dependencies of @hotkey/sdk and @hotkey/hub, pinned for `pnpm test` */
-const RUNTIME_PINS = {
-  mnemonist: '0.40.8',
-  msgpackr: '2.1.4',
-  pino: '10.4.0',
-  'prom-client': '15.1.3',
-  ws: '8.23.1',
-};
+/** installed by name in a consumer project */
+export type InstalledByName = PeerName | 'typescript' | '@types/node';
+/** the packages whose resolved version a consumer run reports */
+export type Reported = PeerName | 'typescript' | 'ws';
+
+/**
+ * The registry date of pinned installs: after every exact pin's release. Raise it together with
+ * the pins; a release after it is invisible to `pnpm test`.
+ */
+export const REGISTRY_DATE = '2026-12-01T00:00:00.000Z';
 
 /** `@types/node` follows the Node major the tests run on, in both modes. */
 const TYPES_NODE = '20.19.43';
 
+const PINNED_INSTALL = {
+  ioredis: PEER_ENDS.ioredis.newest,
+  redis: PEER_ENDS.redis.newest,
+  iovalkey: PEER_ENDS.iovalkey.newest,
+  typescript: '5.9.3',
+  '@types/node': TYPES_NODE,
+};
+
 const PINNED: ConsumerVersions = {
   mode: 'pinned',
-  install: {
-    ioredis: PEER_ENDS.ioredis.newest,
-    redis: PEER_ENDS.redis.newest,
-    iovalkey: PEER_ENDS.iovalkey.newest,
-    typescript: '5.9.3',
-    '@types/node': TYPES_NODE,
+  install: PINNED_INSTALL,
+  npm: { before: REGISTRY_DATE, 'prefer-offline': 'true' },
+  expect: {
+    ioredis: PINNED_INSTALL.ioredis,
+    redis: PINNED_INSTALL.redis,
+    iovalkey: PINNED_INSTALL.iovalkey,
+    typescript: PINNED_INSTALL.typescript,
+    ws: '8.23.1',
   },
-  overrides: RUNTIME_PINS,
 };
 
 const LATEST: ConsumerVersions = {
   mode: 'latest',
   install: { ioredis: 'latest', redis: 'latest', iovalkey: 'latest', typescript: 'latest', '@types/node': TYPES_NODE },
-  overrides: {},
+  npm: { 'prefer-online': 'true' },
+  expect: {},
 };
 
 /** The set named by HOTKEY_TEST_VERSIONS: `latest`, or the pinned one when unset; anything else throws. */
