@@ -6,7 +6,8 @@
  * answered locally, a write through the wrapper reaching another instance at once, an outside
  * write dropped through tracking. iovalkey's clients go through the ioredis adapter.
  *
- * First, that the table, the installed aliases and the published peer ranges say the same.
+ * First, that the table, the installed aliases, the published peer ranges and the versions the
+ * README's Install lines name say the same.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -28,9 +29,14 @@ const peerRanges = readJson(new URL('../../sdk/package.json', import.meta.url)).
   string,
   string
 >;
+const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const installSection = readme.slice(readme.indexOf('## Install'), readme.indexOf('## Use it from a service'));
 
 /** `version` as [major, minor, patch] */
 const parts = (version: string) => version.split('.').map(Number) as [number, number, number];
+
+/** `version` as `major.minor`, as the README names it */
+const majorMinor = (version: string) => version.split('.').slice(0, 2).join('.');
 
 /** Whether `version` satisfies one of the caret alternatives (`^a.b.c || ^d.e.f`) of `range`. */
 function satisfies(range: string, version: string): boolean {
@@ -44,7 +50,7 @@ function satisfies(range: string, version: string): boolean {
   });
 }
 
-test('the peer ranges, the pins and the installed aliases agree', () => {
+test('the peer ranges, the pins, the installed aliases and the README agree', () => {
   for (const [name, ends] of Object.entries(PEER_ENDS) as [PeerName, (typeof PEER_ENDS)[PeerName]][]) {
     const range = peerRanges[name];
     assert.ok(range, `sdk/package.json has a peer range for ${name}`);
@@ -54,6 +60,8 @@ test('the peer ranges, the pins and the installed aliases agree', () => {
       assert.is(pkg.version, ends[end], `${name}-${end} is ${ends[end]}`);
       assert.ok(satisfies(range, ends[end]), `${name} ${ends[end]} is in the peer range ${range}`);
     }
+    const tested = `${name} ${majorMinor(ends.lowest)}–${majorMinor(ends.newest)}`;
+    assert.ok(installSection.includes(tested), `README.md's Install names the versions tested: "${tested}"`);
     // the range's lowest release is the one tested: nothing below it is admitted
     const [major, minor, patch] = parts(ends.lowest);
     const below = patch > 0 ? `${major}.${minor}.${patch - 1}` : minor > 0 ? `${major}.${minor - 1}.99` : undefined;
