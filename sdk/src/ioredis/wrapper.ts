@@ -54,8 +54,10 @@ import { hotGet } from './hot-get.ts';
 import { inOpenTransaction, writeInvalidation } from '../redis/write-invalidation.ts';
 import { connectionTo, ownSender } from './own-connection.ts';
 import type { WithHotKeysOptions } from './options.ts';
+import type { IoredisLike } from './client-shape.ts';
 
 export type { WithHotKeysOptions } from './options.ts';
+export type { IoredisLike } from './client-shape.ts';
 
 const replicaSets = new WeakMap<object, Replicas>();
 
@@ -79,14 +81,16 @@ interface Hooked {
 }
 
 /**
- * Hooks `client` (a `Redis` or a `Redis.Cluster`) in place and returns it: hot reads answered
- * locally, writes invalidated. Wrapping the same client twice with the same `hk` is a no-op;
- * with another `hk` it throws TypeError. `duplicate()` returns a client wrapped the same way.
+ * Hooks `client` (a `Redis` or a `Redis.Cluster` of ioredis, or of iovalkey) in place and returns
+ * it: hot reads answered locally, writes invalidated. Wrapping the same client twice with the same
+ * `hk` is a no-op; with another `hk` it throws TypeError. `duplicate()` returns a client wrapped
+ * the same way.
  */
-export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, options: WithHotKeysOptions = {}): C {
+export function withHotKeys<C extends IoredisLike>(client: C, hk: HotKeyClient, options?: WithHotKeysOptions): C;
+export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKeysOptions = {}): Client {
   if (!looksLikeIoredis(client)) {
     throw new TypeError(
-      'withHotKeys: client must be an ioredis Redis or Cluster (sendCommand, duplicate, options and status of ioredis)',
+      'withHotKeys: client must be a Redis or Cluster of ioredis or iovalkey (sendCommand, duplicate, options and status of ioredis)',
     );
   }
   const already = (client as unknown as Partial<Hooked>)[HOOK];
