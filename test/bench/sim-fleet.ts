@@ -15,6 +15,8 @@ export interface FleetStats {
   /** Lease frames sent and Grant frames received so far */
   leaseAsks: number;
   grants: number;
+  /** Invalidates answered with Applied so far */
+  applied: number;
 }
 
 export class SimFleet {
@@ -87,6 +89,7 @@ export class SimFleet {
       reportBytes: all.reduce((a, s) => a + s.reportBytes, 0),
       leaseAsks: all.reduce((a, s) => a + s.leaseAsks, 0),
       grants: all.reduce((a, s) => a + s.grants, 0),
+      applied: all.reduce((a, s) => a + s.applied, 0),
     };
   }
 }

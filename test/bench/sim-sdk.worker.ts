@@ -1,7 +1,8 @@
 /**
  * Many simulated SDK instances in one process, for the scale benchmarks (connections, detection at
- * 2,000 SDKs, thin spread over 5,000). Each instance is one real WebSocket over real TCP speaking
- * the real protocol (Hello, Welcome/Config thresholds, Report, Promote; pings answered), but its
+ * 2,000 SDKs, thin spread over 5,000, idle instances under writes). Each instance is one real
+ * WebSocket over real TCP speaking the real protocol (Hello, Welcome/Config thresholds, Report,
+ * Promote; Invalidate answered with Applied, as an SDK must or the hub fences it; pings answered), but its
  * counting is a few numbers in shared typed arrays and one timer drives every instance: a real
  * HotKeyClient per instance (timers, window, cache, events) would make the generator, not the hub,
  * the thing measured. For the same reason the WebSocket is lean-ws.ts, not `ws`: one shared read
@@ -22,7 +23,7 @@
  *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, decidedAt, missing, reports, reportBytes }
  *   <- { type: 'leases', everyMs }           every instance asks for a lease every `everyMs` (the SDK's
  *      leaseMs / 4), phases spread evenly over the period; 0 stops asking
- *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants }
+ *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants, applied }
  */
 import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/reporter.ts';
 import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
@@ -72,10 +73,12 @@ let reportBytes = 0;
 let handshakeRetries = 0;
 let leaseAsks = 0;
 let grants = 0;
+/** Invalidates answered with Applied */
+let applied = 0;
 let leaseTimer: NodeJS.Timeout | undefined;
 
 /** `data` is a view into the read buffer, valid during this call only: decoded here, never kept */
-function onFrame(index: number, data: Uint8Array): void {
+function onFrame(index: number, data: Uint8Array, ws: LeanWebSocket): void {
   const at = wallNow();
   const m = decodeServerMessage(data);
   if (m.t === MsgType.Promote) {
@@ -90,6 +93,10 @@ function onFrame(index: number, data: Uint8Array): void {
       times[index] = at;
       seenCount.set(m.key, seenCount.get(m.key)! + 1);
     }
+  } else if (m.t === MsgType.Invalidate) {
+    // an instance that holds nothing has nothing to drop, but must confirm: the writer's ack waits on it
+    ws.send(encode({ t: MsgType.Applied, seq: m.seq }));
+    applied++;
   } else if (m.t === MsgType.Grant) {
     grants++;
   } else if (m.t === MsgType.Welcome || m.t === MsgType.Config) {
@@ -121,7 +128,7 @@ async function open(url: string, app: string, index: number): Promise<LeanWebSoc
     url,
     {
       onMessage: (data) => {
-        onFrame(index, data);
+        onFrame(index, data, ws);
         welcomed();
       },
       // before the Welcome: the hub refused the Hello (after it: settled, no effect)
@@ -164,6 +171,7 @@ process.on('message', (raw) => {
       reportBytes,
       leaseAsks,
       grants,
+      applied,
     });
   }
 });
