@@ -4,18 +4,19 @@
  * real redis-server (CPU ns/op, user + system), each of a key never read before (a key read again
  * and again would surge and be served locally): one at a time (awaited), 100 and 1,000 in flight
  * (the 1M-key sweep of node-redis.bench.ts reads 1,000 at a time). Median of 7 rounds, the two
- * clients alternated in each. A protocol peer stands in for the
- * hub and promotes the hot key.
+ * clients alternated in each. A protocol peer stands in for the hub and promotes the hot key. The
+ * adapter is the SDK as tsc builds it (cold-get.ts `shippedSdk`).
  *
  *   pnpm bench --only node-redis-get
  */
 import { peerWrappedNodeRedis } from '../support/peer-wrapped-node-redis.ts';
-import { cpuPerOp, median } from './cold-get.ts';
+import { cpuPerOp, median, shippedSdk } from './cold-get.ts';
 import { benchMain, type BenchRow } from './harness.ts';
 
 benchMain(async ({ quick }) => {
   const rounds = quick ? 2 : 7;
-  const fixture = await peerWrappedNodeRedis();
+  const sdk = await shippedSdk();
+  const fixture = await peerWrappedNodeRedis(sdk.nodeRedis, sdk.HotKeyClient);
   const { hk, plain, wrapped } = fixture;
   try {
     await plain.set('item:hot', 'v'.repeat(64));

@@ -12,7 +12,7 @@
  *   (measured just before, at the same fleet size), divided by the writes;
  * - the hub's CPU per second with the fleet idle; per idle instance: over the hub with none.
  * Then, the fleet gone, cold GET CPU wrapped ÷ plain for ioredis and node-redis (cold-get.ts:
- * 100 in flight, alternating, a protocol peer as the hub).
+ * 100 in flight, alternating, a protocol peer as the hub, the SDK as tsc builds it).
  *
  * The targets are the issue's: hub CPU per write ≤ 100 µs, idle ≤ 40 µs/s per instance, wrapped
  * SET p50 ≤ plain + 0.5 ms, cold GET CPU ≤ 1.1 × plain.
@@ -27,7 +27,7 @@ import { peerWrappedNodeRedis } from '../support/peer-wrapped-node-redis.ts';
 import { peerWrappedRedis } from '../support/peer-wrapped-redis.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { delay, within } from '../support/wait.ts';
-import { ioredisColdGet, nodeRedisColdGet } from './cold-get.ts';
+import { ioredisColdGet, nodeRedisColdGet, shippedSdk } from './cold-get.ts';
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer, type ServerProcess } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
@@ -150,14 +150,15 @@ type ColdPair = { plain: number; wrapped: number };
 
 async function coldGets(quick: boolean): Promise<{ ioredis: ColdPair; nodeRedis: ColdPair }> {
   const rounds = quick ? 2 : 7;
-  const io = await peerWrappedRedis(withHotKeys);
+  const sdk = await shippedSdk();
+  const io = await peerWrappedRedis(sdk.ioredis, sdk.HotKeyClient);
   let ioredis: ColdPair;
   try {
     ioredis = await ioredisColdGet(io, rounds);
   } finally {
     await io.close();
   }
-  const nr = await peerWrappedNodeRedis();
+  const nr = await peerWrappedNodeRedis(sdk.nodeRedis, sdk.HotKeyClient);
   try {
     return { ioredis, nodeRedis: await nodeRedisColdGet(nr, rounds) };
   } finally {

@@ -27,13 +27,20 @@ export interface PeerWrappedNodeRedis {
   close(): Promise<void>;
 }
 
-export async function peerWrappedNodeRedis(): Promise<PeerWrappedNodeRedis> {
+/**
+ * @param [wrap] the adapter's `withHotKeys` to measure (a build's, for the price a user pays)
+ * @param [Client] the HotKeyClient class `wrap` goes with (the same build's)
+ */
+export async function peerWrappedNodeRedis(
+  wrap: typeof withHotKeys = withHotKeys,
+  Client: typeof HotKeyClient = HotKeyClient,
+): Promise<PeerWrappedNodeRedis> {
   const server = await RedisServer.start();
   const peer = await new ProtocolPeer({ id: 'hub-bench' }).listen();
   const sockP = peer.nextSocket();
-  const hk = new HotKeyClient({ app: 'bench', hubs: peer.url, flushIntervalMs: 100 });
+  const hk = new Client({ app: 'bench', hubs: peer.url, flushIntervalMs: 100 });
   const plain = connectTo(server.url);
-  const wrapped = withHotKeys(connectTo(server.url), hk);
+  const wrapped = wrap(connectTo(server.url), hk);
   const close = async () => {
     await plain.close().catch(() => undefined);
     await wrapped.close().catch(() => undefined);
