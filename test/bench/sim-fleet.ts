@@ -79,6 +79,11 @@ export class SimFleet {
     for (const w of this.workers) w.send({ type: 'leases', everyMs });
   }
 
+  /** Every instance sends a WebSocket ping every `everyMs` (0: stop), as an SDK does every pingIntervalMs. */
+  pings(everyMs: number): void {
+    for (const w of this.workers) w.send({ type: 'pings', everyMs });
+  }
+
   async stats(): Promise<FleetStats> {
     for (const w of this.workers) w.send({ type: 'stats' });
     const all = await Promise.all(this.workers.map((w) => w.waitFor<FleetStats>('stats', 10_000)));

@@ -23,6 +23,8 @@
  *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, decidedAt, missing, reports, reportBytes }
  *   <- { type: 'leases', everyMs }           every instance asks for a lease every `everyMs` (the SDK's
  *      leaseMs / 4), phases spread evenly over the period; 0 stops asking
+ *   <- { type: 'pings', everyMs }            every instance sends a WebSocket ping every `everyMs` (the
+ *      SDK's pingIntervalMs), spread the same way; 0 stops
  *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants, applied }
  */
 import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/reporter.ts';
@@ -76,6 +78,7 @@ let grants = 0;
 /** Invalidates answered with Applied */
 let applied = 0;
 let leaseTimer: NodeJS.Timeout | undefined;
+let pingTimer: NodeJS.Timeout | undefined;
 
 /** `data` is a view into the read buffer, valid during this call only: decoded here, never kept */
 function onFrame(index: number, data: Uint8Array, ws: LeanWebSocket): void {
@@ -161,6 +164,7 @@ process.on('message', (raw) => {
   else if (m.type === 'surge') surge(m.key, m.rate, m.startAt, m.durationMs);
   else if (m.type === 'collect') void collect(m.key, m.deadlineMs);
   else if (m.type === 'leases') leases((raw as { everyMs: number }).everyMs);
+  else if (m.type === 'pings') pings((raw as { everyMs: number }).everyMs);
   else if (m.type === 'stats') {
     const cpu = process.cpuUsage();
     toParent({
@@ -278,18 +282,28 @@ function surge(key: string, rate: number, startAt: number, durationMs: number): 
 /** Every instance asks for a lease every `everyMs`, instance i at i/n of the period, as SDKs spread by their start times; 0 stops. */
 function leases(everyMs: number): void {
   clearInterval(leaseTimer);
-  leaseTimer = undefined;
-  if (!(everyMs > 0)) return;
+  let id = 0;
+  leaseTimer = spread(everyMs, (ws) => {
+    ws.send(encode({ t: MsgType.Lease, id: ++id }));
+    leaseAsks++;
+  });
+}
+
+/** Every instance sends a WebSocket ping every `everyMs` (the SDK's liveness check, pingIntervalMs), spread as leases are; 0 stops. */
+function pings(everyMs: number): void {
+  clearInterval(pingTimer);
+  pingTimer = spread(everyMs, (ws) => ws.ping());
+}
+
+/** Calls `each` for every instance every `everyMs`, instance i at i/n of the period (a timer every LEASE_TICK_MS sends what came due). */
+function spread(everyMs: number, each: (ws: LeanWebSocket) => void): NodeJS.Timeout | undefined {
+  if (!(everyMs > 0)) return undefined;
   const n = sockets.length;
   const start = wallNow();
-  let asked = 0; // asks sent since start, instance asked % n next
-  let id = 0;
-  leaseTimer = setInterval(() => {
+  let done = 0; // calls made since start, instance done % n next
+  return setInterval(() => {
     const due = Math.floor(((wallNow() - start) * n) / everyMs);
-    for (; asked < due; asked++) {
-      sockets[asked % n]!.send(encode({ t: MsgType.Lease, id: ++id }));
-      leaseAsks++;
-    }
+    for (; done < due; done++) each(sockets[done % n]!);
   }, LEASE_TICK_MS);
 }
 

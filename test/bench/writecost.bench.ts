@@ -2,8 +2,8 @@
  * What a write costs, side by side in one run (issue #32): one real hub in its own process, one
  * real redis-server, a writer (HotKeyClient + withHotKeys over ioredis) and a fleet of idle
  * instances of the same app — simulated (sim-sdk.worker.ts: a real WebSocket each, speaking the
- * real protocol, asking for a lease every leaseMs / 4 and answering every Invalidate with Applied,
- * as an SDK does) that read nothing and hold nothing.
+ * real protocol, asking for a lease every leaseMs / 4, pinging every pingIntervalMs and answering
+ * every Invalidate with Applied, as an SDK does) that read nothing and hold nothing.
  *
  * At 0, 50, 350 and 2,000 idle instances:
  * - SET of a key never written before, through the wrapper against plain ioredis, alternating
@@ -20,7 +20,7 @@
  *   pnpm bench --only writecost [--quick]
  */
 import { Redis } from 'ioredis';
-import { HotKeyClient } from '@hotkey/sdk';
+import { DEFAULT_CLIENT_OPTIONS, HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
 import { peerWrappedNodeRedis } from '../support/peer-wrapped-node-redis.ts';
@@ -43,6 +43,8 @@ const FLEET = [
 const GENERATORS = 2;
 /** a real SDK asks for a lease every leaseMs / 4 */
 const LEASE_ASK_MS = DEFAULT_TUNABLES.leaseMs / 4;
+/** and pings each hub every pingIntervalMs (its liveness check) */
+const PING_MS = DEFAULT_CLIENT_OPTIONS.pingIntervalMs;
 /** the hub acks nothing before one fence after its start (PROTOCOL.md, H16) */
 const START_FENCE_MS = DEFAULT_TUNABLES.leaseMs * 1.125 + 500;
 
@@ -131,6 +133,7 @@ async function writeSteps(quick: boolean): Promise<Step[]> {
     for (const { idle, writes } of FLEET) {
       await fleet.grow(hub.url, idle, 60_000);
       fleet.leases(LEASE_ASK_MS);
+      fleet.pings(PING_MS);
       const n = quick ? Math.ceil(writes / 10) : writes;
       steps.push(await measureStep(hub, fleet, plain, wrapped, { idle, writes: n, idleMs }));
     }
@@ -214,7 +217,7 @@ benchMain(async ({ quick }) => {
       unit: 'µs/s',
       better: 'lower',
       target: { reach: 40 },
-      note: `hub idle ${s.idleCpuMsPerS.toFixed(2)} ms/s, ${none.idleCpuMsPerS.toFixed(2)} with none; leases every ${LEASE_ASK_MS} ms`,
+      note: `hub idle ${s.idleCpuMsPerS.toFixed(2)} ms/s, ${none.idleCpuMsPerS.toFixed(2)} with none; a lease ask every ${LEASE_ASK_MS} ms, a ping every ${PING_MS} ms`,
     });
   }
   const coldRow = (client: string, c: ColdPair): BenchRow => ({
