@@ -185,7 +185,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#leasesIdle = false;
     for (const link of this.#p.links.links()) {
       wantLease(link, now);
-      if (ask) askLease(link, now);
+      if (ask) {
+        link.conn.setQuiet(false);
+        askLease(link, now);
+      }
     }
   }
 
@@ -462,7 +465,12 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     }
     this.#active = false;
     this.#hitsAtTick = this.#hits;
-    for (const link of this.#p.links.links()) askLease(link, now);
+    // heartbeats folded into that traffic (connection.ts setQuiet): quiet while nothing is wanted or awaited
+    const quiet = this.#leasesIdle && this.#p.invalidator.pending === 0;
+    for (const link of this.#p.links.links()) {
+      askLease(link, now);
+      link.conn.setQuiet(quiet && !link.resyncing);
+    }
     this.#p.reporter.flush(now);
   }
 

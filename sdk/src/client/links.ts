@@ -37,6 +37,7 @@ export interface HubLinksOptions {
   seeds: readonly string[];
   hello: Hello;
   pingIntervalMs: number;
+  quietPingIntervalMs: number;
   livenessTimeoutMs: number;
   reconnectMinMs: number;
   reconnectMaxMs: number;
@@ -210,6 +211,7 @@ export class HubLinks {
         url,
         hello: o.hello,
         pingIntervalMs: o.pingIntervalMs,
+        quietPingIntervalMs: o.quietPingIntervalMs,
         livenessTimeoutMs: o.livenessTimeoutMs,
         backoffMinMs: o.reconnectMinMs,
         backoffMaxMs: o.reconnectMaxMs,
