@@ -2,15 +2,16 @@
  * What a write costs, side by side in one run (issue #32): one real hub in its own process, one
  * real redis-server, a writer (HotKeyClient + withHotKeys over ioredis) and a fleet of idle
  * instances of the same app — simulated (sim-sdk.worker.ts: a real WebSocket each, speaking the
- * real protocol, asking for a lease every leaseMs / 4, pinging every pingIntervalMs and answering
- * every Invalidate with Applied, as an SDK does) that read nothing and hold nothing.
+ * real protocol, answering every Invalidate with Applied and sending what an idle SDK sends, IDLE
+ * below) that read nothing and hold nothing; and, to check that model, 100 real SDK instances.
  *
  * At 0, 50, 350 and 2,000 idle instances:
  * - SET of a key never written before, through the wrapper against plain ioredis, alternating
  *   one by one (which goes first alternates too), each awaited: p50 and p99;
  * - the hub's CPU per wrapped write: its CPU over the writes, less its idle CPU over as long
  *   (measured just before, at the same fleet size), divided by the writes;
- * - the hub's CPU per second with the fleet idle; per idle instance: over the hub with none.
+ * - the hub's CPU per second with the fleet idle; per idle instance: over the hub with none;
+ *   then the same for 100 real HotKeyClients (sdk.worker.ts), idle past their first lease.
  * Then, the fleet gone, cold GET CPU wrapped ÷ plain for ioredis and node-redis (cold-get.ts:
  * 100 in flight, alternating, a protocol peer as the hub, the SDK as tsc builds it).
  *
@@ -31,6 +32,7 @@ import { ioredisColdGet, nodeRedisColdGet, shippedSdk } from './cold-get.ts';
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { startServer, type ServerProcess } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
+import { connectSdkWorkers } from './sdk-workers.ts';
 
 /** idle instances at each step, and the wrapped writes measured there (full run; --quick: a tenth) */
 const FLEET = [
@@ -41,10 +43,19 @@ const FLEET = [
 ];
 /** generator processes for the idle fleet */
 const GENERATORS = 2;
-/** a real SDK asks for a lease every leaseMs / 4 */
-const LEASE_ASK_MS = DEFAULT_TUNABLES.leaseMs / 4;
-/** and pings each hub every pingIntervalMs (its liveness check) */
-const PING_MS = DEFAULT_CLIENT_OPTIONS.pingIntervalMs;
+/**
+ * What an idle SDK sends its hub in the steady state, as the simulated instances play it. Since
+ * leases on demand (docs/internals/holders.md §10) an SDK that reads and holds nothing asks for
+ * no lease once the first lease after its Welcome is over, and pings at most every
+ * quietPingIntervalMs (the hub's own ping, every 15 s, usually spares it that). WRITECOST_IDLE=v2
+ * plays the SDK before that: a lease ask every leaseMs / 4 and a ping every pingIntervalMs.
+ */
+const IDLE =
+  process.env.WRITECOST_IDLE === 'v2'
+    ? { leaseAskMs: DEFAULT_TUNABLES.leaseMs / 4, pingMs: DEFAULT_CLIENT_OPTIONS.pingIntervalMs }
+    : { leaseAskMs: 0, pingMs: DEFAULT_CLIENT_OPTIONS.quietPingIntervalMs };
+/** real SDK instances whose idle cost checks the model */
+const REAL_IDLE = 100;
 /** the hub acks nothing before one fence after its start (PROTOCOL.md, H16) */
 const START_FENCE_MS = DEFAULT_TUNABLES.leaseMs * 1.125 + 500;
 
@@ -112,7 +123,7 @@ async function measureStep(
   };
 }
 
-async function writeSteps(quick: boolean): Promise<Step[]> {
+async function writeSteps(quick: boolean): Promise<{ steps: Step[]; realIdleCpuMsPerS: number }> {
   const idleMs = quick ? 1000 : 4000;
   const workers: Worker[] = [];
   const redis = await RedisServer.start();
@@ -132,12 +143,21 @@ async function writeSteps(quick: boolean): Promise<Step[]> {
     const steps: Step[] = [];
     for (const { idle, writes } of FLEET) {
       await fleet.grow(hub.url, idle, 60_000);
-      fleet.leases(LEASE_ASK_MS);
-      fleet.pings(PING_MS);
+      fleet.leases(IDLE.leaseAskMs);
+      fleet.pings(IDLE.pingMs);
       const n = quick ? Math.ceil(writes / 10) : writes;
       steps.push(await measureStep(hub, fleet, plain, wrapped, { idle, writes: n, idleMs }));
     }
-    return steps;
+    for (const worker of workers.splice(0)) await worker.kill();
+    // real SDKs, idle past the first lease after their Welcome
+    await connectSdkWorkers(workers, hub.url, REAL_IDLE, 'sdk', 60_000);
+    await delay(DEFAULT_TUNABLES.leaseMs + 1500);
+    const r0 = await hub.stats();
+    const t0 = performance.now();
+    await delay(idleMs);
+    const r1 = await hub.stats();
+    const realIdleCpuMsPerS = ((r1.cpuMs - r0.cpuMs) * 1000) / (performance.now() - t0);
+    return { steps, realIdleCpuMsPerS };
   } finally {
     for (const worker of workers) await worker.kill();
     plain.disconnect();
@@ -170,7 +190,7 @@ async function coldGets(quick: boolean): Promise<{ ioredis: ColdPair; nodeRedis:
 }
 
 benchMain(async ({ quick }) => {
-  const steps = await writeSteps(quick);
+  const { steps, realIdleCpuMsPerS } = await writeSteps(quick);
   const cold = await coldGets(quick);
   const bench = 'writecost';
   const rows: BenchRow[] = [];
@@ -217,9 +237,18 @@ benchMain(async ({ quick }) => {
       unit: 'µs/s',
       better: 'lower',
       target: { reach: 40 },
-      note: `hub idle ${s.idleCpuMsPerS.toFixed(2)} ms/s, ${none.idleCpuMsPerS.toFixed(2)} with none; a lease ask every ${LEASE_ASK_MS} ms, a ping every ${PING_MS} ms`,
+      note: `hub idle ${s.idleCpuMsPerS.toFixed(2)} ms/s, ${none.idleCpuMsPerS.toFixed(2)} with none; simulated: a lease ask every ${IDLE.leaseAskMs || '—'} ms, a ping every ${IDLE.pingMs} ms`,
     });
   }
+  rows.push({
+    bench,
+    metric: `hub CPU per idle instance per second, ${REAL_IDLE} real SDK instances`,
+    ours: ((realIdleCpuMsPerS - none.idleCpuMsPerS) * 1000) / REAL_IDLE,
+    unit: 'µs/s',
+    better: 'lower',
+    target: { reach: 40 },
+    note: `hub idle ${realIdleCpuMsPerS.toFixed(2)} ms/s; HotKeyClients reading nothing, past their first lease`,
+  });
   const coldRow = (client: string, c: ColdPair): BenchRow => ({
     bench,
     metric: `cold GET CPU, ${client}, 100 in flight: wrapped ÷ plain`,
