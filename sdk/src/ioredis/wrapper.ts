@@ -214,14 +214,26 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
    * dispatch): a cold GET the read path holds till the end of the job (held-reads.ts) goes out
    * only then — after the rest of the job, however long it runs — and must not be overdue before.
    */
-  function sendWatched(send: Send, command: Cmd, name: string): Send {
-    const node = guardOf(command, name);
-    if (node === undefined) return send;
+  function sendWatched(send: Send, command: Cmd, node: NodeBreaker): Send {
+    if (send === down) {
+      // the common case takes no closure per command: the command carries its guard
+      (command as OnSend)[WATCH_ON_SEND] = node;
+      return downWatching;
+    }
     return function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
-      if (sent === command) breakers!.watch(node, sent);
+      if (sent === command) breakers!.watchRead(node, sent);
       return send.call(this, sent, stream, to);
     } as Send;
   }
+  /** `down`, and the breaker watches a command that carries its guard (`sendWatched`) as it goes out */
+  const downWatching = function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
+    const node = (sent as OnSend)[WATCH_ON_SEND];
+    if (node !== undefined) {
+      (sent as OnSend)[WATCH_ON_SEND] = undefined;
+      breakers!.watchRead(node, sent);
+    }
+    return down.call(this, sent, stream, to);
+  } as Send;
   /** A load of `key` while its node's breaker is open: the error it rejects with at once. */
   function loadBlocked(key: string): Error | undefined {
     const node = breakers?.nodeFor(key);
@@ -230,7 +242,7 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
   /** Watches a command a load sends itself (past the hook). */
   function watchLoad(command: Cmd): void {
     const node = breakers?.nodeOf(command);
-    if (node !== undefined) breakers!.watch(node, command);
+    if (node !== undefined) breakers!.watchRead(node, command);
   }
 
   function isHotKey(arg: unknown): boolean {
@@ -269,7 +281,7 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
     // a held GET answered by another's reply is timed from when that one goes out, as it is
     heldShared: (_client, command) => {
       const node = guardOf(command, 'get');
-      if (node !== undefined) breakers!.watch(node, command);
+      if (node !== undefined) breakers!.watchRead(node, command);
     },
   });
   const { read } = reads;
@@ -393,13 +405,20 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
       typeof command.replyEncoding === 'string' &&
       client.status !== 'end' &&
       !inSubscriberMode(client);
-    if (stream === undefined && blocked(command, name, !viaCache)) {
-      dispatched.add(command);
-      return command.promise;
+    // the breaker's word (as `blocked` gives it), asked once: a read through the cache is
+    // watched when it goes out (sendWatched), anything else now
+    const guard = stream === undefined ? guardOf(command, name) : undefined;
+    if (guard !== undefined) {
+      if (breakers!.isOpen(guard)) {
+        command.reject(breakers!.reject(guard));
+        dispatched.add(command);
+        return command.promise;
+      }
+      if (!viaCache) breakers!.watch(guard, command);
     }
     if (viaCache && isRead(name)) {
       dispatched.add(command);
-      return read(client, sendWatched(send, command, name), command, name);
+      return read(client, guard === undefined ? send : sendWatched(send, command, guard), command, name);
     }
     reads.flush(client); // a GET not read through the cache (a subscriber's, a closed client's)
     writes.note(client, command, name, stream);
@@ -437,6 +456,13 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
     throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
   return client;
 }
+
+/**
+ * The breaker guard a read through the cache is watched by when it goes out (`sendWatched`): a
+ * symbol property, as `dispatched`'s, so that a cold GET takes no closure for it.
+ */
+const WATCH_ON_SEND: unique symbol = Symbol('hotkey.watchOnSend');
+type OnSend = { [WATCH_ON_SEND]?: NodeBreaker | undefined };
 
 /** ioredis's shape (ioredis is an optional peer, not imported): a node-redis client or a plain object fails it. */
 function looksLikeIoredis(client: unknown): client is Client {
