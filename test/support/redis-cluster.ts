@@ -5,7 +5,7 @@
  * node says `cluster_state:ok`. `stop()` kills them and removes the directories. Every wait has a
  * deadline.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,28 +64,31 @@ export class RedisCluster {
 
   /**
    * One more master, joined by CLUSTER MEET and holding no slot (a node added after the clients
-   * connected); its port. Not in `ports` (the masters the cluster was created with); stopped with them.
+   * connected); its port. Not in `ports` (the masters the cluster was created with); stopped with
+   * them. Its redis-cli calls never block this process (`run`).
    */
   async addMaster(timeoutMs = 30_000): Promise<number> {
     const port = await freePort();
     this.#children.push(spawnNode(this.#dir, port));
-    await waitFor(`redis ${port} up`, () => cli(port, 'ping').includes('PONG'), timeoutMs);
-    cli(port, 'cluster', 'meet', '127.0.0.1', String(this.ports[0]));
-    const id = cli(port, 'cluster', 'myid').trim();
+    await waitFor(`redis ${port} up`, async () => (await run(port, 'ping')).includes('PONG'), timeoutMs);
+    await run(port, 'cluster', 'meet', '127.0.0.1', String(this.ports[0]));
+    const id = (await run(port, 'cluster', 'myid')).trim();
+    const ids = await Promise.all(this.ports.map(async (p) => (await run(p, 'cluster', 'myid')).trim()));
     const everyNode = [...this.ports, port];
-    const knows = (at: number, id: string) =>
-      cli(at, 'cluster', 'nodes')
+    const knows = async (at: number, id: string) =>
+      (await run(at, 'cluster', 'nodes'))
         .split('\n')
         .some((line) => line.startsWith(`${id} `) && / connected/.test(line) && !/handshake|noaddr/.test(line));
+    const all = async (checks: Promise<boolean>[]) => (await Promise.all(checks)).every(Boolean);
     await waitFor(
       `every node to know ${port}, and it them`,
-      () =>
-        this.ports.every((p) => knows(p, id)) && this.ports.every((p) => knows(port, cli(p, 'cluster', 'myid').trim())),
+      async () =>
+        (await all(this.ports.map((p) => knows(p, id)))) && (await all(ids.map((other) => knows(port, other)))),
       timeoutMs,
     );
     await waitFor(
       `cluster_state:ok on ${everyNode.join(', ')}`,
-      () => everyNode.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')),
+      () => all(everyNode.map(async (p) => (await run(p, 'cluster', 'info')).includes('cluster_state:ok'))),
       timeoutMs,
     );
     return port;
@@ -94,6 +97,16 @@ export class RedisCluster {
   /** `redis-cli -p <port> args…` on one node, its stdout (synchronous: for set-up and checks only). */
   cli(port: number, ...args: string[]): string {
     return cli(port, ...args);
+  }
+
+  /**
+   * `cli` without blocking this process: its clients keep answering, renewing their leases and
+   * heartbeats meanwhile, as a service's do while an operator reshards from elsewhere (a blocked
+   * event loop of a second or more lets an SDK's hub lease lapse, and it then rightly serves
+   * nothing locally).
+   */
+  run(port: number, ...args: string[]): Promise<string> {
+    return run(port, ...args);
   }
 
   /** SIGSTOP the master on `port`: it keeps its connections and answers nothing (a frozen node). */
@@ -135,6 +148,14 @@ function spawnNode(dir: string, port: number): ChildProcess {
 
 function cli(port: number, ...args: string[]): string {
   return spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 }).stdout ?? '';
+}
+
+function run(port: number, ...args: string[]): Promise<string> {
+  return new Promise((resolve) =>
+    execFile('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 }, (_err, stdout) =>
+      resolve(stdout ?? ''),
+    ),
+  );
 }
 
 /**
