@@ -287,7 +287,7 @@ test('bad input: not an ioredis client, wrapped by another HotKeyClient', async 
   for (const bad of [null, 42, {}, { sendCommand() {} }, { sendCommand() {}, duplicate() {}, options: {} }]) {
     assert.throws(
       () => withHotKeys(bad as never, hk),
-      (e: Error) => e instanceof TypeError && /ioredis Redis or Cluster/.test(e.message),
+      (e: Error) => e instanceof TypeError && /Redis or Cluster of ioredis or iovalkey/.test(e.message),
     );
   }
   // a Cluster whose startup nodes are gone: no deployment to key its values by
