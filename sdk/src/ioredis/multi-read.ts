@@ -33,7 +33,7 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
 import type { Client, Cmd, CmdCtor } from './cmd.ts';
-import { pickFields, type CachedHash } from '../redis/hash-replies.ts';
+import { flatHash, pickFields, type CachedHash } from '../redis/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
 import { keySlot } from '../redis/slots.ts';
 
@@ -329,16 +329,14 @@ type Answer = { ok: true; value: unknown } | { ok: false };
 const ok = (value: unknown): Answer => ({ ok: true, value });
 const failed = (): Answer => ({ ok: false });
 
-/** HGETALL's reply for a Buffer caller: field names stay strings (ioredis names them so), values become Buffers. */
-function hashReply(hash: Record<string, unknown>, encoding: string | null): unknown {
-  if (encoding === 'utf8') return hash;
-  const out: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(hash)) {
-    const v = asReply(value, encoding);
-    if (v === undefined || field.includes(REPLACEMENT)) return undefined;
-    Object.defineProperty(out, field, { value: v, enumerable: true, writable: true, configurable: true });
-  }
-  return out;
+/**
+ * HGETALL's reply as Redis sends it, flat (`[field, value, …]`): ioredis's reply transformer
+ * builds the object from it as it does from Redis's. For a Buffer caller the values become
+ * Buffers; a field name that was no UTF-8 cannot be given back exactly (Redis answers).
+ */
+function hashReply(hash: CachedHash, encoding: string | null): unknown {
+  for (const field of Object.keys(hash)) if (field.includes(REPLACEMENT)) return undefined;
+  return flatHash(hash, (value) => asReply(value, encoding));
 }
 
 function sameSlot(args: readonly unknown[]): boolean {

@@ -50,6 +50,7 @@ import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
 import { MultiRead } from './multi-read.ts';
 import { hotReads } from '../redis/hot-read.ts';
+import { flatHash } from '../redis/hash-replies.ts';
 import { hotGet } from './hot-get.ts';
 import { inOpenTransaction, writeInvalidation } from '../redis/write-invalidation.ts';
 import { connectionTo, ownSender } from './own-connection.ts';
@@ -262,6 +263,9 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     command: (like, name, args) => new (like.constructor as CmdCtor)(name, args, { replyEncoding: 'utf8' }),
     loadBlocked,
     watchLoad,
+    // handed over as Redis's flat reply: ioredis's transformer builds the caller's object as it
+    // builds it from Redis's, whatever the field names
+    hashReply: (_command, hash) => flatHash(hash),
     // a held GET answered by another's reply is timed from when that one goes out, as it is
     heldShared: (_client, command) => {
       const node = guardOf(command, 'get');
