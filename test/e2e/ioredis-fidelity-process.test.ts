@@ -19,7 +19,8 @@ import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import { RedisServer } from '../support/redis-server.ts';
 import { promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
 import { commandCalls } from '../support/commandstats.ts';
-import { waitFor } from '../support/wait.ts';
+import { waitFor, within } from '../support/wait.ts';
+import { TcpProxy } from '../support/tcp-proxy.ts';
 
 let fixture: PromotingHub;
 let server: RedisServer;
@@ -92,6 +93,57 @@ test("a hot HGETALL's reply is built as ioredis builds it, whatever the field na
     assert.is(await commandCalls(admin, 'hgetall'), calls + 2, 'only the plain client asked Redis');
   } finally {
     delete (Object.prototype as Record<string, unknown>)[CUSTOM];
+  }
+});
+
+/** Reads `key` until the read is a local hit: its value is cached. */
+async function warm(c: Redis, key: string): Promise<void> {
+  await waitFor(`${key} cached`, async () => {
+    const hits = hk.stats().hits;
+    await c.get(key);
+    return hk.stats().hits > hits;
+  });
+}
+
+test('a pipeline whose hot read was answered locally is resent whole after its connection drops', async () => {
+  // ioredis resends a pipeline none of whose replies came, and aborts one that got some of them:
+  // it tells them apart by each command's index in its pipeline
+  const proxy = await TcpProxy.start(server.port);
+  try {
+    const url = `redis://127.0.0.1:${proxy.port}`;
+    const plain = client(url).on('error', () => {}); // the drop's ECONNRESET
+    const wrapped = withHotKeys(client(url), hk).on('error', () => {});
+    await admin.mset('fp:hot', 'h', 'fp:cold', 'c');
+    await fixture.promote('fp:hot');
+    await warm(wrapped, 'fp:hot');
+    const got: unknown[] = [];
+    for (const c of [plain, wrapped]) {
+      await c.ping();
+      proxy.freeze();
+      const replies = [
+        c.pipeline().get('fp:hot').get('fp:cold').exec(),
+        // an MGET of a hot and a cold key: the cold one goes in a command of ours, in its place
+        c.pipeline().get('fp:hot').mget('fp:hot', 'fp:cold').get('fp:cold').exec(),
+      ];
+      await new Promise((resolve) => setImmediate(resolve)); // written, never answered
+      proxy.drop();
+      proxy.thaw();
+      got.push(await within('the pipelines, resent', Promise.all(replies), 5000));
+    }
+    assert.equal(got[0], [
+      [
+        [null, 'h'],
+        [null, 'c'],
+      ],
+      [
+        [null, 'h'],
+        [null, ['h', 'c']],
+        [null, 'c'],
+      ],
+    ]);
+    assert.equal(got[1], got[0]);
+  } finally {
+    await proxy.close();
   }
 });
 

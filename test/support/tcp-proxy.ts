@@ -2,7 +2,8 @@
  * A TCP proxy on 127.0.0.1:0 in front of one upstream port, for fault tests: `freeze()` stops
  * forwarding in both directions (bytes wait in the kernel buffers, the sockets stay open — a
  * partition that neither side can tell from a slow peer), `thaw()` resumes. Connections accepted
- * while frozen are held too. Every socket is destroyed on `close()`.
+ * while frozen are held too. `drop()` destroys the connections it carries (bytes held while frozen
+ * are lost, as when a server dies) and goes on accepting. Every socket is destroyed on `close()`.
  */
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
@@ -65,6 +66,14 @@ export class TcpProxy {
     b.unpipe(a);
     a.pause();
     b.pause();
+  }
+
+  drop(): void {
+    for (const [a, b] of this.#pairs) {
+      a.destroy();
+      b.destroy();
+    }
+    this.#pairs.clear();
   }
 
   async close(): Promise<void> {

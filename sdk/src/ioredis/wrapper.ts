@@ -328,6 +328,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
    * or refused, so that the patch saw a command that reaches Redis.
    */
   function dispatch(client: Client, command: Cmd, stream: unknown, node: unknown, send: Send, seen: boolean): unknown {
+    if (stream !== undefined) multiRead.resending(command, stream);
     // a UTF-8 GET on its own may be held by the read path till the end of the job (held-reads.ts);
     // any other command sends what is held first, so the connection sees the plain client's order
     if (seen || hook.bypass || stream !== undefined || command.name !== 'get' || command.replyEncoding !== 'utf8')
