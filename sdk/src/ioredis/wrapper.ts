@@ -54,6 +54,7 @@ import { flatHash } from '../redis/hash-replies.ts';
 import { hotGet } from './hot-get.ts';
 import { inOpenTransaction, writeInvalidation } from '../redis/write-invalidation.ts';
 import { connectionTo, ownSender } from './own-connection.ts';
+import { monitorFrom } from './monitor.ts';
 import type { WithHotKeysOptions } from './options.ts';
 
 export type { WithHotKeysOptions } from './options.ts';
@@ -411,7 +412,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     const copy = (base.duplicate as (...a: unknown[]) => Client).apply(this, args);
     const override = args[0] as { monitor?: boolean } | undefined;
     // a MONITOR connection (redis.monitor()) carries no reads or writes of its own
-    if (!isCluster && override?.monitor === true) return copy;
+    if (!isCluster && override?.monitor === true) return monitorFrom(copy);
     return withHotKeys(copy, hk, options);
   }
 
