@@ -13,13 +13,16 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import dc from 'node:diagnostics_channel';
+import { createServer, type Socket } from 'node:net';
+import { once } from 'node:events';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import { RedisServer } from '../support/redis-server.ts';
 import { promotingHub, type PromotingHub } from '../support/promoting-hub.ts';
 import { commandCalls } from '../support/commandstats.ts';
-import { waitFor, within } from '../support/wait.ts';
+import { delay, waitFor, within } from '../support/wait.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';
 
 let fixture: PromotingHub;
@@ -109,10 +112,10 @@ test('a pipeline whose hot read was answered locally is resent whole after its c
   // ioredis resends a pipeline none of whose replies came, and aborts one that got some of them:
   // it tells them apart by each command's index in its pipeline
   const proxy = await TcpProxy.start(server.port);
+  const url = `redis://127.0.0.1:${proxy.port}`;
+  const plain = client(url).on('error', () => {}); // the drop's ECONNRESET
+  const wrapped = withHotKeys(client(url), hk).on('error', () => {});
   try {
-    const url = `redis://127.0.0.1:${proxy.port}`;
-    const plain = client(url).on('error', () => {}); // the drop's ECONNRESET
-    const wrapped = withHotKeys(client(url), hk).on('error', () => {});
     await admin.mset('fp:hot', 'h', 'fp:cold', 'c');
     await fixture.promote('fp:hot');
     await warm(wrapped, 'fp:hot');
@@ -143,7 +146,153 @@ test('a pipeline whose hot read was answered locally is resent whole after its c
     ]);
     assert.equal(got[1], got[0]);
   } finally {
+    plain.disconnect();
+    wrapped.disconnect();
     await proxy.close();
+  }
+});
+
+/** CLIENT LIST lines of the server, one object of fields per connection. */
+async function clientList(): Promise<Record<string, string>[]> {
+  const list = (await admin.client('LIST')) as string;
+  return list
+    .trim()
+    .split('\n')
+    .map((line) => Object.fromEntries(line.split(' ').map((field) => field.split('=', 2) as [string, string])));
+}
+
+test("ioredis's diagnostics channels see the user's connections only, never the wrapper's", async () => {
+  // the user's client works in db 3, this test's admin client in db 0; the wrapper's connections
+  // are duplicates of the user's (db 3)
+  const wrapped = withHotKeys(client(server.url, { db: 3 }), hk, { tracking: { pingMs: 20 } });
+  await wrapped.set('fp:traced', 'v1');
+  await fixture.promote('fp:traced');
+  await warm(wrapped, 'fp:traced'); // the tracking connections are up
+  const seen: string[] = [];
+  const subscribers = ['command', 'batch', 'connect'].map((kind) => {
+    const channel = dc.tracingChannel(`ioredis:${kind}`);
+    const subscriber = {
+      start(context: { command?: string; database?: number }) {
+        if (context.database !== 0) seen.push(`${kind} ${context.command ?? ''} db${context.database ?? '?'}`);
+      },
+      end() {},
+      asyncStart() {},
+      asyncEnd() {},
+      error() {},
+    };
+    channel.subscribe(subscriber);
+    return () => channel.unsubscribe(subscriber);
+  });
+  try {
+    // a write, then a read that loads the value again (a transaction on the tracking connection)
+    await wrapped.set('fp:traced', 'v2');
+    await warm(wrapped, 'fp:traced');
+    await delay(100); // heartbeats
+    // the tracking connections killed: they connect and set tracking up again
+    for (const c of await clientList())
+      if (c.name?.startsWith('hotkey-')) await admin.client('KILL', 'ID', c.id!).catch(() => {});
+    await wrapped.set('fp:traced', 'v3');
+    await warm(wrapped, 'fp:traced');
+    assert.is(await wrapped.get('fp:traced'), 'v3');
+    await delay(100);
+    assert.ok(seen.includes('command get db3') && seen.includes('command set db3'), "the user's commands are traced");
+    assert.equal(
+      // a load while tracking is down reads the key's PTTL on the user's connection, behind its GET
+      [...new Set(seen)].filter((event) => !['command get db3', 'command set db3', 'command pttl db3'].includes(event)),
+      [],
+      'what the user sent',
+    );
+  } finally {
+    for (const unsubscribe of subscribers) unsubscribe();
+  }
+});
+
+test("a RESP3 client's tracking connection that reads its keys greets and authenticates as the client does", async () => {
+  const secured = await RedisServer.start({ args: () => ['--requirepass', 'fp-pass'] });
+  const url = `redis://:fp-pass@127.0.0.1:${secured.port}`;
+  const owner = client(url);
+  const wrapped = withHotKeys(client(url, { protocol: 3, connectionName: 'fp-user' }), hk);
+  try {
+    await owner.set('fp:auth', 'v');
+    await fixture.promote('fp:auth');
+    await warm(wrapped, 'fp:auth'); // loaded over the tracking connection
+    const list = ((await owner.client('LIST')) as string).trim().split('\n');
+    const resp = (name: string) => list.find((line) => line.includes(` name=${name} `))?.match(/ resp=(\d)/)?.[1];
+    assert.is(resp('fp-user'), '3');
+    assert.is(resp('hotkey-tracking'), '3', 'HELLO 3 AUTH, as the RESP3 client');
+    // the invalidation channel's stays RESP2: ioredis drops a RESP3 redirect target's pushes
+    assert.is(resp('hotkey-invalidations'), '2');
+  } finally {
+    wrapped.disconnect();
+    owner.disconnect();
+    await secured.stop();
+  }
+});
+
+test("monitor() of a wrapped client while the wrapper's connections are busy: no monitored command taken for a reply", async () => {
+  // neighbours whose tracking connections ping every 2 ms: monitored PINGs come in the same read as MONITOR's reply
+  const busy = [0, 1].map(() => withHotKeys(client(server.url), hk, { tracking: { pingMs: 2 } }));
+  for (const b of busy) await b.get('fp:busy');
+  await waitFor(
+    'their tracking connections',
+    async () => (await clientList()).filter((c) => c.name === 'hotkey-tracking').length >= 2,
+  );
+  const wrapped = withHotKeys(client(server.url), hk);
+  const errors: string[] = [];
+  let lines = 0;
+  try {
+    for (let i = 0; i < 20; i++) {
+      // what monitor() makes and resolves once it is 'monitoring', with its errors heard from the start
+      const monitor = wrapped.duplicate({ monitor: true });
+      opened.push(monitor);
+      monitor.on('error', (e: Error) => errors.push(e.message)).on('monitor', () => lines++);
+      await once(monitor, 'monitoring', { signal: AbortSignal.timeout(3000) });
+      await delay(5);
+      monitor.disconnect();
+    }
+    assert.ok(lines > 0, 'the busy connections were monitored');
+    assert.equal(errors, []);
+    const monitor = await within('monitor()', wrapped.monitor(), 3000);
+    assert.is(monitor.status, 'monitoring');
+    monitor.disconnect();
+  } finally {
+    for (const b of busy) b.disconnect();
+  }
+});
+
+test("the wrapper's connections do not call a server their client cannot reach, and come back with it", async () => {
+  const node = await RedisServer.start();
+  const wrapped = withHotKeys(client(node.url), hk).on('error', () => {});
+  await wrapped.set('fp:gone', 'v');
+  await fixture.promote('fp:gone');
+  await warm(wrapped, 'fp:gone'); // tracking connections up
+  await node.stop();
+  await delay(300); // every connection to it closed
+  // whatever listens on its port later hears who calls
+  const heard: string[] = [];
+  const sockets = new Set<Socket>();
+  const squatter = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('data', (data) => heard.push(data.toString())).on('error', () => {});
+  });
+  squatter.listen(node.port, '127.0.0.1');
+  await once(squatter, 'listening');
+  try {
+    await delay(1500);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => squatter.close(resolve));
+  }
+  assert.ok(heard.length > 0, 'the client itself tried again (ioredis retries)');
+  assert.not.ok(heard.join('').includes('hotkey-'), 'no connection of ours called');
+  // back: the client connects again, and tracking with it
+  await node.restart();
+  try {
+    await waitFor('ready again', () => wrapped.status === 'ready', 10_000);
+    await warm(wrapped, 'fp:gone');
+  } finally {
+    wrapped.disconnect();
+    await node.stop();
   }
 });
 

@@ -6,7 +6,8 @@
  * A session is live once every connection is ready, `sub` is subscribed and each tracking mode
  * points at `sub`'s current id. It ends — and every value loaded under it is dropped
  * (`hk.dropLocal`) — when any connection closes, when they stop answering the heartbeat PING for
- * `deadMs`, and on a flush (an invalidation with a null key list).
+ * `deadMs`, and on a flush (an invalidation with a null key list). A connection that gives up
+ * reconnecting ('end') closes the tracker: tracking makes a new one when the node is wanted again.
  */
 import type { HotKeyClient } from '../client/client.ts';
 import { keyName } from './identity.ts';
@@ -40,6 +41,7 @@ export class NodeTracker {
   readonly #options: ResolvedTrackingOptions;
   readonly #onKey: (key: string) => void;
   readonly #onEnd: (session: TrackingSession) => void;
+  readonly #onClose: () => void;
   /** the sub connection's CLIENT ID once it is subscribed, per connection incarnation */
   #subscribed: Promise<number> | undefined;
   /** bumped by every loss and every (re)establishment: a stale establishment never goes live */
@@ -60,11 +62,13 @@ export class NodeTracker {
     options: ResolvedTrackingOptions,
     onKey: (key: string) => void = () => {},
     onEnd: (session: TrackingSession) => void = () => {},
+    onClose: () => void = () => {},
   ) {
     const { reader, sub, watch } = connections;
     this.nodeKey = nodeKey;
     this.#onKey = onKey;
     this.#onEnd = onEnd;
+    this.#onClose = onClose;
     this.#reader = reader;
     this.#sub = sub;
     this.#watch = watch;
@@ -72,7 +76,10 @@ export class NodeTracker {
     this.#hk = hk;
     this.#options = options;
     const fault = (err: Error) => options.onError(err);
-    for (const c of this.#connections) c.on('error', fault);
+    for (const c of this.#connections) {
+      c.on('error', fault);
+      c.on('end', () => this.close());
+    }
     reader.on('close', () => this.#lose());
     watch?.on('close', () => this.#lose());
     sub.on('close', () => {
@@ -162,12 +169,14 @@ export class NodeTracker {
     return db === undefined ? replies : replies.slice(1);
   }
 
+  /** Ends the session for good and closes the connections; `onClose` hears it (once). */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#timer);
     this.#lose();
     for (const c of this.#connections) c.disconnect();
+    this.#onClose();
   }
 
   #ready(): boolean {

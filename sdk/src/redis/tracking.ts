@@ -5,7 +5,7 @@
  *
  * Design, per Redis node a hot key lives on (one for a standalone server, one per master a hot
  * key was read from for a Cluster), two connections of our own (node-tracker.ts), made with the
- * wrapped client's options (auth, TLS, sentinels) and `protocol: 2`:
+ * wrapped client's options (auth, TLS, sentinels):
  * - `sub` asks its `CLIENT ID`, then SUBSCRIBEs to `__redis__:invalidate`. RESP2 on purpose:
  *   a RESP3 redirect target gets `invalidate` push frames, which ioredis 6 drops.
  * - `reader` runs `CLIENT TRACKING on REDIRECT <sub id> OPTIN`: Redis remembers only the keys it
@@ -205,7 +205,19 @@ export class Tracking {
           this.close();
         });
       }
-      node = new NodeTracker(nodeKey, { reader, sub, watch }, this.#hk, this.#options, this.#onKey, this.#onEnd);
+      const made: NodeTracker = new NodeTracker(
+        nodeKey,
+        { reader, sub, watch },
+        this.#hk,
+        this.#options,
+        this.#onKey,
+        this.#onEnd,
+        // a connection gave up (its client could not reach the node): the next use makes new ones
+        () => {
+          if (this.#nodes.get(nodeKey) === made) this.#nodes.delete(nodeKey);
+        },
+      );
+      node = made;
       this.#nodes.set(nodeKey, node);
     }
     return node;
