@@ -285,13 +285,20 @@ test("the wrapper's connections do not call a server their client cannot reach, 
   }
   assert.ok(heard.length > 0, 'the client itself tried again (ioredis retries)');
   assert.not.ok(heard.join('').includes('hotkey-'), 'no connection of ours called');
-  // back: the client connects again, and tracking with it
+  // back: the client connects again, and tracking with its next read, as with its first
   await node.restart();
+  const probe = client(node.url);
+  const ours = async () =>
+    ((await probe.client('LIST')) as string).split('\n').filter((line) => / name=hotkey-/.test(line)).length;
   try {
     await waitFor('ready again', () => wrapped.status === 'ready', 10_000);
+    await delay(200);
+    assert.is(await ours(), 0, 'none before it reads');
     await warm(wrapped, 'fp:gone');
+    assert.ok((await ours()) >= 2);
   } finally {
     wrapped.disconnect();
+    probe.disconnect();
     await node.stop();
   }
 });

@@ -35,7 +35,9 @@
  * sees what a plain client makes. A hot load whose node's connections are still being made (the
  * first reads after they were opened, a few ms) waits for them, until at most `TRACKING_WAIT_MS`
  * after they were opened (concurrent reads share that one load); not up by then, it is read
- * through the user's client and not cached.
+ * through the user's client and not cached. Connections an adapter gave up on (an ioredis
+ * client that cannot reach the node: own-connection.ts) are made again the same way, at the
+ * client's next read once it is ready.
  *
  * Each node's live state is a `TrackingSession`; a value loaded under a session is served from
  * the local cache only while that session lives (the wrapper checks it on every cached read). A
@@ -212,9 +214,12 @@ export class Tracking {
         this.#options,
         this.#onKey,
         this.#onEnd,
-        // a connection gave up (its client could not reach the node): the next use makes new ones
+        // a connection gave up (its client could not reach the node): the client's next read
+        // makes new ones, as its first did (with prefixes, its next 'ready')
         () => {
-          if (this.#nodes.get(nodeKey) === made) this.#nodes.delete(nodeKey);
+          if (this.#nodes.get(nodeKey) !== made) return;
+          this.#nodes.delete(nodeKey);
+          this.#reading = this.watches;
         },
       );
       node = made;
