@@ -231,12 +231,11 @@ test("a RESP3 client's tracking connection that reads its keys greets and authen
 
 test("monitor() of a wrapped client while the wrapper's connections are busy: no monitored command taken for a reply", async () => {
   // neighbours whose tracking connections ping every 2 ms: monitored PINGs come in the same read as MONITOR's reply
+  // (their heartbeat runs once they loaded a hot key)
   const busy = [0, 1].map(() => withHotKeys(client(server.url), hk, { tracking: { pingMs: 2 } }));
-  for (const b of busy) await b.get('fp:busy');
-  await waitFor(
-    'their tracking connections',
-    async () => (await clientList()).filter((c) => c.name === 'hotkey-tracking').length >= 2,
-  );
+  await admin.set('fp:busy', 'b');
+  await fixture.promote('fp:busy');
+  for (const b of busy) await warm(b, 'fp:busy');
   const wrapped = withHotKeys(client(server.url), hk);
   const errors: string[] = [];
   let lines = 0;
@@ -300,6 +299,28 @@ test("the wrapper's connections do not call a server their client cannot reach, 
     wrapped.disconnect();
     probe.disconnect();
     await node.stop();
+  }
+});
+
+test("the wrapper's connections stay quiet until their session vouched for a load: no heartbeat for a client of cold reads", async () => {
+  const own = await RedisServer.start(); // no other client of the process pings it
+  const wrapped = withHotKeys(client(own.url), hk, { tracking: { pingMs: 20 } });
+  const probe = client(own.url);
+  try {
+    await probe.set('fp:quiet', 'q');
+    assert.is(await wrapped.get('fp:cold'), null); // opens the tracking connections
+    await waitFor('the tracking connections', async () =>
+      ((await probe.client('LIST')) as string).includes(' name=hotkey-tracking '),
+    );
+    await delay(200); // ten heartbeat periods
+    assert.is(await commandCalls(probe, 'ping'), 0, 'no PING: nothing cached under the session');
+    await fixture.promote('fp:quiet');
+    await warm(wrapped, 'fp:quiet'); // a load under the session: the heartbeat runs
+    await waitFor('heartbeats', async () => (await commandCalls(probe, 'ping')) > 0);
+  } finally {
+    wrapped.disconnect();
+    probe.disconnect();
+    await own.stop();
   }
 });
 

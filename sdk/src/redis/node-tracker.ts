@@ -6,7 +6,14 @@
  * A session is live once every connection is ready, `sub` is subscribed and each tracking mode
  * points at `sub`'s current id. It ends — and every value loaded under it is dropped
  * (`hk.dropLocal`) — when any connection closes, when they stop answering the heartbeat PING for
- * `deadMs`, and on a flush (an invalidation with a null key list). A connection that gives up
+ * `deadMs`, and on a flush (an invalidation with a null key list).
+ *
+ * The heartbeat runs once the session vouched for a load (a value cached under it may be served
+ * while an invalidation it cannot hear is due): a session nothing was loaded under has nothing
+ * to drop, and its connections stay quiet (a client that only read cold keys pings no one). Its
+ * first load starts it with `deadMs` of credit, so a write made after a load is unheard for at
+ * most `deadMs` + `pingMs`, as with a heartbeat that ran all along. With `watch`, it runs from the
+ * start: a cold read's reply kept under the session may answer a load later. A connection that gives up
  * reconnecting ('end') closes the tracker: tracking makes a new one when the node is wanted again.
  */
 import type { HotKeyClient } from '../client/client.ts';
@@ -47,6 +54,8 @@ export class NodeTracker {
   /** bumped by every loss and every (re)establishment: a stale establishment never goes live */
   #attempt = 0;
   #answeredAt = performance.now();
+  /** the heartbeat is on: the session vouched for a load, or broadcast tracking keeps replies */
+  #beating: boolean;
   readonly #timer: NodeJS.Timeout;
   #closed = false;
   /** a session went live once: the connections made on first use are up */
@@ -73,6 +82,7 @@ export class NodeTracker {
     this.#sub = sub;
     this.#watch = watch;
     this.#connections = watch === undefined ? [reader, sub] : [reader, sub, watch];
+    this.#beating = watch !== undefined;
     this.#hk = hk;
     this.#options = options;
     const fault = (err: Error) => options.onError(err);
@@ -128,6 +138,7 @@ export class NodeTracker {
       const read = reply === undefined ? undefined : await this.#fromReply(reply, key, db, session);
       if (read !== undefined) return read;
     }
+    this.#vouching();
     const replies = await this.#exec(db, [
       ['client', 'caching', 'yes'],
       [kind, key],
@@ -155,6 +166,13 @@ export class NodeTracker {
     if (typeof pttl !== 'number' || (value === null) !== (pttl === -2) || !session.live) return undefined;
     this.#hk.recentReadUsed();
     return { value, pttl, session };
+  }
+
+  /** The session is about to vouch for a load: the heartbeat runs from now, with `deadMs` of credit. */
+  #vouching(): void {
+    if (this.#beating) return;
+    this.#beating = true;
+    this.#answeredAt = performance.now();
   }
 
   /**
@@ -241,6 +259,7 @@ export class NodeTracker {
     const old = this.session;
     if (!old.live) return;
     old.live = false;
+    this.#beating = this.#watch !== undefined; // nothing is vouched for now
     this.session = { live: false };
     this.#hk.dropLocal((_key, value) => (value as { session?: unknown } | null)?.session === old);
     this.#onEnd(old);
@@ -273,6 +292,7 @@ export class NodeTracker {
       if (!this.#closed && this.#ready()) void this.#establish();
       return;
     }
+    if (!this.#beating) return;
     if (performance.now() - this.#answeredAt > this.#options.deadMs) {
       this.#options.onError(
         new Error(`tracking connections of ${this.nodeKey} silent for ${this.#options.deadMs} ms: reconnecting`),
