@@ -9,7 +9,10 @@
  * - a RESP3 client's tracking connection that reads keys authenticates as the client does (HELLO 3 AUTH);
  * - `monitor()` of a wrapped client, started while other connections are busy, never takes a
  *   monitored command for a reply;
- * - the wrapper's connections stop retrying a server its client cannot reach, and come back with it.
+ * - the wrapper's connections stop retrying a server its client cannot reach, and come back with it;
+ * - they stay quiet (no heartbeat) until their session vouched for a load.
+ * Each of these was seen failing before its fix; the ioredis functional tests they stand for
+ * (run in one process, every client wrapped) are named in the commit messages.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
