@@ -11,8 +11,8 @@
  *   monitored command for a reply;
  * - the wrapper's connections stop retrying a server its client cannot reach, and come back with it;
  * - they stay quiet (no heartbeat) until their session vouched for a load.
- * Each of these was seen failing before its fix; the ioredis functional tests they stand for
- * (run in one process, every client wrapped) are named in the commit messages.
+ * Each stands for tests of ioredis's own functional suite (github.com/redis/ioredis, v6.0.0,
+ * test/functional/) that failed with every client of one mocha process wrapped by one `hk`.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -65,6 +65,7 @@ function anatomy(o: object): unknown {
   };
 }
 
+// hgetall.ts "should handle special field names"
 test("a hot HGETALL's reply is built as ioredis builds it, whatever the field names", async () => {
   const [plain, wrapped] = pair();
   const key = 'fp:fields';
@@ -111,6 +112,7 @@ async function warm(c: Redis, key: string): Promise<void> {
   });
 }
 
+// elasticache.ts "should resend intact pipelines"
 test('a pipeline whose hot read was answered locally is resent whole after its connection drops', async () => {
   // ioredis resends a pipeline none of whose replies came, and aborts one that got some of them:
   // it tells them apart by each command's index in its pipeline
@@ -164,6 +166,7 @@ async function clientList(): Promise<Record<string, string>[]> {
     .map((line) => Object.fromEntries(line.split(' ').map((field) => field.split('=', 2) as [string, string])));
 }
 
+// tracing.ts "ioredis:command should include database number" (it took a heartbeat PING of ours for its own)
 test("ioredis's diagnostics channels see the user's connections only, never the wrapper's", async () => {
   // the user's client works in db 3, this test's admin client in db 0; the wrapper's connections
   // are duplicates of the user's (db 3)
@@ -210,6 +213,7 @@ test("ioredis's diagnostics channels see the user's connections only, never the 
   }
 });
 
+// auth.ts "protocol 3 should resend hello auth after reconnect" (a GET of ours came after AUTH, not HELLO 3 AUTH)
 test("a RESP3 client's tracking connection that reads its keys greets and authenticates as the client does", async () => {
   const secured = await RedisServer.start({ args: () => ['--requirepass', 'fp-pass'] });
   const url = `redis://:fp-pass@127.0.0.1:${secured.port}`;
@@ -232,6 +236,7 @@ test("a RESP3 client's tracking connection that reads its keys greets and authen
   }
 });
 
+// pipeline.ts "exec should reload scripts on redis restart (reconnect)" ("Command queue state error")
 test("monitor() of a wrapped client while the wrapper's connections are busy: no monitored command taken for a reply", async () => {
   // neighbours whose tracking connections ping every 2 ms: monitored PINGs come in the same read as MONITOR's reply
   // (their heartbeat runs once they loaded a hot key)
@@ -262,6 +267,8 @@ test("monitor() of a wrapped client while the wrapper's connections are busy: no
   }
 });
 
+// connection.ts "connectTimeout should ignore timeout if connect" (a reconnect of ours set a socket timeout),
+// and tests whose mock server on a reused port heard connections of ours left from earlier tests
 test("the wrapper's connections do not call a server their client cannot reach, and come back with it", async () => {
   const node = await RedisServer.start();
   const wrapped = withHotKeys(client(node.url), hk).on('error', () => {});
@@ -305,6 +312,7 @@ test("the wrapper's connections do not call a server their client cannot reach, 
   }
 });
 
+// pipeline.ts and scripting.ts tests that take the first commands MONITOR shows for theirs
 test("the wrapper's connections stay quiet until their session vouched for a load: no heartbeat for a client of cold reads", async () => {
   const own = await RedisServer.start(); // no other client of the process pings it
   const wrapped = withHotKeys(client(own.url), hk, { tracking: { pingMs: 20 } });
