@@ -263,7 +263,7 @@ test("a fold of the adapter's issued right behind QUIT is rejected, not written"
   }
 });
 
-test("tracking connections of a RESP3 client with replyMapping 'resp3' open (RESP2, plain replies)", async () => {
+test("tracking connections of a RESP3 client with replyMapping 'resp3' open (plain replies)", async () => {
   await plain.set('lc:resp3', 'r');
   const c = withHotKeys(new Redis(fixture.server.url, { protocol: 3, replyMapping: 'resp3' } as never), hk);
   try {

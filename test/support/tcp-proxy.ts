@@ -4,7 +4,9 @@
  * partition that neither side can tell from a slow peer), `thaw()` resumes. Connections accepted
  * while frozen are held too. `holdReplies(port)` stops one connection's upstream-to-client
  * direction only (its requests still run upstream, their replies wait) until `releaseReplies()`;
- * `delivered(port)` counts the bytes a connection's client got. Every socket is destroyed on `close()`.
+ * `delivered(port)` counts the bytes a connection's client got. `drop()` destroys the connections
+ * it carries (bytes held while frozen are lost, as when a server dies) and goes on accepting.
+ * Every socket is destroyed on `close()`.
  */
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { once } from 'node:events';
@@ -108,6 +110,14 @@ export class TcpProxy {
     b.unpipe(a);
     a.pause();
     b.pause();
+  }
+
+  drop(): void {
+    for (const [a, b] of this.#pairs) {
+      a.destroy();
+      b.destroy();
+    }
+    this.#pairs.clear();
   }
 
   async close(): Promise<void> {

@@ -50,9 +50,11 @@ import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
 import { MultiRead } from './multi-read.ts';
 import { hotReads } from '../redis/hot-read.ts';
+import { flatHash } from '../redis/hash-replies.ts';
 import { hotGet } from './hot-get.ts';
 import { inOpenTransaction, writeInvalidation } from '../redis/write-invalidation.ts';
 import { connectionTo, ownSender } from './own-connection.ts';
+import { monitorFrom } from './monitor.ts';
 import type { WithHotKeysOptions } from './options.ts';
 import type { IoredisLike } from './client-shape.ts';
 
@@ -278,6 +280,9 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
     command: (like, name, args) => new (like.constructor as CmdCtor)(name, args, { replyEncoding: 'utf8' }),
     loadBlocked,
     watchLoad,
+    // handed over as Redis's flat reply: ioredis's transformer builds the caller's object as it
+    // builds it from Redis's, whatever the field names
+    hashReply: (_command, hash) => flatHash(hash),
     // a held GET answered by another's reply is timed from when that one goes out, as it is
     heldShared: (_client, command) => {
       const node = guardOf(command, 'get');
@@ -340,6 +345,7 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
    * or refused, so that the patch saw a command that reaches Redis.
    */
   function dispatch(client: Client, command: Cmd, stream: unknown, node: unknown, send: Send, seen: boolean): unknown {
+    if (stream !== undefined) multiRead.resending(command, stream);
     // a UTF-8 GET on its own may be held by the read path till the end of the job (held-reads.ts);
     // any other command sends what is held first, so the connection sees the plain client's order
     if (seen || hook.bypass || stream !== undefined || command.name !== 'get' || command.replyEncoding !== 'utf8')
@@ -429,7 +435,7 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
     const copy = (base.duplicate as (...a: unknown[]) => Client).apply(this, args);
     const override = args[0] as { monitor?: boolean } | undefined;
     // a MONITOR connection (redis.monitor()) carries no reads or writes of its own
-    if (!isCluster && override?.monitor === true) return copy;
+    if (!isCluster && override?.monitor === true) return monitorFrom(copy);
     return withHotKeys(copy, hk, options);
   }
 

@@ -87,7 +87,7 @@ export interface HotReadContext<C extends object = object> {
   watchLoad(command: Cmd): void;
   /**
    * a cached hash as the reply `command` (an HGETALL) expects; undefined: the cache cannot give
-   * that shape exactly and Redis answers. Absent: the cached object itself is the reply (ioredis).
+   * that shape exactly and Redis answers. Absent: the cached object itself is the reply.
    */
   hashReply?(command: Cmd, hash: CachedHash): unknown;
   /** the object whose commands share one connection order (a client under its proxies) @default the client */

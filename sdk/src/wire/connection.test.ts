@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createServer } from 'node:net';
+import { createServer, Socket, type Socket as NetSocket } from 'node:net';
 import { once } from 'node:events';
 import { HubConnection, type ConnectionHandler } from './connection.ts';
 import { HotKeyError } from '../errors.ts';
@@ -50,6 +50,47 @@ test('reconnect delays: capped exponential with full jitter, never under the flo
   await waitFor('low.delays.length >= 3', () => low.delays.length >= 3);
   conn2.close();
   assert.equal(low.delays.slice(0, 3), [2, 2, 2]);
+});
+
+test('a hub that never completes the opening handshake: timed out by a timer of ours, no socket timeout set', async () => {
+  const held = new Set<NetSocket>();
+  const server = createServer((s) => held.add(s.on('error', () => {}))); // accepts TCP, never answers the upgrade
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as { port: number }).port;
+  // what a test double of net.Socket in the application's process would see (sinon stubs setTimeout)
+  const timeouts: number[] = [];
+  const setTimeoutOf = Socket.prototype.setTimeout;
+  Socket.prototype.setTimeout = function (this: NetSocket, ms: number, ...rest: unknown[]) {
+    if (ms > 0) timeouts.push(ms);
+    return (setTimeoutOf as (...a: unknown[]) => NetSocket).call(this, ms, ...rest);
+  } as typeof setTimeoutOf;
+  const r = recorder();
+  const conn = new HubConnection(
+    {
+      url: `ws://127.0.0.1:${port}`,
+      hello,
+      livenessTimeoutMs: 60,
+      pingIntervalMs: 20,
+      backoffMinMs: 1000,
+      backoffMaxMs: 1000,
+    },
+    r.handler,
+  );
+  try {
+    conn.start();
+    await waitFor('the handshake timed out', () => r.delays.length > 0, 3000);
+    assert.equal(
+      r.errors.map((e) => [(e as HotKeyError).code, e.message]),
+      [['HK_ERR_TIMEOUT', `no connection to ws://127.0.0.1:${port} within 80 ms`]],
+    );
+    assert.equal(timeouts, []);
+  } finally {
+    Socket.prototype.setTimeout = setTimeoutOf;
+    conn.close();
+    for (const s of held) s.destroy();
+    server.close();
+  }
 });
 
 test('an unreadable frame from the hub: error reported, socket dropped, reconnect and welcome again', async () => {

@@ -113,6 +113,7 @@ export class HubConnection {
   #pingTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #welcomeTimer: NodeJS.Timeout | undefined;
+  #openTimer: NodeJS.Timeout | undefined;
   /** the hub's Error frame, if any, explains the close that follows it */
   #lastHubError: { code: string; message: string } | undefined;
 
@@ -215,11 +216,13 @@ export class HubConnection {
     this.#refused = undefined;
     let ws: WebSocket;
     try {
+      // no `handshakeTimeout`: ws would set it on the socket (socket.setTimeout), where test
+      // doubles of net.Socket in the application's process take the reconnects of a hub link for
+      // their own sockets; the deadline is a timer of ours (below)
       ws = new WebSocket(this.url, {
         ...this.#tls,
         perMessageDeflate: false,
         maxPayload: 4 * MAX_FRAME_BYTES,
-        handshakeTimeout: this.#livenessTimeoutMs + this.#pingIntervalMs,
       });
     } catch (err) {
       // a malformed URL: nothing will ever connect
@@ -232,6 +235,18 @@ export class HubConnection {
     }
     this.#ws = ws;
     ws.binaryType = 'nodebuffer';
+    const openingMs = this.#livenessTimeoutMs + this.#pingIntervalMs;
+    let timedOut = false;
+    this.#openTimer = setTimeout(() => {
+      this.#openTimer = undefined;
+      if (this.#ws !== ws || ws.readyState !== WebSocket.CONNECTING) return;
+      timedOut = true; // the error ws reports for the abort is this one
+      this.#handler.error(
+        this,
+        new HotKeyError(ErrorCode.Timeout, `no connection to ${this.url} within ${openingMs} ms`),
+      );
+      ws.terminate();
+    }, openingMs);
     ws.on('open', () => this.#onOpen(ws));
     ws.on('message', (data, isBinary) => this.#onMessage(ws, data as Buffer, isBinary));
     ws.on('pong', () => {
@@ -242,13 +257,15 @@ export class HubConnection {
       this.#lastSeen = performance.now();
     });
     ws.on('error', (err) => {
-      if (this.#ws === ws) this.#handler.error(this, tlsError(this.url, err));
+      if (this.#ws === ws && !timedOut) this.#handler.error(this, tlsError(this.url, err));
     });
     ws.on('close', (code, reason) => this.#onClose(ws, code, reason.toString()));
   }
 
   #onOpen(ws: WebSocket): void {
     if (this.#ws !== ws) return;
+    clearTimeout(this.#openTimer);
+    this.#openTimer = undefined;
     this.state = 'handshake';
     this.#lastSeen = performance.now();
     ws.send(encode(this.#hello), { binary: true });
@@ -370,8 +387,10 @@ export class HubConnection {
     clearInterval(this.#pingTimer);
     clearTimeout(this.#retryTimer);
     clearTimeout(this.#welcomeTimer);
+    clearTimeout(this.#openTimer);
     this.#pingTimer = undefined;
     this.#retryTimer = undefined;
     this.#welcomeTimer = undefined;
+    this.#openTimer = undefined;
   }
 }
