@@ -2,9 +2,12 @@
 // The project's test command: type-check and lint, then every uvu test file in its own process,
 // then one closing line `N passed, N failed` (uvu prints per-file totals only).
 //
-//   node test/run.mjs [--only unit|e2e|cluster|browser|fault] [--jobs N] [--timeout S] [--no-typecheck] [pattern]
+//   node test/run.mjs [--only unit|e2e|cluster|browser|fault|package] [--jobs N] [--timeout S] [--no-typecheck]
+//                     [--versions pinned|latest] [pattern]
 //
 // `--only` or a pattern runs those files alone (no typecheck, no lint); `--no-typecheck` skips both.
+// `--versions latest` has the tests that install from the npm registry (test/package) install the
+// newest releases instead of the pinned ones (test/support/client-versions.ts): `pnpm test:latest`.
 //
 // Unit tests live beside their source (`*/src/**/*.test.ts`), with test/bench and test/docs (the
 // README layout check); integration tests under test/.
@@ -24,8 +27,13 @@ const { values, positionals } = parseArgs({
     jobs: { type: 'string', default: String(Math.max(2, os.cpus().length)) },
     'no-typecheck': { type: 'boolean', default: false },
     timeout: { type: 'string', default: '240' },
+    versions: { type: 'string', default: 'pinned' },
   },
 });
+if (values.versions !== 'pinned' && values.versions !== 'latest') {
+  console.error(`--versions must be 'pinned' or 'latest', got '${values.versions}'`);
+  process.exit(2);
+}
 
 const GROUPS = {
   unit: ['sdk/src', 'hub/src', 'dashboard/src', 'test/bench', 'test/docs'],
@@ -115,7 +123,7 @@ function runFile(file) {
     const started = Date.now();
     const child = spawn(process.execPath, ['--conditions=@hotkey/source', '--import', 'tsx', file], {
       cwd: root,
-      env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+      env: { ...process.env, HOTKEY_TEST_VERSIONS: values.versions, FORCE_COLOR: '0', NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

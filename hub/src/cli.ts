@@ -6,7 +6,7 @@
  * SIGHUP re-reads the config file and the TLS files (server/live-config.ts); a bad file is refused.
  */
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ValidationError } from '@hotkey/sdk';
 import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { startDemo } from './demo/demo.ts';
@@ -55,6 +55,8 @@ const USAGE = `usage: hotkey-hub [options]
   --watch-config        reload when the config or TLS files change, as on SIGHUP (env HOTKEY_WATCH_CONFIG=1)
   --demo                also run the built-in demo traffic
   --help                show this help
+
+A first \`--\` is skipped (\`pnpm start -- --port 8080\` hands it on); after a second, nothing is accepted.
 `;
 
 function usageError(message: string): never {
@@ -62,36 +64,58 @@ function usageError(message: string): never {
   process.exit(2);
 }
 
+const OPTIONS = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  config: { type: 'string' },
+  'admin-token': { type: 'string' },
+  'dashboard-token': { type: 'string' },
+  'node-id': { type: 'string' },
+  'advertise-url': { type: 'string' },
+  redis: { type: 'string' },
+  'lease-ms': { type: 'string' },
+  'max-sessions-per-app': { type: 'string' },
+  'max-keys-per-app': { type: 'string' },
+  'max-connections': { type: 'string' },
+  'fanout-threads': { type: 'string' },
+  'handoff-max-keys': { type: 'string' },
+  'redis-ca': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'log-level': { type: 'string' },
+  'log-pretty': { type: 'boolean', default: false },
+  'allow-origin': { type: 'string', multiple: true },
+  'watch-config': { type: 'boolean', default: false },
+  demo: { type: 'boolean', default: false },
+  help: { type: 'boolean', default: false },
+} as const satisfies ParseArgsConfig['options'];
+
+/**
+ * The arguments without their first `--`. pnpm hands it on to the script (`pnpm start -- --port 8080`
+ * runs `hotkey-hub -- --port 8080`, and `pnpm demo -- …` runs `hotkey-hub --demo -- …`); the hub takes
+ * no operands, so that first `--` can only mean "the user's flags follow". Only the first: a second
+ * `--` still ends the options, and what follows it is refused as an operand. A `--` that is the value
+ * of a flag (`--admin-token=--`) is a value, not a terminator, and stays.
+ */
+function withoutForwardedTerminator(args: readonly string[]): string[] {
+  const { tokens } = parseArgs({
+    args: [...args],
+    options: OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const end = tokens.find((t) => t.kind === 'option-terminator');
+  return end === undefined ? [...args] : [...args.slice(0, end.index), ...args.slice(end.index + 1)];
+}
+
 function parse() {
   try {
     return parseArgs({
+      args: withoutForwardedTerminator(process.argv.slice(2)),
       strict: true,
       allowPositionals: false,
-      options: {
-        port: { type: 'string' },
-        host: { type: 'string' },
-        config: { type: 'string' },
-        'admin-token': { type: 'string' },
-        'dashboard-token': { type: 'string' },
-        'node-id': { type: 'string' },
-        'advertise-url': { type: 'string' },
-        redis: { type: 'string' },
-        'lease-ms': { type: 'string' },
-        'max-sessions-per-app': { type: 'string' },
-        'max-keys-per-app': { type: 'string' },
-        'max-connections': { type: 'string' },
-        'fanout-threads': { type: 'string' },
-        'handoff-max-keys': { type: 'string' },
-        'redis-ca': { type: 'string' },
-        'tls-cert': { type: 'string' },
-        'tls-key': { type: 'string' },
-        'log-level': { type: 'string' },
-        'log-pretty': { type: 'boolean', default: false },
-        'allow-origin': { type: 'string', multiple: true },
-        'watch-config': { type: 'boolean', default: false },
-        demo: { type: 'boolean', default: false },
-        help: { type: 'boolean', default: false },
-      },
+      options: OPTIONS,
     }).values;
   } catch (err) {
     usageError((err as Error).message);

@@ -3,7 +3,7 @@
  * table, key identity, replica keys); this module only re-exports it so importers keep one stable path.
  */
 export { replicaStats, withHotKeys } from './ioredis/wrapper.ts';
-export type { WithHotKeysOptions } from './ioredis/wrapper.ts';
+export type { IoredisLike, WithHotKeysOptions } from './ioredis/wrapper.ts';
 export type { TrackingOptions } from './redis/tracking.ts';
 export { counter } from './ioredis/counter.ts';
 export { ShardedCounter } from './redis/counters.ts';

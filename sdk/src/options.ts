@@ -97,8 +97,14 @@ export interface ClientOptions {
   reconnectMinMs?: number;
   /** largest reconnect delay cap (full jitter) @default 5000 */
   reconnectMaxMs?: number;
-  /** ping period @default 1000 */
+  /** ping period while the instance reads, holds or awaits anything of a hub @default 1000 */
   pingIntervalMs?: number;
+  /**
+   * ping period while it does not (no lease wanted, nothing pending): an idle instance costs its
+   * hubs a ping now and then; a hub that died meanwhile is noticed at the next request (within
+   * `livenessTimeoutMs`) or after this + `livenessTimeoutMs` @default 15000
+   */
+  quietPingIntervalMs?: number;
   /** a hub silent this long is dead @default 2000 */
   livenessTimeoutMs?: number;
   /**
@@ -178,6 +184,7 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
     reconnectMinMs: 100,
     reconnectMaxMs: 5000,
     pingIntervalMs: 1000,
+    quietPingIntervalMs: 15_000,
     livenessTimeoutMs: 2000,
     invalidateTimeoutMs: 10_000,
     maxPendingInvalidations: 10_000,
@@ -277,6 +284,7 @@ export function resolveClientOptions(
     reconnectMinMs: posInt(options.reconnectMinMs, d.reconnectMinMs, 'reconnectMinMs'),
     reconnectMaxMs: posInt(options.reconnectMaxMs, d.reconnectMaxMs, 'reconnectMaxMs'),
     pingIntervalMs: posInt(options.pingIntervalMs, d.pingIntervalMs, 'pingIntervalMs'),
+    quietPingIntervalMs: posInt(options.quietPingIntervalMs, d.quietPingIntervalMs, 'quietPingIntervalMs'),
     livenessTimeoutMs: posInt(options.livenessTimeoutMs, d.livenessTimeoutMs, 'livenessTimeoutMs'),
     invalidateTimeoutMs: posInt(options.invalidateTimeoutMs, d.invalidateTimeoutMs, 'invalidateTimeoutMs'),
     maxPendingInvalidations: posInt(

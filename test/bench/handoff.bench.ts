@@ -83,7 +83,7 @@ function handoffCost(keys: number): { sendMs: number; receiveMs: number; bytes: 
         send: (_to, bytes) => sent.push(bytes),
         apps: () => [{ name: APP, aggregator: agg }],
         open: () => agg,
-        setAccept: (accept) => agg.setAccept(accept),
+        setAccept: (accept) => agg.setAccept(accept, now),
         drainMs: 0,
         followMs: 0,
         leaveMs: 0,

@@ -1,95 +1,51 @@
 /**
  * The ioredis wrapper's CPU cost per GET, beside a plain client: a hot GET answered locally
- * (ns/op, beside `hk.get`), and a cold GET that goes to a real redis-server (CPU ns/op, user +
- * system), in batches of 100 in flight and one at a time (awaited: every command its own breaker
- * watch). Median of 7 rounds. A protocol peer stands in for the hub and promotes the key.
+ * (ns/op, beside `hk.get`), and cold GETs that go to a real redis-server (CPU ns/op, user +
+ * system), each of a key never read before (cold-get.ts): 100 in flight, and one at a time
+ * (awaited: every command its own breaker watch). Median of 7 rounds, the two clients alternated
+ * in each. A protocol peer stands in for the hub and promotes the hot key. The wrapper is the
+ * SDK as tsc builds it (cold-get.ts `shippedSdk`).
  *
  *   pnpm bench --only ioredis-get
  *   node --import tsx test/bench/ioredis-get.bench.ts        # WRAPPER=<module path> to compare another wrapper
  */
 import { peerWrappedRedis } from '../support/peer-wrapped-redis.ts';
+import { coldGetCpu, cpuPerOp, ioredisColdGet, median, shippedSdk } from './cold-get.ts';
 import { benchMain, type BenchRow } from './harness.ts';
-
-const { withHotKeys } = (await import(
-  process.env.WRAPPER ?? '@hotkey/sdk/ioredis'
-)) as typeof import('@hotkey/sdk/ioredis');
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-
-async function cpuPerOp(
-  ops: number,
-  batch: number,
-  run: () => Promise<unknown>,
-): Promise<{ cpuNs: number; wallNs: number }> {
-  const cpu0 = process.cpuUsage();
-  const t0 = process.hrtime.bigint();
-  for (let done = 0; done < ops; done += batch) {
-    const all: Promise<unknown>[] = [];
-    for (let i = 0; i < batch; i++) all.push(run());
-    await Promise.all(all);
-  }
-  const wallNs = Number(process.hrtime.bigint() - t0) / ops;
-  const cpu = process.cpuUsage(cpu0);
-  return { cpuNs: ((cpu.user + cpu.system) * 1000) / ops, wallNs };
-}
 
 benchMain(async ({ quick }) => {
   const rounds = quick ? 2 : 7;
-  const fixture = await peerWrappedRedis(withHotKeys);
+  const fixture = process.env.WRAPPER
+    ? await peerWrappedRedis(((await import(process.env.WRAPPER)) as typeof import('@hotkey/sdk/ioredis')).withHotKeys)
+    : await shippedSdk().then((sdk) => peerWrappedRedis(sdk.ioredis, sdk.HotKeyClient));
   const { hk, plain, wrapped } = fixture;
   try {
     await plain.set('item:hot', 'v'.repeat(64));
-    await plain.set('item:cold', 'v'.repeat(64));
     await fixture.promote(['item:hot']);
     await wrapped.get('item:hot');
-    const rows: Record<string, number[]> = {
-      hkHit: [],
-      wrappedHit: [],
-      plainCold: [],
-      wrappedCold: [],
-      plainAwaited: [],
-      wrappedAwaited: [],
-    };
+    const hkHit: number[] = [];
+    const wrappedHit: number[] = [];
     for (let round = 0; round < rounds; round++) {
-      rows.hkHit!.push((await cpuPerOp(200_000, 1000, () => hk.get('item:hot', () => 'x'))).cpuNs);
-      rows.wrappedHit!.push((await cpuPerOp(200_000, 1000, () => wrapped.get('item:hot'))).cpuNs);
-      rows.plainCold!.push((await cpuPerOp(20_000, 100, () => plain.get('item:cold'))).cpuNs);
-      rows.wrappedCold!.push((await cpuPerOp(20_000, 100, () => wrapped.get('item:cold'))).cpuNs);
-      rows.plainAwaited!.push((await cpuPerOp(5_000, 1, () => plain.get('item:cold'))).cpuNs);
-      rows.wrappedAwaited!.push((await cpuPerOp(5_000, 1, () => wrapped.get('item:cold'))).cpuNs);
+      hkHit.push(await cpuPerOp(200_000, 1000, () => hk.get('item:hot', () => 'x')));
+      wrappedHit.push(await cpuPerOp(200_000, 1000, () => wrapped.get('item:hot')));
     }
-    const out = Object.fromEntries(Object.entries(rows).map(([k, v]) => [k, Math.round(median(v))]));
-    const note = `wrapper ${process.env.WRAPPER ?? 'current'}; median of ${rounds} rounds`;
-    const result: BenchRow[] = [
-      {
-        bench: 'ioredis GET',
-        metric: 'hot GET hit through the wrapper (baseline: hk.get hit)',
-        ours: out.wrappedHit!,
-        baseline: out.hkHit!,
-        unit: 'ns/op',
-        better: 'lower',
-        note,
-      },
-      {
-        bench: 'ioredis GET',
-        metric: 'cold GET, 100 in flight, CPU (baseline: plain ioredis)',
-        ours: out.wrappedCold!,
-        baseline: out.plainCold!,
-        unit: 'ns/op',
-        better: 'lower',
-        note,
-      },
-      {
-        bench: 'ioredis GET',
-        metric: 'cold GET awaited one at a time, CPU (baseline: plain ioredis)',
-        ours: out.wrappedAwaited!,
-        baseline: out.plainAwaited!,
-        unit: 'ns/op',
-        better: 'lower',
-        note,
-      },
+    const cold = await ioredisColdGet(fixture, rounds);
+    const awaited = await coldGetCpu(plain, wrapped, { rounds, ops: 5_000, inFlight: 1, prefix: 'awaited' });
+    const note = `wrapper ${process.env.WRAPPER ?? 'built from this tree'}; median of ${rounds} rounds`;
+    const row = (metric: string, ours: number, baseline: number): BenchRow => ({
+      bench: 'ioredis GET',
+      metric,
+      ours: Math.round(ours),
+      baseline: Math.round(baseline),
+      unit: 'ns/op',
+      better: 'lower',
+      note,
+    });
+    return [
+      row('hot GET hit through the wrapper (baseline: hk.get hit)', median(wrappedHit), median(hkHit)),
+      row('cold GET, 100 in flight, CPU (baseline: plain ioredis)', cold.wrapped, cold.plain),
+      row('cold GET awaited one at a time, CPU (baseline: plain ioredis)', awaited.wrapped, awaited.plain),
     ];
-    return result;
   } finally {
     await fixture.close();
   }

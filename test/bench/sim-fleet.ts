@@ -15,6 +15,8 @@ export interface FleetStats {
   /** Lease frames sent and Grant frames received so far */
   leaseAsks: number;
   grants: number;
+  /** Invalidates answered with Applied so far */
+  applied: number;
 }
 
 export class SimFleet {
@@ -77,6 +79,11 @@ export class SimFleet {
     for (const w of this.workers) w.send({ type: 'leases', everyMs });
   }
 
+  /** Every instance sends a WebSocket ping every `everyMs` (0: stop), as an SDK does every pingIntervalMs. */
+  pings(everyMs: number): void {
+    for (const w of this.workers) w.send({ type: 'pings', everyMs });
+  }
+
   async stats(): Promise<FleetStats> {
     for (const w of this.workers) w.send({ type: 'stats' });
     const all = await Promise.all(this.workers.map((w) => w.waitFor<FleetStats>('stats', 10_000)));
@@ -87,6 +94,7 @@ export class SimFleet {
       reportBytes: all.reduce((a, s) => a + s.reportBytes, 0),
       leaseAsks: all.reduce((a, s) => a + s.leaseAsks, 0),
       grants: all.reduce((a, s) => a + s.grants, 0),
+      applied: all.reduce((a, s) => a + s.applied, 0),
     };
   }
 }

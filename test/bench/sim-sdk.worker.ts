@@ -1,7 +1,8 @@
 /**
  * Many simulated SDK instances in one process, for the scale benchmarks (connections, detection at
- * 2,000 SDKs, thin spread over 5,000). Each instance is one real WebSocket over real TCP speaking
- * the real protocol (Hello, Welcome/Config thresholds, Report, Promote; pings answered), but its
+ * 2,000 SDKs, thin spread over 5,000, idle instances under writes). Each instance is one real
+ * WebSocket over real TCP speaking the real protocol (Hello, Welcome/Config thresholds, Report,
+ * Promote; Invalidate answered with Applied, as an SDK must or the hub fences it; pings answered), but its
  * counting is a few numbers in shared typed arrays and one timer drives every instance: a real
  * HotKeyClient per instance (timers, window, cache, events) would make the generator, not the hub,
  * the thing measured. For the same reason the WebSocket is lean-ws.ts, not `ws`: one shared read
@@ -22,7 +23,9 @@
  *   <- { type: 'collect', key, deadlineMs }  -> { type: 'promoted', key, times, decidedAt, missing, reports, reportBytes }
  *   <- { type: 'leases', everyMs }           every instance asks for a lease every `everyMs` (the SDK's
  *      leaseMs / 4), phases spread evenly over the period; 0 stops asking
- *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants }
+ *   <- { type: 'pings', everyMs }            every instance sends a WebSocket ping every `everyMs` (the
+ *      SDK's pingIntervalMs), spread the same way; 0 stops
+ *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants, applied }
  */
 import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/reporter.ts';
 import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
@@ -72,10 +75,13 @@ let reportBytes = 0;
 let handshakeRetries = 0;
 let leaseAsks = 0;
 let grants = 0;
+/** Invalidates answered with Applied */
+let applied = 0;
 let leaseTimer: NodeJS.Timeout | undefined;
+let pingTimer: NodeJS.Timeout | undefined;
 
 /** `data` is a view into the read buffer, valid during this call only: decoded here, never kept */
-function onFrame(index: number, data: Uint8Array): void {
+function onFrame(index: number, data: Uint8Array, ws: LeanWebSocket): void {
   const at = wallNow();
   const m = decodeServerMessage(data);
   if (m.t === MsgType.Promote) {
@@ -90,6 +96,10 @@ function onFrame(index: number, data: Uint8Array): void {
       times[index] = at;
       seenCount.set(m.key, seenCount.get(m.key)! + 1);
     }
+  } else if (m.t === MsgType.Invalidate) {
+    // an instance that holds nothing has nothing to drop, but must confirm: the writer's ack waits on it
+    ws.send(encode({ t: MsgType.Applied, seq: m.seq }));
+    applied++;
   } else if (m.t === MsgType.Grant) {
     grants++;
   } else if (m.t === MsgType.Welcome || m.t === MsgType.Config) {
@@ -121,7 +131,7 @@ async function open(url: string, app: string, index: number): Promise<LeanWebSoc
     url,
     {
       onMessage: (data) => {
-        onFrame(index, data);
+        onFrame(index, data, ws);
         welcomed();
       },
       // before the Welcome: the hub refused the Hello (after it: settled, no effect)
@@ -154,6 +164,7 @@ process.on('message', (raw) => {
   else if (m.type === 'surge') surge(m.key, m.rate, m.startAt, m.durationMs);
   else if (m.type === 'collect') void collect(m.key, m.deadlineMs);
   else if (m.type === 'leases') leases((raw as { everyMs: number }).everyMs);
+  else if (m.type === 'pings') pings((raw as { everyMs: number }).everyMs);
   else if (m.type === 'stats') {
     const cpu = process.cpuUsage();
     toParent({
@@ -164,6 +175,7 @@ process.on('message', (raw) => {
       reportBytes,
       leaseAsks,
       grants,
+      applied,
     });
   }
 });
@@ -270,18 +282,28 @@ function surge(key: string, rate: number, startAt: number, durationMs: number): 
 /** Every instance asks for a lease every `everyMs`, instance i at i/n of the period, as SDKs spread by their start times; 0 stops. */
 function leases(everyMs: number): void {
   clearInterval(leaseTimer);
-  leaseTimer = undefined;
-  if (!(everyMs > 0)) return;
+  let id = 0;
+  leaseTimer = spread(everyMs, (ws) => {
+    ws.send(encode({ t: MsgType.Lease, id: ++id }));
+    leaseAsks++;
+  });
+}
+
+/** Every instance sends a WebSocket ping every `everyMs` (the SDK's liveness check, pingIntervalMs), spread as leases are; 0 stops. */
+function pings(everyMs: number): void {
+  clearInterval(pingTimer);
+  pingTimer = spread(everyMs, (ws) => ws.ping());
+}
+
+/** Calls `each` for every instance every `everyMs`, instance i at i/n of the period (a timer every LEASE_TICK_MS sends what came due). */
+function spread(everyMs: number, each: (ws: LeanWebSocket) => void): NodeJS.Timeout | undefined {
+  if (!(everyMs > 0)) return undefined;
   const n = sockets.length;
   const start = wallNow();
-  let asked = 0; // asks sent since start, instance asked % n next
-  let id = 0;
-  leaseTimer = setInterval(() => {
+  let done = 0; // calls made since start, instance done % n next
+  return setInterval(() => {
     const due = Math.floor(((wallNow() - start) * n) / everyMs);
-    for (; asked < due; asked++) {
-      sockets[asked % n]!.send(encode({ t: MsgType.Lease, id: ++id }));
-      leaseAsks++;
-    }
+    for (; done < due; done++) each(sockets[done % n]!);
   }, LEASE_TICK_MS);
 }
 

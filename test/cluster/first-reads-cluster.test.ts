@@ -224,8 +224,8 @@ test('a slot moved to another master with its key after the first read: the surg
     const [kept, used0] = [hk.stats().recentReads, hk.stats().recentReadsUsed];
     assert.is(await c.get(k), 'm0');
     assert.is(hk.stats().recentReads, kept + 1, `${adapter}: the first read is kept`);
-    moveSlot(rc, keySlot(k), to!, rc.ports);
-    assert.is(slotOwner(rc, to!, keySlot(k)), to, `${adapter}: the slot moved`);
+    await moveSlot(rc, keySlot(k), to!, rc.ports);
+    assert.is(await slotOwner(rc, to!, keySlot(k)), to, `${adapter}: the slot moved`);
     // MIGRATE deletes the key on the old master: a write its broadcast reports, so the kept read goes
     await waitFor(`${adapter}: the old master's broadcast of the MIGRATE`, () => hk.stats().recentReads === kept, 3000);
     await plain.set(k, 'm1'); // on the new master (the writer follows MOVED)
@@ -254,7 +254,7 @@ test('a slot moved to a master that joined after the client was ready (no broadc
 
   const joined = await rc.addMaster();
   watchMaster(joined);
-  for (const k of key.values()) moveSlot(rc, keySlot(k), joined, [...rc.ports, joined]);
+  for (const k of key.values()) await moveSlot(rc, keySlot(k), joined, [...rc.ports, joined]);
   for (const k of key.values()) await plain.set(k, 'late'); // on the new master: no broadcast of ours there
   for (const adapter of ADAPTERS) {
     const { hk, c } = instances.get(adapter)!;

@@ -10,6 +10,7 @@ import { RedisCoordinator, type RedisCoordinatorOptions } from '../../hub/src/cl
 import type { HubEvent, HubStatus } from '../../hub/src/core/coordinator.ts';
 import { HotKeyError, ValidationError } from '@hotkey/sdk';
 import { DEFAULT_RULE, type Rule } from '@hotkey/sdk/rules';
+import { TcpProxy } from '../support/tcp-proxy.ts';
 import { delay, waitFor } from '../support/wait.ts';
 import { loggerFromFunction } from '../../hub/src/core/logger.ts';
 
@@ -88,6 +89,40 @@ test('hubs join, see each other with one epoch, and a graceful leave bumps the e
   assert.ok(a!.members().epoch > before, 'epoch grows on leave');
   assert.ok(seen.length >= 1 && seen.every((e) => e > before), `onMembers fired with the new epoch: ${seen}`);
   assert.equal((await raw.zrange(`${prefix}members`, '0', '-1')).sort(), ['a', 'b']);
+});
+
+test('a member change announced while a heartbeat is in flight is fetched right after it, not a heartbeat later', async () => {
+  const prefix = nextPrefix();
+  const proxy = await TcpProxy.start(redis.port);
+  try {
+    // beats on notices only: the next heartbeat is far away
+    const slow = { heartbeatMs: 10_000, memberTtlMs: 30_000, rulesPollMs: 10_000 };
+    const a = await started(hub('a', prefix, { ...slow, url: `redis://127.0.0.1:${proxy.port}` }));
+    const b = await started(hub('b', prefix, slow));
+    await waitFor('a to see b', () => ids(a) === 'a,b', 3000);
+    const lines = String(await raw.client('LIST')).split('\n');
+    const portOf = (name: string) =>
+      Number(/ addr=[^ ]*:(\d+) /.exec(lines.find((l) => l.includes(` name=${name} `)) ?? '')?.[1]);
+    const scripts = async () => Number(/^cmdstat_evalsha:calls=(\d+)/m.exec(await raw.info('commandstats'))?.[1] ?? 0);
+
+    // a beat of a's runs at Redis, its reply held: a's list stays as it was when the script ran
+    assert.ok(proxy.holdReplies(portOf('hotkey-hub:a')), "a's command connection found");
+    const calls = await scripts();
+    await raw.publish(`${prefix}members-changed`, '0');
+    await waitFor('a and b to run a beat each', async () => (await scripts()) >= calls + 2, 3000);
+
+    // b leaves after that beat ran; its notice reaches a while the beat is still in flight
+    const sub = portOf('hotkey-hub:a:sub');
+    const heard = proxy.delivered(sub);
+    await b.leave();
+    await waitFor("b's leave announced to a's subscriber", () => proxy.delivered(sub) > heard, 3000);
+    await delay(50); // a handles the notice before the beat's reply comes
+    proxy.releaseReplies();
+    await waitFor('a to drop b', () => ids(a) === 'a', 2000);
+  } finally {
+    proxy.releaseReplies();
+    await proxy.close();
+  }
 });
 
 test('a hub that dies without leaving is swept at once, as soon as its connections drop', async () => {

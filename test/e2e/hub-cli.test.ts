@@ -2,7 +2,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CloseCode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { HubProcess, runHubCli } from '../support/hub-process.ts';
 import { RawClient } from '../support/raw-client.ts';
@@ -15,6 +17,15 @@ function configFile(name: string, content: unknown): string {
   return path;
 }
 test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A port free on 127.0.0.1 right now (the OS picks it; the hub binds it a moment later). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 test('open mode: ready line, OPEN notice, SDK session, SIGTERM closes SDKs with 1001 and exits 0', async () => {
   const hub = await HubProcess.start();
@@ -152,6 +163,66 @@ test('bad usage exits 2 with the usage text', async () => {
   const help = await runHubCli(['--help']);
   assert.is(help.code, 0);
   assert.match(help.stdout, /--config FILE/);
+});
+
+test('a first `--` is skipped (pnpm hands it on); a second still ends the options', async () => {
+  const [leading, afterFlag, second, unknown] = await Promise.all([
+    runHubCli(['--', '--port', '0', '--help']),
+    runHubCli(['--log-pretty', '--', '--port', '0', '--help']),
+    runHubCli(['--', '--port', '0', '--', '--help'], { timeoutMs: 60_000 }),
+    runHubCli(['--', '--bogus'], { timeoutMs: 60_000 }),
+  ]);
+  for (const r of [leading, afterFlag]) {
+    assert.is(r.code, 0, r.stderr);
+    assert.match(r.stdout, /usage: hotkey-hub/, 'the flags after `--` were read');
+  }
+  assert.is(second.code, 2, second.stderr);
+  assert.match(second.stderr, /Unexpected argument '--help'/);
+  assert.is(unknown.code, 2);
+  assert.match(unknown.stderr, /Unknown option '--bogus'/, 'a flag after `--` is checked like any other');
+  const valued = await runHubCli(['--admin-token', '--', '--port', '0'], { timeoutMs: 60_000 });
+  assert.is(valued.code, 2, 'a `--` where a value belongs is not skipped');
+  assert.match(valued.stderr, /--admin-token' argument is ambiguous/);
+});
+
+test('`pnpm start -- --port N` and `pnpm demo -- --port N` listen on N (the demo running)', async () => {
+  const repo = fileURLToPath(new URL('../..', import.meta.url));
+  // the bin loads the hub from its sources, as under this runner, not from a dist/ that may be stale
+  const env = { NODE_OPTIONS: '--conditions=@hotkey/source --import tsx' };
+  const ports = await Promise.all([freePort(), freePort()]);
+  const hubs = await Promise.allSettled(
+    (['start', 'demo'] as const).map((script, i) =>
+      HubProcess.start({
+        command: ['pnpm', '--silent', script, '--'],
+        args: ['--port', String(ports[i])],
+        cwd: repo,
+        env,
+        dropEnv: /^(NODE_OPTIONS$|npm_)/,
+        group: true,
+        readyTimeoutMs: 90_000,
+      }),
+    ),
+  );
+  try {
+    const [start, demo] = hubs.map((h) => {
+      if (h.status === 'rejected') throw h.reason;
+      return h.value;
+    });
+    assert.is(start!.port, ports[0]);
+    assert.is(demo!.port, ports[1]);
+    await waitFor(
+      'the demo instances joined',
+      async () => {
+        const res = await fetch(`${demo!.httpUrl}/api/instances?app=shop`, { signal: AbortSignal.timeout(3000) });
+        return res.ok && JSON.stringify(await res.json()).includes('demo-shop-1');
+      },
+      30_000,
+    );
+    const plain = await fetch(`${start!.httpUrl}/api/instances?app=shop`, { signal: AbortSignal.timeout(3000) });
+    assert.not.match(JSON.stringify(await plain.json()), /demo-shop/, '`pnpm start` runs no demo');
+  } finally {
+    await Promise.all(hubs.map((h) => (h.status === 'fulfilled' ? h.value.stop() : undefined)));
+  }
 });
 
 /** stdout as log events: every line but HOTKEY_READY must be one JSON object. */

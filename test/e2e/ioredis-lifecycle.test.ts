@@ -263,7 +263,7 @@ test("a fold of the adapter's issued right behind QUIT is rejected, not written"
   }
 });
 
-test("tracking connections of a RESP3 client with replyMapping 'resp3' open (RESP2, plain replies)", async () => {
+test("tracking connections of a RESP3 client with replyMapping 'resp3' open (plain replies)", async () => {
   await plain.set('lc:resp3', 'r');
   const c = withHotKeys(new Redis(fixture.server.url, { protocol: 3, replyMapping: 'resp3' } as never), hk);
   try {
@@ -287,7 +287,7 @@ test('bad input: not an ioredis client, wrapped by another HotKeyClient', async 
   for (const bad of [null, 42, {}, { sendCommand() {} }, { sendCommand() {}, duplicate() {}, options: {} }]) {
     assert.throws(
       () => withHotKeys(bad as never, hk),
-      (e: Error) => e instanceof TypeError && /ioredis Redis or Cluster/.test(e.message),
+      (e: Error) => e instanceof TypeError && /Redis or Cluster of ioredis or iovalkey/.test(e.message),
     );
   }
   // a Cluster whose startup nodes are gone: no deployment to key its values by

@@ -1,19 +1,30 @@
 /**
  * The packages as a user gets them: `pnpm pack` the three packages, serve the tarballs from a
  * throwaway npm registry on 127.0.0.1 (for the @hotkey scope only; ioredis, ws, typescript … come
- * from the public registry through the npm cache), and run the README's Install commands
- * verbatim in a fresh folder under os.tmpdir(), outside the workspace. Then, against one hub
- * started with the README's `npx @hotkey/hub`, each consumer must see a key promoted:
+ * from the public registry through the npm cache), and run the README's Install commands in a
+ * fresh folder under os.tmpdir(), outside the workspace, with the versions of one set
+ * (test/support/client-versions.ts): exact ones, and the registry as of a date for what they pull
+ * in (`pnpm test`), or the newest releases (`pnpm test:latest`, HOTKEY_TEST_VERSIONS=latest).
+ * Then, against one hub started with the README's `npx @hotkey/hub`, each consumer must see a key
+ * promoted:
  *
  *   esm  a plain JavaScript ES module service
  *   cjs  a CommonJS service: require('@hotkey/sdk') through Node's require(esm)
- *   ts   the README's "Use it from a service" snippet, verbatim, in a strict NodeNext project:
- *        `tsc --noEmit`, then compiled with tsc and run (plus withHotKeys on a Redis.Cluster)
+ *   ts   the README's "Use it from a service" snippet, verbatim, in a strict NodeNext project
+ *        with the `skipLibCheck` that `tsc --init` writes (ioredis 6.1.0's own declarations need
+ *        it, sdk/README.md): `tsc --noEmit`, then compiled with tsc and run (plus withHotKeys on
+ *        a Redis.Cluster)
  *   nr   a node-redis service in a folder of its own (the README's `npm install @hotkey/sdk redis`, no
  *        ioredis): wraps its client as the README shows (`withHotKeys(await createClient({ url })
  *        .connect(), hk)` from `@hotkey/sdk/node-redis`), reads a flash key until the hub promotes it,
  *        then shows it served locally (Redis's GET count stops growing); then a client wrapped with
  *        `tracking: { prefixes }` surges a key under them on its first read's GET alone
+ *   vk   an iovalkey service in a folder of its own (iovalkey alone, no ioredis): its clients
+ *        through `@hotkey/sdk/ioredis`, type-checked (`new Redis()` of iovalkey is taken and
+ *        handed back as such)
+ *   adapters  test/package/adapter-check.mjs in the ioredis, iovalkey and node-redis projects: hot
+ *        reads answered locally, a write through one instance's wrapper seen by another at once,
+ *        an outside write dropped through tracking
  *   hub  `npx @hotkey/hub` serves the prebuilt dashboard; `npx hotkey-hub --help` works, and so
  *        does `hotkey-hub` after `npm install -g @hotkey/hub` (into a prefix of the test's own);
  *        `npx hotkey-hub conformance --help` loads the kit with the installed sdk's test vectors
@@ -32,10 +43,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HubProcess } from '../support/hub-process.ts';
 import { RedisServer } from '../support/redis-server.ts';
+import { consumerVersions, type Reported } from '../support/client-versions.ts';
+import { CJS_SERVICE, ESM_SERVICE, NODE_REDIS_SERVICE, TS_EPILOGUE, TS_PRELUDE } from './services.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PACKAGES = ['sdk', 'dashboard', 'hub'] as const; // dependency order
 const TOKEN = 's3cret';
+const VERSIONS = consumerVersions();
 
 /** What a process outside the workspace lacks: tsx, the source condition, pnpm's and npm's config (and HOTKEY_*). */
 const WORKSPACE_ENV = /^(NODE_OPTIONS$|npm_|PNPM_|HOTKEY_)/;
@@ -110,139 +124,6 @@ async function startScopeRegistry(tarballs: Map<string, string>): Promise<{ serv
   return { server, url };
 }
 
-/** A JS consumer body: hammers `key` through hk.get until the hub promotes it (deadline 20 s). */
-const HAMMER = `
-const deadline = Date.now() + 20_000;
-const promoted = new Promise((resolve) => hk.on('promote', (k) => { if (k === KEY) resolve(); }));
-let done = false;
-promoted.then(() => (done = true));
-while (!done) {
-  if (Date.now() > deadline) throw new Error(KEY + ' was not promoted within 20 s');
-  await hk.get(KEY, async () => 'v');
-  await new Promise((r) => setTimeout(r, 2));
-}
-console.log('PROMOTED ' + KEY);
-await hk.close();
-`;
-
-const ESM_SERVICE = `import { HotKeyClient, PROTOCOL_VERSION } from '@hotkey/sdk';
-import { parseRules } from '@hotkey/sdk/rules';
-import { Ownership } from '@hotkey/sdk/ownership';
-import { decodeFrame } from '@hotkey/sdk/protocol';
-import { withHotKeys } from '@hotkey/sdk/ioredis';
-import { metricsText } from '@hotkey/sdk/metrics';
-if (typeof parseRules !== 'function' || typeof Ownership !== 'function' || typeof decodeFrame !== 'function' || typeof withHotKeys !== 'function' || PROTOCOL_VERSION < 1) throw new Error('missing exports');
-const KEY = 'item:esm';
-const hk = new HotKeyClient({ app: 'shop', hubs: [process.env.HOTKEY_HUB], token: process.env.HOTKEY_TOKEN });
-await hk.ready({ signal: AbortSignal.timeout(10_000) });
-${HAMMER}
-if (!/^hotkey_sdk_misses_total\\{app="shop"\\} [1-9]/m.test(metricsText(hk))) throw new Error("metricsText: no misses");`;
-
-const CJS_SERVICE = `'use strict';
-const { HotKeyClient } = require('@hotkey/sdk');
-const { withHotKeys } = require('@hotkey/sdk/ioredis');
-if (typeof withHotKeys !== 'function') throw new Error('missing withHotKeys');
-const KEY = 'item:cjs';
-(async () => {
-  const hk = new HotKeyClient({ app: 'shop', hubs: [process.env.HOTKEY_HUB], token: process.env.HOTKEY_TOKEN });
-  await hk.ready({ signal: AbortSignal.timeout(10_000) });
-  ${HAMMER}
-})().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
-`;
-
-/**
- * A node-redis service, everything imported from `@hotkey/sdk/node-redis` (as sdk/README shows): the
- * flash key is read through the wrapped client until the hub promotes it,
- * then 200 more reads must leave Redis's GET count (INFO commandstats, read on a plain client)
- * where it was — retried until the first load after the promotion landed (deadline 20 s).
- */
-const NODE_REDIS_SERVICE = `import { HotKeyClient, withHotKeys } from '@hotkey/sdk/node-redis';
-import { createClient } from 'redis';
-const KEY = 'item:nr';
-const hk = new HotKeyClient({ app: 'shop', hubs: [process.env.HOTKEY_HUB], token: process.env.HOTKEY_TOKEN });
-await hk.ready({ signal: AbortSignal.timeout(10_000) });
-const redis = withHotKeys(await createClient({ url: process.env.REDIS_URL }).connect(), hk);
-redis.on('error', console.error);
-const admin = await createClient({ url: process.env.REDIS_URL }).on('error', console.error).connect();
-await admin.set(KEY, 'stock:42');
-const getsAtRedis = async () => Number(/^cmdstat_get:calls=(\\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0);
-const deadline = Date.now() + 20_000;
-while (!hk.isHot(KEY)) {
-  if (Date.now() > deadline) throw new Error(KEY + ' was not promoted within 20 s');
-  await redis.get(KEY);
-  await new Promise((r) => setTimeout(r, 2));
-}
-for (;;) {
-  const before = await getsAtRedis();
-  for (let i = 0; i < 200; i++) if ((await redis.get(KEY)) !== 'stock:42') throw new Error('wrong value');
-  const grew = (await getsAtRedis()) - before;
-  if (grew === 0) break;
-  if (Date.now() > deadline) throw new Error(KEY + ' still read from Redis: ' + grew + ' GETs for 200 reads');
-}
-console.log('SERVED LOCALLY ' + KEY + ': 200 reads, 0 GETs at Redis');
-// tracked prefixes (sdk/README): a surge under them costs its first read's GET alone
-await admin.set('item:flash:nr', 'sale');
-const watched = withHotKeys(await createClient({ url: process.env.REDIS_URL }).connect(), hk, {
-  tracking: { prefixes: ['item:flash:'] },
-});
-watched.on('error', console.error);
-for (;;) {
-  const kept = hk.stats().recentReads;
-  await watched.get('item:flash:probe');
-  if (hk.stats().recentReads > kept) break; // the broadcast session is live: a read under it is kept
-  if (Date.now() > deadline) throw new Error('no read kept under the tracked prefix within 20 s');
-  await new Promise((r) => setTimeout(r, 20));
-}
-const gets0 = await getsAtRedis();
-if ((await watched.get('item:flash:nr')) !== 'sale') throw new Error('wrong value');
-const burst = await Promise.all(Array.from({ length: 50 }, () => watched.get('item:flash:nr')));
-if (burst.some((v) => v !== 'sale')) throw new Error('wrong value in the burst');
-const surgeGets = (await getsAtRedis()) - gets0;
-if (!hk.isHot('item:flash:nr') || surgeGets !== 1) throw new Error('item:flash:nr: hot ' + hk.isHot('item:flash:nr') + ', ' + surgeGets + ' GETs');
-console.log('SURGE UNDER A TRACKED PREFIX item:flash:nr: 51 reads, 1 GET at Redis');
-await watched.close();
-await redis.close();
-await admin.close();
-await hk.close();
-`;
-
-/** What the README snippet leaves to the service: its logger, database and id. */
-const TS_PRELUDE = `// --- the service's own (not part of the README snippet)
-const log = {
-  info: (fields: object, msg: string): void => console.log(msg, JSON.stringify(fields)),
-  warn: (fields: unknown): void => console.warn(fields),
-};
-const id = 42;
-const db = { items: { find: async (key: string) => ({ key, name: 'a thing' }) } };
-// --- the README snippet, verbatim
-`;
-
-/** After the snippet: a Redis.Cluster type-checks with withHotKeys; item:42 reaches the hub and is promoted. */
-const TS_EPILOGUE = `
-// --- the test's own
-const cluster = withHotKeys(new Redis.Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true }), hk);
-const clusterGet: (key: string) => Promise<string | null> = cluster.get.bind(cluster);
-void clusterGet;
-const deadline = Date.now() + 20_000;
-// the hub's decision, not isHot(): a local surge makes the key hot here before the hub promotes it
-let promoted = false;
-hk.on('promote', (key) => {
-  if (key === 'item:42') promoted = true;
-});
-while (!promoted) {
-  if (Date.now() > deadline) throw new Error('item:42 was not promoted within 20 s');
-  await redis.get('item:42');
-  await new Promise((r) => setTimeout(r, 2));
-}
-console.log('PROMOTED item:42', await redis.get('item:42'));
-cluster.disconnect();
-redis.disconnect();
-await hk.close();
-`;
-
 const TSCONFIG = {
   compilerOptions: {
     target: 'ES2022',
@@ -251,7 +132,8 @@ const TSCONFIG = {
     strict: true,
     noUncheckedIndexedAccess: true,
     verbatimModuleSyntax: true,
-    skipLibCheck: false,
+    // what `tsc --init` writes: declaration files under node_modules are not checked
+    skipLibCheck: true,
     types: ['node'],
     outDir: 'out',
   },
@@ -275,6 +157,31 @@ function readmeInstallCommands(): string[] {
     .flatMap((m) => m[1]!.split('\n'))
     .map((l) => l.replace(/\s+#.*$/, '').trim())
     .filter(Boolean);
+}
+
+/** The iovalkey service's types: its clients go through the ioredis adapter and come back as themselves. */
+const VALKEY_TYPES = `import { Cluster, Redis } from 'iovalkey';
+import { HotKeyClient } from '@hotkey/sdk';
+import { withHotKeys } from '@hotkey/sdk/ioredis';
+const hk = new HotKeyClient({ app: 'shop', hubs: ['ws://127.0.0.1:7070'] });
+const valkey: Redis = withHotKeys(new Redis({ lazyConnect: true }), hk);
+const cluster: Cluster = withHotKeys(new Cluster([{ host: '127.0.0.1', port: 6379 }], { lazyConnect: true }), hk);
+const value: string | null = await valkey.get('item:42');
+// @ts-expect-error a URL is no client
+withHotKeys('redis://127.0.0.1:6379', hk);
+export { cluster, value };
+`;
+
+/** `npm install` arguments with the version set applied to each package it installs by name. */
+function versioned(args: readonly string[]): string[] {
+  const install = VERSIONS.install as Record<string, string | undefined>;
+  return args.map((name) => (install[name] === undefined ? name : `${name}@${install[name]}`));
+}
+
+/** The version of `name` installed in the project at `dir`. */
+function versionIn(dir: string, name: string): string {
+  const pkg = JSON.parse(readFileSync(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
 }
 
 let work: string;
@@ -324,45 +231,63 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   registry = reg.server;
 
   // one project for every consumer, outside the workspace; only the @hotkey scope is local
-  const app = join(work, 'app');
-  mkdirSync(app);
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-  writeFileSync(
-    join(app, '.npmrc'),
-    `@hotkey:registry=${reg.url}\naudit=false\nfund=false\nprefer-offline=true\nupdate-notifier=false\n`,
-  );
+  const npmrc = [
+    `@hotkey:registry=${reg.url}`,
+    'audit=false',
+    'fund=false',
+    'update-notifier=false',
+    ...Object.entries(VERSIONS.npm).map(([k, v]) => `${k}=${v}`),
+    '',
+  ].join('\n');
+  const project = (name: string, type?: 'module'): string => {
+    const dir = join(work, name);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, type }));
+    writeFileSync(join(dir, '.npmrc'), npmrc);
+    writeFileSync(join(dir, 'adapter-check.mjs'), readFileSync(new URL('./adapter-check.mjs', import.meta.url)));
+    return dir;
+  };
+  const app = project('app');
   const install = readmeInstallCommands();
   assert.equal(install[0], 'npm install @hotkey/sdk ioredis');
   assert.equal(install[1], 'npm install @hotkey/sdk redis');
   assert.equal(install[2], 'npx @hotkey/hub');
   assert.ok(install[3]?.startsWith('npm install -g @hotkey/hub && hotkey-hub '), install[3]);
   // the README's command, plus the hub (so npx runs the installed one) and the TypeScript tools;
-  // beside it a node-redis service in a project of its own, without ioredis
-  const nodeRedisApp = join(work, 'node-redis-service');
+  // beside it a node-redis service and an iovalkey service, each in a project of its own without ioredis
   const nodeRedis = sdkListing.includes('package/dist/node-redis.js');
   if (!nodeRedis) console.log('# node-redis service SKIPPED: the sdk tarball has no dist/node-redis.js');
-  else {
-    mkdirSync(nodeRedisApp);
-    writeFileSync(
-      join(nodeRedisApp, 'package.json'),
-      JSON.stringify({ name: 'nr-service', version: '1.0.0', private: true, type: 'module' }),
-    );
-    writeFileSync(join(nodeRedisApp, '.npmrc'), readFileSync(join(app, '.npmrc')));
-    writeFileSync(join(nodeRedisApp, 'service.js'), NODE_REDIS_SERVICE);
-  }
+  const nodeRedisApp = nodeRedis ? project('node-redis-service', 'module') : '';
+  if (nodeRedis) writeFileSync(join(nodeRedisApp, 'service.js'), NODE_REDIS_SERVICE);
+  const valkeyApp = project('iovalkey-service', 'module');
+  writeFileSync(join(valkeyApp, 'tsconfig.json'), JSON.stringify({ ...TSCONFIG, include: ['types.ts'] }, null, 2));
+  writeFileSync(join(valkeyApp, 'types.ts'), VALKEY_TYPES);
+  const npmInstall = (line: string, cwd: string) =>
+    run('npm', ['install', ...versioned(line.split(' ').slice(2))], { cwd, timeoutMs: 120_000 });
   await Promise.all([
-    run('npm', ['install', '@hotkey/sdk', 'ioredis', '@hotkey/hub', 'typescript@~5.9.3', '@types/node@^20'], {
-      cwd: app,
-      timeoutMs: 120_000,
-    }),
-    // the README's node-redis install line, verbatim
-    nodeRedis && run('npm', install[1]!.split(' ').slice(1), { cwd: nodeRedisApp, timeoutMs: 120_000 }),
+    npmInstall(`${install[0]} @hotkey/hub typescript @types/node`, app),
+    // the README's node-redis install line
+    nodeRedis && npmInstall(install[1]!, nodeRedisApp),
+    npmInstall('npm install @hotkey/sdk iovalkey @types/node', valkeyApp),
   ]);
-  if (nodeRedis)
-    assert.not.ok(
-      readdirSync(join(nodeRedisApp, 'node_modules')).includes('ioredis'),
-      'the node-redis service installs no ioredis',
-    );
+  const dirs = (dir: string) => readdirSync(join(dir, 'node_modules'));
+  if (nodeRedis) assert.not.ok(dirs(nodeRedisApp).includes('ioredis'), 'the node-redis service installs no ioredis');
+  assert.not.ok(dirs(valkeyApp).includes('ioredis'), 'the iovalkey service installs no ioredis');
+  // what the install resolved to: the pins exactly (pnpm test), or today's newest (test:latest)
+  const resolved: Record<Reported, string> = {
+    ioredis: versionIn(app, 'ioredis'),
+    redis: nodeRedis ? versionIn(nodeRedisApp, 'redis') : 'none',
+    iovalkey: versionIn(valkeyApp, 'iovalkey'),
+    ws: versionIn(app, 'ws'),
+    typescript: versionIn(app, 'typescript'),
+  };
+  console.log(
+    `# ${VERSIONS.mode}: ${Object.entries(resolved)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
+  for (const [name, version] of Object.entries(VERSIONS.expect))
+    if (name !== 'redis' || nodeRedis) assert.is(resolved[name as Reported], version, `${name} resolved to the pin`);
   const installedAt = Date.now();
   console.log(
     `# packed in ${((packedAt - started) / 1000).toFixed(1)} s, installed in ${((installedAt - packedAt) / 1000).toFixed(1)} s`,
@@ -418,7 +343,8 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
         '--prefix',
         globalPrefix,
         `--@hotkey:registry=${reg.url}`,
-        '--prefer-offline',
+        // a global install reads no project's .npmrc: the same settings as flags
+        ...Object.entries(VERSIONS.npm).map(([k, v]) => `--${k}=${v}`),
         '--no-audit',
         '--no-fund',
       ],
@@ -428,7 +354,10 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   };
   const [help, , , global, kit] = await Promise.all([
     run('npx', ['hotkey-hub', '--help'], { cwd: app, timeoutMs: 30_000 }),
-    run(process.execPath, [tsc, '--noEmit', '-p', '.'], { cwd: ts, timeoutMs: 120_000 }),
+    run(process.execPath, [tsc, '--noEmit', '-p', '.'], { cwd: ts, timeoutMs: 120_000 }).then(() =>
+      // the app's compiler on the iovalkey project (module resolution is the project's own)
+      run(process.execPath, [tsc, '--noEmit', '-p', '.'], { cwd: valkeyApp, timeoutMs: 120_000 }),
+    ),
     RedisServer.start().then((server) => (redis = server)),
     globalHelp(),
     // the conformance kit loads the protocol's test vectors from the installed sdk
@@ -441,12 +370,29 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
   await run(process.execPath, [tsc, '-p', '.', '--noCheck'], { cwd: ts, timeoutMs: 120_000 });
 
   const env = { HOTKEY_HUB: hub.url, HOTKEY_TOKEN: TOKEN, REDIS_URL: redis!.url };
-  const [esm, cjs, tsOut, nr] = await Promise.all([
+  const adapterCheck = (lib: 'ioredis' | 'iovalkey' | 'redis', cwd: string) =>
+    run(process.execPath, ['adapter-check.mjs'], {
+      cwd,
+      timeoutMs: 30_000,
+      env: { ...env, LIB: lib, KEY: `item:check:${lib}` },
+    });
+  const [esm, cjs, tsOut, nr, ...checks] = await Promise.all([
     run(process.execPath, ['service.mjs'], { cwd: join(app, 'esm'), timeoutMs: 30_000, env }),
     run(process.execPath, ['service.cjs'], { cwd: join(app, 'cjs'), timeoutMs: 30_000, env }),
     run(process.execPath, [join('out', 'service.js')], { cwd: ts, timeoutMs: 30_000, env }),
     nodeRedis ? run(process.execPath, ['service.js'], { cwd: nodeRedisApp, timeoutMs: 30_000, env }) : undefined,
+    adapterCheck('ioredis', app),
+    adapterCheck('iovalkey', valkeyApp),
+    ...(nodeRedis ? [adapterCheck('redis', nodeRedisApp)] : []),
   ]);
+  for (const check of checks) {
+    const lib = /HOT READS LOCAL (\S+) (\S+)/.exec(check.stdout);
+    assert.ok(lib, check.stdout);
+    assert.is(lib[2], resolved[lib[1] as Reported], `the check ran on the installed ${lib[1]}`);
+    assert.match(check.stdout, `WRITE SEEN AT ONCE ${lib[1]} ${lib[2]}`);
+    assert.match(check.stdout, `OUTSIDE WRITE DROPPED ${lib[1]} ${lib[2]}`);
+    console.log(`# adapter checks passed on ${lib[1]} ${lib[2]}`);
+  }
   if (nr) {
     assert.match(nr.stdout, /SERVED LOCALLY item:nr: 200 reads, 0 GETs at Redis/);
     assert.match(nr.stdout, /SURGE UNDER A TRACKED PREFIX item:flash:nr: 51 reads, 1 GET at Redis/);

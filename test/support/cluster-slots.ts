@@ -4,12 +4,14 @@
  * the source MIGRATING, each key of the slot MIGRATEd, then `CLUSTER SETSLOT <slot> NODE <target>`
  * on the target, the source and every other node, so that no node waits for gossip to learn it.
  * Clients are not told: a Cluster client keeps its slot map until a MOVED (or its own refresh).
+ * Every redis-cli call is asynchronous (RedisCluster.run): the clients of the test process keep
+ * running while the slot moves.
  */
 import type { RedisCluster } from './redis-cluster.ts';
 
 /** The port of the master serving `slot`, by the node on `askPort`'s CLUSTER NODES. */
-export function slotOwner(rc: RedisCluster, askPort: number, slot: number): number {
-  for (const line of rc.cli(askPort, 'cluster', 'nodes').split('\n')) {
+export async function slotOwner(rc: RedisCluster, askPort: number, slot: number): Promise<number> {
+  for (const line of (await rc.run(askPort, 'cluster', 'nodes')).split('\n')) {
     const [, address, flags, , , , , , ...ranges] = line.trim().split(' ');
     if (!flags?.includes('master')) continue;
     for (const range of ranges) {
@@ -26,24 +28,24 @@ export function slotOwner(rc: RedisCluster, askPort: number, slot: number): numb
  * Moves `slot`, with its keys, to the master on `to`. `nodes`: every node's port, `to` among them
  * (each is told the new owner).
  */
-export function moveSlot(rc: RedisCluster, slot: number, to: number, nodes: readonly number[]): void {
-  const from = slotOwner(rc, to, slot);
+export async function moveSlot(rc: RedisCluster, slot: number, to: number, nodes: readonly number[]): Promise<void> {
+  const from = await slotOwner(rc, to, slot);
   if (from === to) return;
-  const id = (port: number) => rc.cli(port, 'cluster', 'myid').trim();
-  const [fromId, toId] = [id(from), id(to)];
-  const ok = (port: number, ...args: string[]) => {
-    const reply = rc.cli(port, ...args).trim();
+  const id = async (port: number) => (await rc.run(port, 'cluster', 'myid')).trim();
+  const [fromId, toId] = [await id(from), await id(to)];
+  const ok = async (port: number, ...args: string[]) => {
+    const reply = (await rc.run(port, ...args)).trim();
     if (reply !== 'OK' && reply !== 'NOKEY') throw new Error(`${args.join(' ')} on ${port}: ${reply}`);
   };
-  ok(to, 'cluster', 'setslot', String(slot), 'importing', fromId);
-  ok(from, 'cluster', 'setslot', String(slot), 'migrating', toId);
+  await ok(to, 'cluster', 'setslot', String(slot), 'importing', fromId);
+  await ok(from, 'cluster', 'setslot', String(slot), 'migrating', toId);
   for (;;) {
-    const keys = rc.cli(from, 'cluster', 'getkeysinslot', String(slot), '100').split('\n').filter(Boolean);
+    const keys = (await rc.run(from, 'cluster', 'getkeysinslot', String(slot), '100')).split('\n').filter(Boolean);
     if (keys.length === 0) break;
-    ok(from, 'migrate', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys);
+    await ok(from, 'migrate', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys);
   }
-  ok(to, 'cluster', 'setslot', String(slot), 'node', toId);
-  ok(from, 'cluster', 'setslot', String(slot), 'node', toId);
+  await ok(to, 'cluster', 'setslot', String(slot), 'node', toId);
+  await ok(from, 'cluster', 'setslot', String(slot), 'node', toId);
   for (const port of nodes)
-    if (port !== from && port !== to) ok(port, 'cluster', 'setslot', String(slot), 'node', toId);
+    if (port !== from && port !== to) await ok(port, 'cluster', 'setslot', String(slot), 'node', toId);
 }

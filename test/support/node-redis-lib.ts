@@ -15,12 +15,13 @@ export let createClient: Lib['createClient'] = v6.createClient;
 export let createClientPool: Lib['createClientPool'] = v6.createClientPool;
 export let createCluster: Lib['createCluster'] = v6.createCluster;
 export let WatchError: Lib['WatchError'] = v6.WatchError;
+export let RESP_TYPES: Lib['RESP_TYPES'] = v6.RESP_TYPES;
 /** the major version the exports are of */
 export let nodeRedisVersion: 5 | 6 = 6;
 
 /** Makes every export of this module v5's or v6's; call it before importing the test file. */
 export function useNodeRedis(version: 5 | 6): void {
   const lib = LIBS[version];
-  ({ createClient, createClientPool, createCluster, WatchError } = lib);
+  ({ createClient, createClientPool, createCluster, WatchError, RESP_TYPES } = lib);
   nodeRedisVersion = version;
 }

@@ -24,12 +24,18 @@ export interface PeerWrappedRedis {
   close(): Promise<void>;
 }
 
-/** @param wrap the `withHotKeys` to measure (another checkout's, for a before/after run) */
-export async function peerWrappedRedis(wrap: typeof WithHotKeys): Promise<PeerWrappedRedis> {
+/**
+ * @param wrap the `withHotKeys` to measure (another checkout's, for a before/after run)
+ * @param [Client] the HotKeyClient class `wrap` goes with (the same build's)
+ */
+export async function peerWrappedRedis(
+  wrap: typeof WithHotKeys,
+  Client: typeof HotKeyClient = HotKeyClient,
+): Promise<PeerWrappedRedis> {
   const server = await RedisServer.start();
   const peer = await new ProtocolPeer({ id: 'hub-bench' }).listen();
   const sockP = peer.nextSocket();
-  const hk = new HotKeyClient({ app: 'bench', hubs: peer.url, flushIntervalMs: 100 });
+  const hk = new Client({ app: 'bench', hubs: peer.url, flushIntervalMs: 100 });
   const sock: PeerSocket = await sockP;
   await hk.ready({ signal: AbortSignal.timeout(5000) });
   const plain = new Redis(server.url);

@@ -3,10 +3,13 @@
  * `redis-server --cluster-enabled yes` (nothing persisted, each in its own temporary directory),
  * joined by `redis-cli --cluster create … --cluster-replicas 0 --cluster-yes`, ready once every
  * node says `cluster_state:ok`. `stop()` kills them and removes the directories. Every wait has a
- * deadline.
+ * deadline. A node listens on its port and on its cluster bus port, 10000 above it, and aborts
+ * when either is taken: each gets ports probed free, and other ones if it exits all the same.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster, Redis } from 'ioredis';
@@ -34,13 +37,10 @@ export class RedisCluster {
     const timeoutMs = opts.timeoutMs ?? 30_000;
     const dir = mkdtempSync(join(tmpdir(), 'hotkey-rc-'));
     const ports: number[] = [];
-    for (let i = 0; i < masters; i++) ports.push(await freePort());
-    const children = ports.map((port) => spawnNode(dir, port));
+    const children: ChildProcess[] = [];
     const cluster = new RedisCluster(ports, dir, children);
     try {
-      for (const port of ports) {
-        await waitFor(`redis ${port} up`, () => cli(port, 'ping').includes('PONG'), timeoutMs);
-      }
+      for (let i = 0; i < masters; i++) ports.push(await startNode(dir, children, timeoutMs));
       const created = spawnSync(
         'redis-cli',
         ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
@@ -56,6 +56,7 @@ export class RedisCluster {
         );
       }
     } catch (err) {
+      console.error('# redis cluster start failed:', err); // uvu does not print errors thrown in hooks
       await cluster.stop();
       throw err;
     }
@@ -64,28 +65,29 @@ export class RedisCluster {
 
   /**
    * One more master, joined by CLUSTER MEET and holding no slot (a node added after the clients
-   * connected); its port. Not in `ports` (the masters the cluster was created with); stopped with them.
+   * connected); its port. Not in `ports` (the masters the cluster was created with); stopped with
+   * them. Its redis-cli calls never block this process (`run`).
    */
   async addMaster(timeoutMs = 30_000): Promise<number> {
-    const port = await freePort();
-    this.#children.push(spawnNode(this.#dir, port));
-    await waitFor(`redis ${port} up`, () => cli(port, 'ping').includes('PONG'), timeoutMs);
-    cli(port, 'cluster', 'meet', '127.0.0.1', String(this.ports[0]));
-    const id = cli(port, 'cluster', 'myid').trim();
+    const port = await startNode(this.#dir, this.#children, timeoutMs);
+    await run(port, 'cluster', 'meet', '127.0.0.1', String(this.ports[0]));
+    const id = (await run(port, 'cluster', 'myid')).trim();
+    const ids = await Promise.all(this.ports.map(async (p) => (await run(p, 'cluster', 'myid')).trim()));
     const everyNode = [...this.ports, port];
-    const knows = (at: number, id: string) =>
-      cli(at, 'cluster', 'nodes')
+    const knows = async (at: number, id: string) =>
+      (await run(at, 'cluster', 'nodes'))
         .split('\n')
         .some((line) => line.startsWith(`${id} `) && / connected/.test(line) && !/handshake|noaddr/.test(line));
+    const all = async (checks: Promise<boolean>[]) => (await Promise.all(checks)).every(Boolean);
     await waitFor(
       `every node to know ${port}, and it them`,
-      () =>
-        this.ports.every((p) => knows(p, id)) && this.ports.every((p) => knows(port, cli(p, 'cluster', 'myid').trim())),
+      async () =>
+        (await all(this.ports.map((p) => knows(p, id)))) && (await all(ids.map((other) => knows(port, other)))),
       timeoutMs,
     );
     await waitFor(
       `cluster_state:ok on ${everyNode.join(', ')}`,
-      () => everyNode.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')),
+      () => all(everyNode.map(async (p) => (await run(p, 'cluster', 'info')).includes('cluster_state:ok'))),
       timeoutMs,
     );
     return port;
@@ -94,6 +96,16 @@ export class RedisCluster {
   /** `redis-cli -p <port> args…` on one node, its stdout (synchronous: for set-up and checks only). */
   cli(port: number, ...args: string[]): string {
     return cli(port, ...args);
+  }
+
+  /**
+   * `cli` without blocking this process: its clients keep answering, renewing their leases and
+   * heartbeats meanwhile, as a service's do while an operator reshards from elsewhere (a blocked
+   * event loop of a second or more lets an SDK's hub lease lapse, and it then rightly serves
+   * nothing locally).
+   */
+  run(port: number, ...args: string[]): Promise<string> {
+    return run(port, ...args);
   }
 
   /** SIGSTOP the master on `port`: it keeps its connections and answers nothing (a frozen node). */
@@ -111,6 +123,57 @@ export class RedisCluster {
     await delay(50);
     rmSync(this.#dir, { recursive: true, force: true });
   }
+}
+
+/** the highest port a cluster node may have: its cluster bus listens 10000 above it */
+const MAX_NODE_PORT = 65535 - 10000;
+/** ports tried for one node before giving up */
+const NODE_ATTEMPTS = 5;
+
+/** Whether nothing listens on 127.0.0.1:`port` (it could be bound just now). */
+async function isFree(port: number): Promise<boolean> {
+  const probe = createServer();
+  try {
+    probe.listen(port, '127.0.0.1');
+    await once(probe, 'listening');
+  } catch {
+    return false;
+  }
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return true;
+}
+
+/** A free port whose cluster bus port is free too: a node whose bus cannot bind aborts at start. */
+async function nodePort(): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const port = await freePort();
+    if (port <= MAX_NODE_PORT && (await isFree(port + 10_000))) return port;
+  }
+  throw new Error('no port with a free cluster bus port (+10000) found in 100 tries');
+}
+
+/**
+ * Starts a cluster node (pushed on `children`) and resolves its port once that very process
+ * answers (its `process_id`: another server that took the port meanwhile does not count). A node
+ * that exits first — its port or bus port was taken between the probe and its bind — is replaced
+ * by one on other ports, up to NODE_ATTEMPTS.
+ */
+async function startNode(dir: string, children: ChildProcess[], timeoutMs: number): Promise<number> {
+  let failure = '';
+  for (let attempt = 0; attempt < NODE_ATTEMPTS; attempt++) {
+    const port = await nodePort();
+    const child = spawnNode(dir, port);
+    children.push(child);
+    const exited = () => child.exitCode !== null || child.signalCode !== null;
+    const up = await waitFor(
+      `redis ${port} up`,
+      async () => exited() || new RegExp(`^process_id:${child.pid}\\s*$`, 'm').test(await run(port, 'info', 'server')),
+      timeoutMs,
+    );
+    if (up && !exited()) return port;
+    failure = `redis-server on ${port} exited (${child.exitCode ?? child.signalCode})`;
+  }
+  throw new Error(`no cluster node started in ${NODE_ATTEMPTS} tries; the last: ${failure}`);
 }
 
 function spawnNode(dir: string, port: number): ChildProcess {
@@ -135,6 +198,14 @@ function spawnNode(dir: string, port: number): ChildProcess {
 
 function cli(port: number, ...args: string[]): string {
   return spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 }).stdout ?? '';
+}
+
+function run(port: number, ...args: string[]): Promise<string> {
+  return new Promise((resolve) =>
+    execFile('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 }, (_err, stdout) =>
+      resolve(stdout ?? ''),
+    ),
+  );
 }
 
 /**

@@ -80,6 +80,8 @@ export class RedisCoordinator implements Coordinator {
   #syncedWaiters: (() => void)[] = [];
   #resyncing: Promise<void> | undefined;
   #beating = false;
+  /** a member change was announced while a beat was in flight: another one follows it */
+  #beatAgain = false;
   #polling = false;
   #downSince: number | undefined;
   #closed = false;
@@ -377,7 +379,24 @@ export class RedisCoordinator implements Coordinator {
     this.#membership!.beat()
       .then(() => (this.#history.buffered > 0 ? this.#history.flush() : undefined))
       .catch(() => {})
-      .finally(() => (this.#beating = false));
+      .finally(() => {
+        this.#beating = false;
+        if (this.#beatAgain) {
+          this.#beatAgain = false;
+          this.#beat();
+        }
+      });
+  }
+
+  /**
+   * The member list changed: fetch it now. A beat in flight may have read the list before the
+   * change, so one more follows it; otherwise the change would wait for the next heartbeat, and
+   * meanwhile this hub refuses reports of the keys it just took over (the SDKs route to it as soon
+   * as a leaving hub tells them).
+   */
+  #membersChanged(): void {
+    if (this.#beating) this.#beatAgain = true;
+    else this.#beat();
   }
 
   #poll(): void {
@@ -393,7 +412,7 @@ export class RedisCoordinator implements Coordinator {
     if (this.#closed) return;
     if (channel === this.#membership?.channel) {
       // Someone joined, left or was swept: fetch the new list now rather than at the next beat.
-      this.#beat();
+      this.#membersChanged();
     } else if (channel === this.#handoff.channel) {
       this.#handoff.notified(message);
     } else if (channel === this.#rules.channel) {

@@ -12,6 +12,12 @@
  * does not know. Garbage in Redis is logged once per distinct value and the previous rules stay.
  * Apps that vanish from Redis (it restarted empty) keep their last known rules, and the next
  * connect seeds Redis back from them, so live edits survive a Redis restart.
+ *
+ * Reads overlap (a poll, a change notice, this hub's own write) and their replies may be handled
+ * out of the order Redis answered them in (a poll's two HGETALLs settle after a later HGET's
+ * reply). All go over one connection, which Redis answers in the order they were sent, so each
+ * carries its send number and a value older than the one applied is dropped: a poll answered
+ * before a change never puts the old rules back.
  */
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
 import { ErrorCode, HotKeyError } from '@hotkey/sdk';
@@ -56,6 +62,12 @@ export class RedisRules {
   #rawTokens = new Map<string, string>();
   readonly #listeners: ((app: string, rules: Rule[]) => void)[] = [];
   #warnedTooMany = false;
+  /** reads and writes sent so far, numbered in send order (the connection's answer order) */
+  #sent = 0;
+  /** per app, the number of the read or write whose value is applied */
+  readonly #appliedAt = new Map<string, number>();
+  /** the number of the read the tokens are from */
+  #tokensAt = 0;
   /** values from Redis that failed validation (kept out; counted for metrics) */
   rejected = 0;
 
@@ -104,6 +116,7 @@ export class RedisRules {
     if (!isReady(this.#client))
       throw new HotKeyError(ErrorCode.Unavailable, 'Redis is unreachable: rules cannot be stored now, try again');
     const raw = JSON.stringify(rules);
+    const at = ++this.#sent;
     try {
       await this.#client.multi().hset(this.#rulesKey, app, raw).publish(this.#channel, app).exec();
     } catch (err) {
@@ -111,7 +124,7 @@ export class RedisRules {
         cause: err,
       });
     }
-    this.#accept(app, raw, rules);
+    if (this.#fresh(app, at)) this.#accept(app, raw, rules);
     return rules;
   }
 
@@ -144,6 +157,7 @@ export class RedisRules {
 
   /** Re-reads every app's rules and tokens. */
   async sync(): Promise<void> {
+    const at = ++this.#sent;
     const [rulesReply, tokensReply] = await Promise.all([
       this.#client.hgetall(this.#rulesKey),
       this.#client.hgetall(this.#tokensKey),
@@ -154,8 +168,10 @@ export class RedisRules {
         this.#tooMany();
         break;
       }
-      this.#apply(app, raw);
+      if (this.#fresh(app, at)) this.#apply(app, raw);
     }
+    if (at < this.#tokensAt) return;
+    this.#tokensAt = at;
     const tokens = new Map<string, string>();
     for (const [app, token] of Object.entries(tokensReply)) {
       if (tokens.size >= MAX_APPS) {
@@ -178,8 +194,16 @@ export class RedisRules {
 
   /** Re-reads one app (after a rules-changed message). */
   async syncApp(app: string): Promise<void> {
+    const at = ++this.#sent;
     const raw = await this.#client.hget(this.#rulesKey, app);
-    if (raw !== null) this.#apply(app, raw);
+    if (raw !== null && this.#fresh(app, at)) this.#apply(app, raw);
+  }
+
+  /** Whether `app`'s value from read or write number `at` is no older than the applied one; it is applied next. */
+  #fresh(app: string, at: number): boolean {
+    if (at < (this.#appliedAt.get(app) ?? 0)) return false;
+    this.#appliedAt.set(app, at);
+    return true;
   }
 
   #apply(app: string, raw: string): void {

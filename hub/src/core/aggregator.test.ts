@@ -284,7 +284,7 @@ test('ownership: foreign keys are not admitted, and are forgotten when ownership
   one(agg, 'a', 10, 0);
   one(agg, 'b', 5, 0);
   assert.is(
-    agg.setAccept((key) => key !== 'a'),
+    agg.setAccept((key) => key !== 'a', 0),
     1,
   );
   assert.is(agg.stats.keys, 1);
@@ -292,7 +292,7 @@ test('ownership: foreign keys are not admitted, and are forgotten when ownership
   one(agg, 'a', 100, 1);
   assert.not.ok(agg.isHot('a'));
   assert.is(agg.count('b', 1), 5);
-  agg.setAccept(undefined);
+  agg.setAccept(undefined, 1);
   one(agg, 'a', 10, 2);
   assert.ok(agg.isHot('a'), 'accepted again after the change');
 });

@@ -64,8 +64,6 @@ export class Aggregator {
   #accept: ((key: string) => boolean) | undefined;
   /** keys matching no rule or owned by another hub, so that a repeat costs one Set lookup */
   readonly #negative = new Set<string>();
-  /** latest `now` seen by ingest / tick (for calls that take no time) */
-  #lastNow = 0;
   #dropped = 0;
   #ignored = 0;
   /** the session whose records the current ingest call carries: new keys are admitted on its share */
@@ -150,7 +148,6 @@ export class Aggregator {
     to = keys.length,
     share?: KeyShare,
   ): void {
-    this.#lastNow = now;
     this.#share = share;
     // per rule, once per call: the current slice, its index in the ring and the reporter window
     // (two float divisions and a float modulo per record cost as much as the rest of the loop)
@@ -172,7 +169,6 @@ export class Aggregator {
     to = frame.length,
     share?: KeyShare,
   ): void {
-    this.#lastNow = now;
     this.#share = share;
     this.#rules.hoist(now);
     const n = Math.min(to, frame.length);
@@ -298,7 +294,6 @@ export class Aggregator {
 
   /** Demotes hot keys that cooled or expired, and frees idle cold keys. Call every ~100 ms. */
   tick(now: number): void {
-    this.#lastNow = now;
     this.#decider.tick(now);
     this.#slots.sweep(now);
   }
@@ -362,14 +357,14 @@ export class Aggregator {
   }
 
   /**
-   * Changes which keys this aggregator may track (cluster ownership) and forgets the others without
-   * demotion events: their new owner decides now, and SDKs resynchronise on the new member epoch.
-   * Returns how many it forgot.
+   * Changes which keys this aggregator may track (cluster ownership) at `now` and forgets the
+   * others without demotion events: their new owner decides now, and SDKs resynchronise on the new
+   * member epoch. Returns how many it forgot.
    */
-  setAccept(accept: ((key: string) => boolean) | undefined): number {
+  setAccept(accept: ((key: string) => boolean) | undefined, now: number): number {
     this.#accept = accept;
     this.#negative.clear();
-    return reassignOwnership(this.#slots, this.#rules, this.#decider, accept, this.#lastNow);
+    return reassignOwnership(this.#slots, this.#rules, this.#decider, accept, now);
   }
 
   /**
@@ -389,7 +384,6 @@ export class Aggregator {
    * the key is not this hub's, matches no rule, or the table is full of hot keys.
    */
   importWindow(entry: WindowEntry, now: number, delayMs: number): 'merged' | 'promoted' | 'untracked' {
-    this.#lastNow = now;
     const slot = this.#slots.index.get(entry.key) ?? this.#admit(entry.key, now);
     if (slot < 0) return 'untracked';
     return importWindow(this.#slots, this.#rules, this.#decider, slot, entry, now, delayMs) ? 'promoted' : 'merged';

@@ -325,7 +325,8 @@ export class Apps {
   /** The keys this hub owns changed: every aggregator decides only those from now on. */
   setAccept(accept: ((key: string) => boolean) | undefined): void {
     this.#accept = accept;
-    for (const app of this.#byName.values()) app.aggregator.setAccept(accept);
+    const now = this.#opts.now();
+    for (const app of this.#byName.values()) app.aggregator.setAccept(accept, now);
   }
 
   /** Config to every SDK of the app, at most once per `configDebounceMs`. */

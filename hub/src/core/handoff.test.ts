@@ -45,7 +45,7 @@ function node(id: string, ids: string[], epoch = 1, maxKeys = 10_000): Node {
       send: (to, bytes) => n.sent.push({ to, bytes }),
       apps: () => [{ name: APP, aggregator: n.agg }],
       open: (app) => (app === APP ? n.agg : undefined),
-      setAccept: (accept) => n.agg.setAccept(accept),
+      setAccept: (accept) => n.agg.setAccept(accept, clock.now),
       drainMs: 50,
       followMs: 0,
       leaveMs: 0,
@@ -121,6 +121,24 @@ test('leave: the leaving owner hands its window over; together with what the hei
   assert.is(heir.agg.count(key, clock.now), 110);
   assert.is(heir.counters.keysReceived, 1);
   assert.is(heir.counters.keysPromoted, 1);
+});
+
+test('leave: a chunk that reaches the heir before the new member list waits for it, then merges into the key the heir now owns', () => {
+  const rest = ['hub-a', 'hub-c'];
+  const key = keyOwned(ABC, 'hub-b', 'early:');
+  const heirId = new Ownership(rest).owner(key)!;
+  const b = node('hub-b', ABC, 2);
+  const heir = node(heirId, ABC, 2);
+  b.agg.ingest([key], [60], 0, clock.now);
+  change(b, 3, rest);
+  heir.handoff.receive(b.sent[0]!.bytes);
+  assert.is(heir.handoff.pending, 1, 'epoch 3 is ahead of the heir');
+  change(heir, 3, rest);
+  assert.is(heir.handoff.pending, 0);
+  assert.is(heir.counters.keysReceived, 1, 'merged, not dropped as another hub key');
+  assert.is(heir.agg.count(key, clock.now), 60);
+  heir.agg.ingest([key], [50], 1, clock.now);
+  assert.equal(heir.promoted, [key], 'the handed-over 60 and the heir own 50 reach the threshold');
 });
 
 test('join: the old owner counts for the drain, then hands the keys the joiner takes over; a hot key stays hot there', () => {

@@ -158,18 +158,22 @@ export class Handoff {
     const o = this.#o;
     this.#flushDue(true);
     this.#view(epoch, after);
-    if (o.maxKeys <= 0 || after.length === 0) {
-      o.setAccept(accept);
-      return;
+    if (o.maxKeys <= 0 || after.length === 0) o.setAccept(accept);
+    else {
+      const union: Accept =
+        before === undefined || accept === undefined ? undefined : (key) => accept(key) || before(key);
+      const ownership = new Ownership(after.map((m) => m.id));
+      const staying = after.some((m) => m.id === o.selfId);
+      const until = o.clock() + (staying ? o.followMs : o.leaveMs);
+      const own = (key: string) => ownership.owner(key) === o.selfId;
+      this.#due = { epoch, ownership, own, accept, union, staying, until, timer: this.#timer(o.drainMs) };
+      this.#round(this.#due);
     }
-    const union: Accept =
-      before === undefined || accept === undefined ? undefined : (key) => accept(key) || before(key);
-    const ownership = new Ownership(after.map((m) => m.id));
-    const staying = after.some((m) => m.id === o.selfId);
-    const until = o.clock() + (staying ? o.followMs : o.leaveMs);
-    const own = (key: string) => ownership.owner(key) === o.selfId;
-    this.#due = { epoch, ownership, own, accept, union, staying, until, timer: this.#timer(o.drainMs) };
-    this.#round(this.#due);
+    // Chunks that came before this hub heard of the change merge only now, once the aggregators
+    // track the keys it gave this hub: under the old ownership those keys are another hub's and
+    // the merge would drop them. A leaving hub hands over right after telling Redis it left, so
+    // its first chunk often overtakes the member list on its way to the heir.
+    this.#drain();
   }
 
   /** Resolves once the last change's keys are handed over (at most `followMs` from now). */
@@ -259,7 +263,7 @@ export class Handoff {
     }
   }
 
-  /** Judges chunks at `epoch` and its member list from now on. */
+  /** Judges chunks at `epoch` and its member list from now on (the caller then drains those that waited for it). */
   #view(epoch: number, members: readonly Member[]): void {
     const clock = this.#o.clock();
     const ids = new Set(members.map((m) => m.id));
@@ -272,7 +276,6 @@ export class Handoff {
     this.#epoch = epoch;
     this.#members = ids;
     this.#ownership = new Ownership(ids);
-    this.#drain();
   }
 
   /** A chunk from another hub. Never throws. */

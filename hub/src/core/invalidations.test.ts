@@ -51,6 +51,19 @@ test('a waiter never granted a lease holds nothing up and is not named; an empty
   ]);
 });
 
+test('a waiter whose lease had lapsed when the invalidation was tracked holds nothing up and is not named; one that lapses after is', () => {
+  const t = new InvalidationTracker();
+  const out: (AckResult | undefined)[] = [];
+  // an instance that let its lease go (it held nothing), and one whose lease runs past the broadcast
+  const idle = waiter('idle', 50);
+  const frozen = waiter('frozen', 300);
+  t.track(1, [idle, frozen], 100, (r) => out.push(r));
+  t.settle(299);
+  assert.equal(out, [], 'the current lease still runs');
+  t.settle(300);
+  assert.equal(out, [{ fenced: ['frozen'], ms: 200 }]);
+});
+
 test('notBefore: a restarted hub acks nothing until one lease after its start, even with every waiter applied', () => {
   const t = new InvalidationTracker({ notBefore: 2000 });
   const out: (AckResult | undefined)[] = [];

@@ -117,8 +117,10 @@ export class InvalidationTracker {
         const waiter = oldest.waiters[oldest.cursor]!;
         if (waiter.appliedSeq < oldest.seq) {
           if (now < waiter.leaseUntil) break;
-          // never granted a lease: it could serve nothing, so it is not named
-          if (waiter.leaseUntil > 0) (oldest.fenced ??= []).push(waiter.instance);
+          // named only if its lease ran when this was tracked. One that had lapsed by then (or was
+          // never granted) could serve nothing, and a lease it gets later comes with a Grant sent
+          // after this broadcast, which it applies first: it can serve nothing this invalidates
+          if (waiter.leaseUntil > oldest.at) (oldest.fenced ??= []).push(waiter.instance);
         }
         oldest.cursor++;
       }

@@ -108,4 +108,54 @@ test('lease: every get() reads the clock itself, so no read that begins after a 
   await teardown(s);
 });
 
+test('leases on demand: a client that reads nothing stops asking one lease after its Welcome; a read asks again; a cached value keeps it asking', async () => {
+  // the peer grants 1000 ms leases; the injected clock moves, the tick (every 10 ms) asks
+  const s = await setup({ flushIntervalMs: 10 }, { leaseMs: 1000 });
+  const asks = () => s.sock.grants;
+  const ticks = () => new Promise((r) => setTimeout(r, 50));
+  await waitFor("the Welcome's ask", () => asks() === 1);
+  s.clock.t = 300;
+  await waitFor('a renewal within the first lease', () => asks() === 2);
+  // wanted for one lease after the Welcome: DEFAULT_LEASE_MS (2000), the hub's ms unknown then
+  s.clock.t = 1000;
+  await waitFor('a renewal at 1000', () => asks() === 3);
+  s.clock.t = 2000; // nothing read or held since: no more asks
+  await ticks();
+  s.clock.t = 2600;
+  await ticks();
+  assert.is(asks(), 3, 'idle: no renewal');
+  s.hk.track('x');
+  await waitFor('an ask after a read', () => asks() === 4);
+  await promoted(s);
+  assert.is(await s.hk.get('k', () => 'v'), 'v');
+  await waitFor('the value served from the cache under the new lease', async () => {
+    await s.hk.get('k', () => 'loaded again');
+    return s.hk.stats().hits > 0;
+  });
+  for (const t of [3000, 3300, 3600, 3900, 4200]) {
+    s.clock.t = t;
+    await ticks();
+  }
+  assert.ok(asks() >= 8, `a held value keeps the lease renewed (${asks()} asks)`);
+  await teardown(s);
+});
+
+test('an idle client goes quiet: after its first lease it sends no Lease and no ping; a read ends it', async () => {
+  const s = await setup({ flushIntervalMs: 10, pingIntervalMs: 30, quietPingIntervalMs: 60_000 }, { leaseMs: 1000 });
+  let pings = 0;
+  s.sock.ws.on('ping', () => pings++);
+  const asks = () => s.sock.grants;
+  const ticks = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  await waitFor('pings while the first lease is wanted', () => pings > 0);
+  s.clock.t = 2000; // one lease (DEFAULT_LEASE_MS before any Grant said otherwise) with nothing read
+  await ticks(50);
+  const [p0, a0] = [pings, asks()];
+  await ticks(300); // ten ping periods
+  assert.is(pings, p0, 'quiet: no ping');
+  assert.is(asks(), a0, 'no lease asked');
+  s.hk.track('x');
+  await waitFor('a read: a lease asked and the hub pinged again', () => asks() > a0 && pings > p0);
+  await teardown(s);
+});
+
 test.run();

@@ -18,7 +18,7 @@ import type { Rule, RuleKind } from '../rules.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import type { ClientEvents, EmitClientEvent } from './events.ts';
 import type { InvalidateOptions, InvalidateResult, UpdateMark } from './invalidator.ts';
-import { askLease } from './leases.ts';
+import { askLease, wantLease } from './leases.ts';
 import { HUB_URL } from './links.ts';
 import { buildParts, type ClientParts } from './parts.ts';
 import type { PushCodec } from './push.ts';
@@ -64,6 +64,12 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   /** get() answered from the local cache (the loads count their own hits) */
   #hits = 0;
+  /** hits counted at the last tick: more since then mean the leases are in use */
+  #hitsAtTick = 0;
+  /** an access other than a hit since the last tick */
+  #active = false;
+  /** no link wants its lease (the last tick found nothing in use): the next access asks at once */
+  #leasesIdle = false;
 
   constructor(options: ClientOptions) {
     super();
@@ -160,7 +166,30 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   /** get() past the hit path: one private call, so get() itself stays as small as it can be. */
   #getSlow<T>(key: string, loader: (key: string) => T | PromiseLike<T>, hot: HotState | undefined): Promise<T> {
+    this.#accessed();
     return this.#reads.slow(key, loader, hot, this.#clock);
+  }
+
+  /**
+   * An access other than a hit (a hit needs a current lease: the tick sees hits). Its key may be
+   * served from here soon (a load, a local surge, a kept read), so the links keep their leases; an
+   * instance that was idle asks at once rather than at its next tick.
+   */
+  #accessed(): void {
+    this.#active = true;
+    if (this.#leasesIdle) this.#wantLeases(this.#now(), true);
+  }
+
+  /** Every link keeps its lease for one more lease period; `ask`: asks now where one is due. */
+  #wantLeases(now: number, ask: boolean): void {
+    this.#leasesIdle = false;
+    for (const link of this.#p.links.links()) {
+      wantLease(link, now);
+      if (ask) {
+        link.conn.setQuiet(false);
+        askLease(link, now);
+      }
+    }
   }
 
   /**
@@ -171,6 +200,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     checkKey(key);
     if (this.#closed) return;
     if (kind === 'read') {
+      this.#accessed(); // a write needs no lease: it serves nothing
       const slot = this.#window.track(key);
       // an adapter's cold read counts here: a surge makes its next reads hot ones (surge-local.ts)
       if (this.#surge !== undefined) this.#surge.check(key, slot, this.#clock);
@@ -188,6 +218,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (!Number.isInteger(inFlight) || inFlight < 0)
       throw new TypeError(`trackConcurrent: inFlight must be an integer >= 0, got ${String(inFlight)}`);
     if (this.#closed) return;
+    this.#accessed();
     const slot = this.#window.track(key);
     if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#clock, inFlight);
   }
@@ -423,7 +454,23 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       else this.emit('demote', state.key, { hub: state.hub, reason: 'expired' });
     }
     this.#p.surge?.tick();
-    for (const link of this.#p.links.links()) askLease(link, now);
+    // leases on demand (leases.ts): wanted while anything here may be served from a hub's word
+    const holding =
+      this.#cache.size > 0 || this.#p.loads.inFlight > 0 || (this.#surge !== undefined && this.#surge.size > 0);
+    if (this.#active || this.#hits !== this.#hitsAtTick || holding) this.#wantLeases(now, false);
+    else {
+      let idle = true;
+      for (const link of this.#p.links.links()) if (now < link.leaseWantedUntil) idle = false;
+      this.#leasesIdle = idle;
+    }
+    this.#active = false;
+    this.#hitsAtTick = this.#hits;
+    // heartbeats folded into that traffic (connection.ts setQuiet): quiet while nothing is wanted or awaited
+    const quiet = this.#leasesIdle && this.#p.invalidator.pending === 0;
+    for (const link of this.#p.links.links()) {
+      askLease(link, now);
+      link.conn.setQuiet(quiet && !link.resyncing);
+    }
     this.#p.reporter.flush(now);
   }
 

@@ -11,7 +11,7 @@ import type { Member, ServerMessage, Welcome } from '../wire/protocol.ts';
 import type { AppConfig } from './app-config.ts';
 import type { Dispatch } from './dispatch.ts';
 import type { Invalidator } from './invalidator.ts';
-import { askLease } from './leases.ts';
+import { askLease, wantLease } from './leases.ts';
 import type { HubLinks } from './links.ts';
 import type { HotLoads } from './loads.ts';
 import type { Readiness } from './readiness.ts';
@@ -50,7 +50,11 @@ export class HubEvents implements ConnectionHandler {
     const links = o.links();
     if (!links.admit(conn, welcome)) return;
     const link = links.get(welcome.hub);
-    if (link !== undefined) askLease(link, clock, true);
+    if (link !== undefined) {
+      // wanted for one lease after each Welcome, then while anything needs it (leases.ts)
+      wantLease(link, clock);
+      askLease(link, clock, true);
+    }
     o.config.apply(welcome.rules, welcome.local, welcome.instances);
     o.status({ type: 'connect', hub: welcome.hub, url: conn.url });
     this.members(welcome.epoch, welcome.members);

@@ -13,6 +13,14 @@
  * so once `invalidate()` resolves nobody serves the old value, partitioned or not. A hub grants
  * nothing to a session behind the oldest invalidation it waits on (a one-way partition cannot
  * keep a lease alive). No timers here: the client's tick asks, Grants extend.
+ *
+ * Leases on demand: a link asks only while it is *wanted* — until `leaseWantedUntil`, which each
+ * Welcome and anything that may need a value the hub vouches for (an access counted here, a value
+ * cached, a load in flight, a local surge) push to one lease ahead. An instance that reads nothing
+ * and holds nothing lets its leases lapse and costs its hubs no Lease or Grant: it can serve
+ * nothing, and a hub passes a waiter whose lease had lapsed without waiting for it (a lease it
+ * gets later comes with a Grant sent after any Invalidate before it, which it applies first).
+ * docs/internals/holders.md §10.
  */
 import { MsgType, type Grant } from '../wire/protocol.ts';
 import type { HubLink } from './links.ts';
@@ -24,9 +32,15 @@ export const LEASE_MARGIN_MS = 100;
 
 let nextLeaseId = 0;
 
-/** Sends a Lease request on `link` if one is due (every leaseMs / 4) or `force`d (a fresh link). */
+/** Keeps `link` asking for its lease until one lease from `now` (something it vouches for may be needed). */
+export function wantLease(link: HubLink, now: number): void {
+  const until = now + link.leaseMs;
+  if (until > link.leaseWantedUntil) link.leaseWantedUntil = until;
+}
+
+/** Sends a Lease request on `link` if one is due (every leaseMs / 4 while wanted) or `force`d (a fresh link). */
 export function askLease(link: HubLink, now: number, force = false): void {
-  if (!force && now - link.leaseAskedAt < link.leaseMs / 4) return;
+  if (!force && (now >= link.leaseWantedUntil || now - link.leaseAskedAt < link.leaseMs / 4)) return;
   const id = ++nextLeaseId;
   if (!link.conn.send({ t: MsgType.Lease, id })) return;
   link.leaseAskedAt = now;

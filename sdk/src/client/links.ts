@@ -25,6 +25,8 @@ export interface HubLink {
   leaseAsks: { id: number; sentAt: number }[];
   /** clock reading of the last Lease request sent */
   leaseAskedAt: number;
+  /** clock reading until which the link keeps asking for its lease (leases.ts `wantLease`) */
+  leaseWantedUntil: number;
   /** seq of the last broadcast applied */
   lastSeq: number;
   /** a Resync was sent; its Snapshot has not arrived yet */
@@ -35,6 +37,7 @@ export interface HubLinksOptions {
   seeds: readonly string[];
   hello: Hello;
   pingIntervalMs: number;
+  quietPingIntervalMs: number;
   livenessTimeoutMs: number;
   reconnectMinMs: number;
   reconnectMaxMs: number;
@@ -126,6 +129,7 @@ export class HubLinks {
       leaseMs: DEFAULT_LEASE_MS,
       leaseAsks: [],
       leaseAskedAt: Number.NEGATIVE_INFINITY,
+      leaseWantedUntil: Number.NEGATIVE_INFINITY,
       lastSeq: welcome.seq,
       resyncing: false,
     });
@@ -207,6 +211,7 @@ export class HubLinks {
         url,
         hello: o.hello,
         pingIntervalMs: o.pingIntervalMs,
+        quietPingIntervalMs: o.quietPingIntervalMs,
         livenessTimeoutMs: o.livenessTimeoutMs,
         backoffMinMs: o.reconnectMinMs,
         backoffMaxMs: o.reconnectMaxMs,

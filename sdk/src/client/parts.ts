@@ -143,6 +143,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     seeds: [...new Set(seeds)],
     hello: helloOf(opts),
     pingIntervalMs: opts.pingIntervalMs,
+    quietPingIntervalMs: opts.quietPingIntervalMs,
     livenessTimeoutMs: opts.livenessTimeoutMs,
     reconnectMinMs: opts.reconnectMinMs,
     reconnectMaxMs: opts.reconnectMaxMs,

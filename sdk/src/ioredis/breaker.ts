@@ -116,6 +116,27 @@ export class Breakers {
     );
   }
 
+  /**
+   * `watch` for a command of the read path (a read, or a load's): nothing replaces its
+   * resolve / reject after this, so ours go on at once, with no microtask and no promise
+   * reaction of ours (every cold GET pays for what this costs). A command watched already (a
+   * load of the caller's own read) keeps the pair it has.
+   */
+  watchRead(node: NodeBreaker, command: Watched): void {
+    if (node.inflight.has(command) || !this.#core.sent(node, command, command.name)) return;
+    const core = this.#core;
+    const { resolve, reject } = command;
+    command.resolve = (value) => {
+      core.settled(node, command);
+      return resolve(value);
+    };
+    command.reject = (error) => {
+      if (isReply(error)) core.settled(node, command);
+      else core.failed(node, command);
+      return reject(error);
+    };
+  }
+
   stats(): BreakerStats[] {
     return this.#core.stats();
   }

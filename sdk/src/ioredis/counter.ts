@@ -6,18 +6,20 @@
 import type { OwnSend } from '../redis/scripts.ts';
 import { ShardedCounter, type CounterOptions } from '../redis/counters.ts';
 import type { Client } from './cmd.ts';
+import type { IoredisLike } from './client-shape.ts';
 import { unhooked } from './unhooked.ts';
 
 /** The core's own commands on `client`, past the hook. */
-export function ownSend(client: Client): OwnSend {
-  return (_key, [name, ...args]) => unhooked(() => client.call(String(name), ...args));
+export function ownSend(client: IoredisLike): OwnSend {
+  const c = client as unknown as Client;
+  return (_key, [name, ...args]) => unhooked(() => c.call(String(name), ...args));
 }
 
 /**
- * A sharded counter on `client` (a `Redis` or `Cluster`, wrapped with `withHotKeys` or not) for
- * `key`: `add`, `take` (never below zero), `total`, `fill`, `fold`. Cheap to create; holds no
- * connection of its own.
+ * A sharded counter on `client` (a `Redis` or `Cluster` of ioredis or iovalkey, wrapped with
+ * `withHotKeys` or not) for `key`: `add`, `take` (never below zero), `total`, `fill`, `fold`.
+ * Cheap to create; holds no connection of its own.
  */
-export function counter(client: Client, key: string, options: CounterOptions): ShardedCounter {
+export function counter(client: IoredisLike, key: string, options: CounterOptions): ShardedCounter {
   return new ShardedCounter(ownSend(client), key, options);
 }

@@ -16,15 +16,18 @@
  * - A key the one-key path cannot answer as MGET would (a hash under MGET: WRONGTYPE from GET, an
  *   error, a value a Buffer caller cannot be given exactly) is asked again in one late command of
  *   the caller's kind: Redis answers it, never a guess.
- * - Buffer replies: values are cached as UTF-8 strings. A Buffer caller gets a new Buffer of the
- *   string (its own copy: it cannot mutate the cache) only when the string holds no U+FFFD, i.e.
- *   when the bytes Redis has were valid UTF-8 and re-encoding gives exactly them; otherwise Redis.
+ * - Buffer replies: values are cached as UTF-8 strings; a Buffer caller gets a Buffer of the
+ *   string only when it is exactly Redis's bytes (redis/byte-replies.ts), otherwise Redis answers.
  * - MULTI is never answered here (its commands carry `inTransaction`, or a `multi({ pipeline:
  *   false })` is open on the connection): its reads must see the transaction's snapshot.
  * - In a pipeline, a read of a key an earlier command of the same pipeline wrote (or after a
  *   SELECT, FLUSHDB, FLUSHALL or SWAPDB in it) goes in the pipeline, so it sees that write; the
  *   other reads of hot keys are answered apart and their slot in the pipeline's batched write is
- *   released (`stream.write('')`), so `exec()` keeps its order and `[err, value]` shape.
+ *   released (`stream.write('')`), so `exec()` keeps its order and `[err, value]` shape. The
+ *   commands that go on the wire are numbered as that shorter pipeline (ioredis's
+ *   `pipelineIndex`): when the connection drops, ioredis resends a pipeline none of whose replies
+ *   came and aborts one cut in the middle, and tells them apart by that number; one answered
+ *   apart is no part of it (sent later, it goes on its own).
  * - A Cluster MGET whose keys span slots is sent as is: Redis rejects it with CROSSSLOT, as for a
  *   plain client. Sharded counters (write-hot.ts) inside an MGET are summed as their GET is.
  * - Rate limits: a command on its own took its token (first key) before it got here, as any
@@ -33,7 +36,8 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
 import type { Client, Cmd, CmdCtor } from './cmd.ts';
-import { pickFields, type CachedHash } from '../redis/hash-replies.ts';
+import { asBytes, REPLACEMENT } from '../redis/byte-replies.ts';
+import { flatHash, pickFields, type CachedHash } from '../redis/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
 import { keySlot } from '../redis/slots.ts';
 
@@ -61,6 +65,9 @@ export interface MultiReadContext {
   sum(client: Client, command: Cmd): Promise<unknown> | undefined;
 }
 
+/** ioredis's command, with its place in its pipeline (0 for the first; absent outside one) */
+type PipelinedCmd = Cmd & { pipelineIndex?: number };
+
 /** What a pipeline's earlier commands wrote: reads of these keys stay in the pipeline. */
 interface Written {
   keys: Set<string>;
@@ -75,19 +82,18 @@ const CHANGES_EVERYTHING: ReadonlySet<string> = new Set([...KEYSPACE_WRITES, 'se
 const SINGLE = new Set(['get', 'hget', 'hgetall']);
 const MULTI_KEY = new Set(['mget', 'hmget']);
 
-/** U+FFFD: what a UTF-8 decode puts for bytes that were not UTF-8 (the string no longer says what they were) */
-const REPLACEMENT = '\uFFFD';
-
 /** A value given back to a caller that asked for `encoding`; undefined: the cached string cannot say it exactly. */
 function asReply(value: unknown, encoding: string | null): unknown {
-  if (value === null || encoding === 'utf8') return value;
-  if (typeof value !== 'string' || value.includes(REPLACEMENT)) return undefined;
-  return Buffer.from(value, 'utf8');
+  return encoding === 'utf8' ? value : asBytes(value);
 }
 
 export class MultiRead {
   readonly #ctx: MultiReadContext;
   readonly #written = new WeakMap<object, Written>();
+  /** per pipeline, how many of its commands so far were answered apart */
+  readonly #apart = new WeakMap<object, number>();
+  /** commands numbered already (ioredis resends one after a reconnect: it passes here again) */
+  readonly #numbered = new WeakSet<object>();
 
   constructor(ctx: MultiReadContext) {
     this.#ctx = ctx;
@@ -99,12 +105,37 @@ export class MultiRead {
    * `transaction`: a `multi({ pipeline: false })` is open on the client.
    */
   dispatch(client: Client, command: Cmd, name: string, stream: unknown, node: unknown, transaction: boolean): unknown {
+    if (stream === undefined) return this.#take(client, command, name, undefined, node, transaction);
+    if (typeof stream !== 'object' || stream === null || !(stream as { isPipeline?: unknown }).isPipeline)
+      return undefined;
+    const taken = this.#take(client, command, name, stream, node, transaction);
+    if (taken === undefined) this.#number(stream, command); // it goes in the pipeline, as it is
+    return taken;
+  }
+
+  /**
+   * Called for every command ioredis hands the hook with a `stream`, before anything else. After a
+   * reconnect ioredis resends an intact pipeline's commands on its stream, which flushes once as
+   * many writes as the pipeline has commands came in: the first one resent (numbered 0) writes
+   * the slots of those answered apart again, empty.
+   */
+  resending(command: Cmd, stream: unknown): void {
+    if ((command as PipelinedCmd).pipelineIndex !== 0 || !this.#numbered.has(command)) return;
+    const apart = this.#apart.get(stream as object) ?? 0;
+    for (let i = 0; i < apart; i++) (stream as { write: (data: string) => void }).write('');
+  }
+
+  /** `dispatch` past the pipeline's checks: `stream` is a pipeline's, or undefined. */
+  #take(
+    client: Client,
+    command: Cmd,
+    name: string,
+    stream: object | undefined,
+    node: unknown,
+    transaction: boolean,
+  ): unknown {
     const inPipeline = stream !== undefined;
-    if (inPipeline) {
-      if (typeof stream !== 'object' || stream === null || !(stream as { isPipeline?: unknown }).isPipeline)
-        return undefined;
-      if (!this.#note(stream, command, name) || command.inTransaction === true) return undefined;
-    }
+    if (inPipeline && (!this.#note(stream, command, name) || command.inTransaction === true)) return undefined;
     if (transaction) return undefined;
     const multiKey = MULTI_KEY.has(name);
     if (!multiKey && !SINGLE.has(name)) return undefined;
@@ -180,11 +211,24 @@ export class MultiRead {
     return Promise.resolve().then(fn) as Promise<Awaited<T>>;
   }
 
-  #release(stream: unknown): void {
-    if (stream !== undefined) (stream as { write: (data: string) => void }).write('');
+  /** `command`, answered apart, leaves the pipeline's batched write: its slot is written empty. */
+  #release(stream: object | undefined, command: Cmd): void {
+    if (stream === undefined) return;
+    (stream as { write: (data: string) => void }).write('');
+    this.#apart.set(stream, (this.#apart.get(stream) ?? 0) + 1);
+    (command as PipelinedCmd).pipelineIndex = undefined;
+    this.#numbered.add(command);
   }
 
-  #mget(client: Client, command: Cmd, encoding: string | null, stream: unknown, node: unknown): unknown {
+  /** `sent` goes on the wire in the pipeline, in the place of `command` (itself, or our command for it). */
+  #number(stream: object, command: Cmd, sent: Cmd = command): void {
+    if (this.#numbered.has(sent)) return;
+    this.#numbered.add(sent);
+    const index = (command as PipelinedCmd).pipelineIndex;
+    if (typeof index === 'number') (sent as PipelinedCmd).pipelineIndex = index - (this.#apart.get(stream) ?? 0);
+  }
+
+  #mget(client: Client, command: Cmd, encoding: string | null, stream: object | undefined, node: unknown): unknown {
     const { hk } = this.#ctx;
     const args = command.args;
     if (args.length === 0) return undefined; // Redis says what is wrong
@@ -209,9 +253,14 @@ export class MultiRead {
         misses.map((i) => args[i]),
         { replyEncoding: encoding },
       );
+      if (stream !== undefined) {
+        this.#number(stream, command, miss);
+        (command as PipelinedCmd).pipelineIndex = undefined; // answered by `miss` and apart, never sent
+        this.#numbered.add(command);
+      }
       this.#ctx.send(client, miss, stream, node);
       sent = miss.promise;
-    } else this.#release(stream);
+    } else this.#release(stream, command);
     Promise.all([sent, Promise.all(local.map((p) => p?.then(ok, failed)))])
       .then(async ([missed, answers]) => {
         const out: unknown[] = new Array(args.length);
@@ -262,7 +311,7 @@ export class MultiRead {
   }
 
   /** GET / HGET / HGETALL with a Buffer reply, HMGET (either reply), or a one-key read inside a pipeline. */
-  #oneKey(client: Client, command: Cmd, name: string, encoding: string | null, stream: unknown): unknown {
+  #oneKey(client: Client, command: Cmd, name: string, encoding: string | null, stream: object | undefined): unknown {
     const { hk } = this.#ctx;
     const arity = name === 'hget' ? 2 : name === 'hmget' ? command.args.length : 1;
     const key = keyName(command.args[0]);
@@ -276,7 +325,7 @@ export class MultiRead {
     if (name === 'get') {
       const sharded = this.#ctx.sharded(key);
       if (sharded && stream !== undefined) return undefined; // a pipeline's GET reads the key as it is (write-hot.ts)
-      this.#release(stream);
+      this.#release(stream, command);
       const sum = sharded
         ? this.#ctx.sum(client, new Ctor('get', [command.args[0]], { replyEncoding: 'utf8' }))
         : undefined;
@@ -288,7 +337,7 @@ export class MultiRead {
       this.#answer(client, command, value, (v) => asReply(v, encoding));
       return command.promise;
     }
-    this.#release(stream);
+    this.#release(stream, command);
     if (encoding === 'utf8' && name !== 'hmget') {
       void this.#later(stream, () => this.#ctx.read(client, command));
       return command.promise;
@@ -329,16 +378,14 @@ type Answer = { ok: true; value: unknown } | { ok: false };
 const ok = (value: unknown): Answer => ({ ok: true, value });
 const failed = (): Answer => ({ ok: false });
 
-/** HGETALL's reply for a Buffer caller: field names stay strings (ioredis names them so), values become Buffers. */
-function hashReply(hash: Record<string, unknown>, encoding: string | null): unknown {
-  if (encoding === 'utf8') return hash;
-  const out: Record<string, unknown> = {};
-  for (const [field, value] of Object.entries(hash)) {
-    const v = asReply(value, encoding);
-    if (v === undefined || field.includes(REPLACEMENT)) return undefined;
-    Object.defineProperty(out, field, { value: v, enumerable: true, writable: true, configurable: true });
-  }
-  return out;
+/**
+ * HGETALL's reply as Redis sends it, flat (`[field, value, …]`): ioredis's reply transformer
+ * builds the object from it as it does from Redis's. For a Buffer caller the values become
+ * Buffers; a field name that was no UTF-8 cannot be given back exactly (Redis answers).
+ */
+function hashReply(hash: CachedHash, encoding: string | null): unknown {
+  for (const field of Object.keys(hash)) if (field.includes(REPLACEMENT)) return undefined;
+  return flatHash(hash, (value) => asReply(value, encoding));
 }
 
 function sameSlot(args: readonly unknown[]): boolean {

@@ -2,7 +2,7 @@
  * What a wrapped client's own features report: `hotKeyStats(client)` for write-hot modes (and,
  * with the breaker, per-node breaker state), `flushWrites(client)` to send merged increments now.
  */
-import type { Cluster, Redis } from 'ioredis';
+import type { IoredisLike } from './client-shape.ts';
 import type { Breakers } from './breaker.ts';
 import type { BreakerStats } from '../redis/breaker.ts';
 import { BREAKERS, PUSHED, WRITE_HOT } from './wrapper.ts';
@@ -18,14 +18,14 @@ export interface IoredisStats {
   push: SharedRecordStats & UpdateWriteStats;
 }
 
-function writeHotOf(client: Redis | Cluster): WriteHot {
+function writeHotOf(client: IoredisLike): WriteHot {
   const writeHot = (client as unknown as { [WRITE_HOT]?: WriteHot })[WRITE_HOT];
   if (writeHot === undefined) throw new TypeError('client is not wrapped with withHotKeys');
   return writeHot;
 }
 
 /** The adapter's counters for a client wrapped with `withHotKeys`; TypeError for another client. */
-export function hotKeyStats(client: Redis | Cluster): IoredisStats {
+export function hotKeyStats(client: IoredisLike): IoredisStats {
   const breakers = (client as unknown as { [BREAKERS]?: Breakers })[BREAKERS];
   const writeHot = writeHotOf(client).stats();
   const pushed = (client as unknown as { [PUSHED]: { shared: SharedRecords; updates: UpdateWrites | undefined } })[
@@ -36,6 +36,6 @@ export function hotKeyStats(client: Redis | Cluster): IoredisStats {
 }
 
 /** Sends every merged (coalesced) increment of a wrapped client now; resolves once they landed. */
-export function flushWrites(client: Redis | Cluster): Promise<void> {
+export function flushWrites(client: IoredisLike): Promise<void> {
   return writeHotOf(client).flush();
 }

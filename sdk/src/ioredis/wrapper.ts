@@ -50,12 +50,16 @@ import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
 import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
 import { MultiRead } from './multi-read.ts';
 import { hotReads } from '../redis/hot-read.ts';
+import { flatHash } from '../redis/hash-replies.ts';
 import { hotGet } from './hot-get.ts';
 import { inOpenTransaction, writeInvalidation } from '../redis/write-invalidation.ts';
 import { connectionTo, ownSender } from './own-connection.ts';
+import { monitorFrom } from './monitor.ts';
 import type { WithHotKeysOptions } from './options.ts';
+import type { IoredisLike } from './client-shape.ts';
 
 export type { WithHotKeysOptions } from './options.ts';
+export type { IoredisLike } from './client-shape.ts';
 
 const replicaSets = new WeakMap<object, Replicas>();
 
@@ -79,14 +83,16 @@ interface Hooked {
 }
 
 /**
- * Hooks `client` (a `Redis` or a `Redis.Cluster`) in place and returns it: hot reads answered
- * locally, writes invalidated. Wrapping the same client twice with the same `hk` is a no-op;
- * with another `hk` it throws TypeError. `duplicate()` returns a client wrapped the same way.
+ * Hooks `client` (a `Redis` or a `Redis.Cluster` of ioredis, or of iovalkey) in place and returns
+ * it: hot reads answered locally, writes invalidated. Wrapping the same client twice with the same
+ * `hk` is a no-op; with another `hk` it throws TypeError. `duplicate()` returns a client wrapped
+ * the same way.
  */
-export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, options: WithHotKeysOptions = {}): C {
+export function withHotKeys<C extends IoredisLike>(client: C, hk: HotKeyClient, options?: WithHotKeysOptions): C;
+export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKeysOptions = {}): Client {
   if (!looksLikeIoredis(client)) {
     throw new TypeError(
-      'withHotKeys: client must be an ioredis Redis or Cluster (sendCommand, duplicate, options and status of ioredis)',
+      'withHotKeys: client must be a Redis or Cluster of ioredis or iovalkey (sendCommand, duplicate, options and status of ioredis)',
     );
   }
   const already = (client as unknown as Partial<Hooked>)[HOOK];
@@ -214,14 +220,26 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
    * dispatch): a cold GET the read path holds till the end of the job (held-reads.ts) goes out
    * only then — after the rest of the job, however long it runs — and must not be overdue before.
    */
-  function sendWatched(send: Send, command: Cmd, name: string): Send {
-    const node = guardOf(command, name);
-    if (node === undefined) return send;
+  function sendWatched(send: Send, command: Cmd, node: NodeBreaker): Send {
+    if (send === down) {
+      // the common case takes no closure per command: the command carries its guard
+      (command as OnSend)[WATCH_ON_SEND] = node;
+      return downWatching;
+    }
     return function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
-      if (sent === command) breakers!.watch(node, sent);
+      if (sent === command) breakers!.watchRead(node, sent);
       return send.call(this, sent, stream, to);
     } as Send;
   }
+  /** `down`, and the breaker watches a command that carries its guard (`sendWatched`) as it goes out */
+  const downWatching = function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
+    const node = (sent as OnSend)[WATCH_ON_SEND];
+    if (node !== undefined) {
+      (sent as OnSend)[WATCH_ON_SEND] = undefined;
+      breakers!.watchRead(node, sent);
+    }
+    return down.call(this, sent, stream, to);
+  } as Send;
   /** A load of `key` while its node's breaker is open: the error it rejects with at once. */
   function loadBlocked(key: string): Error | undefined {
     const node = breakers?.nodeFor(key);
@@ -230,7 +248,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
   /** Watches a command a load sends itself (past the hook). */
   function watchLoad(command: Cmd): void {
     const node = breakers?.nodeOf(command);
-    if (node !== undefined) breakers!.watch(node, command);
+    if (node !== undefined) breakers!.watchRead(node, command);
   }
 
   function isHotKey(arg: unknown): boolean {
@@ -266,10 +284,13 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     command: (like, name, args) => new (like.constructor as CmdCtor)(name, args, { replyEncoding: 'utf8' }),
     loadBlocked,
     watchLoad,
+    // handed over as Redis's flat reply: ioredis's transformer builds the caller's object as it
+    // builds it from Redis's, whatever the field names
+    hashReply: (_command, hash) => flatHash(hash),
     // a held GET answered by another's reply is timed from when that one goes out, as it is
     heldShared: (_client, command) => {
       const node = guardOf(command, 'get');
-      if (node !== undefined) breakers!.watch(node, command);
+      if (node !== undefined) breakers!.watchRead(node, command);
     },
   });
   const { read } = reads;
@@ -328,6 +349,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
    * or refused, so that the patch saw a command that reaches Redis.
    */
   function dispatch(client: Client, command: Cmd, stream: unknown, node: unknown, send: Send, seen: boolean): unknown {
+    if (stream !== undefined) multiRead.resending(command, stream);
     // a UTF-8 GET on its own may be held by the read path till the end of the job (held-reads.ts);
     // any other command sends what is held first, so the connection sees the plain client's order
     if (seen || hook.bypass || stream !== undefined || command.name !== 'get' || command.replyEncoding !== 'utf8')
@@ -393,13 +415,20 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
       typeof command.replyEncoding === 'string' &&
       client.status !== 'end' &&
       !inSubscriberMode(client);
-    if (stream === undefined && blocked(client, command, name, !viaCache)) {
-      dispatched.add(command);
-      return command.promise;
+    // the breaker's word (as `blocked` gives it, the connection's own handshake let through),
+    // asked once: a read through the cache is watched when it goes out (sendWatched), anything else now
+    const guard = stream === undefined ? guardOf(command, name) : undefined;
+    if (guard !== undefined && client.status !== 'connect') {
+      if (breakers!.isOpen(guard)) {
+        command.reject(breakers!.reject(guard));
+        dispatched.add(command);
+        return command.promise;
+      }
+      if (!viaCache) breakers!.watch(guard, command);
     }
     if (viaCache && isRead(name)) {
       dispatched.add(command);
-      return read(client, sendWatched(send, command, name), command, name);
+      return read(client, guard === undefined ? send : sendWatched(send, command, guard), command, name);
     }
     reads.flush(client); // a GET not read through the cache (a subscriber's, a closed client's)
     writes.note(client, command, name, stream);
@@ -410,7 +439,7 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     const copy = (base.duplicate as (...a: unknown[]) => Client).apply(this, args);
     const override = args[0] as { monitor?: boolean } | undefined;
     // a MONITOR connection (redis.monitor()) carries no reads or writes of its own
-    if (!isCluster && override?.monitor === true) return copy;
+    if (!isCluster && override?.monitor === true) return monitorFrom(copy);
     return withHotKeys(copy, hk, options);
   }
 
@@ -437,6 +466,13 @@ export function withHotKeys<C extends Client>(client: C, hk: HotKeyClient, optio
     throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
   return client;
 }
+
+/**
+ * The breaker guard a read through the cache is watched by when it goes out (`sendWatched`): a
+ * symbol property, as `dispatched`'s, so that a cold GET takes no closure for it.
+ */
+const WATCH_ON_SEND: unique symbol = Symbol('hotkey.watchOnSend');
+type OnSend = { [WATCH_ON_SEND]?: NodeBreaker | undefined };
 
 /** ioredis's shape (ioredis is an optional peer, not imported): a node-redis client or a plain object fails it. */
 function looksLikeIoredis(client: unknown): client is Client {

@@ -11,8 +11,9 @@
  * - `duplicate()` returns a client wrapped the same way; `createPool()` a pool wrapped so.
  * The hook is a prototype inserted under the client (`client → hooked → RedisClient.prototype`),
  * so the `withCommandOptions` / `withTypeMapping` / `asap` proxies node-redis makes over the
- * client go through it, and the instance gets no own property. Nothing is served locally under a
- * type mapping of strings (the cache holds plain replies), in a RESP2 subscriber, in an open
+ * client go through it, and the instance gets no own property. Reads under a type mapping of
+ * bulk strings to Buffers are answered as Buffers (buffer-reads.ts). Nothing is served locally
+ * under a type mapping the hook cannot tell (type-mapping.ts), in a RESP2 subscriber, in an open
  * MULTI, or before the client is ready (node-redis queues or refuses that read itself) unless
  * its node's circuit breaker is open (breaker.ts: a reconnecting client then serves hot keys).
  */
@@ -27,7 +28,8 @@ import { isOwn } from './own-send.ts';
 import { closeHooks, routeWriteHot } from './write-hot.ts';
 import { HASH_READS, hashReads } from './hash-reads.ts';
 import { flushingMethods, pointAliases } from './held-order.ts';
-import { plainStrings, typeMappingOf } from './type-mapping.ts';
+import { buffersFor, typeMappingOf, UNKNOWN } from './type-mapping.ts';
+import { ASK_REDIS, bufferReads, cachedRead, type SendPlain } from './buffer-reads.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
@@ -64,11 +66,10 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     return command.promise;
   }
 
-  const hashes = hashReads(
-    ctx,
-    send,
-    (self, argv, options) => method('sendCommand').call(self, argv, options) as Promise<unknown>,
-  );
+  const sendPlain: SendPlain = (self, argv, options) =>
+    method('sendCommand').call(self, argv, options) as Promise<unknown>;
+  const buffers = bufferReads(ctx, send, sendPlain);
+  const hashes = hashReads(ctx, send, sendPlain, buffers);
   /** the rate limit (a rule's `limit`) of the command's first key: refused, it is not sent */
   function refused(argv: readonly unknown[], name: string): Promise<never> | undefined {
     const key = keyName((keysOf(argv) ?? [])[0]);
@@ -90,16 +91,20 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       const no = refused(argv, name);
       if (no !== undefined) return no;
     }
-    const servable =
+    const mapping =
       !open &&
       !chained &&
       // reconnecting with its node's breaker open: hot keys from memory (stale-if-error), the rest fails fast
       (this.isReady || ctx.breaker?.isOpenFor(this) === true) &&
-      this.isPubSubActive !== true &&
-      plainStrings(typeMappingOf(this, options));
+      this.isPubSubActive !== true
+        ? typeMappingOf(this, options)
+        : UNKNOWN;
+    const servable = mapping !== UNKNOWN;
+    // bulk strings decoded as Buffers: hot keys' values from the cache as Buffers (buffer-reads.ts)
+    const inBuffers = servable && buffersFor(mapping);
     // a GET the read path takes may be held till the end of the job (held-reads.ts); any other
     // command sends what is held first, so the connection sees the plain client's order
-    const holdable = name === 'get' && argv.length === 2 && servable;
+    const holdable = name === 'get' && argv.length === 2 && servable && !inBuffers;
     if (!holdable) reads.flush(self);
     if (!open && !chained) {
       // shards, coalescing; a sharded key's GET (a read: no order to keep with held reads) sums its shards
@@ -108,6 +113,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     }
     if (holdable) return reads.read(this, send, commandOf(argv, options), 'get');
     if (name === 'get') {
+      if (inBuffers && argv.length === 2) return buffers.get(this, argv, options);
       const key = keyName(argv[1]);
       if (key !== undefined) hk.track(key);
       return method('sendCommand').call(this, argv, options);
@@ -126,7 +132,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       return send.call(this, command);
     }
     if (name === 'mget' && argv.length > 1 && servable) {
-      const answered = multiGet(this, argv, options);
+      const answered = multiGet(this, argv, options, inBuffers);
       if (answered !== undefined) return answered;
     }
     if (HASH_READS.has(name) && servable) {
@@ -141,10 +147,18 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   /**
-   * An MGET with hot keys: each hot key through the read path (answered locally when cached),
-   * the others in one MGET, the replies put back in order. Without a hot key: undefined (sent as is).
+   * An MGET with hot keys: each hot key through the read path (answered locally when cached, as
+   * Buffers with `inBuffers`), the others in one MGET, the replies put back in order. A hot key
+   * the cache cannot answer as MGET would (a value it cannot give as Buffers, a hash: GET fails
+   * where MGET says null) is asked again in one late MGET of the caller's. Without a hot key:
+   * undefined (sent as is).
    */
-  function multiGet(self: NodeRedisClient, argv: readonly unknown[], options?: CommandOptions): unknown {
+  function multiGet(
+    self: NodeRedisClient,
+    argv: readonly unknown[],
+    options: CommandOptions | undefined,
+    inBuffers: boolean,
+  ): unknown {
     const keys = argv.slice(1);
     const hot = keys.map((arg) => {
       const key = keyName(arg);
@@ -157,11 +171,17 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     const coldReplies =
       cold.length === 0 ? Promise.resolve([]) : method('sendCommand').call(self, [argv[0], ...cold], options);
     const hotReplies = keys.map((key, i) =>
-      hot[i] ? reads.read(self, send, commandOf(['GET', key], options), 'get') : undefined,
+      hot[i] ? cachedRead(reads, send, self, ['GET', key], options, 'get', inBuffers) : undefined,
     );
     return Promise.all([coldReplies, ...hotReplies]).then(([fromRedis, ...local]) => {
       let next = 0;
-      return keys.map((_, i) => (hot[i] ? local[i] : (fromRedis as unknown[])[next++]));
+      const replies = keys.map((_, i) => (hot[i] ? local[i] : (fromRedis as unknown[])[next++]));
+      const again = keys.filter((_, i) => replies[i] === ASK_REDIS);
+      if (again.length === 0) return replies;
+      return sendPlain(self, [argv[0], ...again], options).then((late) => {
+        let j = 0;
+        return replies.map((reply) => (reply === ASK_REDIS ? (late as unknown[])[j++] : reply));
+      });
     });
   }
 

@@ -79,6 +79,16 @@ export function commandOf(argv: readonly unknown[], options?: CommandOptions): N
   return new NodeRedisCommand(argv, options);
 }
 
+/**
+ * Options for a command of ours beside the caller's (its load, a PTTL, an HGETALL): the caller's
+ * own (its chain, `asap`) without any type mapping, never undefined, so that node-redis, which
+ * spreads the proxy's or the client's options under them, decodes the reply as plain strings,
+ * the form the cache holds.
+ */
+export function withoutTypeMapping(options: CommandOptions | undefined): CommandOptions {
+  return { ...options, typeMapping: undefined };
+}
+
 export interface Context {
   readonly hk: HotKeyClient;
   readonly options: WithHotKeysOptions;
@@ -182,7 +192,9 @@ export function createContext(o: ContextOptions): Context {
     namespaceOf,
     dbOf,
     ready: (c) => c.isReady,
-    command: (like, name, args) => commandOf([name.toUpperCase(), ...args], ownOptions(like)),
+    // our own commands (a PTTL, an HGETALL) keep the caller's options but never its type mapping: the core reads plain replies
+    command: (like, name, args) =>
+      commandOf([name.toUpperCase(), ...args], withoutTypeMapping((like as Partial<NodeRedisCmd>).options)),
     loadBlocked: (key) => breaker?.loadBlocked(key),
     watchLoad: () => {},
     hashReply,
@@ -232,10 +244,4 @@ export function createContext(o: ContextOptions): Context {
     setDb: (client, db) => dbs.set((client as Partial<NodeRedisClient>)._self ?? client, db),
     namespaceOf,
   };
-}
-
-/** Our own commands (a PTTL, an HGETALL) keep the caller's chain but never its type mapping: the core reads plain replies. */
-function ownOptions(like: Cmd): CommandOptions | undefined {
-  const options = (like as Partial<NodeRedisCmd>).options;
-  return options === undefined ? undefined : { ...options, typeMapping: undefined };
 }

@@ -8,16 +8,20 @@
  * `transformReply` (which then runs on it as on Redis's): HGET a string or null, HMGET an array
  * of them (RESP2 and RESP3 alike), HGETALL in the client's shape (hash-shapes.ts), learned from
  * the first reply Redis gives this client under that type mapping (that read goes to Redis).
- * - Nothing is answered locally under a type mapping the hook cannot tell (type-mapping.ts), one
- *   of bulk strings (the hook checks), or one of maps to anything but an object, `Map` or array.
+ * - Under a type mapping of bulk strings to Buffers, HGET and HMGET answer Buffers
+ *   (buffer-reads.ts) and HGETALL goes to Redis.
+ * - Nothing is answered locally under a type mapping the hook cannot tell (type-mapping.ts), or
+ *   one of maps to anything but an object, `Map` or array.
  * - A field named by a Buffer, a wrong arity: sent as is (Redis says what is wrong).
  */
 import { hashOf, pickFields } from '../redis/hash-replies.ts';
-import type { Cmd, Send } from '../redis/command.ts';
+import type { Send } from '../redis/command.ts';
 import { keyName } from '../redis/identity.ts';
-import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
+import { commandOf, withoutTypeMapping, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
 import { shapeOf, type HashCmd, type Shape } from './hash-shapes.ts';
-import { MAP, typeMappingOf, UNKNOWN } from './type-mapping.ts';
+import { buffersFor, MAP, typeMappingOf, UNKNOWN } from './type-mapping.ts';
+import type { BufferReads, SendPlain } from './buffer-reads.ts';
+import { asBytes } from '../redis/byte-replies.ts';
 
 export const HASH_READS: ReadonlySet<string> = new Set(['hget', 'hgetall', 'hmget']);
 
@@ -36,7 +40,8 @@ export interface HashReads {
 export function hashReads(
   ctx: Context,
   send: Send<NodeRedisClient>,
-  sendPlain: (self: NodeRedisClient, argv: readonly unknown[], options: CommandOptions | undefined) => Promise<unknown>,
+  sendPlain: SendPlain,
+  buffers: BufferReads,
 ): HashReads {
   const { hk, reads } = ctx;
   /** per client (its `_self`), per map type mapping: the shape of its HGETALL replies */
@@ -66,9 +71,14 @@ export function hashReads(
       if (!hk.isHot(key)) return sendPlain(self, argv, options);
     }
     const mapping = typeMappingOf(self, options);
-    if (mapping === UNKNOWN) return undefined; // (a known one leaves bulk strings plain: the hook checked)
-    if (name === 'hget') return reads.read(self, send, commandOf(argv, options), 'hget');
-    if (name === 'hmget') return fieldsOf(self, argv, options, fields as string[]);
+    if (mapping === UNKNOWN) return undefined;
+    const inBuffers = buffersFor(mapping);
+    if (name === 'hget')
+      return inBuffers
+        ? buffers.hot(self, argv, options, 'hget')
+        : reads.read(self, send, commandOf(argv, options), 'hget');
+    if (name === 'hmget') return fieldsOf(self, argv, options, fields as string[], inBuffers);
+    if (inBuffers) return undefined; // HGETALL in Buffers: Redis answers (buffer-reads.ts)
     const mapType = mapping?.[MAP];
     if (mapType !== undefined && mapType !== Map && mapType !== Array) return undefined;
     const shape = shapes.get(self._self ?? self)?.get(mapType);
@@ -88,19 +98,23 @@ export function hashReads(
     return reads.read(self, send, command, 'hgetall');
   }
 
-  /** HMGET of a hot hash: the hash read whole through the hot path (one load), the fields picked from it. */
+  /**
+   * HMGET of a hot hash: the hash read whole through the hot path (one load), the fields picked
+   * from it (as Buffers with `inBuffers`, when the cache can give them exactly).
+   */
   function fieldsOf(
     self: NodeRedisClient,
     argv: readonly unknown[],
     options: CommandOptions | undefined,
     fields: string[],
+    inBuffers: boolean,
   ) {
-    const whole = commandOf(['HGETALL', argv[1]], ownOptions(options));
+    const whole = commandOf(['HGETALL', argv[1]], withoutTypeMapping(options));
     reads.read(self, send, whole, 'hgetall');
     return whole.promise.then(
       (reply) => {
         const hash = hashOf(reply);
-        const picked = hash === undefined ? undefined : pickFields(hash, fields);
+        const picked = hash === undefined ? undefined : pickFields(hash, fields, inBuffers ? asBytes : undefined);
         return picked ?? sendPlain(self, argv, options); // not a hash of strings: Redis answers
       },
       () => sendPlain(self, argv, options), // the load failed: this read tries itself
@@ -108,9 +122,4 @@ export function hashReads(
   }
 
   return { read };
-}
-
-/** our own HGETALL keeps the caller's options but never its type mapping: the core reads plain replies */
-function ownOptions(options: CommandOptions | undefined): CommandOptions | undefined {
-  return options === undefined ? undefined : { ...options, typeMapping: undefined };
 }

@@ -5,6 +5,7 @@
  * options, v6's the proxy's (`this._commandOptions`): they differ only for a `withTypeMapping` /
  * `withCommandOptions` proxy's own `sendCommand` call without options, and there the mapping is
  * UNKNOWN (nothing is answered locally: the cache cannot know which shape the caller expects).
+ * A known mapping is served: strings as the cache holds them, Buffers through buffer-reads.ts.
  */
 import type { CommandOptions, NodeRedisClient } from './context.ts';
 
@@ -24,7 +25,10 @@ export function typeMappingOf(self: NodeRedisClient, options: CommandOptions | u
   return (own === base ? own : UNKNOWN) as Mapping;
 }
 
-/** a known type mapping that leaves bulk strings plain (the cache holds plain replies) */
-export function plainStrings(mapping: Mapping): boolean {
-  return mapping !== UNKNOWN && (mapping === undefined || mapping[BLOB_STRING] === undefined);
+/**
+ * Whether a known type mapping decodes bulk strings as Buffers: node-redis's decoder gives a
+ * Buffer for `BLOB_STRING: Buffer` alone, and the string of the bytes for any other entry (or none).
+ */
+export function buffersFor(mapping: Mapping): boolean {
+  return mapping !== UNKNOWN && mapping !== undefined && mapping[BLOB_STRING] === Buffer;
 }

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { hashOf, inReplyOrder, pickFields } from './hash-replies.ts';
+import { flatHash, hashOf, inReplyOrder, pickFields } from './hash-replies.ts';
 
 test('every HGETALL reply shape gives one cached form: a frozen own copy, in reply order', () => {
   const expected = { b: '2', a: '1' };
@@ -53,6 +53,20 @@ test('fields picked from a cached hash: null for a missing one, undefined when o
     pickFields(hash, ['a', 'b'], (v) => (v === '2' ? undefined : v)),
     undefined,
   );
+});
+
+test("a cached hash as Redis's flat reply: every field, __proto__ included; undefined when a value cannot be given", () => {
+  const hash = hashOf(['__proto__', 'p', 'x', 'y'])!;
+  assert.equal(flatHash(hash), ['__proto__', 'p', 'x', 'y']);
+  assert.equal(
+    flatHash(hash, (v) => `<${String(v)}>`),
+    ['__proto__', '<p>', 'x', '<y>'],
+  );
+  assert.is(
+    flatHash(hash, (v) => (v === 'y' ? undefined : v)),
+    undefined,
+  );
+  assert.equal(flatHash(hashOf([])!), []);
 });
 
 test('reply order is kept unless a field name is an array index (an object lists those first)', () => {

@@ -58,6 +58,22 @@ export function pickFields(
   return picked;
 }
 
+/**
+ * The hash as RESP2's HGETALL reply, a flat `[field, value, …]` (each value through `as`), for a
+ * client that builds its reply object itself: handed to it as Redis's reply would be, the object
+ * is the client's own, whatever the field names (`__proto__`, a name an `Object.prototype`
+ * property holds read-only). Undefined when `as` cannot give a value exactly.
+ */
+export function flatHash(hash: CachedHash, as: (value: unknown) => unknown = (value) => value): unknown[] | undefined {
+  const flat: unknown[] = [];
+  for (const field of Object.keys(hash)) {
+    const value = as(hash[field]);
+    if (value === undefined) return undefined;
+    flat.push(field, value);
+  }
+  return flat;
+}
+
 /** an ECMAScript array index (0 … 2³² − 2): an object lists such keys first, in numeric order */
 function isArrayIndex(field: string): boolean {
   return /^(?:0|[1-9]\d{0,9})$/.test(field) && Number(field) < 4294967295;

@@ -30,6 +30,13 @@ import { UNTRACKED, type NodeTracker, type Tracking, type TrackingSession } from
 
 /** keys with a cold read in flight remembered at most per adapter; past it, a read is not judged concurrent */
 const MAX_IN_FLIGHT = 4096;
+/**
+ * Marks a cold read counted in its key's in-flight count until answered. A symbol property, as
+ * `dispatched` (command.ts): one map transition shared by every command, cheaper than a set of
+ * commands (an identity hash per command).
+ */
+const IN_FLIGHT: unique symbol = Symbol('hotkey.inFlight');
+type Counted = { [IN_FLIGHT]?: boolean };
 
 /** Replica keys (replicas.ts), as the read path uses them: GETs of a hot key spread over its copies. */
 export interface ReplicaReads {
@@ -80,7 +87,7 @@ export interface HotReadContext<C extends object = object> {
   watchLoad(command: Cmd): void;
   /**
    * a cached hash as the reply `command` (an HGETALL) expects; undefined: the cache cannot give
-   * that shape exactly and Redis answers. Absent: the cached object itself is the reply (ioredis).
+   * that shape exactly and Redis answers. Absent: the cached object itself is the reply.
    */
   hashReply?(command: Cmd, hash: CachedHash): unknown;
   /** the object whose commands share one connection order (a client under its proxies) @default the client */
@@ -146,23 +153,34 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
 
   /**
    * cold reads sent and not answered yet, per key: a read of a key in it is concurrent with one
-   * (client/surge-local.ts judges the key surging); `sentCold`, those reads
+   * (client/surge-local.ts judges the key surging); each of those reads carries IN_FLIGHT
    */
   const inFlight = new Map<string, number>();
-  const sentCold = new Set<Cmd>();
   /**
-   * A cold read of `key` leaves the in-flight count once answered. Attached before the caller
-   * gets the command's promise: the caller's next read, on the reply, must not count it as unanswered.
+   * A cold read of `key` leaves the in-flight count once answered: its settling functions are
+   * wrapped (whoever answers it calls them: the adapter's send, a held read's shared reply), so
+   * the count drops as the reply is handed over, before anything awaiting it resumes — the
+   * caller's next read, on the reply, must not count it as unanswered — at the price of two
+   * closures, no promise of ours.
    */
   function watchCold(command: Cmd, key: string): void {
+    const { resolve, reject } = command;
     const answered = () => {
       if (watches) hk.readAnswered(key, command.promise);
-      if (!sentCold.delete(command)) return;
+      if ((command as Counted)[IN_FLIGHT] !== true) return;
+      (command as Counted)[IN_FLIGHT] = false;
       const left = inFlight.get(key)! - 1;
       if (left === 0) inFlight.delete(key);
       else inFlight.set(key, left);
     };
-    command.promise.then(answered, answered);
+    command.resolve = (value) => {
+      answered();
+      return resolve(value);
+    };
+    command.reject = (error) => {
+      answered();
+      reject(error);
+    };
   }
   /**
    * Sends a cold read of `key` (watched by watchCold), counted in flight until it is answered. A
@@ -173,7 +191,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     const n = inFlight.get(key);
     if (n !== undefined || inFlight.size < MAX_IN_FLIGHT) {
       inFlight.set(key, (n ?? 0) + 1);
-      sentCold.add(command);
+      (command as Counted)[IN_FLIGHT] = true;
     }
     if (get && watches) {
       const vouch = tracking!.watching(key);

@@ -7,6 +7,14 @@
  * points at `sub`'s current id. It ends — and every value loaded under it is dropped
  * (`hk.dropLocal`) — when any connection closes, when they stop answering the heartbeat PING for
  * `deadMs`, and on a flush (an invalidation with a null key list).
+ *
+ * The heartbeat runs once the session vouched for a load (a value cached under it may be served
+ * while an invalidation it cannot hear is due): a session nothing was loaded under has nothing
+ * to drop, and its connections stay quiet (a client that only read cold keys pings no one). Its
+ * first load starts it with `deadMs` of credit, so a write made after a load is unheard for at
+ * most `deadMs` + `pingMs`, as with a heartbeat that ran all along. With `watch`, it runs from the
+ * start: a cold read's reply kept under the session may answer a load later. A connection that gives up
+ * reconnecting ('end') closes the tracker: tracking makes a new one when the node is wanted again.
  */
 import type { HotKeyClient } from '../client/client.ts';
 import { keyName } from './identity.ts';
@@ -40,11 +48,14 @@ export class NodeTracker {
   readonly #options: ResolvedTrackingOptions;
   readonly #onKey: (key: string) => void;
   readonly #onEnd: (session: TrackingSession) => void;
+  readonly #onClose: () => void;
   /** the sub connection's CLIENT ID once it is subscribed, per connection incarnation */
   #subscribed: Promise<number> | undefined;
   /** bumped by every loss and every (re)establishment: a stale establishment never goes live */
   #attempt = 0;
   #answeredAt = performance.now();
+  /** the heartbeat is on: the session vouched for a load, or broadcast tracking keeps replies */
+  #beating: boolean;
   readonly #timer: NodeJS.Timeout;
   #closed = false;
   /** a session went live once: the connections made on first use are up */
@@ -60,19 +71,25 @@ export class NodeTracker {
     options: ResolvedTrackingOptions,
     onKey: (key: string) => void = () => {},
     onEnd: (session: TrackingSession) => void = () => {},
+    onClose: () => void = () => {},
   ) {
     const { reader, sub, watch } = connections;
     this.nodeKey = nodeKey;
     this.#onKey = onKey;
     this.#onEnd = onEnd;
+    this.#onClose = onClose;
     this.#reader = reader;
     this.#sub = sub;
     this.#watch = watch;
     this.#connections = watch === undefined ? [reader, sub] : [reader, sub, watch];
+    this.#beating = watch !== undefined;
     this.#hk = hk;
     this.#options = options;
     const fault = (err: Error) => options.onError(err);
-    for (const c of this.#connections) c.on('error', fault);
+    for (const c of this.#connections) {
+      c.on('error', fault);
+      c.on('end', () => this.close());
+    }
     reader.on('close', () => this.#lose());
     watch?.on('close', () => this.#lose());
     sub.on('close', () => {
@@ -121,6 +138,7 @@ export class NodeTracker {
       const read = reply === undefined ? undefined : await this.#fromReply(reply, key, db, session);
       if (read !== undefined) return read;
     }
+    this.#vouching();
     const replies = await this.#exec(db, [
       ['client', 'caching', 'yes'],
       [kind, key],
@@ -150,6 +168,13 @@ export class NodeTracker {
     return { value, pttl, session };
   }
 
+  /** The session is about to vouch for a load: the heartbeat runs from now, with `deadMs` of credit. */
+  #vouching(): void {
+    if (this.#beating) return;
+    this.#beating = true;
+    this.#answeredAt = performance.now();
+  }
+
   /**
    * `commands` in one MULTI on the reader, after a SELECT of `db` (a standalone node): their
    * replies, or a rejection when any failed or the transaction was discarded
@@ -162,12 +187,14 @@ export class NodeTracker {
     return db === undefined ? replies : replies.slice(1);
   }
 
+  /** Ends the session for good and closes the connections; `onClose` hears it (once). */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#timer);
     this.#lose();
     for (const c of this.#connections) c.disconnect();
+    this.#onClose();
   }
 
   #ready(): boolean {
@@ -232,6 +259,7 @@ export class NodeTracker {
     const old = this.session;
     if (!old.live) return;
     old.live = false;
+    this.#beating = this.#watch !== undefined; // nothing is vouched for now
     this.session = { live: false };
     this.#hk.dropLocal((_key, value) => (value as { session?: unknown } | null)?.session === old);
     this.#onEnd(old);
@@ -264,6 +292,7 @@ export class NodeTracker {
       if (!this.#closed && this.#ready()) void this.#establish();
       return;
     }
+    if (!this.#beating) return;
     if (performance.now() - this.#answeredAt > this.#options.deadMs) {
       this.#options.onError(
         new Error(`tracking connections of ${this.nodeKey} silent for ${this.#options.deadMs} ms: reconnecting`),

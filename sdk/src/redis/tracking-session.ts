@@ -104,14 +104,14 @@ function describe(v: unknown): string {
 }
 
 /**
- * A connection of our own to one node (RESP2, no key prefix, no offline queue), as tracking
- * drives it. An ioredis `Redis` is one as it is; another adapter hands one over its client's
- * connections. Events: 'ready', 'close', 'error', and 'messageBuffer' (channel and payload of a
+ * A connection of our own to one node (no key prefix, no offline queue), as tracking drives it;
+ * each adapter makes its own over its client's connections. Events: 'ready', 'close', 'end' (it
+ * gave up reconnecting: none comes again), 'error', and 'messageBuffer' (channel and payload of a
  * message on a subscribed channel; the payload is the array of keys, or null for a flush).
  */
 export interface TrackingConnection {
   readonly status: string;
-  on(event: 'ready' | 'close', listener: () => void): unknown;
+  on(event: 'ready' | 'close' | 'end', listener: () => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
   on(event: 'messageBuffer', listener: (channel: Buffer, payload: unknown) => void): unknown;
   /** `CLIENT ID` (a number) or `CLIENT TRACKING …` */

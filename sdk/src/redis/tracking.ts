@@ -5,7 +5,7 @@
  *
  * Design, per Redis node a hot key lives on (one for a standalone server, one per master a hot
  * key was read from for a Cluster), two connections of our own (node-tracker.ts), made with the
- * wrapped client's options (auth, TLS, sentinels) and `protocol: 2`:
+ * wrapped client's options (auth, TLS, sentinels):
  * - `sub` asks its `CLIENT ID`, then SUBSCRIBEs to `__redis__:invalidate`. RESP2 on purpose:
  *   a RESP3 redirect target gets `invalidate` push frames, which ioredis 6 drops.
  * - `reader` runs `CLIENT TRACKING on REDIRECT <sub id> OPTIN`: Redis remembers only the keys it
@@ -35,7 +35,9 @@
  * sees what a plain client makes. A hot load whose node's connections are still being made (the
  * first reads after they were opened, a few ms) waits for them, until at most `TRACKING_WAIT_MS`
  * after they were opened (concurrent reads share that one load); not up by then, it is read
- * through the user's client and not cached.
+ * through the user's client and not cached. Connections an adapter gave up on (an ioredis
+ * client that cannot reach the node: own-connection.ts) are made again the same way, at the
+ * client's next read once it is ready.
  *
  * Each node's live state is a `TrackingSession`; a value loaded under a session is served from
  * the local cache only while that session lives (the wrapper checks it on every cached read). A
@@ -205,7 +207,22 @@ export class Tracking {
           this.close();
         });
       }
-      node = new NodeTracker(nodeKey, { reader, sub, watch }, this.#hk, this.#options, this.#onKey, this.#onEnd);
+      const made: NodeTracker = new NodeTracker(
+        nodeKey,
+        { reader, sub, watch },
+        this.#hk,
+        this.#options,
+        this.#onKey,
+        this.#onEnd,
+        // a connection gave up (its client could not reach the node): the client's next read
+        // makes new ones, as its first did (with prefixes, its next 'ready')
+        () => {
+          if (this.#nodes.get(nodeKey) !== made) return;
+          this.#nodes.delete(nodeKey);
+          this.#reading = this.watches;
+        },
+      );
+      node = made;
       this.#nodes.set(nodeKey, node);
     }
     return node;

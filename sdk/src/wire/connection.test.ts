@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createServer } from 'node:net';
+import { createServer, Socket, type Socket as NetSocket } from 'node:net';
 import { once } from 'node:events';
 import { HubConnection, type ConnectionHandler } from './connection.ts';
 import { HotKeyError } from '../errors.ts';
@@ -52,6 +52,47 @@ test('reconnect delays: capped exponential with full jitter, never under the flo
   assert.equal(low.delays.slice(0, 3), [2, 2, 2]);
 });
 
+test('a hub that never completes the opening handshake: timed out by a timer of ours, no socket timeout set', async () => {
+  const held = new Set<NetSocket>();
+  const server = createServer((s) => held.add(s.on('error', () => {}))); // accepts TCP, never answers the upgrade
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as { port: number }).port;
+  // what a test double of net.Socket in the application's process would see (sinon stubs setTimeout)
+  const timeouts: number[] = [];
+  const setTimeoutOf = Socket.prototype.setTimeout;
+  Socket.prototype.setTimeout = function (this: NetSocket, ms: number, ...rest: unknown[]) {
+    if (ms > 0) timeouts.push(ms);
+    return (setTimeoutOf as (...a: unknown[]) => NetSocket).call(this, ms, ...rest);
+  } as typeof setTimeoutOf;
+  const r = recorder();
+  const conn = new HubConnection(
+    {
+      url: `ws://127.0.0.1:${port}`,
+      hello,
+      livenessTimeoutMs: 60,
+      pingIntervalMs: 20,
+      backoffMinMs: 1000,
+      backoffMaxMs: 1000,
+    },
+    r.handler,
+  );
+  try {
+    conn.start();
+    await waitFor('the handshake timed out', () => r.delays.length > 0, 3000);
+    assert.equal(
+      r.errors.map((e) => [(e as HotKeyError).code, e.message]),
+      [['HK_ERR_TIMEOUT', `no connection to ws://127.0.0.1:${port} within 80 ms`]],
+    );
+    assert.equal(timeouts, []);
+  } finally {
+    Socket.prototype.setTimeout = setTimeoutOf;
+    conn.close();
+    for (const s of held) s.destroy();
+    server.close();
+  }
+});
+
 test('an unreadable frame from the hub: error reported, socket dropped, reconnect and welcome again', async () => {
   const peer = await new ProtocolPeer({ id: 'hub-a', snapshot: false }).listen();
   const r = recorder();
@@ -85,6 +126,51 @@ test('send before welcome is refused; close is final', async () => {
   conn.start(); // no effect
   assert.is(conn.state, 'closed');
   await peer.close();
+});
+
+test('heartbeats: no ping while frames arrive within the period; a quiet connection pings rarely and allows more silence; a request ends quiet', async () => {
+  const peer = await new ProtocolPeer({ id: 'hub-a' }).listen();
+  const r = recorder();
+  const socket = peer.nextSocket();
+  const conn = new HubConnection(
+    { url: peer.url, hello, pingIntervalMs: 40, quietPingIntervalMs: 400, livenessTimeoutMs: 120, backoffMinMs: 5000 },
+    r.handler,
+  );
+  conn.start();
+  try {
+    const sock = await socket;
+    let pings = 0;
+    sock.ws.on('ping', () => pings++);
+    await waitFor('welcomed', () => r.log.includes('welcome hub-a'));
+    // a frame every 15 ms, more often than the 40 ms period: the frames prove the hub alive
+    const chatter = setInterval(() => sock.send({ t: MsgType.Config, rules: [], local: [], instances: 1 }), 15);
+    await new Promise((res) => setTimeout(res, 200));
+    clearInterval(chatter);
+    assert.is(pings, 0, 'no ping while the hub is heard');
+    await waitFor('a ping once the hub went silent', () => pings > 0, 1000);
+
+    // quiet: a hub that stops answering (pongs included) is not dropped after the 120 ms liveness
+    conn.setQuiet(true);
+    await new Promise((res) => setTimeout(res, 60)); // the pong of the last ping lands
+    const before = pings;
+    (sock.ws as unknown as { _socket: { pause(): void } })._socket.pause();
+    await new Promise((res) => setTimeout(res, 250));
+    assert.not.ok(
+      r.log.some((l) => l.startsWith('down')),
+      'quiet: silence up to 400 + 120 ms is allowed',
+    );
+    assert.is(pings, before, 'and no ping within the quiet period');
+    // a request that wants an answer ends quiet: the hub must be heard within the liveness timeout
+    conn.send({ t: MsgType.Lease, id: 1 });
+    await waitFor(
+      'dropped once the hub stayed silent 120 ms after the request',
+      () => r.log.some((l) => l.startsWith('down')),
+      1000,
+    );
+  } finally {
+    conn.close();
+    await peer.close();
+  }
 });
 
 test.run();

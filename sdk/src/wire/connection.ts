@@ -41,8 +41,10 @@ export interface ConnectionHandler {
 export interface HubConnectionOptions {
   url: string;
   hello: Hello;
-  /** ping period while connected @default DEFAULT_CLIENT_OPTIONS.pingIntervalMs (1000) */
+  /** ping period while connected and not quiet @default DEFAULT_CLIENT_OPTIONS.pingIntervalMs (1000) */
   pingIntervalMs?: number;
+  /** ping period while quiet (`setQuiet`) @default DEFAULT_CLIENT_OPTIONS.quietPingIntervalMs (15000) */
+  quietPingIntervalMs?: number;
   /** a hub silent (no pong, no frame) this long is dead: the socket is dropped @default DEFAULT_CLIENT_OPTIONS.livenessTimeoutMs (2000) */
   livenessTimeoutMs?: number;
   /** first reconnect delay cap @default DEFAULT_CLIENT_OPTIONS.reconnectMinMs (100) */
@@ -73,6 +75,9 @@ export function tlsError(url: string, err: Error & { code?: string }): Error {
 
 export type ConnectionState = 'idle' | 'connecting' | 'handshake' | 'open' | 'waiting' | 'closed';
 
+/** client → hub messages the hub answers (Ack, Grant, Snapshot): sending one ends a quiet spell */
+const ANSWERED: ReadonlySet<number> = new Set([MsgType.InvalidateRequest, MsgType.Lease, MsgType.Resync]);
+
 const FATAL_CODE_ERRORS: Record<number, ErrorCode> = {
   [CloseCode.Version]: ErrorCode.Version,
   [CloseCode.UnknownApp]: ErrorCode.UnknownApp,
@@ -91,7 +96,10 @@ export class HubConnection {
   /** a close code this side decided on (a Welcome of a version it does not speak), whatever the hub echoes */
   #refused: number | undefined;
   readonly #pingIntervalMs: number;
+  readonly #quietPingIntervalMs: number;
   readonly #livenessTimeoutMs: number;
+  /** the client wants nothing of this hub now (setQuiet): pings are rarer and silence longer */
+  #quiet = false;
   readonly #backoffMinMs: number;
   readonly #backoffMaxMs: number;
   readonly #welcomeTimeoutMs: number;
@@ -105,6 +113,7 @@ export class HubConnection {
   #pingTimer: NodeJS.Timeout | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #welcomeTimer: NodeJS.Timeout | undefined;
+  #openTimer: NodeJS.Timeout | undefined;
   /** the hub's Error frame, if any, explains the close that follows it */
   #lastHubError: { code: string; message: string } | undefined;
 
@@ -114,6 +123,7 @@ export class HubConnection {
     this.#handler = handler;
     const d = DEFAULT_CLIENT_OPTIONS;
     this.#pingIntervalMs = options.pingIntervalMs ?? d.pingIntervalMs;
+    this.#quietPingIntervalMs = options.quietPingIntervalMs ?? d.quietPingIntervalMs;
     this.#livenessTimeoutMs = options.livenessTimeoutMs ?? d.livenessTimeoutMs;
     this.#backoffMinMs = options.backoffMinMs ?? d.reconnectMinMs;
     this.#backoffMaxMs = options.backoffMaxMs ?? d.reconnectMaxMs;
@@ -135,9 +145,31 @@ export class HubConnection {
     this.#open();
   }
 
-  /** Sends a frame if the hub is welcomed; false when not sent. */
+  /** Sends a frame if the hub is welcomed; false when not sent. A request that wants an answer ends quiet. */
   send(message: ClientMessage): boolean {
+    if (this.#quiet && ANSWERED.has(message.t)) this.setQuiet(false);
     return this.sendBytes(encode(message));
+  }
+
+  /**
+   * Heartbeats folded into the traffic the client needs (docs/internals/holders.md §10): while
+   * `quiet` — the client holds nothing this hub vouches for, asks nothing of it and waits for no
+   * answer — it pings every `quietPingIntervalMs` and allows that much more silence, so an idle
+   * instance costs its hub a ping now and then, not one a second. Ending quiet (a request that
+   * wants an answer, or the client's tick) restarts the clock: the hub must be heard within
+   * `livenessTimeoutMs` from then, and a ping goes now.
+   */
+  setQuiet(quiet: boolean): void {
+    if (quiet === this.#quiet) return;
+    this.#quiet = quiet;
+    if (quiet) return;
+    const now = performance.now();
+    this.#lastSeen = now;
+    const ws = this.#ws;
+    if (this.state === 'open' && ws !== undefined && ws.readyState === WebSocket.OPEN) {
+      this.#lastPing = now;
+      ws.ping();
+    }
   }
 
   sendBytes(bytes: Uint8Array): boolean {
@@ -184,11 +216,13 @@ export class HubConnection {
     this.#refused = undefined;
     let ws: WebSocket;
     try {
+      // no `handshakeTimeout`: ws would set it on the socket (socket.setTimeout), where test
+      // doubles of net.Socket in the application's process take the reconnects of a hub link for
+      // their own sockets; the deadline is a timer of ours (below)
       ws = new WebSocket(this.url, {
         ...this.#tls,
         perMessageDeflate: false,
         maxPayload: 4 * MAX_FRAME_BYTES,
-        handshakeTimeout: this.#livenessTimeoutMs + this.#pingIntervalMs,
       });
     } catch (err) {
       // a malformed URL: nothing will ever connect
@@ -201,19 +235,37 @@ export class HubConnection {
     }
     this.#ws = ws;
     ws.binaryType = 'nodebuffer';
+    const openingMs = this.#livenessTimeoutMs + this.#pingIntervalMs;
+    let timedOut = false;
+    this.#openTimer = setTimeout(() => {
+      this.#openTimer = undefined;
+      if (this.#ws !== ws || ws.readyState !== WebSocket.CONNECTING) return;
+      timedOut = true; // the error ws reports for the abort is this one
+      this.#handler.error(
+        this,
+        new HotKeyError(ErrorCode.Timeout, `no connection to ${this.url} within ${openingMs} ms`),
+      );
+      ws.terminate();
+    }, openingMs);
     ws.on('open', () => this.#onOpen(ws));
     ws.on('message', (data, isBinary) => this.#onMessage(ws, data as Buffer, isBinary));
     ws.on('pong', () => {
       this.#lastSeen = performance.now();
     });
+    // the hub's own ping (every 15 s) proves it alive as well as a pong would
+    ws.on('ping', () => {
+      this.#lastSeen = performance.now();
+    });
     ws.on('error', (err) => {
-      if (this.#ws === ws) this.#handler.error(this, tlsError(this.url, err));
+      if (this.#ws === ws && !timedOut) this.#handler.error(this, tlsError(this.url, err));
     });
     ws.on('close', (code, reason) => this.#onClose(ws, code, reason.toString()));
   }
 
   #onOpen(ws: WebSocket): void {
     if (this.#ws !== ws) return;
+    clearTimeout(this.#openTimer);
+    this.#openTimer = undefined;
     this.state = 'handshake';
     this.#lastSeen = performance.now();
     ws.send(encode(this.#hello), { binary: true });
@@ -234,20 +286,20 @@ export class HubConnection {
 
   #checkLiveness(ws: WebSocket): void {
     if (this.#ws !== ws) return;
-    if (performance.now() - this.#lastSeen > this.#livenessTimeoutMs) {
+    const period = this.#quiet ? this.#quietPingIntervalMs : this.#pingIntervalMs;
+    const silence = performance.now() - this.#lastSeen;
+    if (silence > (this.#quiet ? period : 0) + this.#livenessTimeoutMs) {
       this.#handler.error(
         this,
-        new HotKeyError(
-          ErrorCode.Timeout,
-          `hub ${this.hubId ?? this.url} silent for over ${this.#livenessTimeoutMs} ms`,
-        ),
+        new HotKeyError(ErrorCode.Timeout, `hub ${this.hubId ?? this.url} silent for over ${Math.floor(silence)} ms`),
       );
       // a dead peer never completes a closing handshake: cut the socket now
       ws.terminate();
       return;
     }
+    // a frame heard within the period (a Grant, a broadcast) proves the hub alive: no ping then
     const now = performance.now();
-    if (now - this.#lastPing >= this.#pingIntervalMs && ws.readyState === WebSocket.OPEN) {
+    if (now - this.#lastPing >= period && silence >= period && ws.readyState === WebSocket.OPEN) {
       this.#lastPing = now;
       ws.ping();
     }
@@ -335,8 +387,10 @@ export class HubConnection {
     clearInterval(this.#pingTimer);
     clearTimeout(this.#retryTimer);
     clearTimeout(this.#welcomeTimer);
+    clearTimeout(this.#openTimer);
     this.#pingTimer = undefined;
     this.#retryTimer = undefined;
     this.#welcomeTimer = undefined;
+    this.#openTimer = undefined;
   }
 }

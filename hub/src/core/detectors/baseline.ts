@@ -4,7 +4,12 @@
  *
  * Design: per key, an exponentially weighted mean and variance of its tumbling-window totals
  * (α = 2 / (baselineWindows + 1); the incremental form of Finch, "Incremental calculation of
- * weighted mean and variance", 2009 — the EWMA control chart of Roberts, Technometrics 1959). The
+ * weighted mean and variance", 2009 — the EWMA control chart of Roberts, Technometrics 1959). A
+ * baseline seeded from the key's own windows weighs its k-th window by max(α, 1/k): the plain
+ * mean of its first windows (Welford, Technometrics 1962), the EWMA once k reaches 1/α. Its first
+ * windows are the least sure (an SDK that joined late or reported late, a count the per-instance
+ * threshold hid until it crossed): as the EWMA's seed, a low one would pass for the key's normal
+ * for some 1/α windows, and the key's steady rate would then look like a jump. The
  * promotion level, in accesses per window, is
  *
  *     max(floor, min(mean × factor, mean + sigma × σ))        (the sigma branch only when sigma > 0)
@@ -20,9 +25,9 @@
  * was, by the report guarantee, below `reportFraction × floor` cluster-wide in every earlier
  * window; its baseline starts there (mean = variance = that bound). That bound is only sound when
  * this hub has been watching: for `baselineWindows` windows after the detector starts (hub start,
- * rule change, ownership change) a new key is not judged until three whole windows of it were
- * seen: the first seeds its baseline, the next two refine it. Windows without reports count as
- * zero.
+ * rule change, ownership change; a restart never shortens a warm-up under way) a new key is not
+ * judged until three whole windows of it were seen, averaged as above. Windows without reports
+ * count as zero.
  *
  * Pure: no timers; time comes in as `now` (ms).
  */
@@ -39,6 +44,8 @@ interface Baseline {
   seeded: boolean;
   /** windows folded into the baseline (judged from SEED_WINDOWS on) */
   seen: number;
+  /** windows the mean is made of, for the weight of the next one (max(α, 1/k)); Infinity for a prior */
+  samples: number;
   /** the accumulator covers only part of window `gen` (first seen mid-window during warm-up) */
   partial: boolean;
   level: number;
@@ -86,9 +93,9 @@ export class BaselineDetector {
     return this.#keys.size;
   }
 
-  /** Starts a new warm-up (this hub now owns keys it has not watched). */
+  /** Starts a new warm-up (this hub now owns keys it has not watched); one under way ends no sooner. */
   restartWarmup(now: number): void {
-    this.#warmUntilGen = Math.floor(now / this.#windowMs) + this.#warmupWindows;
+    this.#warmUntilGen = Math.max(this.#warmUntilGen, Math.floor(now / this.#windowMs) + this.#warmupWindows);
   }
 
   /**
@@ -136,6 +143,8 @@ export class BaselineDetector {
       acc: 0,
       seeded: !warming,
       seen: warming ? 0 : SEED_WINDOWS,
+      // the prior is a bound the report guarantee gives, not one window's count: folds weigh α from the start
+      samples: warming ? 0 : Infinity,
       partial: warming && now - gen * this.#windowMs > 0,
       level: Infinity,
     };
@@ -153,6 +162,7 @@ export class BaselineDetector {
           b.variance = b.acc;
           b.seeded = true;
           b.seen = 1;
+          b.samples = 1;
         }
         b.partial = false;
       } else {
@@ -167,10 +177,12 @@ export class BaselineDetector {
   }
 
   #fold(b: Baseline, x: number): void {
+    b.samples++;
+    const alpha = Math.max(this.#alpha, 1 / b.samples);
     const diff = x - b.mean;
-    const incr = this.#alpha * diff;
+    const incr = alpha * diff;
     b.mean += incr;
-    b.variance = (1 - this.#alpha) * (b.variance + diff * incr);
+    b.variance = (1 - alpha) * (b.variance + diff * incr);
   }
 
   #levelOf(b: Baseline): number {
