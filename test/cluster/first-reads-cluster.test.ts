@@ -263,6 +263,9 @@ test('a slot moved to a master that joined after the client was ready (no broadc
     // nothing told us: the kept read is still there, and the client's map still names the old master
     assert.is(hk.stats().recentReads, kept0.get(adapter)! + 1, `${adapter}: the kept read is still held`);
     assert.is(c.ownerOf(keySlot(k)), from, `${adapter}: the client's slot map is stale`);
+    // the slot moves left the instance idle for seconds: its lease lapsed (renewed only while it
+    // reads), and a key surges locally only under a current one
+    await leaseApplied(hk, 5000, `lease-again-${adapter}`);
     // so the surge's load runs on the old master's tracker, whose PTTL is refused with MOVED
     const gets0 = await redisGets();
     for (const v of await burst(c, k, 50)) assert.is(v, 'late', `${adapter}: the value written on the new master`);

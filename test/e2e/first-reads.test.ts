@@ -191,6 +191,31 @@ test('an invalidation another instance had acked after the first read: the surge
   }
 });
 
+test('prefixes open the watch connections at ready; without them there is none and nothing is kept', async () => {
+  const before = await clientsNamed('hotkey-watch');
+  const prefixes = async () => Number(/tracking_total_prefixes:(\d+)/.exec(await plain.info('stats'))?.[1]);
+  const prefixes0 = await prefixes();
+  const [hk] = await e2e.sdks(1);
+  const io = withHotKeys(new Redis(server.url), hk!);
+  opened.push(io);
+  await io.ping();
+  await io.set('flash:none', 'n');
+  assert.is(await io.get('flash:none'), 'n');
+  assert.is(hk!.stats().recentReads, 0);
+  assert.is(await clientsNamed('hotkey-watch'), before, 'no watch connection without prefixes');
+  const watched = withHotKeys(new Redis(server.url), hk!, { tracking: { prefixes: ['a:', 'a:b:', 'c:'] } });
+  opened.push(watched);
+  await waitFor(
+    'a watch connection before any read',
+    async () => (await clientsNamed('hotkey-watch')) === before + 1,
+    5000,
+  );
+  // its broadcast covers a: and c: (a:b: inside a:, dropped: Redis would refuse the overlap)
+  await waitFor('two prefixes more tracked', async () => (await prefixes()) === prefixes0 + 2, 5000);
+});
+
+// Runs after every test that counts connections: its CLIENT KILL makes every earlier instance's
+// watch connections reconnect, which would race a later count of them.
 test('the broadcast connection lost after the first read: its reply answers no load', async () => {
   await plain.set('flash:lost-ioredis', 'x');
   const i = await instance();
@@ -217,29 +242,6 @@ test('the broadcast connection lost after the first read: its reply answers no l
   for (const v of await burst(c, key, 50)) assert.is(v, 'y', 'the value written while the connections were down');
   assert.ok(i.hk.isHot(key));
   assert.is(i.hk.stats().recentReadsUsed - used0, 0, 'the read kept from before the loss answered no load');
-});
-
-test('prefixes open the watch connections at ready; without them there is none and nothing is kept', async () => {
-  const before = await clientsNamed('hotkey-watch');
-  const prefixes = async () => Number(/tracking_total_prefixes:(\d+)/.exec(await plain.info('stats'))?.[1]);
-  const prefixes0 = await prefixes();
-  const [hk] = await e2e.sdks(1);
-  const io = withHotKeys(new Redis(server.url), hk!);
-  opened.push(io);
-  await io.ping();
-  await io.set('flash:none', 'n');
-  assert.is(await io.get('flash:none'), 'n');
-  assert.is(hk!.stats().recentReads, 0);
-  assert.is(await clientsNamed('hotkey-watch'), before, 'no watch connection without prefixes');
-  const watched = withHotKeys(new Redis(server.url), hk!, { tracking: { prefixes: ['a:', 'a:b:', 'c:'] } });
-  opened.push(watched);
-  await waitFor(
-    'a watch connection before any read',
-    async () => (await clientsNamed('hotkey-watch')) === before + 1,
-    5000,
-  );
-  // its broadcast covers a: and c: (a:b: inside a:, dropped: Redis would refuse the overlap)
-  await waitFor('two prefixes more tracked', async () => (await prefixes()) === prefixes0 + 2, 5000);
 });
 
 test('bad prefixes are refused at wrapping with a TypeError naming the field', () => {

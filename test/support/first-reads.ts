@@ -9,13 +9,17 @@ import { waitFor } from './wait.ts';
 
 export type Reader = { get(key: string): Promise<unknown> };
 
-/** Resolves once `hk` holds a current lease of the owner hub of a probe key (its first Grant applied). */
-export async function leaseApplied(hk: HotKeyClient, timeoutMs = 5000): Promise<void> {
+/**
+ * Resolves once `hk` holds a current lease of the owner hub of a probe key (its first Grant applied).
+ * A fresh `probe` asks again after an idle spell: an instance that read nothing lets its lease lapse,
+ * and a probe made hot under the earlier lease would still answer at once.
+ */
+export async function leaseApplied(hk: HotKeyClient, timeoutMs = 5000, probe = 'lease-probe'): Promise<void> {
   await waitFor(
     'the first lease applied',
     async () => {
-      await Promise.all(Array.from({ length: 5 }, () => hk.get('lease-probe', () => 'p')));
-      return hk.isHot('lease-probe');
+      await Promise.all(Array.from({ length: 5 }, () => hk.get(probe, () => 'p')));
+      return hk.isHot(probe);
     },
     timeoutMs,
   );
