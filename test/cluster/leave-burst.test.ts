@@ -5,14 +5,16 @@
  * half of it, less what the SDKs' pre-filter keeps back): the key is promoted only if the heir gets
  * every count — the window the leaving hub counted (handed over, even when its chunk reaches the
  * heir before the new member list does), the reports sent to it while it leaves (its follow-up
- * rounds), and those the SDKs send the heir once they switched. Each trial's hub comes back on its
- * port before the next one.
+ * rounds), and those the SDKs send the heir once they switched (all of them, the SDKs seeded with
+ * the leaving hub's URL too, as soon as it tells them it left). When the SIGTERM lands late the
+ * owner may promote the key itself; then the heir must hold it hot. Each trial's hub comes back on
+ * its port before the next one.
  *
  * `HOTKEY_LEAVE_TRIALS=20 node test/run.mjs leave-burst` runs the scenario 20 times in one process.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Cluster } from './cluster-harness.ts';
+import { APP, Cluster, httpJson } from './cluster-harness.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
@@ -111,10 +113,20 @@ for (let trial = 0; trial < TRIALS; trial++) {
           `${err.message}\n${victim} (left):\n${handoffLog(victim)}\n${heir} (heir):\n${handoffLog(heir)}`,
         );
       });
-      assert.is(by, heir, `promoted by ${by}`);
-      console.log(
-        `# trial ${trial + 1}: ${victim} left, ${heir} promoted ${key} ${Date.now() - t0} ms after the burst began`,
+      const after = Date.now() - t0;
+      // on a loaded machine the SIGTERM may land late and the owner see the threshold itself
+      // before it goes: then its hot state is what the heir takes over
+      assert.ok(by === heir || by === victim, `promoted by ${by}`);
+      await waitFor(
+        `${heir} holds ${key} hot`,
+        async () => {
+          const { body } = await httpJson(`${cluster.hub(heir).httpUrl}/api/hot?app=${APP}`);
+          return (body.hot as { key: string }[]).some((r) => r.key === key);
+        },
+        5000,
       );
+      await waitFor('every SDK holds the key hot', () => cluster.clients.every((c) => c.isHot(key!)), 5000);
+      console.log(`# trial ${trial + 1}: ${victim} left, ${by} promoted ${key} ${after} ms after the burst began`);
     } finally {
       // back on its port and listed, for the next trial
       await cluster.startMember(victim, port);

@@ -71,6 +71,40 @@ test('cluster: connects to members, one report per hub with the keys it owns', a
   await b.close();
 });
 
+test('a seed hub that leaves the member list owns no key from then on: its keys are reported to the others before its own close', async () => {
+  const rules = [{ ...RULE_DEFAULTS, match: '*', threshold: 5 }];
+  const b = await new ProtocolPeer({ id: 'hub-b', local: [1], rules }).listen();
+  const bSocketP = b.nextSocket();
+  // hub-a is the seed
+  const s = await setup(
+    {},
+    {
+      local: [1],
+      members: (self) => [
+        { id: 'hub-a', url: self },
+        { id: 'hub-b', url: b.url },
+      ],
+    },
+  );
+  b.opts.members = () => [
+    { id: 'hub-a', url: s.peer.url },
+    { id: 'hub-b', url: b.url },
+  ];
+  const bSock = await bSocketP;
+  await waitFor('both hubs welcomed', () => s.hk.hubs().length === 2);
+  const own = new Ownership(['hub-a', 'hub-b']);
+  const keys = Array.from({ length: 40 }, (_, i) => `seed-key:${i}`).filter((k) => own.owner(k) === 'hub-a');
+  // hub-a leaves as a leaving hub does: the list without itself first, its socket closed later
+  s.sock.send({ t: MsgType.Members, epoch: 2, members: [{ id: 'hub-b', url: b.url }] });
+  await waitFor('hub-a dropped', () => s.hk.hubs().length === 1, 3000);
+  assert.equal(s.hk.hubs(), ['hub-b']);
+  for (const k of keys) for (let i = 0; i < 3; i++) s.hk.track(k);
+  const moved = await bSock.next(MsgType.Report);
+  assert.equal([...moved.keys].sort(), [...keys].sort(), "hub-a's keys reported to hub-b");
+  await teardown(s);
+  await b.close();
+});
+
 test('a hub that comes back under a new URL is reached there, whether met as a member or as the seed', async () => {
   for (const xIsSeed of [false, true]) {
     const rules = [

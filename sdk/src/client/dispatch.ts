@@ -37,7 +37,8 @@ export interface DispatchOptions {
   resynced: () => void;
   emit: EmitClientEvent;
   status: (status: ClientStatus) => void;
-  applyMembers: (epoch: number, members: Member[]) => void;
+  /** a member list `from` a hub (the hub of the link it came on) */
+  applyMembers: (epoch: number, members: Member[], from: string) => void;
 }
 
 export class Dispatch {
@@ -140,7 +141,7 @@ export class Dispatch {
         o.config.apply(message.rules, message.local, message.instances);
         return;
       case MsgType.Members:
-        o.applyMembers(message.epoch, message.members);
+        o.applyMembers(message.epoch, message.members, link.hub);
         return;
       case MsgType.Welcome:
       case MsgType.Error:

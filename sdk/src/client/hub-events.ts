@@ -57,7 +57,7 @@ export class HubEvents implements ConnectionHandler {
     }
     o.config.apply(welcome.rules, welcome.local, welcome.instances);
     o.status({ type: 'connect', hub: welcome.hub, url: conn.url });
-    this.members(welcome.epoch, welcome.members);
+    this.members(welcome.epoch, welcome.members, welcome.hub);
     o.readiness.resolve();
   }
 
@@ -104,8 +104,8 @@ export class HubEvents implements ConnectionHandler {
     o.invalidator().hubLost(hub);
   }
 
-  /** Connects to new members and drops those that left (links.ts), then tells status(). */
-  members(epoch: number, members: Member[]): void {
-    if (this.#o.links().applyMembers(epoch, members)) this.#o.status({ type: 'members', epoch, members });
+  /** Connects to new members and drops those that left (links.ts), then tells status(). `from`: the hub that sent the list. */
+  members(epoch: number, members: Member[], from: string): void {
+    if (this.#o.links().applyMembers(epoch, members, from)) this.#o.status({ type: 'members', epoch, members });
   }
 }

@@ -148,10 +148,14 @@ export class HubLinks {
     }
     if (hub === undefined || link === undefined || link.conn !== conn) return;
     this.#lose(hub);
-    if (this.#links.size === 0 && this.#dormantSeeds.size > 0) {
-      for (const url of this.#dormantSeeds) if (!this.#conns.has(url)) this.#connect(url);
-      this.#dormantSeeds.clear();
-    }
+    this.#wakeSeedsIfAlone();
+  }
+
+  /** With no hub left, the dormant seeds are tried again. */
+  #wakeSeedsIfAlone(): void {
+    if (this.#links.size > 0 || this.#dormantSeeds.size === 0) return;
+    for (const url of this.#dormantSeeds) if (!this.#conns.has(url)) this.#connect(url);
+    this.#dormantSeeds.clear();
   }
 
   /** `conn` stopped for good (a fatal refusal). */
@@ -165,17 +169,26 @@ export class HubLinks {
    * moved (say, restarted on another port): the old connection would retry a dead address
    * forever and keep the new one from being made, so it goes (a seed URL goes dormant, to be
    * tried again once every hub is lost, like a duplicate seed). False for an older epoch.
+   *
+   * A seed's connection stays whatever another hub's list says (lists disagree while a hub
+   * starts or loses Redis), but not when its own hub sends a list without itself: that hub is
+   * leaving and owns no key from now on. Kept until the hub's own close, the connection would
+   * carry the hub's keys' reports there after its last handoff round, and they would be lost.
+   * `from`: the hub that sent the list.
    */
-  applyMembers(epoch: number, members: readonly Member[]): boolean {
+  applyMembers(epoch: number, members: readonly Member[], from: string): boolean {
     if (epoch < this.#epoch) return false;
     this.#epoch = epoch;
     const ids = new Set(members.map((m) => m.id));
     for (const [url, conn] of this.#conns) {
-      if (this.#seeds.includes(url) || conn.hubId === undefined || ids.has(conn.hubId)) continue;
+      if (conn.hubId === undefined || ids.has(conn.hubId)) continue;
+      if (this.#seeds.includes(url) && conn.hubId !== from) continue;
       conn.close(CloseCode.Normal, 'hub left the cluster');
       this.#conns.delete(url);
+      if (this.#seeds.includes(url)) this.#dormantSeeds.add(url);
       if (this.#links.get(conn.hubId)?.conn === conn) this.#lose(conn.hubId);
     }
+    this.#wakeSeedsIfAlone();
     for (const m of members) {
       if (m.url === '' || this.#links.has(m.id)) continue;
       const waiting = this.#conns.get(m.url);

@@ -174,7 +174,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     resynced: () => recent.clear(),
     emit: host.emit,
     status: host.status,
-    applyMembers: (epoch, members) => hubEvents.members(epoch, members),
+    applyMembers: (epoch, members, from) => hubEvents.members(epoch, members, from),
   });
   const reporter: Reporter = new Reporter({
     window,
