@@ -253,6 +253,20 @@ test('bounded under 500k distinct keys; hot keys survive eviction', () => {
   assert.ok(agg.stats.keys < 10_000, `swept to ${agg.stats.keys}`);
 });
 
+test('a lowered key cap holds even when its sample meets only free slots; hot keys stay', () => {
+  // every sample lands on the last slot: after the first eviction it is free, so sampling finds nothing
+  const { agg } = setup([{ match: '*', threshold: 1000 }], { maxKeys: 2000, random: () => 0.9999 });
+  one(agg, 'hot', 1000, 0);
+  const keys = Array.from({ length: 1999 }, (_, i) => `k${i}`);
+  agg.ingest(keys, keys.map((_, i) => 1 + (i % 7)), 1, 1);
+  assert.is(agg.stats.keys, 2000);
+  agg.setMaxKeys(500, 2);
+  assert.is(agg.stats.keys, 500);
+  assert.ok(agg.isHot('hot'));
+  // the smallest totals went first: every key of the largest total (7) is still counted
+  for (let i = 6; i < 1999; i += 7) assert.is(agg.count(`k${i}`, 2), 7, `k${i}`);
+});
+
 test('a slab full of hot keys drops new records instead of growing', () => {
   const { agg } = setup([{ match: '*', threshold: 1 }], { maxKeys: 4 });
   for (let i = 0; i < 4; i++) one(agg, `h${i}`, 1, 0);

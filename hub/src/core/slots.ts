@@ -332,6 +332,23 @@ export class Slots {
       if (slot < 0) break;
       this.#free.push(slot);
     }
+    // A sample can miss every live non-hot key when most slots below the high water are free;
+    // a lowered cap must still hold, so the rest go by one full pass, smallest totals first.
+    if (this.index.size > this.maxKeys) this.#evictSmallest(this.index.size - this.maxKeys, now);
+  }
+
+  #evictSmallest(count: number, now: number): void {
+    const candidates: number[] = [];
+    for (let slot = 0; slot < this.#highWater; slot++) {
+      if (this.keys[slot] === undefined || this.hot[slot] === 1) continue;
+      this.rotate(slot, now);
+      candidates.push(slot);
+    }
+    candidates.sort((a, b) => this.totalOf(a) - this.totalOf(b));
+    for (const slot of candidates.slice(0, count)) {
+      this.release(slot);
+      this.evicted++;
+    }
   }
 
   /** Frees up to `sweepPerTick` idle cold slots, resuming where the last sweep stopped. */
