@@ -10,7 +10,7 @@
 // newest releases instead of the pinned ones (test/support/client-versions.ts): `pnpm test:latest`.
 //
 // Unit tests live beside their source (`*/src/**/*.test.ts`), with test/bench and test/docs (the
-// README layout check); integration tests under test/.
+// layout check of docs/internals/layout.md); integration tests under test/.
 // Redis and Chromium are real: when missing and we are root with apt-get, they are installed.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';

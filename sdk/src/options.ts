@@ -52,9 +52,9 @@ export interface SurgeLocalOptions {
   /**
    * a key read this many times within one synchronous job (the reads of a `Promise.all`, a
    * dataloader batch, a request fanning out; its first read included) surges here at once,
-   * whatever its slice count (at least `minAccesses`); 0: off. Off by default: on (3), an
-   * instance that surged a key within one job now and then dropped out of the hub's count of
-   * instances reporting it (test/browser/dashboard.test.ts, 1 run in 3), cause not found @default 0
+   * whatever its slice count (at least `minAccesses`); 0: off. Off by default: with it on, an
+   * instance that surged a key within one job may drop out of the hub's count of instances
+   * reporting that key @default 0
    */
   jobAccesses?: number;
   /** keys served locally before their hub confirms them, at most @default 64 */

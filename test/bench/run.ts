@@ -29,7 +29,7 @@ interface BenchFile {
 
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
 
-/** Roughly in the order of their numbers (each file's header: `Benchmark N`, the README table's first column). */
+/** Roughly in the order of their numbers (each file's header: `Benchmark N`, the first column of docs/internals/benchmarks-history.md). */
 const BENCHMARKS: BenchFile[] = [
   { name: 'ingest', file: here('./ingest.bench.ts'), timeoutMs: 150_000 },
   { name: 'latency', file: here('./latency.bench.ts'), timeoutMs: 150_000 },

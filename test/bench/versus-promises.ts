@@ -21,13 +21,13 @@ export const PROMISES: Record<SystemName, Claim> = {
   },
   'hotkey-ioredis': {
     says: 'An acknowledgement never lies: once a wrapped write resolves, no instance serves the old value, not even one whose link to the hub is frozen (leases; the hub fences an instance that did not confirm by waiting out its lease before it acks).',
-    source: { title: 'hotkey design, Consistency rules', url: '../README.md#consistency' },
+    source: { title: 'hotkey concepts, Consistency', url: 'concepts/consistency.md' },
     setup:
       '`withHotKeys(new Redis(url), hk)` with the SDK’s defaults; one hub process; rule `*`: 200 reads/s cluster-wide, local values kept 30 s.',
   },
   'hotkey-node-redis': {
     says: 'The same rule as over ioredis: a write resolves once every instance dropped the old value or was fenced.',
-    source: { title: 'hotkey design, Consistency rules', url: '../README.md#consistency' },
+    source: { title: 'hotkey concepts, Consistency', url: 'concepts/consistency.md' },
     setup: '`withHotKeys(createClient({ url }), hk)` (`@hotkey/sdk/node-redis`), defaults; same hub and rule.',
   },
   'node-redis-csc': {

@@ -3,7 +3,7 @@
  * redis-server, ten SDKs): a burst at 3 × threshold for 0.6 s straddling a membership change is
  * promoted, which neither hub would do alone (each sees about 0.9 × threshold).
  * Leave (SIGTERM) and join hand windows over; a crash hands nothing over, and a surge that goes on
- * is promoted by the new owner within the bound hub/README states (failover plus one window).
+ * is promoted by the new owner within the bound docs/concepts/ownership.md states (failover plus one window).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -157,7 +157,7 @@ test('crash mid-window: nothing is handed over; a surge that goes on is promoted
   const killedAt = Date.now();
   cluster.hub(victim).child.kill('SIGKILL');
   try {
-    // the bound (hub/README): member TTL (2 s) + one window (1 s) + the SDKs' flush; generous under load
+    // the bound (docs/concepts/ownership.md): member TTL (2 s) + one window (1 s) + the SDKs' flush; generous under load
     const by = await waitFor('the key promoted after the crash', () => promotedBy('hub-a', key!, killedAt), 10_000);
     assert.is(by, heir);
     console.log(`# crash: promoted by ${heir} ${Date.now() - killedAt} ms after the kill (bound 3000 ms + flush)`);

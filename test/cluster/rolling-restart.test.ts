@@ -2,7 +2,7 @@
  * A rolling restart of a 3-hub cluster under load: six SDKs read three keys through `get()` (one
  * owned by each hub, hot throughout) and invalidate them, while each hub in turn gets SIGTERM and
  * comes back on its port, the next only once the cluster lists it again (the supported order,
- * README "Upgrades"). Checked: no `get()` or `invalidate()` rejects (nothing reaches service code),
+ * docs/operations/upgrades.md). Checked: no `get()` or `invalidate()` rejects (nothing reaches service code),
  * every key is hot again on every SDK within HOT_GAP_BOUND_MS of losing it, and a key that begins
  * to surge mid-restart is promoted on every SDK all the same.
  */
@@ -14,7 +14,7 @@ import { waitFor } from '../support/wait.ts';
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const RULES = [{ match: 'item:*', threshold: 200, hotMs: 60_000, cacheTtlMs: 60_000 }];
 /**
- * The documented bound (README "Upgrades"): a key a hub lets go of is hot again once its new owner
+ * The documented bound (docs/operations/upgrades.md): a key a hub lets go of is hot again once its new owner
  * promoted it (from the handed-over window at once, else from its own within one window): under a
  * second; 4 s allows for a loaded 2-core machine (one run here saw 2.9 s).
  */
@@ -32,7 +32,7 @@ test('rolling restart of three hubs: no error reaches service code, hot keys sta
   cluster.traffic(Object.fromEntries(keys.map((k) => [k, 900])));
   await waitFor('the keys hot on every SDK', () => cluster.clients.every((c) => keys.every((k) => c.isHot(k))), 10_000);
   // The cluster just formed: each join moved keys, and a key's new owner acks its writes only one
-  // ownership fence (2.75 s) after the move (README "Consistency"). Writes issued now would wait out
+  // ownership fence (2.75 s) after the move (docs/concepts/consistency.md). Writes issued now would wait out
   // that fence and then the restart's own moves on top (the leave, then the rejoin a second later,
   // each a fence): past the SDK's 5 s invalidation timeout. A fleet is not restarted seconds after
   // it formed; the restart starts once one write of each key acks at the owner's normal pace.

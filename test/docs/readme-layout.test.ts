@@ -1,11 +1,12 @@
 /**
- * The README layouts stay complete: every source file of hub/src, sdk/src and dashboard/src
- * (tests aside) is named in its README's layout, and every file a layout names exists. A new file
- * without its line fails here, naming the file, so the layout a newcomer reads is the tree.
+ * The layout page stays complete: every source file of hub/src, sdk/src and dashboard/src (tests
+ * aside) is named in its section of docs/internals/layout.md, and every file a section names
+ * exists. A new file without its line fails here, naming the file, so the layout a newcomer reads
+ * is the tree.
  *
- * hub/README.md lists files in one bullet per folder (`- \`core/\` — …`), by their path inside it;
- * files at the top of src/ anywhere in the section. sdk/README.md lists one `src/…` path a line.
- * README.md's "Layout of `dashboard/src`" paragraph names files by their path in src/ or in app/.
+ * The `hub/src` section lists files in one bullet per folder (`- \`core/\` — …`), by their path
+ * inside it; files at the top of src/ anywhere in the section. The `sdk/src` section lists one
+ * `src/…` path a line. The `dashboard/src` section names files by their path in src/ or in app/.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -29,13 +30,16 @@ function sources(dir: string): string[] {
   return out.sort();
 }
 
-/** The text of the README's `## Layout` section. */
-function layoutSection(readme: string): string {
-  const text = readFileSync(join(root, readme), 'utf8');
-  const start = text.indexOf('\n## Layout\n');
-  assert.ok(start >= 0, `${readme} has a "## Layout" section`);
+const LAYOUT = 'docs/internals/layout.md';
+
+/** The text of the layout page's section on `pkg/src` (its heading: ``## `pkg/src` ``). */
+function layoutSection(pkg: string): string {
+  const text = readFileSync(join(root, LAYOUT), 'utf8');
+  const heading = `\n## \`${pkg}/src\`\n`;
+  const start = text.indexOf(heading);
+  assert.ok(start >= 0, `${LAYOUT} has a "## \`${pkg}/src\`" section`);
   const end = text.indexOf('\n## ', start + 1);
-  return text.slice(start, end < 0 ? undefined : end);
+  return text.slice(start + heading.length, end < 0 ? undefined : end);
 }
 
 const backticked = (text: string): string[] => [...text.matchAll(/`([^`\s]+)`/g)].map((m) => m[1]!);
@@ -48,15 +52,11 @@ const isFile = (path: string): boolean => {
   }
 };
 
-/** README.md: the dashboard's paragraph; a name is a file of dashboard/src or of dashboard/src/app. */
+/** The dashboard's section; a name is a file of dashboard/src or of dashboard/src/app. */
 function dashboardLayout(): { named: Set<string>; stale: string[] } {
-  const text = readFileSync(join(root, 'README.md'), 'utf8');
-  const start = text.indexOf('Layout of `dashboard/src`:');
-  assert.ok(start >= 0, 'README.md has a "Layout of `dashboard/src`" paragraph');
-  const end = text.indexOf('\n\n', start);
   const named = new Set<string>();
   const stale: string[] = [];
-  for (const token of backticked(text.slice(start, end < 0 ? undefined : end))) {
+  for (const token of backticked(layoutSection('dashboard'))) {
     if (!token.endsWith('.ts') || token.includes('/')) continue;
     const path = [token, `app/${token}`].find((p) => isFile(join(root, 'dashboard/src', p)));
     if (path === undefined) stale.push(token);
@@ -65,9 +65,9 @@ function dashboardLayout(): { named: Set<string>; stale: string[] } {
   return { named, stale };
 }
 
-/** hub/README.md: path inside src/ → named; a folder's files are named in its bullet. */
+/** The hub's section: path inside src/ → named; a folder's files are named in its bullet. */
 function hubLayout(): { named: Set<string>; stale: string[] } {
-  const section = layoutSection('hub/README.md');
+  const section = layoutSection('hub');
   const named = new Set<string>();
   const stale: string[] = [];
   // a top-level bullet `- \`folder/\` —` starts a folder's part; nested bullets stay in it
@@ -86,9 +86,9 @@ function hubLayout(): { named: Set<string>; stale: string[] } {
   return { named, stale };
 }
 
-/** sdk/README.md: the `src/…` path that starts each line of the layout's block. */
+/** The SDK's section: the `src/…` path that starts each line of its block. */
 function sdkLayout(): { named: Set<string>; stale: string[] } {
-  const section = layoutSection('sdk/README.md');
+  const section = layoutSection('sdk');
   const named = new Set<string>();
   const stale: string[] = [];
   for (const m of section.matchAll(/^src\/(\S+\.ts)\s/gm)) {
@@ -99,20 +99,20 @@ function sdkLayout(): { named: Set<string>; stale: string[] } {
   return { named, stale };
 }
 
-for (const [pkg, readme, layout] of [
-  ['hub', 'hub/README.md', hubLayout],
-  ['sdk', 'sdk/README.md', sdkLayout],
-  ['dashboard', 'README.md', dashboardLayout],
+for (const [pkg, layout] of [
+  ['hub', hubLayout],
+  ['sdk', sdkLayout],
+  ['dashboard', dashboardLayout],
 ] as const) {
-  test(`${readme}'s layout names every source file of ${pkg}/src`, () => {
+  test(`${LAYOUT} names every source file of ${pkg}/src`, () => {
     const { named } = layout();
     const missing = sources(join(root, pkg, 'src')).filter((path) => !named.has(path));
-    assert.equal(missing, [], `not in ${readme}'s layout: ${missing.join(', ')}`);
+    assert.equal(missing, [], `not in ${LAYOUT}, ${pkg}/src: ${missing.join(', ')}`);
   });
 
-  test(`every file ${readme}'s layout of ${pkg}/src names exists`, () => {
+  test(`every file ${LAYOUT} names in ${pkg}/src exists`, () => {
     const { stale } = layout();
-    assert.equal(stale, [], `named in ${readme}'s layout but not in ${pkg}/src: ${stale.join(', ')}`);
+    assert.equal(stale, [], `named in ${LAYOUT} but not in ${pkg}/src: ${stale.join(', ')}`);
   });
 }
 

@@ -17,7 +17,7 @@
  *     rendezvous order, which holds both for a leaving owner and for one a joiner displaced);
  *     one another chunk of the epoch already handed over (conflict: two hubs claiming one key).
  *
- * A crash hands nothing over: see hub/README "Membership changes".
+ * A crash hands nothing over: see docs/concepts/ownership.md.
  */
 import { Ownership } from '@hotkey/sdk/ownership';
 import type { Member } from '@hotkey/sdk/protocol';

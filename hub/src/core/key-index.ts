@@ -4,7 +4,7 @@
  * key's UTF-8 bytes inside a Report frame (report-frame.ts), with the same answer for both.
  *
  * Why not a Map: a key decoded from a frame is a fresh string whose hash V8 has not computed yet;
- * `Map.get` computes it in a runtime call (~50 ns of the ~80 ns a lookup cost at 3M records/s).
+ * `Map.get` computes it in a runtime call, most of a lookup's cost on the ingest path.
  * Why bytes: a key the hub already tracks needs no string at all — decoding one per record cost
  * its decode, its garbage, and a compare against a stored string elsewhere in the heap.
  *
@@ -252,7 +252,7 @@ export class KeyIndex {
   set(key: string, value: number): this {
     // load ≤ MAX_LOAD: at most load a tracked key takes 2.5 probes on average (1.5 at 1/2) in a
     // table half the size, and most lookups miss the core's cache for the bucket they read: the
-    // smaller table cost the aggregator 7–12 % less per record in an interleaved micro-benchmark
+    // smaller table costs the aggregator less per record (test/bench/aggregator-ab.ts compares)
     if ((this.#size + 1) * MAX_LOAD_DENOMINATOR > (this.#mask + 1) * MAX_LOAD_NUMERATOR)
       this.#resize((this.#mask + 1) * 2);
     const h = hashString(key, this.seed);

@@ -39,7 +39,7 @@ export interface HubTunables {
    * never more than the CPU count minus one; 0 = the event loop writes every socket itself @default 3
    */
   fanoutThreads: number;
-  /** broadcasts to fewer sockets than this are written by the event loop alone (a hand-over costs ~0.1 ms) @default 1000 */
+  /** broadcasts to fewer sockets than this are written by the event loop alone (a hand-over has a fixed cost) @default 1000 */
   fanoutThreadsMinSockets: number;
   /** ms between WebSocket pings; a socket that answered none of the last is dropped (dead peer) @default 15000 */
   pingIntervalMs: number;

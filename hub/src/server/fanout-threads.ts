@@ -2,9 +2,9 @@
  * Fan-out over threads (part of the ws adapter): a big broadcast is written to its sockets by the
  * event loop and by helper threads at once.
  *
- * Why: one socket write costs ~4 µs of JavaScript and ~9 µs of kernel TCP here (test/bench/fanout-write.bench.ts), so one
- * thread needs ~130 ms to put a Promote on 10,000 sockets, past the 100 ms a promotion may take
- * to reach every SDK. The kernel side runs in the writing thread, so more writing threads divide
+ * Why: every socket write costs JavaScript and kernel TCP time, so one thread writing 10,000
+ * sockets can take longer than the 100 ms a promotion may take to reach every SDK
+ * (`pnpm bench --only fanout-write`). The kernel side runs in the writing thread, so more writing threads divide
  * it too.
  *
  * How: a helper thread cannot touch a net.Socket, but it can write(2) the socket's file

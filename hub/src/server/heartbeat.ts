@@ -1,8 +1,8 @@
 /**
  * The hub's WebSocket heartbeat, spread over the interval. Pinging every socket in one round
- * blocked the event loop for the whole round (at 10,000 sockets ~150 ms of ping writes, then
- * 10,000 pongs to read) once per interval: a promotion or an invalidation arriving then waited
- * behind it. Here the sockets are dealt round-robin into SLICES groups and one group is pinged
+ * blocks the event loop for the whole round (every socket's ping write, then every pong to
+ * read) once per interval: a promotion or an invalidation arriving then waits behind it. Here
+ * the sockets are dealt round-robin into SLICES groups and one group is pinged
  * every `intervalMs / SLICES`, so each socket is still pinged once per interval and a round costs
  * 1/SLICES of pinging every socket at once.
  *

@@ -6,7 +6,7 @@
  * A reload validates everything before it changes anything: the file, then the certificate and key,
  * so a bad file leaves the hub exactly as it was (the error names the field, as at start-up).
  * Where a socket or process is bound at start (port, host, Redis URL, node id, tunables, plain vs
- * TLS, allowed origins) a reload keeps the old value; the README lists them.
+ * TLS, allowed origins) a reload keeps the old value; docs/operations/run-a-hub.md lists them.
  *
  * TLS: `tls.Server#setSecureContext` swaps the pair for the handshakes that follow; connections
  * already up keep the session they negotiated.

@@ -14,11 +14,11 @@
  *   `hk.dropLocal`);
  * - the lease of the link to the key's owner hub at the send is still the owner's, still current:
  *   every write through the SDK is an invalidation that hub relays to this instance and acks only
- *   once applied here or this instance's lease lapsed (the README's Consistency), and an applied
+ *   once applied here or this instance's lease lapsed (docs/concepts/consistency.md), and an applied
  *   invalidation drops the entry. A reconnect is a new lease object, an owner change another
  *   hub's; a sequence gap clears everything (dispatch.ts).
  * An invalidation that arrives while the reply is still on its way wins (the entry is gone when
- * the reply lands): the Lettuce #3481 race, on the read's side.
+ * the reply lands): https://github.com/redis/lettuce/issues/3481, on the read's side.
  *
  * Bounded: MAX_RECENT_READS entries and MAX_RECENT_BYTES of values (estimated, surge-local.ts's
  * estimate); the oldest go first. A value over MAX_RECENT_VALUE_BYTES is not kept.

@@ -61,7 +61,7 @@ export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) =
   }
 
   /**
-   * GET's fast path for hot keys: a hit resolves without building an ioredis Command (~10× cheaper).
+   * GET's fast path for hot keys: a hit resolves without building an ioredis Command, the costly part.
    * Everything else — a cold key, a callback, a Buffer key or prefix, a client not ready, an own
    * `sendCommand` on the client that the hook has not met (layers.ts) — is
    * ioredis's own `get`, through the hook. Installed only without `showFriendlyErrorStack`, whose

@@ -11,7 +11,7 @@
  * - a transaction is sent as its commands, MULTI … EXEC, not as a pipeline (traced as a batch).
  * ioredis 5 has no such channels (nor `_connect`): there it is a plain duplicate. A patch of the
  * class's `sendCommand` (an APM agent's) still sees our commands: they reach Redis
- * (sdk/README.md, "Patch order").
+ * (docs/reference/ioredis-adapter.md, "Patch order").
  */
 import type { Redis } from 'ioredis';
 import type { TrackingConnection } from '../redis/tracking-session.ts';

@@ -27,7 +27,7 @@
  *   is written; the instance then voids its fills and deletes the copies.
  * - Demotion: the copies are deleted (and expire within `ttlMs` anyway).
  *
- * The bound (README "Replica keys"): a GET served by a copy that starts after a write through the
+ * The bound (docs/concepts/redis-keys.md): a GET served by a copy that starts after a write through the
  * wrapper settled returns that write's value or a newer one; after a write from elsewhere, a copy
  * serves the old value until tracking drops it (milliseconds) and at most `ttlMs` (tracking off,
  * or its connection lost). During a resharding two instances may name copies differently for a

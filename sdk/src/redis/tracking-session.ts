@@ -13,9 +13,9 @@ export const CHANNEL = '__redis__:invalidate';
  * (a tracked load is cached, an untracked one is not); readers of the key share that one load
  * meanwhile. A bound in total, not per load: connections not up by then (an unreachable node, a
  * refused CLIENT TRACKING) cost later loads no wait. Each untracked load is a GET per read of a hot
- * key, so the wait covers a busy process: 20 instances in 4 processes opening theirs at one
- * surge's first read took 240 to 630 ms (test/bench/node-redis.bench.ts, part fleet, a loaded
- * 2-core machine), and with a 250 ms bound most of that surge's reads went to Redis.
+ * key, so the wait covers a busy process: many instances opening theirs at one surge's first
+ * read on a loaded machine can take hundreds of ms, and a shorter bound sends most of that
+ * surge's reads to Redis.
  */
 export const TRACKING_WAIT_MS = 1000;
 

@@ -47,7 +47,7 @@
  * session is up (both connections ready, subscribed, tracking redirected to the new sub id),
  * hot loads go through the user's client and are NOT cached: every read goes to Redis. An
  * invalidation for a key drops that key's value and voids a load of it in flight (its result is
- * not cached: the Lettuce #3481 race, an invalidation overtaking the reply on the other socket).
+ * not cached: an invalidation overtaking the reply on the other socket, https://github.com/redis/lettuce/issues/3481).
  *
  * Not seen through tracking (Redis 7.0 sends nothing): SWAPDB by an outside client. Tracking is by
  * key name across databases, so a write to `k` in db 1 drops a cached `k` of db 0: too much,

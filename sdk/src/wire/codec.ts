@@ -4,8 +4,8 @@
  * types, a map with a numeric `t`). The only module of the SDK that imports msgpackr.
  */
 // msgpackr's `pack` entry (Packr, over its `unpack`), not its root: the root also loads its stream
-// and iterator wrappers and the optional native string extractor (msgpackr-extract), ~0.5 MB of a
-// service's heap for nothing the SDK's small frames need. The hub loads the root (hub.ts) for the
+// and iterator wrappers and the optional native string extractor (msgpackr-extract): heap in a
+// service for nothing the SDK's small frames need. The hub loads the root (hub.ts) for the
 // extractor; both entries share one unpack module, so the hub's decoder gets it.
 import { Packr } from 'msgpackr/pack';
 import type { Options } from 'msgpackr';
