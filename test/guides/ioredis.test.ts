@@ -1,0 +1,10 @@
+/** docs/guides/ioredis.md: its example, docs/guides/examples/ioredis.ts, on a real redis-server and hub. */
+import { test } from 'uvu';
+import { openPrices } from '../../docs/guides/examples/ioredis.ts';
+import { clientGuide } from './client-guide.ts';
+import { guideFixture } from './fixture.ts';
+
+const fx = guideFixture(test);
+clientGuide(test, fx, 'ioredis', openPrices, (i) => `${100 + i}.00`);
+
+test.run();
