@@ -100,3 +100,17 @@ export async function staleAfterWrites<V>(
   }
   return out;
 }
+
+/**
+ * Writes `written` on `a`, then polls `b` until it reads it; resolves the ms from A's acknowledgement
+ * to B's first read of the new value, or undefined when B still read the old one after `timeoutMs`.
+ */
+export async function msUntilSeen<V>(a: Store<V>, b: Store<V>, id: string, written: V, timeoutMs: number) {
+  await a.set(id, written);
+  const acked = performance.now();
+  while (performance.now() - acked < timeoutMs) {
+    if (same(await b.get(id), written)) return performance.now() - acked;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  return undefined;
+}

@@ -10,6 +10,12 @@ import { clientGuide } from './client-guide.ts';
 import { guideFixture } from './fixture.ts';
 
 const fx = guideFixture(test);
-clientGuide(test, fx, 'keyv-cache-manager', openItems, (i) => ({ id: 'flash', price: 100 + i }));
+clientGuide(
+  test,
+  fx,
+  'keyv-cache-manager',
+  () => openItems(fx.redisUrl, fx.hubUrl),
+  (i) => ({ id: 'flash', price: 100 + i }),
+);
 
 test.run();

@@ -5,6 +5,12 @@ import { clientGuide } from './client-guide.ts';
 import { guideFixture } from './fixture.ts';
 
 const fx = guideFixture(test);
-clientGuide(test, fx, 'node-redis', openPrices, (i) => `${100 + i}.00`);
+clientGuide(
+  test,
+  fx,
+  'node-redis',
+  () => openPrices(fx.redisUrl, fx.hubUrl),
+  (i) => `${100 + i}.00`,
+);
 
 test.run();
