@@ -18,7 +18,7 @@ export interface GuideFixture {
   readonly redisUrl: string;
   readonly hubUrl: string;
   readonly redis: RedisServer;
-  /** commands Redis executed so far (the probe's INFO aside) */
+  /** commands Redis executed so far (the probe's INFO and heartbeat PINGs aside) */
   commands(): Promise<number>;
   /** closes `close` at the end of the file, before the hub and Redis stop (the last given first) */
   defer(close: () => unknown): void;

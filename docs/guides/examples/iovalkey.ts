@@ -4,7 +4,7 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { Redis } from 'iovalkey';
 
-export async function openPrices(valkeyUrl = 'redis://127.0.0.1:6379', hubUrl = 'ws://127.0.0.1:7070') {
+export async function openPrices(valkeyUrl = 'redis://127.0.0.1:6379', hubUrl = 'ws://127.0.0.1:7070/ws') {
   const hk = new HotKeyClient({ app: 'shop', hubs: [hubUrl] });
   await hk.ready({ signal: AbortSignal.timeout(5000) });
   const valkey = withHotKeys(new Redis(valkeyUrl), hk);

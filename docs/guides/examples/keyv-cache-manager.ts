@@ -12,7 +12,7 @@ export interface Item {
   price: number;
 }
 
-export async function openItems(redisUrl = 'redis://127.0.0.1:6379', hubUrl = 'ws://127.0.0.1:7070') {
+export async function openItems(redisUrl = 'redis://127.0.0.1:6379', hubUrl = 'ws://127.0.0.1:7070/ws') {
   const hk = new HotKeyClient({ app: 'shop', hubs: [hubUrl] });
   await hk.ready({ signal: AbortSignal.timeout(5000) });
   const redis = withHotKeys(await createClient({ url: redisUrl }).connect(), hk);
