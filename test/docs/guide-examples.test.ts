@@ -44,7 +44,8 @@ test('each guide page holds its example files exactly as they are', () => {
     assert.ok(blocks > 0, `${page} includes an example (<!-- example: examples/….ts -->)`);
     if (write && updated !== text) writeFileSync(path, updated);
   }
-  if (!write) assert.equal(drifted, [], 'pages whose example differs from its file (HOTKEY_WRITE_GUIDES=1 copies them)');
+  if (!write)
+    assert.equal(drifted, [], 'pages whose example differs from its file (HOTKEY_WRITE_GUIDES=1 copies them)');
 });
 
 test('every example is on a page and run by a guide test', () => {
