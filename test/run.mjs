@@ -2,7 +2,7 @@
 // The project's test command: type-check and lint, then every uvu test file in its own process,
 // then one closing line `N passed, N failed` (uvu prints per-file totals only).
 //
-//   node test/run.mjs [--only unit|e2e|cluster|browser|fault|package] [--jobs N] [--timeout S] [--no-typecheck]
+//   node test/run.mjs [--only unit|e2e|cluster|browser|fault|package|guides] [--jobs N] [--timeout S] [--no-typecheck]
 //                     [--versions pinned|latest] [pattern]
 //
 // `--only` or a pattern runs those files alone (no typecheck, no lint); `--no-typecheck` skips both.
@@ -10,7 +10,8 @@
 // newest releases instead of the pinned ones (test/support/client-versions.ts): `pnpm test:latest`.
 //
 // Unit tests live beside their source (`*/src/**/*.test.ts`), with test/bench and test/docs (the
-// layout check of docs/internals/layout.md); integration tests under test/.
+// layout check of docs/internals/layout.md); integration tests under test/, the guides' examples
+// (docs/guides/examples) under test/guides.
 // Redis and Chromium are real: when missing and we are root with apt-get, they are installed.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -42,6 +43,7 @@ const GROUPS = {
   cluster: ['test/cluster'],
   browser: ['test/browser'],
   package: ['test/package'],
+  guides: ['test/guides'],
 };
 
 function findTests(dir) {
