@@ -85,6 +85,21 @@ const legendRows = (width: number, left: number, names: string[]) => {
   return rows;
 };
 
+/** The chart's frame: `bottom` px under the plot for the x axis, plus one row per legend line. */
+function frameFor(
+  o: { width?: number; height?: number; series: Series[] },
+  bottom: number,
+): { f: Frame; rows: number } {
+  const width = o.width ?? 760;
+  const rows = legendRows(
+    width,
+    64,
+    o.series.map((s) => s.name),
+  );
+  const height = (o.height ?? 320) + rows * 16;
+  return { f: { width, height, left: 64, right: 16, top: 30, bottom: bottom + rows * 16 }, rows };
+}
+
 export interface LineChartOptions {
   title: string;
   xLabel: string;
@@ -103,20 +118,7 @@ export interface LineChartOptions {
 }
 
 export function lineChart(o: LineChartOptions): string {
-  const width = o.width ?? 760;
-  const rows = legendRows(
-    width,
-    64,
-    o.series.map((s) => s.name),
-  );
-  const f: Frame = {
-    width,
-    height: (o.height ?? 320) + rows * 16,
-    left: 64,
-    right: 16,
-    top: 30,
-    bottom: 44 + rows * 16,
-  };
+  const { f, rows } = frameFor(o, 44);
   const plotW = f.width - f.left - f.right;
   const plotH = f.height - f.top - f.bottom;
   const finite = o.series.flatMap((s) => s.values.filter(Number.isFinite));
@@ -199,20 +201,7 @@ export interface BarChartOptions {
 }
 
 export function barChart(o: BarChartOptions): string {
-  const width = o.width ?? 760;
-  const rows = legendRows(
-    width,
-    64,
-    o.series.map((s) => s.name),
-  );
-  const f: Frame = {
-    width,
-    height: (o.height ?? 320) + rows * 16,
-    left: 64,
-    right: 16,
-    top: 30,
-    bottom: 46 + rows * 16,
-  };
+  const { f, rows } = frameFor(o, 46);
   const plotW = f.width - f.left - f.right;
   const plotH = f.height - f.top - f.bottom;
   const max = Math.max(o.yMax ?? 0, ...o.series.flatMap((s) => s.values.filter(Number.isFinite)), 1);

@@ -7,12 +7,9 @@
 import { createClient } from 'redis';
 import { HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/node-redis';
-import { MsgType } from '@hotkey/sdk/protocol';
 import { ProtocolPeer, type PeerSocket } from './protocol-peer.ts';
 import { RedisServer } from './redis-server.ts';
-import { waitFor } from './wait.ts';
-
-const PROMOTION_MS = 600_000;
+import { promoter } from './peer-wrapped-redis.ts';
 
 const connectTo = (url: string) => createClient({ url });
 type NodeRedisClient = ReturnType<typeof connectTo>;
@@ -53,26 +50,12 @@ export async function peerWrappedNodeRedis(
     await hk.ready({ signal: AbortSignal.timeout(5000) });
     await plain.connect();
     await wrapped.connect();
-    let seq = 0;
     return {
       server,
       hk,
       plain,
       wrapped,
-      async promote(keys) {
-        for (const key of keys)
-          sock.send({
-            t: MsgType.Promote,
-            seq: ++seq,
-            key,
-            qps: 1e5,
-            hotMs: PROMOTION_MS,
-            cacheTtlMs: PROMOTION_MS,
-            cache: true,
-            at: 0,
-          });
-        await waitFor(`${keys.join(', ')} hot`, () => keys.every((key) => hk.isHot(key)), 5000);
-      },
+      promote: promoter(sock, hk),
       close,
     };
   } catch (err) {

@@ -25,6 +25,28 @@ export interface PeerWrappedRedis {
 }
 
 /**
+ * What `promote` does in both adapters' set-ups: the peer promotes each key (cached, at
+ * 100,000/s, for PROMOTION_MS) and the call resolves once `hk` holds every one hot.
+ */
+export function promoter(sock: PeerSocket, hk: HotKeyClient): (keys: readonly string[]) => Promise<void> {
+  let seq = 0;
+  return async (keys) => {
+    for (const key of keys)
+      sock.send({
+        t: MsgType.Promote,
+        seq: ++seq,
+        key,
+        qps: 1e5,
+        hotMs: PROMOTION_MS,
+        cacheTtlMs: PROMOTION_MS,
+        cache: true,
+        at: 0,
+      });
+    await waitFor(`${keys.join(', ')} hot`, () => keys.every((key) => hk.isHot(key)), 5000);
+  };
+}
+
+/**
  * @param wrap the `withHotKeys` to measure (another checkout's, for a before/after run)
  * @param [Client] the HotKeyClient class `wrap` goes with (the same build's)
  */
@@ -40,26 +62,12 @@ export async function peerWrappedRedis(
   await hk.ready({ signal: AbortSignal.timeout(5000) });
   const plain = new Redis(server.url);
   const wrapped = wrap(new Redis(server.url), hk);
-  let seq = 0;
   return {
     server,
     hk,
     plain,
     wrapped,
-    async promote(keys) {
-      for (const key of keys)
-        sock.send({
-          t: MsgType.Promote,
-          seq: ++seq,
-          key,
-          qps: 1e5,
-          hotMs: PROMOTION_MS,
-          cacheTtlMs: PROMOTION_MS,
-          cache: true,
-          at: 0,
-        });
-      await waitFor(`${keys.join(', ')} hot`, () => keys.every((key) => hk.isHot(key)), 5000);
-    },
+    promote: promoter(sock, hk),
     async close() {
       plain.disconnect();
       wrapped.disconnect();
