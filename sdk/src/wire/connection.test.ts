@@ -133,7 +133,14 @@ test('heartbeats: no ping while frames arrive within the period; a quiet connect
   const r = recorder();
   const socket = peer.nextSocket();
   const conn = new HubConnection(
-    { url: peer.url, hello, pingIntervalMs: 200, quietPingIntervalMs: 2000, livenessTimeoutMs: 600, backoffMinMs: 5000 },
+    {
+      url: peer.url,
+      hello,
+      pingIntervalMs: 200,
+      quietPingIntervalMs: 2000,
+      livenessTimeoutMs: 600,
+      backoffMinMs: 5000,
+    },
     r.handler,
   );
   conn.start();
