@@ -58,7 +58,10 @@ function nameOf(node: ts.Node, sf: ts.SourceFile): string {
   const direct = own(node);
   if (direct) return direct;
   const parent = node.parent;
-  if (parent && (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent)))
+  if (
+    parent &&
+    (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent))
+  )
     return own(parent) ?? '(anonymous)';
   if (parent && ts.isCallExpression(parent)) return `(argument of ${parent.expression.getText(sf).slice(0, 40)})`;
   return '(anonymous)';
