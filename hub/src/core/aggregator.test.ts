@@ -258,7 +258,12 @@ test('a lowered key cap holds even when its sample meets only free slots; hot ke
   const { agg } = setup([{ match: '*', threshold: 1000 }], { maxKeys: 2000, random: () => 0.9999 });
   one(agg, 'hot', 1000, 0);
   const keys = Array.from({ length: 1999 }, (_, i) => `k${i}`);
-  agg.ingest(keys, keys.map((_, i) => 1 + (i % 7)), 1, 1);
+  agg.ingest(
+    keys,
+    keys.map((_, i) => 1 + (i % 7)),
+    1,
+    1,
+  );
   assert.is(agg.stats.keys, 2000);
   agg.setMaxKeys(500, 2);
   assert.is(agg.stats.keys, 500);
