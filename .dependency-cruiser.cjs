@@ -22,7 +22,8 @@
  *   redis     the client-agnostic Redis core over the client: command table, key identity, the
  *             hot read path, write invalidation, tracking; it imports no Redis client library
  *   ioredis / node-redis   one adapter per client library, over the core (neither imports the other)
- *   ioredis.ts / node-redis.ts, then index.ts   the package entry points, on top
+ *   ioredis.ts / node-redis.ts, then index.ts and internal.ts   the package entry points, on top
+ *             (index.ts what a service calls, internal.ts the building blocks; neither imports the other)
  *
  * Tests beside their source follow the same order, with two exceptions where they must: core's
  * tests may use cluster's coordinators (the real parts the core is given), an adapter's tests
@@ -96,7 +97,7 @@ module.exports = {
         ['redis'],
         ['ioredis', 'node-redis'],
         ['ioredis.ts', 'node-redis.ts'],
-        ['index.ts'],
+        ['index.ts', 'internal.ts'],
       ],
       {
         redis: ['ioredis', 'node-redis', 'ioredis.ts', 'node-redis.ts'],

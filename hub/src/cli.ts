@@ -183,6 +183,29 @@ async function main(): Promise<void> {
     process.stdout.write(USAGE);
     return;
   }
+  const flags = readFlags(args);
+  const files = await loadFiles(flags, args['allow-origin']);
+  const logger = createLogger({ level: flags.logLevel, pretty: flags.pretty });
+  const hub = await startFromFlags(flags, files, logger);
+  running = hub;
+  reloadSource = {
+    configPath: flags.configPath,
+    ...(flags.tlsCert !== undefined && flags.tlsKey !== undefined
+      ? { tlsFiles: { cert: flags.tlsCert, key: flags.tlsKey }, tlsNames: { cert: '--tls-cert', key: '--tls-key' } }
+      : {}),
+  };
+  if (flags.watch) {
+    const tlsPaths = reloadSource.tlsFiles ?? files.config?.tls;
+    const paths = [flags.configPath, tlsPaths?.cert, tlsPaths?.key].filter((p): p is string => p !== undefined);
+    watchConfigFiles(paths, () => void hub.reload(reloadSource).catch(() => {}));
+  }
+  announce(hub, logger, flags, files.config);
+  stopOnSignals(hub, logger);
+  if (args.demo) await startDemo(hub);
+}
+
+/** The flags (or their HOTKEY_* twins), checked one by one: a bad one is a usage error (exit 2). */
+function readFlags(args: ReturnType<typeof parse>) {
   const env = process.env;
   const port = portOf(nonEmpty('--port', args.port ?? env.HOTKEY_PORT));
   const host = nonEmpty('--host', args.host ?? env.HOTKEY_HOST) ?? DEFAULT_HOST;
@@ -192,19 +215,7 @@ async function main(): Promise<void> {
   const nodeId = nonEmpty('--node-id', args['node-id'] ?? env.HOTKEY_NODE_ID);
   const advertiseUrl = nonEmpty('--advertise-url', args['advertise-url'] ?? env.HOTKEY_ADVERTISE_URL);
   const redis = nonEmpty('--redis', args.redis ?? env.HOTKEY_REDIS);
-  const leaseRaw = nonEmpty('--lease-ms', args['lease-ms'] ?? env.HOTKEY_LEASE_MS);
-  const leaseMs = leaseRaw === undefined ? undefined : Number(leaseRaw);
-  if (leaseMs !== undefined && (!/^\d+$/.test(leaseRaw!) || leaseMs < 1 || leaseMs > 3_600_000))
-    usageError(`--lease-ms must be an integer from 1 to 3600000, got "${leaseRaw}"`);
-  const maxSessionsPerApp = intFlag(
-    '--max-sessions-per-app',
-    args['max-sessions-per-app'] ?? env.HOTKEY_MAX_SESSIONS_PER_APP,
-    1,
-  );
-  const maxKeysPerApp = intFlag('--max-keys-per-app', args['max-keys-per-app'] ?? env.HOTKEY_MAX_KEYS_PER_APP, 1);
-  const maxConnections = intFlag('--max-connections', args['max-connections'] ?? env.HOTKEY_MAX_CONNECTIONS, 0);
-  const fanoutThreads = intFlag('--fanout-threads', args['fanout-threads'] ?? env.HOTKEY_FANOUT_THREADS, 0);
-  const handoffMaxKeys = intFlag('--handoff-max-keys', args['handoff-max-keys'] ?? env.HOTKEY_HANDOFF_MAX_KEYS, 0);
+  const tunables = readTunables(args);
   const redisCa = nonEmpty('--redis-ca', args['redis-ca'] ?? env.HOTKEY_REDIS_CA);
   const tlsCert = nonEmpty('--tls-cert', args['tls-cert'] ?? env.HOTKEY_TLS_CERT);
   const tlsKey = nonEmpty('--tls-key', args['tls-key'] ?? env.HOTKEY_TLS_KEY);
@@ -224,17 +235,61 @@ async function main(): Promise<void> {
     usageError('--watch-config needs --config or --tls-cert');
   if (advertiseUrl !== undefined && !/^wss?:\/\//.test(advertiseUrl))
     usageError(`--advertise-url must be a ws:// or wss:// URL, got "${advertiseUrl}"`);
+  return {
+    port,
+    host,
+    configPath,
+    adminToken,
+    dashboardToken,
+    nodeId,
+    advertiseUrl,
+    redis,
+    tunables,
+    redisCa,
+    tlsCert,
+    tlsKey,
+    logLevel,
+    pretty,
+    watch,
+  };
+}
+type Flags = ReturnType<typeof readFlags>;
 
+/** The tunables a flag sets; the others keep their defaults. */
+function readTunables(args: ReturnType<typeof parse>) {
+  const env = process.env;
+  const leaseRaw = nonEmpty('--lease-ms', args['lease-ms'] ?? env.HOTKEY_LEASE_MS);
+  const leaseMs = leaseRaw === undefined ? undefined : Number(leaseRaw);
+  if (leaseMs !== undefined && (!/^\d+$/.test(leaseRaw!) || leaseMs < 1 || leaseMs > 3_600_000))
+    usageError(`--lease-ms must be an integer from 1 to 3600000, got "${leaseRaw}"`);
+  const maxSessionsPerApp = intFlag(
+    '--max-sessions-per-app',
+    args['max-sessions-per-app'] ?? env.HOTKEY_MAX_SESSIONS_PER_APP,
+    1,
+  );
+  const maxKeysPerApp = intFlag('--max-keys-per-app', args['max-keys-per-app'] ?? env.HOTKEY_MAX_KEYS_PER_APP, 1);
+  const maxConnections = intFlag('--max-connections', args['max-connections'] ?? env.HOTKEY_MAX_CONNECTIONS, 0);
+  const fanoutThreads = intFlag('--fanout-threads', args['fanout-threads'] ?? env.HOTKEY_FANOUT_THREADS, 0);
+  const handoffMaxKeys = intFlag('--handoff-max-keys', args['handoff-max-keys'] ?? env.HOTKEY_HANDOFF_MAX_KEYS, 0);
+  return Object.fromEntries(
+    Object.entries({ leaseMs, maxSessionsPerApp, maxKeysPerApp, maxConnections, fanoutThreads, handoffMaxKeys }).filter(
+      ([, v]) => v !== undefined,
+    ),
+  );
+}
+
+/** The files the flags name, and the origins: a bad file is a config error (exit 1), a bad origin a usage error. */
+async function loadFiles(flags: Flags, originFlags: string[] | undefined) {
   let config: HubConfig | undefined;
   try {
-    if (configPath !== undefined) config = await loadHubConfig(configPath);
+    if (flags.configPath !== undefined) config = await loadHubConfig(flags.configPath);
   } catch (err) {
     if (err instanceof ValidationError) configError(err.message);
     throw err;
   }
   const originsRaw =
-    args['allow-origin'] ??
-    env.HOTKEY_ALLOW_ORIGIN?.split(',')
+    originFlags ??
+    process.env.HOTKEY_ALLOW_ORIGIN?.split(',')
       .map((o) => o.trim())
       .filter((o) => o !== '');
   let allowedOrigins: string[] | undefined;
@@ -244,6 +299,7 @@ async function main(): Promise<void> {
     usageError((err as Error).message);
   }
   // flags (or their env twins) win over the config file's tls; errors name where the path came from
+  const { tlsCert, tlsKey, redisCa } = flags;
   let tls: HubTlsOptions | undefined;
   try {
     if (tlsCert !== undefined && tlsKey !== undefined)
@@ -258,42 +314,32 @@ async function main(): Promise<void> {
     ca = await readFile(redisCa).catch((err: NodeJS.ErrnoException) =>
       configError(`--redis-ca: cannot read ${redisCa}: ${err.code ?? err.message}`),
     );
+  return { config, allowedOrigins, tls, ca };
+}
 
-  const tunables = Object.fromEntries(
-    Object.entries({ leaseMs, maxSessionsPerApp, maxKeysPerApp, maxConnections, fanoutThreads, handoffMaxKeys }).filter(
-      ([, v]) => v !== undefined,
-    ),
-  );
-  const logger = createLogger({ level: logLevel, pretty });
-  const coordinator = redis === undefined ? undefined : clusterCoordinator(redis, nodeId, config, logger, ca);
-  const safeRedis = redis?.replace(/\/\/[^@/]*@/, '//***@');
-
-  const hub = await startHub({
-    port,
-    host,
+function startFromFlags(flags: Flags, files: Awaited<ReturnType<typeof loadFiles>>, logger: Logger): Promise<Hub> {
+  const { config, tls } = files;
+  const coordinator =
+    flags.redis === undefined ? undefined : clusterCoordinator(flags.redis, flags.nodeId, config, logger, files.ca);
+  return startHub({
+    port: flags.port,
+    host: flags.host,
     config,
     coordinator,
-    adminToken,
-    dashboardToken,
-    nodeId,
-    advertiseUrl,
-    tunables,
+    adminToken: flags.adminToken,
+    dashboardToken: flags.dashboardToken,
+    nodeId: flags.nodeId,
+    advertiseUrl: flags.advertiseUrl,
+    tunables: flags.tunables,
     logger,
-    allowedOrigins,
+    allowedOrigins: files.allowedOrigins,
     ...(tls === undefined ? {} : { tls }),
   });
-  running = hub;
-  reloadSource = {
-    configPath,
-    ...(tlsCert !== undefined && tlsKey !== undefined
-      ? { tlsFiles: { cert: tlsCert, key: tlsKey }, tlsNames: { cert: '--tls-cert', key: '--tls-key' } }
-      : {}),
-  };
-  if (watch) {
-    const tlsPaths = reloadSource.tlsFiles ?? config?.tls;
-    const paths = [configPath, tlsPaths?.cert, tlsPaths?.key].filter((p): p is string => p !== undefined);
-    watchConfigFiles(paths, () => void hub.reload(reloadSource).catch(() => {}));
-  }
+}
+
+/** The start-up lines: where the hub listens, what is open or disabled, and HOTKEY_READY. */
+function announce(hub: Hub, logger: Logger, flags: Flags, config: HubConfig | undefined): void {
+  const safeRedis = flags.redis?.replace(/\/\/[^@/]*@/, '//***@');
   const pageUrl = `${hub.httpUrl}/`;
   logger.info(
     { evt: 'listening', id: hub.id, url: hub.url, http: hub.httpUrl, tls: hub.tls, cluster: safeRedis },
@@ -304,7 +350,7 @@ async function main(): Promise<void> {
       { evt: 'open_mode' },
       'running OPEN: no --config, so any app is accepted without a token, with the default rule (1000 accesses per 1 s)',
     );
-  if (adminToken === undefined && config?.adminToken === undefined)
+  if (flags.adminToken === undefined && config?.adminToken === undefined)
     logger.info(
       { evt: 'api_writes_disabled' },
       'API writes are disabled: set --admin-token to change rules, invalidate or promote over HTTP',
@@ -313,7 +359,10 @@ async function main(): Promise<void> {
   process.stdout.write(
     `HOTKEY_READY ${JSON.stringify({ id: hub.id, port: hub.port, url: hub.url, http: hub.httpUrl })}\n`,
   );
+}
 
+/** SIGTERM / SIGINT close the hub gracefully (exit 0), or exit 1 when that fails or takes over 10 s. */
+function stopOnSignals(hub: Hub, logger: Logger): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -337,8 +386,6 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-
-  if (args.demo) await startDemo(hub);
 }
 
 main().catch((err: unknown) => {

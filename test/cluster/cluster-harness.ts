@@ -6,7 +6,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HotKeyClient, Ownership, type ClientOptions } from '@hotkey/sdk';
+import { HotKeyClient, type ClientOptions } from '@hotkey/sdk';
+import { Ownership } from '@hotkey/sdk/ownership';
 import { RedisServer } from '../support/redis-server.ts';
 import { HubProcess } from '../support/hub-process.ts';
 import type { HubEvent } from '../../hub/src/core/coordinator.ts';

@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import WebSocket, { WebSocketServer } from 'ws';
-import { closeCodeOf, HotKeyClient } from '@hotkey/sdk';
+import { HotKeyClient } from '@hotkey/sdk';
+import { closeCodeOf } from '@hotkey/sdk/errors';
 import {
   decodeClientMessage,
   decodeServerMessage,

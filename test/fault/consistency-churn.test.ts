@@ -18,7 +18,7 @@ import * as assert from 'uvu/assert';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { Ownership } from '@hotkey/sdk';
+import { Ownership } from '@hotkey/sdk/ownership';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
 import { freePort, RedisServer } from '../support/redis-server.ts';
 import { hostNow } from '../support/host-clock.ts';

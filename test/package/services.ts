@@ -19,13 +19,14 @@ console.log('PROMOTED ' + KEY);
 await hk.close();
 `;
 
-export const ESM_SERVICE = `import { HotKeyClient, PROTOCOL_VERSION } from '@hotkey/sdk';
+export const ESM_SERVICE = `import { HotKeyClient } from '@hotkey/sdk';
 import { parseRules } from '@hotkey/sdk/rules';
 import { Ownership } from '@hotkey/sdk/ownership';
-import { decodeFrame } from '@hotkey/sdk/protocol';
+import { decodeFrame, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
+import { LocalCache } from '@hotkey/sdk/internal';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { metricsText } from '@hotkey/sdk/metrics';
-if (typeof parseRules !== 'function' || typeof Ownership !== 'function' || typeof decodeFrame !== 'function' || typeof withHotKeys !== 'function' || PROTOCOL_VERSION < 1) throw new Error('missing exports');
+if (typeof parseRules !== 'function' || typeof Ownership !== 'function' || typeof decodeFrame !== 'function' || typeof withHotKeys !== 'function' || typeof LocalCache !== 'function' || PROTOCOL_VERSION < 1) throw new Error('missing exports');
 const KEY = 'item:esm';
 const hk = new HotKeyClient({ app: 'shop', hubs: [process.env.HOTKEY_HUB], token: process.env.HOTKEY_TOKEN });
 await hk.ready({ signal: AbortSignal.timeout(10_000) });

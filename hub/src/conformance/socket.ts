@@ -6,7 +6,7 @@
  */
 import { once } from 'node:events';
 import WebSocket, { WebSocketServer } from 'ws';
-import { closeCodeOf } from '@hotkey/sdk';
+import { closeCodeOf } from '@hotkey/sdk/errors';
 import { encode, MAX_FRAME_BYTES, type Message } from '@hotkey/sdk/protocol';
 
 export interface Frame {

@@ -9,7 +9,8 @@
  * in hub-status.ts; the gauges in hub-metrics.ts. Talks to the rest of the cluster only through
  * the Coordinator.
  */
-import { ErrorCode, ProtocolError, closeCodeOf } from '@hotkey/sdk';
+import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { closeCodeOf } from '@hotkey/sdk/errors';
 import {
   CloseCode,
   type Hello,

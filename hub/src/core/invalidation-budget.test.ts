@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CloseCode, MsgType, type InvalidateRequest } from '@hotkey/sdk/protocol';
-import { closeCodeOf } from '@hotkey/sdk';
+import { closeCodeOf } from '@hotkey/sdk/errors';
 import { waitFor } from '../../../test/support/wait.ts';
 import { InvalidationBudget, type Requester } from './invalidation-budget.ts';
 

@@ -5,7 +5,7 @@
  * is -m·ln(zeros / m) for m bits. The bitmaps themselves live in the slot slab (slots.ts); this
  * module is the arithmetic.
  */
-import { hashString } from '@hotkey/sdk';
+import { hashString } from '@hotkey/sdk/internal';
 
 /** uint32 words of one reporter bitmap */
 export const REPORTER_WORDS = 4;

@@ -4,7 +4,8 @@
  * frame plus the documented close code. A fault ends only this session; nothing thrown here
  * escapes into the socket layer (a bad connection never affects others).
  */
-import { closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { closeCodeOf } from '@hotkey/sdk/errors';
 import {
   CloseCode,
   decodeClientMessage,

@@ -11,7 +11,8 @@
  * its socket buffer is over `softBufferBytes` and dropped (close 4008) over `maxBufferBytes`:
  * a slow dashboard never holds memory in the hub.
  */
-import { AuthError, CapacityError, closeCodeOf, ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { AuthError, CapacityError, ErrorCode, ProtocolError } from '@hotkey/sdk';
+import { closeCodeOf } from '@hotkey/sdk/errors';
 import { CloseCode, decodeClientMessage, errorFrame, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { encodeFeed, type FeedDelta, type FeedEvent } from '@hotkey/sdk/feed-protocol';
 import type { HubEvent } from '../core/coordinator.ts';

@@ -10,7 +10,7 @@
  * How: a helper thread cannot touch a net.Socket, but it can write(2) the socket's file
  * descriptor. `begin` takes the sockets a raw write may go to — plain TCP (no TLS), open, with
  * nothing queued, corked or pending in ws's sender, so these bytes are the next on the wire either
- * way — and gives each helper a share of their descriptors plus the frame, in shared memory; the
+ * way — and gives each helper a range of their descriptors plus the frame, in shared memory; the
  * caller writes the rest itself meanwhile. `end` waits for the helpers (the event loop is blocked
  * until then, so no other write can slip between, and no descriptor can be closed and reused), then
  * writes through the socket whatever a helper could not: the tail of a partial write, or the whole
@@ -34,16 +34,16 @@ const GENERATION = 0;
 const PENDING = 1;
 const FRAME_BYTES = 2;
 const STOP = 3;
-/** helper h's share of the descriptor list: [SHARES + 2h, SHARES + 2h + 1) */
-const SHARES = 4;
-/** a helper that has not finished its share in this long is broken: better a stalled broadcast logged than a hang */
+/** helper h's range of the descriptor list: [RANGES + 2h, RANGES + 2h + 1) */
+const RANGES = 4;
+/** a helper that has not finished its range in this long is broken: better a stalled broadcast logged than a hang */
 const WAIT_LIMIT_MS = 10_000;
 /** frames above this go through the event loop only (broadcasts are Promote-sized; Config frames can be larger) */
 const MAX_FRAME_BYTES = 64 * 1024;
 /** sockets the shared descriptor list holds at first (256 KiB each list); more restart the helpers over bigger ones */
 const INITIAL_CAPACITY = 65_536;
 
-/** The helper thread: waits for a generation, writes its share, counts down, and again. */
+/** The helper thread: waits for a generation, writes its range, counts down, and again. */
 const HELPER_SOURCE = `
 const { workerData, parentPort } = require('node:worker_threads');
 const { writeSync } = require('node:fs');
@@ -51,7 +51,7 @@ const control = new Int32Array(workerData.control);
 const fds = new Int32Array(workerData.fds);
 const written = new Int32Array(workerData.written);
 const frame = new Uint8Array(workerData.frame);
-const at = ${SHARES} + 2 * workerData.index;
+const at = ${RANGES} + 2 * workerData.index;
 let generation = 0;
 parentPort.postMessage('ready');
 for (;;) {
@@ -90,7 +90,7 @@ export class FanoutThreads implements BulkWriter {
   #helpers: Worker[] = [];
   /** helpers that have started and wait for work: until all have, the event loop writes alone */
   #started = 0;
-  #control = sharedInts(SHARES);
+  #control = sharedInts(RANGES);
   #fds = sharedInts(0);
   #written = sharedInts(0);
   readonly #frame = new Uint8Array(new SharedArrayBuffer(MAX_FRAME_BYTES));
@@ -111,7 +111,7 @@ export class FanoutThreads implements BulkWriter {
   }
 
   /**
-   * Hands the raw-writable share of `peers` to the helpers, who start writing `frame` at once;
+   * Hands the raw-writable part of `peers` to the helpers, who start writing `frame` at once;
    * returns the peers left for the caller to write now. `end` must follow, even if that throws.
    */
   begin(frame: SharedFrame, peers: readonly Peer[]): readonly Peer[] {
@@ -133,20 +133,20 @@ export class FanoutThreads implements BulkWriter {
         sockets.push(socket!);
       } else rest.push(peer);
     }
-    // the event loop writes an equal share of the raw-writable sockets, besides the others
-    const share = Math.floor(sockets.length / (this.threads + 1));
-    if (share === 0) {
+    // the event loop writes an equal range of the raw-writable sockets, besides the others
+    const perThread = Math.floor(sockets.length / (this.threads + 1));
+    if (perThread === 0) {
       sockets.length = 0;
       return peers;
     }
-    const mine = sockets.length - share * this.threads;
+    const mine = sockets.length - perThread * this.threads;
     for (let k = 0; k < mine; k++) rest.push(rawPeers[k]!);
     const control = this.#control;
     const fds = this.#fds;
     for (let k = mine; k < sockets.length; k++) fds[k] = rawFds[k]!;
     for (let h = 0; h < this.threads; h++) {
-      control[SHARES + 2 * h] = mine + h * share;
-      control[SHARES + 2 * h + 1] = mine + (h + 1) * share;
+      control[RANGES + 2 * h] = mine + h * perThread;
+      control[RANGES + 2 * h + 1] = mine + (h + 1) * perThread;
     }
     this.#frame.set(wire);
     control[FRAME_BYTES] = wire.byteLength;
@@ -230,7 +230,7 @@ export class FanoutThreads implements BulkWriter {
     for (const helper of this.#stopHelpers()) void helper.terminate();
     this.#started = 0;
     const capacity = Math.max(INITIAL_CAPACITY, 2 ** Math.ceil(Math.log2(sockets)));
-    this.#control = sharedInts(SHARES + 2 * this.threads);
+    this.#control = sharedInts(RANGES + 2 * this.threads);
     this.#fds = sharedInts(capacity);
     this.#written = sharedInts(capacity);
     this.#helpers = Array.from({ length: this.threads }, (_, index) => {

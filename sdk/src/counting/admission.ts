@@ -13,11 +13,11 @@
  */
 import type { CountMinSketch } from './count-min-sketch.ts';
 import type { Sampler } from './sampler.ts';
-import type { SlotTable } from './slot-table.ts';
+import type { CounterTable } from './counter-table.ts';
 
 export class Admission {
   readonly #sketch: CountMinSketch;
-  readonly #t: SlotTable;
+  readonly #t: CounterTable;
   readonly #level: number;
   readonly #samples: number;
   readonly #sampler: Sampler;
@@ -34,7 +34,7 @@ export class Admission {
   /** newcomers refused because every sampled slot counted more */
   rejected = 0;
 
-  constructor(sketch: CountMinSketch, table: SlotTable, level: number, samples: number, sampler: Sampler) {
+  constructor(sketch: CountMinSketch, table: CounterTable, level: number, samples: number, sampler: Sampler) {
     this.#sketch = sketch;
     this.#t = table;
     this.#level = level;

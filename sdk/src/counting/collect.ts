@@ -3,7 +3,7 @@
  * since the previous flush scaled back to accesses, and their rule indexes.
  */
 import type { RulePolicy } from './rule-policy.ts';
-import type { SlotTable } from './slot-table.ts';
+import type { CounterTable } from './counter-table.ts';
 
 export interface Collected {
   keys: string[];
@@ -25,7 +25,7 @@ export const EMPTY: Collected = Object.freeze({
  * Resets every candidate's pending count, reported or not. Allocates only when something is
  * due: an idle flush returns the shared EMPTY.
  */
-export function collectDue(t: SlotTable, policy: RulePolicy, thresholds: ArrayLike<number>): Collected {
+export function collectDue(t: CounterTable, policy: RulePolicy, thresholds: ArrayLike<number>): Collected {
   let out: Collected | undefined;
   for (let u = 0; u < t.usedCount; u++) {
     const slot = t.used[u]!;

@@ -12,16 +12,16 @@
  */
 import { appended, EMPTY, type Collected } from './collect.ts';
 import type { RulePolicy } from './rule-policy.ts';
-import type { SlotTable } from './slot-table.ts';
+import type { CounterTable } from './counter-table.ts';
 
 const MAX_U32 = 0xffffffff;
 
 export class Urgency {
-  readonly #t: SlotTable;
+  readonly #t: CounterTable;
   readonly #urgentSlices: number;
   readonly #onUrgent: (() => void) | undefined;
 
-  constructor(table: SlotTable, urgentSlices: number, onUrgent: (() => void) | undefined) {
+  constructor(table: CounterTable, urgentSlices: number, onUrgent: (() => void) | undefined) {
     this.#t = table;
     this.#urgentSlices = urgentSlices;
     this.#onUrgent = onUrgent;

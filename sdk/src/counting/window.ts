@@ -4,7 +4,7 @@
  *
  * Design: an admission filter (admission.ts: a count-min sketch, TinyLFU admission, sampled
  * eviction) stands in front of a bounded set of exact candidates. A candidate owns a slot in
- * typed-array columns (slot-table.ts): one counter per slice (`slot * slices + slice`), a running
+ * typed-array columns (counter-table.ts): one counter per slice (`slot * slices + slice`), a running
  * window total and a `pending` count since its last report. The columns grow by doubling up to
  * maxCandidates as keys are admitted and are compacted once a window finds them sparse, so memory
  * follows the keys being counted, not the bound. Slices advance from the caller's clock
@@ -31,7 +31,7 @@ import { collectDue, type Collected } from './collect.ts';
 import { CountMinSketch } from './count-min-sketch.ts';
 import { READ, RulePolicy, WRITE } from './rule-policy.ts';
 import { Sampler } from './sampler.ts';
-import { SlotTable } from './slot-table.ts';
+import { CounterTable } from './counter-table.ts';
 import { Urgency } from './urgency.ts';
 import { RuleSet, WINDOW_SLICES } from '../rules.ts';
 
@@ -80,8 +80,8 @@ export class AccessWindow {
   readonly sliceMs: number;
   readonly slices: number;
 
-  /** the exact counters: growable columns, one slot per candidate (slot-table.ts) */
-  readonly #t: SlotTable;
+  /** the exact counters: growable columns, one slot per candidate (counter-table.ts) */
+  readonly #t: CounterTable;
   /** the table's key → slot map (one object for the table's life), held here to spare the lookup path a load */
   readonly #slotOf: Map<string, number>;
   /** the table's keys by slot (one array, resized in place) */
@@ -124,7 +124,7 @@ export class AccessWindow {
       depth: positiveInt(options.sketchDepth ?? 4, 'sketchDepth'),
       width: positiveInt(options.sketchWidth ?? 16384, 'sketchWidth'),
     });
-    this.#t = new SlotTable(this.maxCandidates, this.slices);
+    this.#t = new CounterTable(this.maxCandidates, this.slices);
     this.#slotOf = this.#t.slotOf;
     this.#keys = this.#t.keys;
     this.#sliceCounts = this.#t.sliceCounts;

@@ -16,7 +16,7 @@
 /** slots a table starts with (its bound, if smaller) */
 export const INITIAL_SLOTS = 64;
 
-export class SlotTable {
+export class CounterTable {
   /** slots at most */
   readonly max: number;
   readonly slices: number;

@@ -1,11 +1,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { INITIAL_SLOTS, SlotTable } from './slot-table.ts';
+import { INITIAL_SLOTS, CounterTable } from './counter-table.ts';
 
 const SLICES = 10;
 
 /** Acquires a slot for `key` and gives it recognisable counts (its index + 1 in every field). */
-function fill(t: SlotTable, key: string, n: number): number {
+function fill(t: CounterTable, key: string, n: number): number {
   const slot = t.acquire(key);
   assert.ok(slot >= 0, `a slot for ${key}`);
   for (let s = 0; s < SLICES; s++) t.sliceCounts[slot * SLICES + s] = n + s;
@@ -20,7 +20,7 @@ function fill(t: SlotTable, key: string, n: number): number {
   return slot;
 }
 
-function assertFields(t: SlotTable, key: string, n: number): void {
+function assertFields(t: CounterTable, key: string, n: number): void {
   const slot = t.slotOf.get(key);
   assert.ok(slot !== undefined && slot < t.capacity, `${key} has a slot inside the table`);
   assert.is(t.keys[slot], key);
@@ -37,7 +37,7 @@ function assertFields(t: SlotTable, key: string, n: number): void {
 }
 
 test('starts small and doubles as keys arrive, up to its bound and no further', () => {
-  const t = new SlotTable(1000, SLICES);
+  const t = new CounterTable(1000, SLICES);
   assert.is(t.capacity, INITIAL_SLOTS);
   const capacities = new Set<number>();
   for (let i = 0; i < 1000; i++) {
@@ -53,14 +53,14 @@ test('starts small and doubles as keys arrive, up to its bound and no further', 
 });
 
 test('a bound below the initial size is the size', () => {
-  const t = new SlotTable(4, SLICES);
+  const t = new CounterTable(4, SLICES);
   assert.is(t.capacity, 4);
   for (let i = 0; i < 4; i++) fill(t, `k${i}`, i);
   assert.is(t.acquire('x'), -1);
 });
 
 test('compacts when sparse: survivors move down with every field, the memory comes back', () => {
-  const t = new SlotTable(4096, SLICES);
+  const t = new CounterTable(4096, SLICES);
   for (let i = 0; i < 4096; i++) fill(t, `k${i}`, i);
   assert.is(t.capacity, 4096);
   assert.is(t.shrinkIfSparse(), false, 'full: stays');
@@ -84,7 +84,7 @@ test('compacts when sparse: survivors move down with every field, the memory com
 });
 
 test('never shrinks below its initial size, nor while urgent slots are listed', () => {
-  const t = new SlotTable(1024, SLICES);
+  const t = new CounterTable(1024, SLICES);
   for (let i = 0; i < 300; i++) fill(t, `k${i}`, i);
   for (let i = 1; i < 300; i++) t.release(t.slotOf.get(`k${i}`)!);
   t.urgentCount = 1;
