@@ -168,11 +168,6 @@ export class Invalidator {
     this.#pending.sendHeld((id, key) => this.#resend(id, key));
   }
 
-  /** invalidations held now for want of a reachable owner hub */
-  get held(): number {
-    return this.#pending.held;
-  }
-
   /** Sends invalidation `id` of `key` (a plain one: a value push is not repeated) to its owner now; the hub, or undefined. */
   #resend(id: number, key: string): string | undefined {
     const owner = this.#links.owner(key);
