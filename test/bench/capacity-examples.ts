@@ -38,12 +38,13 @@ export const FLEETS: Fleet[] = [
 /**
  * What such a fleet does, in the page's assumptions: every instance serves hot keys (so keeps its
  * leases), flushes 2 Reports a second of 8 records (its keys over their per-instance threshold);
- * a hot key is promoted and demoted about once a minute; 10 % of writes hit hot keys. Broadcast:
+ * a hot key is promoted and later demoted once per 10 minutes; 1 % of writes hit hot keys (read-hot keys
+ * are seldom written; a write-hot key is coalesced, not cached). Broadcast:
  * every session hears every invalidation and the Ack waits for all; directed: a cold key's write
  * reaches its 2 registered holders, a hot key's every session.
  */
 export function workloadOf(f: Fleet, directed: boolean): Workload {
-  const hotShare = 0.1;
+  const hotShare = 0.01;
   const holders = directed ? hotShare * f.instances + (1 - hotShare) * 2 : f.instances;
   return {
     instances: f.instances,
@@ -53,7 +54,7 @@ export function workloadOf(f: Fleet, directed: boolean): Workload {
     writesPerS: f.writesPerS,
     holdersPerWrite: holders,
     waitersPerWrite: holders,
-    broadcastsPerS: (2 * f.hotKeys) / 60,
+    broadcastsPerS: (2 * f.hotKeys) / 600,
   };
 }
 
