@@ -42,6 +42,13 @@ export const ErrorCode = {
   Timeout: 'HK_ERR_TIMEOUT',
   /** no hub is reachable for the request */
   Unavailable: 'HK_ERR_UNAVAILABLE',
+  /**
+   * Redis adapters: the write was applied in Redis, but its invalidation was not acknowledged
+   * (`cause`: why — HK_ERR_TIMEOUT, or HK_ERR_UNAVAILABLE with the invalidation queue full), so
+   * other instances may still serve the old value; retry the write, or invalidate the key, once a
+   * hub is back
+   */
+  Unacked: 'HK_ERR_UNACKED',
   /** a hot-key load found the client's load limiter full (maxLoadsInFlight busy, maxLoadsQueued waiting) */
   LoadLimit: 'HK_ERR_LOAD_LIMIT',
   /**

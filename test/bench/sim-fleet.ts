@@ -17,6 +17,8 @@ export interface FleetStats {
   grants: number;
   /** Invalidates answered with Applied so far */
   applied: number;
+  /** Invalidates received so far (answered or not) */
+  invalidates: number;
 }
 
 export class SimFleet {
@@ -84,6 +86,16 @@ export class SimFleet {
     for (const w of this.workers) w.send({ type: 'pings', everyMs });
   }
 
+  /** Every instance reports `keys` keys (count 1, from a pool of `pool` names) every `everyMs` (0: stop). */
+  reports(everyMs: number, keys: number, pool: number): void {
+    for (const w of this.workers) w.send({ type: 'reports', everyMs, keys, pool });
+  }
+
+  /** While `on`, Invalidates are received but not answered with Applied. */
+  silent(on: boolean): void {
+    for (const w of this.workers) w.send({ type: 'silent', on });
+  }
+
   async stats(): Promise<FleetStats> {
     for (const w of this.workers) w.send({ type: 'stats' });
     const all = await Promise.all(this.workers.map((w) => w.waitFor<FleetStats>('stats', 10_000)));
@@ -95,6 +107,7 @@ export class SimFleet {
       leaseAsks: all.reduce((a, s) => a + s.leaseAsks, 0),
       grants: all.reduce((a, s) => a + s.grants, 0),
       applied: all.reduce((a, s) => a + s.applied, 0),
+      invalidates: all.reduce((a, s) => a + s.invalidates, 0),
     };
   }
 }

@@ -25,7 +25,10 @@
  *      leaseMs / 4), phases spread evenly over the period; 0 stops asking
  *   <- { type: 'pings', everyMs }            every instance sends a WebSocket ping every `everyMs` (the
  *      SDK's pingIntervalMs), spread the same way; 0 stops
- *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants, applied }
+ *   <- { type: 'reports', everyMs, keys, pool } every instance sends a Report of `keys` records (count 1 each,
+ *      keys drawn in turn from a pool of `pool` names) every `everyMs`, spread as leases are; 0 stops
+ *   <- { type: 'silent', on }                Invalidates are counted but not answered (the broadcast's cost alone)
+ *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants, applied, invalidates }
  */
 import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/reporter.ts';
 import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
@@ -77,8 +80,13 @@ let leaseAsks = 0;
 let grants = 0;
 /** Invalidates answered with Applied */
 let applied = 0;
+/** Invalidates received */
+let invalidates = 0;
+/** while true, Invalidates are not answered */
+let silent = false;
 let leaseTimer: NodeJS.Timeout | undefined;
 let pingTimer: NodeJS.Timeout | undefined;
+let reportTimer: NodeJS.Timeout | undefined;
 
 /** `data` is a view into the read buffer, valid during this call only: decoded here, never kept */
 function onFrame(index: number, data: Uint8Array, ws: LeanWebSocket): void {
@@ -97,6 +105,8 @@ function onFrame(index: number, data: Uint8Array, ws: LeanWebSocket): void {
       seenCount.set(m.key, seenCount.get(m.key)! + 1);
     }
   } else if (m.t === MsgType.Invalidate) {
+    invalidates++;
+    if (silent) return;
     // an instance that holds nothing has nothing to drop, but must confirm: the writer's ack waits on it
     ws.send(encode({ t: MsgType.Applied, seq: m.seq }));
     applied++;
@@ -165,6 +175,8 @@ process.on('message', (raw) => {
   else if (m.type === 'collect') void collect(m.key, m.deadlineMs);
   else if (m.type === 'leases') leases((raw as { everyMs: number }).everyMs);
   else if (m.type === 'pings') pings((raw as { everyMs: number }).everyMs);
+  else if (m.type === 'reports') steadyReports(raw as { everyMs: number; keys: number; pool: number });
+  else if (m.type === 'silent') silent = (raw as { on: boolean }).on;
   else if (m.type === 'stats') {
     const cpu = process.cpuUsage();
     toParent({
@@ -176,6 +188,7 @@ process.on('message', (raw) => {
       leaseAsks,
       grants,
       applied,
+      invalidates,
     });
   }
 });
@@ -286,6 +299,23 @@ function leases(everyMs: number): void {
   leaseTimer = spread(everyMs, (ws) => {
     ws.send(encode({ t: MsgType.Lease, id: ++id }));
     leaseAsks++;
+  });
+}
+
+/**
+ * Every instance reports `keys` keys every `everyMs` (an instance some of whose keys stay over its
+ * threshold), counts of 1 so that nothing is promoted; the names cycle through a pool of `pool`.
+ */
+function steadyReports({ everyMs, keys, pool }: { everyMs: number; keys: number; pool: number }): void {
+  clearInterval(reportTimer);
+  let next = 0;
+  const counts = new Array<number>(keys).fill(1);
+  reportTimer = spread(everyMs, (ws) => {
+    const names = Array.from({ length: keys }, () => `cap:${process.pid}:${next++ % pool}`);
+    const frame = encode({ t: MsgType.Report, keys: names, counts });
+    ws.send(frame);
+    reports++;
+    reportBytes += frame.byteLength;
   });
 }
 

@@ -11,8 +11,8 @@
  *   ['r', key, version, start, end, via]               a read (version 0: the key was absent); via:
  *                                                      'get', or 'mget' (one MGET of every read key),
  *                                                      or a rotating key's 'ckf-first' / 'ckf-burst' / 'ckf'
- *   ['w', key, version, start, end, acked, kind]       a write; acked: the call resolved and its
- *                                                      invalidation was acknowledged; kind: wrapper,
+ *   ['w', key, version, start, end, acked, kind]       a write; acked: the call resolved (all its
+ *                                                      caller is told); kind: wrapper,
  *                                                      update (value push) or plain
  *   ['u', time, n]                                     n more loads answered by a kept cold read
  *                                                      (hk.stats().recentReadsUsed), rotating role only
@@ -69,15 +69,10 @@ const redisOpts = {
   retryStrategy: () => 100,
   lazyConnect: false,
 };
-const invalidateFailed = new Set<string>();
 const redis = withHotKeys(new Redis(redisOpts), hk, {
-  onInvalidateError: (_err, key) => invalidateFailed.add(key),
   ...(cfg.rotating && { tracking: { prefixes: [cfg.rotating.prefix] } }),
 });
-const updater = withHotKeys(new Redis(redisOpts), hk, {
-  writes: 'update',
-  onInvalidateError: (_err, key) => invalidateFailed.add(key),
-});
+const updater = withHotKeys(new Redis(redisOpts), hk, { writes: 'update' });
 const plain = new Redis(redisOpts);
 redis.on('error', () => {});
 updater.on('error', () => {});
@@ -109,10 +104,10 @@ const mgetRound = async () => {
   await recordReads(out, cfg.readKeys, 'mget', () => redis.mget(cfg.readKeys));
 };
 
+/** A write counts as acknowledged when it resolves: all a caller without `onInvalidateError` is told. */
 const wrapperWrite = (client: Redis, key: string) => async (value: string) => {
-  invalidateFailed.delete(key);
   await client.set(key, value);
-  return !invalidateFailed.has(key);
+  return true;
 };
 
 const plainWrite = (key: string) => async (value: string) => {

@@ -333,9 +333,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   /**
    * Drops the key's cached value here, then asks its owner hub to drop it everywhere. Resolves
    * once the hub acknowledged that every instance applied it or was fenced (its lease lapsed:
-   * `fenced` names them); from then on no instance serves the old value. Rejects with
-   * HK_ERR_TIMEOUT after `invalidateTimeoutMs`, HK_ERR_UNAVAILABLE at once when no hub is
-   * connected, HK_ERR_CLOSED after close(). A rejection promises nothing: instances the hub did
+   * `fenced` names them); from then on no instance serves the old value. With no owner hub
+   * reachable it is held and sent when one is welcomed. Rejects with HK_ERR_TIMEOUT after
+   * `invalidateTimeoutMs`, HK_ERR_UNAVAILABLE at once when `maxPendingInvalidations` already
+   * wait, HK_ERR_CLOSED after close(). A rejection promises nothing: instances the hub did
    * tell stop serving the old value within one lease (its leaseMs, 2 s by default), but if the hub
    * never heard of it, instances connected to it keep the value until cacheTtlMs — retry.
    * `options.value` makes it an update (value push: every instance caches the new value in the

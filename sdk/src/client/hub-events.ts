@@ -2,7 +2,7 @@
  * What happens to this instance's hub connections (wire/connection.ts ConnectionHandler): a
  * Welcome admits a link and applies the app's config, a frame goes to dispatch.ts, a drop or a
  * refusal goes to status(), and a lost hub's hot keys go stale while its pending invalidations
- * move to the keys' new owners.
+ * move to the keys' new owners (or wait, held, for the next Welcome).
  */
 import type { HotSet } from '../cache/hot-set.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
@@ -58,6 +58,7 @@ export class HubEvents implements ConnectionHandler {
     o.config.apply(welcome.rules, welcome.local, welcome.instances);
     o.status({ type: 'connect', hub: welcome.hub, url: conn.url });
     this.members(welcome.epoch, welcome.members, welcome.hub);
+    o.invalidator().linked();
     o.readiness.resolve();
   }
 

@@ -38,24 +38,45 @@ test('times out with HK_ERR_TIMEOUT and counts it', async () => {
   assert.is(pending.size, 0);
 });
 
-test('a lost hub: its invalidations move to a new owner or fail now', async () => {
+test('a lost hub: its invalidations move to a new owner or are held until one is reachable', async () => {
   const pending = new PendingInvalidations({ timeoutMs: 1000, maxPending: 10 });
   const ids = new Map<string, number>();
   const moved = pending.add('moves', 'h1', (id) => ids.set('moves', id));
-  const failed = pending.add('fails', 'h1', () => {});
+  const held = pending.add('held', 'h1', (id) => ids.set('held', id));
   const other = pending.add('other', 'h2', () => {});
   const resent: string[] = [];
   pending.hubLost('h1', (_id, key) => {
     resent.push(key);
     return key === 'moves' ? 'h3' : undefined;
   });
-  assert.equal(resent.sort(), ['fails', 'moves']);
-  assert.is((await rejection(failed)).code, ErrorCode.Unavailable);
+  assert.equal(resent.sort(), ['held', 'moves']);
+  assert.is(pending.held, 1);
+  pending.sendHeld(() => undefined);
+  assert.is(pending.held, 1, 'still no owner');
+  pending.sendHeld((id, key) => (key === 'held' && id === ids.get('held') ? 'h4' : undefined));
+  assert.is(pending.held, 0);
+  pending.ack(ids.get('held')!, { hub: 'h4', fenced: [], ms: 3 });
+  assert.equal(await held, { hub: 'h4', fenced: [], ms: 3 }, 'acked by the hub it was held for');
   pending.hubLost('h3', () => undefined);
-  assert.is((await rejection(moved)).code, ErrorCode.Unavailable, 'it now belongs to h3');
-  assert.is(pending.size, 1);
+  assert.is(pending.size, 2);
   pending.closeAll();
+  assert.is((await rejection(moved)).code, ErrorCode.Closed);
   assert.is((await rejection(other)).code, ErrorCode.Closed);
+  assert.is(pending.held, 0);
+});
+
+test('held with no hub at all: times out HK_ERR_TIMEOUT saying why; held ones count against maxPending', async () => {
+  const pending = new PendingInvalidations({ timeoutMs: 20, maxPending: 1 });
+  let sent = 0;
+  const first = pending.add('k', undefined, () => sent++);
+  assert.is(sent, 0, 'nothing to send it to');
+  const over = await rejection(pending.add('k2', undefined, () => {}));
+  assert.is(over.code, ErrorCode.Unavailable);
+  assert.match(over.message, /1 held/);
+  const err = await rejection(first);
+  assert.is(err.code, ErrorCode.Timeout);
+  assert.match(err.message, /no hub owning it was reachable/);
+  assert.is(pending.held, 0);
 });
 
 test.run();

@@ -1,8 +1,11 @@
 /**
  * Invalidations awaiting their hub's Ack. Each has an id (sent in InvalidateRequest, echoed in
  * Ack), the hub it went to, and a deadline. Bounded: past `maxPending` a new one is refused at
- * once rather than queued. When its hub is lost an invalidation moves to the key's new owner, or
- * fails now: an ack that can never come is never waited for.
+ * once rather than queued. When its hub is lost an invalidation moves to the key's new owner; with
+ * no owner reachable it is *held* (no hub) and sent once one is (`sendHeld`), until its deadline.
+ * It is never given up early: the lost hub may still be granting leases to instances that serve
+ * the old value (a partition cuts only this instance off), so only an owner's Ack — whose fences
+ * cover leases from a hub's previous life or a key's previous owner — proves the write visible.
  */
 import { ErrorCode, HotKeyError } from '../errors.ts';
 
@@ -15,7 +18,8 @@ export interface AckInfo {
 
 interface PendingInvalidation {
   key: string;
-  hub: string;
+  /** where its request went; undefined: held, no owner hub reachable */
+  hub: string | undefined;
   resolve: (info: AckInfo) => void;
   reject: (err: HotKeyError) => void;
   timer: NodeJS.Timeout;
@@ -35,6 +39,8 @@ export class PendingInvalidations {
   #nextId = 0;
   /** invalidations that timed out */
   timeouts = 0;
+  /** pending ones held for want of a reachable owner hub */
+  #held = 0;
 
   constructor(options: PendingInvalidationsOptions) {
     this.#timeoutMs = options.timeoutMs;
@@ -45,27 +51,46 @@ export class PendingInvalidations {
     return this.#pending.size;
   }
 
+  /** invalidations held now: no owner hub reachable to send them to */
+  get held(): number {
+    return this.#held;
+  }
+
   /**
-   * Registers an invalidation of `key` sent to `hub`; `send(id)` sends the request. Resolves on
-   * `ack(id)`; rejects on timeout, when the queue is full, or when `failAll`/`hubLost` says so.
+   * Registers an invalidation of `key` sent to `hub` (undefined: held until `sendHeld`); `send(id)`
+   * sends the request; `registered(id)` hears its id, sent or held. Resolves on `ack(id)`; rejects
+   * on timeout, when the queue is full, or on `closeAll`.
    */
-  add(key: string, hub: string, send: (id: number, hub: string) => void): Promise<AckInfo> {
+  add(
+    key: string,
+    hub: string | undefined,
+    send: (id: number, hub: string) => void,
+    registered?: (id: number) => void,
+  ): Promise<AckInfo> {
     if (this.#pending.size >= this.#maxPending) {
+      const held = this.#held > 0 ? ` (${this.#held} held: no owner hub reachable)` : '';
       return Promise.reject(
-        new HotKeyError(ErrorCode.Unavailable, `${this.#pending.size} invalidations already await their ack`),
+        new HotKeyError(ErrorCode.Unavailable, `${this.#pending.size} invalidations already await their ack${held}`),
       );
     }
     return new Promise<AckInfo>((resolve, reject) => {
       const id = ++this.#nextId;
       const timer = setTimeout(() => {
-        this.#pending.delete(id);
+        const p = this.#pending.get(id);
+        this.#forget(id);
         this.timeouts++;
+        const why = p?.hub === undefined ? ' (no hub owning it was reachable)' : '';
         reject(
-          new HotKeyError(ErrorCode.Timeout, `invalidation of "${key}" not acknowledged within ${this.#timeoutMs} ms`),
+          new HotKeyError(
+            ErrorCode.Timeout,
+            `invalidation of "${key}" not acknowledged within ${this.#timeoutMs} ms${why}`,
+          ),
         );
       }, this.#timeoutMs);
       this.#pending.set(id, { key, hub, resolve, reject, timer });
-      send(id, hub);
+      registered?.(id);
+      if (hub === undefined) this.#held++;
+      else send(id, hub);
     });
   }
 
@@ -73,25 +98,37 @@ export class PendingInvalidations {
     const p = this.#pending.get(id);
     if (p === undefined) return;
     clearTimeout(p.timer);
-    this.#pending.delete(id);
+    this.#forget(id);
     p.resolve(info);
+  }
+
+  #forget(id: number): void {
+    const p = this.#pending.get(id);
+    if (p !== undefined && p.hub === undefined) this.#held--;
+    this.#pending.delete(id);
+  }
+
+  /** A hub is reachable again: each held invalidation goes to `send(id, key)`, which returns the hub it went to, or undefined (still held). */
+  sendHeld(send: (id: number, key: string) => string | undefined): void {
+    if (this.#held === 0) return;
+    for (const [id, p] of this.#pending) {
+      if (p.hub !== undefined) continue;
+      const hub = send(id, p.key);
+      if (hub === undefined) continue;
+      p.hub = hub;
+      this.#held--;
+    }
   }
 
   /**
    * `hub` was lost before it acked: each of its invalidations goes to `resend(id, key)`, which
-   * returns the hub it was sent to (the key's new owner), or undefined: then it fails now.
+   * returns the hub it was sent to (the key's new owner), or undefined: then it is held.
    */
   hubLost(hub: string, resend: (id: number, key: string) => string | undefined): void {
     for (const [id, p] of this.#pending) {
       if (p.hub !== hub) continue;
-      const owner = resend(id, p.key);
-      if (owner !== undefined) {
-        p.hub = owner;
-      } else {
-        clearTimeout(p.timer);
-        this.#pending.delete(id);
-        p.reject(new HotKeyError(ErrorCode.Unavailable, `hub ${hub} was lost before it acknowledged "${p.key}"`));
-      }
+      p.hub = resend(id, p.key);
+      if (p.hub === undefined) this.#held++;
     }
   }
 
@@ -102,5 +139,6 @@ export class PendingInvalidations {
       p.reject(new HotKeyError(ErrorCode.Closed, `client closed before "${p.key}" was acknowledged`));
     }
     this.#pending.clear();
+    this.#held = 0;
   }
 }

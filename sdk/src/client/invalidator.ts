@@ -2,9 +2,11 @@
  * The invalidation API behind `invalidate()`, `invalidateAll()` and `updateMark()`: what goes to
  * the key's owner hub, and what is resent when that hub is lost. The local drop comes first, so
  * this instance never serves the old value while the hub's ack is on its way; the acks themselves
- * are matched in invalidations.ts.
+ * are matched in invalidations.ts. With no owner hub reachable (none connected yet, or the owner
+ * lost with nobody to take its keys) an invalidation is held and sent when one is welcomed
+ * (`linked`): rejecting it at once would let a caller that ignores the rejection (or a wrapper
+ * that swallowed it) treat the write as acknowledged while instances still serve the old value.
  */
-import { ErrorCode, HotKeyError } from '../errors.ts';
 import { MsgType, type InvalidateRequest } from '../wire/protocol.ts';
 import { PendingInvalidations } from './invalidations.ts';
 import type { HubLinks } from './links.ts';
@@ -107,8 +109,6 @@ export class Invalidator {
         : this.#push.packUpdate(key, options!.value);
     this.#dropValue(key);
     this.count++;
-    if (hub === undefined)
-      return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to invalidate "${key}"`));
     if (update === undefined) {
       const pushed = options?.pushed === true;
       return this.#pending.add(key, hub, (id, to) =>
@@ -137,14 +137,17 @@ export class Invalidator {
     this.#dropAll();
     this.count++;
     const hub = this.#links.owner(namespace);
-    if (hub === undefined)
-      return Promise.reject(new HotKeyError(ErrorCode.Unavailable, `no hub connected to flush "${namespace}"`));
     let sentId = 0;
-    const done = this.#pending.add(namespace, hub, (id) => {
-      sentId = id;
-      this.#flushIds.add(id);
-      this.#links.get(hub)?.conn.send({ t: MsgType.InvalidateRequest, id, key: namespace, flush: true });
-    });
+    const done = this.#pending.add(
+      namespace,
+      hub,
+      (id, to) => this.#links.get(to)?.conn.send({ t: MsgType.InvalidateRequest, id, key: namespace, flush: true }),
+      (id) => {
+        // sent or held, it is resent as a flush
+        sentId = id;
+        this.#flushIds.add(id);
+      },
+    );
     const forget = () => this.#flushIds.delete(sentId);
     done.then(forget, forget);
     return done;
@@ -155,16 +158,24 @@ export class Invalidator {
     this.#pending.ack(id, result);
   }
 
-  /** Invalidations a lost hub will never ack go to the key's new owner, or fail now. */
+  /** Invalidations a lost hub will never ack go to the key's new owner, or are held until one is welcomed. */
   hubLost(hub: string): void {
-    this.#pending.hubLost(hub, (id, key) => {
-      const owner = this.#links.owner(key);
-      const link = owner === undefined ? undefined : this.#links.get(owner);
-      const request = this.#flushIds.has(id)
-        ? { t: MsgType.InvalidateRequest, id, key, flush: true as const }
-        : { t: MsgType.InvalidateRequest, id, key };
-      return link !== undefined && link.conn.send(request) ? owner : undefined;
-    });
+    this.#pending.hubLost(hub, (id, key) => this.#resend(id, key));
+  }
+
+  /** A hub was welcomed: held invalidations go to their keys' owners now. */
+  linked(): void {
+    this.#pending.sendHeld((id, key) => this.#resend(id, key));
+  }
+
+  /** Sends invalidation `id` of `key` (a plain one: a value push is not repeated) to its owner now; the hub, or undefined. */
+  #resend(id: number, key: string): string | undefined {
+    const owner = this.#links.owner(key);
+    const link = owner === undefined ? undefined : this.#links.get(owner);
+    const request = this.#flushIds.has(id)
+      ? { t: MsgType.InvalidateRequest, id, key, flush: true as const }
+      : { t: MsgType.InvalidateRequest, id, key };
+    return link !== undefined && link.conn.send(request) ? owner : undefined;
   }
 
   /** close(): every pending invalidation rejects with HK_ERR_CLOSED. */

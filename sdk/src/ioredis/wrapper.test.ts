@@ -2,6 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '../client/client.ts';
+import { ErrorCode, HotKeyError } from '../errors.ts';
 import { withHotKeys } from '../ioredis.ts';
 import { waitFor } from '../../../test/support/wait.ts';
 import type { RedisServer } from '../../../test/support/redis-server.ts';
@@ -139,13 +140,21 @@ test('withHotKeys returns the client itself; twice with one hk is a no-op, with 
   }
 });
 
-test('a write succeeds even when the invalidation cannot reach a hub', async () => {
-  const lonely = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1' });
+test('a write whose invalidation no hub acknowledges rejects HK_ERR_UNACKED, after it was held its deadline', async () => {
+  const lonely = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1', invalidateTimeoutMs: 300 });
   const errors: string[] = [];
   const r = withHotKeys(raw, lonely, { onInvalidateError: (_e, key) => errors.push(key) });
-  assert.is(await r.set('w', '1'), 'OK');
+  const t0 = performance.now();
+  const err = (await r.set('w', '1').catch((e: unknown) => e)) as HotKeyError;
+  assert.instance(err, HotKeyError);
+  assert.is(err.code, ErrorCode.Unacked);
+  assert.is((err.cause as HotKeyError).code, ErrorCode.Timeout, 'held until its deadline, not failed at once');
+  assert.ok(performance.now() - t0 >= 250, 'held, not rejected at once');
+  assert.is(await raw.get('w'), '1', 'the write itself was applied');
   assert.equal(errors, ['w']);
   await lonely.close();
+  // a closed hk makes the wrapped client a plain one: the write resolves
+  assert.is(await r.set('w', '2'), 'OK');
 });
 
 test.run();

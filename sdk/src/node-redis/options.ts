@@ -4,9 +4,13 @@ import type { BreakerOptions } from '../redis/breaker.ts';
 import type { TrackingOptions } from '../redis/tracking.ts';
 
 export interface WithHotKeysOptions {
-  /** writes settle after the hub acknowledged the invalidation cluster-wide @default true */
+  /**
+   * writes settle after the hub acknowledged the invalidation cluster-wide, and reject with
+   * HK_ERR_UNACKED (applied in Redis, not acknowledged; `cause` says why) when it cannot be;
+   * `false`: they settle at once, without that guarantee @default true
+   */
   awaitInvalidation?: boolean;
-  /** hears invalidations that failed after a write (no hub, timeout); the local copy is dropped regardless @default ignore */
+  /** hears invalidations that failed after a write (timeout, queue full, closed); the local copy is dropped regardless @default ignore */
   onInvalidateError?: (error: unknown, key: string) => void;
   /**
    * Redis server-assisted tracking of hot keys on connections of the adapter's own, so that

@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '../client/client.ts';
+import { ErrorCode, HotKeyError } from '../errors.ts';
 import { withHotKeys } from '../node-redis.ts';
 import type { ProtocolPeer } from '../../../test/support/protocol-peer.ts';
 import { destroyAll } from '../../../test/support/node-redis.ts';
@@ -109,6 +110,25 @@ test('a hot GET under a type mapping of bulk strings to Buffers is answered from
   assert.is(hk.stats().hits, hits + 1, 'from the cache');
   assert.is(await c.get('w:mapped'), 'bytes', 'the plain read still gets a string');
   assert.is(hk.stats().hits, hits + 2);
+});
+
+test('a write whose invalidation no hub acknowledges rejects HK_ERR_UNACKED (held until its deadline), never unhandled', async () => {
+  const lonely = new HotKeyClient({ app: 'shop', hubs: 'ws://127.0.0.1:1', invalidateTimeoutMs: 300 });
+  lonely.on('error', () => {});
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  const c = withHotKeys(await client(), lonely);
+  const err = (await c.set('nw', '1').catch((e: unknown) => e)) as HotKeyError;
+  assert.instance(err, HotKeyError);
+  assert.is(err.code, ErrorCode.Unacked);
+  assert.is((err.cause as HotKeyError).code, ErrorCode.Timeout);
+  assert.is(await c.get('nw'), '1', 'the write itself was applied');
+  await lonely.close();
+  assert.is(await c.set('nw', '2'), 'OK', 'a closed hk: a plain client');
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('unhandledRejection', onUnhandled);
+  assert.equal(unhandled, []);
 });
 
 test('a wrapped client after hk.close(): a plain client (reads from Redis, writes unhindered)', async () => {

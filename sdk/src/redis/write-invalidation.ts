@@ -12,6 +12,7 @@ import { dispatched, type Cmd } from './command.ts';
 import { keyName } from './identity.ts';
 import type { UpdateWrites } from './update-writes.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
+import { unackedWrite } from './unacked-write.ts';
 
 /** The wrapped client, opaque to the core (the key of its open transaction, the adapter's `namespaceOf`). */
 type Client = object;
@@ -56,8 +57,11 @@ export interface WriteContext {
 }
 
 export interface WriteInvalidation {
-  /** invalidates keys and flushed namespaces at the hub; failures go to `onInvalidateError` */
-  invalidate(keys: Iterable<string>, flushed?: Iterable<string>): Promise<unknown>;
+  /**
+   * invalidates keys and flushed namespaces at the hub; failures go to `onInvalidateError`, and
+   * the promise resolves to the HK_ERR_UNACKED error the write must reject with, if any
+   */
+  invalidate(keys: Iterable<string>, flushed?: Iterable<string>): Promise<Error | undefined>;
   /**
    * The bookkeeping of a command passing the hook before it is sent: a write (or a keyspace-wide
    * write) settles after its invalidation, or joins its transaction's; EXEC settles after the
@@ -69,19 +73,24 @@ export interface WriteInvalidation {
 export function writeInvalidation(ctx: WriteContext): WriteInvalidation {
   const { hk, isCluster, deployment, namespaceOf, awaitInvalidation, onInvalidateError, updates, replicas } = ctx;
 
-  const invalidate = (keys: Iterable<string>, flushed: Iterable<string> = []): Promise<unknown> =>
-    Promise.all([
-      ...Array.from(keys, (key) =>
-        hk.invalidate(key).catch((err: unknown) => {
-          onInvalidateError(err, key);
-        }),
-      ),
-      ...Array.from(flushed, (namespace) =>
-        hk.invalidateAll(namespace).catch((err: unknown) => {
-          onInvalidateError(err, namespace);
-        }),
-      ),
+  /** `done` settled: undefined when acknowledged, else the error (told to `onInvalidateError`). */
+  const failureOf = (done: Promise<unknown>, name: string): Promise<unknown> =>
+    done.then(
+      () => undefined,
+      (err: unknown) => {
+        onInvalidateError(err, name);
+        return err ?? new Error('invalidation failed');
+      },
+    );
+
+  const invalidate = async (keys: Iterable<string>, flushed: Iterable<string> = []): Promise<Error | undefined> => {
+    const names = [...keys, ...flushed];
+    const failures = await Promise.all([
+      ...Array.from(keys, (key) => failureOf(hk.invalidate(key), key)),
+      ...Array.from(flushed, (namespace) => failureOf(hk.invalidateAll(namespace), namespace)),
     ]);
+    return unackedWrite(failures, names.map((name) => `"${name}"`).join(', '));
+  };
 
   function note(client: Client, command: Cmd, name: string, stream: unknown): void {
     const open = stream === undefined ? openTransactions.get(client) : undefined;
@@ -150,11 +159,17 @@ export function writeInvalidation(ctx: WriteContext): WriteInvalidation {
       const sent =
         update === undefined
           ? invalidate(keys, flushed)
-          : updates!.invalidate(update).catch((err: unknown) => onInvalidateError(err, update));
-      const done = sent.then(() => dropCopies(keys));
-      if (awaitInvalidation) void done.then(() => resolve(value));
+          : failureOf(updates!.invalidate(update), update).then((err) => unackedWrite([err], `"${update}"`));
+      const done = sent.then(async (unacked) => {
+        await dropCopies(keys);
+        return unacked;
+      });
+      // a write whose invalidation no hub acknowledged must not look acknowledged (unacked-write.ts)
+      if (awaitInvalidation) void done.then((unacked) => (unacked === undefined ? resolve(value) : reject(unacked)));
       else resolve(value);
-      return command.promise;
+      // an adapter may chain on this (node-redis: `.then(resolve, reject)`) and drop what it gets:
+      // a rejection is the caller's, through command.promise, never an unhandled one there
+      return command.promise.catch(() => undefined);
     };
     // a failed write may still have written (a script, EXEC): drop, but do not delay the error
     command.reject = (error) => {
