@@ -1,8 +1,9 @@
 /**
- * `pnpm bench`: runs every benchmark, each in its own process, prints one table and writes
- * test/bench/results.md.
+ * `pnpm bench`: runs every benchmark, each in its own process, prints one table and writes the
+ * benchmarks page, docs/benchmarks.md with its charts (page.ts). A run of some benchmarks writes
+ * its table to test/artifacts/bench-results.md (`--out`), and the page only with `--page`.
  *
- *   node --import tsx test/bench/run.ts [--quick] [--only ingest,latency,...]
+ *   node --import tsx test/bench/run.ts [--quick] [--only ingest,latency,...] [--page] [--out FILE]
  *
  * `--only instructions` (opt-in: ~5 to 20 minutes under valgrind) counts the hot path in CPU
  * instructions per operation, a figure that other load on the machine does not move.
@@ -10,12 +11,14 @@
  * --quick is a smoke run (seconds per benchmark, figures not meaningful). The full run stays under
  * about 10 minutes: each benchmark has a deadline and a broken one is reported, not fatal.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import os from 'node:os';
 import { runBenchFile, type BenchRow } from './harness.ts';
 import { describeMachine, markdownReport, textTable } from './report.ts';
+import { benchmarksPage } from './page.ts';
 
 interface BenchFile {
   name: string;
@@ -67,7 +70,8 @@ const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
-    out: { type: 'string', default: here('./results.md') },
+    out: { type: 'string', default: here('../artifacts/bench-results.md') },
+    page: { type: 'boolean', default: false },
   },
 });
 const quick = values.quick;
@@ -106,8 +110,19 @@ console.log(
   `\n${machine.cpus} CPUs, ${machine.cpuModel}, ${machine.memoryGiB} GiB, Node ${machine.node}; load ${machine.loadStart.toFixed(1)} -> ${machine.loadEnd.toFixed(1)}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
 );
 if (errors.length) console.log(`did not finish: ${errors.map((e) => e.split(':')[0]).join(', ')}`);
-if (!quick || values.out !== here('./results.md')) {
-  writeFileSync(values.out, markdownReport(rows, machine, errors));
-  console.log(`wrote ${values.out}`);
+mkdirSync(dirname(values.out), { recursive: true });
+writeFileSync(values.out, markdownReport(rows, machine, errors));
+console.log(`wrote ${values.out}`);
+// the page is one whole run: a smoke run never writes it, a partial one only when asked
+if (!quick && (only === undefined || values.page)) {
+  const notRun = BENCHMARKS.filter((b) => !selected.includes(b) && !b.optIn).map((b) => b.name);
+  const page = benchmarksPage(rows, machine, errors, notRun);
+  const docs = here('../../docs/');
+  const chartsDir = `${docs}benchmarks`;
+  mkdirSync(chartsDir, { recursive: true });
+  for (const old of readdirSync(chartsDir)) if (old.endsWith('.svg')) rmSync(`${chartsDir}/${old}`);
+  for (const [name, svg] of Object.entries(page.charts)) writeFileSync(`${chartsDir}/${name}`, svg);
+  writeFileSync(`${docs}benchmarks.md`, page.markdown);
+  console.log(`wrote ${docs}benchmarks.md`);
 }
 process.exitCode = errors.length ? 1 : 0;

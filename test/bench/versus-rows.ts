@@ -1,5 +1,5 @@
 /**
- * The versus benchmark's rows for the results table (test/bench/results.md): per system, each
+ * The versus benchmark's rows for the results table (docs/benchmarks.md): per system, each
  * figure beside plain ioredis's in the same run (the baseline column), and a target of 0 stale reads
  * for hotkey under every fault.
  */
