@@ -215,31 +215,10 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
     if (watch) breakers!.watch(node, command);
     return false;
   }
-  /**
-   * `send`, watching `command` by the breaker when it goes out (as `blocked` would have at
-   * dispatch): a cold GET the read path holds till the end of the job (held-reads.ts) goes out
-   * only then — after the rest of the job, however long it runs — and must not be overdue before.
-   */
-  function sendWatched(send: Send, command: Cmd, node: NodeBreaker): Send {
-    if (send === down) {
-      // the common case takes no closure per command: the command carries its guard
-      (command as OnSend)[WATCH_ON_SEND] = node;
-      return downWatching;
-    }
-    return function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
-      if (sent === command) breakers!.watchRead(node, sent);
-      return send.call(this, sent, stream, to);
-    } as Send;
+  /** The breaker of `command`'s node, hot or not; undefined without breakers or past the hook. */
+  function nodeGuard(command: Cmd): NodeBreaker | undefined {
+    return breakers === undefined || hook.unguarded ? undefined : breakers.nodeOf(command);
   }
-  /** `down`, and the breaker watches a command that carries its guard (`sendWatched`) as it goes out */
-  const downWatching = function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
-    const node = (sent as OnSend)[WATCH_ON_SEND];
-    if (node !== undefined) {
-      (sent as OnSend)[WATCH_ON_SEND] = undefined;
-      breakers!.watchRead(node, sent);
-    }
-    return down.call(this, sent, stream, to);
-  } as Send;
   /** A load of `key` while its node's breaker is open: the error it rejects with at once. */
   function loadBlocked(key: string): Error | undefined {
     const node = breakers?.nodeFor(key);
@@ -287,11 +266,11 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
     // handed over as Redis's flat reply: ioredis's transformer builds the caller's object as it
     // builds it from Redis's, whatever the field names
     hashReply: (_command, hash) => flatHash(hash),
-    // a held GET answered by another's reply is timed from when that one goes out, as it is
-    heldShared: (_client, command) => {
-      const node = guardOf(command, 'get');
-      if (node !== undefined) breakers!.watchRead(node, command);
-    },
+    // a cold read through the cache is timed when it goes out (a GET held till the end of the
+    // job goes out only then, however long the job runs): the read path tells the breaker
+    guard: breakers?.guard,
+    // the job's held GETs leave in one write (a standalone client's socket; a Cluster's go to several)
+    batch: isCluster ? undefined : corked,
   });
   const { read } = reads;
   const get = hotGet({
@@ -416,10 +395,12 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
       client.status !== 'end' &&
       !inSubscriberMode(client);
     // the breaker's word (as `blocked` gives it, the connection's own handshake let through),
-    // asked once: a read through the cache is watched when it goes out (sendWatched), anything else now
-    const guard = stream === undefined ? guardOf(command, name) : undefined;
+    // asked once: a read through the cache is timed by the read path when it goes to Redis cold
+    // (its guard), anything else watched now. A hot key's read is never refused here: its load
+    // asks `loadBlocked`, so that it may serve the cached value; asked only while the node is open
+    const guard = stream === undefined ? (viaCache ? nodeGuard(command) : guardOf(command, name)) : undefined;
     if (guard !== undefined && client.status !== 'connect') {
-      if (breakers!.isOpen(guard)) {
+      if (breakers!.isOpen(guard) && !(viaCache && isHotKey(command.args[0]))) {
         command.reject(breakers!.reject(guard));
         dispatched.add(command);
         return command.promise;
@@ -428,7 +409,7 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
     }
     if (viaCache && isRead(name)) {
       dispatched.add(command);
-      return read(client, guard === undefined ? send : sendWatched(send, command, guard), command, name);
+      return read(client, send, command, name, guard);
     }
     reads.flush(client); // a GET not read through the cache (a subscriber's, a closed client's)
     writes.note(client, command, name, stream);
@@ -468,11 +449,21 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
 }
 
 /**
- * The breaker guard a read through the cache is watched by when it goes out (`sendWatched`): a
- * symbol property, as `dispatched`'s, so that a cold GET takes no closure for it.
+ * Runs `run` with `client`'s socket corked, so that the commands it writes leave in one write:
+ * the cold GETs of one job, held till its end (held-reads.ts), cost one system call, not one
+ * each. The bytes and their order are what the plain client writes; only the syscalls are fewer
+ * (as ioredis's `enableAutoPipelining` and node-redis's write batching do).
  */
-const WATCH_ON_SEND: unique symbol = Symbol('hotkey.watchOnSend');
-type OnSend = { [WATCH_ON_SEND]?: NodeBreaker | undefined };
+function corked(client: Client, run: () => void): void {
+  const stream = (client as { stream?: { writable?: boolean; cork?: () => void; uncork?: () => void } }).stream;
+  if (client.status !== 'ready' || stream?.writable !== true || typeof stream.cork !== 'function') return run();
+  stream.cork();
+  try {
+    run();
+  } finally {
+    stream.uncork!();
+  }
+}
 
 /** ioredis's shape (ioredis is an optional peer, not imported): a node-redis client or a plain object fails it. */
 function looksLikeIoredis(client: unknown): client is Client {

@@ -111,7 +111,7 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
       const routed = routeWriteHot(ctx.writeHot, argv, options, this._commandOptions, name);
       if (routed !== undefined) return routed;
     }
-    if (holdable) return reads.read(this, send, commandOf(argv, options), 'get');
+    if (holdable) return reads.read(this, send, commandOf(argv, options), 'get', ctx.breaker?.nodeOf(this));
     if (name === 'get') {
       if (inBuffers && argv.length === 2) return buffers.get(this, argv, options);
       const key = keyName(argv[1]);

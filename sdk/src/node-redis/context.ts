@@ -197,6 +197,8 @@ export function createContext(o: ContextOptions): Context {
       commandOf([name.toUpperCase(), ...args], withoutTypeMapping((like as Partial<NodeRedisCmd>).options)),
     loadBlocked: (key) => breaker?.loadBlocked(key),
     watchLoad: () => {},
+    // a cold GET is timed by the breaker's layer as it passes, and heard by the read path's settling functions
+    guard: breaker?.guard,
     hashReply,
     connection: (c) => c._self ?? c,
     sameRead: (a, b) => (a as NodeRedisCmd).options === (b as NodeRedisCmd).options,

@@ -94,8 +94,22 @@ export interface HotReadContext<C extends object = object> {
   connection?(client: C): object;
   /** whether two held GETs of one key may share one reply (same command options) @default always */
   sameRead?(a: Cmd, b: Cmd): boolean;
-  /** a held GET answered by another's reply goes out with it now (an adapter's breaker times it from here) */
-  heldShared?(client: C, command: Cmd): void;
+  /**
+   * The adapter's circuit breaker, for the cold reads `read` is given a node for: told when one
+   * goes out and when it is answered, by the one pair of settling functions the read path puts on
+   * the command for its in-flight count (a second pair per cold read would be a second price)
+   */
+  guard?: ReadGuard;
+  /** sends `run`'s commands on `client`'s connection as one write (held GETs flushed together) @default as they come */
+  batch?(client: C, run: () => void): void;
+}
+
+/** A circuit breaker as the read path tells it of cold reads (an adapter's; `node` is its own). */
+export interface ReadGuard {
+  /** `command` goes out to `node` now: it is timed from here */
+  sent(node: object, command: Cmd): void;
+  /** `command` was answered: its reply (`failed` false), or `error` */
+  answered(node: object, command: Cmd, failed: boolean, error: unknown): void;
 }
 
 /** what a loader hk does not cache returns: the caller sends its own command instead (its reply is not a record) */
@@ -115,8 +129,11 @@ function cachedHash(reply: unknown): CachedHash {
 }
 
 export interface HotReads<C extends object = object> {
-  /** a read of one key through the cache when hot (settles `command`), counted once */
-  read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown;
+  /**
+   * a read of one key through the cache when hot (settles `command`), counted once; `node`: the
+   * breaker's node of a read it has let through (`guard` times it if it goes to Redis cold)
+   */
+  read(client: C, send: Send<C>, command: Cmd, name: ReadName, node?: object): unknown;
   /**
    * a GET of a hot key, counted already, whose value hk does not cache (`hk.uncachedLoad` in its
    * loader): sent as a plain client sends it, held with the job's other GETs (held-reads.ts)
@@ -142,7 +159,7 @@ export type TrackedLoad<C extends object = object> = (
 ) => Promise<Rec>;
 
 export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> {
-  const { hk, isCluster, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply } = ctx;
+  const { hk, isCluster, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply, guard } = ctx;
   /** Redis tracks some keys by broadcast for this client: their cold GETs are noted */
   const watches = tracking?.watches === true;
 
@@ -161,33 +178,41 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
    * wrapped (whoever answers it calls them: the adapter's send, a held read's shared reply), so
    * the count drops as the reply is handed over, before anything awaiting it resumes — the
    * caller's next read, on the reply, must not count it as unanswered — at the price of two
-   * closures, no promise of ours.
+   * closures, no promise of ours. The breaker's `node` hears the answer from the same pair.
    */
-  function watchCold(command: Cmd, key: string): void {
+  function watchCold(command: Cmd, key: string, node: object | undefined): void {
     const { resolve, reject } = command;
-    const answered = () => {
-      if (watches) hk.readAnswered(key, command.promise);
-      if ((command as Counted)[IN_FLIGHT] !== true) return;
-      (command as Counted)[IN_FLIGHT] = false;
-      const left = inFlight.get(key)! - 1;
-      if (left === 0) inFlight.delete(key);
-      else inFlight.set(key, left);
-    };
     command.resolve = (value) => {
-      answered();
+      coldAnswered(command, key, node, false, undefined);
       return resolve(value);
     };
     command.reject = (error) => {
-      answered();
+      coldAnswered(command, key, node, true, error);
       reject(error);
     };
+  }
+  function coldAnswered(command: Cmd, key: string, node: object | undefined, failed: boolean, error: unknown): void {
+    if (node !== undefined) guard!.answered(node, command, failed, error);
+    if (watches) hk.readAnswered(key, command.promise);
+    if ((command as Counted)[IN_FLIGHT] !== true) return;
+    (command as Counted)[IN_FLIGHT] = false;
+    const left = inFlight.get(key)! - 1;
+    if (left === 0) inFlight.delete(key);
+    else inFlight.set(key, left);
   }
   /**
    * Sends a cold read of `key` (watched by watchCold), counted in flight until it is answered. A
    * GET of a key Redis tracks by broadcast for us is noted: should the key surge, its load may
    * take this reply (tracking.ts `prefixes`, client/recent-reads.ts).
    */
-  function sendCold(client: C, send: Send<C>, command: Cmd, key: string, get: boolean): unknown {
+  function sendCold(
+    client: C,
+    send: Send<C>,
+    command: Cmd,
+    key: string,
+    get: boolean,
+    node: object | undefined,
+  ): unknown {
     const n = inFlight.get(key);
     if (n !== undefined || inFlight.size < MAX_IN_FLIGHT) {
       inFlight.set(key, (n ?? 0) + 1);
@@ -197,20 +222,23 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       const vouch = tracking!.watching(key);
       if (vouch !== undefined) hk.noteRead(key, vouch, isCluster ? undefined : ctx.dbOf(client), command.promise);
     }
+    if (node !== undefined) guard!.sent(node, command);
     return send.call(client, command);
   }
 
   /** cold GETs of one job, counted before any is sent, and GETs hk does not cache (held-reads.ts) */
   const held = new HeldReads<C>(
     ctx.connection ?? ((c) => c),
-    (client, send, command, key, plain) =>
+    (client, send, command, key, plain, node) =>
       plain
         ? send.call(client, command)
         : hk.isHot(key)
           ? hot(client, send, command, 'get', key, false)
-          : sendCold(client, send, command, key, true),
+          : sendCold(client, send, command, key, true, node),
     ctx.sameRead ?? (() => true),
-    ctx.heldShared,
+    // a held GET answered by another's reply goes out with it now: the breaker times it from here
+    guard === undefined ? undefined : (_client, command, node) => node !== undefined && guard.sent(node, command),
+    ctx.batch,
   );
 
   /** `send`, and the breaker watches `command` from when it goes out (a held read waits for the end of the job first) */
@@ -242,7 +270,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     return plainRead(client, send, command, 'get', key, true);
   }
 
-  function read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown {
+  function read(client: C, send: Send<C>, command: Cmd, name: ReadName, node?: object): unknown {
     const key = keyName(command.args[0]);
     const arity = name === 'hget' ? 2 : 1;
     if (key === undefined || command.args.length !== arity) {
@@ -261,10 +289,11 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       if (unanswered === undefined) hk.track(key);
       else hk.trackConcurrent(key, unanswered);
       if (!hk.isHot(key)) {
-        watchCold(command, key);
-        if (name === 'get' && ctx.ready(client)) return held.hold(client, send, command, key);
+        const guarded = guard === undefined ? undefined : node;
+        watchCold(command, key, guarded);
+        if (name === 'get' && ctx.ready(client)) return held.hold(client, send, command, key, false, guarded);
         held.flush(client);
-        return sendCold(client, send, command, key, name === 'get');
+        return sendCold(client, send, command, key, name === 'get', guarded);
       }
     }
     return hot(client, send, command, name, key, true);
