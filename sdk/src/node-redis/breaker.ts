@@ -19,7 +19,7 @@
  * again (client-hook.ts asks `isOpenFor`), as it does while the client is ready.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { Breakers, breakerSettings, waitsByDesign, type BreakerStats, type NodeBreaker } from '../redis/breaker.ts';
+import { Breakers, waitsByDesign, type BreakerOptions, type BreakerStats, type NodeBreaker } from '../redis/breaker.ts';
 import { exportBreakerMetrics } from '../redis/breaker-metrics.ts';
 import type { Cmd } from '../redis/command.ts';
 import type { ReadGuard } from '../redis/hot-read.ts';
@@ -52,8 +52,8 @@ interface ClusterView {
 
 export interface NodeRedisBreakerOptions {
   hk: HotKeyClient;
-  /** the `breaker` option as given */
-  given: unknown;
+  /** the `breaker` option, checked (redis/wrap-options.ts); undefined: no breaker */
+  settings: Required<BreakerOptions> | undefined;
   /** a standalone client's or pool's one node (its deployment) */
   deployment: string;
   /** the wrapped Cluster, whose node clients are its masters' */
@@ -109,7 +109,7 @@ export class NodeRedisBreaker {
     },
   };
 
-  constructor(o: NodeRedisBreakerOptions & { settings: NonNullable<ReturnType<typeof breakerSettings>> }) {
+  constructor(o: NodeRedisBreakerOptions & { settings: Required<BreakerOptions> }) {
     const { hk } = o;
     this.#core = new Breakers(
       o.settings,
@@ -264,11 +264,8 @@ export class NodeRedisBreaker {
   }
 }
 
-/**
- * The breaker of one `withHotKeys` call (settings from its `breaker` option, already checked by
- * `breakerSettings`), or undefined with `breaker: false`.
- */
+/** The breaker of one `withHotKeys` call (its `breaker` option, checked), or undefined with `breaker: false`. */
 export function nodeRedisBreaker(o: NodeRedisBreakerOptions): NodeRedisBreaker | undefined {
-  const settings = breakerSettings(o.given);
+  const settings = o.settings;
   return settings === undefined ? undefined : new NodeRedisBreaker({ ...o, settings });
 }
