@@ -44,6 +44,13 @@ export interface NodeRedisCmd extends Cmd {
   options: CommandOptions | undefined;
 }
 
+/** the settling pair of the promise `capture` was last the executor of (taken at once by the constructor) */
+const captured: { resolve?: (value: unknown) => void; reject?: (error: Error) => void } = {};
+function capture(resolve: (value: unknown) => void, reject: (error: Error) => void): void {
+  captured.resolve = resolve;
+  captured.reject = reject;
+}
+
 /**
  * A command (name first) as the core's `Cmd`, settled by whoever sends it. A class, not an object
  * of closures: one is made for every GET the hook takes, and its methods and settling functions
@@ -60,10 +67,11 @@ class NodeRedisCommand implements NodeRedisCmd {
   reject!: (error: Error) => void;
 
   constructor(argv: readonly unknown[], options: CommandOptions | undefined) {
-    this.promise = new Promise<unknown>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
+    // one executor for every command (no closure per command): it hands over the settling pair
+    this.promise = new Promise<unknown>(capture);
+    this.resolve = captured.resolve!;
+    this.reject = captured.reject!;
+    captured.resolve = captured.reject = undefined;
     this.name = commandName(argv[0]);
     this.args = argv.slice(1);
     this.argv = argv;
