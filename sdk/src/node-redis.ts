@@ -18,7 +18,7 @@ export { withHotKeys } from './node-redis/wrapper.ts';
 export { replicaStats } from './node-redis/stats.ts';
 export { REPLICA_TTL_MS } from './redis/replicas.ts';
 export type { ReplicaOptions, ReplicaStats } from './redis/replicas.ts';
-export type { WithHotKeysOptions } from './node-redis/options.ts';
+export type { WithHotKeysOptions } from './node-redis/wrapper.ts';
 export type { TrackingOptions } from './redis/tracking.ts';
 export { counter } from './node-redis/counter.ts';
 export { ShardedCounter } from './redis/counters.ts';

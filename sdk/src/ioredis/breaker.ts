@@ -16,6 +16,7 @@ import {
   type NodeBreaker,
 } from '../redis/breaker.ts';
 import { exportBreakerMetrics as exportMetrics } from '../redis/breaker-metrics.ts';
+import type { ReadGuard } from '../redis/hot-read.ts';
 import { keySlot } from '../redis/slots.ts';
 import { isClosing, unguarded } from './unhooked.ts';
 
@@ -136,6 +137,20 @@ export class Breakers {
       return reject(error);
     };
   }
+
+  /**
+   * The read path's guard (redis/hot-read.ts `ReadGuard`): a cold read goes out, timed from now,
+   * and its answer is heard through the settling functions the read path put on it already.
+   */
+  readonly guard: ReadGuard = {
+    sent: (node, command) => {
+      this.#core.sent(node as NodeBreaker, command, command.name);
+    },
+    answered: (node, command, failed, error) => {
+      if (!failed || isReply(error)) this.#core.settled(node as NodeBreaker, command);
+      else this.#core.failed(node as NodeBreaker, command);
+    },
+  };
 
   stats(): BreakerStats[] {
     return this.#core.stats();

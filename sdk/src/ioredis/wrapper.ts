@@ -25,40 +25,26 @@
  * misses sent in one command (multi-read.ts). Concurrent reads of a hot key that is not cached
  * yet are merged into one load (hk's single-flight): the point of the product. Writes settle
  * after their invalidation (write-invalidation.ts); the adapter's own commands and connections
- * are own-connection.ts's. This file is the dispatch: which of them a command goes to.
+ * are own-connection.ts's. hook.ts is the dispatch (which of them a command goes to); this file
+ * places it on the client.
  * Each command is counted once: the hook marks what it dispatched (cmd.ts), and ioredis
  * re-sending a command (offline queue, reconnect, NOSCRIPT) passes straight through.
  */
-import type { Cluster } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
-import { isRead, WRITES, type ReadName } from '../redis/commands.ts';
-import { dispatched, inSubscriberMode, type Client, type Cmd, type CmdCtor, type Send } from './cmd.ts';
-import { keyName } from '../redis/identity.ts';
-import { dbOf, deploymentOf } from './deployment.ts';
-import { Tracking } from '../redis/tracking.ts';
-import { hook, isClosing } from './unhooked.ts';
-import { WriteHot } from '../redis/write-hot.ts';
-import { WrapEvents } from '../redis/wrap-events.ts';
-import { ownSend } from './counter.ts';
-import { Breakers, exportBreakerMetrics } from './breaker.ts';
-import type { NodeBreaker } from '../redis/breaker.ts';
-import { ErrorCode, HotKeyError } from '../errors.ts';
-import { Replicas, type ReplicaStats } from '../redis/replicas.ts';
-import { ioredisReplicaNodes } from './replica-nodes.ts';
-import { SharedRecords } from '../redis/shared-records.ts';
-import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
-import { isEnumerable, layerSendCommand, removeOwnSendCommand } from './layers.ts';
-import { MultiRead } from './multi-read.ts';
-import { hotReads } from '../redis/hot-read.ts';
-import { flatHash } from '../redis/hash-replies.ts';
-import { hotGet } from './hot-get.ts';
-import { inOpenTransaction, writeInvalidation } from '../redis/write-invalidation.ts';
-import { connectionTo, ownSender } from './own-connection.ts';
-import { monitorFrom } from './monitor.ts';
-import type { WithHotKeysOptions } from './options.ts';
+import type { Replicas, ReplicaStats } from '../redis/replicas.ts';
+import type { SharedRecords } from '../redis/shared-records.ts';
+import type { UpdateWrites } from '../redis/update-writes.ts';
+import { resolveWrapOptions, type WithHotKeysOptions } from '../redis/wrap-options.ts';
+import type { WriteHot } from '../redis/write-hot.ts';
+import type { Breakers } from './breaker.ts';
 import type { IoredisLike } from './client-shape.ts';
+import type { Client } from './cmd.ts';
+import { deploymentOf } from './deployment.ts';
+import { IoredisHook } from './hook.ts';
+import { isEnumerable, removeOwnSendCommand } from './layers.ts';
+import { monitorFrom } from './monitor.ts';
 
-export type { WithHotKeysOptions } from './options.ts';
+export type { WithHotKeysOptions } from '../redis/wrap-options.ts';
 export type { IoredisLike } from './client-shape.ts';
 
 const replicaSets = new WeakMap<object, Replicas>();
@@ -99,341 +85,14 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
   if (already === hk) return client;
   if (already !== undefined) throw new TypeError('withHotKeys: client is already wrapped with another HotKeyClient');
 
-  const writeMode = options.writes ?? 'invalidate';
-  if (writeMode !== 'invalidate' && writeMode !== 'update')
-    throw new TypeError(`withHotKeys: writes must be 'invalidate' or 'update', got ${String(writeMode)}`);
-  const awaitInvalidation = options.awaitInvalidation ?? true;
-  const onInvalidateError = options.onInvalidateError ?? (() => {});
-  const base = Object.getPrototypeOf(client) as Record<string | symbol, unknown>;
+  const resolved = resolveWrapOptions(options);
   const deployment = deploymentOf(client); // before the hook is placed: it throws on a Cluster it cannot key
   if (!Object.isExtensible(client))
     throw new TypeError('withHotKeys: client is frozen, sealed or not extensible: its dispatch cannot be hooked');
   // checked before anything listens or connects: an own sendCommand it cannot move under the hook throws
-  const layers = layerSendCommand(client, base, sendCommand as never, sendSeen as never);
-  /** sends past the hook: the user's instance patches, then the class's (maybe patched) method, read at each call */
-  const down = layers.down as unknown as Send;
-  const isCluster = (client as Partial<Cluster>).isCluster === true;
-  // first: it validates its options, before anything listens or connects
-  const breakerOptions = options.breaker ?? true;
-  const breakers =
-    breakerOptions === false
-      ? undefined
-      : new Breakers(client, breakerOptions === true ? {} : breakerOptions, (node, state) =>
-          hk.emit('breaker', { node, state }),
-        );
-  if (breakers !== undefined) exportBreakerMetrics(hk, client, breakers);
-
-  // value push of what this client caches (shared-records.ts), one per hk
-  const shared = SharedRecords.of(hk);
-  const trackingOptions = options.tracking ?? true;
-  const tracking =
-    trackingOptions === false
-      ? undefined
-      : new Tracking(
-          client,
-          hk,
-          (nodeKey, role) => connectionTo(client, base, nodeKey, role),
-          trackingOptions === true ? {} : trackingOptions,
-          (key) => {
-            replicas?.outsideWrite(key);
-            shared.heard(key);
-          },
-          (session) => shared.ended(session),
-        );
-  /** ioredis's Command class, taken from the first command through the hook (ioredis is an optional peer: not imported) */
-  let Ctor: CmdCtor | undefined;
-  /** a command of ours to the node holding args' key, past the hook */
-  const sendOwn = ownSender(client, down, () => Ctor);
-  const replicas =
-    options.replicas === false
-      ? undefined
-      : new Replicas(hk, ioredisReplicaNodes(client, sendOwn), tracking, options.replicas ?? {});
-  if (replicas !== undefined) replicaSets.set(client, replicas);
-  const updates =
-    writeMode === 'update' && tracking !== undefined
-      ? new UpdateWrites(
-          hk,
-          shared,
-          trackedReadBack(tracking, (node, key) =>
-            reads.trackedLoad(node.load.bind(node), 'get', key, client, namespaceOf(client), performance.now()),
-          ),
-        )
-      : undefined;
-
-  /**
-   * The per-key rate limit (a rule's `limit`) of the command's first key: a refused command is
-   * rejected with HK_ERR_RATE_LIMITED without being sent. Returns its promise when refused.
-   */
-  function refuse(command: Cmd, isReadCommand: boolean): Promise<unknown> | undefined {
-    let first: unknown;
-    try {
-      first = command.getKeys()[0];
-    } catch {
-      return undefined; // arguments ioredis cannot find keys in: Redis will answer with its own error
-    }
-    const key = first === undefined ? undefined : keyName(first);
-    if (key === undefined) return undefined;
-    // an admitted command is counted on its way, once, as its kind (reads in read(), writes as
-    // 'write' for write-hot detection): the rule's kind decides which count towards the limit's
-    // demand; every command takes a token
-    if (hk.allow(key, false)) return undefined;
-    hk.track(key, isReadCommand ? 'read' : 'write');
-    command.reject(new HotKeyError(ErrorCode.RateLimited, `rate limit of "${key}" reached`));
-    return command.promise;
-  }
-
-  // shards and coalescing of write-hot keys (write-hot.ts); merged writes invalidate like any write
-  const writeHot = new WriteHot(hk, ownSend(client), (key) => {
-    const done = writes.invalidate([key]);
-    return awaitInvalidation ? done : Promise.resolve();
-  });
-  // promotions, demotions and hk's close reach this client's parts while it is open (one listener per hk)
-  WrapEvents.of(hk).follow(client, [writeHot, tracking, replicas]);
-
-  /** The breaker guarding `command`'s node; undefined without breakers, past the hook, or for a hot key's read (its load asks `loadBlocked`). */
-  function guardOf(command: Cmd, name: string): NodeBreaker | undefined {
-    if (breakers === undefined || hook.unguarded) return undefined;
-    const node = breakers.nodeOf(command);
-    return node === undefined || (isRead(name) && isHotKey(command.args[0])) ? undefined : node;
-  }
-  /**
-   * The circuit breaker's word on a command sent on its own: rejected at once (true) while its
-   * node's breaker is open, else watched for its outcome (unless `watch` is false). Hot reads
-   * (`name`) pass: their loads ask `loadBlocked` instead, so that a rejected load can fall back on
-   * the cached value. The connection's own handshake (status 'connect': ioredis's ready check, SELECT,
-   * CLIENT SETNAME, written before the client is ready) is never refused nor timed: refused, ioredis
-   * drops the connection and starts over, so a breaker that was open when Redis came back kept the
-   * client from ever becoming ready, and its probe, queued until then, from ever closing it.
-   */
-  function blocked(client: Client, command: Cmd, name = '', watch = true): boolean {
-    const node = guardOf(command, name);
-    if (node === undefined || client.status === 'connect') return false;
-    if (breakers!.isOpen(node)) {
-      command.reject(breakers!.reject(node));
-      return true;
-    }
-    if (watch) breakers!.watch(node, command);
-    return false;
-  }
-  /**
-   * `send`, watching `command` by the breaker when it goes out (as `blocked` would have at
-   * dispatch): a cold GET the read path holds till the end of the job (held-reads.ts) goes out
-   * only then — after the rest of the job, however long it runs — and must not be overdue before.
-   */
-  function sendWatched(send: Send, command: Cmd, node: NodeBreaker): Send {
-    if (send === down) {
-      // the common case takes no closure per command: the command carries its guard
-      (command as OnSend)[WATCH_ON_SEND] = node;
-      return downWatching;
-    }
-    return function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
-      if (sent === command) breakers!.watchRead(node, sent);
-      return send.call(this, sent, stream, to);
-    } as Send;
-  }
-  /** `down`, and the breaker watches a command that carries its guard (`sendWatched`) as it goes out */
-  const downWatching = function (this: Client, sent: Cmd, stream?: unknown, to?: unknown) {
-    const node = (sent as OnSend)[WATCH_ON_SEND];
-    if (node !== undefined) {
-      (sent as OnSend)[WATCH_ON_SEND] = undefined;
-      breakers!.watchRead(node, sent);
-    }
-    return down.call(this, sent, stream, to);
-  } as Send;
-  /** A load of `key` while its node's breaker is open: the error it rejects with at once. */
-  function loadBlocked(key: string): Error | undefined {
-    const node = breakers?.nodeFor(key);
-    return node !== undefined && breakers!.isOpen(node) ? breakers!.reject(node) : undefined;
-  }
-  /** Watches a command a load sends itself (past the hook). */
-  function watchLoad(command: Cmd): void {
-    const node = breakers?.nodeOf(command);
-    if (node !== undefined) breakers!.watchRead(node, command);
-  }
-
-  function isHotKey(arg: unknown): boolean {
-    const key = keyName(arg);
-    return key !== undefined && hk.isHot(key);
-  }
-
-  let lastDb = -1;
-  let lastNs = deployment;
-  /** `host:port/db` (a Cluster has one database); memoised, the db rarely changes */
-  function namespaceOf(client: Client): string {
-    if (isCluster) return deployment;
-    const db = dbOf(client);
-    if (db !== lastDb) {
-      lastDb = db;
-      lastNs = `${deployment}/${db}`;
-      shared.noteNamespace(lastNs); // pushed records of it may be injected here
-    }
-    return lastNs;
-  }
-  if (isCluster) shared.noteNamespace(deployment);
-  else namespaceOf(client);
-
-  const reads = hotReads<Client>({
-    hk,
-    isCluster,
-    tracking,
-    replicas,
-    namespaceOf,
-    dbOf,
-    ready: (c) => c.status === 'ready',
-    // ioredis's Command class, taken from the caller's command: same client, same ioredis
-    command: (like, name, args) => new (like.constructor as CmdCtor)(name, args, { replyEncoding: 'utf8' }),
-    loadBlocked,
-    watchLoad,
-    // handed over as Redis's flat reply: ioredis's transformer builds the caller's object as it
-    // builds it from Redis's, whatever the field names
-    hashReply: (_command, hash) => flatHash(hash),
-    // a held GET answered by another's reply is timed from when that one goes out, as it is
-    heldShared: (_client, command) => {
-      const node = guardOf(command, 'get');
-      if (node !== undefined) breakers!.watchRead(node, command);
-    },
-  });
-  const { read } = reads;
-  const get = hotGet({
-    hk,
-    base,
-    tracking,
-    replicas: replicas !== undefined,
-    namespaceOf,
-    loadBlocked,
-    sharded: (key) => writeHot.owns(key),
-    inTransaction: inOpenTransaction,
-    trackedLoad: reads.trackedLoad,
-    hookOnTop: layers.hookOnTop,
-  });
-  const writes = writeInvalidation({
-    hk,
-    isCluster,
-    deployment,
-    namespaceOf,
-    awaitInvalidation,
-    onInvalidateError,
-    updates,
-    replicas,
-    canSend: () => Ctor !== undefined,
-  });
-
-  const multiRead = new MultiRead({
-    hk,
-    isCluster,
-    servable: (c) => c.status !== 'end' && !inSubscriberMode(c),
-    get: (c, key) => get.call(c, key) as Promise<unknown>,
-    read: (c, command) => {
-      dispatched.add(command);
-      void read(c, down, command as Cmd, command.name as ReadName);
-    },
-    send: (c, command, stream, node) => {
-      dispatched.add(command);
-      if (stream !== undefined || !blocked(c, command as Cmd)) void down.call(c, command as Cmd, stream, node);
-    },
-    sharded: (key) => writeHot.owns(key),
-    sum: (c, command) => (c.options.keyPrefix ? undefined : writeHot.route(command, 'get')),
-  });
-
-  function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
-    return dispatch(this, command, stream, node, down, false);
-  }
-  /** A command a patch above the hook saw before it was moved under (layers.ts): sent on with `send`, as a plain client sends it. */
-  function sendSeen(this: Client, command: Cmd, stream: unknown, node: unknown, send: Send): unknown {
-    return dispatch(this, command, stream, node, send, true);
-  }
-
-  /**
-   * Where a command goes: `send` is what lies under the hook; `seen`, a command a user's patch saw
-   * already — it is counted and its writes invalidated, but nothing is answered locally, merged
-   * or refused, so that the patch saw a command that reaches Redis.
-   */
-  function dispatch(client: Client, command: Cmd, stream: unknown, node: unknown, send: Send, seen: boolean): unknown {
-    if (stream !== undefined) multiRead.resending(command, stream);
-    // a UTF-8 GET on its own may be held by the read path till the end of the job (held-reads.ts);
-    // any other command sends what is held first, so the connection sees the plain client's order
-    if (seen || hook.bypass || stream !== undefined || command.name !== 'get' || command.replyEncoding !== 'utf8')
-      reads.flush(client);
-    if (hook.plain && stream === undefined) {
-      // the GET fast path's read of a hot key hk does not cache, counted there (hot-get.ts)
-      dispatched.add(command);
-      return reads.plain(client, send, command);
-    }
-    if (hook.bypass) {
-      // sent by the GET fast path below (which counted it already) or by the adapter's own features
-      dispatched.add(command);
-      if (stream === undefined && isClosing(client)) {
-        // a fold, merged increment or probe of ours behind the user's QUIT would meet a closing socket
-        command.reject(new HotKeyError(ErrorCode.Closed, `${command.name}: the Redis client is closing`));
-        return command.promise;
-      }
-      if (stream === undefined && blocked(client, command)) return command.promise;
-      return send.call(client, command, stream, node);
-    }
-    if (dispatched.has(command)) return send.call(client, command, stream, node);
-    let name = command.name;
-    // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
-    if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
-    Ctor ??= command.constructor as CmdCtor;
-    if (seen) {
-      if (isRead(name)) {
-        const key = keyName(command.args[0]);
-        if (key !== undefined) hk.track(key);
-      }
-      writes.note(client, command, name, stream);
-      return send.call(client, command, stream, node);
-    }
-    // the client's first read of a key opens the tracking connections (tracking.ts), before a key
-    // turns hot; one-key reads are noted by the read path (hot-read.ts), once their key is checked
-    if (tracking !== undefined && (name === 'mget' || name === 'hmget') && command.args.length > 0) tracking.reading();
-    // rate limits apply to commands on their own (not inside a pipeline or MULTI, where a command left out would shift the replies)
-    if (hk.limiting && stream === undefined && command.inTransaction !== true && !inOpenTransaction(client)) {
-      const refused = refuse(command, isRead(name));
-      if (refused !== undefined) return refused;
-    }
-    const open = stream === undefined && inOpenTransaction(client);
-    if (stream === undefined && !open && writeHot.active) {
-      if (name === 'quit') void writeHot.flush(); // merged increments go out before QUIT
-      // routed commands are not watched by the breaker: the commands they send are
-      // with a keyPrefix, ioredis would prefix the (full-key) shard names of our own commands again
-      const routed = client.options.keyPrefix ? undefined : writeHot.route(command, name);
-      if (routed !== undefined) {
-        dispatched.add(command);
-        return routed;
-      }
-    }
-    // MGET, HMGET, Buffer replies, reads in a pipeline (multi-read.ts); never a MULTI's commands
-    const answered = multiRead.dispatch(client, command, name, stream, node, inOpenTransaction(client));
-    if (answered !== undefined) {
-      dispatched.add(command);
-      return answered;
-    }
-    const viaCache =
-      stream === undefined &&
-      !open &&
-      isRead(name) &&
-      typeof command.replyEncoding === 'string' &&
-      client.status !== 'end' &&
-      !inSubscriberMode(client);
-    // the breaker's word (as `blocked` gives it, the connection's own handshake let through),
-    // asked once: a read through the cache is watched when it goes out (sendWatched), anything else now
-    const guard = stream === undefined ? guardOf(command, name) : undefined;
-    if (guard !== undefined && client.status !== 'connect') {
-      if (breakers!.isOpen(guard)) {
-        command.reject(breakers!.reject(guard));
-        dispatched.add(command);
-        return command.promise;
-      }
-      if (!viaCache) breakers!.watch(guard, command);
-    }
-    if (viaCache && isRead(name)) {
-      dispatched.add(command);
-      return read(client, guard === undefined ? send : sendWatched(send, command, guard), command, name);
-    }
-    reads.flush(client); // a GET not read through the cache (a subscriber's, a closed client's)
-    writes.note(client, command, name, stream);
-    return send.call(client, command, stream, node);
-  }
+  const parts = new IoredisHook(client, hk, resolved, deployment);
+  const { base, isCluster, layers } = parts;
+  if (parts.replicas !== undefined) replicaSets.set(client, parts.replicas);
 
   function duplicate(this: Client, ...args: unknown[]): Client {
     const copy = (base.duplicate as (...a: unknown[]) => Client).apply(this, args);
@@ -452,12 +111,12 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
   });
   const hooked = Object.create(base, {
     sendCommand: layers.descriptor,
-    ...(client.options.showFriendlyErrorStack ? {} : { get: shadow('get', get) }),
+    ...(client.options.showFriendlyErrorStack ? {} : { get: shadow('get', parts.get) }),
     duplicate: shadow('duplicate', duplicate),
     [HOOK]: { value: hk },
-    [WRITE_HOT]: { value: writeHot },
-    [BREAKERS]: { value: breakers },
-    [PUSHED]: { value: { shared, updates } },
+    [WRITE_HOT]: { value: parts.writeHot },
+    [BREAKERS]: { value: parts.breakers },
+    [PUSHED]: { value: { shared: parts.shared, updates: parts.updates } },
   }) as object;
   removeOwnSendCommand(client);
   layers.attach(hooked);
@@ -466,13 +125,6 @@ export function withHotKeys(client: Client, hk: HotKeyClient, options: WithHotKe
     throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
   return client;
 }
-
-/**
- * The breaker guard a read through the cache is watched by when it goes out (`sendWatched`): a
- * symbol property, as `dispatched`'s, so that a cold GET takes no closure for it.
- */
-const WATCH_ON_SEND: unique symbol = Symbol('hotkey.watchOnSend');
-type OnSend = { [WATCH_ON_SEND]?: NodeBreaker | undefined };
 
 /** ioredis's shape (ioredis is an optional peer, not imported): a node-redis client or a plain object fails it. */
 function looksLikeIoredis(client: unknown): client is Client {

@@ -19,8 +19,10 @@
  * again (client-hook.ts asks `isOpenFor`), as it does while the client is ready.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { Breakers, breakerSettings, waitsByDesign, type BreakerStats, type NodeBreaker } from '../redis/breaker.ts';
+import { Breakers, waitsByDesign, type BreakerOptions, type BreakerStats, type NodeBreaker } from '../redis/breaker.ts';
 import { exportBreakerMetrics } from '../redis/breaker-metrics.ts';
+import type { Cmd } from '../redis/command.ts';
+import type { ReadGuard } from '../redis/hot-read.ts';
 import { keySlot } from '../redis/slots.ts';
 import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
@@ -50,8 +52,8 @@ interface ClusterView {
 
 export interface NodeRedisBreakerOptions {
   hk: HotKeyClient;
-  /** the `breaker` option as given */
-  given: unknown;
+  /** the `breaker` option, checked (redis/wrap-options.ts); undefined: no breaker */
+  settings: Required<BreakerOptions> | undefined;
   /** a standalone client's or pool's one node (its deployment) */
   deployment: string;
   /** the wrapped Cluster, whose node clients are its masters' */
@@ -86,8 +88,28 @@ export class NodeRedisBreaker {
   readonly #bases = new WeakMap<object, Proto>();
   /** per node, the last client a command for it was meant for: the probe's way there */
   readonly #via = new Map<string, LayerClient>();
+  /** the node and client `#via` was last told (a command per client in a row tells it nothing new) */
+  #viaNode: NodeBreaker | undefined;
+  #viaClient: LayerClient | undefined;
+  /** the read path's cold read on its way down to the layer (`guard.sent`): timed there, heard by the read path */
+  #readAbove: Cmd | undefined;
 
-  constructor(o: NodeRedisBreakerOptions & { settings: NonNullable<ReturnType<typeof breakerSettings>> }) {
+  /**
+   * The read path's guard (redis/hot-read.ts `ReadGuard`): a cold read it sends is timed by the
+   * layer as it passes, and its answer heard through the settling functions the read path put on
+   * it, not by a reaction of ours to the reply's promise (a second price per cold read).
+   */
+  readonly guard: ReadGuard = {
+    sent: (_node, command) => {
+      this.#readAbove = command;
+    },
+    answered: (node, command, failed, error) => {
+      if (!failed || isAnswer(error)) this.#core.settled(node as NodeBreaker, command);
+      else this.#core.failed(node as NodeBreaker, command);
+    },
+  };
+
+  constructor(o: NodeRedisBreakerOptions & { settings: Required<BreakerOptions> }) {
     const { hk } = o;
     this.#core = new Breakers(
       o.settings,
@@ -109,12 +131,21 @@ export class NodeRedisBreaker {
     const breaker = this;
     const value = (fn: Fn): PropertyDescriptor => ({ value: fn, writable: true, configurable: true });
     const layer = Object.create(base, {
+      // every command: no closure per call
       sendCommand: value(function sendCommand(this: LayerClient, argv: unknown, options?: unknown) {
-        const send = () => (base.sendCommand as Fn).call(this, argv, options) as Promise<unknown>;
+        // the read path's own cold read, when this is it (its guard told us just before sending)
+        const above = breaker.#readAbove;
+        breaker.#readAbove = undefined;
         // ASKING + command and handshakes are sent as one chain: not split by a rejection
         const chained = (options as { chainId?: unknown } | undefined)?.chainId !== undefined;
-        if (!Array.isArray(argv) || argv.length === 0 || chained) return send();
-        return breaker.#gate(this, lower(argv[0]), send);
+        const node = !Array.isArray(argv) || argv.length === 0 || chained ? undefined : breaker.#gateNode(this);
+        if (node === undefined) return (base.sendCommand as Fn).call(this, argv, options);
+        if (breaker.#core.isOpen(node)) return Promise.reject(breaker.#core.reject(node));
+        const sent = (base.sendCommand as Fn).call(this, argv, options) as Promise<unknown>;
+        const name = lower((argv as unknown[])[0]);
+        if (above !== undefined && (above as { argv?: unknown }).argv === argv) breaker.#core.sent(node, above, name);
+        else breaker.#core.watch(node, name, sent);
+        return sent;
       }),
       _executeMulti: value(function _executeMulti(this: LayerClient, ...args: unknown[]) {
         return breaker.#gate(this, 'exec', () => (base._executeMulti as Fn).apply(this, args) as Promise<unknown>);
@@ -151,6 +182,11 @@ export class NodeRedisBreaker {
     return done;
   }
 
+  /** The breaker of the node `client` sends to (undefined: not one of a Cluster's node clients yet). */
+  nodeOf(client: object): NodeBreaker | undefined {
+    return this.#single ?? this.#clientNode((client as LayerClient)._self ?? client);
+  }
+
   /** Whether the breaker of `client`'s node is open (or half-open). */
   isOpenFor(client: object): boolean {
     const self = (client as LayerClient)._self ?? client;
@@ -168,17 +204,36 @@ export class NodeRedisBreaker {
     return this.#core.stats();
   }
 
-  /** Rejected at once while the node of `client` is open; else sent and watched. */
+  /**
+   * A batch: rejected at once while the node of `client` is open; else sent and watched. (A
+   * command, the layer's `sendCommand`, does the same without a closure; the read path's cold
+   * read is heard there by the read path's settling functions, `guard`, not by its promise.)
+   */
   #gate(client: LayerClient, name: string, send: () => Promise<unknown>): Promise<unknown> {
-    const self = client._self ?? client;
-    if (self.isOpen === false) return send();
-    const node = this.#single ?? this.#clientNode(self);
+    const node = this.#gateNode(client);
     if (node === undefined) return send();
-    this.#via.set(node.node, self);
     if (this.#core.isOpen(node)) return Promise.reject(this.#core.reject(node));
     const sent = send();
     this.#core.watch(node, name, sent);
     return sent;
+  }
+
+  /**
+   * The node whose breaker gates `client`'s commands, remembered as the way to probe it;
+   * undefined when they pass unwatched (a client not open: node-redis rejects them itself; a
+   * Cluster's client not known yet).
+   */
+  #gateNode(client: LayerClient): NodeBreaker | undefined {
+    const self = client._self ?? client;
+    if (self.isOpen === false) return undefined;
+    const node = this.#single ?? this.#clientNode(self);
+    if (node === undefined) return undefined;
+    if (node !== this.#viaNode || self !== this.#viaClient) {
+      this.#via.set(node.node, self);
+      this.#viaNode = node;
+      this.#viaClient = self;
+    }
+    return node;
   }
 
   /** The Cluster node `client` is the client of (remembered once found). */
@@ -209,11 +264,8 @@ export class NodeRedisBreaker {
   }
 }
 
-/**
- * The breaker of one `withHotKeys` call (settings from its `breaker` option, already checked by
- * `breakerSettings`), or undefined with `breaker: false`.
- */
+/** The breaker of one `withHotKeys` call (its `breaker` option, checked), or undefined with `breaker: false`. */
 export function nodeRedisBreaker(o: NodeRedisBreakerOptions): NodeRedisBreaker | undefined {
-  const settings = breakerSettings(o.given);
+  const settings = o.settings;
   return settings === undefined ? undefined : new NodeRedisBreaker({ ...o, settings });
 }

@@ -30,6 +30,7 @@ import { HASH_READS, hashReads } from './hash-reads.ts';
 import { flushingMethods, pointAliases } from './held-order.ts';
 import { buffersFor, typeMappingOf, UNKNOWN } from './type-mapping.ts';
 import { ASK_REDIS, bufferReads, cachedRead, type SendPlain } from './buffer-reads.ts';
+import type { Cmd, Send } from '../redis/command.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
@@ -52,52 +53,84 @@ export function hookOf(client: object): Context | undefined {
  * made from it the same way.
  */
 export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: object) => object): void {
-  const { hk, reads, writes } = ctx;
-  // the breaker's layer goes under the hook: what the hook sends reaches Redis through it
-  const base = (ctx.breaker?.layer(real) ?? Object.getPrototypeOf(real)) as Proto;
-  const method = (name: string): Method => base[name] as Method;
+  new ClientHook(real, ctx, rewrap).install();
+}
 
+/**
+ * The hook on one client: its methods (`sendCommand`, the batches, `duplicate`, `createPool`)
+ * on a prototype under the client, and what they send through (`send`, past the hook).
+ */
+class ClientHook {
+  readonly #real: NodeRedisClient;
+  readonly #ctx: Context;
+  readonly #rewrap: (copy: object) => object;
+  /** the prototype under the hook: the breaker's layer over the class's methods */
+  readonly #base: Proto;
+  readonly #buffers: ReturnType<typeof bufferReads>;
+  readonly #hashes: ReturnType<typeof hashReads>;
   /** the core's Send: a command of ours or the caller's, past the hook, settling the command */
-  function send(this: NodeRedisClient, command: import('../redis/command.ts').Cmd): unknown {
-    const own = command as Partial<ReturnType<typeof commandOf>>;
-    const argv = own.argv ?? [command.name.toUpperCase(), ...command.args];
-    // the settling functions as they are now: a write's were wrapped before it is sent (write-invalidation.ts)
-    (method('sendCommand').call(this, argv, own.options) as Promise<unknown>).then(command.resolve, command.reject);
-    return command.promise;
+  readonly send: Send<NodeRedisClient>;
+  readonly #sendPlain: SendPlain;
+
+  constructor(real: NodeRedisClient, ctx: Context, rewrap: (copy: object) => object) {
+    this.#real = real;
+    this.#ctx = ctx;
+    this.#rewrap = rewrap;
+    // the breaker's layer goes under the hook: what the hook sends reaches Redis through it
+    const base = (ctx.breaker?.layer(real) ?? Object.getPrototypeOf(real)) as Proto;
+    this.#base = base;
+    this.send = function send(this: NodeRedisClient, command: Cmd): unknown {
+      const own = command as Partial<ReturnType<typeof commandOf>>;
+      const argv = own.argv ?? [command.name.toUpperCase(), ...command.args];
+      // the settling functions as they are now: a write's were wrapped before it is sent (write-invalidation.ts)
+      ((base.sendCommand as Method).call(this, argv, own.options) as Promise<unknown>).then(
+        command.resolve,
+        command.reject,
+      );
+      return command.promise;
+    };
+    this.#sendPlain = (self, argv, options) =>
+      (base.sendCommand as Method).call(self, argv, options) as Promise<unknown>;
+    this.#buffers = bufferReads(ctx, this.send, this.#sendPlain);
+    this.#hashes = hashReads(ctx, this.send, this.#sendPlain, this.#buffers);
   }
 
-  const sendPlain: SendPlain = (self, argv, options) =>
-    method('sendCommand').call(self, argv, options) as Promise<unknown>;
-  const buffers = bufferReads(ctx, send, sendPlain);
-  const hashes = hashReads(ctx, send, sendPlain, buffers);
+  #method(name: string): Method {
+    return this.#base[name] as Method;
+  }
+
   /** the rate limit (a rule's `limit`) of the command's first key: refused, it is not sent */
-  function refused(argv: readonly unknown[], name: string): Promise<never> | undefined {
+  #refused(argv: readonly unknown[], name: string): Promise<never> | undefined {
+    const hk = this.#ctx.hk;
     const key = keyName((keysOf(argv) ?? [])[0]);
     if (key === undefined || hk.allow(key, false)) return undefined;
     hk.track(key, READ_NAMES.has(name) ? 'read' : 'write');
     return Promise.reject(new HotKeyError(ErrorCode.RateLimited, `rate limit of "${key}" reached`));
   }
 
-  function sendCommand(this: NodeRedisClient, argv: readonly unknown[], options?: CommandOptions): unknown {
+  /** The hooked `sendCommand`, called with the client (or a proxy of it) as `client`. */
+  sendCommand(client: NodeRedisClient, argv: readonly unknown[], options?: CommandOptions): unknown {
+    const { hk, reads } = this.#ctx;
+    const ctx = this.#ctx;
     if (!Array.isArray(argv) || argv.length === 0 || isOwn(options)) {
-      reads.flush(this._self ?? this);
-      return method('sendCommand').call(this, argv, options); // a command of the core's own passes (own-send.ts)
+      reads.flush(client._self ?? client);
+      return this.#method('sendCommand').call(client, argv, options); // a command of the core's own passes (own-send.ts)
     }
     const name = lowerName(argv[0]);
-    const self = this._self ?? this;
+    const self = client._self ?? client;
     const open = inOpenTransaction(self);
     const chained = options?.chainId !== undefined; // ASKING + command, or a handshake: sent as one
     if (hk.limiting && !open && !chained) {
-      const no = refused(argv, name);
+      const no = this.#refused(argv, name);
       if (no !== undefined) return no;
     }
     const mapping =
       !open &&
       !chained &&
       // reconnecting with its node's breaker open: hot keys from memory (stale-if-error), the rest fails fast
-      (this.isReady || ctx.breaker?.isOpenFor(this) === true) &&
-      this.isPubSubActive !== true
-        ? typeMappingOf(this, options)
+      (client.isReady || ctx.breaker?.isOpenFor(client) === true) &&
+      client.isPubSubActive !== true
+        ? typeMappingOf(client, options)
         : UNKNOWN;
     const servable = mapping !== UNKNOWN;
     // bulk strings decoded as Buffers: hot keys' values from the cache as Buffers (buffer-reads.ts)
@@ -108,42 +141,56 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     if (!holdable) reads.flush(self);
     if (!open && !chained) {
       // shards, coalescing; a sharded key's GET (a read: no order to keep with held reads) sums its shards
-      const routed = routeWriteHot(ctx.writeHot, argv, options, this._commandOptions, name);
+      const routed = routeWriteHot(ctx.writeHot, argv, options, client._commandOptions, name);
       if (routed !== undefined) return routed;
     }
-    if (holdable) return reads.read(this, send, commandOf(argv, options), 'get');
+    if (holdable) return reads.read(client, this.send, commandOf(argv, options), 'get', ctx.breaker?.nodeOf(client));
+    return this.#sendOther(client, self, argv, options, name, servable, inBuffers);
+  }
+
+  /** `sendCommand` past the read path's GETs: other GETs, SELECT, writes, MGET, hash reads, the rest. */
+  #sendOther(
+    client: NodeRedisClient,
+    self: NodeRedisClient,
+    argv: readonly unknown[],
+    options: CommandOptions | undefined,
+    name: string,
+    servable: boolean,
+    inBuffers: boolean,
+  ): unknown {
+    const ctx = this.#ctx;
     if (name === 'get') {
-      if (inBuffers && argv.length === 2) return buffers.get(this, argv, options);
+      if (inBuffers && argv.length === 2) return this.#buffers.get(client, argv, options);
       const key = keyName(argv[1]);
-      if (key !== undefined) hk.track(key);
-      return method('sendCommand').call(this, argv, options);
+      if (key !== undefined) ctx.hk.track(key);
+      return this.#method('sendCommand').call(client, argv, options);
     }
     if (name === 'select') {
       const before = ctx.dbOf(self);
       const db = Number(String(argv[1]));
       if (Number.isSafeInteger(db)) ctx.setDb(self, db); // the commands after it go there
-      const sent = method('sendCommand').call(this, argv, options) as Promise<unknown>;
+      const sent = this.#method('sendCommand').call(client, argv, options) as Promise<unknown>;
       sent.catch(() => ctx.setDb(self, before));
       return sent;
     }
     if (WRITES.has(name) || KEYSPACE_WRITES.has(name) || name === 'exec' || name === 'multi' || name === 'discard') {
       const command = commandOf(argv, options);
-      writes.note(self, command, name, undefined);
-      return send.call(this, command);
+      ctx.writes.note(self, command, name, undefined);
+      return this.send.call(client, command);
     }
     if (name === 'mget' && argv.length > 1 && servable) {
-      const answered = multiGet(this, argv, options, inBuffers);
+      const answered = this.#multiGet(client, argv, options, inBuffers);
       if (answered !== undefined) return answered;
     }
     if (HASH_READS.has(name) && servable) {
-      const answered = hashes.read(this, argv, options, name);
+      const answered = this.#hashes.read(client, argv, options, name);
       if (answered !== undefined) return answered;
     }
     if (READ_NAMES.has(name)) {
       ctx.tracking?.reading(); // a read of keys: this client's tracking connections are wanted
-      countReads(argv);
+      this.#countReads(argv);
     }
-    return method('sendCommand').call(this, argv, options);
+    return this.#method('sendCommand').call(client, argv, options);
   }
 
   /**
@@ -153,26 +200,28 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
    * where MGET says null) is asked again in one late MGET of the caller's. Without a hot key:
    * undefined (sent as is).
    */
-  function multiGet(
+  #multiGet(
     self: NodeRedisClient,
     argv: readonly unknown[],
     options: CommandOptions | undefined,
     inBuffers: boolean,
   ): unknown {
+    const { hk, reads } = this.#ctx;
     const keys = argv.slice(1);
     const hot = keys.map((arg) => {
       const key = keyName(arg);
       return key !== undefined && hk.isHot(key);
     });
     if (!hot.includes(true)) return undefined;
-    ctx.tracking?.reading();
+    this.#ctx.tracking?.reading();
     const cold = keys.filter((_, i) => !hot[i]);
-    countReads([argv[0], ...cold]);
+    this.#countReads([argv[0], ...cold]);
     const coldReplies =
-      cold.length === 0 ? Promise.resolve([]) : method('sendCommand').call(self, [argv[0], ...cold], options);
+      cold.length === 0 ? Promise.resolve([]) : this.#method('sendCommand').call(self, [argv[0], ...cold], options);
     const hotReplies = keys.map((key, i) =>
-      hot[i] ? cachedRead(reads, send, self, ['GET', key], options, 'get', inBuffers) : undefined,
+      hot[i] ? cachedRead(reads, this.send, self, ['GET', key], options, 'get', inBuffers) : undefined,
     );
+    const sendPlain = this.#sendPlain;
     return Promise.all([coldReplies, ...hotReplies]).then(([fromRedis, ...local]) => {
       let next = 0;
       const replies = keys.map((_, i) => (hot[i] ? local[i] : (fromRedis as unknown[])[next++]));
@@ -186,7 +235,8 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   /** reads not answered locally still count towards detection */
-  function countReads(argv: readonly unknown[]): void {
+  #countReads(argv: readonly unknown[]): void {
+    const hk = this.#ctx.hk;
     for (const arg of keysOf(argv) ?? []) {
       const key = keyName(arg);
       if (key !== undefined) hk.track(key);
@@ -194,7 +244,11 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
   }
 
   /** A batch's writes settle with the batch, after their invalidation (one "stream" per batch). */
-  function batch(self: NodeRedisClient, run: () => Promise<unknown>, commands: Queued, selectedDb: unknown): unknown {
+  batch(client: NodeRedisClient, method: string, commands: Queued, selectedDb: unknown, rest: unknown[]): unknown {
+    const { reads, writes } = this.#ctx;
+    const self = client._self ?? client;
+    reads.flush(self);
+    const run = () => this.#method(method).call(client, commands, selectedDb, ...rest) as Promise<unknown>;
     const stream = {};
     for (const { args } of commands) {
       const name = lowerName(args[0]);
@@ -202,13 +256,13 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
         const command = commandOf(args);
         command.inTransaction = true;
         writes.note(self, command, name, stream);
-      } else if (READ_NAMES.has(name)) countReads(args);
+      } else if (READ_NAMES.has(name)) this.#countReads(args);
     }
     const exec = commandOf(['EXEC']);
     writes.note(self, exec, 'exec', stream);
     run().then(
       (replies) => {
-        if (typeof selectedDb === 'number') ctx.setDb(self, selectedDb);
+        if (typeof selectedDb === 'number') this.#ctx.setDb(self, selectedDb);
         exec.resolve(replies);
       },
       (error: Error) => exec.reject(error),
@@ -216,46 +270,56 @@ export function hookClient(real: NodeRedisClient, ctx: Context, rewrap: (copy: o
     return exec.promise;
   }
 
-  function _executeMulti(this: NodeRedisClient, commands: Queued, selectedDb?: unknown, ...rest: unknown[]): unknown {
-    reads.flush(this._self ?? this);
-    const run = () => method('_executeMulti').call(this, commands, selectedDb, ...rest) as Promise<unknown>;
-    return batch(this._self ?? this, run, commands, selectedDb);
+  /** Places the hook: a prototype of its methods between the client and `base`. */
+  install(): void {
+    const hook = this;
+    const { reads } = this.#ctx;
+    const base = this.#base;
+    const real = this.#real;
+    const value = (fn: unknown): PropertyDescriptor => ({ value: fn, writable: true, configurable: true });
+    const closing = closeHooks(() => this.#ctx.writeHot, base, false);
+    const hooked = Object.create(base, {
+      sendCommand: value(function sendCommand(
+        this: NodeRedisClient,
+        argv: readonly unknown[],
+        options?: CommandOptions,
+      ) {
+        return hook.sendCommand(this, argv, options);
+      }),
+      _executeMulti: value(function _executeMulti(
+        this: NodeRedisClient,
+        commands: Queued,
+        db?: unknown,
+        ...rest: unknown[]
+      ) {
+        return hook.batch(this, '_executeMulti', commands, db, rest);
+      }),
+      _executePipeline: value(function _executePipeline(
+        this: NodeRedisClient,
+        commands: Queued,
+        db?: unknown,
+        ...rest: unknown[]
+      ) {
+        return hook.batch(this, '_executePipeline', commands, db, rest);
+      }),
+      duplicate: value(function duplicate(this: NodeRedisClient, ...args: unknown[]) {
+        return hook.#rewrap(hook.#method('duplicate').apply(this, args) as object);
+      }),
+      ...(typeof base.createPool === 'function'
+        ? {
+            createPool: value(function createPool(this: NodeRedisClient, ...args: unknown[]) {
+              return hook.#rewrap(hook.#method('createPool').apply(this, args) as object);
+            }),
+          }
+        : {}),
+      ...closing,
+      // over the close hooks: what is held is sent first, then the merged increments
+      ...flushingMethods(Object.create(base, closing) as Proto, (client) => reads.flush(client as NodeRedisClient)),
+      [HOOK]: { value: this.#ctx },
+    }) as Proto;
+    Object.setPrototypeOf(real, hooked);
+    if (Object.getPrototypeOf(real) !== hooked)
+      throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
+    pointAliases(real, base, hooked);
   }
-
-  function _executePipeline(
-    this: NodeRedisClient,
-    commands: Queued,
-    selectedDb?: unknown,
-    ...rest: unknown[]
-  ): unknown {
-    reads.flush(this._self ?? this);
-    const run = () => method('_executePipeline').call(this, commands, selectedDb, ...rest) as Promise<unknown>;
-    return batch(this._self ?? this, run, commands, selectedDb);
-  }
-
-  function duplicate(this: NodeRedisClient, ...args: unknown[]): unknown {
-    return rewrap(method('duplicate').apply(this, args) as object);
-  }
-
-  function createPool(this: NodeRedisClient, ...args: unknown[]): unknown {
-    return rewrap(method('createPool').apply(this, args) as object);
-  }
-
-  const value = (fn: unknown): PropertyDescriptor => ({ value: fn, writable: true, configurable: true });
-  const closing = closeHooks(() => ctx.writeHot, base, false);
-  const hooked = Object.create(base, {
-    sendCommand: value(sendCommand),
-    _executeMulti: value(_executeMulti),
-    _executePipeline: value(_executePipeline),
-    duplicate: value(duplicate),
-    ...(typeof base.createPool === 'function' ? { createPool: value(createPool) } : {}),
-    ...closing,
-    // over the close hooks: what is held is sent first, then the merged increments
-    ...flushingMethods(Object.create(base, closing) as Proto, (client) => reads.flush(client as NodeRedisClient)),
-    [HOOK]: { value: ctx },
-  }) as Proto;
-  Object.setPrototypeOf(real, hooked);
-  if (Object.getPrototypeOf(real) !== hooked)
-    throw new TypeError('withHotKeys: the client refused the hook (a Proxy or an exotic object?)');
-  pointAliases(real, base, hooked);
 }

@@ -8,7 +8,7 @@ import type { HotKeyClient } from '../client/client.ts';
 import type { Cmd } from '../redis/command.ts';
 import { hotReads, type HotReads } from '../redis/hot-read.ts';
 import { keysOf } from '../redis/key-specs.ts';
-import { replicaOptions, Replicas, type ReplicaNodes } from '../redis/replicas.ts';
+import { Replicas, type ReplicaNodes } from '../redis/replicas.ts';
 import { SharedRecords } from '../redis/shared-records.ts';
 import { Tracking, type TrackedClient, type TrackingConnection, type TrackingRole } from '../redis/tracking.ts';
 import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
@@ -20,7 +20,7 @@ import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
 import { hashReply } from './hash-shapes.ts';
 import { nodeRedisBreaker, type NodeRedisBreaker } from './breaker.ts';
-import type { WithHotKeysOptions } from './options.ts';
+import type { ResolvedWrapOptions } from '../redis/wrap-options.ts';
 
 /** A node-redis client as the hooks see it: `this` of its methods (the client or a `withCommandOptions` proxy of it). */
 export interface NodeRedisClient extends NodeRedisLike {
@@ -44,6 +44,13 @@ export interface NodeRedisCmd extends Cmd {
   options: CommandOptions | undefined;
 }
 
+/** the settling pair of the promise `capture` was last the executor of (taken at once by the constructor) */
+const captured: { resolve?: (value: unknown) => void; reject?: (error: Error) => void } = {};
+function capture(resolve: (value: unknown) => void, reject: (error: Error) => void): void {
+  captured.resolve = resolve;
+  captured.reject = reject;
+}
+
 /**
  * A command (name first) as the core's `Cmd`, settled by whoever sends it. A class, not an object
  * of closures: one is made for every GET the hook takes, and its methods and settling functions
@@ -60,10 +67,11 @@ class NodeRedisCommand implements NodeRedisCmd {
   reject!: (error: Error) => void;
 
   constructor(argv: readonly unknown[], options: CommandOptions | undefined) {
-    this.promise = new Promise<unknown>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
+    // one executor for every command (no closure per command): it hands over the settling pair
+    this.promise = new Promise<unknown>(capture);
+    this.resolve = captured.resolve!;
+    this.reject = captured.reject!;
+    captured.resolve = captured.reject = undefined;
     this.name = commandName(argv[0]);
     this.args = argv.slice(1);
     this.argv = argv;
@@ -91,7 +99,7 @@ export function withoutTypeMapping(options: CommandOptions | undefined): Command
 
 export interface Context {
   readonly hk: HotKeyClient;
-  readonly options: WithHotKeysOptions;
+  readonly options: ResolvedWrapOptions;
   readonly isCluster: boolean;
   readonly deployment: string;
   readonly tracking: Tracking | undefined;
@@ -113,7 +121,8 @@ export interface ContextOptions {
   hk: HotKeyClient;
   /** the wrapped client (a standalone client, a Cluster, a pool): whose database update writes read back in */
   client: object;
-  options: WithHotKeysOptions;
+  /** the `withHotKeys` options, checked, defaults applied (redis/wrap-options.ts) */
+  options: ResolvedWrapOptions;
   isCluster: boolean;
   deployment: string;
   /** the wrapped client's readiness, end and (a Cluster's) slot map, for tracking */
@@ -128,9 +137,9 @@ export interface ContextOptions {
   replicaNodes: Omit<ReplicaNodes, 'db'>;
 }
 
-export function createContext(o: ContextOptions): Context {
-  const { hk, options, isCluster, deployment } = o;
-  const writeMode = options.writes ?? 'invalidate';
+/** Each client's database (its options', then its last SELECT's) and the namespace it names. */
+function databases(o: ContextOptions, shared: SharedRecords): Pick<Context, 'dbOf' | 'setDb' | 'namespaceOf'> {
+  const { isCluster, deployment } = o;
   const dbs = new WeakMap<object, number>();
   const dbOf = (client: object): number => {
     const real = (client as Partial<NodeRedisClient>)._self ?? client;
@@ -138,7 +147,6 @@ export function createContext(o: ContextOptions): Context {
     if (db === undefined) dbs.set(real, (db = o.initialDb(real)));
     return db;
   };
-  const shared = SharedRecords.of(hk);
   const namespaces = new Map<number, string>();
   const namespaceOf = (client: object): string => {
     if (isCluster) return deployment;
@@ -151,35 +159,44 @@ export function createContext(o: ContextOptions): Context {
     return ns;
   };
   if (isCluster) shared.noteNamespace(deployment);
+  return {
+    dbOf,
+    setDb: (client, db) => dbs.set((client as Partial<NodeRedisClient>)._self ?? client, db),
+    namespaceOf,
+  };
+}
 
-  const trackingOptions = options.tracking ?? true;
+export function createContext(o: ContextOptions): Context {
+  const { hk, options, isCluster, deployment } = o;
+  const shared = SharedRecords.of(hk);
+  const { dbOf, setDb, namespaceOf } = databases(o, shared);
+
   const tracking =
-    trackingOptions === false
+    options.tracking === undefined
       ? undefined
       : new Tracking(
           o.tracked,
           hk,
           o.connect,
-          trackingOptions === true ? {} : trackingOptions,
+          options.tracking,
           (key) => {
             replicas?.outsideWrite(key);
             shared.heard(key);
           },
           (session) => shared.ended(session),
         );
-  const replicaOpts = replicaOptions(options.replicas);
   const replicas =
-    replicaOpts === undefined
+    options.replicas === undefined
       ? undefined
       : new Replicas(
           hk,
           { ...o.replicaNodes, db: () => (isCluster ? undefined : dbOf(o.client)) },
           tracking,
-          replicaOpts,
+          options.replicas,
         );
   const breaker = nodeRedisBreaker({
     hk,
-    given: options.breaker,
+    settings: options.breaker,
     deployment,
     cluster: isCluster ? o.client : undefined,
     untilEnd: (ended) => o.tracked.once('end', ended),
@@ -197,12 +214,14 @@ export function createContext(o: ContextOptions): Context {
       commandOf([name.toUpperCase(), ...args], withoutTypeMapping((like as Partial<NodeRedisCmd>).options)),
     loadBlocked: (key) => breaker?.loadBlocked(key),
     watchLoad: () => {},
+    // a cold GET is timed by the breaker's layer as it passes, and heard by the read path's settling functions
+    guard: breaker?.guard,
     hashReply,
     connection: (c) => c._self ?? c,
     sameRead: (a, b) => (a as NodeRedisCmd).options === (b as NodeRedisCmd).options,
   });
   const updates =
-    writeMode === 'update' && tracking !== undefined
+    options.writes === 'update' && tracking !== undefined
       ? new UpdateWrites(
           hk,
           shared,
@@ -217,15 +236,15 @@ export function createContext(o: ContextOptions): Context {
     isCluster,
     deployment,
     namespaceOf,
-    awaitInvalidation: options.awaitInvalidation ?? true,
-    onInvalidateError: options.onInvalidateError ?? (() => {}),
+    awaitInvalidation: options.awaitInvalidation,
+    onInvalidateError: options.onInvalidateError,
     updates,
     replicas,
     canSend: () => true,
   });
   // merged writes invalidate like any write
   const writeHot = new WriteHot(hk, o.ownSend, (key) =>
-    options.awaitInvalidation === false ? Promise.resolve() : writes.invalidate([key]),
+    options.awaitInvalidation ? writes.invalidate([key]) : Promise.resolve(),
   );
   // promotions, demotions and hk's close reach this wrap's parts while its client is open (one listener per hk)
   WrapEvents.of(hk).follow(o.tracked, [writeHot, tracking, replicas]);
@@ -241,7 +260,7 @@ export function createContext(o: ContextOptions): Context {
     replicas,
     breaker,
     dbOf,
-    setDb: (client, db) => dbs.set((client as Partial<NodeRedisClient>)._self ?? client, db),
+    setDb,
     namespaceOf,
   };
 }

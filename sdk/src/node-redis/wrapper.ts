@@ -15,20 +15,18 @@
  * plain one (nothing is hot, so nothing is served locally; writes are not delayed).
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { breakerSettings } from '../redis/breaker.ts';
 import type { TrackedClient } from '../redis/tracking.ts';
 import { connectionName } from '../redis/tracking-session.ts';
 import { NodeRedisConnection, ownOverrides, type NodeRedisLike } from './connection.ts';
 import { createContext, type Context, type NodeRedisClient } from './context.ts';
 import { HOOK, hookClient, hookOf } from './client-hook.ts';
 import { clientDeployment, clusterDeploymentOf, optionsDb } from './deployment.ts';
-import type { WithHotKeysOptions } from './options.ts';
+import { resolveWrapOptions, type WithHotKeysOptions } from '../redis/wrap-options.ts';
 import { ownSend } from './own-send.ts';
 import { closeHooks } from './write-hot.ts';
 import { clientReplicaNodes, clusterReplicaNodes } from './replica-nodes.ts';
-import { replicaOptions } from '../redis/replicas.ts';
 
-export type { WithHotKeysOptions } from './options.ts';
+export type { WithHotKeysOptions } from '../redis/wrap-options.ts';
 
 type Proto = Record<string | symbol, unknown>;
 type Fn = (...args: unknown[]) => unknown;
@@ -78,15 +76,6 @@ function plain(real: object, name: string): Fn {
   return proto[name] as Fn;
 }
 
-function checkOptions(options: WithHotKeysOptions): void {
-  if (typeof options !== 'object' || options === null) throw new TypeError('withHotKeys: options must be an object');
-  const writes = options.writes ?? 'invalidate';
-  if (writes !== 'invalidate' && writes !== 'update')
-    throw new TypeError(`withHotKeys: writes must be 'invalidate' or 'update', got ${String(writes)}`);
-  breakerSettings(options.breaker); // its TypeError names the field
-  replicaOptions(options.replicas);
-}
-
 function refuseCache(cache: unknown): void {
   if (cache !== undefined && cache !== null)
     throw new TypeError(
@@ -119,7 +108,7 @@ function wrapClient(client: NodeRedisClient, hk: HotKeyClient, options: WithHotK
   const real = client._self;
   if (wrappedBy(real, hk)) return client;
   refuseCache(real.clientSideCache);
-  checkOptions(options);
+  const resolved = resolveWrapOptions(options);
   if (!Object.isExtensible(real))
     throw new TypeError('withHotKeys: client is frozen, sealed or not extensible: its dispatch cannot be hooked');
   const duplicate = plain(real, 'duplicate');
@@ -134,7 +123,7 @@ function wrapClient(client: NodeRedisClient, hk: HotKeyClient, options: WithHotK
   const ctx = createContext({
     hk,
     client: real,
-    options,
+    options: resolved,
     isCluster: false,
     deployment: clientDeployment(real.options as never),
     tracked,
@@ -163,7 +152,7 @@ function wrapCluster(cluster: NodeRedisCluster, hk: HotKeyClient, options: WithH
   const real = cluster._self;
   if (wrappedBy(real, hk)) return cluster;
   refuseCache(real.clientSideCache);
-  checkOptions(options);
+  const resolved = resolveWrapOptions(options);
   const deployment = clusterDeploymentOf(real._options);
   if (!Object.isExtensible(real) || !Object.isExtensible(real._slots))
     throw new TypeError('withHotKeys: cluster is frozen, sealed or not extensible: its dispatch cannot be hooked');
@@ -188,7 +177,7 @@ function wrapCluster(cluster: NodeRedisCluster, hk: HotKeyClient, options: WithH
   const ctx = createContext({
     hk,
     client: real,
-    options,
+    options: resolved,
     isCluster: true,
     deployment,
     tracked,
@@ -256,7 +245,7 @@ function wrapPool(pool: { _self: object; execute: Fn }, hk: HotKeyClient, option
   const real = pool._self as Record<string | symbol, unknown>;
   if (wrappedBy(real, hk)) return pool;
   refuseCache(real.clientSideCache);
-  checkOptions(options);
+  const resolved = resolveWrapOptions(options);
   /** made from the first client the pool lends: its options name the deployment */
   let ctx: Context | undefined;
   const contextFor = (first: NodeRedisClient): Context => {
@@ -274,7 +263,7 @@ function wrapPool(pool: { _self: object; execute: Fn }, hk: HotKeyClient, option
     return createContext({
       hk,
       client: self,
-      options,
+      options: resolved,
       isCluster: false,
       deployment: clientDeployment(self.options as never),
       tracked,

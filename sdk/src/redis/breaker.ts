@@ -19,12 +19,16 @@
  * (every timeoutMs / 4), not by a timer per command. That timer exists only while a command is in
  * flight: an idle or closed client keeps no timer of ours (a test counting the process's timers,
  * or waiting for the event loop to empty, sees what it would see on a plain client), and it is a
- * one-shot timeout re-armed by each sweep, never an interval.
+ * one-shot timeout re-armed by each sweep, never an interval. A command is stamped with the
+ * sweeper's tick count, not a clock reading (every command pays for its stamp): it is overdue once
+ * enough sweeps went by that it has been in flight timeoutMs at least, so it times out between
+ * timeoutMs and timeoutMs plus one sweep interval after it was sent, as a timestamp checked by
+ * the same sweeps would.
  *
- * A stalled event loop is not a slow Redis: a command's age is measured on the time the process
- * ran (how late the sweeper's timer fires is how long it did not), and the verdict waits for the
- * poll phase to read what the sockets hold. The ioredis adapter times the reply itself, not a
- * write's promise, which settles only after the hub's acknowledgement.
+ * A stalled event loop is not a slow Redis: a command's age is counted in sweeps, which run only
+ * while the process does (a timer that fires late is one sweep, however late), and the verdict
+ * waits for the poll phase to read what the sockets hold. The ioredis adapter times the reply
+ * itself, not a write's promise, which settles only after the hub's acknowledgement.
  */
 import { ErrorCode, HotKeyError } from '../errors.ts';
 
@@ -115,7 +119,7 @@ export class NodeBreaker {
   rejected = 0;
   /** open, and its probe was put off because its client was closing: the next command for it sends one */
   probeDue = false;
-  /** commands in flight, oldest first, with the time they were sent */
+  /** commands in flight, oldest first, with the sweeper's tick count when they were sent */
   readonly inflight = new Map<object, number>();
 
   constructor(node: string) {
@@ -129,13 +133,15 @@ export class Breakers {
   readonly #onChange: (node: string, state: BreakerState) => void;
   readonly #nodes = new Map<string, NodeBreaker>();
   #sweeper: ReturnType<typeof setTimeout> | undefined;
-  /** when the sweeper's timer is due (performance.now()) */
-  #dueAt = 0;
+  /** ms between sweeps */
+  readonly #every: number;
+  /** sweeps run so far: the clock commands are stamped with */
+  #tick = 0;
   /**
-   * ms the event loop did not run, in all, as the sweeper's timer saw it (how late it fired):
-   * the process's own stall, not Redis's time. A command's age is judged net of it.
+   * sweeps after which a command is overdue: it may be sent just before a sweep, so one more than
+   * the sweeps that make up timeoutMs
    */
-  #stalledMs = 0;
+  readonly #overdueTicks: number;
   /** commands in flight on every node (the sweeper runs while this is above 0) */
   #inflight = 0;
 
@@ -148,6 +154,8 @@ export class Breakers {
     this.#opts = options;
     this.#host = host;
     this.#onChange = onChange;
+    this.#every = Math.max(10, Math.floor(options.timeoutMs / 4));
+    this.#overdueTicks = Math.ceil(options.timeoutMs / this.#every) + 1;
   }
 
   /** The breaker of the node named `name`, made on first sight (bounded by the deployment's nodes). */
@@ -192,7 +200,7 @@ export class Breakers {
     // watched again (ioredis replays its offline queue through the hook): one entry, counted once,
     // or the in-flight count would never return to 0 and the sweeper would hold the client forever
     if (node.inflight.has(command)) return true;
-    node.inflight.set(command, this.#runningClock());
+    node.inflight.set(command, this.#tick);
     if (this.#inflight++ === 0) this.#arm();
     return true;
   }
@@ -286,28 +294,15 @@ export class Breakers {
   }
 
   #arm(): void {
-    const every = Math.max(10, Math.floor(this.#opts.timeoutMs / 4));
-    this.#dueAt = performance.now() + every;
     this.#sweeper = setTimeout(() => {
       this.#sweeper = undefined;
-      // how late the timer fired is how long the process did not run (a busy CPU, a long GC, a
-      // synchronous stretch): Redis's replies may have waited unread in the sockets meanwhile
-      const late = performance.now() - this.#dueAt;
-      if (late > 0) this.#stalledMs += late;
+      // one tick however late the timer fired: a process that did not run (a busy CPU, a long GC,
+      // a synchronous stretch) may have left Redis's replies unread in the sockets meanwhile
+      this.#tick++;
       this.#sweep();
       if (this.#inflight > 0 && this.#sweeper === undefined) this.#arm();
-    }, every);
+    }, this.#every);
     this.#sweeper?.unref?.(); // a stubbed or fake clock may hand back no Timeout object
-  }
-
-  /**
-   * The time the process was running (performance.now() minus the stalls the sweeper saw):
-   * commands are timed on it, so that a stall of the event loop does not count as Redis being
-   * slow. A stall is added once it is over, so a command sent during one (a synchronous stretch
-   * that sent it) may look younger than it is: its timeout comes at most that stall later.
-   */
-  #runningClock(): number {
-    return performance.now() - this.#stalledMs;
   }
 
   /** A command left the in-flight set: the last one stops the sweeper. */
@@ -325,7 +320,7 @@ export class Breakers {
    * would open the breaker on a node that answered in time, and fail reads a plain client serves.
    */
   #sweep(): void {
-    const limit = this.#runningClock() - this.#opts.timeoutMs;
+    const limit = this.#tick - this.#overdueTicks;
     const overdue: [NodeBreaker, object][] = [];
     for (const node of this.#nodes.values()) {
       for (const [command, sentAt] of node.inflight) {

@@ -33,6 +33,8 @@ interface Held<C> {
   command: Cmd;
   key: string;
   plain: boolean;
+  /** the breaker's node of a cold read (hot-read.ts `ReadGuard`) */
+  node: object | undefined;
   /** at the flush: the reads answered by this one's reply */
   sharing: Held<C>[] | undefined;
   /** at the flush: the key's next group (another client or other options) */
@@ -40,28 +42,39 @@ interface Held<C> {
 }
 
 /** Sends one held read of `key` now (a group's first; the rest get its reply); returns its reply. */
-export type SendHeld<C> = (client: C, send: Send<C>, command: Cmd, key: string, plain: boolean) => unknown;
+export type SendHeld<C> = (
+  client: C,
+  send: Send<C>,
+  command: Cmd,
+  key: string,
+  plain: boolean,
+  node: object | undefined,
+) => unknown;
 
 export class HeldReads<C extends object> {
   readonly #held = new Map<object, Held<C>[]>();
   readonly #connection: (client: C) => object;
   readonly #sendOne: SendHeld<C>;
   readonly #same: (a: Cmd, b: Cmd) => boolean;
-  readonly #shared: ((client: C, command: Cmd) => void) | undefined;
+  readonly #shared: ((client: C, command: Cmd, node: object | undefined) => void) | undefined;
+  readonly #batch: ((client: C, run: () => void) => void) | undefined;
 
   /**
    * @param connection the object whose commands share one order (a client under its proxies)
    * @param sendOne sends one read of a key now (through the cache when hot, else plain)
    * @param same whether two reads of one key may share one reply (same options, same encoding)
    * @param shared told of each read answered by another's reply, as that one is sent
+   * @param batch runs a flush of several reads so that they leave in one write (the adapter's cork)
    */
   constructor(
     connection: (client: C) => object,
     sendOne: SendHeld<C>,
     same: (a: Cmd, b: Cmd) => boolean,
-    shared?: (client: C, command: Cmd) => void,
+    shared?: (client: C, command: Cmd, node: object | undefined) => void,
+    batch?: (client: C, run: () => void) => void,
   ) {
     this.#shared = shared;
+    this.#batch = batch;
     this.#connection = connection;
     this.#sendOne = sendOne;
     this.#same = same;
@@ -69,9 +82,10 @@ export class HeldReads<C extends object> {
 
   /**
    * Holds `command` (a GET of `key`) until the end of the job; returns its promise. `plain`: a
-   * read of a hot key whose value is not cached, sent as is (`sendOne` is told).
+   * read of a hot key whose value is not cached, sent as is (`sendOne` is told); `node`, handed
+   * back to `sendOne`.
    */
-  hold(client: C, send: Send<C>, command: Cmd, key: string, plain = false): Promise<unknown> {
+  hold(client: C, send: Send<C>, command: Cmd, key: string, plain = false, node?: object): Promise<unknown> {
     const conn = this.#connection(client);
     let list = this.#held.get(conn);
     if (list !== undefined && list.length >= MAX_HELD) {
@@ -86,7 +100,7 @@ export class HeldReads<C extends object> {
         if (this.#held.get(conn) === mine) this.#flushList(conn, mine);
       });
     }
-    list.push({ client, send, command, key, plain, sharing: undefined, nextGroup: undefined });
+    list.push({ client, send, command, key, plain, node, sharing: undefined, nextGroup: undefined });
     return command.promise;
   }
 
@@ -106,10 +120,15 @@ export class HeldReads<C extends object> {
   #flushList(conn: object, list: Held<C>[]): void {
     this.#held.delete(conn);
     if (list.length === 1) {
-      const { client, send, command, key, plain } = list[0]!;
-      this.#sendOne(client, send, command, key, plain);
+      const { client, send, command, key, plain, node } = list[0]!;
+      this.#sendOne(client, send, command, key, plain, node);
       return;
     }
+    if (this.#batch === undefined) this.#sendList(list);
+    else this.#batch(list[0]!.client, () => this.#sendList(list));
+  }
+
+  #sendList(list: Held<C>[]): void {
     // groups of one key in order of their first read; a read that may not share a reply is its
     // own group. A group is its first read, the others on its `sharing`; a key's groups after its
     // first are chained on `nextGroup` (one Map entry per key, no array per read)
@@ -132,10 +151,10 @@ export class HeldReads<C extends object> {
       }
     }
     for (const first of firsts) {
-      const reply = this.#sendOne(first.client, first.send, first.command, first.key, first.plain);
+      const reply = this.#sendOne(first.client, first.send, first.command, first.key, first.plain, first.node);
       const sharing = first.sharing;
       if (sharing === undefined) continue;
-      if (this.#shared !== undefined) for (const held of sharing) this.#shared(held.client, held.command);
+      if (this.#shared !== undefined) for (const held of sharing) this.#shared(held.client, held.command, held.node);
       Promise.resolve(reply).then(
         (value) => {
           for (const held of sharing) held.command.resolve(value);

@@ -45,6 +45,11 @@ export interface ReplicaReads {
   read(key: string, command: Cmd, copies: number): void;
 }
 
+/** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
+function mayWaitForTracking(node: NodeTracker | undefined): boolean {
+  return node?.starting === true;
+}
+
 /** Whether a cached record may still be served: Redis has not expired the key. */
 export function fresh(rec: Rec): boolean {
   return rec.expiresAt === undefined || performance.now() < rec.expiresAt;
@@ -94,8 +99,22 @@ export interface HotReadContext<C extends object = object> {
   connection?(client: C): object;
   /** whether two held GETs of one key may share one reply (same command options) @default always */
   sameRead?(a: Cmd, b: Cmd): boolean;
-  /** a held GET answered by another's reply goes out with it now (an adapter's breaker times it from here) */
-  heldShared?(client: C, command: Cmd): void;
+  /**
+   * The adapter's circuit breaker, for the cold reads `read` is given a node for: told when one
+   * goes out and when it is answered, by the one pair of settling functions the read path puts on
+   * the command for its in-flight count (a second pair per cold read would be a second price)
+   */
+  guard?: ReadGuard;
+  /** sends `run`'s commands on `client`'s connection as one write (held GETs flushed together) @default as they come */
+  batch?(client: C, run: () => void): void;
+}
+
+/** A circuit breaker as the read path tells it of cold reads (an adapter's; `node` is its own). */
+export interface ReadGuard {
+  /** `command` goes out to `node` now: it is timed from here */
+  sent(node: object, command: Cmd): void;
+  /** `command` was answered: its reply (`failed` false), or `error` */
+  answered(node: object, command: Cmd, failed: boolean, error: unknown): void;
 }
 
 /** what a loader hk does not cache returns: the caller sends its own command instead (its reply is not a record) */
@@ -115,8 +134,11 @@ function cachedHash(reply: unknown): CachedHash {
 }
 
 export interface HotReads<C extends object = object> {
-  /** a read of one key through the cache when hot (settles `command`), counted once */
-  read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown;
+  /**
+   * a read of one key through the cache when hot (settles `command`), counted once; `node`: the
+   * breaker's node of a read it has let through (`guard` times it if it goes to Redis cold)
+   */
+  read(client: C, send: Send<C>, command: Cmd, name: ReadName, node?: object): unknown;
   /**
    * a GET of a hot key, counted already, whose value hk does not cache (`hk.uncachedLoad` in its
    * loader): sent as a plain client sends it, held with the job's other GETs (held-reads.ts)
@@ -141,80 +163,124 @@ export type TrackedLoad<C extends object = object> = (
   askedAt: number,
 ) => Promise<Rec>;
 
+/** The hot read path over an adapter's context (see the module comment); `hotReads` makes one. */
 export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> {
-  const { hk, isCluster, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply } = ctx;
-  /** Redis tracks some keys by broadcast for this client: their cold GETs are noted */
-  const watches = tracking?.watches === true;
+  return new HotReadPath(ctx);
+}
 
-  /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
-  function mayWaitForTracking(node: NodeTracker | undefined): boolean {
-    return node?.starting === true;
+/** What the read path reads of its context, with what it derives once. */
+interface Parts<C extends object> {
+  readonly ctx: HotReadContext<C>;
+  readonly hk: HotKeyClient;
+  readonly isCluster: boolean;
+  readonly tracking: Tracking | undefined;
+  readonly replicas: ReplicaReads | undefined;
+  readonly namespaceOf: (client: C) => string;
+  readonly loadBlocked: (key: string) => Error | undefined;
+  readonly watchLoad: (command: Cmd) => void;
+  readonly hashReply: HotReadContext<C>['hashReply'];
+  readonly guard: ReadGuard | undefined;
+  /** Redis tracks some keys by broadcast for this client: their cold GETs are noted */
+  readonly watches: boolean;
+}
+
+class HotReadPath<C extends object> implements HotReads<C> {
+  readonly #p: Parts<C>;
+  /** cold GETs of one job, counted before any is sent, and GETs hk does not cache (held-reads.ts) */
+  readonly #held: HeldReads<C>;
+
+  constructor(ctx: HotReadContext<C>) {
+    const { hk, isCluster, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply, guard } = ctx;
+    const watches = tracking?.watches === true;
+    this.#p = {
+      ctx,
+      hk,
+      isCluster,
+      tracking,
+      replicas,
+      namespaceOf,
+      loadBlocked,
+      watchLoad,
+      hashReply,
+      guard,
+      watches,
+    };
+    this.#held = new HeldReads<C>(
+      ctx.connection ?? ((c) => c),
+      (client, send, command, key, plain, node) =>
+        plain
+          ? send.call(client, command)
+          : hk.isHot(key)
+            ? this.#hot(client, send, command, 'get', key, false)
+            : this.#sendCold(client, send, command, key, true, node),
+      ctx.sameRead ?? (() => true),
+      // a held GET answered by another's reply goes out with it now: the breaker times it from here
+      guard === undefined ? undefined : (_client, command, node) => node !== undefined && guard.sent(node, command),
+      ctx.batch,
+    );
+  }
+
+  /** sends the cold GETs held for `client`'s connection: the adapter calls it before any other command of it */
+  flush(client: C): void {
+    this.#held.flush(client);
   }
 
   /**
    * cold reads sent and not answered yet, per key: a read of a key in it is concurrent with one
    * (client/surge-local.ts judges the key surging); each of those reads carries IN_FLIGHT
    */
-  const inFlight = new Map<string, number>();
+  readonly #inFlight = new Map<string, number>();
   /**
    * A cold read of `key` leaves the in-flight count once answered: its settling functions are
    * wrapped (whoever answers it calls them: the adapter's send, a held read's shared reply), so
    * the count drops as the reply is handed over, before anything awaiting it resumes — the
    * caller's next read, on the reply, must not count it as unanswered — at the price of two
-   * closures, no promise of ours.
+   * closures, no promise of ours. The breaker's `node` hears the answer from the same pair.
    */
-  function watchCold(command: Cmd, key: string): void {
+  #watchCold(command: Cmd, key: string, node: object | undefined): void {
     const { resolve, reject } = command;
-    const answered = () => {
-      if (watches) hk.readAnswered(key, command.promise);
-      if ((command as Counted)[IN_FLIGHT] !== true) return;
-      (command as Counted)[IN_FLIGHT] = false;
-      const left = inFlight.get(key)! - 1;
-      if (left === 0) inFlight.delete(key);
-      else inFlight.set(key, left);
-    };
     command.resolve = (value) => {
-      answered();
+      this.#coldAnswered(command, key, node, false, undefined);
       return resolve(value);
     };
     command.reject = (error) => {
-      answered();
+      this.#coldAnswered(command, key, node, true, error);
       reject(error);
     };
+  }
+  #coldAnswered(command: Cmd, key: string, node: object | undefined, failed: boolean, error: unknown): void {
+    const { hk, guard, watches } = this.#p;
+    if (node !== undefined) guard!.answered(node, command, failed, error);
+    if (watches) hk.readAnswered(key, command.promise);
+    if ((command as Counted)[IN_FLIGHT] !== true) return;
+    (command as Counted)[IN_FLIGHT] = false;
+    const left = this.#inFlight.get(key)! - 1;
+    if (left === 0) this.#inFlight.delete(key);
+    else this.#inFlight.set(key, left);
   }
   /**
    * Sends a cold read of `key` (watched by watchCold), counted in flight until it is answered. A
    * GET of a key Redis tracks by broadcast for us is noted: should the key surge, its load may
    * take this reply (tracking.ts `prefixes`, client/recent-reads.ts).
    */
-  function sendCold(client: C, send: Send<C>, command: Cmd, key: string, get: boolean): unknown {
-    const n = inFlight.get(key);
-    if (n !== undefined || inFlight.size < MAX_IN_FLIGHT) {
-      inFlight.set(key, (n ?? 0) + 1);
+  #sendCold(client: C, send: Send<C>, command: Cmd, key: string, get: boolean, node: object | undefined): unknown {
+    const { ctx, hk, isCluster, tracking, guard, watches } = this.#p;
+    const n = this.#inFlight.get(key);
+    if (n !== undefined || this.#inFlight.size < MAX_IN_FLIGHT) {
+      this.#inFlight.set(key, (n ?? 0) + 1);
       (command as Counted)[IN_FLIGHT] = true;
     }
     if (get && watches) {
       const vouch = tracking!.watching(key);
       if (vouch !== undefined) hk.noteRead(key, vouch, isCluster ? undefined : ctx.dbOf(client), command.promise);
     }
+    if (node !== undefined) guard!.sent(node, command);
     return send.call(client, command);
   }
 
-  /** cold GETs of one job, counted before any is sent, and GETs hk does not cache (held-reads.ts) */
-  const held = new HeldReads<C>(
-    ctx.connection ?? ((c) => c),
-    (client, send, command, key, plain) =>
-      plain
-        ? send.call(client, command)
-        : hk.isHot(key)
-          ? hot(client, send, command, 'get', key, false)
-          : sendCold(client, send, command, key, true),
-    ctx.sameRead ?? (() => true),
-    ctx.heldShared,
-  );
-
   /** `send`, and the breaker watches `command` from when it goes out (a held read waits for the end of the job first) */
-  function watching(send: Send<C>, command: Cmd): Send<C> {
+  #watching(send: Send<C>, command: Cmd): Send<C> {
+    const { watchLoad } = this.#p;
     return function (this: C, sent: Cmd, stream?: unknown, node?: unknown) {
       if (sent === command) watchLoad(sent);
       return send.call(this, sent, stream, node);
@@ -225,28 +291,30 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
    * The caller's own read of hot `key` whose value hk does not cache: a GET held with the job's
    * others when it may be (`mayHold`: not sent from a flush), anything else sent now.
    */
-  function plainRead(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string, mayHold: boolean): unknown {
+  #plainRead(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string, mayHold: boolean): unknown {
+    const { ctx, watchLoad } = this.#p;
     if (name === 'get' && mayHold && ctx.ready(client))
-      return held.hold(client, watching(send, command), command, key, true);
-    held.flush(client);
+      return this.#held.hold(client, this.#watching(send, command), command, key, true);
+    this.#held.flush(client);
     watchLoad(command);
     return send.call(client, command);
   }
 
-  function plain(client: C, send: Send<C>, command: Cmd): unknown {
+  plain(client: C, send: Send<C>, command: Cmd): unknown {
     const key = keyName(command.args[0]);
     if (key === undefined) {
-      held.flush(client);
+      this.#held.flush(client);
       return send.call(client, command);
     }
-    return plainRead(client, send, command, 'get', key, true);
+    return this.#plainRead(client, send, command, 'get', key, true);
   }
 
-  function read(client: C, send: Send<C>, command: Cmd, name: ReadName): unknown {
+  read(client: C, send: Send<C>, command: Cmd, name: ReadName, node?: object): unknown {
+    const { ctx, hk, tracking, guard, watches } = this.#p;
     const key = keyName(command.args[0]);
     const arity = name === 'hget' ? 2 : 1;
     if (key === undefined || command.args.length !== arity) {
-      held.flush(client);
+      this.#held.flush(client);
       return send.call(client, command);
     }
     tracking?.reading(); // a read of a key: the client's tracking connections are wanted
@@ -257,28 +325,30 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       // surge here (client/surge-local.ts): then it is the key's hot load. A read while another
       // of the key is unanswered surges it at once: the key comes faster than a round trip; so
       // does one right after a kept reply of it landed (tracked prefixes, recent-reads.ts)
-      const unanswered = inFlight.get(key) ?? (watches && hk.readJustAnswered(key) ? 1 : undefined);
+      const unanswered = this.#inFlight.get(key) ?? (watches && hk.readJustAnswered(key) ? 1 : undefined);
       if (unanswered === undefined) hk.track(key);
       else hk.trackConcurrent(key, unanswered);
       if (!hk.isHot(key)) {
-        watchCold(command, key);
-        if (name === 'get' && ctx.ready(client)) return held.hold(client, send, command, key);
-        held.flush(client);
-        return sendCold(client, send, command, key, name === 'get');
+        const guarded = guard === undefined ? undefined : node;
+        this.#watchCold(command, key, guarded);
+        if (name === 'get' && ctx.ready(client)) return this.#held.hold(client, send, command, key, false, guarded);
+        this.#held.flush(client);
+        return this.#sendCold(client, send, command, key, name === 'get', guarded);
       }
     }
-    return hot(client, send, command, name, key, true);
+    return this.#hot(client, send, command, name, key, true);
   }
 
   /**
    * A read of hot `key` through the cache (settles `command`); sent past the cache when it cannot
    * serve it. `mayHold`: a GET hk does not cache may be held (not when sent from a flush).
    */
-  function hot(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string, mayHold: boolean): unknown {
+  #hot(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string, mayHold: boolean): unknown {
+    const { ctx, hk, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply } = this.#p;
     if (replicas !== undefined && name === 'get' && command.replyEncoding === 'utf8') {
       const copies = replicas.copies(key);
       if (copies > 1) {
-        held.flush(client);
+        this.#held.flush(client);
         hk.track(key);
         replicas.read(key, command, copies);
         return command.promise;
@@ -286,7 +356,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
     }
     // what the job holds goes first — unless this GET may join it: a hot key no lease vouches for
     // is read plain (below), and its reads in the job share one GET
-    if (held.holding(client) && (name !== 'get' || !mayHold || hk.vouches(key))) held.flush(client);
+    if (this.#held.holding(client) && (name !== 'get' || !mayHold || hk.vouches(key))) this.#held.flush(client);
     const ns = namespaceOf(client);
     const field = name === 'hget' ? String(command.args[1]) : undefined;
     let sent = false;
@@ -317,7 +387,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
         return node!.firstLive().then(loader);
       }
       if (node?.session.live)
-        return trackedLoad(node.load.bind(node), name === 'get' ? 'get' : 'hgetall', key, client, ns, askedAt);
+        return this.trackedLoad(node.load.bind(node), name === 'get' ? 'get' : 'hgetall', key, client, ns, askedAt);
       const session = tracking === undefined ? undefined : UNTRACKED;
       if (name === 'hget' && hashWhole) {
         // a hot hash is loaded once, whole, for every field
@@ -347,7 +417,7 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       return withTtl(rec, pttl(), askedAt);
     };
     const loaded = hk.get(key, loader);
-    if (passed) return plainRead(client, send, command, name, key, mayHold);
+    if (passed) return this.#plainRead(client, send, command, name, key, mayHold);
     loaded.then(
       (rec) => {
         if (sent) return; // this very command went to Redis and settles itself
@@ -372,7 +442,8 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
   }
 
   /** A load through the node's tracking connections (value, PTTL, opt-in: one round trip). */
-  const trackedLoad: TrackedLoad<C> = (load, kind, key, client, ns, askedAt) => {
+  readonly trackedLoad: TrackedLoad<C> = (load, kind, key, client, ns, askedAt) => {
+    const { isCluster, ctx } = this.#p;
     return load(kind, key, isCluster ? undefined : ctx.dbOf(client)).then((read): Rec => {
       const expiresAt = typeof read.pttl === 'number' && read.pttl >= 0 ? askedAt + read.pttl : undefined;
       if (kind === 'get') return record({ ns, kind: 'string', value: read.value, expiresAt, session: read.session });
@@ -385,6 +456,4 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
       });
     });
   };
-
-  return { read, plain, trackedLoad, flush: (client) => held.flush(client) };
 }
