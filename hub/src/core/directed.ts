@@ -12,7 +12,16 @@
  *   A session that registers later is covered by the write clock (holders.ts); one whose lease
  *   lapsed serves nothing before a Grant sent after the Drop.
  */
-import { CloseCode, encode, HOLDERS_VERSION, MAX_HOLD_KEYS, MsgType, type Hold, type HoldResult, type Release } from '@hotkey/sdk/protocol';
+import {
+  CloseCode,
+  encode,
+  HOLDERS_VERSION,
+  MAX_HOLD_KEYS,
+  MsgType,
+  type Hold,
+  type HoldResult,
+  type Release,
+} from '@hotkey/sdk/protocol';
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import type { AppState } from './apps.ts';
 import type { HubMetrics } from './hub-metrics.ts';

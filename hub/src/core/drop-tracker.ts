@@ -93,7 +93,12 @@ export class DropTracker<S extends DropWaiter = DropWaiter> {
    * `done` is called exactly once (undefined: dropped unacknowledged). Sessions whose lease
    * lapsed before now are no waiters: a Grant that renews them comes after the Drop.
    */
-  track(key: string, waits: readonly (readonly [S, number])[], now: number, done: (r: AckResult | undefined) => void): void {
+  track(
+    key: string,
+    waits: readonly (readonly [S, number])[],
+    now: number,
+    done: (r: AckResult | undefined) => void,
+  ): void {
     const pending: Pending = { waiting: 0, fenced: undefined, at: now, done };
     this.#pending++;
     if (this.#pending > this.#maxPending) return this.#finish(pending, undefined);

@@ -110,7 +110,10 @@ export class Holders<S extends HolderSession = HolderSession> {
     }
     const holders = this.#byKey.get(key);
     if (holders === undefined || !holders.has(session)) {
-      if ((session.held?.size ?? 0) >= this.#maxPerSession || (this.#byAddress.get(session.remote) ?? 0) >= this.#maxPerAddress) {
+      if (
+        (session.held?.size ?? 0) >= this.#maxPerSession ||
+        (this.#byAddress.get(session.remote) ?? 0) >= this.#maxPerAddress
+      ) {
         this.refused.share++;
         return HoldResult.OverShare;
       }

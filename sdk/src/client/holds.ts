@@ -163,7 +163,11 @@ export class Holds {
     for (let i = 0; i < batch.keys.length; i += MAX_HOLD_KEYS) {
       const id = this.#nextId++;
       const end = i + MAX_HOLD_KEYS;
-      const part = { keys: batch.keys.slice(i, end), since: batch.since.slice(i, end), states: batch.states.slice(i, end) };
+      const part = {
+        keys: batch.keys.slice(i, end),
+        since: batch.since.slice(i, end),
+        states: batch.states.slice(i, end),
+      };
       lh.pending.set(id, { ...part, resolve: resolvers.slice(i, end) });
       link.conn.send({ t: MsgType.Hold, id, keys: part.keys, since: part.since });
     }

@@ -204,8 +204,7 @@ export class SurgeLocal {
     state.local = true;
     // protocol 3: the owner hub sends writes of this key to its holders only, so it must record
     // this one before anything of it is served here; the load starts now and waits for the answer
-    if (o.holds !== undefined && Holds.needed(link))
-      o.holds.register(link, state, o.sinceOf?.(key) ?? link.w);
+    if (o.holds !== undefined && Holds.needed(link)) o.holds.register(link, state, o.sinceOf?.(key) ?? link.w);
     this.#keys.set(key, { state, bytes: 0 });
     this.promotions++;
     return state;

@@ -410,7 +410,11 @@ const CASES: Case[] = [
     },
   },
   { name: 'Grant', direction: 'to-client', input: { t: MsgType.Grant, id: 3, ms: 2000 } },
-  { name: 'Grant with the write clock (3)', direction: 'to-client', input: { t: MsgType.Grant, id: 3, ms: 2000, w: 41 } },
+  {
+    name: 'Grant with the write clock (3)',
+    direction: 'to-client',
+    input: { t: MsgType.Grant, id: 3, ms: 2000, w: 41 },
+  },
   {
     name: 'Held: recorded, written, over share, not owner, full (3)',
     direction: 'to-client',
