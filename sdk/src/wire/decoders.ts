@@ -179,7 +179,12 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
         : { t: MsgType.Applied, seq: int(m, 'seq'), d: int(m, 'd') };
     case MsgType.Hold: {
       const keys = holdKeys(m);
-      return { t: MsgType.Hold, id: int(m, 'id'), keys, since: ints(m, 'since', keys.length, 0, Number.MAX_SAFE_INTEGER) };
+      return {
+        t: MsgType.Hold,
+        id: int(m, 'id'),
+        keys,
+        since: ints(m, 'since', keys.length, 0, Number.MAX_SAFE_INTEGER),
+      };
     }
     case MsgType.Release:
       return { t: MsgType.Release, keys: holdKeys(m) };
