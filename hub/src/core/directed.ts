@@ -123,7 +123,7 @@ export class Directed {
   /** Sends `h` its next Drop of `keys`; returns its `d`. `outstanding`: later writes of them wait for it. */
   #drop(app: AppState, h: Session, keys: string[], outstanding = true): number {
     const d = ++h.dropsSent;
-    app.broadcaster.sendTo(h.peer, encode({ t: MsgType.Drop, d, keys }));
+    app.broadcaster.sendTo(h.peer, encode({ t: MsgType.Drop, d, keys, w: app.holders.w }));
     if (outstanding) for (const key of keys) app.drops.sent(h, key, d);
     this.#o.metrics.drops++;
     return d;

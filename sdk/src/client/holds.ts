@@ -115,6 +115,7 @@ export class Holds {
 
   /** A Drop: its keys go here (their registrations ended), then Applied says so. */
   drop(link: HubLink, msg: Drop): void {
+    if (msg.w > link.w) link.w = msg.w;
     for (const key of msg.keys) {
       const state = this.#o.hot(key);
       if (state !== undefined && state.heldOn === link.lease) state.heldOn = undefined;

@@ -293,7 +293,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
       return { t: MsgType.Held, id: int(m, 'id'), r: r as HoldResult[], w: int(m, 'w') };
     }
     case MsgType.Drop:
-      return { t: MsgType.Drop, d: int(m, 'd', 1), keys: holdKeys(m) };
+      return { t: MsgType.Drop, d: int(m, 'd', 1), keys: holdKeys(m), w: int(m, 'w') };
     case MsgType.Fill: {
       const key = m.key;
       assertKey(key);

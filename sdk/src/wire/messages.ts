@@ -302,6 +302,8 @@ export interface Drop {
   t: typeof MsgType.Drop;
   d: number;
   keys: string[];
+  /** the app's write clock after the write (a later registration of these keys reads under it) */
+  w: number;
 }
 /** The SDK saw a sequence gap: the hub answers with a Snapshot. */
 export interface Resync {

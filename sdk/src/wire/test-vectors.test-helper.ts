@@ -421,8 +421,8 @@ const CASES: Case[] = [
     input: { t: MsgType.Held, id: 1, r: [0, 1, 2, 3, 4], w: 41 },
   },
   { name: 'Held, an unknown result (3)', direction: 'to-client', input: { t: MsgType.Held, id: 1, r: [5], w: 41 } },
-  { name: 'Drop (3)', direction: 'to-client', input: { t: MsgType.Drop, d: 1, keys: ['item:42'] } },
-  { name: 'Drop, d 0 (3)', direction: 'to-client', input: { t: MsgType.Drop, d: 0, keys: ['item:42'] } },
+  { name: 'Drop (3)', direction: 'to-client', input: { t: MsgType.Drop, d: 1, keys: ['item:42'], w: 42 } },
+  { name: 'Drop, d 0 (3)', direction: 'to-client', input: { t: MsgType.Drop, d: 0, keys: ['item:42'], w: 42 } },
   { name: 'Grant, over an hour', direction: 'to-client', input: { t: MsgType.Grant, id: 3, ms: 3_600_001 } },
   { name: 'Fill', direction: 'to-client', input: { t: MsgType.Fill, key: 'item:42', ver: 12 } },
   {
