@@ -20,6 +20,7 @@ import {
   type Welcome,
 } from '@hotkey/sdk/protocol';
 import { hexToBytes, storedVectors } from '@hotkey/sdk/vectors';
+import { holders } from './holders-check.ts';
 import { HUB_RULES, Results } from './rules.ts';
 import { Link, pause, type Frame } from './socket.ts';
 
@@ -81,11 +82,11 @@ export async function checkHub(url: string, options: HubCheckOptions = {}): Prom
   };
 
   /** Hello, then Welcome and Snapshot in that order (H1); every later frame checked (H2, H8). */
-  const join = async (name: string): Promise<Member | undefined> => {
+  const join = async (name: string, v = PROTOCOL_VERSION): Promise<Member | undefined> => {
     const link = await open();
     if (link === undefined) return undefined;
     const instance = `conformance-${run}-${name}`;
-    link.send(hello(instance));
+    link.send(hello(instance, { v }));
     const first = await link.next(() => true, timeoutMs);
     if (first === undefined) {
       const closed = link.closed;
@@ -102,7 +103,7 @@ export async function checkHub(url: string, options: HubCheckOptions = {}): Prom
       return undefined;
     }
     const welcome = first.message as Welcome;
-    r.check('H1', welcome.v === PROTOCOL_VERSION, `${name}: Welcome v is ${welcome.v}, not ${PROTOCOL_VERSION}`);
+    r.check('H1', welcome.v === v, `${name}: Welcome v is ${welcome.v}, not ${v}`);
     const second = await link.next(() => true, timeoutMs, 1);
     if (second?.message?.t !== MsgType.Snapshot) {
       r.fail('H1', `${name}: the frame after Welcome is ${describe(second)}, not Snapshot`);
@@ -132,15 +133,26 @@ export async function checkHub(url: string, options: HubCheckOptions = {}): Prom
   };
 
   try {
-    const a = await join('a');
-    const b = await join('b');
+    // A and B speak version 2, whose invalidations go to every connection (H10-H12)
+    const a = await join('a', 2);
+    const b = await join('b', 2);
+    let leaseMs: number | undefined;
     if (a !== undefined && b !== undefined) {
-      const leaseMs = await leases(r, a, b, timeoutMs);
+      leaseMs = await leases(r, a, b, timeoutMs);
       if (leaseMs !== undefined) {
         await acked(r, a, b, timeoutMs, leaseMs);
         await fenced(r, a, b, timeoutMs, leaseMs);
       }
       await resync(r, a, timeoutMs);
+    }
+    // version 3 (H20-H23) once A and B are gone: while a version-2 session may serve, all is broadcast
+    for (const m of [a, b]) m?.link.close();
+    const c = await join('c');
+    const d = await join('d');
+    if (c !== undefined && d !== undefined) {
+      await pause((leaseMs ?? 2000) + 250); // A's and B's leases run out (the hub counts them until then)
+      const m = (x: Member) => ({ name: x.name, link: x.link, w: x.welcome.w ?? 0 });
+      await holders(r, m(c), m(d), `conformance:held:${run}`, timeoutMs);
     }
     await probes(r, open, join, hello, timeoutMs, options.token !== undefined);
   } finally {
