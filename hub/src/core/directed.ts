@@ -44,9 +44,14 @@ export class Directed {
     this.#o = options;
   }
 
-  /** Whether an invalidation of `key` (`flush`: a namespace) may go to its holders only. */
+  /**
+   * Whether an invalidation of `key` (`flush`: a namespace) may go to its holders only. Not for a
+   * key this hub does not own: the writer's member list differs from this hub's, and the key's
+   * holders registered with the hub their lists name, which never hears this write — the
+   * broadcast reaches them here, as in version 2.
+   */
   applies(app: AppState, key: string, flush: boolean): boolean {
-    if (flush || app.pre3 > 0 || app.aggregator.isHot(key)) return false;
+    if (flush || app.pre3 > 0 || app.aggregator.isHot(key) || !app.holders.owns(key)) return false;
     const demoted = app.demotedAt.get(key);
     return demoted === undefined || this.#o.clock() - demoted >= this.#o.leaseMs;
   }

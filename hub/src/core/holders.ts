@@ -80,6 +80,11 @@ export class Holders<S extends HolderSession = HolderSession> {
     return this.#size;
   }
 
+  /** Whether this hub owns `key` now (a registration of it may be recorded here). */
+  owns(key: string): boolean {
+    return this.#owns(key);
+  }
+
   /** The clock of `key`'s latest write processed here (never below the truth). */
   lastWrite(key: string): number {
     return this.#marks.get(key) ?? this.#floor;
