@@ -1,10 +1,11 @@
 /**
  * The hub check: plays clients against a hub URL and judges the hub by the rules of
- * sdk/src/wire/PROTOCOL.md (H1–H13, H20–H23). Two long-lived version-2 clients, A and B, join one app: leases,
- * an invalidation both apply (acked after both), one B does not apply (fenced after its lease),
- * a Resync; then two version-3 clients register and write (holders-check.ts); short-lived probes send what the hub must refuse (bad versions, app names, tokens,
- * every refused client -> hub test vector). Every frame a client receives is checked as it
- * arrives: it must decode (H2) and sequenced broadcasts must be consecutive (H8).
+ * sdk/src/wire/PROTOCOL.md (H1–H13, H20–H23). Two long-lived version-2 clients, A and B, join
+ * one app: leases, an invalidation both apply (acked after both), one B does not apply (fenced
+ * after its lease), a Resync; then two version-3 clients register and write (holders-check.ts);
+ * short-lived probes send what the hub must refuse (bad versions, app names, tokens, every
+ * refused client -> hub test vector). Every frame a client receives is checked as it arrives: it
+ * must decode (H2) and sequenced broadcasts must be consecutive (H8).
  */
 import { randomBytes } from 'node:crypto';
 import {
