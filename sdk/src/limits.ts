@@ -11,6 +11,8 @@ export const MAX_KEY_LENGTH = 1024;
 export const MAX_VALUE_BYTES = MAX_FRAME_BYTES - 2 * MAX_KEY_LENGTH - 1024;
 /** keys in one Limit frame */
 export const MAX_LIMIT_KEYS = 65_536;
+/** keys in one Hold, Release or Drop frame (protocol 3) */
+export const MAX_HOLD_KEYS = 4096;
 /** records in one Report frame */
 export const MAX_REPORT_KEYS = 65_536;
 /** a Report's counts (and hits, loads) are integers in [0, MAX_COUNT] */

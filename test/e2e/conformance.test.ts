@@ -66,7 +66,7 @@ const e2e = hubProcess(test, {
   config: { apps: { conformance: { token: 'c0nf' }, shop: {} } },
 });
 
-test('our hub breaks no rule: hotkey-hub conformance hub exits 0 with H1-H13 all holding', async () => {
+test('our hub breaks no rule: hotkey-hub conformance hub exits 0 with H1-H13 and H20-H23 all holding', async () => {
   const run = await runKit(['hub', e2e.hub.url, '--token', 'c0nf', '--json']);
   assert.is(run.code, 0, run.stdout + run.stderr);
   const report = JSON.parse(run.stdout) as {
@@ -76,7 +76,7 @@ test('our hub breaks no rule: hotkey-hub conformance hub exits 0 with H1-H13 all
   assert.is(report.broken, false);
   assert.equal(
     report.rules.map((r) => `${r.id} ${r.status}`),
-    Array.from({ length: 13 }, (_, i) => `H${i + 1} ok`),
+    [...Array.from({ length: 13 }, (_, i) => `H${i + 1} ok`), 'H20 ok', 'H21 ok', 'H22 ok', 'H23 ok'],
   );
   assert.equal(report.rules.find((r) => r.id === 'H6')!.details, [], 'the wrong token was tried too');
 });
@@ -166,7 +166,7 @@ test('a hub that skips a seq and acks an invalidation at once: H8, H11 and H12 b
     switch (m.t) {
       case MsgType.Hello:
         state.peers.add(ws);
-        send(ws, welcome(state.seq));
+        send(ws, { ...welcome(state.seq), v: Math.min(m.v, PROTOCOL_VERSION) } as ServerMessage);
         send(ws, { t: MsgType.Snapshot, seq: state.seq, hot: [] });
         return;
       case MsgType.Lease:

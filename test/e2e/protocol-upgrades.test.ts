@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode, HotKeyClient, HotKeyError } from '@hotkey/sdk';
-import { CloseCode, MsgType, OLDEST_CLIENT_VERSION, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
+import { CloseCode, MsgType, OLDEST_CLIENT_VERSION, OLDEST_HUB_VERSION, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { RawClient } from '../support/raw-client.ts';
 import { hubInProcess } from '../support/e2e.ts';
 import { ProtocolPeer } from '../support/protocol-peer.ts';
@@ -24,7 +24,7 @@ const e2e = hubInProcess(
 const V1 = { v: 1 } as const;
 
 test('a version-1 Hello is welcomed at version 1 and gets promotions with the current SDKs', async () => {
-  assert.is(OLDEST_CLIENT_VERSION, PROTOCOL_VERSION - 1, 'the previous version is admitted');
+  assert.is(OLDEST_CLIENT_VERSION, 1, 'the versions before the current one are admitted, down to 1');
   const old = await e2e.join('shop', { ...V1, instance: 'p-old' });
   const cur = await e2e.join('shop', { instance: 'p-cur' });
   assert.is(old.welcome.v, 1, 'the Welcome says the version the session speaks');
@@ -126,7 +126,8 @@ test('the SDK offers its range and works with a hub one version ahead', async ()
     await hk.ready({ signal: AbortSignal.timeout(3000) });
     const socket = await socketP;
     assert.is(socket.hello.v, PROTOCOL_VERSION);
-    assert.is(socket.hello.vmin, PROTOCOL_VERSION, 'it speaks no version without leases');
+    assert.is(socket.hello.vmin, OLDEST_HUB_VERSION, 'it speaks no version without leases');
+    assert.is(OLDEST_HUB_VERSION, PROTOCOL_VERSION - 1, 'and still the previous one (version 2, without holders)');
     socket.send({ t: MsgType.Promote, seq: 1, key: 'k', qps: 1, hotMs: 30_000, cacheTtlMs: 5000, cache: true, at: 0 });
     await waitFor('k hot from the newer hub', () => hk.isHot('k'));
   } finally {

@@ -54,6 +54,11 @@ export interface PeerOptions {
   versions?: [number, number];
   /** the Welcome's `v` whatever was negotiated (a hub breaking the negotiation) */
   welcomeV?: number;
+  /**
+   * Holds (protocol 3) are answered at once, every key Recorded, as a hub no write reached, and
+   * not listed in `received`; false: they are listed and left unanswered (the test answers) @default true
+   */
+  answerHolds?: boolean;
 }
 
 export class ProtocolPeer {
@@ -157,6 +162,9 @@ export class ProtocolPeer {
         socket.grants++;
         return socket.send({ t: MsgType.Grant, id: message.id, ms: leaseMs });
       }
+      if (message.t === MsgType.Hold && this.opts.answerHolds !== false)
+        return socket.send({ t: MsgType.Held, id: message.id, r: message.keys.map(() => 0), w: 0 });
+      if (message.t === MsgType.Release && this.opts.answerHolds !== false) return;
       const w = wanted.findIndex((x) => x.t === message.t);
       if (w >= 0) wanted.splice(w, 1)[0]!.resolve(message);
       else received.push(message);

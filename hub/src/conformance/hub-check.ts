@@ -1,10 +1,11 @@
 /**
  * The hub check: plays clients against a hub URL and judges the hub by the rules of
- * sdk/src/wire/PROTOCOL.md (H1–H13). Two long-lived clients, A and B, join one app: leases,
- * an invalidation both apply (acked after both), one B does not apply (fenced after its lease),
- * a Resync; short-lived probes send what the hub must refuse (bad versions, app names, tokens,
- * every refused client -> hub test vector). Every frame a client receives is checked as it
- * arrives: it must decode (H2) and sequenced broadcasts must be consecutive (H8).
+ * sdk/src/wire/PROTOCOL.md (H1–H13, H20–H23). Two long-lived version-2 clients, A and B, join
+ * one app: leases, an invalidation both apply (acked after both), one B does not apply (fenced
+ * after its lease), a Resync; then two version-3 clients register and write (holders-check.ts);
+ * short-lived probes send what the hub must refuse (bad versions, app names, tokens, every
+ * refused client -> hub test vector). Every frame a client receives is checked as it arrives: it
+ * must decode (H2) and sequenced broadcasts must be consecutive (H8).
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -20,6 +21,7 @@ import {
   type Welcome,
 } from '@hotkey/sdk/protocol';
 import { hexToBytes, storedVectors } from '@hotkey/sdk/vectors';
+import { holders } from './holders-check.ts';
 import { HUB_RULES, Results } from './rules.ts';
 import { Link, pause, type Frame } from './socket.ts';
 
@@ -81,11 +83,11 @@ export async function checkHub(url: string, options: HubCheckOptions = {}): Prom
   };
 
   /** Hello, then Welcome and Snapshot in that order (H1); every later frame checked (H2, H8). */
-  const join = async (name: string): Promise<Member | undefined> => {
+  const join = async (name: string, v = PROTOCOL_VERSION): Promise<Member | undefined> => {
     const link = await open();
     if (link === undefined) return undefined;
     const instance = `conformance-${run}-${name}`;
-    link.send(hello(instance));
+    link.send(hello(instance, { v }));
     const first = await link.next(() => true, timeoutMs);
     if (first === undefined) {
       const closed = link.closed;
@@ -102,7 +104,7 @@ export async function checkHub(url: string, options: HubCheckOptions = {}): Prom
       return undefined;
     }
     const welcome = first.message as Welcome;
-    r.check('H1', welcome.v === PROTOCOL_VERSION, `${name}: Welcome v is ${welcome.v}, not ${PROTOCOL_VERSION}`);
+    r.check('H1', welcome.v === v, `${name}: Welcome v is ${welcome.v}, not ${v}`);
     const second = await link.next(() => true, timeoutMs, 1);
     if (second?.message?.t !== MsgType.Snapshot) {
       r.fail('H1', `${name}: the frame after Welcome is ${describe(second)}, not Snapshot`);
@@ -132,22 +134,38 @@ export async function checkHub(url: string, options: HubCheckOptions = {}): Prom
   };
 
   try {
-    const a = await join('a');
-    const b = await join('b');
-    if (a !== undefined && b !== undefined) {
-      const leaseMs = await leases(r, a, b, timeoutMs);
-      if (leaseMs !== undefined) {
-        await acked(r, a, b, timeoutMs, leaseMs);
-        await fenced(r, a, b, timeoutMs, leaseMs);
-      }
-      await resync(r, a, timeoutMs);
-    }
+    await sessionRules(r, join, timeoutMs, `conformance:held:${run}`);
     await probes(r, open, join, hello, timeoutMs, options.token !== undefined);
   } finally {
     for (const link of links) link.close();
   }
   r.skip('H8', 'no sequenced broadcast seen');
   return r;
+}
+
+/** The rules played by joined sessions: leases, acks and fencing at version 2 (H10-H12), then holders at version 3 (H20-H23). */
+async function sessionRules(r: Results, join: Join, timeoutMs: number, heldKey: string): Promise<void> {
+  // A and B speak version 2, whose invalidations go to every connection (H10-H12)
+  const a = await join('a', 2);
+  const b = await join('b', 2);
+  let leaseMs: number | undefined;
+  if (a !== undefined && b !== undefined) {
+    leaseMs = await leases(r, a, b, timeoutMs);
+    if (leaseMs !== undefined) {
+      await acked(r, a, b, timeoutMs, leaseMs);
+      await fenced(r, a, b, timeoutMs, leaseMs);
+    }
+    await resync(r, a, timeoutMs);
+  }
+  // version 3 (H20-H23) once A and B are gone: while a version-2 session may serve, all is broadcast
+  for (const m of [a, b]) m?.link.close();
+  const c = await join('c');
+  const d = await join('d');
+  if (c !== undefined && d !== undefined) {
+    await pause((leaseMs ?? 2000) + 250); // A's and B's leases run out (the hub counts them until then)
+    const m = (x: Member) => ({ name: x.name, link: x.link, w: x.welcome.w ?? 0 });
+    await holders(r, m(c), m(d), heldKey, timeoutMs);
+  }
 }
 
 function describe(frame: Frame | undefined): string {
@@ -313,7 +331,7 @@ async function resync(r: Results, a: Member, timeoutMs: number): Promise<void> {
   r.check('H9', frame !== undefined, `no Snapshot within ${timeoutMs + 1000} ms of Resync`);
 }
 
-type Join = (name: string) => Promise<Member | undefined>;
+type Join = (name: string, v?: number) => Promise<Member | undefined>;
 type Open = () => Promise<Link | undefined>;
 
 /** An Error with `code`, then the close with `close` (H3–H6, H13). */

@@ -5,7 +5,7 @@
  */
 
 export const HUB_RULES = {
-  H1: 'the first frame after an accepted Hello is Welcome (v = 2), then a Snapshot, before any broadcast',
+  H1: 'the first frame after an accepted Hello is Welcome (v as negotiated), then a Snapshot, before any broadcast',
   H2: 'every frame the hub sends is binary and decodes as a hub -> client message',
   H3: "a Hello whose versions (vmin..v) miss the hub's gets Error HK_ERR_VERSION and close 4001",
   H4: 'a first frame that is not Hello, a text frame and a second Hello get HK_ERR_PROTOCOL and close 4000',
@@ -18,6 +18,10 @@ export const HUB_RULES = {
   H11: 'the Ack carries the request id and the Invalidate seq, and waits until every connection applied',
   H12: 'a session that does not apply is fenced: no Ack before its lease ends, named in fenced, no Grant while it lags',
   H13: 'Applied ahead of the last broadcast gets close 4000',
+  H20: 'version 3: a Hold is answered by one Held with its id, one r per key, and w >= every w sent before',
+  H21: 'version 3: a write of a key nobody holds is acked with no Invalidate or Drop to another connection',
+  H22: 'version 3: a write of a key another connection holds sends it a Drop, acked only after its Applied d',
+  H23: "version 3: a Hold whose since is below the key's last write is answered r = 1",
 } as const;
 
 export const CLIENT_RULES = {

@@ -5,7 +5,7 @@
  * count or rules (the per-instance threshold depends on both).
  */
 import { CapacityError, ErrorCode, AuthError, ProtocolError } from '@hotkey/sdk';
-import { CloseCode, MAX_NAME_LENGTH, MsgType, type Hello } from '@hotkey/sdk/protocol';
+import { CloseCode, HOLDERS_VERSION, MAX_NAME_LENGTH, MsgType, type Hello } from '@hotkey/sdk/protocol';
 import { localThreshold, type Rule } from '@hotkey/sdk/rules';
 import type { Coordinator } from './coordinator.ts';
 import { Aggregator, type DemoteReason } from './aggregator.ts';
@@ -13,6 +13,8 @@ import { tokenMatches } from './auth.ts';
 import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';
 import type { HubMetrics } from './hub-metrics.ts';
+import { DropTracker } from './drop-tracker.ts';
+import { Holders } from './holders.ts';
 import { InvalidationTracker } from './invalidations.ts';
 import { closeLease, cutOffLagging, isLegacy } from './legacy-sessions.ts';
 import { Savings } from './savings.ts';
@@ -50,6 +52,14 @@ export interface AppState {
   /** instance id -> how many sessions that SDK instance has open on this hub */
   sessionsByInstance: Map<string, number>;
   invalidations: InvalidationTracker;
+  /** protocol 3: who registered which key, and the app's write clock (holders.ts) */
+  holders: Holders<Session>;
+  /** acks of directed invalidations, sent as Drops to holders (drop-tracker.ts) */
+  drops: DropTracker<Session>;
+  /** sessions, connected or lingering, speaking a version before 3: while any is, every invalidation is broadcast */
+  pre3: number;
+  /** keys demoted lately, with when (monotonic): broadcast-class for one lease after the Demote */
+  demotedAt: Map<string, number>;
   /** closed sessions whose lease may still run: the instance may still serve (invalidations.ts) */
   lingering: Set<Session>;
   /** sessions connected now and lingering ones, shared by consecutive invalidations until one joins or leaves */
@@ -177,6 +187,17 @@ export class Apps {
       sessionByPeer: new Map(),
       sessionsByInstance: new Map(),
       invalidations: new InvalidationTracker({ notBefore: this.#opts.ackNotBefore, graceMs: tunables.leaseMs / 8 }),
+      holders: new Holders<Session>({
+        maxPerSession: tunables.maxHeldPerSession,
+        maxPerAddress: tunables.maxHeldPerAddress,
+        maxPerApp: tunables.maxHeldPerApp,
+        maxWriteMarks: tunables.maxWriteMarks,
+        owns: (key) => this.#accept?.(key) !== false,
+        refused: this.#opts.metrics.holdsRefused,
+      }),
+      drops: new DropTracker<Session>({ notBefore: this.#opts.ackNotBefore, graceMs: tunables.leaseMs / 8 }),
+      pre3: 0,
+      demotedAt: new Map(),
       lingering: new Set(),
       waiters: undefined,
       configTimer: undefined,
@@ -257,6 +278,7 @@ export class Apps {
     app.sessionByPeer.set(session.peer, session);
     app.broadcaster.peers.add(session.peer);
     if (isLegacy(session)) app.broadcaster.legacy.add(session.peer);
+    if (session.version < HOLDERS_VERSION) app.pre3++;
     app.waiters = undefined;
     const instancesBefore = app.sessionsByInstance.size;
     app.sessionsByInstance.set(session.instance, (app.sessionsByInstance.get(session.instance) ?? 0) + 1);
@@ -277,6 +299,7 @@ export class Apps {
     const now = this.#opts.clock();
     closeLease(session, now, this.#opts.tunables.leaseMs);
     if (session.leaseUntil > now) app.lingering.add(session);
+    else this.#gone(app, session);
     if (app.sessions.size === 0) app.idleSince = this.#opts.now();
     const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
     if (sessionsLeft > 0) app.sessionsByInstance.set(session.instance, sessionsLeft);
@@ -285,6 +308,13 @@ export class Apps {
       this.scheduleConfig(app);
     }
     app.invalidations.settle(now);
+    app.drops.settle(now);
+  }
+
+  /** A closed session whose lease can no longer run: it holds nothing any more, and speaks no version. */
+  #gone(app: AppState, session: Session): void {
+    app.holders.gone(session);
+    if (session.version < HOLDERS_VERSION) app.pre3--;
   }
 
   /** Time passes: leases lapse (fencing needs no message), lingering sessions whose lease ended go. */
@@ -292,10 +322,16 @@ export class Apps {
     const now = this.#opts.clock();
     cutOffLagging(app, now, this.#opts.tunables.leaseMs);
     app.invalidations.settle(now);
+    app.drops.settle(now);
     for (const session of app.lingering) {
       if (session.leaseUntil > now) continue;
       app.lingering.delete(session);
+      this.#gone(app, session);
       app.waiters = undefined;
+    }
+    for (const [key, at] of app.demotedAt) {
+      if (now - at < this.#opts.tunables.leaseMs) break;
+      app.demotedAt.delete(key);
     }
   }
 

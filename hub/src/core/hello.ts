@@ -8,6 +8,7 @@ import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import {
   CloseCode,
   describeRange,
+  HOLDERS_VERSION,
   negotiateVersion,
   offeredRange,
   OLDEST_CLIENT_VERSION,
@@ -75,6 +76,7 @@ export function openSession(ctx: HelloContext, session: Session, hello: Hello): 
         local: apps.localThresholds(app),
         instances: app.sessionsByInstance.size,
         seq: app.broadcaster.seq,
+        ...(version >= HOLDERS_VERSION ? { w: app.holders.w } : {}),
       },
       version,
     ),

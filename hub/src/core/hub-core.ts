@@ -14,9 +14,11 @@ import { closeCodeOf } from '@hotkey/sdk/errors';
 import {
   CloseCode,
   type Hello,
+  type Hold,
   type InvalidateRequest,
   type Member,
   type Push,
+  type Release,
   type Report,
 } from '@hotkey/sdk/protocol';
 import type { Coordinator, HubEvent } from './coordinator.ts';
@@ -138,7 +140,12 @@ export class HubCore implements SessionHost {
         if (this.#members.accept?.(key) === false) return;
         this.#announcer.promoted(app, key, rule, qps, latencyMs, manual);
       },
-      onDemote: (app, key, qps, reason) => this.#announcer.demoted(app, key, qps, reason),
+      onDemote: (app, key, qps, reason) => {
+        // broadcast-class for one lease more: a Grant sent before the Demote may still cover it (directed.ts)
+        app.demotedAt.delete(key);
+        app.demotedAt.set(key, clock());
+        this.#announcer.demoted(app, key, qps, reason);
+      },
     });
     const initial = new Ownership(membership.members.map((m) => m.id));
     this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, clock, initial });
@@ -266,9 +273,19 @@ export class HubCore implements SessionHost {
     if (this.#apps.get(session.app) !== undefined) this.invalidationBudget.request(session, request);
   }
 
-  applied(session: Session, seq: number): void {
+  applied(session: Session, seq: number, d?: number): void {
     const app = this.#apps.get(session.app);
-    if (app !== undefined) this.#invalidations.applied(app, session, seq);
+    if (app !== undefined) this.#invalidations.applied(app, session, seq, d);
+  }
+
+  hold(session: Session, hold: Hold): void {
+    const app = this.#apps.get(session.app);
+    if (app !== undefined) this.#invalidations.directed.hold(app, session, hold);
+  }
+
+  release(session: Session, release: Release): void {
+    const app = this.#apps.get(session.app);
+    if (app !== undefined) this.#invalidations.directed.release(app, session, release);
   }
 
   resync(session: Session): void {
@@ -431,6 +448,7 @@ export class HubCore implements SessionHost {
     for (const session of [...this.#awaitingHello]) this.#closePeer(session, code, reason);
     for (const app of this.#apps.values()) {
       app.invalidations.flush();
+      app.drops.flush();
       for (const session of [...app.sessions]) this.#closePeer(session, code, reason);
     }
   }
@@ -471,5 +489,7 @@ export class HubCore implements SessionHost {
     const bytes = membersFrame(epoch, members);
     for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
     for (const [app, keys] of lost) this.#fence.release(app, keys);
+    const accept = this.#members.accept;
+    if (accept !== undefined) for (const app of this.#apps.values()) this.#invalidations.directed.letGo(app, accept);
   }
 }

@@ -60,6 +60,12 @@ export class HubMetrics {
   orphanInvalidations = 0;
   /** invalidations of a pushed value by its pusher, acked without a broadcast: the value was superseded already */
   pushedInvalidationsMoot = 0;
+  /** protocol 3 (holders.ts): keys registered by Holds (refusals included), invalidations sent to holders only, Drop frames sent */
+  holds = 0;
+  invalidationsDirected = 0;
+  drops = 0;
+  /** Hold keys refused: over a session's or address's share, not owned here, the app's directory full */
+  readonly holdsRefused = { share: 0, owner: 0, full: 0 };
   /** reads of hot keys the SDKs answered from their local caches / loader calls they made for hot keys (from their reports) */
   localHits = 0;
   loaderCalls = 0;

@@ -10,7 +10,9 @@ import {
   CloseCode,
   encode,
   MAX_FENCED_IDS,
+  HOLDERS_VERSION,
   MsgType,
+  type Grant,
   type Invalidate,
   type InvalidateRequest,
 } from '@hotkey/sdk/protocol';
@@ -18,6 +20,7 @@ import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import type { HubEvent } from './coordinator.ts';
 import type { AckResult } from './invalidations.ts';
 import type { AppState } from './apps.ts';
+import { Directed } from './directed.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import type { Session } from './session.ts';
 
@@ -45,9 +48,12 @@ type Update = Pick<Invalidate, 'value' | 'ver' | 'form'>;
 
 export class InvalidationRouter {
   readonly #opts: InvalidationRouterOptions;
+  /** protocol 3: registrations and invalidations sent to holders only (directed.ts) */
+  readonly directed: Directed;
 
   constructor(options: InvalidationRouterOptions) {
     this.#opts = options;
+    this.directed = new Directed({ metrics: options.metrics, clock: options.clock, leaseMs: options.leaseMs });
   }
 
   /**
@@ -66,19 +72,41 @@ export class InvalidationRouter {
       return;
     }
     const at = this.#opts.now();
-    const seq = this.broadcast(app, request.key, false, request.flush === true, false, {
+    const flush = request.flush === true;
+    const notBefore = this.#opts.notBefore?.(request.key, flush) ?? 0;
+    if (this.directed.applies(app, request.key, flush)) {
+      const waits = this.directed.invalidate(app, session, request.key);
+      const seq = app.broadcaster.seq;
+      app.drops.track(request.key, waits, this.#opts.clock(), (settled) =>
+        this.#settled(app, session, request, seq, at, notBefore, settled),
+      );
+      return;
+    }
+    const seq = this.broadcast(app, request.key, false, flush, false, {
       update: this.#update(app, session, request),
       pushed: request.pushed === true,
     });
     app.waiters ??= [...app.sessions, ...app.lingering];
-    const notBefore = this.#opts.notBefore?.(request.key, request.flush === true) ?? 0;
-    app.invalidations.track(seq, app.waiters, this.#opts.clock(), (settled) => {
-      const hold = settled === undefined ? 0 : notBefore - this.#opts.clock();
-      if (hold <= 0) return this.#acked(app, session, request, seq, at, settled);
-      // the key changed owner lately: its previous owner's sessions may still serve it (ownership-fence.ts)
-      const result = { fenced: settled!.fenced, ms: settled!.ms + hold };
-      setTimeout(() => this.#acked(app, session, request, seq, at, result), hold).unref();
-    });
+    app.invalidations.track(seq, app.waiters, this.#opts.clock(), (settled) =>
+      this.#settled(app, session, request, seq, at, notBefore, settled),
+    );
+  }
+
+  /** Every waiter applied or was fenced (`settled` undefined: dropped): ack, after `notBefore`. */
+  #settled(
+    app: AppState,
+    session: Session,
+    request: InvalidateRequest,
+    seq: number,
+    at: number,
+    notBefore: number,
+    settled: AckResult | undefined,
+  ): void {
+    const hold = settled === undefined ? 0 : notBefore - this.#opts.clock();
+    if (hold <= 0) return this.#acked(app, session, request, seq, at, settled);
+    // the key changed owner lately: its previous owner's sessions may still serve it (ownership-fence.ts)
+    const result = { fenced: settled!.fenced, ms: settled!.ms + hold };
+    setTimeout(() => this.#acked(app, session, request, seq, at, result), hold).unref();
   }
 
   /** The ack of an SDK's request is decided: `result` undefined when dropped unacknowledged. */
@@ -144,13 +172,28 @@ export class InvalidationRouter {
    */
   lease(app: AppState, session: Session, id: number): void {
     const now = this.#opts.clock();
-    if (app.invalidations.blocks(session.appliedSeq, now)) return;
+    if (app.invalidations.blocks(session.appliedSeq, now) || app.drops.blocks(session, now)) return;
     session.leaseUntil = now + this.#opts.leaseMs;
-    app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Grant, id, ms: this.#opts.leaseMs }));
+    const grant = { t: MsgType.Grant, id, ms: this.#opts.leaseMs } as Grant;
+    if (session.version >= HOLDERS_VERSION) grant.w = app.holders.w;
+    app.broadcaster.sendTo(session.peer, encode(grant));
   }
 
-  /** An SDK applied every broadcast up to `seq`: pending invalidations it held up may complete. */
-  applied(app: AppState, session: Session, seq: number): void {
+  /**
+   * An SDK applied every broadcast up to `seq` and (protocol 3) every Drop up to `d`: pending
+   * invalidations it held up may complete.
+   */
+  applied(app: AppState, session: Session, seq: number, d?: number): void {
+    if (d !== undefined) {
+      if (d > session.dropsSent) {
+        throw new ProtocolError(
+          ErrorCode.Protocol,
+          `Applied d ${d} is ahead of the last Drop sent, ${session.dropsSent}`,
+          CloseCode.Protocol,
+        );
+      }
+      app.drops.applied(session, d, this.#opts.clock());
+    }
     if (seq > app.broadcaster.seq) {
       throw new ProtocolError(
         ErrorCode.Protocol,
@@ -183,6 +226,7 @@ export class InvalidationRouter {
     const seq = app.broadcaster.broadcast(
       flush ? { t: MsgType.Invalidate, key, flush } : { t: MsgType.Invalidate, key, ...update },
     );
+    app.holders.written(key, flush);
     // a pushed value loaded before this is void (an update moved the version already)
     if (update === undefined) app.shares.invalidated(key, flush);
     if (!pushed) app.shares.written(key, flush, seq);

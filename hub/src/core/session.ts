@@ -14,13 +14,16 @@ import {
   PROTOCOL_VERSION,
   type ClientMessage,
   type Hello,
+  type Hold,
   type InvalidateRequest,
   type Push,
+  type Release,
   type Report,
 } from '@hotkey/sdk/protocol';
 import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
 import { readReport, ReportFrame } from './report-frame.ts';
-import type { Waiter } from './invalidations.ts';
+import type { DropWaiter } from './drop-tracker.ts';
+import type { HolderSession } from './holders.ts';
 import type { KeyShare } from './key-shares.ts';
 import { closeReason, type Peer } from './peer.ts';
 import type { TokenBucket } from './token-bucket.ts';
@@ -39,7 +42,11 @@ export interface SessionHost {
   /** As `report`, for a Report frame read in place, from its cursor's record on. */
   reportFrame(session: Session, frame: ReportFrame, max: number, bytes?: number): number;
   invalidate(session: Session, request: InvalidateRequest): void;
-  applied(session: Session, seq: number): void;
+  /** Applied: every broadcast up to `seq` and (protocol 3) every Drop up to `d` */
+  applied(session: Session, seq: number, d?: number): void;
+  /** protocol 3: a registration of keys before serving them locally (holders.ts) */
+  hold(session: Session, hold: Hold): void;
+  release(session: Session, release: Release): void;
   resync(session: Session): void;
   /** the SDK asks for a lease (answered with a Grant, or not at all while it lags behind an invalidation) */
   lease(session: Session, id: number): void;
@@ -76,7 +83,7 @@ interface ReportRest {
 
 let nextId = 1;
 
-export class Session implements Waiter, IntakeFlow {
+export class Session implements DropWaiter, HolderSession, IntakeFlow {
   readonly id = nextId++;
   readonly peer: Peer;
   readonly connectedAt: number;
@@ -91,6 +98,12 @@ export class Session implements Waiter, IntakeFlow {
   appliedSeq = 0;
   /** hub monotonic time its lease ends (0: none granted); outlives the socket (invalidations.ts) */
   leaseUntil = 0;
+  /** keys it holds at its app's directory (protocol 3, holders.ts) */
+  held: Set<string> | undefined;
+  /** the `d` of the last Drop sent, the highest Applied `d`, and the acks waiting on it (drop-tracker.ts) */
+  dropsSent = 0;
+  dropsApplied = 0;
+  dropWaits: DropWaiter['dropWaits'] = undefined;
   /** the protocol version negotiated from its Hello (legacy-sessions.ts for the older one) */
   version = PROTOCOL_VERSION;
   /** promotions this connection may still carry alone (the aggregator's solo budget), set on Hello */
@@ -155,7 +168,7 @@ export class Session implements Waiter, IntakeFlow {
         // decoded twice when not Applied: at this size that costs less than carrying both forms
         const msg = decodeClientMessage(data);
         if (msg.t === MsgType.Applied) {
-          this.#host.applied(this, msg.seq);
+          this.#host.applied(this, msg.seq, msg.d);
           return;
         }
         if (msg.t === MsgType.Lease) {
@@ -198,7 +211,13 @@ export class Session implements Waiter, IntakeFlow {
         this.#host.invalidate(this, msg);
         return undefined;
       case MsgType.Applied:
-        this.#host.applied(this, msg.seq);
+        this.#host.applied(this, msg.seq, msg.d);
+        return undefined;
+      case MsgType.Hold:
+        this.#host.hold(this, msg);
+        return undefined;
+      case MsgType.Release:
+        this.#host.release(this, msg);
         return undefined;
       case MsgType.Resync:
         this.#resync();

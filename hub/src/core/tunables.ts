@@ -96,6 +96,14 @@ export interface HubTunables {
   maxPushBytes: number;
   /** window handoff on a membership change (core/handoff.ts): keys handed to new owners at most per change, and taken from one sender per epoch; 0 = no handoff @default 10000 */
   handoffMaxKeys: number;
+  /** protocol 3 holders (core/holders.ts): keys one session may register; past it a Hold is refused (r = 2, counted) @default 1024 */
+  maxHeldPerSession: number;
+  /** keys the sessions of one remote address may register together per app; past it r = 2 @default 16384 */
+  maxHeldPerAddress: number;
+  /** registrations per app; past it r = 4 @default 262144 */
+  maxHeldPerApp: number;
+  /** keys whose last write an app's write clock remembers exactly; past it the floor rises (more r = 1, never unsafe) @default 65536 */
+  maxWriteMarks: number;
 }
 
 export const DEFAULT_TUNABLES: HubTunables = {
@@ -140,4 +148,8 @@ export const DEFAULT_TUNABLES: HubTunables = {
   pushFillTimeoutMs: 500,
   maxPushBytes: 65_536,
   handoffMaxKeys: 10_000,
+  maxHeldPerSession: 1024,
+  maxHeldPerAddress: 16_384,
+  maxHeldPerApp: 262_144,
+  maxWriteMarks: 65_536,
 };

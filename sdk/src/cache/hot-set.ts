@@ -61,6 +61,14 @@ export interface HotState extends CacheSlot {
    * or `until` passes.
    */
   local: boolean;
+  /**
+   * Protocol 3 (client/holds.ts): the owner hub's answer to this entry's registration while it is
+   * awaited; a load begun before it waits for it before filling. Undefined once recorded (or none
+   * was needed).
+   */
+  hold: Promise<number | undefined> | undefined;
+  /** the lease of the link this entry is registered on (undefined: not registered, or no more) */
+  heldOn: Lease | undefined;
 }
 
 const NONE: readonly HotState[] = Object.freeze([]);
@@ -157,6 +165,8 @@ export class HotSet {
       freshUntil: 0,
       retryAt: 0,
       local: false,
+      hold: undefined,
+      heldOn: undefined,
     };
     this.#map.set(key, state);
     if (state.until < this.#nextExpiry) this.#nextExpiry = state.until;

@@ -9,6 +9,7 @@ import type { AccessWindow } from '../counting/window.ts';
 import { MsgType, type Member, type ServerMessage } from '../wire/protocol.ts';
 import type { AppConfig } from './app-config.ts';
 import type { EmitClientEvent } from './events.ts';
+import type { Holds } from './holds.ts';
 import type { Invalidator } from './invalidator.ts';
 import { applyGrant, LEASE_MARGIN_MS } from './leases.ts';
 import type { HubLink } from './links.ts';
@@ -23,6 +24,8 @@ export interface DispatchOptions {
   push: ValuePush;
   limits: RateLimits;
   invalidator: Invalidator;
+  /** protocol 3 registrations (holds.ts): Held and Drop */
+  holds: Holds;
   config: AppConfig;
   now: () => number;
   /** the client's coarse clock, refreshed on the message's arrival */
@@ -126,7 +129,14 @@ export class Dispatch {
         o.invalidator.ack(message.id, { hub, fenced: message.fenced, ms: message.ms });
         return;
       case MsgType.Grant:
+        if (message.w !== undefined && message.w > link.w) link.w = message.w;
         applyGrant(link, message, LEASE_MARGIN_MS);
+        return;
+      case MsgType.Held:
+        o.holds.held(link, message);
+        return;
+      case MsgType.Drop:
+        o.holds.drop(link, message);
         return;
       case MsgType.Fill:
         if (o.hot.get(message.key)?.hub === hub) o.push.fill(message);

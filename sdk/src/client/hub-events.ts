@@ -10,6 +10,7 @@ import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import type { Member, ServerMessage, Welcome } from '../wire/protocol.ts';
 import type { AppConfig } from './app-config.ts';
 import type { Dispatch } from './dispatch.ts';
+import type { Holds } from './holds.ts';
 import type { Invalidator } from './invalidator.ts';
 import { askLease, wantLease } from './leases.ts';
 import type { HubLinks } from './links.ts';
@@ -28,6 +29,7 @@ export interface HubEventsOptions {
   links: () => HubLinks;
   dispatch: () => Dispatch;
   invalidator: () => Invalidator;
+  holds: Holds;
   closed: () => boolean;
   /** reads the real clock and refreshes the client's coarse one */
   readClock: () => number;
@@ -72,6 +74,9 @@ export class HubEvents implements ConnectionHandler {
   }
 
   down(conn: HubConnection, code: number, reason: string, welcomed: boolean): void {
+    // registrations not answered yet die with the link (its entries are not served: holds.ts)
+    const link = this.#o.links().linkOf(conn);
+    if (link !== undefined) this.#o.holds.lost(link);
     // a failed attempt to reconnect is an 'error' + 'reconnecting', not another disconnect
     if (welcomed) this.#o.status({ type: 'disconnect', hub: conn.hubId, url: conn.url, code, reason });
     this.#o.links().down(conn, code);

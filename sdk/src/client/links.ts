@@ -31,6 +31,12 @@ export interface HubLink {
   lastSeq: number;
   /** a Resync was sent; its Snapshot has not arrived yet */
   resyncing: boolean;
+  /** the protocol version this link speaks (Welcome `v`): from 3, local surges register (holds.ts) */
+  v: number;
+  /** the highest write clock (`w`) received from the hub on this link: a Hold's `since` */
+  w: number;
+  /** the `d` of the last Drop applied */
+  dropsApplied: number;
 }
 
 export interface HubLinksOptions {
@@ -132,6 +138,9 @@ export class HubLinks {
       leaseWantedUntil: Number.NEGATIVE_INFINITY,
       lastSeq: welcome.seq,
       resyncing: false,
+      v: welcome.v,
+      w: welcome.w ?? 0,
+      dropsApplied: 0,
     });
     this.#ownership = new Ownership(this.#links.keys());
     return true;

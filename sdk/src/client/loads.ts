@@ -27,6 +27,7 @@
 import type { HotSet, HotState } from '../cache/hot-set.ts';
 import { type LocalCache, MISS } from '../cache/local-cache.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
+import { HoldResult } from '../wire/protocol.ts';
 
 /** share of the refresh point that instances spread their reloads over */
 export const REFRESH_JITTER = 0.1;
@@ -239,11 +240,19 @@ export class HotLoads {
       startedAt: clock,
       bounded: undefined,
     };
+    // a local entry registering with its owner hub (holds.ts): this load began before the answer
+    const hold = hot.hold;
     // a shared key just promoted: its value may be on its way from the hub (push.ts), else load
     flight.promise = this.#valueOf(key, loader, hot).then(
-      ({ value, pushed }) => {
-        if (!pushed) this.#fill(key, value, flight); // a pushed value is cached already
-        return value;
+      async ({ value, pushed }) => {
+        if (pushed) return value; // a pushed value is cached already
+        if (hold === undefined) {
+          this.#fill(key, value, flight);
+          return value;
+        }
+        const held = await this.#afterHold(key, loader, hold, value);
+        if (held.fill) this.#fill(key, held.value, flight);
+        return held.value;
       },
       (err: unknown) => {
         // a failed refresh of a still-fresh value: the hit path serves it until the next try
@@ -271,6 +280,23 @@ export class HotLoads {
     const got = push === undefined ? undefined : await push;
     if (got !== undefined) return { value: got.value, pushed: true };
     return { value: await this.#limited(key, loader), pushed: false };
+  }
+
+  /**
+   * A load begun before its entry's registration was answered (holds.ts): Recorded, the value may
+   * be cached; Written, it may predate a write, so the key loads again (after the answer: safe);
+   * refused or lost, the callers get a read of their own and nothing is cached.
+   */
+  async #afterHold(
+    key: string,
+    loader: (key: string) => unknown,
+    hold: Promise<number | undefined>,
+    value: unknown,
+  ): Promise<{ value: unknown; fill: boolean }> {
+    const r = await hold;
+    if (r === HoldResult.Recorded) return { value, fill: true };
+    if (r === HoldResult.Written) return { value: await this.#limited(key, loader), fill: true };
+    return { value: await this.#o.callLoader(key, loader), fill: false };
   }
 
   /** Caches a loaded value if nothing made it untrustworthy while it loaded (consistency: see above). */

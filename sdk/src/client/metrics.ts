@@ -78,6 +78,12 @@ const STATS: Record<ScalarStat, [Kind, string]> = {
   surgeLocalDropped: ['counter', 'local surges dropped unconfirmed (in time, over maxBytes, evicted)'],
   recentReads: ['gauge', 'cold reads kept for the load of a key that may surge (tracked prefixes)'],
   recentReadsUsed: ['counter', 'hot loads answered by a kept cold read'],
+  holdsSent: ['counter', 'keys registered with their owner hub before being served locally (protocol 3)'],
+  holdsWritten: ['counter', 'registrations answered Written: the value read before was thrown away and loaded again'],
+  holdsRefused: [
+    'counter',
+    'registrations refused (over share, not the owner, directory full) or lost with their link',
+  ],
 };
 const PUSH: Record<keyof PushCounters, string> = {
   pushesSent: 'values pushed to the hub after a Fill',

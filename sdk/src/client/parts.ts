@@ -27,6 +27,7 @@ import { Readiness } from './readiness.ts';
 import { Reporter } from './reporter.ts';
 import type { ClientStatus } from './status.ts';
 import { SurgeLocal } from './surge-local.ts';
+import { Holds } from './holds.ts';
 import { LocalValues } from './values.ts';
 
 export const SDK_NAME = '@hotkey/sdk/0.1.0';
@@ -66,6 +67,8 @@ export interface ClientParts {
   surge: SurgeLocal | undefined;
   /** cold reads an adapter may answer a hot load with */
   recent: RecentReads;
+  /** protocol 3 registrations of local entries with their owner hubs */
+  holds: Holds;
 }
 
 /** Builds and wires every part of a client with options `opts` and hub seed URLs `seeds`. */
@@ -113,6 +116,15 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
   });
   const recent = new RecentReads(() => links, host.now);
   const values = new LocalValues({ cache, hot, loads, push, recent, clock: host.clock });
+  const holds = new Holds({
+    hot: (key) => hot.get(key),
+    dropped: (key) => {
+      values.drop(key);
+      // a local entry's registration ended: the entry goes (the next surge registers again)
+      const state = hot.get(key);
+      if (state?.local === true && hot.demote(key)) values.forget(key);
+    },
+  });
   const surge =
     opts.surgeLocal === false
       ? undefined
@@ -122,6 +134,8 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
           hot,
           links: () => links,
           forget: (key) => values.forget(key),
+          holds,
+          sinceOf: (key) => recent.sinceOf(key),
         });
   const reads: ReadPath = new ReadPath({ window, config, loads, push, jitter, closed: host.closed, surge });
   const readiness = new Readiness();
@@ -134,6 +148,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     links: () => links,
     dispatch: () => dispatch,
     invalidator: () => invalidator,
+    holds,
     closed: host.closed,
     readClock,
     status: host.status,
@@ -165,6 +180,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     push,
     limits,
     invalidator,
+    holds,
     config,
     now: host.now,
     clock: host.clock,
@@ -198,6 +214,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     hubEvents,
     links,
     invalidator,
+    holds,
     dispatch,
     reporter,
     surge,

@@ -58,6 +58,8 @@ interface Entry {
   /** the adapter's scope of the read (its database), matched by the load */
   scope: number | undefined;
   lease: Lease;
+  /** the write clock its link had received when it was sent (a registration's `since`: holds.ts) */
+  w: number;
   /** estimated bytes of its value once answered (0 while in flight) */
   bytes: number;
   /** when its reply landed (the clock of `now`); NaN while in flight */
@@ -88,13 +90,19 @@ export class RecentReads {
     return lease !== undefined && lease.until > now ? lease : undefined;
   }
 
+  /** The write clock when `key`'s kept read was sent, if one is kept: its load may take it, so it registers with this `since`. */
+  sinceOf(key: string): number | undefined {
+    return this.#map.size > 0 ? this.#map.get(key)?.w : undefined;
+  }
+
   /** A cold read of `key` goes out now; `reply` is its reply. Remembered while its vouchers hold. */
   sent(key: string, vouch: ReadVouch, scope: number | undefined, reply: Promise<unknown>): void {
     const lease = this.#leaseOf(key, this.#now());
     if (lease === undefined || !vouch.live) return;
     this.#delete(key);
     if (this.#map.size >= MAX_RECENT_READS) this.#delete(this.#map.keys().next().value!);
-    const entry: Entry = { reply, value: undefined, vouch, scope, lease, bytes: 0, answeredAt: Number.NaN };
+    const w = this.#links().ownerLink(key)?.w ?? 0;
+    const entry: Entry = { reply, value: undefined, vouch, scope, lease, w, bytes: 0, answeredAt: Number.NaN };
     this.#map.set(key, entry);
     reply.then(
       (value) => {

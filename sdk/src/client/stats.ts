@@ -16,6 +16,7 @@ import type { RateLimits } from './rate-limits.ts';
 import type { ReadPath } from './read-path.ts';
 import type { Reporter } from './reporter.ts';
 import type { RecentReads } from './recent-reads.ts';
+import type { Holds } from './holds.ts';
 import type { SurgeLocal } from './surge-local.ts';
 
 export interface ClientStats {
@@ -76,6 +77,10 @@ export interface ClientStats {
   /** cold reads kept for a load they may answer (recent-reads.ts), now / handed to a load */
   recentReads: number;
   recentReadsUsed: number;
+  /** protocol 3 registrations (holds.ts): keys sent in Holds / answered Written (the value read before was thrown away) / refused or lost */
+  holdsSent: number;
+  holdsWritten: number;
+  holdsRefused: number;
 }
 
 /** The parts whose counters `stats()` reports, and the hits the client counts itself. */
@@ -94,6 +99,7 @@ export interface StatsSources {
   links: HubLinks;
   limits: RateLimits;
   surge: SurgeLocal | undefined;
+  holds: Holds;
   recent: RecentReads;
 }
 
@@ -139,5 +145,8 @@ export function collectStats(s: StatsSources): ClientStats {
     surgeLocalDropped: s.surge?.dropped ?? 0,
     recentReads: s.recent.size,
     recentReadsUsed: s.recent.used,
+    holdsSent: s.holds.sent,
+    holdsWritten: s.holds.written,
+    holdsRefused: s.holds.refused,
   };
 }

@@ -34,6 +34,7 @@ import type { HotSet, HotState } from '../cache/hot-set.ts';
 import type { AccessWindow } from '../counting/window.ts';
 import type { SurgeLocalOptions } from '../options.ts';
 import type { RuleSet } from '../rules.ts';
+import { Holds } from './holds.ts';
 import type { HubLinks } from './links.ts';
 
 /** keys remembered as not confirmed by their hub (retryMs) at most; the oldest is forgotten first */
@@ -52,6 +53,10 @@ export interface SurgeLocalDeps {
   links: () => HubLinks;
   /** drops what the client holds for a key that is no longer hot here */
   forget: (key: string) => void;
+  /** protocol 3: registers a new entry with its owner hub before it is served (holds.ts) */
+  holds?: Holds;
+  /** the write clock when `key`'s kept cold read was sent, if one is kept (recent-reads.ts) */
+  sinceOf?: (key: string) => number | undefined;
 }
 
 export class SurgeLocal {
@@ -197,6 +202,9 @@ export class SurgeLocal {
       link.lease,
     );
     state.local = true;
+    // protocol 3: the owner hub sends writes of this key to its holders only, so it must record
+    // this one before anything of it is served here; the load starts now and waits for the answer
+    if (o.holds !== undefined && Holds.needed(link)) o.holds.register(link, state, o.sinceOf?.(key) ?? link.w);
     this.#keys.set(key, { state, bytes: 0 });
     this.promotions++;
     return state;
@@ -253,6 +261,18 @@ export class SurgeLocal {
     }
   }
 
+  /**
+   * The entry ended here (or its hub promoted it: broadcast from then on): its registration, if
+   * any, is released. Best effort; holding too much only costs the hub Drops.
+   */
+  #release(state: HotState): void {
+    const on = state.heldOn;
+    if (on === undefined || this.#o.holds === undefined) return;
+    state.heldOn = undefined;
+    const link = this.#o.links().get(state.hub);
+    if (link !== undefined && link.lease === on) this.#o.holds.release(link, state.key);
+  }
+
   clear(): void {
     this.#keys.clear();
     this.#endJob();
@@ -268,8 +288,9 @@ export class SurgeLocal {
     this.#o.forget(key);
   }
 
-  #settle(key: string, entry: { bytes: number }, confirmed: boolean): void {
+  #settle(key: string, entry: { state: HotState; bytes: number }, confirmed: boolean): void {
     this.#keys.delete(key);
+    this.#release(entry.state);
     this.#bytes -= entry.bytes;
     if (confirmed) this.confirmed++;
     else this.dropped++;

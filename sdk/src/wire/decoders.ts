@@ -9,12 +9,14 @@ import { arr, assertKey, bin, bool, int, num, obj, optStr, str } from './guards.
 import {
   MAX_COUNT,
   MAX_FENCED_IDS,
+  MAX_HOLD_KEYS,
   MAX_LIMIT_KEYS,
   MAX_NAME_LENGTH,
   MAX_REPORT_KEYS,
   MAX_VALUE_BYTES,
 } from '../limits.ts';
 import {
+  HoldResult,
   MsgType,
   PushForm,
   type ClientMessage,
@@ -100,6 +102,31 @@ function replicas(m: Record<string, unknown>): { replicas?: number } {
   return { replicas: int(m, 'replicas', 1, MAX_REPLICAS) };
 }
 
+/** The `keys` of a Hold, Release or Drop: 1 to MAX_HOLD_KEYS keys. */
+function holdKeys(m: Record<string, unknown>): string[] {
+  const keys = arr(m, 'keys', MAX_HOLD_KEYS);
+  if (keys.length === 0) protocolError('"keys" must not be empty');
+  for (let i = 0; i < keys.length; i++) assertKey(keys[i], `keys[${i}]`);
+  return keys as string[];
+}
+
+/** An array of `n` integers, each in [min, max]. */
+function ints(m: Record<string, unknown>, field: string, n: number, min: number, max: number): number[] {
+  const values = arr(m, field, MAX_HOLD_KEYS);
+  if (values.length !== n) protocolError(`"${field}" and "keys" differ in length`);
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+      protocolError(`${field}[${i}] must be an integer in [${min}, ${max}]`);
+  }
+  return values as number[];
+}
+
+/** The optional version-3 write clock `w` of Welcome and Grant. */
+function clock(m: Record<string, unknown>): { w?: number } {
+  return m.w === undefined ? {} : { w: int(m, 'w') };
+}
+
 /** Decodes and validates a frame an SDK or dashboard sent to the hub. */
 export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
   const m = decodeFrame(bytes);
@@ -147,7 +174,20 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
       return { t: MsgType.InvalidateRequest, id: int(m, 'id'), key, ...flush(m), ...update(m, false), ...pushed };
     }
     case MsgType.Applied:
-      return { t: MsgType.Applied, seq: int(m, 'seq') };
+      return m.d === undefined
+        ? { t: MsgType.Applied, seq: int(m, 'seq') }
+        : { t: MsgType.Applied, seq: int(m, 'seq'), d: int(m, 'd') };
+    case MsgType.Hold: {
+      const keys = holdKeys(m);
+      return {
+        t: MsgType.Hold,
+        id: int(m, 'id'),
+        keys,
+        since: ints(m, 'since', keys.length, 0, Number.MAX_SAFE_INTEGER),
+      };
+    }
+    case MsgType.Release:
+      return { t: MsgType.Release, keys: holdKeys(m) };
     case MsgType.Resync:
       return { t: MsgType.Resync };
     case MsgType.Lease:
@@ -176,6 +216,7 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
         ...rules(m),
         instances: int(m, 'instances'),
         seq: int(m, 'seq'),
+        ...clock(m),
       };
     case MsgType.Config:
       return { t: MsgType.Config, ...rules(m), instances: int(m, 'instances') };
@@ -243,7 +284,16 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
       };
     }
     case MsgType.Grant:
-      return { t: MsgType.Grant, id: int(m, 'id'), ms: int(m, 'ms', 0, 3_600_000) };
+      return { t: MsgType.Grant, id: int(m, 'id'), ms: int(m, 'ms', 0, 3_600_000), ...clock(m) };
+    case MsgType.Held: {
+      const r = arr(m, 'r', MAX_HOLD_KEYS);
+      for (let i = 0; i < r.length; i++)
+        if (typeof r[i] !== 'number' || !Object.values(HoldResult).includes(r[i] as HoldResult))
+          protocolError(`r[${i}] must be a hold result (0 to 4)`);
+      return { t: MsgType.Held, id: int(m, 'id'), r: r as HoldResult[], w: int(m, 'w') };
+    }
+    case MsgType.Drop:
+      return { t: MsgType.Drop, d: int(m, 'd', 1), keys: holdKeys(m), w: int(m, 'w') };
     case MsgType.Fill: {
       const key = m.key;
       assertKey(key);

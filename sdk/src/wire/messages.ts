@@ -3,8 +3,9 @@
  * first frame of a connection is the client's Hello, carrying PROTOCOL_VERSION; the hub answers
  * Welcome or Error + close.
  *
- *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync, Lease, Push
- *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Grant, Fill, Value, Limit, Error
+ *   SDK -> hub : Hello, Report, InvalidateRequest, Applied, Resync, Lease, Push, Hold, Release
+ *   hub -> SDK : Welcome, Config, Members, Promote, Invalidate, Demote, Snapshot, Ack, Grant, Fill, Value,
+ *                Limit, Held, Drop, Error
  *   (the dashboard's /live messages: feed-protocol.ts)
  */
 import type { HotEntry } from '../promotion.ts';
@@ -14,9 +15,12 @@ export type { HotEntry };
 
 /**
  * The newest version this code speaks. 2: leases (Lease, Grant) and fencing acks; a version-1 SDK
- * would serve values no lease bounds. Negotiation and the oldest versions spoken: versions.ts.
+ * would serve values no lease bounds. 3: holders (Hold, Held, Release, Drop): an invalidation of a
+ * key the hub did not promote reaches only the sessions that registered it, so a version-3 SDK
+ * registers a key before serving it from a local surge. Negotiation and the oldest versions
+ * spoken: versions.ts.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 export const MsgType = {
   Hello: 1,
   Welcome: 2,
@@ -44,6 +48,14 @@ export const MsgType = {
   Value: 19,
   /** hub -> SDK: this instance's shares of the rate limits of keys it uses */
   Limit: 22,
+  /** SDK -> owner hub (3): record this session as a holder of `keys` before it serves them locally */
+  Hold: 23,
+  /** owner hub -> SDK (3): answers Hold `id`, one result per key */
+  Held: 24,
+  /** SDK -> owner hub (3): `keys` are no longer served here */
+  Release: 25,
+  /** owner hub -> holder (3): `keys` were written; drop them (and the registration ends) */
+  Drop: 26,
   /** hub -> dashboard: the whole live state (replaces what the page had) */
   FeedSnapshot: 20,
   /** hub -> dashboard: what changed since the last feed frame */
@@ -86,6 +98,8 @@ export interface Welcome {
   instances: number;
   /** seq of the last broadcast the hub sent to this app: the next one is seq + 1 */
   seq: number;
+  /** version 3: the app's write clock now (Hold `since`) */
+  w?: number;
 }
 export interface Config {
   t: typeof MsgType.Config;
@@ -217,6 +231,8 @@ export interface Grant {
   t: typeof MsgType.Grant;
   id: number;
   ms: number;
+  /** version 3: the app's write clock when granted */
+  w?: number;
 }
 /**
  * This instance's shares of rate-limited keys: `keys[i]` may be accessed `rates[i]` times per
@@ -229,10 +245,65 @@ export interface Limit {
   rates: number[];
   ttlMs: number;
 }
-/** The SDK has applied every broadcast up to `seq` (sent for invalidations). */
+/** The SDK has applied every broadcast up to `seq` (sent for invalidations), and (version 3) every Drop up to `d`. */
 export interface Applied {
   t: typeof MsgType.Applied;
   seq: number;
+  d?: number;
+}
+
+/**
+ * Version 3. Asks the key's owner hub to record this session as a holder of each of `keys`
+ * before it serves them from its local cache (a local surge, a kept first read). `since[i]`: the
+ * write clock (`w`) this client had received when the read of the value it would serve was sent.
+ */
+export interface Hold {
+  t: typeof MsgType.Hold;
+  id: number;
+  keys: string[];
+  since: number[];
+}
+
+/** What a Held says of each key of its Hold (HoldResult). */
+export const HoldResult = {
+  /** recorded: the value read at `since` may be served */
+  Recorded: 0,
+  /** recorded, but written after `since`: that value must not be served (a load sent after this answer may) */
+  Written: 1,
+  /** refused: over this session's or this address's share of registrations */
+  OverShare: 2,
+  /** refused: this hub does not own the key */
+  NotOwner: 3,
+  /** refused: the app's directory is full */
+  Full: 4,
+} as const;
+export type HoldResult = (typeof HoldResult)[keyof typeof HoldResult];
+
+/** Answers Hold `id`: `r[i]` for its `keys[i]`; `w`: the app's write clock now. */
+export interface Held {
+  t: typeof MsgType.Held;
+  id: number;
+  r: HoldResult[];
+  w: number;
+}
+
+/** `keys` are no longer served by this session (best effort: holding too much only costs Drops). */
+export interface Release {
+  t: typeof MsgType.Release;
+  keys: string[];
+}
+
+/**
+ * `keys`, held by this session, were written: drop their values, loads and kept reads, then send
+ * Applied with `d`. The registrations end with it (a later surge registers again). `d` counts this
+ * connection's Drops: 1, 2, 3 …; any other is a protocol fault.
+ */
+export interface Drop {
+  t: typeof MsgType.Drop;
+  d: number;
+  keys: string[];
+  /** the app's write clock after the write (a later registration of these keys reads under it) */
+  w: number;
 }
 /** The SDK saw a sequence gap: the hub answers with a Snapshot. */
 export interface Resync {
@@ -280,7 +351,7 @@ export interface Value {
 export const PushForm = { Record: 1 } as const;
 export type PushForm = (typeof PushForm)[keyof typeof PushForm];
 
-export type ClientMessage = Hello | Report | InvalidateRequest | Applied | Resync | Lease | Push;
+export type ClientMessage = Hello | Report | InvalidateRequest | Applied | Resync | Lease | Push | Hold | Release;
 export type ServerMessage =
   | Welcome
   | Config
@@ -294,5 +365,7 @@ export type ServerMessage =
   | Grant
   | Fill
   | Value
-  | Limit;
+  | Limit
+  | Held
+  | Drop;
 export type Message = ClientMessage | ServerMessage;

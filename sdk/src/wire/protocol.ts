@@ -24,6 +24,7 @@ export {
   MAX_COUNT,
   MAX_FENCED_IDS,
   MAX_FRAME_BYTES,
+  MAX_HOLD_KEYS,
   MAX_KEY_LENGTH,
   MAX_LIMIT_KEYS,
   MAX_NAME_LENGTH,
@@ -31,6 +32,7 @@ export {
   MAX_VALUE_BYTES,
 } from '../limits.ts';
 export {
+  HoldResult,
   MsgType,
   PROTOCOL_VERSION,
   PushForm,
@@ -40,10 +42,13 @@ export {
   type ClientRole,
   type Config,
   type Demote,
+  type Drop,
   type ErrorMsg,
   type Fill,
   type Grant,
+  type Held,
   type Hello,
+  type Hold,
   type HotEntry,
   type Invalidate,
   type InvalidateRequest,
@@ -54,6 +59,7 @@ export {
   type Message,
   type Promote,
   type Push,
+  type Release,
   type Report,
   type Resync,
   type ServerMessage,
@@ -90,6 +96,7 @@ export {
 } from './guards.ts';
 export {
   describeRange,
+  HOLDERS_VERSION,
   negotiateVersion,
   offeredRange,
   OLDEST_CLIENT_VERSION,

@@ -221,6 +221,25 @@ const CASES: Case[] = [
   { name: 'Applied, a negative seq', direction: 'to-hub', input: { t: MsgType.Applied, seq: -1 } },
   { name: 'Resync', direction: 'to-hub', input: { t: MsgType.Resync } },
   { name: 'Lease', direction: 'to-hub', input: { t: MsgType.Lease, id: 3 } },
+  { name: 'Applied with d (3)', direction: 'to-hub', input: { t: MsgType.Applied, seq: 7, d: 2 } },
+  {
+    name: 'Hold (3)',
+    direction: 'to-hub',
+    input: { t: MsgType.Hold, id: 1, keys: ['item:42', 'item:43'], since: [17, 12] },
+  },
+  {
+    name: 'Hold, keys and since differ in length (3)',
+    direction: 'to-hub',
+    input: { t: MsgType.Hold, id: 1, keys: ['item:42', 'item:43'], since: [17] },
+  },
+  { name: 'Hold, no keys (3)', direction: 'to-hub', input: { t: MsgType.Hold, id: 1, keys: [], since: [] } },
+  {
+    name: 'Hold, a negative since (3)',
+    direction: 'to-hub',
+    input: { t: MsgType.Hold, id: 1, keys: ['item:42'], since: [-1] },
+  },
+  { name: 'Release (3)', direction: 'to-hub', input: { t: MsgType.Release, keys: ['item:42'] } },
+  { name: 'Release, an empty key (3)', direction: 'to-hub', input: { t: MsgType.Release, keys: [''] } },
   {
     name: 'Lease, an id above 2^32 (written as float 64)',
     direction: 'to-hub',
@@ -391,6 +410,19 @@ const CASES: Case[] = [
     },
   },
   { name: 'Grant', direction: 'to-client', input: { t: MsgType.Grant, id: 3, ms: 2000 } },
+  {
+    name: 'Grant with the write clock (3)',
+    direction: 'to-client',
+    input: { t: MsgType.Grant, id: 3, ms: 2000, w: 41 },
+  },
+  {
+    name: 'Held: recorded, written, over share, not owner, full (3)',
+    direction: 'to-client',
+    input: { t: MsgType.Held, id: 1, r: [0, 1, 2, 3, 4], w: 41 },
+  },
+  { name: 'Held, an unknown result (3)', direction: 'to-client', input: { t: MsgType.Held, id: 1, r: [5], w: 41 } },
+  { name: 'Drop (3)', direction: 'to-client', input: { t: MsgType.Drop, d: 1, keys: ['item:42'], w: 42 } },
+  { name: 'Drop, d 0 (3)', direction: 'to-client', input: { t: MsgType.Drop, d: 0, keys: ['item:42'], w: 42 } },
   { name: 'Grant, over an hour', direction: 'to-client', input: { t: MsgType.Grant, id: 3, ms: 3_600_001 } },
   { name: 'Fill', direction: 'to-client', input: { t: MsgType.Fill, key: 'item:42', ver: 12 } },
   {

@@ -6,7 +6,6 @@
  * version ahead of its clients, or clients one version ahead of their hubs, still agree on the
  * older version, and a fleet can upgrade either side first.
  */
-import { PROTOCOL_VERSION } from './messages.ts';
 
 /**
  * The oldest version a hub of this code accepts: version 1, which lacks leases (Lease/Grant) and
@@ -14,8 +13,14 @@ import { PROTOCOL_VERSION } from './messages.ts';
  * apart (see PROTOCOL.md, "Versioning").
  */
 export const OLDEST_CLIENT_VERSION = 1;
-/** The oldest version this SDK speaks: it serves cached values only under a lease, so not 1. */
-export const OLDEST_HUB_VERSION = PROTOCOL_VERSION;
+/**
+ * The oldest version this SDK speaks: it serves cached values only under a lease, so not 1. With
+ * a version-2 hub it registers nothing: that hub broadcasts every invalidation to every session.
+ */
+export const OLDEST_HUB_VERSION = 2;
+
+/** The first version with holders (Hold, Held, Release, Drop): invalidations reach their audience only. */
+export const HOLDERS_VERSION = 3;
 
 /** The range a Hello offers, lowest first. */
 export function offeredRange(hello: { v: number; vmin?: number }): [number, number] {
