@@ -35,7 +35,7 @@ test('a page whose table lost a row, or lacks its markers, is named with its sec
     writeFileSync(tunables, readFileSync(tunables, 'utf8').replace(/^\| `tickMs` .*\n/m, ''));
     const errors = join(scratch, 'docs/reference/errors.md');
     writeFileSync(errors, readFileSync(errors, 'utf8').replace('<!-- generated:begin close-codes -->', ''));
-    const drifted = drift(scratch, generated);
+    const drifted = drift(scratch, generated).filter((d) => /hub-tunables|errors/.test(d));
     assert.is(drifted.length, 2, drifted.join('\n'));
     assert.match(
       drifted[0] ?? '',
