@@ -83,16 +83,31 @@ export function hubMetrics(root: string): string {
     help: f.help,
     ...(f.group === undefined ? {} : { when: WHEN[f.group] }),
   }));
-  const registry = new MetricsRegistry({ processMetrics: false }).registry;
-  for (const m of registry.getMetricsAsArray()) {
-    const metric = m as unknown as { name: string; help: string; type: string; labelNames: string[] };
-    if (metric.type !== 'histogram') continue;
-    series.push({ name: metric.name, type: 'histogram', labels: metric.labelNames, help: metric.help });
-  }
+  for (const h of histograms()) series.push({ name: h.name, type: 'histogram', labels: h.labelNames, help: h.help });
   series.push(...literalAddSeries(root));
   series.push(...notifierSeries());
   series.sort((a, b) => a.name.localeCompare(b.name));
   return seriesTable(series);
+}
+
+interface HistogramShape {
+  name: string;
+  help: string;
+  type: string;
+  labelNames: string[];
+  upperBounds: number[];
+}
+
+/** The histograms a hub's MetricsRegistry registers, as prom-client holds them. */
+function histograms(): HistogramShape[] {
+  const registry = new MetricsRegistry({ processMetrics: false }).registry;
+  return (registry.getMetricsAsArray() as unknown as HistogramShape[]).filter((m) => m.type === 'histogram');
+}
+
+/** Each histogram's bucket upper bounds, in its unit (seconds or bytes). */
+export function hubHistogramBuckets(): string {
+  const rows = histograms().map((h) => [code(h.name), h.upperBounds.join(', ')]);
+  return table(['histogram', 'bucket upper bounds'], rows);
 }
 
 function seriesTable(series: readonly Series[]): string {

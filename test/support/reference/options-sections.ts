@@ -2,11 +2,12 @@
  * The option tables: `new HotKeyClient(options)`, `withHotKeys(client, hk, options)` and the hub
  * tunables, read from their interfaces. Each option's default is its `@default` JSDoc tag; where a
  * defaults object holds the value too (DEFAULT_CLIENT_OPTIONS, DEFAULT_SURGE_LOCAL,
- * DEFAULT_TUNABLES), the tag must say that value, or the generator reports a problem.
+ * BREAKER_DEFAULTS, DEFAULT_TUNABLES), the tag must say that value, or the generator reports a problem.
  */
 import { DEFAULT_TUNABLES } from '../../../hub/src/core/tunables.ts';
 import { FLAG_DOCS } from '../../../hub/src/cli-flags.ts';
 import { DEFAULT_CLIENT_OPTIONS, DEFAULT_SURGE_LOCAL } from '../../../sdk/src/options.ts';
+import { BREAKER_DEFAULTS } from '../../../sdk/src/redis/breaker.ts';
 import { cell, code, table } from './markdown.ts';
 import type { OptionDoc, SourceReader } from './source-reader.ts';
 
@@ -81,11 +82,10 @@ export function sdkOptions(reader: SourceReader): { body: string; problems: stri
  */
 export function withHotKeysOptions(reader: SourceReader): { body: string; problems: string[] } {
   const found = ADAPTER_ENTRIES.map((e) => {
-    const decl = reader.exported(e.file, 'WithHotKeysOptions');
-    if (decl === undefined) throw new Error(`reference: ${e.file} does not export WithHotKeysOptions`);
-    return { ...e, decl, options: reader.options(e.file, 'WithHotKeysOptions') };
+    return { ...e, options: reader.options(e.file, 'WithHotKeysOptions') };
   });
-  const problems = found.flatMap((f) => checkOptions('WithHotKeysOptions', f.options, []));
+  const defaults = [{ prefix: 'breaker.', values: BREAKER_DEFAULTS, name: 'BREAKER_DEFAULTS' }];
+  const problems = found.flatMap((f) => checkOptions('WithHotKeysOptions', f.options, defaults));
   const tables = found.map((f) => table(OPTION_HEAD, optionRows(f.options)));
   const same = tables.every((t) => t === tables[0]);
   if (same) return { body: `Both adapters:\n\n${tables[0]}`, problems: [...new Set(problems)] };

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { closeCodes, cliFlags, errorCodes, httpRoutes } from './hub-sections.ts';
 import { section, splice } from './markdown.ts';
-import { hubMetrics, sdkMetrics } from './metrics-sections.ts';
+import { hubHistogramBuckets, hubMetrics, sdkMetrics } from './metrics-sections.ts';
 import { hubTunables, sdkOptions, withHotKeysOptions } from './options-sections.ts';
 import { SourceReader } from './source-reader.ts';
 
@@ -49,6 +49,7 @@ export async function generate(root: string): Promise<Generated> {
     page('http-api.md', [['http-routes', take(httpRoutes(reader))]]),
     page('metrics.md', [
       ['hub-metrics', hubMetrics(root)],
+      ['hub-histograms', hubHistogramBuckets()],
       ['sdk-metrics', await sdkMetrics()],
     ]),
     page('errors.md', [
