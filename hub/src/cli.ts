@@ -6,8 +6,9 @@
  * SIGHUP re-reads the config file and the TLS files (server/live-config.ts); a bad file is refused.
  */
 import { readFile } from 'node:fs/promises';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import { ValidationError } from '@hotkey/sdk';
+import { OPTIONS } from './cli-flags.ts';
 import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { startDemo } from './demo/demo.ts';
 import { loadHubConfig, parseOrigins, type HubConfig } from './server/config.ts';
@@ -63,32 +64,6 @@ function usageError(message: string): never {
   process.stderr.write(`hotkey-hub: ${message}\n\n${USAGE}`);
   process.exit(2);
 }
-
-const OPTIONS = {
-  port: { type: 'string' },
-  host: { type: 'string' },
-  config: { type: 'string' },
-  'admin-token': { type: 'string' },
-  'dashboard-token': { type: 'string' },
-  'node-id': { type: 'string' },
-  'advertise-url': { type: 'string' },
-  redis: { type: 'string' },
-  'lease-ms': { type: 'string' },
-  'max-sessions-per-app': { type: 'string' },
-  'max-keys-per-app': { type: 'string' },
-  'max-connections': { type: 'string' },
-  'fanout-threads': { type: 'string' },
-  'handoff-max-keys': { type: 'string' },
-  'redis-ca': { type: 'string' },
-  'tls-cert': { type: 'string' },
-  'tls-key': { type: 'string' },
-  'log-level': { type: 'string' },
-  'log-pretty': { type: 'boolean', default: false },
-  'allow-origin': { type: 'string', multiple: true },
-  'watch-config': { type: 'boolean', default: false },
-  demo: { type: 'boolean', default: false },
-  help: { type: 'boolean', default: false },
-} as const satisfies ParseArgsConfig['options'];
 
 /**
  * The arguments without their first `--`. pnpm hands it on to the script (`pnpm start -- --port 8080`

@@ -13,9 +13,9 @@ import { MAX_NAME_LENGTH, MAX_VALUE_BYTES } from './limits.ts';
 export interface ClientTlsOptions {
   /** CA certificate(s) the hub's certificate must chain to, PEM @default the system CAs */
   ca?: string | Buffer | Array<string | Buffer>;
-  /** client certificate chain, PEM, for hubs that ask for one */
+  /** client certificate chain, PEM, for hubs that ask for one @default none */
   cert?: string | Buffer | Array<string | Buffer>;
-  /** private key of `cert`, PEM */
+  /** private key of `cert`, PEM @default none */
   key?: string | Buffer | Array<string | Buffer>;
   /** false accepts any certificate: for tests only @default true */
   rejectUnauthorized?: boolean;

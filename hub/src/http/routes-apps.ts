@@ -40,29 +40,38 @@ export class AppRoutes {
   /** The routes under `/api/apps/:app/`, in the order the table tries them. */
   routes(): Route[] {
     return [
+      /** `?key=`: the key's recent cluster QPS, answered by its owner hub */
       { method: 'GET', pattern: /^\/api\/apps\/([^/]+)\/keys\/qps$/, auth: 'read', handler: (c) => this.keyQps(c) },
+      /** `?key=`: a key by its plain name, as shown, and whether it is hot (key privacy) */
       { method: 'GET', pattern: /^\/api\/apps\/([^/]+)\/keys\/lookup$/, auth: 'write', handler: (c) => this.lookup(c) },
+      /** the app's rules */
       { method: 'GET', pattern: /^\/api\/apps\/([^/]+)\/rules$/, auth: 'read', handler: (c) => this.getRules(c) },
+      /** body = rule array; 400 names the field, the old rules stay; 503 while Redis is down */
       { method: 'PUT', pattern: /^\/api\/apps\/([^/]+)\/rules$/, auth: 'write', handler: (c) => this.putRules(c) },
+      /** body `{key}`: broadcast Invalidate, here and from the key's owner hub; answers `{app, key, seq}` */
       {
         method: 'POST',
         pattern: /^\/api\/apps\/([^/]+)\/invalidate$/,
         auth: 'write',
         handler: (c) => this.invalidate(c),
       },
+      /** body `{key}`: promote by hand (422 when no rule matches); answers `{app, key, hub}`, `hub` = the owner that promoted it */
       { method: 'POST', pattern: /^\/api\/apps\/([^/]+)\/promote$/, auth: 'write', handler: (c) => this.promote(c) },
+      /** pre-declared hot windows: `{app, predeclared: [{match, from, until, active}]}` (ms since epoch) */
       {
         method: 'GET',
         pattern: /^\/api\/apps\/([^/]+)\/predeclared$/,
         auth: 'read',
         handler: (c) => this.getPredeclared(c),
       },
+      /** body `{match, from, until}`: declare `match` (exact key or glob) hot from `from` to `until` (ISO 8601 with a zone, or ms since epoch), stored as the rule's `hotFrom` / `hotUntil`; answers the list */
       {
         method: 'POST',
         pattern: /^\/api\/apps\/([^/]+)\/predeclared$/,
         auth: 'write',
         handler: (c) => this.postPredeclared(c),
       },
+      /** `?match=`: drop the window (the rule stays); 404 `HK_ERR_NOT_FOUND` when `match` has none */
       {
         method: 'DELETE',
         pattern: /^\/api\/apps\/([^/]+)\/predeclared$/,

@@ -39,19 +39,29 @@ export class HubRoutes {
   routes(): Route[] {
     const core = this.#core;
     return [
+      /** 200 `{status: ok|degraded}` while the process lives */
       { method: '*', pattern: '/healthz', auth: 'none', handler: (c) => this.healthz(c) },
+      /** 200 ready, 503 degraded or not ready */
       { method: '*', pattern: '/readyz', auth: 'none', handler: (c) => this.readyz(c) },
+      /** Prometheus text: the `hotkey_*` series, and prom-client's `nodejs_*` and `process_*` */
       { method: '*', pattern: '/metrics', auth: 'read', handler: (c) => this.metrics(c) },
-      // the page itself carries no data: served without a token, so it can ask for one
+      /** the dashboard page; it carries no data, so it is served without a token and can ask for one */
       { method: 'GET', pattern: '/', auth: 'none', handler: (c) => this.page(c) },
+      /** the dashboard page, as `/` */
       { method: 'GET', pattern: '/index.html', auth: 'none', handler: (c) => this.page(c) },
+      /** apps with instances, keys tracked, hot count, seq */
       { method: 'GET', pattern: '/api/apps', auth: 'read', handler: (c) => this.apps(c) },
+      /**
+       * `?app=`: hot keys: app, key, qps, threshold, since, instances, ttlMs, hub (the id of the owner
+       * hub, as in every other answer and in the live feed)
+       */
       {
         method: 'GET',
         pattern: '/api/hot',
         auth: 'read',
         handler: ({ res, query }) => sendJson(res, 200, { hot: shownHotRows(core, query.get('app') ?? undefined) }),
       },
+      /** `?app=`: connected SDK instances */
       {
         method: 'GET',
         pattern: '/api/instances',
@@ -59,13 +69,16 @@ export class HubRoutes {
         handler: ({ res, query }) =>
           sendJson(res, 200, { instances: clusterInstanceRows(core, query.get('app') ?? undefined) }),
       },
+      /** `?since=`: recent events seen by this hub */
       {
         method: 'GET',
         pattern: '/api/events',
         auth: 'read',
         handler: ({ res, query }) => sendJson(res, 200, { events: core.recentEvents(intParam(query, 'since', 0)) }),
       },
+      /** `?app=&since=&limit=`: coordinator history, oldest first */
       { method: 'GET', pattern: '/api/history', auth: 'read', handler: (c) => this.history(c) },
+      /** members, epoch, statuses (each hub's `hotKeys` and `instanceRows`), health */
       { method: 'GET', pattern: '/api/cluster', auth: 'read', handler: (c) => this.cluster(c) },
     ];
   }

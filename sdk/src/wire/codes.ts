@@ -7,17 +7,29 @@
  * (`4 * MAX_FRAME_BYTES`); frames between the two limits get an Error frame and 4004.
  */
 export const CloseCode = {
+  /** a normal close: the client closed or dropped a connection it does not need (no Welcome, a duplicate) */
   Normal: 1000,
+  /** the hub stops while alone (SIGTERM, no cluster), or a live feed page as the hub stops: the client reconnects */
   GoingAway: 1001,
+  /** a frame over four times MAX_FRAME_BYTES: ws closes the socket before reading it */
   MessageTooBig: 1009,
-  InternalError: 1011, // a fault inside the hub (logged there): the client reconnects
+  /** a fault inside the hub (logged there): the client reconnects */
+  InternalError: 1011,
+  /** HK_ERR_PROTOCOL: a frame that breaks the wire protocol */
   Protocol: 4000,
+  /** HK_ERR_VERSION: no protocol version both sides speak; the client does not retry */
   Version: 4001,
+  /** HK_ERR_UNKNOWN_APP: an app name no hub accepts; the client does not retry */
   UnknownApp: 4002,
+  /** HK_ERR_AUTH: a missing or wrong token, or an app not in the config; the client does not retry */
   Auth: 4003,
+  /** HK_ERR_FRAME_TOO_LARGE: a frame over the size bound, or too many bytes before Hello */
   FrameTooLarge: 4004,
+  /** HK_ERR_KEY_TOO_LONG: an empty key, or one over the length bound */
   KeyTooLong: 4005,
+  /** HK_ERR_HELLO_TIMEOUT: no Hello within the hub's hello timeout */
   HelloTimeout: 4006,
+  /** HK_ERR_SLOW_CONSUMER: the socket's send buffer stayed over the hub's bound */
   SlowConsumer: 4008,
   /** the hub is at its connection limit for the app (or for dashboards): retry later, with backoff */
   OverCapacity: 4009,
