@@ -25,6 +25,7 @@ export interface DemoteInfo {
 }
 export interface InvalidateInfo {
   hub: string;
+  /** the broadcast's sequence number; for a Drop (protocol 3: an invalidation sent to the key's holders only), the link's last one */
   seq: number;
   /** the key names a flushed namespace (`invalidateAll`): every cached value was dropped */
   flush?: true;

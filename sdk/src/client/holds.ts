@@ -18,6 +18,7 @@
 import type { HotState } from '../cache/hot-set.ts';
 import { HOLDERS_VERSION, HoldResult, MsgType, type Drop, type Held } from '../wire/protocol.ts';
 import { MAX_HOLD_KEYS } from '../limits.ts';
+import type { InvalidateInfo } from './events.ts';
 import type { HubLink } from './links.ts';
 
 /** What a registration came to: a HoldResult, or undefined when the link went down first. */
@@ -42,6 +43,8 @@ export interface HoldsOptions {
   hot: (key: string) => HotState | undefined;
   /** a Drop: the key's value, loads and kept reads go, and a local entry with them */
   dropped: (key: string) => void;
+  /** a Drop is an invalidation of the key here: the client's 'invalidate' event */
+  invalidated: (key: string, info: InvalidateInfo) => void;
 }
 
 export class Holds {
@@ -120,6 +123,7 @@ export class Holds {
       const state = this.#o.hot(key);
       if (state !== undefined && state.heldOn === link.lease) state.heldOn = undefined;
       this.#o.dropped(key);
+      this.#o.invalidated(key, { hub: link.hub, seq: link.lastSeq });
     }
     if (msg.d > link.dropsApplied) link.dropsApplied = msg.d;
     link.conn.send({ t: MsgType.Applied, seq: link.lastSeq, d: link.dropsApplied });

@@ -124,6 +124,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
       const state = hot.get(key);
       if (state?.local === true && hot.demote(key)) values.forget(key);
     },
+    invalidated: (key, info) => host.emit('invalidate', key, info),
   });
   const surge =
     opts.surgeLocal === false
