@@ -94,12 +94,18 @@ for (let probe = 0; ; probe++) {
   await new Promise((r) => setTimeout(r, 20));
 }
 const gets0 = await getsAtRedis();
+const holds0 = hk.stats();
 if ((await watched.get('item:flash:nr')) !== 'sale') throw new Error('wrong value');
 const burst = await Promise.all(Array.from({ length: 50 }, () => watched.get('item:flash:nr')));
 if (burst.some((v) => v !== 'sale')) throw new Error('wrong value in the burst');
 const surgeGets = (await getsAtRedis()) - gets0;
-if (!hk.isHot('item:flash:nr') || surgeGets !== 1) throw new Error('item:flash:nr: hot ' + hk.isHot('item:flash:nr') + ', ' + surgeGets + ' GETs');
-console.log('SURGE UNDER A TRACKED PREFIX item:flash:nr: 51 reads, 1 GET at Redis');
+// one GET; one more for each registration the owner hub answered Written or refused (or lost with
+// its link): the kept read may not be served then and is loaded again (protocol 3 holders)
+const holds1 = hk.stats();
+const reloads = holds1.holdsWritten - holds0.holdsWritten + holds1.holdsRefused - holds0.holdsRefused;
+if (!hk.isHot('item:flash:nr') || surgeGets !== 1 + reloads)
+  throw new Error('item:flash:nr: hot ' + hk.isHot('item:flash:nr') + ', ' + surgeGets + ' GETs, ' + reloads + ' registrations written or refused');
+console.log('SURGE UNDER A TRACKED PREFIX item:flash:nr: 51 reads, ' + (surgeGets - reloads) + ' GET at Redis, ' + reloads + ' more for registrations written or refused');
 await watched.close();
 await redis.close();
 await admin.close();
