@@ -89,7 +89,7 @@ const legendRows = (width: number, left: number, names: string[]) => {
 function frameFor(
   o: { width?: number; height?: number; series: Series[] },
   bottom: number,
-): { f: Frame; rows: number } {
+): { f: Frame; rows: number; plotW: number; plotH: number } {
   const width = o.width ?? 760;
   const rows = legendRows(
     width,
@@ -97,7 +97,8 @@ function frameFor(
     o.series.map((s) => s.name),
   );
   const height = (o.height ?? 320) + rows * 16;
-  return { f: { width, height, left: 64, right: 16, top: 30, bottom: bottom + rows * 16 }, rows };
+  const f = { width, height, left: 64, right: 16, top: 30, bottom: bottom + rows * 16 };
+  return { f, rows, plotW: f.width - f.left - f.right, plotH: f.height - f.top - f.bottom };
 }
 
 export interface LineChartOptions {
@@ -118,9 +119,7 @@ export interface LineChartOptions {
 }
 
 export function lineChart(o: LineChartOptions): string {
-  const { f, rows } = frameFor(o, 44);
-  const plotW = f.width - f.left - f.right;
-  const plotH = f.height - f.top - f.bottom;
+  const { f, rows, plotW, plotH } = frameFor(o, 44);
   const finite = o.series.flatMap((s) => s.values.filter(Number.isFinite));
   const xMin = Math.min(...o.x);
   const xMax = Math.max(...o.x);
@@ -201,9 +200,7 @@ export interface BarChartOptions {
 }
 
 export function barChart(o: BarChartOptions): string {
-  const { f, rows } = frameFor(o, 46);
-  const plotW = f.width - f.left - f.right;
-  const plotH = f.height - f.top - f.bottom;
+  const { f, rows, plotW, plotH } = frameFor(o, 46);
   const max = Math.max(o.yMax ?? 0, ...o.series.flatMap((s) => s.values.filter(Number.isFinite)), 1);
   const step = niceStep(max, 5);
   const top = Math.ceil(max / step) * step;
