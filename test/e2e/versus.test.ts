@@ -42,7 +42,7 @@ function summary(r: Result): string {
   return Object.entries(r.probes)
     .map(
       ([name, p]) =>
-        `${name} ${p.stale}/${p.reads} (${p.acked} acked${p.readErrors + p.writeErrors ? `, ${p.readErrors + p.writeErrors} errors` : ''})`,
+        `${name} ${p.stale}/${p.reads} (${p.acked} acked${p.readErrors + p.writeErrors ? `, ${p.readErrors + p.writeErrors} errors, first: ${p.firstError}` : ''})`,
     )
     .join('; ');
 }
@@ -63,13 +63,18 @@ for (const system of ['hotkey-ioredis', 'hotkey-node-redis'] as const)
       assert.is(r.probes[after]!.reads, SMALL.afterPairs, `${after}: every pair answered again`);
   });
 
+/**
+ * A peer's own failures (a timeout of its bus under a loaded machine) are printed, not asserted: this
+ * suite checks hotkey. What is asserted is that the scenario ran each peer's calm pairs.
+ */
 test('the peers, side by side: stale reads printed, not asserted', async () => {
   for (const system of PEERS) {
     const t0 = performance.now();
     const r = await runSystem(system, { ...SMALL, surgeMs: 1000, faults: ['stall'] });
     const s = (performance.now() - t0) / 1000;
     console.log(`  ${system} (${s.toFixed(1)} s): ${summary(r)}${r.crashes.length ? `; ${r.crashes.join('; ')}` : ''}`);
-    assert.ok(r.probes.calm!.reads > 0, `${system}: the calm pairs were read`);
+    const calm = r.probes.calm!;
+    assert.ok(calm.reads + calm.readErrors + calm.writeErrors > 0, `${system}: the calm pairs were tried`);
   }
 });
 
