@@ -175,3 +175,37 @@ export const ENV_ONLY: Readonly<Record<string, FlagDoc>> = {
     doc: 'the `keySecret` of apps with `keys: "hash"` (key privacy); the config file wins',
   },
 };
+
+const FLAG_COLUMN = 24;
+const WIDTH = 108;
+
+/** Words of `text` in lines of at most `width - indent` characters after the first's `first`. */
+function wrap(first: string, text: string): string {
+  const lines: string[] = [];
+  let line = first.padEnd(FLAG_COLUMN);
+  for (const word of text.split(' ')) {
+    if (line.length + word.length + 1 > WIDTH && line.trim().length > 0 && line.length > FLAG_COLUMN) {
+      lines.push(line.trimEnd());
+      line = ' '.repeat(FLAG_COLUMN);
+    }
+    line += line.length === FLAG_COLUMN || line.endsWith(' ') ? word : ` ${word}`;
+  }
+  lines.push(line.trimEnd());
+  return lines.join('\n');
+}
+
+/**
+ * The `--help` text, from FLAG_DOCS: the usage text and the reference page are two views of one
+ * table, so neither can drift from the flags parseArgs reads.
+ */
+export function usageText(): string {
+  const rows = Object.entries(FLAG_DOCS).map(([flag, d]) => {
+    const name = `  --${flag}${d.value === undefined ? '' : ` ${d.value}`}`;
+    const where = [d.env === undefined ? undefined : `env ${d.env}`, `default ${d.default}`]
+      .filter((s) => s !== undefined)
+      .join(', ');
+    const text = `${d.doc} (${where})`.replaceAll('`', '');
+    return name.length >= FLAG_COLUMN ? `${name}\n${wrap('', text)}` : wrap(name, text);
+  });
+  return `usage: hotkey-hub [options]\n\n${rows.join('\n')}\n`;
+}

@@ -8,55 +8,19 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ValidationError } from '@hotkey/sdk';
-import { OPTIONS } from './cli-flags.ts';
+import { OPTIONS, usageText } from './cli-flags.ts';
 import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { startDemo } from './demo/demo.ts';
 import { loadHubConfig, parseOrigins, type HubConfig } from './server/config.ts';
 import { startHub, type Hub } from './server/hub.ts';
 import type { ReloadSource } from './server/live-config.ts';
 import { watchConfigFiles } from './server/config-watch.ts';
-import { DEFAULT_TUNABLES } from './core/tunables.ts';
 import { isLogLevel, LOG_LEVELS, type Logger } from './core/logger.ts';
 import { createLogger } from './server/logger.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, type HubTlsOptions } from './server/options.ts';
 import { loadTls } from './server/tls.ts';
 
-const USAGE = `usage: hotkey-hub [options]
-
-  --port N              TCP port, 0 = any free port (env HOTKEY_PORT, default ${DEFAULT_PORT})
-  --host ADDR           interface to listen on (env HOTKEY_HOST, default ${DEFAULT_HOST})
-  --config FILE         JSON config: apps, tokens, rules (env HOTKEY_CONFIG; none = OPEN mode)
-  --admin-token T       bearer token for API writes (env HOTKEY_ADMIN_TOKEN; none = writes refused)
-  --dashboard-token T   bearer token for API reads and the page (env HOTKEY_DASHBOARD_TOKEN)
-  --node-id ID          this hub's id in a cluster (env HOTKEY_NODE_ID, default random)
-  --advertise-url URL   ws:// URL SDKs use to reach this hub (env HOTKEY_ADVERTISE_URL)
-  --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS)
-  --lease-ms N          lease granted to each SDK: bounds write latency under a partition (env HOTKEY_LEASE_MS, default ${DEFAULT_TUNABLES.leaseMs})
-  --max-sessions-per-app N  SDK connections one app may hold on this hub (env HOTKEY_MAX_SESSIONS_PER_APP,
-                        default ${DEFAULT_TUNABLES.maxSessionsPerApp})
-  --max-keys-per-app N  keys one app's table tracks at most (env HOTKEY_MAX_KEYS_PER_APP,
-                        default ${DEFAULT_TUNABLES.maxKeysPerApp})
-  --max-connections N   TCP connections in all; 0 = the open-file limit minus 128 (env HOTKEY_MAX_CONNECTIONS,
-                        default ${DEFAULT_TUNABLES.maxConnections}): raise \`ulimit -n\` for big fleets
-  --fanout-threads N    threads besides the event loop that write a broadcast to ${DEFAULT_TUNABLES.fanoutThreadsMinSockets}+ sockets, at most
-                        (never more than the CPUs minus one; 0 = none) (env HOTKEY_FANOUT_THREADS,
-                        default ${DEFAULT_TUNABLES.fanoutThreads})
-  --handoff-max-keys N  keys handed to their new owner, with their windows, per membership change; 0 = none
-                        (env HOTKEY_HANDOFF_MAX_KEYS, default ${DEFAULT_TUNABLES.handoffMaxKeys})
-  --redis URL           join a cluster through Redis, e.g. redis://127.0.0.1:6379 (env HOTKEY_REDIS);
-                        rediss:// for TLS
-  --redis-ca FILE       PEM CA that signed the rediss:// server's certificate (env HOTKEY_REDIS_CA,
-                        default the system CAs)
-  --tls-cert FILE       PEM certificate: serve HTTPS and WSS on the port (env HOTKEY_TLS_CERT)
-  --tls-key FILE        PEM private key of --tls-cert (env HOTKEY_TLS_KEY)
-  --log-level L         ${LOG_LEVELS.join('|')} (env HOTKEY_LOG_LEVEL, default info)
-  --log-pretty          human log lines instead of JSON (env HOTKEY_LOG_PRETTY=1; default on a TTY)
-  --allow-origin O      browser origin allowed to open /ws and /live, e.g. https://ops.example.com or *;
-                        repeatable (env HOTKEY_ALLOW_ORIGIN, comma-separated; config allowedOrigins)
-  --watch-config        reload when the config or TLS files change, as on SIGHUP (env HOTKEY_WATCH_CONFIG=1)
-  --demo                also run the built-in demo traffic
-  --help                show this help
-
+const USAGE = `${usageText()}
 A first \`--\` is skipped (\`pnpm start -- --port 8080\` hands it on); after a second, nothing is accepted.
 `;
 

@@ -9,6 +9,7 @@ import { CloseCode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { HubProcess, runHubCli } from '../support/hub-process.ts';
 import { RawClient } from '../support/raw-client.ts';
 import { waitFor } from '../support/wait.ts';
+import { OPTIONS } from '../../hub/src/cli-flags.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hotkey-cli-'));
 function configFile(name: string, content: unknown): string {
@@ -163,6 +164,12 @@ test('bad usage exits 2 with the usage text', async () => {
   const help = await runHubCli(['--help']);
   assert.is(help.code, 0);
   assert.match(help.stdout, /--config FILE/);
+  for (const flag of Object.keys(OPTIONS)) {
+    const named = help.stdout.split('\n').filter((l) => l.startsWith(`  --${flag} `) || l === `  --${flag}`);
+    assert.is(named.length, 1, `--help names --${flag} once: ${JSON.stringify(named)}`);
+  }
+  const wide = help.stdout.split('\n').filter((l) => l.length > 108);
+  assert.equal(wide, [], 'no line of the usage text is wider than 108 columns');
 });
 
 test('a first `--` is skipped (pnpm hands it on); a second still ends the options', async () => {

@@ -31,12 +31,10 @@ function envReadIn(root: string): Set<string> {
 
 export function cliFlags(root: string): Result {
   const problems: string[] = [];
-  const usage = readFileSync(join(root, 'hub/src/cli.ts'), 'utf8');
   const rows: string[][] = [];
   const documented = new Set<string>();
   for (const [flag, doc] of Object.entries(FLAG_DOCS)) {
     const spec = OPTIONS[flag as keyof typeof OPTIONS] as { multiple?: boolean };
-    if (!usage.includes(`  --${flag}`)) problems.push(`hub/src/cli.ts: the usage text does not name --${flag}`);
     if (doc.env !== undefined) documented.add(doc.env.replace(/=.*/, ''));
     const name = `--${flag}${doc.value === undefined ? '' : ` ${doc.value}`}${spec.multiple ? ' (repeatable)' : ''}`;
     rows.push([code(name), doc.env === undefined ? '' : code(doc.env), cell(doc.default), cell(doc.doc)]);
