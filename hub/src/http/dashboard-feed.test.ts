@@ -24,7 +24,7 @@ class RecordingPeer implements Peer {
   }
 }
 
-function setup(opts: { dashboardToken?: string; maxRowsPerFrame?: number } = {}) {
+function setup({ dashboardToken, ...opts }: { dashboardToken?: string; maxRowsPerFrame?: number } = {}) {
   const coordinator = new LocalCoordinator({ selfId: 'hub-1' });
   let hot: HotKeyRow[] = [];
   const source: FeedSource = {
@@ -38,7 +38,13 @@ function setup(opts: { dashboardToken?: string; maxRowsPerFrame?: number } = {})
     recentEvents: () => [],
     keyPrivacy: new KeyPrivacy(),
   };
-  const feed = new DashboardFeed({ source, now: () => 1000, intervalMs: 1_000_000, ...opts, adminToken: 'admin' });
+  const feed = new DashboardFeed({
+    source,
+    now: () => 1000,
+    intervalMs: 1_000_000,
+    ...opts,
+    tokens: { adminToken: 'admin', dashboardToken },
+  });
   const setHot = (rows: [string, number][]) => {
     hot = rows.map(([key, qps]) => ({
       app: 'shop',

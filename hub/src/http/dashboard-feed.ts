@@ -21,6 +21,7 @@ import { tokenMatches } from '../core/auth.ts';
 import { DEFAULT_TUNABLES } from '../core/tunables.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import type { ClusterSource } from './cluster-view.ts';
+import type { HttpTokens } from './http-auth.ts';
 import { diffRows, FeedView, toFeedEvent, type SentRow } from './feed-view.ts';
 
 export const LIVE_PATH = '/live';
@@ -47,9 +48,8 @@ export interface FeedSource extends ClusterSource {
  */
 export interface DashboardFeedOptions {
   source: FeedSource;
-  /** when set, Hello must carry it (or the admin token); both read at every Hello (a reload may change them) */
-  dashboardToken?: string;
-  adminToken?: string;
+  /** with a dashboard token, Hello must carry it (or the admin token); read at every Hello (a reload may change them) */
+  tokens?: Readonly<HttpTokens>;
   intervalMs?: number;
   maxRowsPerFrame?: number;
   maxDashboards?: number;
@@ -176,8 +176,8 @@ class Subscriber implements FeedConnection {
 
 export class DashboardFeed {
   readonly #source: FeedSource;
-  readonly #opts: Required<Omit<DashboardFeedOptions, 'dashboardToken' | 'adminToken' | 'source'>>;
-  readonly #tokens: Pick<DashboardFeedOptions, 'dashboardToken' | 'adminToken'>;
+  readonly #opts: Required<Omit<DashboardFeedOptions, 'tokens' | 'source'>>;
+  readonly #tokens: Readonly<HttpTokens>;
   readonly #subscribers = new Set<Subscriber>();
   #pendingEvents: FeedEvent[] = [];
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -190,7 +190,7 @@ export class DashboardFeed {
 
   constructor(options: DashboardFeedOptions) {
     this.#source = options.source;
-    this.#tokens = options;
+    this.#tokens = options.tokens ?? { adminToken: undefined, dashboardToken: undefined };
     const d = DEFAULT_FEED_OPTIONS;
     this.#opts = {
       intervalMs: options.intervalMs ?? d.intervalMs,

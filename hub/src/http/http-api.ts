@@ -12,15 +12,14 @@ import { ErrorCode } from '@hotkey/sdk';
 import type { HubCore } from '../core/hub-core.ts';
 import type { Logger } from '../core/logger.ts';
 import { serveAsset } from './dashboard-assets.ts';
-import { authorize } from './http-auth.ts';
+import { authorize, type HttpTokens } from './http-auth.ts';
 import { HttpError, sendError, type Route } from './http-request.ts';
 import { AppRoutes } from './routes-apps.ts';
 import { HubRoutes, type HubRouteOptions } from './routes-hub.ts';
 
 export interface HttpApiOptions extends HubRouteOptions {
-  /** read on every request, so a config reload may change it (a getter) */
-  adminToken: string | undefined;
-  dashboardToken: string | undefined;
+  /** read on every request, so a config reload may change them (the live config) */
+  tokens: Readonly<HttpTokens>;
   maxBodyBytes: number;
   /** request failures, and one `api_write` event per admin write (its app, key, status) */
   logger: Logger;
@@ -59,7 +58,7 @@ async function dispatch(
     const fields: Record<string, unknown> = {};
     // refused writes (401/403) too: an admin write is one event whatever its outcome
     if (route.auth === 'write') logWriteWhenDone(options, req, res, { method, path, app: params[0], fields });
-    authorize(route.auth, req, options);
+    authorize(route.auth, req, options.tokens);
     return route.handler({ req, res, method, path, query: url.searchParams, params, fields });
   }
   if (serveAsset(options.asset, res, method, path, req.headers.host)) return;

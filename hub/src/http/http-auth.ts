@@ -15,7 +15,7 @@ export interface HttpTokens {
 }
 
 /** Throws a 401 (no token) or 403 (wrong token, or writes disabled) HttpError unless `req` may pass `auth`. */
-export function authorize(auth: Auth, req: IncomingMessage, tokens: HttpTokens): void {
+export function authorize(auth: Auth, req: IncomingMessage, tokens: Readonly<HttpTokens>): void {
   if (auth === 'read') authorizeRead(req, tokens);
   else if (auth === 'write') authorizeWrite(req, tokens);
 }

@@ -147,15 +147,10 @@ function keyPrivacySettings(config: HubConfig | undefined): unknown {
 }
 
 export function buildFeed(core: HubCore, live: LiveConfig, { tunables, logger }: HubSetup): DashboardFeed {
-  // getters: a reload changes the tokens, and the feed reads them at every check
+  // the live config: a reload changes the tokens, and the feed reads them at every check
   return new DashboardFeed({
     source: core,
-    get adminToken() {
-      return live.adminToken;
-    },
-    get dashboardToken() {
-      return live.dashboardToken;
-    },
+    tokens: live,
     helloTimeoutMs: tunables.helloTimeoutMs,
     maxBufferBytes: tunables.maxBufferedBytes,
     logger,
@@ -183,15 +178,10 @@ export async function buildHttpServer(parts: {
     return undefined;
   });
   let httpGuard: (() => HttpGuardStats) | undefined;
-  // getters: a reload changes the tokens, and the API reads them at every check
+  // the live config: a reload changes the tokens, and the API reads them at every check
   const handler = createHttpHandler({
     core,
-    get adminToken() {
-      return live.adminToken;
-    },
-    get dashboardToken() {
-      return live.dashboardToken;
-    },
+    tokens: live,
     maxBodyBytes: tunables.maxBodyBytes,
     ready: parts.ready,
     page: () => fallbackPageHtml(id),
