@@ -1,7 +1,7 @@
 /**
  * Replica keys of a read-hot key that is not cached locally (`cache: false`), on a real 3-master
  * Redis Cluster and on standalone Redis:
- * - slots.ts agrees with CLUSTER KEYSLOT; the copies land on the two other masters (CLUSTER SHARDS);
+ * - hash-slots.ts agrees with CLUSTER KEYSLOT; the copies land on the two other masters (CLUSTER SHARDS);
  * - GETs spread over the three masters (INFO commandstats per node);
  * - a staleness checker: wrapper writes from this process, reads from two reader processes (two
  *   instances each): no read that starts after a write settled returns an older version; then

@@ -17,7 +17,7 @@ import {
 } from '../redis/breaker.ts';
 import { exportBreakerMetrics as exportMetrics } from '../redis/breaker-metrics.ts';
 import type { ReadGuard } from '../redis/hot-read.ts';
-import { keySlot } from '../redis/slots.ts';
+import { keySlot } from '../redis/hash-slots.ts';
 import { isClosing, unguarded } from './unhooked.ts';
 
 type Client = Redis | Cluster;

@@ -39,7 +39,7 @@ import type { Client, Cmd, CmdCtor } from './cmd.ts';
 import { asBytes, REPLACEMENT } from '../redis/byte-replies.ts';
 import { flatHash, pickFields, type CachedHash } from '../redis/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
-import { keySlot } from '../redis/slots.ts';
+import { keySlot } from '../redis/hash-slots.ts';
 
 /** What the wrapper lends this module: its one-key hot read, its own sends, and its routing of sharded counters. */
 export interface MultiReadContext {

@@ -23,7 +23,7 @@ import { Breakers, waitsByDesign, type BreakerOptions, type BreakerStats, type N
 import { exportBreakerMetrics } from '../redis/breaker-metrics.ts';
 import type { Cmd } from '../redis/command.ts';
 import type { ReadGuard } from '../redis/hot-read.ts';
-import { keySlot } from '../redis/slots.ts';
+import { keySlot } from '../redis/hash-slots.ts';
 import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
 

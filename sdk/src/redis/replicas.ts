@@ -9,7 +9,7 @@
  *   with the promotion, re-sent when it crosses a step). The key itself is copy 0; copies beyond
  *   the number of masters are not used (they could only share a master).
  * - Where: copy c is named `hkr{<tag>}:<key>`. The `{tag}` comes first in the name, so it alone
- *   picks the slot (slots.ts): tags `<slot of key>.<c>.<j>` are tried for j = 0, 1, … until the
+ *   picks the slot (hash-slots.ts): tags `<slot of key>.<c>.<j>` are tried for j = 0, 1, … until the
  *   slot's master (the client's slot map) is one no earlier copy uses. Names depend only on the
  *   key, the copy and the slot map, so every instance names the same keys. On standalone Redis
  *   every copy lives on the one server (nothing to spread; it works the same way).
@@ -36,7 +36,7 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { RuleSet, REPLICA_DEFAULTS, type Rule } from '../rules.ts';
 import type { Cmd } from './command.ts';
-import { keySlot } from './slots.ts';
+import { keySlot } from './hash-slots.ts';
 import type { Tracking } from './tracking.ts';
 
 /** a replica key lives this long from its fill unless set otherwise @default 2000 */

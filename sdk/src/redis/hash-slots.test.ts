@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { keySlot, sameSlotName, shardNames, SLOTS } from './slots.ts';
+import { keySlot, sameSlotName, shardNames, SLOTS } from './hash-slots.ts';
 
 test('keySlot matches the Redis Cluster specification examples and hash tags', () => {
   // "123456789" has CRC16-XMODEM 0x31C3 (the spec's check value); 12739 = 0x31C3 % 16384
