@@ -34,8 +34,8 @@
  *   command does; its hot keys take none again. Pipelines take none, as before.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
-import type { Client, Cmd, CmdCtor } from './cmd.ts';
+import { KEYSPACE_WRITES, WRITES } from '../redis/command-table.ts';
+import type { Client, Cmd, CmdCtor } from './command.ts';
 import { asBytes, REPLACEMENT } from '../redis/byte-replies.ts';
 import { flatHash, pickFields, type CachedHash } from '../redis/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
