@@ -24,7 +24,7 @@ import { RateLimits } from './rate-limits.ts';
 import { ReadPath } from './read-path.ts';
 import { RecentReads } from './recent-reads.ts';
 import { Readiness } from './readiness.ts';
-import { Reporter } from './reporter.ts';
+import { Reporter } from './report-scheduler.ts';
 import type { ClientStatus } from './status.ts';
 import { SurgeLocal } from './surge-local.ts';
 import { Holds } from './holds.ts';

@@ -14,7 +14,7 @@ import type { HotLoads } from './loads.ts';
 import type { PushCounters, ValuePush } from './push.ts';
 import type { RateLimits } from './rate-limits.ts';
 import type { ReadPath } from './read-path.ts';
-import type { Reporter } from './reporter.ts';
+import type { Reporter } from './report-scheduler.ts';
 import type { RecentReads } from './recent-reads.ts';
 import type { Holds } from './holds.ts';
 import type { SurgeLocal } from './surge-local.ts';
