@@ -431,7 +431,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#closed = true;
     clearInterval(this.#tickTimer);
     this.#tickTimer = undefined;
-    this.#p.reporter.close();
+    this.#p.reportScheduler.close();
     this.#p.links.close();
     this.#p.invalidator.closeAll();
     this.#p.values.clear();
@@ -472,7 +472,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       askLease(link, now);
       link.conn.setQuiet(quiet && !link.resyncing);
     }
-    this.#p.reporter.flush(now);
+    this.#p.reportScheduler.flush(now);
   }
 
   #fault(error: Error, url: string | undefined, refused: boolean): void {

@@ -24,7 +24,7 @@ import { RateLimits } from './rate-limits.ts';
 import { ReadPath } from './read-path.ts';
 import { RecentReads } from './recent-reads.ts';
 import { Readiness } from './readiness.ts';
-import { Reporter } from './report-scheduler.ts';
+import { ReportScheduler } from './report-scheduler.ts';
 import type { ClientStatus } from './status.ts';
 import { SurgeLocal } from './surge-local.ts';
 import { Holds } from './holds.ts';
@@ -62,7 +62,7 @@ export interface ClientParts {
   links: HubLinks;
   invalidator: Invalidator;
   dispatch: Dispatch;
-  reporter: Reporter;
+  reportScheduler: ReportScheduler;
   /** local surges; undefined when `surgeLocal: false` */
   surge: SurgeLocal | undefined;
   /** cold reads an adapter may answer a hot load with */
@@ -78,7 +78,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     maxCandidates: opts.maxCandidates,
     sampleRate: opts.sampleRate,
     now: host.clock(),
-    onUrgent: () => reporter.urgentSoon(),
+    onUrgent: () => reportScheduler.urgentSoon(),
   });
   const cache = new LocalCache({ maxEntries: opts.maxEntries });
   const hot = new HotSet({ maxKeys: opts.maxHotKeys });
@@ -193,7 +193,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     status: host.status,
     applyMembers: (epoch, members, from) => hubEvents.members(epoch, members, from),
   });
-  const reporter: Reporter = new Reporter({
+  const reportScheduler: ReportScheduler = new ReportScheduler({
     window,
     links,
     maxBufferedBytes: opts.maxBufferedBytes,
@@ -217,7 +217,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     invalidator,
     holds,
     dispatch,
-    reporter,
+    reportScheduler,
     surge,
     recent,
   };

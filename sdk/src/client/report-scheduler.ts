@@ -15,7 +15,7 @@ export const URGENT_FLUSH_GAP_MS = 20;
 /** report frames are split well under MAX_FRAME_BYTES (msgpack overhead is a few bytes a key) */
 const REPORT_FRAME_BUDGET = MAX_FRAME_BYTES >> 1;
 
-export interface ReporterOptions {
+export interface ReportSchedulerOptions {
   window: AccessWindow;
   links: HubLinks;
   /** a report is dropped while its socket has more than this queued */
@@ -31,7 +31,7 @@ export interface ReporterOptions {
   reported: () => void;
 }
 
-export class Reporter {
+export class ReportScheduler {
   /** Report frames sent / keys in them / reports dropped because the socket was backed up */
   reports = 0;
   reportedKeys = 0;
@@ -49,7 +49,7 @@ export class Reporter {
   #lastFlushAt = -Infinity;
   #closed = false;
 
-  constructor(options: ReporterOptions) {
+  constructor(options: ReportSchedulerOptions) {
     this.#window = options.window;
     this.#links = options.links;
     this.#maxBufferedBytes = options.maxBufferedBytes;
