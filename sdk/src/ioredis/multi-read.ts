@@ -39,7 +39,7 @@ import type { Client, Cmd, CmdCtor } from './command.ts';
 import { asBytes, REPLACEMENT } from '../redis/byte-replies.ts';
 import { flatHash, pickFields, type CachedHash } from '../redis/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
-import { keySlot } from '../redis/hash-slots.ts';
+import { hashSlot } from '../redis/hash-slots.ts';
 
 /** What the wrapper lends this module: its one-key hot read, its own sends, and its routing of sharded counters. */
 export interface MultiReadContext {
@@ -392,7 +392,7 @@ function sameSlot(args: readonly unknown[]): boolean {
   let slot = -1;
   for (const arg of args) {
     if (typeof arg !== 'string' && !(arg instanceof Uint8Array)) return false;
-    const s = keySlot(arg);
+    const s = hashSlot(arg);
     if (slot === -1) slot = s;
     else if (s !== slot) return false;
   }

@@ -36,7 +36,7 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { RuleSet, REPLICA_DEFAULTS, type Rule } from '../rules.ts';
 import type { Cmd } from './command.ts';
-import { keySlot } from './hash-slots.ts';
+import { hashSlot } from './hash-slots.ts';
 import type { Tracking } from './tracking.ts';
 
 /** a replica key lives this long from its fill unless set otherwise @default 2000 */
@@ -255,7 +255,7 @@ export class Replicas {
     let cached = this.#names.get(key);
     if (cached !== undefined && cached.length >= count && this.#placementHolds(cached, count))
       return cached.slice(0, count).map((c) => c.name);
-    const base = keySlot(key);
+    const base = hashSlot(key);
     const used = new Set<string>();
     const primary = this.#masterOf(base);
     if (this.#isCluster && primary === undefined) return undefined;
@@ -265,7 +265,7 @@ export class Replicas {
       let placed = false;
       for (let j = 0; j < MAX_TAG_PROBES && !placed; j++) {
         const tag = `${base}.${c}.${j}`;
-        const master = this.#masterOf(keySlot(tag));
+        const master = this.#masterOf(hashSlot(tag));
         if (master !== undefined && used.has(master)) continue;
         if (master !== undefined) used.add(master);
         cached.push({ name: `hkr{${tag}}:${key}`, master });
@@ -365,7 +365,7 @@ export class Replicas {
     if (!this.#isCluster) return true;
     for (let i = 0; i < count; i++) {
       const c = cached[i]!;
-      if (this.#masterOf(keySlot(c.name)) !== c.master) return false;
+      if (this.#masterOf(hashSlot(c.name)) !== c.master) return false;
     }
     return true;
   }

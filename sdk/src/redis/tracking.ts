@@ -55,7 +55,7 @@
  */
 import type { HotKeyClient } from '../client/client.ts';
 import { NodeTracker } from './node-tracker.ts';
-import { keySlot } from './hash-slots.ts';
+import { hashSlot } from './hash-slots.ts';
 import {
   resolveTrackingOptions,
   type ResolvedTrackingOptions,
@@ -240,4 +240,4 @@ export class Tracking {
 }
 
 /** Redis Cluster hash slot of a key (hash-slots.ts). */
-export const slotOf = keySlot;
+export const slotOf = hashSlot;
