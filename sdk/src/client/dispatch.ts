@@ -145,7 +145,7 @@ export class Dispatch {
         o.push.value(link, message);
         return;
       case MsgType.Limit:
-        o.limits.setShares(message.keys, message.rates, message.ttlMs, o.now());
+        o.limits.setSplits(message.keys, message.rates, message.ttlMs, o.now());
         return;
       case MsgType.Config:
         o.config.apply(message.rules, message.local, message.instances);
