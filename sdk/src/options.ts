@@ -148,7 +148,7 @@ export interface ClientOptions {
    * on and still fills the cache if it succeeds); without such a value they keep waiting @default 1000
    */
   loadTimeoutMs?: number;
-  /** value push (`share: true` rules): values larger than this once serialised are not pushed; every instance loads them itself @default 65536 */
+  /** value push (`push: true` rules): values larger than this once serialised are not pushed; every instance loads them itself @default 65536 */
   maxPushBytes?: number;
   /**
    * value push: after a shared key's promotion, readers with no value wait this long for the value

@@ -359,10 +359,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return this.#p.invalidator.updateMark(key);
   }
 
-  /** Whether `key` is hot here, cached, and its rule shares values (`share: true`): value push applies to it. */
+  /** Whether `key` is hot here, cached, and its rule pushes values (`push: true`): value push applies to it. */
   isShared(key: string): boolean {
     const hot = this.#hot.get(key);
-    return hot !== undefined && hot.until > this.#clock && hot.cache && this.#p.config.ruleFor(key)?.share === true;
+    return hot !== undefined && hot.until > this.#clock && hot.cache && this.#p.config.ruleFor(key)?.push === true;
   }
 
   /**

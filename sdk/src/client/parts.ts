@@ -109,7 +109,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     cache,
     maxPushBytes: opts.maxPushBytes,
     pushWaitMs: opts.pushWaitMs,
-    shared: (key) => config.ruleFor(key)?.share === true,
+    shared: (key) => config.ruleFor(key)?.push === true,
     lifetime: (key, state) => reads.lifetime(key, state),
     readClock,
     loadNow: (key, loader, state) => loads.loadNow(key, loader, state),

@@ -45,7 +45,7 @@ export interface ClientStats {
   loadsRejected: number;
   /** hot-key loads that resolved to `undefined`: returned, never cached */
   undefinedLoads: number;
-  /** value push (`share: true` rules), see push.ts */
+  /** value push (`push: true` rules), see push.ts */
   push: PushCounters;
   /** Report frames sent / keys in them / reports dropped because the socket was backed up */
   reports: number;
