@@ -98,8 +98,14 @@ test('push and share, its deprecated name, parse to the same rule; both differin
       assert.match((err as ValidationError).message, /share, its deprecated name/);
     }
   }
-  assert.is(fieldOf(() => parseRules([{ ...base, push: 'yes' }])), 'rules[0].push');
-  assert.is(fieldOf(() => parseRules([{ ...base, share: 1 }])), 'rules[0].share');
+  assert.is(
+    fieldOf(() => parseRules([{ ...base, push: 'yes' }])),
+    'rules[0].push',
+  );
+  assert.is(
+    fieldOf(() => parseRules([{ ...base, share: 1 }])),
+    'rules[0].share',
+  );
 });
 
 test('rules travel to peers with push under its former name share, and read back the same', () => {

@@ -151,7 +151,8 @@ export class RedisRules {
   /** Writes the rules this hub knows for apps Redis has none of (after a start or a Redis restart). */
   async seed(): Promise<void> {
     const batch = this.#client.pipeline();
-    for (const [app, state] of this.#apps) batch.hsetnx(this.#rulesKey, app, JSON.stringify(rulesForPeers(state.rules)));
+    for (const [app, state] of this.#apps)
+      batch.hsetnx(this.#rulesKey, app, JSON.stringify(rulesForPeers(state.rules)));
     if (this.#apps.size > 0) await batch.exec();
   }
 
