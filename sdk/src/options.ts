@@ -164,7 +164,10 @@ export interface ClientOptions {
   tls?: ClientTlsOptions;
   /** pino-compatible logger for connects, disconnects and refusals @default silent */
   logger?: ClientLogger;
-  /** monotonic clock in ms; tests inject one @default performance.now */
+  /**
+   * the monotonic clock in ms: never goes back, not comparable across processes (not `Date.now`,
+   * which may jump and would move leases and windows with it); tests inject one @default performance.now
+   */
   now?: () => number;
 }
 

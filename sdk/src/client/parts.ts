@@ -34,12 +34,12 @@ export const SDK_NAME = '@hotkey/sdk/0.1.0';
 
 /** What the client lends its parts. */
 export interface ClientHost {
-  /** the real clock */
-  now: () => number;
-  /** reads the real clock and refreshes the client's coarse one */
-  readClock: () => number;
-  /** the client's coarse clock */
-  clock: () => number;
+  /** reads the monotonic clock (ClientOptions.now) */
+  monoNow: () => number;
+  /** reads the monotonic clock and makes it the client's coarse reading; returns it */
+  refreshCoarseNow: () => number;
+  /** the client's coarse reading of the monotonic clock (no clock call) */
+  coarseNow: () => number;
   closed: () => boolean;
   emit: EmitClientEvent;
   status: (status: ClientStatus) => void;
@@ -73,11 +73,11 @@ export interface ClientParts {
 
 /** Builds and wires every part of a client with options `opts` and hub seed URLs `seeds`. */
 export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[], host: ClientHost): ClientParts {
-  const { readClock } = host;
+  const { refreshCoarseNow } = host;
   const window = new AccessWindow({
     maxCandidates: opts.maxCandidates,
     sampleRate: opts.sampleRate,
-    now: host.clock(),
+    now: host.coarseNow(),
     onUrgent: () => reportScheduler.urgentSoon(),
   });
   const cache = new LocalCache({ maxEntries: opts.maxEntries });
@@ -94,7 +94,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     timeoutMs: opts.loadTimeoutMs,
     jitter,
     policy: (key) => reads.policy(key),
-    readClock,
+    refreshCoarseNow,
     callLoader: (key, loader) => reads.callLoader(key, loader),
     closed: host.closed,
     onStale: (key, error) => host.status({ type: 'stale-value', key, error }),
@@ -111,11 +111,11 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     pushWaitMs: opts.pushWaitMs,
     shared: (key) => config.ruleFor(key)?.push === true,
     lifetime: (key, state) => reads.lifetime(key, state),
-    readClock,
+    refreshCoarseNow,
     loadNow: (key, loader, state) => loads.loadNow(key, loader, state),
   });
-  const recent = new RecentReads(() => links, host.now);
-  const values = new LocalValues({ cache, hot, loads, push, recent, clock: host.clock });
+  const recent = new RecentReads(() => links, host.monoNow);
+  const values = new LocalValues({ cache, hot, loads, push, recent, coarseNow: host.coarseNow });
   const holds = new Holds({
     hot: (key) => hot.get(key),
     dropped: (key) => {
@@ -151,7 +151,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     invalidator: () => invalidator,
     holds,
     closed: host.closed,
-    readClock,
+    refreshCoarseNow,
     status: host.status,
     fault: host.fault,
   });
@@ -183,8 +183,8 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     invalidator,
     holds,
     config,
-    now: host.now,
-    clock: host.clock,
+    monoNow: host.monoNow,
+    coarseNow: host.coarseNow,
     dropValue: (key) => values.drop(key),
     dropAll: () => values.dropAll(),
     forget: (key) => values.forget(key),
@@ -197,7 +197,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     window,
     links,
     maxBufferedBytes: opts.maxBufferedBytes,
-    refreshClock: readClock,
+    refreshCoarseNow,
     loadsOf: (key) => (hot.get(key)?.cache === true ? loads.tallied(key) : undefined),
     reported: () => loads.resetTally(),
   });

@@ -20,8 +20,8 @@ export interface ReportSchedulerOptions {
   links: HubLinks;
   /** a report is dropped while its socket has more than this queued */
   maxBufferedBytes: number;
-  /** reads the clock and makes it the owner's coarse clock; returns it */
-  refreshClock: () => number;
+  /** reads the monotonic clock and makes it the owner's coarse reading; returns it */
+  refreshCoarseNow: () => number;
   /**
    * For a key hot here, the loader calls made for it since the last periodic report (its local
    * hits are its count less these); undefined for a key that is not hot here.
@@ -40,7 +40,7 @@ export class ReportScheduler {
   readonly #window: AccessWindow;
   readonly #links: HubLinks;
   readonly #maxBufferedBytes: number;
-  readonly #refreshClock: () => number;
+  readonly #refreshCoarseNow: () => number;
   readonly #loadsOf: (key: string) => number | undefined;
   readonly #reported: () => void;
   /** the pending early report, if any (an immediate when due at once, else a timeout) */
@@ -53,7 +53,7 @@ export class ReportScheduler {
     this.#window = options.window;
     this.#links = options.links;
     this.#maxBufferedBytes = options.maxBufferedBytes;
-    this.#refreshClock = options.refreshClock;
+    this.#refreshCoarseNow = options.refreshCoarseNow;
     this.#loadsOf = options.loadsOf;
     this.#reported = options.reported;
   }
@@ -91,7 +91,7 @@ export class ReportScheduler {
     this.#urgentImmediate = undefined;
     this.#urgentTimer = undefined;
     if (this.#closed || !this.#window.urgent || this.#links.size === 0) return;
-    const now = this.#refreshClock();
+    const now = this.#refreshCoarseNow();
     const wait = this.#lastFlushAt + URGENT_FLUSH_GAP_MS - now;
     if (wait > 0) {
       this.#urgentTimer = setTimeout(this.#urgentFlush, Math.ceil(wait));
