@@ -7,7 +7,7 @@ export type { IoredisLike, WithHotKeysOptions } from './ioredis/wrapper.ts';
 export type { TrackingOptions } from './redis/tracking.ts';
 export { counter } from './ioredis/counter.ts';
 export { ShardedCounter } from './redis/counters.ts';
-export { keySlot, shardNames } from './redis/slots.ts';
+export { hashSlot, keySlot, shardNames } from './redis/hash-slots.ts';
 export type { CounterOptions, CounterStats, TakeOptions } from './redis/counters.ts';
 export { flushWrites, hotKeyStats } from './ioredis/stats.ts';
 export type { IoredisStats } from './ioredis/stats.ts';

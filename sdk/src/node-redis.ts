@@ -22,7 +22,7 @@ export type { WithHotKeysOptions } from './node-redis/wrapper.ts';
 export type { TrackingOptions } from './redis/tracking.ts';
 export { counter } from './node-redis/counter.ts';
 export { ShardedCounter } from './redis/counters.ts';
-export { keySlot, shardNames } from './redis/slots.ts';
+export { hashSlot, keySlot, shardNames } from './redis/hash-slots.ts';
 export type { CounterOptions, CounterStats, TakeOptions } from './redis/counters.ts';
 export { flushWrites, hotKeyStats } from './node-redis/stats.ts';
 export type { NodeRedisStats } from './node-redis/stats.ts';

@@ -43,11 +43,17 @@ export interface ClientLogger {
  */
 export interface SurgeLocalOptions {
   /**
-   * a key counted `share × threshold` times within one 100 ms slice of this instance's window
-   * surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.005
+   * the surge fraction: a key counted `fraction × threshold` times within one 100 ms slice of this
+   * instance's window surges here (`threshold` of the key's rule, scaled to a 1 s window) @default 0.005
+   */
+  fraction?: number;
+  /**
+   * deprecated: the former name of `fraction`, accepted until the next minor version; giving both
+   * with different values is a TypeError @default 0.005
+   * @deprecated use `fraction`
    */
   share?: number;
-  /** fewest accesses within one slice that make a local surge, whatever `share` says @default 2 */
+  /** fewest accesses within one slice that make a local surge, whatever `fraction` says @default 2 */
   minAccesses?: number;
   /**
    * a key read this many times within one synchronous job (the reads of a `Promise.all`, a
@@ -142,7 +148,7 @@ export interface ClientOptions {
    * on and still fills the cache if it succeeds); without such a value they keep waiting @default 1000
    */
   loadTimeoutMs?: number;
-  /** value push (`share: true` rules): values larger than this once serialised are not pushed; every instance loads them itself @default 65536 */
+  /** value push (`push: true` rules): values larger than this once serialised are not pushed; every instance loads them itself @default 65536 */
   maxPushBytes?: number;
   /**
    * value push: after a shared key's promotion, readers with no value wait this long for the value
@@ -158,7 +164,10 @@ export interface ClientOptions {
   tls?: ClientTlsOptions;
   /** pino-compatible logger for connects, disconnects and refusals @default silent */
   logger?: ClientLogger;
-  /** monotonic clock in ms; tests inject one @default performance.now */
+  /**
+   * the monotonic clock in ms: never goes back, not comparable across processes (not `Date.now`,
+   * which may jump and would move leases and windows with it); tests inject one @default performance.now
+   */
   now?: () => number;
 }
 
@@ -199,8 +208,15 @@ export const DEFAULT_CLIENT_OPTIONS: Readonly<ClientTunables & { welcomeTimeoutM
     windowSliceMs: 100,
   });
 
-/** Every default of `surgeLocal` (SurgeLocalOptions). */
-export const DEFAULT_SURGE_LOCAL: Readonly<Required<SurgeLocalOptions>> = Object.freeze({
+/** `surgeLocal` after validation: every field filled in, under its current name. */
+export type ResolvedSurgeLocal = Required<Omit<SurgeLocalOptions, 'share'>>;
+
+/**
+ * Every default of `surgeLocal` (SurgeLocalOptions); `share`, the deprecated name of `fraction`,
+ * stays beside it until the next minor version.
+ */
+export const DEFAULT_SURGE_LOCAL: Readonly<ResolvedSurgeLocal & { share: number }> = Object.freeze({
+  fraction: 0.005,
   share: 0.005,
   minAccesses: 2,
   jobAccesses: 0,
@@ -219,7 +235,7 @@ export type ResolvedClientOptions = ClientTunables & {
   tls: ClientTlsOptions | undefined;
   logger: ClientLogger;
   /** false: local surges off */
-  surgeLocal: Readonly<Required<SurgeLocalOptions>> | false;
+  surgeLocal: Readonly<ResolvedSurgeLocal> | false;
 };
 
 const SILENT: ClientLogger = Object.freeze({ debug() {}, info() {}, warn() {}, error() {} });
@@ -306,6 +322,7 @@ export function resolveClientOptions(
   return resolved;
 }
 
+/** the fields `surgeLocal` takes (the deprecated `share` among them) */
 const SURGE_FIELDS = new Set(Object.keys(DEFAULT_SURGE_LOCAL));
 
 function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): ResolvedClientOptions['surgeLocal'] {
@@ -319,11 +336,8 @@ function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): Reso
     if (!SURGE_FIELDS.has(name))
       throw new TypeError(`options.surgeLocal.${name} is not an option (${[...SURGE_FIELDS].join(', ')})`);
   const d = DEFAULT_SURGE_LOCAL;
-  const share = value.share ?? d.share;
-  if (typeof share !== 'number' || !(share > 0 && share <= 1))
-    throw new TypeError(`options.surgeLocal.share must be a number in (0, 1], got ${String(share)}`);
   return Object.freeze({
-    share,
+    fraction: surgeFraction(value, d.fraction),
     minAccesses: posInt(value.minAccesses, d.minAccesses, 'surgeLocal.minAccesses'),
     jobAccesses: nonNegInt(value.jobAccesses, d.jobAccesses, 'surgeLocal.jobAccesses'),
     maxKeys: posInt(value.maxKeys, d.maxKeys, 'surgeLocal.maxKeys'),
@@ -331,6 +345,21 @@ function resolveSurgeLocal(value: boolean | SurgeLocalOptions | undefined): Reso
     confirmWindows: posInt(value.confirmWindows, d.confirmWindows, 'surgeLocal.confirmWindows'),
     retryMs: nonNegInt(value.retryMs, d.retryMs, 'surgeLocal.retryMs'),
   });
+}
+
+/** `fraction`, or its deprecated name `share`: one of them, or both saying the same. */
+function surgeFraction(value: SurgeLocalOptions, fallback: number): number {
+  const { fraction, share } = value;
+  if (fraction !== undefined && share !== undefined && !Object.is(fraction, share))
+    throw new TypeError(
+      `options.surgeLocal.fraction is ${String(fraction)} but share, its deprecated name, is ${String(share)}: give fraction only`,
+    );
+  const given = fraction ?? share ?? fallback;
+  if (typeof given !== 'number' || !(given > 0 && given <= 1)) {
+    const as = fraction === undefined ? ' (given as share, its deprecated name)' : '';
+    throw new TypeError(`options.surgeLocal.fraction${as} must be a number in (0, 1], got ${String(given)}`);
+  }
+  return given;
 }
 
 function posInt(value: number | undefined, fallback: number, name: string): number {

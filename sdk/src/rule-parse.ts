@@ -55,6 +55,7 @@ const KNOWN_FIELDS = new Set([
   'coalesceMs',
   'refreshAheadRatio',
   'staleIfErrorMs',
+  'push',
   'share',
   'replicas',
   'limit',
@@ -142,10 +143,7 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
       fail(`${field}.staleIfErrorMs`, `must be an integer between 0 and ${MAX_STALE_IF_ERROR_MS}`);
     rule.staleIfErrorMs = ms;
   }
-  if (raw.share !== undefined) {
-    if (typeof raw.share !== 'boolean') fail(`${field}.share`, 'must be a boolean');
-    if (raw.share) rule.share = true;
-  }
+  if (pushField(raw, field)) rule.push = true;
   if (raw.hotFrom !== undefined || raw.hotUntil !== undefined) {
     if (raw.hotFrom === undefined) fail(`${field}.hotFrom`, 'is required with hotUntil');
     if (raw.hotUntil === undefined) fail(`${field}.hotUntil`, 'is required with hotFrom');
@@ -157,6 +155,30 @@ export function parseRule(input: unknown, field = 'rule'): Rule {
     rule.hotUntil = until;
   }
   return rule;
+}
+
+/** `push`, or `share`, its deprecated name: either one, or both saying the same. */
+function pushField(raw: Record<string, unknown>, field: string): boolean {
+  const { push, share } = raw;
+  if (push !== undefined && typeof push !== 'boolean') fail(`${field}.push`, 'must be a boolean');
+  if (share !== undefined && typeof share !== 'boolean')
+    fail(`${field}.share`, 'must be a boolean (share is the deprecated name of push)');
+  if (push !== undefined && share !== undefined && push !== share)
+    fail(`${field}.push`, `is ${push} but share, its deprecated name, is ${share}: give push only`);
+  return push === true || share === true;
+}
+
+/**
+ * Rules as they travel to other processes (Welcome and Config frames, the rules stored in Redis):
+ * `push` under its former name `share`, which SDKs and hubs of the previous minor version read
+ * (they refuse a rule with a field they do not know). Every reader of this version takes both.
+ */
+export function rulesForPeers(rules: readonly Rule[]): Rule[] {
+  return rules.map((rule) => {
+    if (rule.push === undefined) return rule;
+    const { push, ...rest } = rule;
+    return { ...rest, share: push };
+  });
 }
 
 function parseWriteFields(raw: Record<string, unknown>, rule: Rule, field: string): void {

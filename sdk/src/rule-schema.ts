@@ -78,7 +78,15 @@ export interface Rule {
   /**
    * Value push: at promotion the owner hub asks one SDK instance to load the value and broadcasts
    * it (versioned) to the others, which inject it without calling their loader; refreshes go the
-   * same way. Values the SDK cannot push (type, maxPushBytes) are loaded per instance @default false
+   * same way. Values the SDK cannot push (type, maxPushBytes) are loaded per instance. `share` is
+   * its deprecated name, read until the next minor version (and the name it travels under to
+   * other processes meanwhile: `rulesForPeers`) @default false
+   */
+  push?: boolean;
+  /**
+   * The former name of `push`, read until the next minor version; a parsed rule carries `push`,
+   * and `rulesForPeers` spells it `share` for processes of the previous minor version.
+   * @deprecated use `push`
    */
   share?: boolean;
   /**

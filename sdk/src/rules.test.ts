@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DEFAULT_RULE, localThreshold, parseRules, RuleSet } from './rules.ts';
-import { ValidationError } from './errors.ts';
+import { DEFAULT_RULE, localThreshold, parseRules, RuleSet, rulesForPeers } from './rules.ts';
+import { ErrorCode, ValidationError } from './errors.ts';
 
 function fieldOf(fn: () => unknown): string {
   try {
@@ -75,6 +75,50 @@ test('a field in the wrong case is named with the field meant', () => {
     assert.instance(err, ValidationError);
     assert.is((err as ValidationError).message, 'rules[0].windowMS: unknown field (did you mean "windowMs"?)');
   }
+});
+
+test('push and share, its deprecated name, parse to the same rule; both differing is HK_ERR_RULES naming push', () => {
+  const base = { match: 'item:*', threshold: 500 };
+  const [pushed] = parseRules([{ ...base, push: true }]);
+  assert.equal(pushed, { ...DEFAULT_RULE, ...base, push: true });
+  assert.equal(parseRules([{ ...base, share: true }]), [pushed]);
+  assert.equal(parseRules([{ ...base, push: true, share: true }]), [pushed], 'both, saying the same');
+  assert.equal(parseRules([{ ...base, share: false }]), parseRules([base]));
+  for (const both of [
+    { push: true, share: false },
+    { push: false, share: true },
+  ]) {
+    try {
+      parseRules([{ ...base, ...both }]);
+      assert.unreachable('accepted');
+    } catch (err) {
+      assert.instance(err, ValidationError);
+      assert.is((err as ValidationError).code, ErrorCode.Rules);
+      assert.is((err as ValidationError).field, 'rules[0].push');
+      assert.match((err as ValidationError).message, /share, its deprecated name/);
+    }
+  }
+  assert.is(
+    fieldOf(() => parseRules([{ ...base, push: 'yes' }])),
+    'rules[0].push',
+  );
+  assert.is(
+    fieldOf(() => parseRules([{ ...base, share: 1 }])),
+    'rules[0].share',
+  );
+});
+
+test('rules travel to peers with push under its former name share, and read back the same', () => {
+  const rules = parseRules([
+    { match: 'a', threshold: 1, push: true },
+    { match: 'b', threshold: 2 },
+  ]);
+  const sent = rulesForPeers(rules);
+  assert.is(sent[0]?.share, true);
+  assert.not.ok('push' in sent[0]!, 'a peer of the previous minor version refuses a field it does not know');
+  assert.not.ok('share' in sent[1]! || 'push' in sent[1]!);
+  assert.equal(parseRules(JSON.parse(JSON.stringify(sent))), rules);
+  assert.is(rules[0]?.push, true, 'the rules given are left as they were');
 });
 
 test('most specific rule wins', () => {

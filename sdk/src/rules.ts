@@ -35,7 +35,7 @@ export {
   type RuleKind,
   type RuleMode,
 } from './rule-schema.ts';
-export { checkPredeclaredMatch, parseRule, parseRules, parseTime } from './rule-parse.ts';
+export { checkPredeclaredMatch, parseRule, parseRules, parseTime, rulesForPeers } from './rule-parse.ts';
 
 /**
  * The copies that serve reads of a key of `rule` at `qps` (the key itself counts as one; 1 means

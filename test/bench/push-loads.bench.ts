@@ -1,7 +1,7 @@
 /**
  * Benchmark 12b — loader calls cluster-wide per promotion and per refresh period with 100 SDK
  * instances: without value push (every instance loads the key when it turns hot and again each
- * time its value expires) beside value push (`share: true`: one instance loads, the hub
+ * time its value expires) beside value push (`push: true`: one instance loads, the hub
  * broadcasts the value), in the same run, against one real hub in its own process. The key is
  * made hot by counting alone; then every instance reads it every 10 ms through a loader of 2 ms:
  * loader calls in the first 500 ms are the promotion's, the next 4 s span refresh periods

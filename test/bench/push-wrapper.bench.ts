@@ -2,7 +2,7 @@
  * Benchmark 12b (ioredis) — GETs of a hot key that reach Redis, cluster-wide, per promotion and
  * per refresh period, with 100 instances reading it through the ioredis wrapper:
  * a rule without `share` (every instance loads the key when it turns hot and again each
- * time its value expires) beside `share: true` (one instance reads Redis and pushes its cache
+ * time its value expires) beside `push: true` (one instance reads Redis and pushes its cache
  * record through the hub), in the same run, against one real hub in its own process and one real
  * redis-server. Each instance is its own HotKeyClient with its own wrapped `new Redis()` (and,
  * once it loads a hot key, its own two tracking connections).

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Cluster } from 'ioredis';
 import { ErrorCode, type HotKeyError } from '@hotkey/sdk';
-import { hotKeyStats, keySlot, withHotKeys } from '@hotkey/sdk/ioredis';
+import { hotKeyStats, hashSlot, withHotKeys } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { waitFor } from '../support/wait.ts';
@@ -40,7 +40,7 @@ test('SIGSTOP of one master opens its breaker only; SIGCONT closes it', async ()
   const byMaster = new Map<string, string>();
   for (let i = 0; byMaster.size < 3 && i < 1000; i++) {
     const key = `k:${i}`;
-    const owner = redis.slots[keySlot(key)]![0]!;
+    const owner = redis.slots[hashSlot(key)]![0]!;
     if (!byMaster.has(owner)) byMaster.set(owner, key);
   }
   const [first, ...others] = [...byMaster];

@@ -18,7 +18,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Cluster, Redis } from 'ioredis';
-import { counter, hotKeyStats, keySlot, shardNames, withHotKeys } from '@hotkey/sdk/ioredis';
+import { counter, hotKeyStats, hashSlot, shardNames, withHotKeys } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { RedisServer } from '../support/redis-server.ts';
@@ -89,11 +89,11 @@ test('shard names hash where CLUSTER KEYSLOT says, onto every master', async () 
     ['é:ü', 5],
   ] as const) {
     const names = shardNames(key, n);
-    for (const name of names) assert.is(keySlot(name), Number(await node.call('cluster', 'keyslot', name)), name);
-    const masters = new Set(names.map((name) => owner(keySlot(name))));
+    for (const name of names) assert.is(hashSlot(name), Number(await node.call('cluster', 'keyslot', name)), name);
+    const masters = new Set(names.map((name) => owner(hashSlot(name))));
     assert.is(masters.size, Math.min(3, n), `${key} × ${n}: on ${masters.size} masters`);
   }
-  const three = shardNames('stock:x', 3).map((name) => owner(keySlot(name)));
+  const three = shardNames('stock:x', 3).map((name) => owner(hashSlot(name)));
   assert.is(new Set(three).size, 3, '3 shards on 3 masters: one each');
 });
 
@@ -274,7 +274,7 @@ test('coalescing on a 3-master Cluster: a write-hot key per master, few INCRBYs,
   opened.push(cluster);
   const keys = ['ctr:{a}', 'ctr:{b}', 'ctr:{c}'];
   for (let i = 0; i < 100; i++) await Promise.all(keys.map((k) => cluster.incr(k)));
-  const owners = new Set(keys.map((k) => cluster.slots[keySlot(k)]?.[0]));
+  const owners = new Set(keys.map((k) => cluster.slots[hashSlot(k)]?.[0]));
   assert.is(owners.size, 3, 'the three keys live on three masters');
   await waitFor('all three write-hot', () => keys.every((k) => hk!.hotKind(k) === 'write'), 5000);
   const base = await Promise.all(keys.map(async (k) => Number(await cluster.get(k))));

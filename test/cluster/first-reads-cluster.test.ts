@@ -13,7 +13,7 @@ import { once } from 'node:events';
 import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
 import type { HotKeyClient } from '@hotkey/sdk';
-import { keySlot, withHotKeys } from '@hotkey/sdk/ioredis';
+import { hashSlot, withHotKeys } from '@hotkey/sdk/ioredis';
 import { withHotKeys as withNodeRedis } from '@hotkey/sdk/node-redis';
 import { moveSlot, slotOwner } from '../support/cluster-slots.ts';
 import { hubInProcess } from '../support/e2e.ts';
@@ -224,8 +224,8 @@ test('a slot moved to another master with its key after the first read: the surg
     const [kept, used0] = [hk.stats().recentReads, hk.stats().recentReadsUsed];
     assert.is(await c.get(k), 'm0');
     assert.is(hk.stats().recentReads, kept + 1, `${adapter}: the first read is kept`);
-    await moveSlot(rc, keySlot(k), to!, rc.ports);
-    assert.is(await slotOwner(rc, to!, keySlot(k)), to, `${adapter}: the slot moved`);
+    await moveSlot(rc, hashSlot(k), to!, rc.ports);
+    assert.is(await slotOwner(rc, to!, hashSlot(k)), to, `${adapter}: the slot moved`);
     // MIGRATE deletes the key on the old master: a write its broadcast reports, so the kept read goes
     await waitFor(`${adapter}: the old master's broadcast of the MIGRATE`, () => hk.stats().recentReads === kept, 3000);
     await plain.set(k, 'm1'); // on the new master (the writer follows MOVED)
@@ -254,7 +254,7 @@ test('a slot moved to a master that joined after the client was ready (no broadc
 
   const joined = await rc.addMaster();
   watchMaster(joined);
-  for (const k of key.values()) await moveSlot(rc, keySlot(k), joined, [...rc.ports, joined]);
+  for (const k of key.values()) await moveSlot(rc, hashSlot(k), joined, [...rc.ports, joined]);
   for (const k of key.values()) await plain.set(k, 'late'); // on the new master: no broadcast of ours there
   for (const adapter of ADAPTERS) {
     const { hk, c } = instances.get(adapter)!;
@@ -262,7 +262,7 @@ test('a slot moved to a master that joined after the client was ready (no broadc
     const used0 = hk.stats().recentReadsUsed;
     // nothing told us: the kept read is still there, and the client's map still names the old master
     assert.is(hk.stats().recentReads, kept0.get(adapter)! + 1, `${adapter}: the kept read is still held`);
-    assert.is(c.ownerOf(keySlot(k)), from, `${adapter}: the client's slot map is stale`);
+    assert.is(c.ownerOf(hashSlot(k)), from, `${adapter}: the client's slot map is stale`);
     // the slot moves left the instance idle for seconds: its lease lapsed (renewed only while it
     // reads), and a key surges locally only under a current one
     await leaseApplied(hk, 5000, `lease-again-${adapter}`);

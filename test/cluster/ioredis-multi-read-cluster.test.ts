@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Cluster, Redis } from 'ioredis';
-import { keySlot } from '@hotkey/sdk/ioredis';
+import { hashSlot } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
 import { promoteOn, warm, wrappedReaders, type Reader } from '../support/staleness.ts';
@@ -69,7 +69,7 @@ test('an MGET across slots is rejected as a plain client’s is, hot keys or not
   const plain = await ready(cluster());
   const [r] = await wrappedReaders(e2e, 1, cluster);
   await ready(r!.redis);
-  assert.is.not(keySlot('x:a'), keySlot('x:b'));
+  assert.is.not(hashSlot('x:a'), hashSlot('x:b'));
   await plain.set('x:a', 'A');
   await plain.set('x:b', 'B');
   await plain.mset({ '{t}a': '1', '{t}b': '2', '{t}c': '3' });

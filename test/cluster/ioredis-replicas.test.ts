@@ -1,7 +1,7 @@
 /**
  * Replica keys of a read-hot key that is not cached locally (`cache: false`), on a real 3-master
  * Redis Cluster and on standalone Redis:
- * - slots.ts agrees with CLUSTER KEYSLOT; the copies land on the two other masters (CLUSTER SHARDS);
+ * - hash-slots.ts agrees with CLUSTER KEYSLOT; the copies land on the two other masters (CLUSTER SHARDS);
  * - GETs spread over the three masters (INFO commandstats per node);
  * - a staleness checker: wrapper writes from this process, reads from two reader processes (two
  *   instances each): no read that starts after a write settled returns an older version; then
@@ -14,7 +14,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { type Cluster, Redis } from 'ioredis';
 import { ErrorCode, type HotKeyClient } from '@hotkey/sdk';
-import { keySlot, REPLICA_TTL_MS, replicaStats, withHotKeys } from '@hotkey/sdk/ioredis';
+import { hashSlot, REPLICA_TTL_MS, replicaStats, withHotKeys } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
 import { RedisServer } from '../support/redis-server.ts';
@@ -133,11 +133,11 @@ test.after(async () => {
   await Promise.all([rc?.stop(), standalone?.stop()]);
 });
 
-test('keySlot agrees with CLUSTER KEYSLOT, hash tags included', async () => {
+test('hashSlot agrees with CLUSTER KEYSLOT, hash tags included', async () => {
   const c = cluster();
   const keys = ['foo', 'somekey', '{user1000}.following', 'a{}b{c}', 'x{y}z', '{}', 'ключ:ü', 'hkr{12.1.0}:item:1'];
   for (let i = 0; i < 60; i++) keys.push(`k:${i}:${Math.random().toString(36).slice(2)}`);
-  for (const key of keys) assert.is(keySlot(key), Number(await c.cluster('KEYSLOT', key)), key);
+  for (const key of keys) assert.is(hashSlot(key), Number(await c.cluster('KEYSLOT', key)), key);
 });
 
 test('the copies of a hot key live on the two other masters, and GETs spread over all three', async () => {
@@ -151,7 +151,7 @@ test('the copies of a hot key live on the two other masters, and GETs spread ove
   // a short TTL, renewed by refills (read first: the copy may expire while the rest is checked)
   const ttl = await node(copies[0]!.port).pttl(copies[0]!.name);
   const owners = await slotOwners(c);
-  const primaryPort = owners.get(keySlot(key))!;
+  const primaryPort = owners.get(hashSlot(key))!;
   for (const { name, port } of copies) {
     assert.ok(name.endsWith(`:${key}`), name);
     assert.is(owners.get(Number(await c.cluster('KEYSLOT', name))), port, `${name} served by ${port}`);

@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient, createCluster } from 'redis';
-import { keySlot } from '@hotkey/sdk/ioredis';
+import { hashSlot } from '@hotkey/sdk/ioredis';
 import { withHotKeys } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
 import { destroyAll } from '../support/node-redis.ts';
@@ -68,7 +68,7 @@ test('hot hashes on every master: HGET, HGETALL, HMGET local and as a plain clus
   const plain = await connected(newCluster());
   const byPort = new Map<number, string>();
   for (let i = 0; byPort.size < rc.ports.length && i < 1000; i++) {
-    const port = c.slots[keySlot(`nrch:${i}`)]?.master.port;
+    const port = c.slots[hashSlot(`nrch:${i}`)]?.master.port;
     if (port !== undefined && !byPort.has(port)) byPort.set(port, `nrch:${i}`);
   }
   const keys = [...byPort.values()];

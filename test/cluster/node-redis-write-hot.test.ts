@@ -13,7 +13,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient, createClientPool, createCluster, RESP_TYPES } from 'redis';
 import type { HotKeyClient } from '@hotkey/sdk';
-import { counter, flushWrites, hotKeyStats, keySlot, shardNames, withHotKeys } from '@hotkey/sdk/node-redis';
+import { counter, flushWrites, hotKeyStats, hashSlot, shardNames, withHotKeys } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
 import { RedisCluster } from '../support/redis-cluster.ts';
 import { RedisServer } from '../support/redis-server.ts';
@@ -98,7 +98,7 @@ async function atRedis(key: string): Promise<{ sum: number; masters: Set<number>
   for (const name of names) {
     const v = Number((await plain.get(name)) ?? 0);
     sum += v;
-    if (v !== 0) masters.add(plain.slots[keySlot(name)]!.master.port);
+    if (v !== 0) masters.add(plain.slots[hashSlot(name)]!.master.port);
     leftovers += (await plain.exists(name)) + (await plain.exists(`${name}:hk:xfer`));
   }
   return { sum, masters, leftovers };
@@ -157,7 +157,7 @@ test('the explicit counter on a node-redis cluster: two folds at once apply a cr
   const other = await cluster(); // unwrapped: counter() takes both
   const x = counter(wrapped, 'nrstock:{9}', { shards: 8 });
   const y = counter(other, 'nrstock:{9}', { shards: 8 });
-  assert.is(new Set(x.shards.map((s) => plain.slots[keySlot(s)]!.master.port)).size, 3, 'shards on all 3 masters');
+  assert.is(new Set(x.shards.map((s) => plain.slots[hashSlot(s)]!.master.port)).size, 3, 'shards on all 3 masters');
   await x.fill(400);
   await y.add(5);
   // a fold that died after moving shard 0 out, before applying it: its record stays beside the shard

@@ -1,7 +1,8 @@
 /**
  * RedisRules (hub/src/cluster/redis-rules.ts) against a real redis-server: reads that overlap — a
  * poll and a change notice's re-read — apply in the order Redis answered them, whatever order
- * their replies are handled in.
+ * their replies are handled in; and the rule field `push` is stored under its former name
+ * `share`, which hubs of the previous minor version read, and read back under either.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -46,6 +47,22 @@ test('a poll answered before a change does not put the old rules back after the 
   await within('both reads', Promise.all([poll, notice]), 5000);
   assert.is(rules.rules('shop')[0]?.match, 'new:*');
   assert.equal(changes, ['new:*'], 'one change, never back to the old rules');
+});
+
+test('push is stored as share (hubs of the previous minor version read it) and read back from either', async () => {
+  const { rules, key } = await rulesWithOld();
+  const stored = await rules.set('shop', [{ match: 'p:*', threshold: 9, push: true }]);
+  assert.is(stored[0]?.push, true);
+  const raw = JSON.parse((await client.hget(key, 'shop'))!) as Record<string, unknown>[];
+  assert.is(raw[0]?.share, true);
+  assert.not.ok('push' in raw[0]!, 'a hub of the previous minor version refuses a field it does not know');
+  // what such a hub stored: share, read here as push
+  await client.hset(key, 'shop', JSON.stringify([{ match: 'q:*', threshold: 9, share: true }]));
+  await within('the re-read', rules.syncApp('shop'), 5000);
+  assert.equal(
+    rules.rules('shop').map((r) => [r.match, r.push, r.share]),
+    [['q:*', true, undefined]],
+  );
 });
 
 test.run();

@@ -1,6 +1,6 @@
 /**
  * Value push through the ioredis wrapper, on a real redis-server and a real hub: a shared hot key
- * (`share: true`) read by several instances with wrapped clients is read from Redis once and
+ * (`push: true`) read by several instances with wrapped clients is read from Redis once and
  * pushed to the others; an outside write (plain ioredis, no SDK) still reaches every instance
  * (the filler vouches: its tracking hears the write, it invalidates cluster-wide); a filler that
  * leaves takes its pushed values with it (the hub invalidates them). With `writes: 'update'` a
@@ -18,7 +18,7 @@ import { RedisServer } from '../support/redis-server.ts';
 import { promoteOn, wrappedReaders, type Reader } from '../support/staleness.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
-const SHARED = { threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 30_000, share: true };
+const SHARED = { threshold: 1_000_000, windowMs: 600_000, hotMs: 600_000, cacheTtlMs: 30_000, push: true };
 // pushWaitMs 5 s: an instance waits that long for the filler's pushed value before it loads by
 // itself — under a loaded CI box a push can take over the 1 s default, and the read counts below
 // are about the push, not about that bound. surgeLocal off: the hub's promotion is under test.

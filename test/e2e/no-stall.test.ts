@@ -13,7 +13,7 @@ const config = {
   apps: {
     shop: {
       rules: [
-        { match: 'share:*', threshold: 50, cacheTtlMs: 2000, share: true },
+        { match: 'share:*', threshold: 50, cacheTtlMs: 2000, push: true },
         { match: 'sie:*', threshold: 50, cacheTtlMs: 500, refreshAheadRatio: 1, staleIfErrorMs: 1500 },
       ],
     },

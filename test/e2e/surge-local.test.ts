@@ -19,7 +19,7 @@ import { RedisServer } from '../support/redis-server.ts';
 import { delay, waitFor } from '../support/wait.ts';
 
 // `flash:*` surges locally at 16 reads in a slice (0.04 × 400) or 8 in one job, and is promoted by
-// the hub at 400 reads/s; `never:*` is never promoted (its clients lower `share` to surge at the floor).
+// the hub at 400 reads/s; `never:*` is never promoted (its clients lower `fraction` to surge at the floor).
 const e2e = hubProcess(test, {
   config: {
     apps: {
@@ -149,11 +149,11 @@ test('node-redis: a flash key surging in one job costs each instance one GET', a
 });
 
 test('the read whose count makes the key surge is its hot load (reads one per job, both adapters)', async () => {
-  // share 1e-9: the level is minAccesses (2) within one slice; a key's first access only enters
+  // fraction 1e-9: the level is minAccesses (2) within one slice; a key's first access only enters
   // the sketch, so the 3rd read crosses — or a later one when a slice ends between the reads (a
   // slice's count starts again). Whichever read crosses is the key's tracked load: one GET per
   // read up to it, none after
-  const [i] = await instances(1, { share: 1e-9 });
+  const [i] = await instances(1, { fraction: 1e-9 });
   for (const [name, c] of await bothAdapters(i!)) {
     const key = `never:cross-${name}`;
     await plain.set(key, 'c');
@@ -196,7 +196,7 @@ test('a read while the first GET of a key is unanswered is its tracked load: 2 G
 });
 
 test('ioredis: the HGET whose count makes the hash surge is its hot load (one HGETALL, tracked)', async () => {
-  const [i] = await instances(1, { share: 1e-9 });
+  const [i] = await instances(1, { fraction: 1e-9 });
   const key = 'never:cross-hash';
   await plain.hset(key, { f: '1', g: '2' });
   const calls = async (name: string) =>
@@ -235,7 +235,7 @@ test('an acked write by another instance is never followed by a stale read where
 
 test('a write by a plain client (no SDK) drops the local value through Redis tracking', async () => {
   // confirmWindows: the local entry would outlive the test: only tracking can drop its value
-  const [reader] = await instances(1, { confirmWindows: 60, share: 1e-9 });
+  const [reader] = await instances(1, { confirmWindows: 60, fraction: 1e-9 });
   await plain.set('never:t', 'old');
   await burst(reader!, 'never:t', 20, 'old');
   const mid = await redisGets();
@@ -248,7 +248,7 @@ test('a write by a plain client (no SDK) drops the local value through Redis tra
 });
 
 test('a key the hub never confirms stops being served locally after two windows, and does not come back at once', async () => {
-  const [i] = await instances(1, { share: 1e-9 });
+  const [i] = await instances(1, { fraction: 1e-9 });
   await plain.set('never:1', 'x');
   const before0 = i!.hk.stats();
   await burst(i!, 'never:1', 20, 'x');

@@ -70,7 +70,7 @@ const config = {
     ck: {
       rules: [
         { match: 'ck:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000 },
-        { match: 'cks:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000, share: true },
+        { match: 'cks:*', threshold: 100, windowMs: 1000, hotMs: 60_000, cacheTtlMs: 20_000, push: true },
         // a rotating key is read for one round: promoted ones need not stay hot long
         { match: 'ckf:*', threshold: 100, windowMs: 1000, hotMs: 5000, cacheTtlMs: 20_000 },
       ],

@@ -4,7 +4,7 @@
  * reaching Redis (counted by the caller, e.g. INFO commandstats), and a key on each Cluster master.
  */
 import * as assert from 'uvu/assert';
-import { keySlot } from '@hotkey/sdk/ioredis';
+import { hashSlot } from '@hotkey/sdk/ioredis';
 import { waitFor } from './wait.ts';
 
 /** Destroys each client, connected or not. */
@@ -57,7 +57,7 @@ export function keyPerMaster(
   const byPort = new Map<number, string>();
   for (let i = 0; byPort.size < rc.ports.length && i < 1000; i++) {
     const key = `${prefix}:${i}`;
-    const port = c.slots[keySlot(key)]?.master.port;
+    const port = c.slots[hashSlot(key)]?.master.port;
     if (port !== undefined && !byPort.has(port)) byPort.set(port, key);
   }
   assert.is(byPort.size, rc.ports.length, 'a key on every master');

@@ -25,6 +25,8 @@ export interface Closed {
 export class RawClient {
   readonly ws: WebSocket;
   readonly received: ServerMessage[] = [];
+  /** every frame as it arrived, undecoded (what a peer of another version would read) */
+  readonly frames: Uint8Array[] = [];
   readonly closed: Promise<Closed>;
   #cursor = 0;
   #wake: (() => void) | undefined;
@@ -36,6 +38,7 @@ export class RawClient {
     );
     ws.on('message', (data, isBinary) => {
       if (!isBinary) throw new Error('hub sent a text frame');
+      this.frames.push(data as Buffer);
       this.received.push(decodeServerMessage(data as Buffer));
       this.#wake?.();
     });

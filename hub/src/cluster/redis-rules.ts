@@ -19,7 +19,7 @@
  * carries its send number and a value older than the one applied is dropped: a poll answered
  * before a change never puts the old rules back.
  */
-import { parseRules, type Rule } from '@hotkey/sdk/rules';
+import { parseRules, rulesForPeers, type Rule } from '@hotkey/sdk/rules';
 import { ErrorCode, HotKeyError } from '@hotkey/sdk';
 import type { AppSeed } from '../core/coordinator.ts';
 import { MAX_NAME_LENGTH } from '@hotkey/sdk/protocol';
@@ -115,7 +115,7 @@ export class RedisRules {
     const rules = parseRules(input);
     if (!isReady(this.#client))
       throw new HotKeyError(ErrorCode.Unavailable, 'Redis is unreachable: rules cannot be stored now, try again');
-    const raw = JSON.stringify(rules);
+    const raw = JSON.stringify(rulesForPeers(rules));
     const at = ++this.#sent;
     try {
       await this.#client.multi().hset(this.#rulesKey, app, raw).publish(this.#channel, app).exec();
@@ -151,7 +151,8 @@ export class RedisRules {
   /** Writes the rules this hub knows for apps Redis has none of (after a start or a Redis restart). */
   async seed(): Promise<void> {
     const batch = this.#client.pipeline();
-    for (const [app, state] of this.#apps) batch.hsetnx(this.#rulesKey, app, JSON.stringify(state.rules));
+    for (const [app, state] of this.#apps)
+      batch.hsetnx(this.#rulesKey, app, JSON.stringify(rulesForPeers(state.rules)));
     if (this.#apps.size > 0) await batch.exec();
   }
 

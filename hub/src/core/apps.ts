@@ -6,7 +6,7 @@
  */
 import { CapacityError, ErrorCode, AuthError, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, HOLDERS_VERSION, MAX_NAME_LENGTH, MsgType, type Hello } from '@hotkey/sdk/protocol';
-import { localThreshold, type Rule } from '@hotkey/sdk/rules';
+import { localThreshold, rulesForPeers, type Rule } from '@hotkey/sdk/rules';
 import type { Coordinator } from './coordinator.ts';
 import { Aggregator, type DemoteReason } from './aggregator.ts';
 import { tokenMatches } from './auth.ts';
@@ -394,7 +394,7 @@ export class Apps {
   #sendConfig(app: AppState): void {
     app.broadcaster.sendAll({
       t: MsgType.Config,
-      rules: [...app.aggregator.rules],
+      rules: rulesForPeers(app.aggregator.rules),
       local: this.localThresholds(app),
       instances: app.sessionsByInstance.size,
     });

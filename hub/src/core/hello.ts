@@ -15,6 +15,7 @@ import {
   PROTOCOL_VERSION,
   type Hello,
 } from '@hotkey/sdk/protocol';
+import { rulesForPeers } from '@hotkey/sdk/rules';
 import type { Apps, AppState } from './apps.ts';
 import { snapshotFrame, welcomeFrame } from './frames.ts';
 import { admitVersion } from './legacy-sessions.ts';
@@ -72,7 +73,7 @@ export function openSession(ctx: HelloContext, session: Session, hello: Hello): 
         hub: ctx.hubId,
         epoch: ctx.members.epoch,
         members: ctx.members.members,
-        rules: [...app.aggregator.rules],
+        rules: rulesForPeers(app.aggregator.rules),
         local: apps.localThresholds(app),
         instances: app.sessionsByInstance.size,
         seq: app.broadcaster.seq,

@@ -20,7 +20,7 @@ class MemoryPeer implements Peer {
   }
 }
 
-const RULE: Rule = { ...RULE_DEFAULTS, match: '*', threshold: 10, cacheTtlMs: 1000, share: true };
+const RULE: Rule = { ...RULE_DEFAULTS, match: '*', threshold: 10, cacheTtlMs: 1000, push: true };
 const VALUE = packValue({ price: 42 });
 
 function setup(n = 3) {
@@ -99,7 +99,7 @@ test('a fill not answered in time goes to another session once per round; a sess
 
 test('versions grow across keys and re-promotions; rules without share, demoted keys hold nothing', () => {
   const { shares, sessions, peer } = setup(1);
-  shares.promoted('plain', { ...RULE, share: false }, 0);
+  shares.promoted('plain', { ...RULE, push: false }, 0);
   assert.is(shares.size, 0);
   shares.promoted('k', RULE, 0);
   const first = peer(0).of(MsgType.Fill)[0]!.ver;

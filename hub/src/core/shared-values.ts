@@ -1,5 +1,5 @@
 /**
- * Value push for shared keys (rules with `share: true`), per app: the owner hub asks one SDK
+ * Value push for shared keys (rules with `push: true`), per app: the owner hub asks one SDK
  * session to load a key (Fill), accepts its value (Push) and broadcasts it to every SDK of the app
  * (Value), so one loader call serves the cluster at promotion and at each refresh.
  *
@@ -88,7 +88,7 @@ export class SharedValues {
 
   /** A key was promoted: if its rule shares values, one session is asked to load it. */
   promoted(key: string, rule: Rule, now: number): void {
-    if (rule.share !== true || !rule.cache || rule.cacheTtlMs <= 0) return;
+    if (rule.push !== true || !rule.cache || rule.cacheTtlMs <= 0) return;
     const state: Shared = {
       ver: ++this.#ver,
       supplier: undefined,

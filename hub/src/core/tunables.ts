@@ -90,7 +90,7 @@ export interface HubTunables {
   keepAliveTimeoutMs: number;
   /** a connection's Resyncs are answered at most once per this many ms (later ones are coalesced into one) @default 1000 */
   minResyncIntervalMs: number;
-  /** value push (`share: true` rules): ms an SDK asked to load a shared key has to push it before another is asked (once per round); keep it under the SDKs' pushWaitMs @default 500 */
+  /** value push (`push: true` rules): ms an SDK asked to load a shared key has to push it before another is asked (once per round); keep it under the SDKs' pushWaitMs @default 500 */
   pushFillTimeoutMs: number;
   /** value push: bytes of a pushed value (Push, or an update's value) at most; larger ones are discarded / sent as a plain invalidation (HK_ERR_PUSH_TOO_LARGE) @default 65536 */
   maxPushBytes: number;

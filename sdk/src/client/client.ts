@@ -47,7 +47,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly instanceId: string;
 
   readonly #opts: ResolvedClientOptions;
-  readonly #now: () => number;
+  readonly #monoNow: () => number;
   readonly #p: ClientParts;
   // the hit path's parts, held here too: one field read each, not two
   readonly #window: AccessWindow;
@@ -57,7 +57,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #surge: SurgeLocal | undefined;
   readonly #statusFeed = new StatusFeed<ClientStatus>();
   /** coarse clock, refreshed by the tick, by every hub frame and by every get() of a hot key */
-  #clock: number;
+  #coarseNow: number;
 
   #tickTimer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -86,17 +86,17 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       if (typeof url !== 'string' || !HUB_URL.test(url))
         throw new TypeError(`options.hubs: "${String(url)}" is not a ws:// or wss:// URL`);
     }
-    const now = options.now ?? (() => performance.now());
-    if (typeof now !== 'function') throw new TypeError('options.now must be a function');
+    const monoNow = options.now ?? (() => performance.now());
+    if (typeof monoNow !== 'function') throw new TypeError('options.now must be a function');
     this.#opts = opts;
     this.app = opts.app;
     this.instanceId = opts.instanceId;
-    this.#now = now;
-    this.#clock = now();
+    this.#monoNow = monoNow;
+    this.#coarseNow = monoNow();
     const p = buildParts(opts, hubs as string[], {
-      now,
-      readClock: () => (this.#clock = this.#now()),
-      clock: () => this.#clock,
+      monoNow,
+      refreshCoarseNow: () => (this.#coarseNow = this.#monoNow()),
+      coarseNow: () => this.#coarseNow,
       closed: () => this.#closed,
       emit: this.emit.bind(this) as EmitClientEvent,
       status: (status) => this.#status(status),
@@ -143,7 +143,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       // a long GC) during which the hub fenced this instance and acknowledged a write, so a read
       // that begins after the stall must not trust it. Recency reaches the LRU at most once per
       // key per LRU_TOUCH_MS, not on every hit.
-      const clock = (this.#clock = this.#now());
+      const clock = (this.#coarseNow = this.#monoNow());
       if (
         hot.promise !== undefined &&
         clock < hot.lease.until &&
@@ -167,7 +167,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   /** get() past the hit path: one private call, so get() itself stays as small as it can be. */
   #getSlow<T>(key: string, loader: (key: string) => T | PromiseLike<T>, hot: HotState | undefined): Promise<T> {
     this.#accessed();
-    return this.#reads.slow(key, loader, hot, this.#clock);
+    return this.#reads.slow(key, loader, hot, this.#coarseNow);
   }
 
   /**
@@ -177,7 +177,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    */
   #accessed(): void {
     this.#active = true;
-    if (this.#leasesIdle) this.#wantLeases(this.#now(), true);
+    if (this.#leasesIdle) this.#wantLeases(this.#monoNow(), true);
   }
 
   /** Every link keeps its lease for one more lease period; `ask`: asks now where one is due. */
@@ -203,7 +203,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       this.#accessed(); // a write needs no lease: it serves nothing
       const slot = this.#window.track(key);
       // an adapter's cold read counts here: a surge makes its next reads hot ones (surge-local.ts)
-      if (this.#surge !== undefined) this.#surge.check(key, slot, this.#clock);
+      if (this.#surge !== undefined) this.#surge.check(key, slot, this.#coarseNow);
     } else if (kind === 'write') this.#window.trackWrite(key);
     else throw new TypeError(`kind must be 'read' or 'write', got ${String(kind)}`);
   }
@@ -220,7 +220,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     if (this.#closed) return;
     this.#accessed();
     const slot = this.#window.track(key);
-    if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#clock, inFlight);
+    if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#coarseNow, inFlight);
   }
 
   /**
@@ -266,7 +266,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   /** Which accesses made the key hot ('read', 'write' or 'any'), or undefined when it is not hot here. */
   hotKind(key: string): RuleKind | undefined {
     const hot = this.#hot.get(key);
-    return hot !== undefined && hot.until > this.#clock ? hot.kind : undefined;
+    return hot !== undefined && hot.until > this.#coarseNow ? hot.kind : undefined;
   }
 
   /**
@@ -279,7 +279,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   allow(key: string, count = true): boolean {
     checkKey(key);
     if (count && !this.#closed) this.#window.track(key);
-    return this.#p.limits.take(key, this.#now());
+    return this.#p.limits.take(key, this.#monoNow());
   }
 
   /**
@@ -300,7 +300,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   /** The rate this instance admits for `key` now, per second (Infinity: no limit). */
   rateOf(key: string): number {
     checkKey(key);
-    return this.#p.limits.rateOf(key, this.#now());
+    return this.#p.limits.rateOf(key, this.#monoNow());
   }
 
   /**
@@ -310,7 +310,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    */
   vouches(key: string): boolean {
     const hot = this.#hot.get(key);
-    const now = this.#now();
+    const now = this.#monoNow();
     return hot !== undefined && hot.until > now && hot.lease.until > now;
   }
 
@@ -320,14 +320,14 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    */
   replicasOf(key: string): number {
     const hot = this.#hot.get(key);
-    return hot !== undefined && hot.until > this.#clock ? hot.replicas : 0;
+    return hot !== undefined && hot.until > this.#coarseNow ? hot.replicas : 0;
   }
 
   /** Whether the key is hot right now on this instance. */
   isHot(key: string): boolean {
     checkKey(key);
     const hot = this.#hot.get(key);
-    return hot !== undefined && hot.until > this.#clock;
+    return hot !== undefined && hot.until > this.#coarseNow;
   }
 
   /**
@@ -359,10 +359,10 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return this.#p.invalidator.updateMark(key);
   }
 
-  /** Whether `key` is hot here, cached, and its rule shares values (`share: true`): value push applies to it. */
+  /** Whether `key` is hot here, cached, and its rule pushes values (`push: true`): value push applies to it. */
   isShared(key: string): boolean {
     const hot = this.#hot.get(key);
-    return hot !== undefined && hot.until > this.#clock && hot.cache && this.#p.config.ruleFor(key)?.share === true;
+    return hot !== undefined && hot.until > this.#coarseNow && hot.cache && this.#p.config.ruleFor(key)?.push === true;
   }
 
   /**
@@ -431,7 +431,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#closed = true;
     clearInterval(this.#tickTimer);
     this.#tickTimer = undefined;
-    this.#p.reporter.close();
+    this.#p.reportScheduler.close();
     this.#p.links.close();
     this.#p.invalidator.closeAll();
     this.#p.values.clear();
@@ -446,8 +446,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
 
   /** The flush-interval timer: coarse clock, window slices, hot-key expiry, then the reports. */
   #onTick(): void {
-    const now = this.#now();
-    this.#clock = now;
+    const now = this.#monoNow();
+    this.#coarseNow = now;
     this.#window.advance(now);
     for (const state of this.#hot.expire(now)) {
       this.#p.values.forget(state.key);
@@ -472,7 +472,7 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
       askLease(link, now);
       link.conn.setQuiet(quiet && !link.resyncing);
     }
-    this.#p.reporter.flush(now);
+    this.#p.reportScheduler.flush(now);
   }
 
   #fault(error: Error, url: string | undefined, refused: boolean): void {

@@ -27,9 +27,9 @@ export interface DispatchOptions {
   /** protocol 3 registrations (holds.ts): Held and Drop */
   holds: Holds;
   config: AppConfig;
-  now: () => number;
-  /** the client's coarse clock, refreshed on the message's arrival */
-  clock: () => number;
+  monoNow: () => number;
+  /** the client's coarse reading of the monotonic clock, refreshed on the message's arrival */
+  coarseNow: () => number;
   /** drops the key's cached value and any load of it in flight; the key stays hot */
   dropValue: (key: string) => void;
   /** drops every cached value; hot keys stay hot */
@@ -70,14 +70,14 @@ export class Dispatch {
         };
         // a local surge's entry (surge-local.ts) becomes the hub's: news to the app's listeners
         const wasLocal = o.hot.get(message.key)?.local === true;
-        const { state, added, evicted, reset } = o.hot.promote(hub, message.key, promotion, o.clock(), link.lease);
+        const { state, added, evicted, reset } = o.hot.promote(hub, message.key, promotion, o.coarseNow(), link.lease);
         if (reset === true) o.forget(message.key); // cached under an older link or another hub
         if (evicted !== undefined) {
           o.forget(evicted);
           o.emit('demote', evicted, { hub, reason: 'evicted' });
         }
         if (!state.cache) o.forget(message.key);
-        else if (added || reset === true) o.push.promoted(message.key, o.clock());
+        else if (added || reset === true) o.push.promoted(message.key, o.coarseNow());
         o.window.calm(message.key); // hot already: its reports need not hurry any more
         if (added || wasLocal) o.emit('promote', message.key, { hub, ...promotion });
         return;
@@ -105,7 +105,7 @@ export class Dispatch {
         return;
       }
       case MsgType.Snapshot: {
-        const { removed, touched, promoted } = applySnapshot(o.hot, link, message, o.clock());
+        const { removed, touched, promoted } = applySnapshot(o.hot, link, message, o.coarseNow());
         for (const key of touched) o.forget(key);
         for (const key of removed) {
           o.forget(key);
@@ -145,7 +145,7 @@ export class Dispatch {
         o.push.value(link, message);
         return;
       case MsgType.Limit:
-        o.limits.setShares(message.keys, message.rates, message.ttlMs, o.now());
+        o.limits.setSplits(message.keys, message.rates, message.ttlMs, o.monoNow());
         return;
       case MsgType.Config:
         o.config.apply(message.rules, message.local, message.instances);

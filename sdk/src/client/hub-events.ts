@@ -31,8 +31,8 @@ export interface HubEventsOptions {
   invalidator: () => Invalidator;
   holds: Holds;
   closed: () => boolean;
-  /** reads the real clock and refreshes the client's coarse one */
-  readClock: () => number;
+  /** reads the monotonic clock and refreshes the client's coarse reading */
+  refreshCoarseNow: () => number;
   status: (status: ClientStatus) => void;
   /** logs, reports to status() and emits 'error' (when listened to) */
   fault: (error: Error, url: string | undefined, refused: boolean) => void;
@@ -48,7 +48,7 @@ export class HubEvents implements ConnectionHandler {
   welcome(conn: HubConnection, welcome: Welcome): void {
     const o = this.#o;
     if (o.closed()) return;
-    const clock = o.readClock();
+    const clock = o.refreshCoarseNow();
     const links = o.links();
     if (!links.admit(conn, welcome)) return;
     const link = links.get(welcome.hub);
@@ -69,7 +69,7 @@ export class HubEvents implements ConnectionHandler {
     if (o.closed()) return;
     const link = o.links().linkOf(conn);
     if (link === undefined) return;
-    o.readClock();
+    o.refreshCoarseNow();
     o.dispatch().message(link, message);
   }
 
@@ -101,7 +101,7 @@ export class HubEvents implements ConnectionHandler {
   /** A welcomed hub is gone: its keys moved to the other hubs and its hot keys go stale. */
   lost(hub: string): void {
     const o = this.#o;
-    const clock = o.readClock();
+    const clock = o.refreshCoarseNow();
     // Loads in flight may have missed an invalidation: they must not fill. Values cached already
     // stay servable under the old link's lease, which the hub waits out before any ack.
     for (const key of o.hot.invalidateHub(hub)) o.loads.drop(key);

@@ -15,8 +15,8 @@ import type { ValuePush } from './push.ts';
 /** `invalidate(key, options)` */
 export interface InvalidateOptions {
   /**
-   * The key's new value (value push, Redisson's UPDATE): if the key is hot and its rule shares
-   * values (`share: true`), every instance drops the old value and caches this one in the same
+   * The key's new value (value push, Redisson's UPDATE): if the key is hot and its rule pushes
+   * values (`push: true`), every instance drops the old value and caches this one in the same
    * step, instead of reloading. Only a value read back after the write, through a source that
    * vouches for it, belongs here (the ioredis wrapper's `writes: 'update'`). A value that is not
    * pushable or over `maxPushBytes`, or a key not hot and shared here: a plain invalidation.

@@ -54,8 +54,8 @@ export interface HotLoadsOptions {
   /** this instance's jitter in [0, 1) */
   jitter: number;
   policy: (key: string) => LoadPolicy;
-  /** reads the real clock (and refreshes the client's coarse one) */
-  readClock: () => number;
+  /** reads the monotonic clock (and refreshes the client's coarse reading) */
+  refreshCoarseNow: () => number;
   /** calls the loader: a synchronous throw becomes a rejection */
   callLoader: <T>(key: string, loader: (key: string) => T | PromiseLike<T>) => Promise<T>;
   closed: () => boolean;
@@ -131,7 +131,7 @@ export class HotLoads {
 
   /** Loads the key now unless a load is in flight (value push: the hub asked this instance). */
   loadNow(key: string, loader: (key: string) => unknown, hot: HotState): void {
-    if (!this.#flights.has(key)) this.#start(key, loader, hot, this.#o.readClock());
+    if (!this.#flights.has(key)) this.#start(key, loader, hot, this.#o.refreshCoarseNow());
   }
 
   /** A hot key, cached by rule under a current lease, that the hit path did not answer. */
@@ -166,14 +166,14 @@ export class HotLoads {
   #load(key: string, loader: (key: string) => unknown, hot: HotState, staleOk: boolean): Promise<unknown> {
     let flight = this.#flights.get(key);
     if (flight !== undefined) this.coalesced++;
-    else flight = this.#start(key, loader, hot, this.#o.readClock());
+    else flight = this.#start(key, loader, hot, this.#o.refreshCoarseNow());
     if (!staleOk) return flight.promise;
     return this.#bounded(flight).then(undefined, (err: unknown) => this.#stale(key, hot, err));
   }
 
   /** The answer to a caller whose load failed: the key's value if stale-if-error may serve it, else the error. */
   #stale(key: string, hot: HotState, err: unknown): unknown {
-    const now = this.#o.readClock();
+    const now = this.#o.refreshCoarseNow();
     if (!this.#mayServeStale(key, hot, now)) throw err;
     this.staleServed++;
     if (hot.retryAt === 0) this.#o.onStale(key, err instanceof Error ? err : new Error(String(err)));
@@ -197,7 +197,7 @@ export class HotLoads {
   /** The flight raced against what is left of loadTimeoutMs (made once per flight). */
   #bounded(flight: Flight): Promise<unknown> {
     if (flight.bounded !== undefined) return flight.bounded;
-    const left = flight.startedAt + this.#o.timeoutMs - this.#o.readClock();
+    const left = flight.startedAt + this.#o.timeoutMs - this.#o.refreshCoarseNow();
     flight.bounded = new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => {
@@ -257,7 +257,7 @@ export class HotLoads {
       (err: unknown) => {
         // a failed refresh of a still-fresh value: the hit path serves it until the next try
         if (this.#flights.get(key) === flight && this.#o.hot.get(key) === hot && hot.promise !== undefined) {
-          hot.expiresAt = Math.min(hot.freshUntil, this.#o.readClock() + RELOAD_RETRY_MS);
+          hot.expiresAt = Math.min(hot.freshUntil, this.#o.refreshCoarseNow() + RELOAD_RETRY_MS);
         }
         throw err;
       },

@@ -24,7 +24,7 @@ import { RateLimits } from './rate-limits.ts';
 import { ReadPath } from './read-path.ts';
 import { RecentReads } from './recent-reads.ts';
 import { Readiness } from './readiness.ts';
-import { Reporter } from './reporter.ts';
+import { ReportScheduler } from './report-scheduler.ts';
 import type { ClientStatus } from './status.ts';
 import { SurgeLocal } from './surge-local.ts';
 import { Holds } from './holds.ts';
@@ -34,12 +34,12 @@ export const SDK_NAME = '@hotkey/sdk/0.1.0';
 
 /** What the client lends its parts. */
 export interface ClientHost {
-  /** the real clock */
-  now: () => number;
-  /** reads the real clock and refreshes the client's coarse one */
-  readClock: () => number;
-  /** the client's coarse clock */
-  clock: () => number;
+  /** reads the monotonic clock (ClientOptions.now) */
+  monoNow: () => number;
+  /** reads the monotonic clock and makes it the client's coarse reading; returns it */
+  refreshCoarseNow: () => number;
+  /** the client's coarse reading of the monotonic clock (no clock call) */
+  coarseNow: () => number;
   closed: () => boolean;
   emit: EmitClientEvent;
   status: (status: ClientStatus) => void;
@@ -62,7 +62,7 @@ export interface ClientParts {
   links: HubLinks;
   invalidator: Invalidator;
   dispatch: Dispatch;
-  reporter: Reporter;
+  reportScheduler: ReportScheduler;
   /** local surges; undefined when `surgeLocal: false` */
   surge: SurgeLocal | undefined;
   /** cold reads an adapter may answer a hot load with */
@@ -73,12 +73,12 @@ export interface ClientParts {
 
 /** Builds and wires every part of a client with options `opts` and hub seed URLs `seeds`. */
 export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[], host: ClientHost): ClientParts {
-  const { readClock } = host;
+  const { refreshCoarseNow } = host;
   const window = new AccessWindow({
     maxCandidates: opts.maxCandidates,
     sampleRate: opts.sampleRate,
-    now: host.clock(),
-    onUrgent: () => reporter.urgentSoon(),
+    now: host.coarseNow(),
+    onUrgent: () => reportScheduler.urgentSoon(),
   });
   const cache = new LocalCache({ maxEntries: opts.maxEntries });
   const hot = new HotSet({ maxKeys: opts.maxHotKeys });
@@ -94,7 +94,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     timeoutMs: opts.loadTimeoutMs,
     jitter,
     policy: (key) => reads.policy(key),
-    readClock,
+    refreshCoarseNow,
     callLoader: (key, loader) => reads.callLoader(key, loader),
     closed: host.closed,
     onStale: (key, error) => host.status({ type: 'stale-value', key, error }),
@@ -109,13 +109,13 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     cache,
     maxPushBytes: opts.maxPushBytes,
     pushWaitMs: opts.pushWaitMs,
-    shared: (key) => config.ruleFor(key)?.share === true,
+    shared: (key) => config.ruleFor(key)?.push === true,
     lifetime: (key, state) => reads.lifetime(key, state),
-    readClock,
+    refreshCoarseNow,
     loadNow: (key, loader, state) => loads.loadNow(key, loader, state),
   });
-  const recent = new RecentReads(() => links, host.now);
-  const values = new LocalValues({ cache, hot, loads, push, recent, clock: host.clock });
+  const recent = new RecentReads(() => links, host.monoNow);
+  const values = new LocalValues({ cache, hot, loads, push, recent, coarseNow: host.coarseNow });
   const holds = new Holds({
     hot: (key) => hot.get(key),
     dropped: (key) => {
@@ -151,7 +151,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     invalidator: () => invalidator,
     holds,
     closed: host.closed,
-    readClock,
+    refreshCoarseNow,
     status: host.status,
     fault: host.fault,
   });
@@ -183,8 +183,8 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     invalidator,
     holds,
     config,
-    now: host.now,
-    clock: host.clock,
+    monoNow: host.monoNow,
+    coarseNow: host.coarseNow,
     dropValue: (key) => values.drop(key),
     dropAll: () => values.dropAll(),
     forget: (key) => values.forget(key),
@@ -193,11 +193,11 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     status: host.status,
     applyMembers: (epoch, members, from) => hubEvents.members(epoch, members, from),
   });
-  const reporter: Reporter = new Reporter({
+  const reportScheduler: ReportScheduler = new ReportScheduler({
     window,
     links,
     maxBufferedBytes: opts.maxBufferedBytes,
-    refreshClock: readClock,
+    refreshCoarseNow,
     loadsOf: (key) => (hot.get(key)?.cache === true ? loads.tallied(key) : undefined),
     reported: () => loads.resetTally(),
   });
@@ -217,7 +217,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     invalidator,
     holds,
     dispatch,
-    reporter,
+    reportScheduler,
     surge,
     recent,
   };

@@ -7,14 +7,14 @@ import { pushable } from './push.ts';
 
 test.after.each(closeAll);
 
-const SHARE = { share: true };
+const PUSH = { push: true };
 
 function value(s: Setup, key: string, ver: number, v: unknown): void {
   s.sock.send({ t: MsgType.Value, key, ver, value: packValue(v) });
 }
 
 test('a promoted shared key: readers wait for the pushed value instead of loading', async () => {
-  const s = await setup({}, SHARE);
+  const s = await setup({}, PUSH);
   let calls = 0;
   const loader = () => (calls++, 'own');
   const reads = [s.hk.get('k', loader), s.hk.get('k', loader)];
@@ -29,7 +29,7 @@ test('a promoted shared key: readers wait for the pushed value instead of loadin
 });
 
 test('no push within pushWaitMs: the reader loads by itself', async () => {
-  const s = await setup({ pushWaitMs: 30 }, SHARE);
+  const s = await setup({ pushWaitMs: 30 }, PUSH);
   let calls = 0;
   assert.is(await s.hk.get('k', () => (calls++, 'own')), 'own');
   assert.is(calls, 1);
@@ -37,7 +37,7 @@ test('no push within pushWaitMs: the reader loads by itself', async () => {
 });
 
 test('Fill: the instance asked loads once and pushes under the ticket; a refresh Fill loads with the last loader', async () => {
-  const s = await setup({}, SHARE);
+  const s = await setup({}, PUSH);
   s.sock.send({ t: MsgType.Fill, key: 'k', ver: 7 });
   await new Promise((r) => setImmediate(r));
   let calls = 0;
@@ -56,7 +56,7 @@ test('Fill: the instance asked loads once and pushes under the ticket; a refresh
 });
 
 test('versions: a Value not above the last one is ignored and counted; the newer value stays', async () => {
-  const s = await setup({}, SHARE);
+  const s = await setup({}, PUSH);
   value(s, 'k', 5, 'five');
   await waitFor('injected', () => s.hk.stats().push.valuesInjected === 1);
   value(s, 'k', 4, 'four');
@@ -69,7 +69,7 @@ test('versions: a Value not above the last one is ignored and counted; the newer
 });
 
 test('an invalidation wins: the value goes, and a Value arriving within PUSH_GUARD_MS of it is ignored', async () => {
-  const s = await setup({}, SHARE);
+  const s = await setup({}, PUSH);
   value(s, 'k', 5, 'old');
   await waitFor('injected', () => s.hk.stats().push.valuesInjected === 1);
   s.sock.send({ t: MsgType.Invalidate, seq: ++s.seq, key: 'k' });
@@ -84,7 +84,7 @@ test('an invalidation wins: the value goes, and a Value arriving within PUSH_GUA
 });
 
 test('bad values: unserialisable and oversized ones are not pushed; undecodable and unvouched Values are ignored; all counted', async () => {
-  const s = await setup({ maxPushBytes: 64 }, SHARE, ['k', 'big', 'ok']);
+  const s = await setup({ maxPushBytes: 64 }, PUSH, ['k', 'big', 'ok']);
   class Item {
     price = 1;
   }

@@ -1,5 +1,5 @@
 /**
- * Value push, SDK side (rules with `share: true`; the hub side is hub/src/core/shared-values.ts).
+ * Value push, SDK side (rules with `push: true`; the hub side is hub/src/core/shared-values.ts).
  * At promotion the owner hub asks one instance to load (Fill); that instance loads through its
  * limiter, caches the value as usual and Pushes it (its msgpack, packValue) under the Fill's
  * version; the hub broadcasts it as a Value and every instance injects it without calling its
@@ -122,7 +122,7 @@ export interface PushOptions {
   shared: (key: string) => boolean;
   /** the key's refresh point (ms after arrival) and stale-if-error time, for an injected value */
   lifetime: (key: string, hot: HotState) => { refreshMs: number; keepMs: number };
-  readClock: () => number;
+  refreshCoarseNow: () => number;
   /** loads the key now (a Fill): joins a load in flight or starts one */
   loadNow: (key: string, loader: (key: string) => unknown, hot: HotState) => void;
 }
@@ -196,7 +196,7 @@ export class ValuePush {
   awaitPush(key: string): Promise<{ value: unknown } | undefined> | undefined {
     const entry = this.#keys.get(key);
     if (entry === undefined || entry.ticket !== undefined) return undefined;
-    const left = entry.waitUntil - this.#o.readClock();
+    const left = entry.waitUntil - this.#o.refreshCoarseNow();
     if (left <= 0) return undefined;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
@@ -322,7 +322,7 @@ export class ValuePush {
   ): boolean {
     const c = this.counters;
     const hot = this.#o.hot.get(key);
-    const now = this.#o.readClock();
+    const now = this.#o.refreshCoarseNow();
     if (
       hot === undefined ||
       hot.hub !== link.hub ||

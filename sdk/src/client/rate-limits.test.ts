@@ -18,7 +18,7 @@ function admitted(limits: RateLimits, key: string, callsPerSecond: number, secon
   return n;
 }
 
-test('before any share: limit / instances; keys without a limit always pass', () => {
+test('before any split: limit / instances; keys without a limit always pass', () => {
   const limits = new RateLimits(100);
   assert.ok(!limits.active);
   assert.ok(limits.take('api:x', 0), 'no rules yet: no limit');
@@ -32,26 +32,26 @@ test('before any share: limit / instances; keys without a limit always pass', ()
   assert.is(admitted(limits, 'free', 1000, 1), 1000);
 });
 
-test("the hub's share replaces the even split until it lapses", () => {
+test("the hub's split replaces the even split until it lapses", () => {
   const limits = new RateLimits(100);
   limits.configure(rules, 4);
-  limits.setShares(['api:x'], [70], 3000, 0);
+  limits.setSplits(['api:x'], [70], 3000, 0);
   assert.is(limits.rateOf('api:x', 10), 70);
   const n = admitted(limits, 'api:x', 1000, 2);
   assert.ok(n >= 140 && n <= 148, `admitted ${n}`);
   assert.is(limits.rateOf('api:x', 3001), 25, 'lapsed: back to limit / instances');
 });
 
-test('buckets and shares stay bounded under any key cardinality', () => {
+test('buckets and splits stay bounded under any key cardinality', () => {
   const limits = new RateLimits(50);
   limits.configure(rules, 1);
   for (let i = 0; i < 10_000; i++) {
     limits.take(`api:${i}`, i);
-    limits.setShares([`api:${i}`], [1], 1000, i);
+    limits.setSplits([`api:${i}`], [1], 1000, i);
   }
-  // the newest keys are still known, with their share
+  // the newest keys are still known, with their split
   assert.is(limits.rateOf('api:9999', 9999), 1);
-  assert.is(limits.rateOf('api:0', 9999), 100, 'an evicted share falls back to the split');
+  assert.is(limits.rateOf('api:0', 9999), 100, 'an evicted split falls back to the split');
 });
 
 test.run();

@@ -3,15 +3,16 @@
  * token bucket per limited key.
  *
  * The hub divides each key's limit among the instances that report the key (Limit frames, by what
- * each uses) and this instance refills its bucket at its share. Until a share arrives — a key just
- * seen, a hub not yet connected, a share past its `ttlMs` — the rate is `limit / instances`, the
- * instances of the app the hub last reported (the whole limit while no hub was ever reached): an
- * even split, which the hub's first share corrects within a report interval or two.
+ * each uses): its rate split. This instance refills its bucket at its split. Until a split
+ * arrives — a key just seen, a hub not yet connected, a split past its `ttlMs` — the rate is
+ * `limit / instances`, the instances of the app the hub last reported (the whole limit while no
+ * hub was ever reached): an even split, which the hub's first split corrects within a report
+ * interval or two.
  *
- * A bucket holds at most BURST_SECONDS of its rate (at least one token), so a share's change
+ * A bucket holds at most BURST_SECONDS of its rate (at least one token), so a split's change
  * takes effect at once and an idle instance cannot save up a burst that breaks the limit.
  * Bounded: at most `maxKeys` buckets (oldest dropped first: a dropped key restarts full) and as
- * many shares.
+ * many splits.
  */
 import type { RuleSet } from '../rules.ts';
 
@@ -24,7 +25,7 @@ interface Bucket {
   tokens: number;
   at: number;
 }
-interface Share {
+interface Split {
   rate: number;
   until: number;
 }
@@ -37,7 +38,7 @@ export class RateLimits {
   #rules: RuleSet | undefined;
   #instances = 1;
   readonly #buckets = new Map<string, Bucket>();
-  readonly #shares = new Map<string, Share>();
+  readonly #splits = new Map<string, Split>();
 
   constructor(maxKeys: number) {
     this.#maxKeys = maxKeys;
@@ -53,30 +54,30 @@ export class RateLimits {
     this.#rules = rules.rules.some((r) => r.limit !== undefined) ? rules : undefined;
     this.#instances = Math.max(1, instances);
     this.#buckets.clear();
-    if (this.#rules === undefined) this.#shares.clear();
+    if (this.#rules === undefined) this.#splits.clear();
   }
 
-  /** The hub's shares for this instance (a Limit frame). */
-  setShares(keys: readonly string[], rates: readonly number[], ttlMs: number, now: number): void {
+  /** The hub's rate splits for this instance (a Limit frame; its `rates`). */
+  setSplits(keys: readonly string[], rates: readonly number[], ttlMs: number, now: number): void {
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
-      if (!this.#shares.has(key) && this.#shares.size >= this.#maxKeys) this.#dropOldest(this.#shares);
-      this.#shares.delete(key); // re-insert: Map order is the age order dropOldest relies on
-      this.#shares.set(key, { rate: rates[i]!, until: now + ttlMs });
+      if (!this.#splits.has(key) && this.#splits.size >= this.#maxKeys) this.#dropOldest(this.#splits);
+      this.#splits.delete(key); // re-insert: Map order is the age order dropOldest relies on
+      this.#splits.set(key, { rate: rates[i]!, until: now + ttlMs });
     }
   }
 
-  /** Shares of a hub that is gone: back to the even split until the next hub says otherwise. */
-  clearShares(): void {
-    this.#shares.clear();
+  /** Splits of a hub that is gone: back to the even split until the next hub says otherwise. */
+  clearSplits(): void {
+    this.#splits.clear();
   }
 
   /** The rate this instance enforces for `key` now (Infinity: not limited). */
   rateOf(key: string, now: number): number {
     const limit = this.#limitOf(key);
     if (limit === 0) return Number.POSITIVE_INFINITY;
-    const share = this.#shares.get(key);
-    return share !== undefined && share.until > now ? share.rate : limit / this.#instances;
+    const split = this.#splits.get(key);
+    return split !== undefined && split.until > now ? split.rate : limit / this.#instances;
   }
 
   /** Takes a token for one access of `key`; false when its bucket is empty. */

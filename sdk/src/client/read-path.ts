@@ -106,7 +106,7 @@ export class ReadPath {
     const rule = this.#o.config.ruleFor(key);
     const ratio = rule?.refreshAheadRatio ?? LOAD_DEFAULTS.refreshAheadRatio;
     return {
-      refreshAheadRatio: rule?.share === true && ratio < 1 ? ratio + (1 - ratio) * 0.9 : ratio,
+      refreshAheadRatio: rule?.push === true && ratio < 1 ? ratio + (1 - ratio) * 0.9 : ratio,
       staleIfErrorMs: rule?.staleIfErrorMs ?? LOAD_DEFAULTS.staleIfErrorMs,
     };
   }

@@ -68,16 +68,16 @@ interface Entry {
 
 export class RecentReads {
   readonly #links: () => HubLinks;
-  readonly #now: () => number;
+  readonly #monoNow: () => number;
   /** in send order: the first is the oldest */
   readonly #map = new Map<string, Entry>();
   #bytes = 0;
   /** loads answered by a remembered reply (`loadAnswered`: taken, and the load's own checks passed) */
   used = 0;
 
-  constructor(links: () => HubLinks, now: () => number) {
+  constructor(links: () => HubLinks, monoNow: () => number) {
     this.#links = links;
-    this.#now = now;
+    this.#monoNow = monoNow;
   }
 
   get size(): number {
@@ -97,7 +97,7 @@ export class RecentReads {
 
   /** A cold read of `key` goes out now; `reply` is its reply. Remembered while its vouchers hold. */
   sent(key: string, vouch: ReadVouch, scope: number | undefined, reply: Promise<unknown>): void {
-    const lease = this.#leaseOf(key, this.#now());
+    const lease = this.#leaseOf(key, this.#monoNow());
     if (lease === undefined || !vouch.live) return;
     this.#delete(key);
     if (this.#map.size >= MAX_RECENT_READS) this.#delete(this.#map.keys().next().value!);
@@ -112,7 +112,7 @@ export class RecentReads {
         entry.bytes = bytes;
         entry.value = value;
         entry.reply = undefined;
-        if (Number.isNaN(entry.answeredAt)) entry.answeredAt = this.#now();
+        if (Number.isNaN(entry.answeredAt)) entry.answeredAt = this.#monoNow();
         this.#bytes += bytes;
         while (this.#bytes > MAX_RECENT_BYTES) this.#delete(this.#map.keys().next().value!);
       },
@@ -131,7 +131,7 @@ export class RecentReads {
     if (entry === undefined) return undefined;
     this.#delete(key);
     if (entry.vouch !== vouch || !vouch.live || entry.scope !== scope) return undefined;
-    if (this.#leaseOf(key, this.#now()) !== entry.lease) return undefined;
+    if (this.#leaseOf(key, this.#monoNow()) !== entry.lease) return undefined;
     return entry.reply ?? Promise.resolve(entry.value);
   }
 
@@ -149,7 +149,8 @@ export class RecentReads {
    */
   answered(key: string, reply: Promise<unknown>): void {
     const entry = this.#map.size > 0 ? this.#map.get(key) : undefined;
-    if (entry !== undefined && entry.reply === reply && Number.isNaN(entry.answeredAt)) entry.answeredAt = this.#now();
+    if (entry !== undefined && entry.reply === reply && Number.isNaN(entry.answeredAt))
+      entry.answeredAt = this.#monoNow();
   }
 
   /**
@@ -159,7 +160,7 @@ export class RecentReads {
    */
   answeredJustNow(key: string): boolean {
     const entry = this.#map.size > 0 ? this.#map.get(key) : undefined;
-    return entry !== undefined && this.#now() - entry.answeredAt < RECENT_SURGE_MS;
+    return entry !== undefined && this.#monoNow() - entry.answeredAt < RECENT_SURGE_MS;
   }
 
   /** A write of `key` may have happened: its read can answer nothing any more. */

@@ -1,6 +1,6 @@
 /**
  * `stats()`: the client's counters in one object. Each part counts its own (the loads, the
- * reporter, the caches, the window); this file only gathers them, so that the read path keeps its
+ * report scheduler, the caches, the window); this file only gathers them, so that the read path keeps its
  * few counters as plain fields of the client.
  */
 import type { HotSet } from '../cache/hot-set.ts';
@@ -14,7 +14,7 @@ import type { HotLoads } from './loads.ts';
 import type { PushCounters, ValuePush } from './push.ts';
 import type { RateLimits } from './rate-limits.ts';
 import type { ReadPath } from './read-path.ts';
-import type { Reporter } from './reporter.ts';
+import type { ReportScheduler } from './report-scheduler.ts';
 import type { RecentReads } from './recent-reads.ts';
 import type { Holds } from './holds.ts';
 import type { SurgeLocal } from './surge-local.ts';
@@ -45,7 +45,7 @@ export interface ClientStats {
   loadsRejected: number;
   /** hot-key loads that resolved to `undefined`: returned, never cached */
   undefinedLoads: number;
-  /** value push (`share: true` rules), see push.ts */
+  /** value push (`push: true` rules), see push.ts */
   push: PushCounters;
   /** Report frames sent / keys in them / reports dropped because the socket was backed up */
   reports: number;
@@ -90,7 +90,7 @@ export interface StatsSources {
   window: AccessWindow;
   loads: HotLoads;
   push: ValuePush;
-  reporter: Reporter;
+  reportScheduler: ReportScheduler;
   hot: HotSet;
   cache: LocalCache;
   invalidator: Invalidator;
@@ -122,9 +122,9 @@ export function collectStats(s: StatsSources): ClientStats {
     loadsRejected: l.rejected,
     undefinedLoads: l.undefinedValues,
     push: { ...s.push.counters },
-    reports: s.reporter.reports,
-    reportedKeys: s.reporter.reportedKeys,
-    reportsDropped: s.reporter.reportsDropped,
+    reports: s.reportScheduler.reports,
+    reportedKeys: s.reportScheduler.reportedKeys,
+    reportsDropped: s.reportScheduler.reportsDropped,
     hotKeys: s.hot.size,
     cacheSize: s.cache.size,
     evictions: s.cache.evictions,

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HotKeyClient } from './client.ts';
 import { estimateBytes } from './surge-local.ts';
-import { DEFAULT_SURGE_LOCAL } from '../options.ts';
+import { DEFAULT_SURGE_LOCAL, resolveClientOptions, type SurgeLocalOptions } from '../options.ts';
 import { RULE_DEFAULTS } from '../rules.ts';
 import { MsgType } from '../wire/protocol.ts';
 import { delay, waitFor } from '../../../test/support/wait.ts';
@@ -50,14 +50,14 @@ async function tickAt(c: Connected, t: number): Promise<void> {
   await delay(50);
 }
 
-// The test rule's threshold is 100: its slice level is share × 100, its job level jobAccesses (0: none), each
+// The test rule's threshold is 100: its slice level is fraction × 100, its job level jobAccesses (0: none), each
 // at least minAccesses. A key's first access counts only in the window's sketch (its exact counter
 // starts at the second), so the slice level is reached at one access more; the job count starts at
 // the first. A burst reaches the lower of the two: that many reads reach the loader, the last one
 // loading for all.
-const { minAccesses, share, jobAccesses } = DEFAULT_SURGE_LOCAL;
+const { minAccesses, fraction, jobAccesses } = DEFAULT_SURGE_LOCAL;
 const level = Math.min(
-  Math.max(minAccesses, Math.ceil(share * 100)) + 1,
+  Math.max(minAccesses, Math.ceil(fraction * 100)) + 1,
   jobAccesses > 0 ? Math.max(minAccesses, jobAccesses) : Infinity,
 );
 
@@ -185,8 +185,8 @@ test('track() counts an adapter-style cold read: the key surges and its next rea
 });
 
 test('jobAccesses reads of a key in one synchronous job surge it; as many spread over jobs do not', async () => {
-  // share 1: the slice level is the rule's whole threshold (100), out of reach of these reads
-  const c = await connect({ surgeLocal: { share: 1, jobAccesses: 8 } });
+  // fraction 1: the slice level is the rule's whole threshold (100), out of reach of these reads
+  const c = await connect({ surgeLocal: { fraction: 1, jobAccesses: 8 } });
   // the first read, which only enters the window's sketch, counts in the job too: the 8th
   // surges it, and loads for the rest
   assert.is(await burst(c.hk, 'item:job', 20), 8);
@@ -203,8 +203,8 @@ test('jobAccesses reads of a key in one synchronous job surge it; as many spread
 });
 
 test('trackConcurrent: a key not counted before surges at its second read; a counted one needs two reads unanswered', async () => {
-  // share 1: the slice level is the rule's whole threshold (100), out of reach of these reads
-  const c = await connect({ surgeLocal: { share: 1 } });
+  // fraction 1: the slice level is the rule's whole threshold (100), out of reach of these reads
+  const c = await connect({ surgeLocal: { fraction: 1 } });
   c.hk.track('item:new'); // its first read: the sketch only
   c.hk.trackConcurrent('item:new', 1);
   assert.ok(c.hk.isHot('item:new'), 'read twice within one round trip');
@@ -220,12 +220,12 @@ test('trackConcurrent: a key not counted before surges at its second read; a cou
 });
 
 test('trackConcurrent: a counted key with one read unanswered still surges at its slice level', async () => {
-  // the default share: the slice level is a few reads, reached by reads that each overlap one
+  // the default fraction: the slice level is a few reads, reached by reads that each overlap one
   // unanswered read (a flash key's next tick while its previous GET is out)
   const c = await connect();
   c.clock.t = 1;
   await delay(30);
-  const sliceLevel = Math.max(minAccesses, Math.ceil(share * 100));
+  const sliceLevel = Math.max(minAccesses, Math.ceil(fraction * 100));
   c.hk.track('item:tick');
   await Promise.resolve();
   c.hk.track('item:tick'); // counted now, one short of its level
@@ -241,7 +241,7 @@ test('trackConcurrent: a counted key with one read unanswered still surges at it
 
 test('trackConcurrent never surges a key whose rule does not cache', async () => {
   const c = await connect(
-    { surgeLocal: { share: 1 } },
+    { surgeLocal: { fraction: 1 } },
     { rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, cache: false }] },
   );
   c.hk.track('item:nc');
@@ -252,9 +252,44 @@ test('trackConcurrent never surges a key whose rule does not cache', async () =>
 
 test('options.surgeLocal is checked', () => {
   const base = { app: 'a', hubs: 'ws://127.0.0.1:1' };
-  for (const bad of [{ share: 0 }, { share: 2 }, { maxKeys: 0 }, { jobAccesses: -1 }, { nope: 1 }, 'yes', null]) {
+  const bads = [
+    { fraction: 0 },
+    { fraction: 2 },
+    { share: 2 },
+    { maxKeys: 0 },
+    { jobAccesses: -1 },
+    { nope: 1 },
+    'yes',
+    null,
+  ];
+  for (const bad of bads) {
     assert.throws(() => new HotKeyClient({ ...base, surgeLocal: bad as never }), TypeError, JSON.stringify(bad));
   }
+});
+
+test('surgeLocal.share, the deprecated name of fraction, sets the same level; both differing is a TypeError', () => {
+  const base = { app: 'a', hubs: 'ws://127.0.0.1:1' };
+  const resolved = (surgeLocal: SurgeLocalOptions) => {
+    const opts = resolveClientOptions(
+      { ...base, surgeLocal },
+      () => 'host',
+      (host) => host,
+    ).surgeLocal;
+    assert.ok(opts !== false);
+    return opts;
+  };
+  assert.equal(resolved({ share: 0.25 }), resolved({ fraction: 0.25 }));
+  assert.is(resolved({ share: 0.25 }).fraction, 0.25);
+  assert.is(resolved({ fraction: 0.25, share: 0.25 }).fraction, 0.25, 'both, saying the same');
+  assert.throws(
+    () => resolved({ fraction: 0.25, share: 0.5 }),
+    (err: unknown) => err instanceof TypeError && /surgeLocal\.fraction is 0\.25 but share.* is 0\.5/.test(err.message),
+  );
+  assert.throws(
+    () => resolved({ share: 2 }),
+    (err: unknown) => err instanceof TypeError && err.message.startsWith('options.surgeLocal.fraction (given as share'),
+    'the error names the current option',
+  );
 });
 
 test('estimateBytes grows with the value and stops at shared objects', () => {

@@ -18,8 +18,8 @@
  * the hub promotes it (the entry then simply becomes the hub's: same lease, value kept); one
  * that expires unconfirmed is not promoted locally again for `retryMs`, so a key that is busy
  * only here does not end up cached by this instance alone for good. Surge level per rule: its
- * threshold scaled to a 1 s window, times `share`, within one slice of the access window, and at
- * least `minAccesses`; or, when set, `jobAccesses` cold reads of the key within one synchronous
+ * threshold scaled to a 1 s window, times the surge fraction (`fraction`), within one slice of the
+ * access window, and at least `minAccesses`; or, when set, `jobAccesses` cold reads of the key within one synchronous
  * job (counted until the job's end, a microtask): a flash key's first tick of reads is one job,
  * while a busy key of an ordinary Zipf head is read once or twice per job; or an adapter's read
  * of the key while earlier cold reads of it are still unanswered by Redis: the key is read faster
@@ -32,7 +32,7 @@
  */
 import type { HotSet, HotState } from '../cache/hot-set.ts';
 import type { AccessWindow } from '../counting/window.ts';
-import type { SurgeLocalOptions } from '../options.ts';
+import type { ResolvedSurgeLocal } from '../options.ts';
 import type { RuleSet } from '../rules.ts';
 import { Holds } from './holds.ts';
 import type { HubLinks } from './links.ts';
@@ -46,7 +46,7 @@ const SIZE_DEPTH = 4;
 const SIZE_FIELDS = 256;
 
 export interface SurgeLocalDeps {
-  options: Readonly<Required<SurgeLocalOptions>>;
+  options: Readonly<ResolvedSurgeLocal>;
   window: AccessWindow;
   hot: HotSet;
   /** the hub links (built after this part) */
@@ -211,12 +211,12 @@ export class SurgeLocal {
   }
 
   #computeLevels(rules: RuleSet): void {
-    const { share, minAccesses, jobAccesses } = this.#o.options;
-    // a sampled window counts a share of the accesses: so does a level
+    const { fraction, minAccesses, jobAccesses } = this.#o.options;
+    // a sampled window counts a fraction of the accesses: so does a level
     const sampled = (level: number, i: number) => Math.max(1, Math.ceil(level * this.#window.rateOfRule(i)));
     const caches = (r: RuleSet['rules'][number]) => r.cache && r.cacheTtlMs > 0;
     this.#levels = rules.rules.map((r, i) =>
-      caches(r) ? sampled(Math.max(minAccesses, Math.ceil((share * r.threshold * 1000) / r.windowMs)), i) : Infinity,
+      caches(r) ? sampled(Math.max(minAccesses, Math.ceil((fraction * r.threshold * 1000) / r.windowMs)), i) : Infinity,
     );
     this.#jobLevels = rules.rules.map((r, i) =>
       caches(r) && jobAccesses > 0 ? sampled(Math.max(minAccesses, jobAccesses), i) : Infinity,

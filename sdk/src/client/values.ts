@@ -17,8 +17,8 @@ export interface LocalValuesOptions {
   loads: HotLoads;
   push: ValuePush;
   recent: RecentReads;
-  /** the client's coarse clock */
-  clock: () => number;
+  /** the client's coarse reading of the monotonic clock */
+  coarseNow: () => number;
 }
 
 export class LocalValues {
@@ -34,7 +34,7 @@ export class LocalValues {
     o.cache.delete(key);
     o.hot.invalidate(key);
     o.loads.drop(key);
-    o.push.dropped(key, o.clock());
+    o.push.dropped(key, o.coarseNow());
     o.recent.drop(key);
   }
 
@@ -43,7 +43,7 @@ export class LocalValues {
     const o = this.#o;
     for (const key of [...o.hot.keys()]) {
       o.hot.invalidate(key);
-      o.push.dropped(key, o.clock());
+      o.push.dropped(key, o.coarseNow());
     }
     o.cache.clear();
     o.loads.clear();

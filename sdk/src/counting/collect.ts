@@ -1,5 +1,5 @@
 /**
- * What the access window (window.ts) hands the reporter at a flush: the keys due, their counts
+ * What the access window (window.ts) hands the report scheduler at a flush: the keys due, their counts
  * since the previous flush scaled back to accesses, and their rule indexes.
  */
 import type { RulePolicy } from './rule-policy.ts';

@@ -17,7 +17,7 @@ import {
 } from '../redis/breaker.ts';
 import { exportBreakerMetrics as exportMetrics } from '../redis/breaker-metrics.ts';
 import type { ReadGuard } from '../redis/hot-read.ts';
-import { keySlot } from '../redis/slots.ts';
+import { hashSlot } from '../redis/hash-slots.ts';
 import { isClosing, unguarded } from './unhooked.ts';
 
 type Client = Redis | Cluster;
@@ -58,7 +58,7 @@ export class Breakers {
     }
     if (typeof key !== 'string' && !(key instanceof Uint8Array)) return undefined;
     // bounded by the cluster's masters (and the nodes slots pointed at over time)
-    const owner = (this.#client as Cluster).slots[keySlot(key)]?.[0];
+    const owner = (this.#client as Cluster).slots[hashSlot(key)]?.[0];
     return owner === undefined ? undefined : this.#core.node(owner);
   }
 

@@ -5,7 +5,7 @@
  */
 import type { OwnSend } from '../redis/scripts.ts';
 import { ShardedCounter, type CounterOptions } from '../redis/counters.ts';
-import type { Client } from './cmd.ts';
+import type { Client } from './command.ts';
 import type { IoredisLike } from './client-shape.ts';
 import { unhooked } from './unhooked.ts';
 

@@ -8,7 +8,7 @@ import { fresh, PASSED, vouched, withTtl, type TrackedLoad } from '../redis/hot-
 import type { Rec } from '../redis/shared-records.ts';
 import { UNTRACKED, type NodeTracker, type Tracking } from '../redis/tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
-import { inSubscriberMode, type Client } from './cmd.ts';
+import { inSubscriberMode, type Client } from './command.ts';
 import { asPlainRead, unhooked } from './unhooked.ts';
 
 /** What the wrapper lends the fast path. */

@@ -9,7 +9,7 @@
  * reply puts the connection in monitor mode as it is handled; ioredis still emits 'monitoring'
  * when it gets there.
  */
-import type { Client, Cmd } from './cmd.ts';
+import type { Client, Cmd } from './command.ts';
 import { isEnumerable } from './layers.ts';
 
 type Send = (this: Client, command: Cmd, stream?: unknown) => unknown;

@@ -34,12 +34,12 @@
  *   command does; its hot keys take none again. Pipelines take none, as before.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
-import type { Client, Cmd, CmdCtor } from './cmd.ts';
+import { KEYSPACE_WRITES, WRITES } from '../redis/command-table.ts';
+import type { Client, Cmd, CmdCtor } from './command.ts';
 import { asBytes, REPLACEMENT } from '../redis/byte-replies.ts';
 import { flatHash, pickFields, type CachedHash } from '../redis/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
-import { keySlot } from '../redis/slots.ts';
+import { hashSlot } from '../redis/hash-slots.ts';
 
 /** What the wrapper lends this module: its one-key hot read, its own sends, and its routing of sharded counters. */
 export interface MultiReadContext {
@@ -392,7 +392,7 @@ function sameSlot(args: readonly unknown[]): boolean {
   let slot = -1;
   for (const arg of args) {
     if (typeof arg !== 'string' && !(arg instanceof Uint8Array)) return false;
-    const s = keySlot(arg);
+    const s = hashSlot(arg);
     if (slot === -1) slot = s;
     else if (s !== slot) return false;
   }

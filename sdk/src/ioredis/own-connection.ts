@@ -4,7 +4,7 @@
  * client is closing, and connections of its own to a node for tracking (tracking-connection.ts).
  */
 import type { Cluster, Redis } from 'ioredis';
-import { dispatched, type Client, type CmdCtor, type Send } from './cmd.ts';
+import { dispatched, type Client, type CmdCtor, type Send } from './command.ts';
 import { isClosing } from './unhooked.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import { connectionName, type TrackingRole } from '../redis/tracking-session.ts';

@@ -5,7 +5,7 @@
  */
 import type { Cluster } from 'ioredis';
 import type { ReplicaNodes } from '../redis/replicas.ts';
-import type { Client } from './cmd.ts';
+import type { Client } from './command.ts';
 import { dbOf } from './deployment.ts';
 
 export function ioredisReplicaNodes(

@@ -27,7 +27,7 @@
  * after their invalidation (write-invalidation.ts); the adapter's own commands and connections
  * are own-connection.ts's. hook.ts is the dispatch (which of them a command goes to); this file
  * places it on the client.
- * Each command is counted once: the hook marks what it dispatched (cmd.ts), and ioredis
+ * Each command is counted once: the hook marks what it dispatched (command.ts), and ioredis
  * re-sending a command (offline queue, reconnect, NOSCRIPT) passes straight through.
  */
 import type { HotKeyClient } from '../client/client.ts';
@@ -38,7 +38,7 @@ import { resolveWrapOptions, type WithHotKeysOptions } from '../redis/wrap-optio
 import type { WriteHot } from '../redis/write-hot.ts';
 import type { Breakers } from './breaker.ts';
 import type { IoredisLike } from './client-shape.ts';
-import type { Client } from './cmd.ts';
+import type { Client } from './command.ts';
 import { deploymentOf } from './deployment.ts';
 import { IoredisHook } from './hook.ts';
 import { isEnumerable, removeOwnSendCommand } from './layers.ts';

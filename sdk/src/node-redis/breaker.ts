@@ -23,7 +23,7 @@ import { Breakers, waitsByDesign, type BreakerOptions, type BreakerStats, type N
 import { exportBreakerMetrics } from '../redis/breaker-metrics.ts';
 import type { Cmd } from '../redis/command.ts';
 import type { ReadGuard } from '../redis/hot-read.ts';
-import { keySlot } from '../redis/slots.ts';
+import { hashSlot } from '../redis/hash-slots.ts';
 import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
 
@@ -251,7 +251,7 @@ export class NodeRedisBreaker {
 
   /** The breaker of the master serving `key`, if a command for it was seen. */
   #keyNode(key: string): NodeBreaker | undefined {
-    const master = this.#cluster!.slots[keySlot(key)]?.master;
+    const master = this.#cluster!.slots[hashSlot(key)]?.master;
     return master === undefined ? undefined : this.#core.known(nameOf(master));
   }
 

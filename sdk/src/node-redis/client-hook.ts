@@ -18,7 +18,7 @@
  * its node's circuit breaker is open (breaker.ts: a reconnecting client then serves hot keys).
  */
 import { ErrorCode, HotKeyError } from '../errors.ts';
-import { KEYSPACE_WRITES, WRITES } from '../redis/commands.ts';
+import { KEYSPACE_WRITES, WRITES } from '../redis/command-table.ts';
 import { keyName } from '../redis/identity.ts';
 import { keysOf } from '../redis/key-specs.ts';
 import { inOpenTransaction } from '../redis/write-invalidation.ts';

@@ -3,7 +3,7 @@
  * sub-keys (20, say) spread over the cluster's slots, so that its writes land on many masters, and
  * decremented by a Lua script that moves on to another shard when one is short.
  *
- * A counter is its base key plus N shard keys (slots.ts `shardNames`: N equal slot ranges, so
+ * A counter is its base key plus N shard keys (hash-slots.ts `shardNames`: N equal slot ranges, so
  * the shards sit on different masters). Its value is base + Σ shards. Each operation is atomic on
  * one key; nothing ever spans two keys atomically (a cluster cannot), so the semantics are built
  * from single-key steps that never lose or duplicate a unit:
@@ -25,7 +25,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Script, type OwnSend } from './scripts.ts';
-import { sameSlotName, shardNames } from './slots.ts';
+import { sameSlotName, shardNames } from './hash-slots.ts';
 
 /** takes min(ARGV[1], value) from KEYS[1], never below zero; returns what it took */
 const TAKE = new Script(`local have = tonumber(redis.call('GET', KEYS[1]) or '0')

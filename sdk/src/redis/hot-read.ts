@@ -20,7 +20,7 @@
  *   load) is asked of Redis with the caller's own command.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { READS, type ReadName } from './commands.ts';
+import { READS, type ReadName } from './command-table.ts';
 import { dispatched, type Cmd, type Send } from './command.ts';
 import { hashOf, type CachedHash } from './hash-replies.ts';
 import { HeldReads } from './held-reads.ts';

@@ -5,7 +5,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { WRITES } from './commands.ts';
+import { WRITES } from './command-table.ts';
 import { KEY_SPECS, keysOf } from './key-specs.ts';
 import { withResp2Call } from './live-redis.test-helper.ts';
 

@@ -3,7 +3,7 @@
  * list and does not say (node-redis's `sendCommand(['SET', key, value])`; ioredis's `Command`
  * knows its keys itself). The table is Redis 7.0's key specifications (`COMMAND INFO`: each key
  * spec's `begin_search` and `find_keys`, as redis.io's "Command key specifications" describes
- * them) for the commands the core needs the keys of: every write of commands.ts and the reads it
+ * them) for the commands the core needs the keys of: every write of command-table.ts and the reads it
  * answers. key-specs.test.ts checks it against a live server's COMMAND and COMMAND GETKEYS.
  *
  * A spec Redis itself cannot describe (SORT's `STORE destination`) or a write missing from the

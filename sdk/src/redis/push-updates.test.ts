@@ -24,7 +24,7 @@ test.after.each(closeAll);
 
 const isProtocolError = (err: unknown) => err instanceof ProtocolError;
 
-const SHARE = { share: true };
+const PUSH = { push: true };
 
 function value(s: Setup, key: string, ver: number, v: unknown, form?: PushForm): void {
   s.sock.send({ t: MsgType.Value, key, ver, value: packValue(v), ...(form === undefined ? {} : { form }) });
@@ -44,7 +44,7 @@ async function invalidate(s: Setup, key: string): Promise<void> {
 }
 
 test('an update: the old value goes and the new one is served in the same step, without a loader call', async () => {
-  const s = await setup({}, SHARE);
+  const s = await setup({}, PUSH);
   value(s, 'k', 5, 'old');
   await waitFor('injected', () => s.hk.stats().push.valuesInjected === 1);
   await update(s, 'k', 7, 'new');
@@ -55,7 +55,7 @@ test('an update: the old value goes and the new one is served in the same step, 
 });
 
 test('ordering: an older Value or update never overwrites a newer value; an invalidation wins over older values', async () => {
-  const s = await setup({}, SHARE);
+  const s = await setup({}, PUSH);
   await update(s, 'k', 7, 'seven');
   value(s, 'k', 6, 'six: pushed before the update');
   await waitFor('ignored', () => s.hk.stats().push.valuesOutdated === 1);
@@ -83,7 +83,7 @@ test('an update for a key not hot here, or hot under another rule: only the drop
 });
 
 test('the writer: invalidate(key, { value }) sends the value; not shared, not pushable or oversized: a plain request', async () => {
-  const s = await setup({ maxPushBytes: 64 }, SHARE);
+  const s = await setup({ maxPushBytes: 64 }, PUSH);
   void s.hk.invalidate('k', { value: { price: 7 } }).catch(() => {});
   const sent = await s.sock.next(MsgType.InvalidateRequest);
   assert.equal(unpackValue(sent.value!), { price: 7 });
@@ -103,7 +103,7 @@ test('the writer: invalidate(key, { value }) sends the value; not shared, not pu
 });
 
 test('records: injected only with a codec, of a known kind and shape, of a namespace used here', async () => {
-  const s = await setup({}, SHARE, ['a', 'b', 'c', 'd', 'e']);
+  const s = await setup({}, PUSH, ['a', 'b', 'c', 'd', 'e']);
   value(s, 'a', 5, ['string', 'v', 'ns-1', -1], PushForm.Record);
   await waitFor('no codec yet', () => s.hk.stats().push.valuesUndecodable === 1);
   const shared = SharedRecords.of(s.hk);
@@ -129,7 +129,7 @@ test('records: injected only with a codec, of a known kind and shape, of a names
 });
 
 test('the filler pushes only records it can vouch for, and invalidates what it pushed when it hears a write', async () => {
-  const s = await setup({}, SHARE, ['k', 'u']);
+  const s = await setup({}, PUSH, ['k', 'u']);
   const shared = SharedRecords.of(s.hk);
   const session = { live: true };
   const live = (value: string): Rec => record({ kind: 'string', value, ns: 'ns-1', expiresAt: undefined, session });

@@ -9,7 +9,7 @@
  *   with the promotion, re-sent when it crosses a step). The key itself is copy 0; copies beyond
  *   the number of masters are not used (they could only share a master).
  * - Where: copy c is named `hkr{<tag>}:<key>`. The `{tag}` comes first in the name, so it alone
- *   picks the slot (slots.ts): tags `<slot of key>.<c>.<j>` are tried for j = 0, 1, … until the
+ *   picks the slot (hash-slots.ts): tags `<slot of key>.<c>.<j>` are tried for j = 0, 1, … until the
  *   slot's master (the client's slot map) is one no earlier copy uses. Names depend only on the
  *   key, the copy and the slot map, so every instance names the same keys. On standalone Redis
  *   every copy lives on the one server (nothing to spread; it works the same way).
@@ -36,7 +36,7 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { RuleSet, REPLICA_DEFAULTS, type Rule } from '../rules.ts';
 import type { Cmd } from './command.ts';
-import { keySlot } from './slots.ts';
+import { hashSlot } from './hash-slots.ts';
 import type { Tracking } from './tracking.ts';
 
 /** a replica key lives this long from its fill unless set otherwise @default 2000 */
@@ -255,7 +255,7 @@ export class Replicas {
     let cached = this.#names.get(key);
     if (cached !== undefined && cached.length >= count && this.#placementHolds(cached, count))
       return cached.slice(0, count).map((c) => c.name);
-    const base = keySlot(key);
+    const base = hashSlot(key);
     const used = new Set<string>();
     const primary = this.#masterOf(base);
     if (this.#isCluster && primary === undefined) return undefined;
@@ -265,7 +265,7 @@ export class Replicas {
       let placed = false;
       for (let j = 0; j < MAX_TAG_PROBES && !placed; j++) {
         const tag = `${base}.${c}.${j}`;
-        const master = this.#masterOf(keySlot(tag));
+        const master = this.#masterOf(hashSlot(tag));
         if (master !== undefined && used.has(master)) continue;
         if (master !== undefined) used.add(master);
         cached.push({ name: `hkr{${tag}}:${key}`, master });
@@ -365,7 +365,7 @@ export class Replicas {
     if (!this.#isCluster) return true;
     for (let i = 0; i < count; i++) {
       const c = cached[i]!;
-      if (this.#masterOf(keySlot(c.name)) !== c.master) return false;
+      if (this.#masterOf(hashSlot(c.name)) !== c.master) return false;
     }
     return true;
   }

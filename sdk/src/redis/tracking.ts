@@ -55,7 +55,7 @@
  */
 import type { HotKeyClient } from '../client/client.ts';
 import { NodeTracker } from './node-tracker.ts';
-import { keySlot } from './slots.ts';
+import { hashSlot } from './hash-slots.ts';
 import {
   resolveTrackingOptions,
   type ResolvedTrackingOptions,
@@ -239,5 +239,5 @@ export class Tracking {
   }
 }
 
-/** Redis Cluster hash slot of a key (slots.ts). */
-export const slotOf = keySlot;
+/** Redis Cluster hash slot of a key (hash-slots.ts). */
+export const slotOf = hashSlot;

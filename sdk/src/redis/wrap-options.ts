@@ -40,7 +40,7 @@ export interface WithHotKeysOptions {
    */
   replicas?: boolean | ReplicaOptions;
   /**
-   * What a write of a hot key whose rule shares values (`share: true`) sends every instance:
+   * What a write of a hot key whose rule pushes values (`push: true`) sends every instance:
    * 'invalidate' (they drop it and reload) or 'update' (Redisson's UPDATE: a `SET`, `SETEX` or
    * `PSETEX` on its own — not in a pipeline or MULTI — is read back with its TTL through this
    * instance's tracking once Redis replied, and the invalidation carries that value: every

@@ -21,7 +21,7 @@ import { Coalescer } from './coalescer.ts';
 import { ShardedCounter } from './counters.ts';
 import { keyName } from './identity.ts';
 import type { OwnSend } from './scripts.ts';
-import { sameSlotName } from './slots.ts';
+import { sameSlotName } from './hash-slots.ts';
 
 /** The Command fields routing needs. */
 export interface RoutedCommand {

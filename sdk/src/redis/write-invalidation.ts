@@ -7,7 +7,7 @@
  * A failed write may still have written (a script, EXEC): its keys are dropped too.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { KEYSPACE_WRITES, WRITES } from './commands.ts';
+import { KEYSPACE_WRITES, WRITES } from './command-table.ts';
 import { dispatched, type Cmd } from './command.ts';
 import { keyName } from './identity.ts';
 import type { UpdateWrites } from './update-writes.ts';

@@ -202,125 +202,148 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
   }
 }
 
-/** Decodes and validates a frame the hub sent to an SDK. */
+type Fields = Record<string, unknown>;
+
+function welcome(m: Fields): ServerMessage {
+  return {
+    t: MsgType.Welcome,
+    v: int(m, 'v'),
+    hub: str(m, 'hub'),
+    epoch: int(m, 'epoch'),
+    members: members(m),
+    ...rules(m),
+    instances: int(m, 'instances'),
+    seq: int(m, 'seq'),
+    ...clock(m),
+  };
+}
+
+function promote(m: Fields): ServerMessage {
+  const key = m.key;
+  assertKey(key);
+  return {
+    t: MsgType.Promote,
+    seq: int(m, 'seq'),
+    key,
+    qps: num(m, 'qps'),
+    hotMs: int(m, 'hotMs'),
+    cacheTtlMs: int(m, 'cacheTtlMs'),
+    cache: bool(m, 'cache'),
+    at: num(m, 'at'),
+    ...kind(m),
+    ...replicas(m),
+  };
+}
+
+function invalidate(m: Fields): ServerMessage {
+  const key = m.key;
+  assertKey(key);
+  return { t: MsgType.Invalidate, seq: int(m, 'seq'), key, ...flush(m), ...update(m, true) };
+}
+
+function demote(m: Fields): ServerMessage {
+  const key = m.key;
+  assertKey(key);
+  return { t: MsgType.Demote, seq: int(m, 'seq'), key };
+}
+
+function hotEntry(x: unknown): HotEntry {
+  const o = obj(x, 'hot entry');
+  const key = o.key;
+  assertKey(key);
+  return {
+    key,
+    ttlMs: int(o, 'ttlMs'),
+    cacheTtlMs: int(o, 'cacheTtlMs'),
+    cache: bool(o, 'cache'),
+    qps: num(o, 'qps'),
+    ...kind(o),
+    ...replicas(o),
+  };
+}
+
+function snapshot(m: Fields): ServerMessage {
+  const hot = arr(m, 'hot', 10_000_000).map(hotEntry);
+  return { t: MsgType.Snapshot, seq: int(m, 'seq'), hot };
+}
+
+function ack(m: Fields): ServerMessage {
+  const fenced =
+    m.fenced === undefined
+      ? []
+      : arr(m, 'fenced', MAX_FENCED_IDS).map((x) => {
+          if (typeof x !== 'string' || x.length > MAX_NAME_LENGTH) protocolError('"fenced" must hold instance ids');
+          return x;
+        });
+  return { t: MsgType.Ack, id: int(m, 'id'), seq: int(m, 'seq'), fenced, ms: m.ms === undefined ? 0 : num(m, 'ms') };
+}
+
+function held(m: Fields): ServerMessage {
+  const r = arr(m, 'r', MAX_HOLD_KEYS);
+  for (let i = 0; i < r.length; i++)
+    if (typeof r[i] !== 'number' || !Object.values(HoldResult).includes(r[i] as HoldResult))
+      protocolError(`r[${i}] must be a hold result (0 to 4)`);
+  return { t: MsgType.Held, id: int(m, 'id'), r: r as HoldResult[], w: int(m, 'w') };
+}
+
+function fill(m: Fields): ServerMessage {
+  const key = m.key;
+  assertKey(key);
+  return { t: MsgType.Fill, key, ver: int(m, 'ver') };
+}
+
+function value(m: Fields): ServerMessage {
+  const key = m.key;
+  assertKey(key);
+  return { t: MsgType.Value, key, ver: int(m, 'ver'), value: bin(m, 'value', MAX_VALUE_BYTES), ...form(m) };
+}
+
+function limit(m: Fields): ServerMessage {
+  const keys = arr(m, 'keys', MAX_LIMIT_KEYS);
+  const rates = arr(m, 'rates', MAX_LIMIT_KEYS);
+  if (keys.length !== rates.length) protocolError('"keys" and "rates" differ in length');
+  for (let i = 0; i < keys.length; i++) {
+    assertKey(keys[i], `keys[${i}]`);
+    const r = rates[i];
+    if (typeof r !== 'number' || !(r >= 0 && r <= MAX_LIMIT)) protocolError(`rates[${i}] must be in [0, ${MAX_LIMIT}]`);
+  }
+  return { t: MsgType.Limit, keys: keys as string[], rates: rates as number[], ttlMs: int(m, 'ttlMs', 1, 3_600_000) };
+}
+
+/** Decodes and validates a frame the hub sent to an SDK: one decoder per message type. */
 export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
   const m = decodeFrame(bytes);
   switch (m.t) {
     case MsgType.Welcome:
-      return {
-        t: MsgType.Welcome,
-        v: int(m, 'v'),
-        hub: str(m, 'hub'),
-        epoch: int(m, 'epoch'),
-        members: members(m),
-        ...rules(m),
-        instances: int(m, 'instances'),
-        seq: int(m, 'seq'),
-        ...clock(m),
-      };
+      return welcome(m);
     case MsgType.Config:
       return { t: MsgType.Config, ...rules(m), instances: int(m, 'instances') };
     case MsgType.Members:
       return { t: MsgType.Members, epoch: int(m, 'epoch'), members: members(m) };
-    case MsgType.Promote: {
-      const key = m.key;
-      assertKey(key);
-      return {
-        t: MsgType.Promote,
-        seq: int(m, 'seq'),
-        key,
-        qps: num(m, 'qps'),
-        hotMs: int(m, 'hotMs'),
-        cacheTtlMs: int(m, 'cacheTtlMs'),
-        cache: bool(m, 'cache'),
-        at: num(m, 'at'),
-        ...kind(m),
-        ...replicas(m),
-      };
-    }
-    case MsgType.Invalidate: {
-      const key = m.key;
-      assertKey(key);
-      return { t: MsgType.Invalidate, seq: int(m, 'seq'), key, ...flush(m), ...update(m, true) };
-    }
-    case MsgType.Demote: {
-      const key = m.key;
-      assertKey(key);
-      return { t: MsgType.Demote, seq: int(m, 'seq'), key };
-    }
-    case MsgType.Snapshot: {
-      const hot = arr(m, 'hot', 10_000_000).map((x): HotEntry => {
-        const o = obj(x, 'hot entry');
-        const key = o.key;
-        assertKey(key);
-        return {
-          key,
-          ttlMs: int(o, 'ttlMs'),
-          cacheTtlMs: int(o, 'cacheTtlMs'),
-          cache: bool(o, 'cache'),
-          qps: num(o, 'qps'),
-          ...kind(o),
-          ...replicas(o),
-        };
-      });
-      return { t: MsgType.Snapshot, seq: int(m, 'seq'), hot };
-    }
+    case MsgType.Promote:
+      return promote(m);
+    case MsgType.Invalidate:
+      return invalidate(m);
+    case MsgType.Demote:
+      return demote(m);
+    case MsgType.Snapshot:
+      return snapshot(m);
     case MsgType.Error:
       return { t: MsgType.Error, code: str(m, 'code'), message: str(m, 'message', 4096) };
-    case MsgType.Ack: {
-      const fenced =
-        m.fenced === undefined
-          ? []
-          : arr(m, 'fenced', MAX_FENCED_IDS).map((x) => {
-              if (typeof x !== 'string' || x.length > MAX_NAME_LENGTH) protocolError('"fenced" must hold instance ids');
-              return x;
-            });
-      return {
-        t: MsgType.Ack,
-        id: int(m, 'id'),
-        seq: int(m, 'seq'),
-        fenced,
-        ms: m.ms === undefined ? 0 : num(m, 'ms'),
-      };
-    }
+    case MsgType.Ack:
+      return ack(m);
     case MsgType.Grant:
       return { t: MsgType.Grant, id: int(m, 'id'), ms: int(m, 'ms', 0, 3_600_000), ...clock(m) };
-    case MsgType.Held: {
-      const r = arr(m, 'r', MAX_HOLD_KEYS);
-      for (let i = 0; i < r.length; i++)
-        if (typeof r[i] !== 'number' || !Object.values(HoldResult).includes(r[i] as HoldResult))
-          protocolError(`r[${i}] must be a hold result (0 to 4)`);
-      return { t: MsgType.Held, id: int(m, 'id'), r: r as HoldResult[], w: int(m, 'w') };
-    }
+    case MsgType.Held:
+      return held(m);
     case MsgType.Drop:
       return { t: MsgType.Drop, d: int(m, 'd', 1), keys: holdKeys(m), w: int(m, 'w') };
-    case MsgType.Fill: {
-      const key = m.key;
-      assertKey(key);
-      return { t: MsgType.Fill, key, ver: int(m, 'ver') };
-    }
-    case MsgType.Value: {
-      const key = m.key;
-      assertKey(key);
-      return { t: MsgType.Value, key, ver: int(m, 'ver'), value: bin(m, 'value', MAX_VALUE_BYTES), ...form(m) };
-    }
-    case MsgType.Limit: {
-      const keys = arr(m, 'keys', MAX_LIMIT_KEYS);
-      const rates = arr(m, 'rates', MAX_LIMIT_KEYS);
-      if (keys.length !== rates.length) protocolError('"keys" and "rates" differ in length');
-      for (let i = 0; i < keys.length; i++) {
-        assertKey(keys[i], `keys[${i}]`);
-        const r = rates[i];
-        if (typeof r !== 'number' || !(r >= 0 && r <= MAX_LIMIT))
-          protocolError(`rates[${i}] must be in [0, ${MAX_LIMIT}]`);
-      }
-      return {
-        t: MsgType.Limit,
-        keys: keys as string[],
-        rates: rates as number[],
-        ttlMs: int(m, 'ttlMs', 1, 3_600_000),
-      };
-    }
+    case MsgType.Fill:
+      return fill(m);
+    case MsgType.Value:
+      return value(m);
+    case MsgType.Limit:
+      return limit(m);
     default:
       protocolError(`message type ${m.t} is not one a hub sends`);
   }

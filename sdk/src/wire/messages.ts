@@ -40,13 +40,13 @@ export const MsgType = {
   Lease: 15,
   /** hub -> SDK: answers Lease `id` with a lease of `ms` from when the SDK sent it */
   Grant: 16,
-  /** hub -> one SDK: load a shared key (`share: true` rule) and Push its value under ticket `ver` */
+  /** hub -> one SDK: load a pushed key (`push: true` rule; `share` on the wire) and Push its value under ticket `ver` */
   Fill: 17,
   /** SDK -> hub: the value a Fill asked for, serialised by the SDK (opaque to the hub) */
   Push: 18,
-  /** hub -> SDKs: a shared key's value with its per-key version; every SDK injects it without loading */
+  /** hub -> SDKs: a pushed key's value with its per-key version; every SDK injects it without loading */
   Value: 19,
-  /** hub -> SDK: this instance's shares of the rate limits of keys it uses */
+  /** hub -> SDK: this instance's rate splits: its part of the rate limits of keys it uses */
   Limit: 22,
   /** SDK -> owner hub (3): record this session as a holder of `keys` before it serves them locally */
   Hold: 23,
@@ -183,7 +183,7 @@ export interface InvalidateRequest {
   flush?: true;
   /**
    * An update: the key's new value (packValue bytes), which the hub broadcasts with the
-   * invalidation when the key is a hot shared key (`share: true`) and the value is within its
+   * invalidation when the key is a hot pushed key (`push: true`) and the value is within its
    * `maxPushBytes` (else a plain invalidation, and an Error HK_ERR_PUSH_TOO_LARGE to the writer).
    * Acked as any invalidation. Not with `flush`.
    */
@@ -235,9 +235,9 @@ export interface Grant {
   w?: number;
 }
 /**
- * This instance's shares of rate-limited keys: `keys[i]` may be accessed `rates[i]` times per
+ * This instance's rate splits of rate-limited keys: `keys[i]` may be accessed `rates[i]` times per
  * second here, for `ttlMs` (then the SDK falls back to `limit / instances`). The hub sends a
- * share when it changes and renews it before it lapses.
+ * split when it changes and renews it before it lapses.
  */
 export interface Limit {
   t: typeof MsgType.Limit;

@@ -15,13 +15,13 @@ export const URGENT_FLUSH_GAP_MS = 20;
 /** report frames are split well under MAX_FRAME_BYTES (msgpack overhead is a few bytes a key) */
 const REPORT_FRAME_BUDGET = MAX_FRAME_BYTES >> 1;
 
-export interface ReporterOptions {
+export interface ReportSchedulerOptions {
   window: AccessWindow;
   links: HubLinks;
   /** a report is dropped while its socket has more than this queued */
   maxBufferedBytes: number;
-  /** reads the clock and makes it the owner's coarse clock; returns it */
-  refreshClock: () => number;
+  /** reads the monotonic clock and makes it the owner's coarse reading; returns it */
+  refreshCoarseNow: () => number;
   /**
    * For a key hot here, the loader calls made for it since the last periodic report (its local
    * hits are its count less these); undefined for a key that is not hot here.
@@ -31,7 +31,7 @@ export interface ReporterOptions {
   reported: () => void;
 }
 
-export class Reporter {
+export class ReportScheduler {
   /** Report frames sent / keys in them / reports dropped because the socket was backed up */
   reports = 0;
   reportedKeys = 0;
@@ -40,7 +40,7 @@ export class Reporter {
   readonly #window: AccessWindow;
   readonly #links: HubLinks;
   readonly #maxBufferedBytes: number;
-  readonly #refreshClock: () => number;
+  readonly #refreshCoarseNow: () => number;
   readonly #loadsOf: (key: string) => number | undefined;
   readonly #reported: () => void;
   /** the pending early report, if any (an immediate when due at once, else a timeout) */
@@ -49,11 +49,11 @@ export class Reporter {
   #lastFlushAt = -Infinity;
   #closed = false;
 
-  constructor(options: ReporterOptions) {
+  constructor(options: ReportSchedulerOptions) {
     this.#window = options.window;
     this.#links = options.links;
     this.#maxBufferedBytes = options.maxBufferedBytes;
-    this.#refreshClock = options.refreshClock;
+    this.#refreshCoarseNow = options.refreshCoarseNow;
     this.#loadsOf = options.loadsOf;
     this.#reported = options.reported;
   }
@@ -91,7 +91,7 @@ export class Reporter {
     this.#urgentImmediate = undefined;
     this.#urgentTimer = undefined;
     if (this.#closed || !this.#window.urgent || this.#links.size === 0) return;
-    const now = this.#refreshClock();
+    const now = this.#refreshCoarseNow();
     const wait = this.#lastFlushAt + URGENT_FLUSH_GAP_MS - now;
     if (wait > 0) {
       this.#urgentTimer = setTimeout(this.#urgentFlush, Math.ceil(wait));

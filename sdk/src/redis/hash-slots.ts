@@ -1,7 +1,7 @@
 /**
- * Redis Cluster key slots and shard names that spread over them.
+ * Redis Cluster hash slots and shard names that spread over them.
  *
- * `keySlot` is the cluster's own mapping (Redis Cluster specification, "Key distribution model"):
+ * `hashSlot` is the cluster's own mapping (Redis Cluster specification, "Key distribution model"):
  * CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0) of the key's UTF-8 bytes, or of its hash
  * tag — the bytes between the first `{` and the first `}` after it, when that is not empty —
  * modulo 16384.
@@ -35,8 +35,8 @@ function crc16(bytes: Uint8Array, start: number, end: number): number {
 
 const encoder = new TextEncoder();
 
-/** The cluster slot of `key` (0–16383), as `CLUSTER KEYSLOT` computes it. */
-export function keySlot(key: string | Uint8Array): number {
+/** The cluster hash slot of `key` (0–16383), as `CLUSTER KEYSLOT` computes it. */
+export function hashSlot(key: string | Uint8Array): number {
   const bytes = typeof key === 'string' ? encoder.encode(key) : key;
   const open = bytes.indexOf(0x7b); // {
   if (open >= 0) {
@@ -45,6 +45,9 @@ export function keySlot(key: string | Uint8Array): number {
   }
   return crc16(bytes, 0, bytes.length) % SLOTS;
 }
+
+/** @deprecated renamed `hashSlot`; this name goes at the next minor version */
+export const keySlot: typeof hashSlot = hashSlot;
 
 /**
  * N shard key names of `key`, shard i hashing into slots [i·16384/N, (i+1)·16384/N). Found by
@@ -61,7 +64,7 @@ export function shardNames(key: string, shards: number): string[] {
     const hi = Math.floor(((i + 1) * SLOTS) / shards);
     for (let j = 0; ; j++) {
       const tag = `${h}.${j}`;
-      const slot = keySlot(tag);
+      const slot = hashSlot(tag);
       if (slot >= lo && slot < hi) {
         names.push(`{${tag}}${key}`);
         break;

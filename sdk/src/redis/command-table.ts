@@ -8,7 +8,7 @@
  * movable; subcommands such as `XGROUP CREATE` appear under their container, `xgroup`), plus the
  * commands whose key specs are read-write: PFCOUNT, and the scripts `eval`, `evalsha`, `fcall`
  * (their declared keys are treated as written; `eval_ro`, `evalsha_ro`, `fcall_ro` and
- * `defineCommand({ readOnly: true })` are not). `commands.test.ts` asks a live redis-server
+ * `defineCommand({ readOnly: true })` are not). `command-table.test.ts` asks a live redis-server
  * and fails when one is missing.
  */
 export const WRITES: ReadonlySet<string> = new Set([

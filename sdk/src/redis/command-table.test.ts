@@ -5,7 +5,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { KEYSPACE_WRITES, WRITES } from './commands.ts';
+import { KEYSPACE_WRITES, WRITES } from './command-table.ts';
 import { withResp2Call } from './live-redis.test-helper.ts';
 
 const call = withResp2Call(test);
