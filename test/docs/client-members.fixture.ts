@@ -24,5 +24,4 @@ export class Sample {
   set c(value: number) {
     this.secret = value;
   }
-
 }
