@@ -12,3 +12,5 @@ export { AccessWindow } from './counting/window.ts';
 export type { AccessWindowOptions } from './counting/window.ts';
 export { LocalCache } from './cache/local-cache.ts';
 export type { LocalCacheOptions } from './cache/local-cache.ts';
+export { adapterView } from './client/adapter-view.ts';
+export type { AdapterView } from './client/adapter-view.ts';

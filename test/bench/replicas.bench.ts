@@ -13,6 +13,7 @@
  */
 import { Cluster } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
+import { adapterView } from '@hotkey/sdk/internal';
 import { withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/ioredis';
 import type { Hub } from '@hotkey/hub';
 import { startHubInProcess } from '../support/hub-in-process.ts';
@@ -66,7 +67,7 @@ async function phase(
     // warm-up: promoted, and (with replicas) sized to the copies the QPS asks for and filled
     await waitFor(
       `${KEY} hot with ${copies} copies`,
-      () => hks.every((hk) => hk.isHot(KEY) && hk.replicasOf(KEY) >= copies),
+      () => hks.every((hk) => hk.isHot(KEY) && adapterView(hk).replicasOf(KEY) >= copies),
       30_000,
     );
     // the count follows the measured QPS: measure once it held for a second (a busy box wobbles)
@@ -74,7 +75,7 @@ async function phase(
     await waitFor(
       `${KEY} to keep ${copies} copies for 1 s`,
       () => {
-        if (!hks.every((hk) => hk.replicasOf(KEY) >= copies)) heldSince = performance.now();
+        if (!hks.every((hk) => adapterView(hk).replicasOf(KEY) >= copies)) heldSince = performance.now();
         return performance.now() - heldSince >= 1000;
       },
       30_000,
@@ -91,7 +92,7 @@ async function phase(
       busiest: (100 * Math.max(...perNode)) / total,
       readsPerSecond: (reads - before) / elapsed,
       perNode,
-      copies: Math.min(...hks.map((hk) => hk.replicasOf(KEY))),
+      copies: Math.min(...hks.map((hk) => adapterView(hk).replicasOf(KEY))),
     };
   } finally {
     running = false;

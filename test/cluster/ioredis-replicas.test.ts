@@ -14,6 +14,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { type Cluster, Redis } from 'ioredis';
 import { ErrorCode, type HotKeyClient } from '@hotkey/sdk';
+import { adapterView } from '@hotkey/sdk/internal';
 import { hashSlot, REPLICA_TTL_MS, replicaStats, withHotKeys } from '@hotkey/sdk/ioredis';
 import { hubInProcess } from '../support/e2e.ts';
 import { clientsOf, RedisCluster } from '../support/redis-cluster.ts';
@@ -115,7 +116,7 @@ async function heat(hk: HotKeyClient, redis: Redis | Cluster, key: string, copie
     `${key} hot with ${copies} copies`,
     async () => {
       await Promise.all(Array.from({ length: 20 }, () => redis.get(key)));
-      return hk.replicasOf(key) >= copies;
+      return adapterView(hk).replicasOf(key) >= copies;
     },
     15_000,
     20,
@@ -214,7 +215,7 @@ async function checker(deployment: 'cluster' | 'standalone'): Promise<void> {
   const readers = await Promise.all(
     [0, 1].map(() => reader({ hub: e2e.hub.url, ...target, key, instances: 2, loops: 2, copies })),
   );
-  await waitFor('the writer to see the copies', () => hk.replicasOf(key) >= copies, 10_000);
+  await waitFor('the writer to see the copies', () => adapterView(hk).replicasOf(key) >= copies, 10_000);
   // wrapper writes: 4 s, one every 25 ms
   const wrapperUntil = performance.now() + 4000;
   while (performance.now() < wrapperUntil) {

@@ -14,6 +14,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient, createClientPool, createCluster } from 'redis';
 import type { HotKeyClient } from '@hotkey/sdk';
+import { adapterView } from '@hotkey/sdk/internal';
 import { replicaStats, withHotKeys, type WithHotKeysOptions } from '@hotkey/sdk/node-redis';
 import { hubInProcess } from '../support/e2e.ts';
 import { destroyAll } from '../support/node-redis.ts';
@@ -71,7 +72,7 @@ async function heat(hk: HotKeyClient, c: Reader, key: string, want: number, wher
     `${key} hot with ${want} copies in Redis`,
     async () => {
       await Promise.all(Array.from({ length: 30 }, () => c.get(key)));
-      if (hk.replicasOf(key) < 3) return undefined;
+      if (adapterView(hk).replicasOf(key) < 3) return undefined;
       const copies = await copiesIn(key, where);
       return copies.length >= want ? copies : undefined;
     },

@@ -5,6 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { HotKeyClient } from '@hotkey/sdk';
+import { adapterView } from '@hotkey/sdk/internal';
 import { hubInProcess } from '../support/e2e.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -45,13 +46,13 @@ test('the replica count follows the QPS in steps; cached keys have none', async 
   try {
     feed.rate = 60;
     page.rate = 400;
-    await waitFor('feed:1 hot with one copy', () => hk!.replicasOf('feed:1') === 1, 10_000);
-    await waitFor('page:1 hot', () => hk!.replicasOf('page:1') >= 1, 10_000);
+    await waitFor('feed:1 hot with one copy', () => adapterView(hk!).replicasOf('feed:1') === 1, 10_000);
+    await waitFor('page:1 hot', () => adapterView(hk!).replicasOf('page:1') >= 1, 10_000);
     feed.rate = 350; // ceil(350 / 100) = 4 copies
-    await waitFor('feed:1 stepped up to 4 copies', () => hk!.replicasOf('feed:1') === 4, 10_000);
+    await waitFor('feed:1 stepped up to 4 copies', () => adapterView(hk!).replicasOf('feed:1') === 4, 10_000);
     feed.rate = 120; // 120 × 1.25 = 150: 2 copies
-    await waitFor('feed:1 stepped down', () => hk!.replicasOf('feed:1') <= 2, 10_000);
-    assert.is(hk!.replicasOf('page:1'), 1, 'a cached key is never replicated');
+    await waitFor('feed:1 stepped down', () => adapterView(hk!).replicasOf('feed:1') <= 2, 10_000);
+    assert.is(adapterView(hk!).replicasOf('page:1'), 1, 'a cached key is never replicated');
   } finally {
     feed.stop();
     page.stop();

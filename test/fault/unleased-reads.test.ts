@@ -12,6 +12,7 @@ import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import type { HotKeyClient } from '@hotkey/sdk';
+import { adapterView } from '@hotkey/sdk/internal';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { withHotKeys as withNodeRedis } from '@hotkey/sdk/node-redis';
 import { allCommandCalls, commandCalls } from '../support/commandstats.ts';
@@ -100,7 +101,7 @@ async function outage(name: string, hk: HotKeyClient, c: Reader): Promise<void> 
   e2e.hub.child.kill('SIGSTOP');
   try {
     // the lease lapses (≤ the hub's 2 s leaseMs); the key stays hot (maxStaleMs 30 s)
-    await waitFor(`${key}'s lease to lapse`, () => !hk.vouches(key), 6000);
+    await waitFor(`${key}'s lease to lapse`, () => !adapterView(hk).vouches(key), 6000);
     assert.ok(hk.isHot(key), 'still hot, only not vouched for');
     const unleased = hk.stats().unleased;
 
@@ -121,7 +122,7 @@ async function outage(name: string, hk: HotKeyClient, c: Reader): Promise<void> 
     e2e.hub.child.kill('SIGCONT');
   }
   // the hub is back, the lease with it: served locally again, the value current
-  await waitFor(`${key} vouched for again`, () => hk.vouches(key), 10_000);
+  await waitFor(`${key} vouched for again`, () => adapterView(hk).vouches(key), 10_000);
   await waitFor(`${key} served locally again`, async () => (await cost(() => job(c, key, 20, 'v2'))).gets === 0, 5000);
   assert.is((await cost(() => sequential(c, key, 5, 'v2'))).gets, 0);
 }

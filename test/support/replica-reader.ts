@@ -9,6 +9,7 @@
  *   → { type: 'done', starts, versions, stats }
  */
 import { HotKeyClient } from '@hotkey/sdk';
+import { adapterView } from '@hotkey/sdk/internal';
 import { replicaStats, withHotKeys } from '@hotkey/sdk/ioredis';
 import { Cluster, Redis } from 'ioredis';
 import { hostNow } from './host-clock.ts';
@@ -81,7 +82,7 @@ for (const { redis } of instances) for (let l = 0; l < cfg.loops; l++) loops.pus
 try {
   await waitFor(
     `${cfg.key} with ${cfg.copies} copies on every instance`,
-    () => instances.every(({ hk }) => hk.replicasOf(cfg.key) >= cfg.copies),
+    () => instances.every(({ hk }) => adapterView(hk).replicasOf(cfg.key) >= cfg.copies),
     30_000,
     20,
   );

@@ -16,14 +16,13 @@ import { ErrorCode, HotKeyError } from '../errors.ts';
 import { resolveClientOptions, type ClientOptions, type ResolvedClientOptions } from '../options.ts';
 import type { Rule, RuleKind } from '../rules.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
+import { registerAdapterView, type AdapterView } from './adapter-view.ts';
 import type { ClientEvents, EmitClientEvent } from './events.ts';
 import type { InvalidateOptions, InvalidateResult, UpdateMark } from './invalidator.ts';
 import { askLease, wantLease } from './leases.ts';
 import { HUB_URL } from './links.ts';
 import { buildParts, type ClientParts } from './parts.ts';
-import type { PushCodec } from './push.ts';
 import type { ReadPath } from './read-path.ts';
-import type { ReadVouch } from './recent-reads.ts';
 import type { SurgeLocal } from './surge-local.ts';
 import { collectStats, type ClientStats } from './stats.ts';
 import { logFault, logStatus } from './status-log.ts';
@@ -56,6 +55,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   readonly #reads: ReadPath;
   readonly #surge: SurgeLocal | undefined;
   readonly #statusFeed = new StatusFeed<ClientStatus>();
+  /** what the Redis adapters ask beyond the public API (adapter-view.ts) */
+  readonly #view: AdapterView;
   /** coarse clock, refreshed by the tick, by every hub frame and by every get() of a hot key */
   #coarseNow: number;
 
@@ -108,6 +109,8 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     this.#hot = p.hot;
     this.#reads = p.reads;
     this.#surge = p.surge;
+    this.#view = this.#adapterView();
+    registerAdapterView(this, this.#view);
     // One timer drives the coarse clock, the window slices, hot-key expiry and the reports.
     this.#tickTimer = setInterval(() => this.#onTick(), this.#opts.flushIntervalMs);
     p.links.start();
@@ -209,58 +212,11 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   }
 
   /**
-   * Counts a read of `key` as `track(key)` does, for an adapter with `inFlight` earlier reads of
-   * the key still unanswered: the key is read faster than one round trip here, so with local
-   * surges on it may surge at once (surge-local.ts) and the caller's read become its load.
+   * @deprecated adapter plumbing: `adapterView(hk).trackConcurrent` from `@hotkey/sdk/internal`;
+   * this forward leaves at the next minor version.
    */
   trackConcurrent(key: string, inFlight: number): void {
-    checkKey(key);
-    if (!Number.isInteger(inFlight) || inFlight < 0)
-      throw new TypeError(`trackConcurrent: inFlight must be an integer >= 0, got ${String(inFlight)}`);
-    if (this.#closed) return;
-    this.#accessed();
-    const slot = this.#window.track(key);
-    if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#coarseNow, inFlight);
-  }
-
-  /**
-   * For adapters: a cold read of `key` goes out now, in `scope` (its database: a load in another
-   * scope never takes it), while `vouch` — the adapter's Redis tracking session that has covered
-   * the key by broadcast since before this send — lives; `reply` is its reply. Should the key
-   * turn hot, its load may take that reply (`recentRead`) instead of reading the key again, as
-   * long as nothing dropped the key here since (an invalidation of it, a flush, a sequence gap)
-   * and the lease of its owner hub's link then is still current (recent-reads.ts). Bounded; a
-   * no-op while no hub vouches for the key.
-   */
-  noteRead(key: string, vouch: ReadVouch, scope: number | undefined, reply: Promise<unknown>): void {
-    if (this.#closed) return;
-    this.#p.recent.sent(key, vouch, scope, reply);
-  }
-
-  /**
-   * For an adapter's cold read of `key`: whether a reply of it `noteRead` kept landed just now
-   * (within one slice, recent-reads.ts RECENT_SURGE_MS). The adapter then counts the read as one
-   * arriving while another is unanswered (`trackConcurrent(key, 1)`): a key this instance was not
-   * counting surges, and its load takes that reply.
-   */
-  readJustAnswered(key: string): boolean {
-    return !this.#closed && this.#p.recent.answeredJustNow(key);
-  }
-
-  /** For an adapter: the cold read `noteRead` was given `reply` of was answered (said before its caller hears it). */
-  readAnswered(key: string, reply: Promise<unknown>): void {
-    this.#p.recent.answered(key, reply);
-  }
-
-  /** For an adapter's load of `key` under `vouch` in `scope`: the reply of a cold read `noteRead` kept, when it may answer the load now. */
-  recentRead(key: string, vouch: ReadVouch, scope: number | undefined): Promise<unknown> | undefined {
-    if (this.#closed) return undefined;
-    return this.#p.recent.take(key, vouch, scope);
-  }
-
-  /** For an adapter: the reply `recentRead` handed over answered the load (the adapter's own checks of it passed). */
-  recentReadUsed(): void {
-    this.#p.recent.loadAnswered();
+    this.#view.trackConcurrent(key, inFlight);
   }
 
   /** Which accesses made the key hot ('read', 'write' or 'any'), or undefined when it is not hot here. */
@@ -282,16 +238,6 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
     return this.#p.limits.take(key, this.#monoNow());
   }
 
-  /**
-   * For an adapter's loader: true while get() is calling a loader whose value it will not cache
-   * (the key is not hot, its rule does not cache it, no current lease of its hub vouches for a
-   * cached value, or the client is closed). Such a loader may send the caller's plain read: a load
-   * made to be cached (tracked, with its TTL) would cost Redis more for a value nobody keeps.
-   */
-  get uncachedLoad(): boolean {
-    return this.#reads.passing;
-  }
-
   /** Whether any rule limits keys: callers that check many keys skip `allow()` otherwise. */
   get limiting(): boolean {
     return this.#p.limits.active;
@@ -304,23 +250,11 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   }
 
   /**
-   * Whether `key` is hot here under a current lease of its hub, by the real clock (not the coarse
-   * one a stall leaves behind): a value read for the key before now may still be published (the
-   * ioredis wrapper's replica fills), because the hub has not acknowledged a write without us.
-   */
-  vouches(key: string): boolean {
-    const hot = this.#hot.get(key);
-    const now = this.#monoNow();
-    return hot !== undefined && hot.until > now && hot.lease.until > now;
-  }
-
-  /**
-   * Copies of a hot key that serve reads, itself included, as its hub decided (1: no replica
-   * keys); 0 when the key is not hot here — so one call answers `isHot` too.
+   * @deprecated adapter plumbing: `adapterView(hk).replicasOf` from `@hotkey/sdk/internal`; this
+   * forward leaves at the next minor version.
    */
   replicasOf(key: string): number {
-    const hot = this.#hot.get(key);
-    return hot !== undefined && hot.until > this.#coarseNow ? hot.replicas : 0;
+    return this.#view.replicasOf(key);
   }
 
   /** Whether the key is hot right now on this instance. */
@@ -357,20 +291,6 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
    */
   updateMark(key: string): UpdateMark {
     return this.#p.invalidator.updateMark(key);
-  }
-
-  /** Whether `key` is hot here, cached, and its rule pushes values (`push: true`): value push applies to it. */
-  isShared(key: string): boolean {
-    const hot = this.#hot.get(key);
-    return hot !== undefined && hot.until > this.#coarseNow && hot.cache && this.#p.config.ruleFor(key)?.push === true;
-  }
-
-  /**
-   * For adapters that cache values of their own shape (the ioredis wrapper's records): how they
-   * are pushed and injected, and who vouches for them (push.ts PushCodec). One per client.
-   */
-  usePushCodec(codec: PushCodec): void {
-    this.#p.push.codec = codec;
   }
 
   /**
@@ -443,6 +363,53 @@ export class HotKeyClient extends EventEmitter<ClientEvents> {
   }
 
   // ---- internals ----
+
+  /**
+   * What the Redis adapters ask beyond the public API (adapter-view.ts), built once per client:
+   * closures over this client's fields, so no adapter call allocates or looks anything up.
+   */
+  #adapterView(): AdapterView {
+    const { recent, push, config } = this.#p;
+    const hotSet = this.#hot;
+    const reads = this.#reads;
+    return {
+      trackConcurrent: (key, inFlight) => {
+        checkKey(key);
+        if (!Number.isInteger(inFlight) || inFlight < 0)
+          throw new TypeError(`trackConcurrent: inFlight must be an integer >= 0, got ${String(inFlight)}`);
+        if (this.#closed) return;
+        this.#accessed();
+        const slot = this.#window.track(key);
+        if (slot >= 0 && this.#surge !== undefined) this.#surge.check(key, slot, this.#coarseNow, inFlight);
+      },
+      noteRead: (key, vouch, scope, reply) => {
+        if (!this.#closed) recent.sent(key, vouch, scope, reply);
+      },
+      readJustAnswered: (key) => !this.#closed && recent.answeredJustNow(key),
+      readAnswered: (key, reply) => recent.answered(key, reply),
+      recentRead: (key, vouch, scope) => (this.#closed ? undefined : recent.take(key, vouch, scope)),
+      recentReadUsed: () => recent.loadAnswered(),
+      get uncachedLoad() {
+        return reads.passing;
+      },
+      vouches: (key) => {
+        const hot = hotSet.get(key);
+        const now = this.#monoNow();
+        return hot !== undefined && hot.until > now && hot.lease.until > now;
+      },
+      replicasOf: (key) => {
+        const hot = hotSet.get(key);
+        return hot !== undefined && hot.until > this.#coarseNow ? hot.replicas : 0;
+      },
+      isShared: (key) => {
+        const hot = hotSet.get(key);
+        return hot !== undefined && hot.until > this.#coarseNow && hot.cache && config.ruleFor(key)?.push === true;
+      },
+      usePushCodec: (codec) => {
+        push.codec = codec;
+      },
+    };
+  }
 
   /** The flush-interval timer: coarse clock, window slices, hot-key expiry, then the reports. */
   #onTick(): void {

@@ -6,7 +6,15 @@
  */
 import type { HotSet } from '../cache/hot-set.ts';
 import type { AccessWindow } from '../counting/window.ts';
-import { MsgType, type Member, type ServerMessage } from '../wire/protocol.ts';
+import {
+  MsgType,
+  type Demote,
+  type Invalidate,
+  type Member,
+  type Promote,
+  type ServerMessage,
+  type Snapshot,
+} from '../wire/protocol.ts';
 import type { AppConfig } from './app-config.ts';
 import type { EmitClientEvent } from './events.ts';
 import type { Holds } from './holds.ts';
@@ -58,73 +66,18 @@ export class Dispatch {
     const o = this.#o;
     const hub = link.hub;
     switch (message.t) {
-      case MsgType.Promote: {
-        this.#sequence(link, message.seq);
-        const promotion = {
-          ttlMs: message.hotMs,
-          cacheTtlMs: message.cacheTtlMs,
-          cache: message.cache,
-          qps: message.qps,
-          kind: message.kind ?? 'read',
-          replicas: message.replicas ?? 1,
-        };
-        // a local surge's entry (surge-local.ts) becomes the hub's: news to the app's listeners
-        const wasLocal = o.hot.get(message.key)?.local === true;
-        const { state, added, evicted, reset } = o.hot.promote(hub, message.key, promotion, o.coarseNow(), link.lease);
-        if (reset === true) o.forget(message.key); // cached under an older link or another hub
-        if (evicted !== undefined) {
-          o.forget(evicted);
-          o.emit('demote', evicted, { hub, reason: 'evicted' });
-        }
-        if (!state.cache) o.forget(message.key);
-        else if (added || reset === true) o.push.promoted(message.key, o.coarseNow());
-        o.window.calm(message.key); // hot already: its reports need not hurry any more
-        if (added || wasLocal) o.emit('promote', message.key, { hub, ...promotion });
+      case MsgType.Promote:
+        this.#promote(link, message);
         return;
-      }
-      case MsgType.Invalidate: {
-        this.#sequence(link, message.seq);
-        if (message.flush === true) o.dropAll();
-        else if (message.value !== undefined) o.push.update(link, message, () => o.dropValue(message.key));
-        else o.dropValue(message.key);
-        link.conn.send({ t: MsgType.Applied, seq: message.seq });
-        o.emit(
-          'invalidate',
-          message.key,
-          message.flush === true ? { hub, seq: message.seq, flush: true } : { hub, seq: message.seq },
-        );
+      case MsgType.Invalidate:
+        this.#invalidate(link, message);
         return;
-      }
-      case MsgType.Demote: {
-        this.#sequence(link, message.seq);
-        // a hub that lost the key lets go of it; a newer owner's promotion here stays
-        const held = o.hot.get(message.key);
-        if (held !== undefined && held.hub !== hub) return;
-        o.forget(message.key);
-        if (o.hot.demote(message.key)) o.emit('demote', message.key, { hub, reason: 'demote' });
+      case MsgType.Demote:
+        this.#demote(link, message);
         return;
-      }
-      case MsgType.Snapshot: {
-        const { removed, touched, promoted } = applySnapshot(o.hot, link, message, o.coarseNow());
-        for (const key of touched) o.forget(key);
-        for (const key of removed) {
-          o.forget(key);
-          o.emit('demote', key, { hub, reason: 'snapshot' });
-        }
-        for (const e of promoted) {
-          const { qps, ttlMs, cacheTtlMs, cache } = e;
-          o.emit('promote', e.key, {
-            hub,
-            qps,
-            ttlMs,
-            cacheTtlMs,
-            cache,
-            replicas: e.replicas ?? 1,
-            kind: e.kind ?? 'read',
-          });
-        }
+      case MsgType.Snapshot:
+        this.#snapshot(link, message);
         return;
-      }
       case MsgType.Ack:
         o.invalidator.ack(message.id, { hub, fenced: message.fenced, ms: message.ms });
         return;
@@ -156,6 +109,84 @@ export class Dispatch {
       case MsgType.Welcome:
       case MsgType.Error:
         return;
+    }
+  }
+
+  /** A key turned hot: its hot entry, and the cache's room for it. */
+  #promote(link: HubLink, message: Promote): void {
+    const o = this.#o;
+    const hub = link.hub;
+    this.#sequence(link, message.seq);
+    const promotion = {
+      ttlMs: message.hotMs,
+      cacheTtlMs: message.cacheTtlMs,
+      cache: message.cache,
+      qps: message.qps,
+      kind: message.kind ?? 'read',
+      replicas: message.replicas ?? 1,
+    };
+    // a local surge's entry (surge-local.ts) becomes the hub's: news to the app's listeners
+    const wasLocal = o.hot.get(message.key)?.local === true;
+    const { state, added, evicted, reset } = o.hot.promote(hub, message.key, promotion, o.coarseNow(), link.lease);
+    if (reset === true) o.forget(message.key); // cached under an older link or another hub
+    if (evicted !== undefined) {
+      o.forget(evicted);
+      o.emit('demote', evicted, { hub, reason: 'evicted' });
+    }
+    if (!state.cache) o.forget(message.key);
+    else if (added || reset === true) o.push.promoted(message.key, o.coarseNow());
+    o.window.calm(message.key); // hot already: its reports need not hurry any more
+    if (added || wasLocal) o.emit('promote', message.key, { hub, ...promotion });
+  }
+
+  /** A key's value (or every value: a flush) goes here, or is replaced by a pushed one; applied, then acknowledged. */
+  #invalidate(link: HubLink, message: Invalidate): void {
+    const o = this.#o;
+    this.#sequence(link, message.seq);
+    if (message.flush === true) o.dropAll();
+    else if (message.value !== undefined) o.push.update(link, message, () => o.dropValue(message.key));
+    else o.dropValue(message.key);
+    link.conn.send({ t: MsgType.Applied, seq: message.seq });
+    const hub = link.hub;
+    o.emit(
+      'invalidate',
+      message.key,
+      message.flush === true ? { hub, seq: message.seq, flush: true } : { hub, seq: message.seq },
+    );
+  }
+
+  /** A key is no longer hot, by the word of the hub that holds it. */
+  #demote(link: HubLink, message: Demote): void {
+    const o = this.#o;
+    this.#sequence(link, message.seq);
+    // a hub that lost the key lets go of it; a newer owner's promotion here stays
+    const held = o.hot.get(message.key);
+    if (held !== undefined && held.hub !== link.hub) return;
+    o.forget(message.key);
+    if (o.hot.demote(message.key)) o.emit('demote', message.key, { hub: link.hub, reason: 'demote' });
+  }
+
+  /** The hub's whole hot set, after a gap or a reconnect (resync.ts). */
+  #snapshot(link: HubLink, message: Snapshot): void {
+    const o = this.#o;
+    const hub = link.hub;
+    const { removed, touched, promoted } = applySnapshot(o.hot, link, message, o.coarseNow());
+    for (const key of touched) o.forget(key);
+    for (const key of removed) {
+      o.forget(key);
+      o.emit('demote', key, { hub, reason: 'snapshot' });
+    }
+    for (const e of promoted) {
+      const { qps, ttlMs, cacheTtlMs, cache } = e;
+      o.emit('promote', e.key, {
+        hub,
+        qps,
+        ttlMs,
+        cacheTtlMs,
+        cache,
+        replicas: e.replicas ?? 1,
+        kind: e.kind ?? 'read',
+      });
     }
   }
 

@@ -73,17 +73,71 @@ export interface ClientParts {
 
 /** Builds and wires every part of a client with options `opts` and hub seed URLs `seeds`. */
 export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[], host: ClientHost): ClientParts {
-  const { refreshCoarseNow } = host;
+  // Filled in four steps, in this order; a callback that names a part of a later step reads it
+  // from `p` when called, once the client runs.
+  const p = unbuilt();
+  Object.assign(p, countingParts(opts, host, p));
+  Object.assign(p, valueParts(opts, host, p));
+  Object.assign(p, linkParts(opts, seeds, host, p));
+  Object.assign(p, hubWorkParts(opts, host, p));
+  return p;
+}
+
+/**
+ * Every part, unset: the object has its final shape from the start (the client reads some parts
+ * through it on every call), and the steps fill it in.
+ */
+function unbuilt(): ClientParts {
+  const none = undefined as never;
+  return {
+    window: none,
+    cache: none,
+    hot: none,
+    limits: none,
+    config: none,
+    loads: none,
+    push: none,
+    reads: none,
+    values: none,
+    readiness: none,
+    hubEvents: none,
+    links: none,
+    invalidator: none,
+    holds: none,
+    dispatch: none,
+    reportScheduler: none,
+    surge: none,
+    recent: none,
+  };
+}
+
+/** The access window, the hot set and its cache, rate limits and the app's config. */
+function countingParts(
+  opts: ResolvedClientOptions,
+  host: ClientHost,
+  p: ClientParts,
+): Pick<ClientParts, 'window' | 'cache' | 'hot' | 'limits' | 'config'> {
   const window = new AccessWindow({
     maxCandidates: opts.maxCandidates,
     sampleRate: opts.sampleRate,
     now: host.coarseNow(),
-    onUrgent: () => reportScheduler.urgentSoon(),
+    onUrgent: () => p.reportScheduler.urgentSoon(),
   });
   const cache = new LocalCache({ maxEntries: opts.maxEntries });
   const hot = new HotSet({ maxKeys: opts.maxHotKeys });
   const limits = new RateLimits(opts.maxLimitedKeys);
   const config = new AppConfig(window, limits);
+  return { window, cache, hot, limits, config };
+}
+
+/** What serves hot keys: loads, value push, kept cold reads, held values, local surges, the read path. */
+function valueParts(
+  opts: ResolvedClientOptions,
+  host: ClientHost,
+  p: ClientParts,
+): Pick<ClientParts, 'loads' | 'push' | 'recent' | 'values' | 'holds' | 'surge' | 'reads'> {
+  const { refreshCoarseNow } = host;
+  const { window, cache, hot, config } = p;
   /** this instance's share of REFRESH_JITTER, in [0, 1) */
   const jitter = Math.random();
   const loads: HotLoads = new HotLoads({
@@ -100,7 +154,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     onStale: (key, error) => host.status({ type: 'stale-value', key, error }),
     awaitPush: (key) => push.awaitPush(key),
     onFilled: (key, value, state) => {
-      push.filled(key, value, links.get(state.hub));
+      push.filled(key, value, p.links.get(state.hub));
       if (state.local) surge?.filled(key, value, state);
     },
   });
@@ -114,7 +168,7 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     refreshCoarseNow,
     loadNow: (key, loader, state) => loads.loadNow(key, loader, state),
   });
-  const recent = new RecentReads(() => links, host.monoNow);
+  const recent = new RecentReads(() => p.links, host.monoNow);
   const values = new LocalValues({ cache, hot, loads, push, recent, coarseNow: host.coarseNow });
   const holds = new Holds({
     hot: (key) => hot.get(key),
@@ -126,32 +180,49 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     },
     invalidated: (key, info) => host.emit('invalidate', key, info),
   });
-  const surge =
-    opts.surgeLocal === false
-      ? undefined
-      : new SurgeLocal({
-          options: opts.surgeLocal,
-          window,
-          hot,
-          links: () => links,
-          forget: (key) => values.forget(key),
-          holds,
-          sinceOf: (key) => recent.sinceOf(key),
-        });
+  const surge = surgeOf(opts, p, { holds, values, recent });
   const reads: ReadPath = new ReadPath({ window, config, loads, push, jitter, closed: host.closed, surge });
+  return { loads, push, recent, values, holds, surge, reads };
+}
+
+/** Local surges, or undefined when `surgeLocal: false`. */
+function surgeOf(
+  opts: ResolvedClientOptions,
+  p: ClientParts,
+  { holds, values, recent }: Pick<ClientParts, 'holds' | 'values' | 'recent'>,
+): SurgeLocal | undefined {
+  if (opts.surgeLocal === false) return undefined;
+  return new SurgeLocal({
+    options: opts.surgeLocal,
+    window: p.window,
+    hot: p.hot,
+    links: () => p.links,
+    forget: (key) => values.forget(key),
+    holds,
+    sinceOf: (key) => recent.sinceOf(key),
+  });
+}
+
+/** The hub links, what handles their connection events, and ready(). */
+function linkParts(
+  opts: ResolvedClientOptions,
+  seeds: readonly string[],
+  host: ClientHost,
+  p: ClientParts,
+): Pick<ClientParts, 'readiness' | 'hubEvents' | 'links'> {
   const readiness = new Readiness();
   const hubEvents: HubEvents = new HubEvents({
-    hot,
-    loads,
-    config,
+    hot: p.hot,
+    loads: p.loads,
+    config: p.config,
     readiness,
     maxStaleMs: opts.maxStaleMs,
     links: () => links,
-    dispatch: () => dispatch,
-    invalidator: () => invalidator,
-    holds,
+    dispatch: () => p.dispatch,
+    invalidator: () => p.invalidator,
+    holds: p.holds,
     closed: host.closed,
-    refreshCoarseNow,
+    refreshCoarseNow: host.refreshCoarseNow,
     status: host.status,
     fault: host.fault,
   });
@@ -167,9 +238,19 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     handler: hubEvents,
     onLost: (hub) => hubEvents.lost(hub),
   });
+  return { readiness, hubEvents, links };
+}
+
+/** What goes over the links: invalidations, the dispatch of hub messages, the reports. */
+function hubWorkParts(
+  opts: ResolvedClientOptions,
+  host: ClientHost,
+  p: ClientParts,
+): Pick<ClientParts, 'invalidator' | 'dispatch' | 'reportScheduler'> {
+  const { window, hot, loads, links, values, recent } = p;
   const invalidator: Invalidator = new Invalidator({
     links,
-    push,
+    push: p.push,
     timeoutMs: opts.invalidateTimeoutMs,
     maxPending: opts.maxPendingInvalidations,
     dropValue: (key) => values.drop(key),
@@ -178,11 +259,11 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
   const dispatch: Dispatch = new Dispatch({
     hot,
     window,
-    push,
-    limits,
+    push: p.push,
+    limits: p.limits,
     invalidator,
-    holds,
-    config,
+    holds: p.holds,
+    config: p.config,
     monoNow: host.monoNow,
     coarseNow: host.coarseNow,
     dropValue: (key) => values.drop(key),
@@ -191,36 +272,17 @@ export function buildParts(opts: ResolvedClientOptions, seeds: readonly string[]
     resynced: () => recent.clear(),
     emit: host.emit,
     status: host.status,
-    applyMembers: (epoch, members, from) => hubEvents.members(epoch, members, from),
+    applyMembers: (epoch, members, from) => p.hubEvents.members(epoch, members, from),
   });
   const reportScheduler: ReportScheduler = new ReportScheduler({
     window,
     links,
     maxBufferedBytes: opts.maxBufferedBytes,
-    refreshCoarseNow,
+    refreshCoarseNow: host.refreshCoarseNow,
     loadsOf: (key) => (hot.get(key)?.cache === true ? loads.tallied(key) : undefined),
     reported: () => loads.resetTally(),
   });
-  return {
-    window,
-    cache,
-    hot,
-    limits,
-    config,
-    loads,
-    push,
-    reads,
-    values,
-    readiness,
-    hubEvents,
-    links,
-    invalidator,
-    holds,
-    dispatch,
-    reportScheduler,
-    surge,
-    recent,
-  };
+  return { invalidator, dispatch, reportScheduler };
 }
 
 /** The first frame on every hub connection. */

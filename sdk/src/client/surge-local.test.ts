@@ -1,5 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { adapterView } from './adapter-view.ts';
 import { HotKeyClient } from './client.ts';
 import { estimateBytes } from './surge-local.ts';
 import { DEFAULT_SURGE_LOCAL, resolveClientOptions, type SurgeLocalOptions } from '../options.ts';
@@ -40,7 +41,7 @@ async function connect(...args: Parameters<typeof connectPeer>): Promise<Connect
     cache: true,
     at: 0,
   });
-  await waitFor('the first lease applied', () => c.hk.vouches('lease-probe'));
+  await waitFor('the first lease applied', () => adapterView(c.hk).vouches('lease-probe'));
   return c;
 }
 
@@ -181,7 +182,7 @@ test('track() counts an adapter-style cold read: the key surges and its next rea
     c.hk.track('item:t');
   }
   assert.ok(c.hk.isHot('item:t'));
-  assert.is(c.hk.replicasOf('item:t'), 1);
+  assert.is(adapterView(c.hk).replicasOf('item:t'), 1);
 });
 
 test('jobAccesses reads of a key in one synchronous job surge it; as many spread over jobs do not', async () => {
@@ -206,15 +207,15 @@ test('trackConcurrent: a key not counted before surges at its second read; a cou
   // fraction 1: the slice level is the rule's whole threshold (100), out of reach of these reads
   const c = await connect({ surgeLocal: { fraction: 1 } });
   c.hk.track('item:new'); // its first read: the sketch only
-  c.hk.trackConcurrent('item:new', 1);
+  adapterView(c.hk).trackConcurrent('item:new', 1);
   assert.ok(c.hk.isHot('item:new'), 'read twice within one round trip');
   for (let i = 0; i < 3; i++) {
     c.hk.track('item:old'); // counted: an exact counter of 2
     await Promise.resolve(); // each read a job of its own (jobAccesses)
   }
-  c.hk.trackConcurrent('item:old', 1);
+  adapterView(c.hk).trackConcurrent('item:old', 1);
   assert.not.ok(c.hk.isHot('item:old'), 'one read unanswered: as a Zipf head key has now and then');
-  c.hk.trackConcurrent('item:old', 2);
+  adapterView(c.hk).trackConcurrent('item:old', 2);
   assert.ok(c.hk.isHot('item:old'), 'two reads unanswered');
   assert.is(c.hk.stats().surgeLocalPromotions, 2);
 });
@@ -235,7 +236,7 @@ test('trackConcurrent: a counted key with one read unanswered still surges at it
   }
   assert.not.ok(c.hk.isHot('item:tick'));
   await Promise.resolve();
-  c.hk.trackConcurrent('item:tick', 1);
+  adapterView(c.hk).trackConcurrent('item:tick', 1);
   assert.ok(c.hk.isHot('item:tick'), 'the slice count reached its level');
 });
 
@@ -245,8 +246,8 @@ test('trackConcurrent never surges a key whose rule does not cache', async () =>
     { rules: [{ ...RULE_DEFAULTS, match: '*', threshold: 100, cache: false }] },
   );
   c.hk.track('item:nc');
-  c.hk.trackConcurrent('item:nc', 1);
-  c.hk.trackConcurrent('item:nc', 2);
+  adapterView(c.hk).trackConcurrent('item:nc', 1);
+  adapterView(c.hk).trackConcurrent('item:nc', 2);
   assert.not.ok(c.hk.isHot('item:nc'));
 });
 

@@ -3,6 +3,7 @@
  * (~10x cheaper than the command path). It shares the core's record rules and tracked loads
  * (redis/hot-read.ts); everything it does not take is ioredis's own `get`, through the hook.
  */
+import { adapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient } from '../client/client.ts';
 import { fresh, PASSED, vouched, withTtl, type TrackedLoad } from '../redis/hot-read.ts';
 import type { Rec } from '../redis/shared-records.ts';
@@ -38,6 +39,7 @@ function bypassing(client: Client, method: (...a: unknown[]) => unknown, args: u
 /** GET's fast path, installed as the client's `get` method. */
 export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) => unknown {
   const { hk, base, tracking, namespaceOf, loadBlocked, sharded, inTransaction, trackedLoad, hookOnTop } = ctx;
+  const view = adapterView(hk);
   const replicas = ctx.replicas;
 
   /**
@@ -86,7 +88,7 @@ export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) =
     const key = prefix ? prefix + arg : arg;
     if (key.length > MAX_KEY_LENGTH) return baseGet.apply(this, args);
     // one lookup: 0 not hot; more than 1 copy with replicas on: replica-served, by read()
-    const copies = hk.replicasOf(key);
+    const copies = view.replicasOf(key);
     if (copies === 0 || (copies > 1 && replicas)) return baseGet.apply(this, args);
     if (sharded(key)) return baseGet.apply(this, args); // a sharded counter: GET sums its shards
     tracking?.reading(); // a client reading only hot keys (pushed values) is a reader too
@@ -97,7 +99,7 @@ export function hotGet(ctx: HotGetContext): (this: Client, ...args: unknown[]) =
     const loaded = hk.get(key, (): Promise<Rec> => {
       const refused = loadBlocked(key);
       if (refused !== undefined) return Promise.reject(refused);
-      if (hk.uncachedLoad) {
+      if (view.uncachedLoad) {
         passed = true; // hk keeps no value (no lease): a plain GET, below
         return PASSED;
       }

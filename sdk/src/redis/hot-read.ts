@@ -9,9 +9,10 @@
  * - A cached record is served while Redis has not expired it and, with tracking on, while the
  *   session it was read under lives (a write we can no longer hear about may have changed it).
  * - Concurrent reads of a hot key not cached yet are merged into one load (hk's single-flight).
- * - A read hk will not cache (`hk.uncachedLoad`: no current lease of the key's hub, a rule that
- *   does not cache) is the caller's own command, a GET held with the job's others (held-reads.ts):
- *   what a plain client's read costs Redis, not a tracked load per read for a value nobody keeps.
+ * - A read hk will not cache (`uncachedLoad` of its adapter view: no current lease of the key's
+ *   hub, a rule that does not cache) is the caller's own command, a GET held with the job's others
+ *   (held-reads.ts): what a plain client's read costs Redis, not a tracked load per read for a
+ *   value nobody keeps.
  * - A load goes through the node's tracking connections (value, PTTL, opt-in in one round trip)
  *   once they are up; while they are first connecting it waits for them, bounded by tracking.ts's
  *   TRACKING_WAIT_MS. A client not ready yet never waits: its read is queued as its plain client
@@ -19,6 +20,7 @@
  * - Anything else (another namespace's record, another shape, an expired one, a failed shared
  *   load) is asked of Redis with the caller's own command.
  */
+import { adapterView, type AdapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient } from '../client/client.ts';
 import { READS, type ReadName } from './command-table.ts';
 import { dispatched, type Cmd, type Send } from './command.ts';
@@ -140,8 +142,8 @@ export interface HotReads<C extends object = object> {
    */
   read(client: C, send: Send<C>, command: Cmd, name: ReadName, node?: object): unknown;
   /**
-   * a GET of a hot key, counted already, whose value hk does not cache (`hk.uncachedLoad` in its
-   * loader): sent as a plain client sends it, held with the job's other GETs (held-reads.ts)
+   * a GET of a hot key, counted already, whose value hk does not cache (the view's `uncachedLoad`
+   * in its loader): sent as a plain client sends it, held with the job's other GETs (held-reads.ts)
    */
   plain(client: C, send: Send<C>, command: Cmd): unknown;
   /** a tracked load of `key` (value, PTTL, opt-in: one round trip) as a cached record */
@@ -172,6 +174,8 @@ export function hotReads<C extends object>(ctx: HotReadContext<C>): HotReads<C> 
 interface Parts<C extends object> {
   readonly ctx: HotReadContext<C>;
   readonly hk: HotKeyClient;
+  /** what the read path asks of hk beyond its public API */
+  readonly view: AdapterView;
   readonly isCluster: boolean;
   readonly tracking: Tracking | undefined;
   readonly replicas: ReplicaReads | undefined;
@@ -195,6 +199,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
     this.#p = {
       ctx,
       hk,
+      view: adapterView(hk),
       isCluster,
       tracking,
       replicas,
@@ -249,9 +254,9 @@ class HotReadPath<C extends object> implements HotReads<C> {
     };
   }
   #coldAnswered(command: Cmd, key: string, node: object | undefined, failed: boolean, error: unknown): void {
-    const { hk, guard, watches } = this.#p;
+    const { view, guard, watches } = this.#p;
     if (node !== undefined) guard!.answered(node, command, failed, error);
-    if (watches) hk.readAnswered(key, command.promise);
+    if (watches) view.readAnswered(key, command.promise);
     if ((command as Counted)[IN_FLIGHT] !== true) return;
     (command as Counted)[IN_FLIGHT] = false;
     const left = this.#inFlight.get(key)! - 1;
@@ -264,7 +269,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
    * take this reply (tracking.ts `prefixes`, client/recent-reads.ts).
    */
   #sendCold(client: C, send: Send<C>, command: Cmd, key: string, get: boolean, node: object | undefined): unknown {
-    const { ctx, hk, isCluster, tracking, guard, watches } = this.#p;
+    const { ctx, view, isCluster, tracking, guard, watches } = this.#p;
     const n = this.#inFlight.get(key);
     if (n !== undefined || this.#inFlight.size < MAX_IN_FLIGHT) {
       this.#inFlight.set(key, (n ?? 0) + 1);
@@ -272,7 +277,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
     }
     if (get && watches) {
       const vouch = tracking!.watching(key);
-      if (vouch !== undefined) hk.noteRead(key, vouch, isCluster ? undefined : ctx.dbOf(client), command.promise);
+      if (vouch !== undefined) view.noteRead(key, vouch, isCluster ? undefined : ctx.dbOf(client), command.promise);
     }
     if (node !== undefined) guard!.sent(node, command);
     return send.call(client, command);
@@ -310,7 +315,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
   }
 
   read(client: C, send: Send<C>, command: Cmd, name: ReadName, node?: object): unknown {
-    const { ctx, hk, tracking, guard, watches } = this.#p;
+    const { ctx, hk, view, tracking, guard, watches } = this.#p;
     const key = keyName(command.args[0]);
     const arity = name === 'hget' ? 2 : 1;
     if (key === undefined || command.args.length !== arity) {
@@ -325,9 +330,9 @@ class HotReadPath<C extends object> implements HotReads<C> {
       // surge here (client/surge-local.ts): then it is the key's hot load. A read while another
       // of the key is unanswered surges it at once: the key comes faster than a round trip; so
       // does one right after a kept reply of it landed (tracked prefixes, recent-reads.ts)
-      const unanswered = this.#inFlight.get(key) ?? (watches && hk.readJustAnswered(key) ? 1 : undefined);
+      const unanswered = this.#inFlight.get(key) ?? (watches && view.readJustAnswered(key) ? 1 : undefined);
       if (unanswered === undefined) hk.track(key);
-      else hk.trackConcurrent(key, unanswered);
+      else view.trackConcurrent(key, unanswered);
       if (!hk.isHot(key)) {
         const guarded = guard === undefined ? undefined : node;
         this.#watchCold(command, key, guarded);
@@ -344,7 +349,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
    * serve it. `mayHold`: a GET hk does not cache may be held (not when sent from a flush).
    */
   #hot(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string, mayHold: boolean): unknown {
-    const { ctx, hk, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply } = this.#p;
+    const { ctx, hk, view, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply } = this.#p;
     if (replicas !== undefined && name === 'get' && command.replyEncoding === 'utf8') {
       const copies = replicas.copies(key);
       if (copies > 1) {
@@ -356,7 +361,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
     }
     // what the job holds goes first — unless this GET may join it: a hot key no lease vouches for
     // is read plain (below), and its reads in the job share one GET
-    if (this.#held.holding(client) && (name !== 'get' || !mayHold || hk.vouches(key))) this.#held.flush(client);
+    if (this.#held.holding(client) && (name !== 'get' || !mayHold || view.vouches(key))) this.#held.flush(client);
     const ns = namespaceOf(client);
     const field = name === 'hget' ? String(command.args[1]) : undefined;
     let sent = false;
@@ -373,7 +378,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
     const loader = (): Promise<Rec> => {
       const refused = loadBlocked(key);
       if (refused !== undefined) return Promise.reject(refused);
-      if (hk.uncachedLoad) {
+      if (view.uncachedLoad) {
         passed = true; // the caller's own command goes, below
         return PASSED;
       }

@@ -16,6 +16,7 @@
  * start: a cold read's reply kept under the session may answer a load later. A connection that gives up
  * reconnecting ('end') closes the tracker: tracking makes a new one when the node is wanted again.
  */
+import { adapterView, type AdapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient } from '../client/client.ts';
 import { keyName } from './identity.ts';
 import {
@@ -45,6 +46,7 @@ export class NodeTracker {
   readonly #watch: TrackingConnection | undefined;
   readonly #connections: TrackingConnection[];
   readonly #hk: HotKeyClient;
+  readonly #view: AdapterView;
   readonly #options: ResolvedTrackingOptions;
   readonly #onKey: (key: string) => void;
   readonly #onEnd: (session: TrackingSession) => void;
@@ -84,6 +86,7 @@ export class NodeTracker {
     this.#connections = watch === undefined ? [reader, sub] : [reader, sub, watch];
     this.#beating = watch !== undefined;
     this.#hk = hk;
+    this.#view = adapterView(hk);
     this.#options = options;
     const fault = (err: Error) => options.onError(err);
     for (const c of this.#connections) {
@@ -134,7 +137,7 @@ export class NodeTracker {
     const session = this.session;
     if (!session.live) throw new Error(`tracking of ${this.nodeKey} is down`);
     if (kind === 'get' && this.#watch !== undefined) {
-      const reply = this.#hk.recentRead(key, session, db);
+      const reply = this.#view.recentRead(key, session, db);
       const read = reply === undefined ? undefined : await this.#fromReply(reply, key, db, session);
       if (read !== undefined) return read;
     }
@@ -164,7 +167,7 @@ export class NodeTracker {
     const replies = await this.#exec(db, [['pttl', key]]).catch(() => undefined);
     const pttl = replies?.[0]?.[1];
     if (typeof pttl !== 'number' || (value === null) !== (pttl === -2) || !session.live) return undefined;
-    this.#hk.recentReadUsed();
+    this.#view.recentReadUsed();
     return { value, pttl, session };
   }
 

@@ -33,6 +33,7 @@
  * or its connection lost). During a resharding two instances may name copies differently for a
  * moment: the `ttlMs` bound holds regardless.
  */
+import { adapterView, type AdapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient } from '../client/client.ts';
 import { RuleSet, REPLICA_DEFAULTS, type Rule } from '../rules.ts';
 import type { Cmd } from './command.ts';
@@ -162,6 +163,7 @@ export interface ReplicaStats {
 export class Replicas {
   readonly stats: ReplicaStats = { hits: 0, misses: 0, primary: 0, fills: 0, voided: 0, deleted: 0 };
   readonly #hk: HotKeyClient;
+  readonly #view: AdapterView;
   readonly #nodes: ReplicaNodes;
   readonly #isCluster: boolean;
   readonly #ttlMs: number;
@@ -180,6 +182,7 @@ export class Replicas {
     const ttlMs = options.ttlMs ?? REPLICA_TTL_MS;
     checkTtl(ttlMs);
     this.#hk = hk;
+    this.#view = adapterView(hk);
     this.#nodes = nodes;
     this.#isCluster = nodes.isCluster;
     this.#ttlMs = ttlMs;
@@ -197,7 +200,7 @@ export class Replicas {
 
   /** Copies serving reads of `key` now, itself included (1: read the key as usual). */
   copies(key: string): number {
-    const n = this.#hk.replicasOf(key);
+    const n = this.#view.replicasOf(key);
     if (n <= 1) return 1;
     if (!this.#isCluster) return n;
     const masters = this.#masterCount();
@@ -299,7 +302,7 @@ export class Replicas {
         this.#flights.end(key, fill);
         // a value read before an invalidation this instance applied, or read while its hub's lease
         // may have lapsed (a stall: the hub may have acked a write without us), is not published
-        if (fill.voided || !this.#hk.vouches(key) || this.copies(key) <= 1) {
+        if (fill.voided || !this.#view.vouches(key) || this.copies(key) <= 1) {
           this.stats.voided++;
           return;
         }

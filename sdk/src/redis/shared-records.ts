@@ -24,6 +24,7 @@
  * test/e2e/ioredis-push.test.ts. A pusher frozen while its hub session stays open leaves its
  * receivers unvouched until that session closes (hub liveness) or their cacheTtlMs ends.
  */
+import { adapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient } from '../client/client.ts';
 import { UNPUSHABLE, type PushCodec } from '../client/push.ts';
 import type { TrackingSession } from './tracking.ts';
@@ -85,7 +86,7 @@ export class SharedRecords implements PushCodec {
     if (shared === undefined) {
       shared = new SharedRecords(hk);
       byClient.set(hk, shared);
-      hk.usePushCodec(shared);
+      adapterView(hk).usePushCodec(shared);
     }
     return shared;
   }

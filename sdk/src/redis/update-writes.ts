@@ -22,6 +22,7 @@
  * invalidation, as with `writes: 'invalidate'`. The invalidation's ack path is the same either
  * way: the write settles once every instance applied it or was fenced.
  */
+import { adapterView, type AdapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient, InvalidateResult } from '../client/client.ts';
 import type { Rec, SharedRecords } from './shared-records.ts';
 import type { NodeTracker, Tracking } from './tracking.ts';
@@ -42,6 +43,7 @@ export interface UpdateWriteStats {
 
 export class UpdateWrites {
   readonly #hk: HotKeyClient;
+  readonly #view: AdapterView;
   readonly #shared: SharedRecords;
   /** the key's value, PTTL and tracking opt-in, read through tracking; undefined when tracking cannot */
   readonly #readBack: (key: string) => Promise<Rec | undefined>;
@@ -49,13 +51,14 @@ export class UpdateWrites {
 
   constructor(hk: HotKeyClient, shared: SharedRecords, readBack: (key: string) => Promise<Rec | undefined>) {
     this.#hk = hk;
+    this.#view = adapterView(hk);
     this.#shared = shared;
     this.#readBack = readBack;
   }
 
   /** Whether a write of `key` by command `name` goes as an update (call before sending it). */
   claims(name: string, key: string): boolean {
-    if (!isUpdateWrite(name) || !this.#hk.isShared(key)) return false;
+    if (!isUpdateWrite(name) || !this.#view.isShared(key)) return false;
     this.#shared.release(key);
     return true;
   }
