@@ -2,7 +2,7 @@
  * The aggregator's options (aggregator.ts) and their defaults, with the shape of its counters.
  */
 import type { Rule } from '@hotkey/sdk/rules';
-import type { AggregatorListener } from './decide.ts';
+import type { AggregatorListener } from './decide/decide.ts';
 import { DEFAULT_TUNABLES } from './tunables.ts';
 
 export interface AggregatorOptions {
