@@ -55,8 +55,8 @@ const sides: Side[] = [];
 for (const tree of trees) {
   const at = (path: string) => pathToFileURL(`${tree}/${path}`).href;
   const { Aggregator } = (await import(
-    at('hub/src/core/aggregator.ts')
-  )) as typeof import('../../hub/src/core/aggregator.ts');
+    at('hub/src/core/aggregate/aggregator.ts')
+  )) as typeof import('../../hub/src/core/aggregate/aggregator.ts');
   const { readReport } = (await import(
     at('hub/src/core/report-frame.ts')
   )) as typeof import('../../hub/src/core/report-frame.ts');

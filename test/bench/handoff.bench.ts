@@ -15,7 +15,7 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { Ownership } from '@hotkey/sdk/ownership';
 import type { Member } from '@hotkey/sdk/protocol';
 import { parseRules } from '@hotkey/sdk/rules';
-import { Aggregator } from '../../hub/src/core/aggregator.ts';
+import { Aggregator } from '../../hub/src/core/aggregate/aggregator.ts';
 import { emptyHandoffCounters, Handoff } from '../../hub/src/core/handoff.ts';
 import { silentLogger } from '../../hub/src/core/logger.ts';
 import { APP, Cluster } from '../cluster/cluster-harness.ts';

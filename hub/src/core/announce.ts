@@ -4,7 +4,7 @@
  * published to the cluster's events feed through the Coordinator.
  */
 import type { Rule } from '@hotkey/sdk/rules';
-import type { DemoteReason, HotKeyView } from './aggregator.ts';
+import type { DemoteReason, HotKeyView } from './aggregate/aggregator.ts';
 import type { AppState } from './apps.ts';
 import type { Coordinator, HubEvent } from './coordinator.ts';
 import { demoteMessage, promoteMessage, replicaStepMessage } from './frames.ts';

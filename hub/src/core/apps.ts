@@ -8,7 +8,7 @@ import { CapacityError, ErrorCode, AuthError, ProtocolError } from '@hotkey/sdk'
 import { CloseCode, HOLDERS_VERSION, MAX_NAME_LENGTH, MsgType, type Hello } from '@hotkey/sdk/protocol';
 import { localThreshold, type Rule } from '@hotkey/sdk/rules';
 import type { Coordinator } from './coordinator.ts';
-import { Aggregator, type DemoteReason } from './aggregator.ts';
+import { Aggregator, type DemoteReason } from './aggregate/aggregator.ts';
 import { tokenMatches } from './auth.ts';
 import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';

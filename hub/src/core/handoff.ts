@@ -21,7 +21,7 @@
  */
 import { Ownership } from '@hotkey/sdk/ownership';
 import type { Member } from '@hotkey/sdk/protocol';
-import type { Aggregator } from './aggregator.ts';
+import type { Aggregator } from './aggregate/aggregator.ts';
 import { ChunkError, decodeChunk, encodeChunks, type HandoffChunk, type HandoffRefusal } from './handoff-chunk.ts';
 import type { Logger } from './logger.ts';
 

@@ -19,7 +19,7 @@ import type { Apps, AppState } from './apps.ts';
 import { snapshotFrame, welcomeFrame } from './frames.ts';
 import { admitVersion } from './legacy-sessions.ts';
 import type { MemberView } from './members.ts';
-import { reporterBit } from './reporters.ts';
+import { reporterBit } from './aggregate/reporters.ts';
 import { type Session, SessionState } from './session.ts';
 import { TokenBucket } from './token-bucket.ts';
 import type { HubTunables } from './tunables.ts';

@@ -4,7 +4,7 @@
  * them to prom-client histograms), at most once per frame or decision, never per record.
  * http/metrics.ts renders all of it at `GET /metrics`.
  */
-import type { AggregatorStats } from './aggregator.ts';
+import type { AggregatorStats } from './aggregate/aggregator.ts';
 import type { IntakeStats } from './intake.ts';
 import type { InvalidationBudgetStats } from './invalidation-budget.ts';
 import { emptyHandoffCounters } from './handoff.ts';

@@ -29,7 +29,7 @@ import type { BaselineDetector } from './detectors/baseline.ts';
 import { TopKDetector } from './detectors/topk.ts';
 import { MODE_BASELINE, MODE_FIXED, MODE_TOPK, type RuleTable } from './rule-table.ts';
 import { activeExactKeys } from './schedule.ts';
-import { NONE, type Slots } from '../slots.ts';
+import { NONE, type Slots } from '../aggregate/slots.ts';
 
 export type DemoteReason = HubDemoteReason;
 

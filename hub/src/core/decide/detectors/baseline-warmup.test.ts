@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseRules } from '@hotkey/sdk/rules';
-import { Aggregator } from '../../aggregator.ts';
+import { Aggregator } from '../../aggregate/aggregator.ts';
 import { BaselineDetector } from './baseline.ts';
 
 const RULE = { match: 'feed:*', mode: 'baseline', factor: 5, minQps: 60 };

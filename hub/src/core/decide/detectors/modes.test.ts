@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
-import { Aggregator, type DemoteReason } from '../../aggregator.ts';
+import { Aggregator, type DemoteReason } from '../../aggregate/aggregator.ts';
 import { SpaceSaving } from './topk.ts';
 
 function setup(rules: unknown, now = 0) {

@@ -4,10 +4,10 @@
  * keys forgets the ones another hub now owns.
  */
 import type { Rule } from '@hotkey/sdk/rules';
-import type { Decider } from './decide/decide.ts';
-import { BaselineDetector } from './decide/detectors/baseline.ts';
-import { TopKDetector } from './decide/detectors/topk.ts';
-import { MODE_FIXED, type RuleTable } from './decide/rule-table.ts';
+import type { Decider } from '../decide/decide.ts';
+import { BaselineDetector } from '../decide/detectors/baseline.ts';
+import { TopKDetector } from '../decide/detectors/topk.ts';
+import { MODE_FIXED, type RuleTable } from '../decide/rule-table.ts';
 import type { Slots } from './slots.ts';
 
 /**

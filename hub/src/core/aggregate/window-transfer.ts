@@ -14,8 +14,8 @@
  * since the surge may already be over by the time its reports would have crossed it here.
  */
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
-import type { Decider } from './decide/decide.ts';
-import { MODE_FIXED, type RuleTable } from './decide/rule-table.ts';
+import type { Decider } from '../decide/decide.ts';
+import { MODE_FIXED, type RuleTable } from '../decide/rule-table.ts';
 import { NONE, SLICES, SLOT_STRIDE, TICK, TOTAL, type Slots } from './slots.ts';
 
 /** One key as handed over. */

@@ -2,8 +2,8 @@
  * The aggregator's options (aggregator.ts) and their defaults, with the shape of its counters.
  */
 import type { Rule } from '@hotkey/sdk/rules';
-import type { AggregatorListener } from './decide/decide.ts';
-import { DEFAULT_TUNABLES } from './tunables.ts';
+import type { AggregatorListener } from '../decide/decide.ts';
+import { DEFAULT_TUNABLES } from '../tunables.ts';
 
 export interface AggregatorOptions {
   rules: readonly Rule[];

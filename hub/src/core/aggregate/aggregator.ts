@@ -22,11 +22,11 @@
 import type { Rule } from '@hotkey/sdk/rules';
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
 import { AGGREGATOR_DEFAULTS as DEFAULTS, type AggregatorOptions, type AggregatorStats } from './aggregator-options.ts';
-import { Decider, type AggregatorListener, type DemoteReason, type PromotionBudget } from './decide/decide.ts';
+import { Decider, type AggregatorListener, type DemoteReason, type PromotionBudget } from '../decide/decide.ts';
 import { hotViews, type HotKeyView } from './hot-view.ts';
 import { reassignOwnership, reassignRules } from './reassign.ts';
-import type { ReportFrame } from './report-frame.ts';
-import { RuleTable } from './decide/rule-table.ts';
+import type { ReportFrame } from '../report-frame.ts';
+import { RuleTable } from '../decide/rule-table.ts';
 import type { KeyShare } from './key-shares.ts';
 import { exportWindows, importWindow, type WindowEntry } from './window-transfer.ts';
 import {

@@ -3,7 +3,7 @@
  * history, the broadcasts): one row per hot key, its window brought up to `now` first.
  */
 import type { Rule } from '@hotkey/sdk/rules';
-import type { RuleTable } from './decide/rule-table.ts';
+import type { RuleTable } from '../decide/rule-table.ts';
 import type { Slots } from './slots.ts';
 
 export interface HotKeyView {
