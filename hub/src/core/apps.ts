@@ -9,14 +9,14 @@ import { CloseCode, HOLDERS_VERSION, MAX_NAME_LENGTH, MsgType, type Hello } from
 import { localThreshold, type Rule } from '@hotkey/sdk/rules';
 import type { Coordinator } from './coordinator.ts';
 import { Aggregator, type DemoteReason } from './aggregate/aggregator.ts';
-import { tokenMatches } from './auth.ts';
+import { tokenMatches } from './membership/auth.ts';
 import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';
 import type { HubMetrics } from './hub-metrics.ts';
 import { DropTracker } from './drop-tracker.ts';
 import { Holders } from './holders.ts';
 import { InvalidationTracker } from './invalidations.ts';
-import { closeLease, cutOffLagging, isLegacy } from './legacy-sessions.ts';
+import { closeLease, cutOffLagging, isLegacy } from './membership/legacy-sessions.ts';
 import { Savings } from './savings.ts';
 import { SharedValues } from './shared-values.ts';
 import { LimitShares } from './decide/limit-shares.ts';

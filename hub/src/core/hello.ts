@@ -17,8 +17,8 @@ import {
 } from '@hotkey/sdk/protocol';
 import type { Apps, AppState } from './apps.ts';
 import { snapshotFrame, welcomeFrame } from './frames.ts';
-import { admitVersion } from './legacy-sessions.ts';
-import type { MemberView } from './members.ts';
+import { admitVersion } from './membership/legacy-sessions.ts';
+import type { MemberView } from './membership/members.ts';
 import { reporterBit } from './aggregate/reporters.ts';
 import { type Session, SessionState } from './session.ts';
 import { TokenBucket } from './token-bucket.ts';

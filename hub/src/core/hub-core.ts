@@ -23,12 +23,12 @@ import {
 } from '@hotkey/sdk/protocol';
 import type { Coordinator, HubEvent } from './coordinator.ts';
 import type { Logger } from './logger.ts';
-import { refuseFromLegacy } from './legacy-sessions.ts';
+import { refuseFromLegacy } from './membership/legacy-sessions.ts';
 import { membersFrame } from './frames.ts';
 import { openSession, sendSnapshot } from './hello.ts';
 import { StatusClock } from './hub-status.ts';
 import { sampleHistory, tickApp } from './hub-tick.ts';
-import { MemberView } from './members.ts';
+import { MemberView } from './membership/members.ts';
 import { ReportIngest } from './report-ingest.ts';
 import { Announcer } from './announce.ts';
 import { Apps } from './apps.ts';
@@ -45,7 +45,7 @@ import type { ReportFrame } from './report-frame.ts';
 import { Session, type SessionHost } from './session.ts';
 import type { HubTunables } from './tunables.ts';
 import { KeyPrivacy } from './key-privacy.ts';
-import { Handoff } from './handoff.ts';
+import { Handoff } from './membership/handoff.ts';
 
 /** ms between the rounds of a handoff, halved for the first: the reports still in flight to the old owner */
 const HANDOFF_DRAIN_MS = 50;

@@ -7,7 +7,7 @@
 import type { AggregatorStats } from './aggregate/aggregator.ts';
 import type { IntakeStats } from './intake.ts';
 import type { InvalidationBudgetStats } from './invalidation-budget.ts';
-import { emptyHandoffCounters } from './handoff.ts';
+import { emptyHandoffCounters } from './membership/handoff.ts';
 
 /** What the gauges read of one app's state (AppState has it). */
 export interface AppCounts {

@@ -4,7 +4,7 @@
  * and close, leases lapse, and an app nobody uses any more is let go. Beside it, the sampling of
  * the hot keys' QPS into the history.
  */
-import { isLegacy } from './legacy-sessions.ts';
+import { isLegacy } from './membership/legacy-sessions.ts';
 import { limitFrames } from './frames.ts';
 import type { Announcer } from './announce.ts';
 import type { Apps, AppState } from './apps.ts';

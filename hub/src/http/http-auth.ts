@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode } from '@hotkey/sdk';
-import { bearerToken, tokenMatches } from '../core/auth.ts';
+import { bearerToken, tokenMatches } from '../core/membership/auth.ts';
 import { HttpError, type Auth } from './http-request.ts';
 
 /** The hub's tokens as of this request (a config reload may change them). */

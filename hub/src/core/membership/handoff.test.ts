@@ -3,10 +3,10 @@ import * as assert from 'uvu/assert';
 import { Ownership } from '@hotkey/sdk/ownership';
 import { packValue, type Member } from '@hotkey/sdk/protocol';
 import { parseRules } from '@hotkey/sdk/rules';
-import { Aggregator } from './aggregate/aggregator.ts';
+import { Aggregator } from '../aggregate/aggregator.ts';
 import { decodeChunk, encodeChunks, HANDOFF_CHUNK_BYTES, HANDOFF_CHUNK_KEYS } from './handoff-chunk.ts';
 import { emptyHandoffCounters, Handoff, HANDOFF_GRACE_MS, type Accept } from './handoff.ts';
-import type { WindowEntry } from './aggregate/window-transfer.ts';
+import type { WindowEntry } from '../aggregate/window-transfer.ts';
 
 const RULES = parseRules([{ match: '*', threshold: 100, windowMs: 1000, hotMs: 10_000 }]);
 const APP = 'shop';

@@ -7,7 +7,7 @@
  */
 import { MAX_KEY_LENGTH, MAX_NAME_LENGTH, packValue, unpackValue } from '@hotkey/sdk/protocol';
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
-import type { WindowEntry } from './aggregate/window-transfer.ts';
+import type { WindowEntry } from '../aggregate/window-transfer.ts';
 
 /** the chunk format's version (field `hk`) */
 export const HANDOFF_FORMAT = 1;

@@ -21,9 +21,9 @@
  */
 import { Ownership } from '@hotkey/sdk/ownership';
 import type { Member } from '@hotkey/sdk/protocol';
-import type { Aggregator } from './aggregate/aggregator.ts';
+import type { Aggregator } from '../aggregate/aggregator.ts';
 import { ChunkError, decodeChunk, encodeChunks, type HandoffChunk, type HandoffRefusal } from './handoff-chunk.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../logger.ts';
 
 /** how long a member that left may still hand over, and a chunk may wait for its epoch (ms) */
 export const HANDOFF_GRACE_MS = 5000;

@@ -19,8 +19,8 @@
  */
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode } from '@hotkey/sdk/protocol';
-import type { Peer } from './peer.ts';
-import type { Session } from './session.ts';
+import type { Peer } from '../peer.ts';
+import type { Session } from '../session.ts';
 
 /** What of an app's state the cut-off reads (AppState's fields). */
 interface LegacyApp {
