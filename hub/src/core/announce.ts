@@ -8,9 +8,9 @@ import type { DemoteReason, HotKeyView } from './aggregate/aggregator.ts';
 import type { AppState } from './apps.ts';
 import type { Coordinator, HubEvent } from './coordinator.ts';
 import { demoteMessage, promoteMessage, replicaStepMessage } from './frames.ts';
-import type { HubMetrics } from './hub-metrics.ts';
+import type { HubMetrics } from './observe/hub-metrics.ts';
 import type { Logger } from './logger.ts';
-import type { KeyPrivacy } from './key-privacy.ts';
+import type { KeyPrivacy } from './observe/key-privacy.ts';
 
 export interface AnnouncerOptions {
   hubId: string;

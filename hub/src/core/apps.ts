@@ -12,19 +12,19 @@ import { Aggregator, type DemoteReason } from './aggregate/aggregator.ts';
 import { tokenMatches } from './membership/auth.ts';
 import { Broadcaster } from './broadcaster.ts';
 import type { Logger } from './logger.ts';
-import type { HubMetrics } from './hub-metrics.ts';
+import type { HubMetrics } from './observe/hub-metrics.ts';
 import { DropTracker } from './drop-tracker.ts';
 import { Holders } from './holders.ts';
 import { InvalidationTracker } from './invalidations.ts';
 import { closeLease, cutOffLagging, isLegacy } from './membership/legacy-sessions.ts';
-import { Savings } from './savings.ts';
+import { Savings } from './observe/savings.ts';
 import { SharedValues } from './shared-values.ts';
 import { LimitShares } from './decide/limit-shares.ts';
 import { ReplicaSteps } from './decide/replica-steps.ts';
 import type { BulkWriter, Peer } from './peer.ts';
 import { SessionState, type Session } from './session.ts';
 import type { HubTunables } from './tunables.ts';
-import type { KeyMode } from './key-privacy.ts';
+import type { KeyMode } from './observe/key-privacy.ts';
 
 /** Checks an app name wherever one arrives (config, API path, Hello): at most what a Hello can carry. */
 export function isValidAppName(name: string): boolean {

@@ -24,7 +24,7 @@ import {
 } from '@hotkey/sdk/protocol';
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import type { AppState } from './apps.ts';
-import type { HubMetrics } from './hub-metrics.ts';
+import type { HubMetrics } from './observe/hub-metrics.ts';
 import type { Session } from './session.ts';
 
 export interface DirectedOptions {

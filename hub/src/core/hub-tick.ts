@@ -8,7 +8,7 @@ import { isLegacy } from './membership/legacy-sessions.ts';
 import { limitFrames } from './frames.ts';
 import type { Announcer } from './announce.ts';
 import type { Apps, AppState } from './apps.ts';
-import type { QpsHistory, QpsSample } from './qps-history.ts';
+import type { QpsHistory, QpsSample } from './observe/qps-history.ts';
 
 /** One tick of `app` at `now`. */
 export function tickApp(apps: Apps, app: AppState, now: number): void {

@@ -21,7 +21,7 @@ import type { HubEvent } from './coordinator.ts';
 import type { AckResult } from './invalidations.ts';
 import type { AppState } from './apps.ts';
 import { Directed } from './directed.ts';
-import type { HubMetrics } from './hub-metrics.ts';
+import type { HubMetrics } from './observe/hub-metrics.ts';
 import type { Session } from './session.ts';
 
 export interface InvalidationRouterOptions {

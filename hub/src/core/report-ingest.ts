@@ -6,7 +6,7 @@
  */
 import type { Report } from '@hotkey/sdk/protocol';
 import type { AppState } from './apps.ts';
-import type { HubMetrics } from './hub-metrics.ts';
+import type { HubMetrics } from './observe/hub-metrics.ts';
 import type { ReportFrame } from './report-frame.ts';
 import type { Session } from './session.ts';
 

@@ -11,7 +11,7 @@
  * (event-loop lag, heap, GC, CPU) are prom-client's defaults, unprefixed (`nodejs_*`, `process_*`).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { HubMetrics, MetricsObserver } from '../core/hub-metrics.ts';
+import type { HubMetrics, MetricsObserver } from '../core/observe/hub-metrics.ts';
 import { CORE_FAMILIES, type Family, type MetricsSources, type Snapshot } from './metric-series.ts';
 
 export interface MetricsOptions {

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHmac } from 'node:crypto';
-import type { HubEvent } from './coordinator.ts';
+import type { HubEvent } from '../coordinator.ts';
 import { HASH_HEX_DIGITS, KeyPrivacy, REDACTED_MARK } from './key-privacy.ts';
 
 const SECRET = 'unit-test-secret-0123';

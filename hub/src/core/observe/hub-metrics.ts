@@ -4,10 +4,10 @@
  * them to prom-client histograms), at most once per frame or decision, never per record.
  * http/metrics.ts renders all of it at `GET /metrics`.
  */
-import type { AggregatorStats } from './aggregate/aggregator.ts';
-import type { IntakeStats } from './intake.ts';
-import type { InvalidationBudgetStats } from './invalidation-budget.ts';
-import { emptyHandoffCounters } from './membership/handoff.ts';
+import type { AggregatorStats } from '../aggregate/aggregator.ts';
+import type { IntakeStats } from '../intake.ts';
+import type { InvalidationBudgetStats } from '../invalidation-budget.ts';
+import { emptyHandoffCounters } from '../membership/handoff.ts';
 
 /** What the gauges read of one app's state (AppState has it). */
 export interface AppCounts {

@@ -13,7 +13,7 @@
  * - `redact`: the prefix and a fixed marker; rows of one prefix look alike on purpose.
  */
 import { createHmac } from 'node:crypto';
-import type { HubEvent } from './coordinator.ts';
+import type { HubEvent } from '../coordinator.ts';
 
 export const KEY_MODES = ['plain', 'hash', 'redact'] as const;
 export type KeyMode = (typeof KEY_MODES)[number];

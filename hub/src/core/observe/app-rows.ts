@@ -2,7 +2,7 @@
  * Each app's state as the HTTP API, the dashboard feed and the periodic status read it: one app
  * in numbers, its hot keys with what local caching saves on them, its SDK connections.
  */
-import type { AppState } from './apps.ts';
+import type { AppState } from '../apps.ts';
 
 /** A hot key as the API and status show it. */
 export interface HotKeyRow {

@@ -4,7 +4,7 @@
  * keys and connections. It also keeps the ingest rate, measured between two publications.
  */
 import type { HotKeyRow, InstanceRow } from './app-rows.ts';
-import type { HubStatus } from './coordinator.ts';
+import type { HubStatus } from '../coordinator.ts';
 
 /** hot keys and connections one status carries at most (a status is sent every second to every hub) */
 const STATUS_HOT_MAX = 100;
