@@ -17,7 +17,7 @@ import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
-import { Broadcaster } from '../../hub/src/core/broadcaster.ts';
+import { Broadcaster } from '../../hub/src/core/broadcast/broadcaster.ts';
 import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
 import type { Peer } from '../../hub/src/core/peer.ts';
 import { HubSocket } from '../../hub/src/server/hub-socket.ts';

@@ -16,7 +16,7 @@ import {
   type Hello,
 } from '@hotkey/sdk/protocol';
 import type { Apps, AppState } from './apps.ts';
-import { snapshotFrame, welcomeFrame } from './frames.ts';
+import { snapshotFrame, welcomeFrame } from './broadcast/frames.ts';
 import { admitVersion } from './membership/legacy-sessions.ts';
 import type { MemberView } from './membership/members.ts';
 import { reporterBit } from './aggregate/reporters.ts';

@@ -24,13 +24,13 @@ import {
 import type { Coordinator, HubEvent } from './coordinator.ts';
 import type { Logger } from './logger.ts';
 import { refuseFromLegacy } from './membership/legacy-sessions.ts';
-import { membersFrame } from './frames.ts';
+import { membersFrame } from './broadcast/frames.ts';
 import { openSession, sendSnapshot } from './hello.ts';
 import { StatusClock } from './observe/hub-status.ts';
 import { sampleHistory, tickApp } from './hub-tick.ts';
 import { MemberView } from './membership/members.ts';
 import { ReportIngest } from './report-ingest.ts';
-import { Announcer } from './announce.ts';
+import { Announcer } from './broadcast/announce.ts';
 import { Apps } from './apps.ts';
 import { appSummary, hotKeyRows, instanceRows, type AppSummary, type HotKeyRow, type InstanceRow } from './observe/app-rows.ts';
 import { HubMetrics, protectionCounters, readGauges, type Gauges, type ProtectionCounters } from './observe/hub-metrics.ts';

@@ -5,8 +5,8 @@
  * the hot keys' QPS into the history.
  */
 import { isLegacy } from './membership/legacy-sessions.ts';
-import { limitFrames } from './frames.ts';
-import type { Announcer } from './announce.ts';
+import { limitFrames } from './broadcast/frames.ts';
+import type { Announcer } from './broadcast/announce.ts';
 import type { Apps, AppState } from './apps.ts';
 import type { QpsHistory, QpsSample } from './observe/qps-history.ts';
 

@@ -25,7 +25,7 @@
  */
 import type { Ownership } from '@hotkey/sdk/ownership';
 import type { AppState } from './apps.ts';
-import { demoteMessage } from './frames.ts';
+import { demoteMessage } from './broadcast/frames.ts';
 import { MsgType } from '@hotkey/sdk/protocol';
 
 /** how much later than this hub the previous owner may learn of a change: its heartbeat interval (500 ms by default) */

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { WebSocket, WebSocketServer } from 'ws';
-import { Broadcaster } from '../core/broadcaster.ts';
+import { Broadcaster } from '../core/broadcast/broadcaster.ts';
 import { FanoutThreads } from './fanout-threads.ts';
 import { HubSocket } from './hub-socket.ts';
 import { waitFor } from '../../../test/support/wait.ts';

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { once } from 'node:events';
 import { WebSocket, WebSocketServer } from 'ws';
 import { HubSocket } from './hub-socket.ts';
-import { Broadcaster } from '../core/broadcaster.ts';
+import { Broadcaster } from '../core/broadcast/broadcaster.ts';
 import { decodeServerMessage, encode, MsgType } from '@hotkey/sdk/protocol';
 import { waitFor, within } from '../../../test/support/wait.ts';
 

@@ -3,9 +3,9 @@ import * as assert from 'uvu/assert';
 import { decodeServerMessage, MsgType, packValue, type ServerMessage } from '@hotkey/sdk/protocol';
 import { RULE_DEFAULTS, type Rule } from '@hotkey/sdk/rules';
 import { Broadcaster } from './broadcaster.ts';
-import { HubMetrics } from './observe/hub-metrics.ts';
-import type { Peer } from './peer.ts';
-import type { Session } from './session.ts';
+import { HubMetrics } from '../observe/hub-metrics.ts';
+import type { Peer } from '../peer.ts';
+import type { Session } from '../session.ts';
 import { SharedValues } from './shared-values.ts';
 
 class MemoryPeer implements Peer {

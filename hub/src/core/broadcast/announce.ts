@@ -4,13 +4,13 @@
  * published to the cluster's events feed through the Coordinator.
  */
 import type { Rule } from '@hotkey/sdk/rules';
-import type { DemoteReason, HotKeyView } from './aggregate/aggregator.ts';
-import type { AppState } from './apps.ts';
-import type { Coordinator, HubEvent } from './coordinator.ts';
+import type { DemoteReason, HotKeyView } from '../aggregate/aggregator.ts';
+import type { AppState } from '../apps.ts';
+import type { Coordinator, HubEvent } from '../coordinator.ts';
 import { demoteMessage, promoteMessage, replicaStepMessage } from './frames.ts';
-import type { HubMetrics } from './observe/hub-metrics.ts';
-import type { Logger } from './logger.ts';
-import type { KeyPrivacy } from './observe/key-privacy.ts';
+import type { HubMetrics } from '../observe/hub-metrics.ts';
+import type { Logger } from '../logger.ts';
+import type { KeyPrivacy } from '../observe/key-privacy.ts';
 
 export interface AnnouncerOptions {
   hubId: string;

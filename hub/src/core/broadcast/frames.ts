@@ -17,8 +17,8 @@ import {
   type Welcome,
 } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
-import type { HotKeyView } from './aggregate/aggregator.ts';
-import { SHARE_TTL_MS } from './decide/limit-shares.ts';
+import type { HotKeyView } from '../aggregate/aggregator.ts';
+import { SHARE_TTL_MS } from '../decide/limit-shares.ts';
 
 /** What a Welcome tells a new SDK session (all of it but the type and the protocol version). */
 export type WelcomeFields = Omit<Welcome, 't' | 'v'>;

@@ -19,7 +19,7 @@ import {
   type Promote,
   type ServerMessage,
 } from '@hotkey/sdk/protocol';
-import type { BulkWriter, Peer, SharedFrame } from './peer.ts';
+import type { BulkWriter, Peer, SharedFrame } from '../peer.ts';
 
 type Sequenced = Omit<Promote, 'seq'> | Omit<Invalidate, 'seq'> | Omit<Demote, 'seq'>;
 

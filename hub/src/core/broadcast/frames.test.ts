@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeServerMessage, encode } from '@hotkey/sdk/protocol';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
-import type { HotKeyView } from './aggregate/aggregator.ts';
+import type { HotKeyView } from '../aggregate/aggregator.ts';
 import { promoteMessage, replicaStepMessage } from './frames.ts';
 
 const rules = parseRules([
