@@ -58,8 +58,8 @@ for (const tree of trees) {
     at('hub/src/core/aggregate/aggregator.ts')
   )) as typeof import('../../hub/src/core/aggregate/aggregator.ts');
   const { readReport } = (await import(
-    at('hub/src/core/report-frame.ts')
-  )) as typeof import('../../hub/src/core/report-frame.ts');
+    at('hub/src/core/ingest/report-frame.ts')
+  )) as typeof import('../../hub/src/core/ingest/report-frame.ts');
   const { parseRules } = (await import(at('sdk/src/rules.ts'))) as typeof import('../../sdk/src/rules.ts');
   const aggregator = new Aggregator({
     rules: parseRules([{ match: '*', threshold: 1000 }]),

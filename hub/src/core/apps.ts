@@ -22,7 +22,7 @@ import { SharedValues } from './broadcast/shared-values.ts';
 import { LimitShares } from './decide/limit-shares.ts';
 import { ReplicaSteps } from './decide/replica-steps.ts';
 import type { BulkWriter, Peer } from './peer.ts';
-import { SessionState, type Session } from './session.ts';
+import { SessionState, type Session } from './ingest/session.ts';
 import type { HubTunables } from './tunables.ts';
 import type { KeyMode } from './observe/key-privacy.ts';
 

@@ -25,7 +25,7 @@ import {
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import type { AppState } from './apps.ts';
 import type { HubMetrics } from './observe/hub-metrics.ts';
-import type { Session } from './session.ts';
+import type { Session } from './ingest/session.ts';
 
 export interface DirectedOptions {
   metrics: HubMetrics;

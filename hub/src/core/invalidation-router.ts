@@ -22,7 +22,7 @@ import type { AckResult } from './invalidations.ts';
 import type { AppState } from './apps.ts';
 import { Directed } from './directed.ts';
 import type { HubMetrics } from './observe/hub-metrics.ts';
-import type { Session } from './session.ts';
+import type { Session } from './ingest/session.ts';
 
 export interface InvalidationRouterOptions {
   hubId: string;

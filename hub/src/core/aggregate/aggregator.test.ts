@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { localThreshold, parseRules, type Rule } from '@hotkey/sdk/rules';
 import { encode, MsgType } from '@hotkey/sdk/protocol';
-import { readReport } from '../report-frame.ts';
+import { readReport } from '../ingest/report-frame.ts';
 import { TokenBucket } from '../token-bucket.ts';
 import { Aggregator, type AggregatorListener, type DemoteReason } from './aggregator.ts';
 import { reporterBit } from './reporters.ts';

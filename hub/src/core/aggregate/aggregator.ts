@@ -25,7 +25,7 @@ import { AGGREGATOR_DEFAULTS as DEFAULTS, type AggregatorOptions, type Aggregato
 import { Decider, type AggregatorListener, type DemoteReason, type PromotionBudget } from '../decide/decide.ts';
 import { hotViews, type HotKeyView } from './hot-view.ts';
 import { reassignOwnership, reassignRules } from './reassign.ts';
-import type { ReportFrame } from '../report-frame.ts';
+import type { ReportFrame } from '../ingest/report-frame.ts';
 import { RuleTable } from '../decide/rule-table.ts';
 import type { KeyShare } from './key-shares.ts';
 import { exportWindows, importWindow, type WindowEntry } from './window-transfer.ts';

@@ -5,7 +5,7 @@ import { RULE_DEFAULTS, type Rule } from '@hotkey/sdk/rules';
 import { Broadcaster } from './broadcaster.ts';
 import { HubMetrics } from '../observe/hub-metrics.ts';
 import type { Peer } from '../peer.ts';
-import type { Session } from '../session.ts';
+import type { Session } from '../ingest/session.ts';
 import { SharedValues } from './shared-values.ts';
 
 class MemoryPeer implements Peer {

@@ -31,7 +31,7 @@ import { LOAD_DEFAULTS, type Rule } from '@hotkey/sdk/rules';
 import type { Broadcaster } from './broadcaster.ts';
 import type { HubMetrics } from '../observe/hub-metrics.ts';
 import { isLegacy } from '../membership/legacy-sessions.ts';
-import type { Session } from '../session.ts';
+import type { Session } from '../ingest/session.ts';
 
 interface Shared {
   ver: number;

@@ -20,7 +20,7 @@
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode } from '@hotkey/sdk/protocol';
 import type { Peer } from '../peer.ts';
-import type { Session } from '../session.ts';
+import type { Session } from '../ingest/session.ts';
 
 /** What of an app's state the cut-off reads (AppState's fields). */
 interface LegacyApp {

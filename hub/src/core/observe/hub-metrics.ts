@@ -5,7 +5,7 @@
  * http/metrics.ts renders all of it at `GET /metrics`.
  */
 import type { AggregatorStats } from '../aggregate/aggregator.ts';
-import type { IntakeStats } from '../intake.ts';
+import type { IntakeStats } from '../ingest/intake.ts';
 import type { InvalidationBudgetStats } from '../invalidation-budget.ts';
 import { emptyHandoffCounters } from '../membership/handoff.ts';
 

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { pack } from 'msgpackr';
 import { ProtocolError } from '@hotkey/sdk';
 import { decodeClientMessage, encode, MAX_COUNT, MAX_KEY_LENGTH, MsgType, type Report } from '@hotkey/sdk/protocol';
-import { hashBytes } from './aggregate/key-index.ts';
+import { hashBytes } from '../aggregate/key-index.ts';
 import { readReport } from './report-frame.ts';
 
 /** the frame's records through the reader (keys decoded), or undefined when it falls back */

@@ -27,7 +27,7 @@
  *
  * Items are opaque here: `IntakeFlow.run` gets one and returns what is left of it, if anything.
  */
-import { DEFAULT_TUNABLES } from './tunables.ts';
+import { DEFAULT_TUNABLES } from '../tunables.ts';
 
 /** a flow holding no more than this is never paused for the others' backlog (a legit SDK's reports) */
 const SMALL_QUEUE_BYTES = 64 * 1024;

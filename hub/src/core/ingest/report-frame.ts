@@ -19,7 +19,7 @@
  * never accepts a frame the protocol refuses, nor reads one differently.
  */
 import { MAX_COUNT, MAX_FRAME_BYTES, MAX_KEY_LENGTH, MAX_REPORT_KEYS, MsgType } from '@hotkey/sdk/protocol';
-import { finish, KEY_HASH_SEED, mixBlock, round } from './aggregate/key-index.ts';
+import { finish, KEY_HASH_SEED, mixBlock, round } from '../aggregate/key-index.ts';
 
 const T = 0;
 const KEYS = 1;

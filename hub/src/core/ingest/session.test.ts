@@ -12,11 +12,11 @@ import {
   type ServerMessage,
 } from '@hotkey/sdk/protocol';
 import { parseRules } from '@hotkey/sdk/rules';
-import { HubCore } from './hub-core.ts';
-import { LocalCoordinator } from '../cluster/local-coordinator.ts';
-import { DEFAULT_TUNABLES } from './tunables.ts';
-import type { Peer } from './peer.ts';
-import { delay, waitFor } from '../../../test/support/wait.ts';
+import { HubCore } from '../hub-core.ts';
+import { LocalCoordinator } from '../../cluster/local-coordinator.ts';
+import { DEFAULT_TUNABLES } from '../tunables.ts';
+import type { Peer } from '../peer.ts';
+import { delay, waitFor } from '../../../../test/support/wait.ts';
 
 /** An in-memory end of a connection: what the hub sent, and how it closed. */
 class MemoryPeer implements Peer {

@@ -15,14 +15,14 @@ import {
   PROTOCOL_VERSION,
   type Hello,
 } from '@hotkey/sdk/protocol';
-import type { Apps, AppState } from './apps.ts';
-import { snapshotFrame, welcomeFrame } from './broadcast/frames.ts';
-import { admitVersion } from './membership/legacy-sessions.ts';
-import type { MemberView } from './membership/members.ts';
-import { reporterBit } from './aggregate/reporters.ts';
+import type { Apps, AppState } from '../apps.ts';
+import { snapshotFrame, welcomeFrame } from '../broadcast/frames.ts';
+import { admitVersion } from '../membership/legacy-sessions.ts';
+import type { MemberView } from '../membership/members.ts';
+import { reporterBit } from '../aggregate/reporters.ts';
 import { type Session, SessionState } from './session.ts';
-import { TokenBucket } from './token-bucket.ts';
-import type { HubTunables } from './tunables.ts';
+import { TokenBucket } from '../token-bucket.ts';
+import type { HubTunables } from '../tunables.ts';
 
 /** What of the hub an opening reads. */
 export interface HelloContext {

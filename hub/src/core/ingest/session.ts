@@ -22,11 +22,11 @@ import {
 } from '@hotkey/sdk/protocol';
 import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
 import { readReport, ReportFrame } from './report-frame.ts';
-import type { DropWaiter } from './drop-tracker.ts';
-import type { HolderSession } from './holders.ts';
-import type { KeyShare } from './aggregate/key-shares.ts';
-import { closeReason, type Peer } from './peer.ts';
-import type { TokenBucket } from './token-bucket.ts';
+import type { DropWaiter } from '../drop-tracker.ts';
+import type { HolderSession } from '../holders.ts';
+import type { KeyShare } from '../aggregate/key-shares.ts';
+import { closeReason, type Peer } from '../peer.ts';
+import type { TokenBucket } from '../token-bucket.ts';
 
 export const SessionState = { AwaitingHello: 'awaiting-hello', Open: 'open', Closed: 'closed' } as const;
 export type SessionState = (typeof SessionState)[keyof typeof SessionState];

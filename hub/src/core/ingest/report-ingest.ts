@@ -5,8 +5,8 @@
  * how many records a step takes; this file only walks them.
  */
 import type { Report } from '@hotkey/sdk/protocol';
-import type { AppState } from './apps.ts';
-import type { HubMetrics } from './observe/hub-metrics.ts';
+import type { AppState } from '../apps.ts';
+import type { HubMetrics } from '../observe/hub-metrics.ts';
 import type { ReportFrame } from './report-frame.ts';
 import type { Session } from './session.ts';
 
