@@ -22,8 +22,8 @@ import {
 } from '@hotkey/sdk/protocol';
 import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
 import { readReport, ReportFrame } from './report-frame.ts';
-import type { DropWaiter } from '../drop-tracker.ts';
-import type { HolderSession } from '../holders.ts';
+import type { DropWaiter } from '../invalidate/drop-tracker.ts';
+import type { HolderSession } from '../invalidate/holders.ts';
 import type { KeyShare } from '../aggregate/key-shares.ts';
 import { closeReason, type Peer } from '../peer.ts';
 import type { TokenBucket } from '../token-bucket.ts';

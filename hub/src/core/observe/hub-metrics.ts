@@ -6,7 +6,7 @@
  */
 import type { AggregatorStats } from '../aggregate/aggregator.ts';
 import type { IntakeStats } from '../ingest/intake.ts';
-import type { InvalidationBudgetStats } from '../invalidation-budget.ts';
+import type { InvalidationBudgetStats } from '../invalidate/invalidation-budget.ts';
 import { emptyHandoffCounters } from '../membership/handoff.ts';
 
 /** What the gauges read of one app's state (AppState has it). */

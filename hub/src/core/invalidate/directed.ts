@@ -23,9 +23,9 @@ import {
   type Release,
 } from '@hotkey/sdk/protocol';
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
-import type { AppState } from './apps.ts';
-import type { HubMetrics } from './observe/hub-metrics.ts';
-import type { Session } from './ingest/session.ts';
+import type { AppState } from '../apps.ts';
+import type { HubMetrics } from '../observe/hub-metrics.ts';
+import type { Session } from '../ingest/session.ts';
 
 export interface DirectedOptions {
   metrics: HubMetrics;

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Ownership } from '@hotkey/sdk/ownership';
-import type { AppState } from './apps.ts';
+import type { AppState } from '../apps.ts';
 import { MEMBERSHIP_LAG_MS, OwnershipFence } from './ownership-fence.ts';
 
 const LEASE = 2000;

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CloseCode, MsgType, type InvalidateRequest } from '@hotkey/sdk/protocol';
 import { closeCodeOf } from '@hotkey/sdk/errors';
-import { waitFor } from '../../../test/support/wait.ts';
+import { waitFor } from '../../../../test/support/wait.ts';
 import { InvalidationBudget, type Requester } from './invalidation-budget.ts';
 
 const req = (id: number): InvalidateRequest => ({ t: MsgType.InvalidateRequest, id, key: `k${id}` });

@@ -13,7 +13,7 @@
  */
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { CloseCode, type InvalidateRequest } from '@hotkey/sdk/protocol';
-import { TokenBucket } from './token-bucket.ts';
+import { TokenBucket } from '../token-bucket.ts';
 
 export interface InvalidationBudgetOptions {
   /** requests per second per connection */

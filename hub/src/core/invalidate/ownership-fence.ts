@@ -24,8 +24,8 @@
  * off from Redis keeps vouching for keys it no longer owns until it hears of the change.
  */
 import type { Ownership } from '@hotkey/sdk/ownership';
-import type { AppState } from './apps.ts';
-import { demoteMessage } from './broadcast/frames.ts';
+import type { AppState } from '../apps.ts';
+import { demoteMessage } from '../broadcast/frames.ts';
 import { MsgType } from '@hotkey/sdk/protocol';
 
 /** how much later than this hub the previous owner may learn of a change: its heartbeat interval (500 ms by default) */

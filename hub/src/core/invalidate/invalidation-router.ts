@@ -17,12 +17,12 @@ import {
   type InvalidateRequest,
 } from '@hotkey/sdk/protocol';
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
-import type { HubEvent } from './coordinator.ts';
+import type { HubEvent } from '../coordinator.ts';
 import type { AckResult } from './invalidations.ts';
-import type { AppState } from './apps.ts';
+import type { AppState } from '../apps.ts';
 import { Directed } from './directed.ts';
-import type { HubMetrics } from './observe/hub-metrics.ts';
-import type { Session } from './ingest/session.ts';
+import type { HubMetrics } from '../observe/hub-metrics.ts';
+import type { Session } from '../ingest/session.ts';
 
 export interface InvalidationRouterOptions {
   hubId: string;
