@@ -13,7 +13,7 @@ export interface ClusterSource {
   readonly coordinator: Coordinator;
   hotKeys(app?: string): HotKeyRow[];
   instanceRows(app?: string, limit?: number): InstanceRow[];
-  /** how keys are shown outside the core (core/key-privacy.ts) */
+  /** how keys are shown outside the core (core/observe/key-privacy.ts) */
   readonly keyPrivacy: KeyPrivacy;
 }
 

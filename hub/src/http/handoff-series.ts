@@ -1,5 +1,5 @@
 /**
- * The window handoff's series at `GET /metrics` (core/handoff.ts): what this hub handed over on
+ * The window handoff's series at `GET /metrics` (core/membership/handoff.ts): what this hub handed over on
  * membership changes, what it took over, and what it refused, one series per refusal reason.
  */
 import { HandoffRefusal } from '../core/membership/handoff-chunk.ts';

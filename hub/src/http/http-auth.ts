@@ -1,7 +1,7 @@
 /**
  * Who may call a route: reads need the dashboard token only when one is set (the admin token
  * also reads); writes need the admin token and are refused outright when the hub has none.
- * Tokens are compared in constant time (core/auth.ts).
+ * Tokens are compared in constant time (core/membership/auth.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode } from '@hotkey/sdk';

@@ -28,7 +28,7 @@ export interface HubConfig {
   allowedOrigins?: string[];
   /** webhooks told of promotions, demotions, invalidations, fencing (notify/notify-config.ts) */
   notify?: NotifyTarget[];
-  /** the HMAC secret of apps with `keys: "hash"` (or env HOTKEY_KEY_SECRET; core/key-privacy.ts) */
+  /** the HMAC secret of apps with `keys: "hash"` (or env HOTKEY_KEY_SECRET; core/observe/key-privacy.ts) */
   keySecret?: string;
 }
 
