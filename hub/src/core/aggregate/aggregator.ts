@@ -26,13 +26,12 @@ import { Decider, type AggregatorListener, type DemoteReason, type PromotionBudg
 import { hotViews, type HotKeyView } from './hot-view.ts';
 import { reassignOwnership, reassignRules } from './reassign.ts';
 import type { ReportFrame } from '../ingest/report-frame.ts';
-import { RuleTable } from '../decide/rule-table.ts';
+import { NONE, RuleTable } from '../decide/rule-table.ts';
 import type { KeyShare } from './key-shares.ts';
 import { exportWindows, importWindow, type WindowEntry } from './window-transfer.ts';
 import {
   BITS,
   BITS_STRIDE,
-  NONE,
   REPORTER_WINDOW,
   RULE,
   rollReporters,

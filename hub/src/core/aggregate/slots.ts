@@ -20,7 +20,7 @@ import { WINDOW_SLICES } from '@hotkey/sdk/rules';
 import { KeyIndex } from './key-index.ts';
 import { type KeyShare, KeyShares } from './key-shares.ts';
 import { estimateReporters, popcount32, REPORTER_WORDS } from './reporters.ts';
-import type { RuleTable } from '../decide/rule-table.ts';
+import { NONE, type RuleTable } from '../decide/rule-table.ts';
 
 /** float64 offsets in a slot's record */
 export const TICK = 0;
@@ -32,8 +32,6 @@ export const SLOT_STRIDE = SLICES + WINDOW_SLICES;
 export const RULE = 6;
 export const BITS = 8;
 export const BITS_STRIDE = SLOT_STRIDE * 2;
-/** `lowSince` of a slot that is not below its demotion level */
-export const NONE = -1;
 
 /**
  * Brings slot `slot` of `slab` to absolute slice `cur`, zeroing the slices that expired since its

@@ -15,8 +15,8 @@
  */
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
 import type { Decider } from '../decide/decide.ts';
-import { MODE_FIXED, type RuleTable } from '../decide/rule-table.ts';
-import { NONE, SLICES, SLOT_STRIDE, TICK, TOTAL, type Slots } from './slots.ts';
+import { MODE_FIXED, NONE, type RuleTable } from '../decide/rule-table.ts';
+import { SLICES, SLOT_STRIDE, TICK, TOTAL, type Slots } from './slots.ts';
 
 /** One key as handed over. */
 export interface WindowEntry {

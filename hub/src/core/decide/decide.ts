@@ -27,9 +27,9 @@ import type { HubDemoteReason } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
 import type { BaselineDetector } from './detectors/baseline.ts';
 import { TopKDetector } from './detectors/topk.ts';
-import { MODE_BASELINE, MODE_FIXED, MODE_TOPK, type RuleTable } from './rule-table.ts';
+import { MODE_BASELINE, MODE_FIXED, MODE_TOPK, NONE, type RuleTable } from './rule-table.ts';
 import { activeExactKeys } from './schedule.ts';
-import { NONE, type Slots } from '../aggregate/slots.ts';
+import type { Slots } from '../aggregate/slots.ts';
 
 export type DemoteReason = HubDemoteReason;
 

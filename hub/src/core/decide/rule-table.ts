@@ -16,6 +16,12 @@ import { nextTransition } from './schedule.ts';
 export const MODE_FIXED = 0;
 export const MODE_BASELINE = 1;
 export const MODE_TOPK = 2;
+
+/**
+ * A slot's `lowSince` while its key is not below its rule's demotion level: the demotion delay
+ * (`demoteMs`) has not started.
+ */
+export const NONE = -1;
 export type Detector = BaselineDetector | TopKDetector | undefined;
 
 export class RuleTable {
