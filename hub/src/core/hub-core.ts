@@ -32,8 +32,21 @@ import { MemberView } from './membership/members.ts';
 import { ReportIngest } from './ingest/report-ingest.ts';
 import { Announcer } from './broadcast/announce.ts';
 import { Apps } from './apps.ts';
-import { appSummary, hotKeyRows, instanceRows, type AppSummary, type HotKeyRow, type InstanceRow } from './observe/app-rows.ts';
-import { HubMetrics, protectionCounters, readGauges, type Gauges, type ProtectionCounters } from './observe/hub-metrics.ts';
+import {
+  appSummary,
+  hotKeyRows,
+  instanceRows,
+  type AppSummary,
+  type HotKeyRow,
+  type InstanceRow,
+} from './observe/app-rows.ts';
+import {
+  HubMetrics,
+  protectionCounters,
+  readGauges,
+  type Gauges,
+  type ProtectionCounters,
+} from './observe/hub-metrics.ts';
 import { Intake } from './ingest/intake.ts';
 import { InvalidationBudget } from './invalidate/invalidation-budget.ts';
 import { InvalidationRouter } from './invalidate/invalidation-router.ts';
