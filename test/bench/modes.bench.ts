@@ -20,7 +20,7 @@
 import { AccessWindow } from '../../sdk/src/counting/window.ts';
 import { RuleSet, localThreshold, parseRules } from '../../sdk/src/rules.ts';
 import { Aggregator } from '../../hub/src/core/aggregate/aggregator.ts';
-import { reporterBit } from '../../hub/src/core/aggregate/reporters.ts';
+import { reporterBit } from '../../hub/src/core/aggregate/reporter-count.ts';
 import { benchMain, percentile, type BenchRow } from './harness.ts';
 import { mulberry32, ZipfSampler } from './zipf.ts';
 

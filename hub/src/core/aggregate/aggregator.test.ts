@@ -5,7 +5,7 @@ import { encode, MsgType } from '@hotkey/sdk/protocol';
 import { readReport } from '../ingest/report-frame.ts';
 import { TokenBucket } from '../token-bucket.ts';
 import { Aggregator, type AggregatorListener, type DemoteReason } from './aggregator.ts';
-import { reporterBit } from './reporters.ts';
+import { reporterBit } from './reporter-count.ts';
 
 interface Recorded {
   promotes: { key: string; qps: number; latencyMs: number | undefined; manual: boolean; rule: Rule }[];

@@ -27,7 +27,7 @@ import { hotViews, type HotKeyView } from './hot-view.ts';
 import { reassignOwnership, reassignRules } from './reassign.ts';
 import type { ReportFrame } from '../ingest/report-frame.ts';
 import { NONE, RuleTable } from '../decide/rule-table.ts';
-import type { KeyShare } from './key-shares.ts';
+import type { KeyShare } from './fair-shares.ts';
 import { exportWindows, importWindow, type WindowEntry } from './window-transfer.ts';
 import {
   BITS,
@@ -41,7 +41,7 @@ import {
   Slots,
   TICK,
   TOTAL,
-} from './slots.ts';
+} from './window-slab.ts';
 
 export type {
   AggregatorListener,

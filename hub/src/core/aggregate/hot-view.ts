@@ -4,7 +4,7 @@
  */
 import type { Rule } from '@hotkey/sdk/rules';
 import type { RuleTable } from '../decide/rule-table.ts';
-import type { Slots } from './slots.ts';
+import type { Slots } from './window-slab.ts';
 
 export interface HotKeyView {
   key: string;

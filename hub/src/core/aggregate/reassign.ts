@@ -8,7 +8,7 @@ import type { Decider } from '../decide/decide.ts';
 import { BaselineDetector } from '../decide/detectors/baseline.ts';
 import { TopKDetector } from '../decide/detectors/topk.ts';
 import { MODE_FIXED, type RuleTable } from '../decide/rule-table.ts';
-import type { Slots } from './slots.ts';
+import type { Slots } from './window-slab.ts';
 
 /**
  * Replaces the rules. Keys now matching no rule are dropped (demoted with reason 'rules' when

@@ -16,7 +16,7 @@
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
 import type { Decider } from '../decide/decide.ts';
 import { MODE_FIXED, NONE, type RuleTable } from '../decide/rule-table.ts';
-import { SLICES, SLOT_STRIDE, TICK, TOTAL, type Slots } from './slots.ts';
+import { SLICES, SLOT_STRIDE, TICK, TOTAL, type Slots } from './window-slab.ts';
 
 /** One key as handed over. */
 export interface WindowEntry {

@@ -18,7 +18,7 @@ import {
 } from '@hotkey/sdk/protocol';
 import type { Rule } from '@hotkey/sdk/rules';
 import type { HotKeyView } from '../aggregate/aggregator.ts';
-import { SHARE_TTL_MS } from '../decide/limit-shares.ts';
+import { SHARE_TTL_MS } from '../decide/rate-splits.ts';
 
 /** What a Welcome tells a new SDK session (all of it but the type and the protocol version). */
 export type WelcomeFields = Omit<Welcome, 't' | 'v'>;

@@ -29,7 +29,7 @@ import type { BaselineDetector } from './detectors/baseline.ts';
 import { TopKDetector } from './detectors/topk.ts';
 import { MODE_BASELINE, MODE_FIXED, MODE_TOPK, NONE, type RuleTable } from './rule-table.ts';
 import { activeExactKeys } from './schedule.ts';
-import type { Slots } from '../aggregate/slots.ts';
+import type { Slots } from '../aggregate/window-slab.ts';
 
 export type DemoteReason = HubDemoteReason;
 

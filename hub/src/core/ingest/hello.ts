@@ -19,7 +19,7 @@ import type { Apps, AppState } from '../apps.ts';
 import { snapshotFrame, welcomeFrame } from '../broadcast/frames.ts';
 import { admitVersion } from '../membership/legacy-sessions.ts';
 import type { MemberView } from '../membership/members.ts';
-import { reporterBit } from '../aggregate/reporters.ts';
+import { reporterBit } from '../aggregate/reporter-count.ts';
 import { type Session, SessionState } from './session.ts';
 import { TokenBucket } from '../token-bucket.ts';
 import type { HubTunables } from '../tunables.ts';

@@ -24,7 +24,7 @@ import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
 import { readReport, ReportFrame } from './report-frame.ts';
 import type { DropWaiter } from '../invalidate/drop-tracker.ts';
 import type { HolderSession } from '../invalidate/holders.ts';
-import type { KeyShare } from '../aggregate/key-shares.ts';
+import type { KeyShare } from '../aggregate/fair-shares.ts';
 import { closeReason, type Peer } from '../peer.ts';
 import type { TokenBucket } from '../token-bucket.ts';
 

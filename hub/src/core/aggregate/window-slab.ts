@@ -18,8 +18,8 @@
  */
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
 import { KeyIndex } from './key-index.ts';
-import { type KeyShare, KeyShares } from './key-shares.ts';
-import { estimateReporters, popcount32, REPORTER_WORDS } from './reporters.ts';
+import { type KeyShare, KeyShares } from './fair-shares.ts';
+import { estimateReporters, popcount32, REPORTER_WORDS } from './reporter-count.ts';
 import { NONE, type RuleTable } from '../decide/rule-table.ts';
 
 /** float64 offsets in a slot's record */

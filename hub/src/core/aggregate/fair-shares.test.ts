@@ -2,8 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseRules } from '@hotkey/sdk/rules';
 import { Aggregator, type AggregatorListener } from './aggregator.ts';
-import { addressGroup, type KeyShare } from './key-shares.ts';
-import { reporterBit } from './reporters.ts';
+import { addressGroup, type KeyShare } from './fair-shares.ts';
+import { reporterBit } from './reporter-count.ts';
 
 const THRESHOLD = 200;
 

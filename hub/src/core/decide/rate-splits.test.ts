@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseRules } from '@hotkey/sdk/rules';
-import { LimitShares, PERIOD_MS, waterFill } from './limit-shares.ts';
+import { LimitShares, PERIOD_MS, waterFill } from './rate-splits.ts';
 
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 

@@ -6,7 +6,7 @@ import { Broadcaster } from './broadcaster.ts';
 import { HubMetrics } from '../observe/hub-metrics.ts';
 import type { Peer } from '../peer.ts';
 import type { Session } from '../ingest/session.ts';
-import { SharedValues } from './shared-values.ts';
+import { SharedValues } from './value-push.ts';
 
 class MemoryPeer implements Peer {
   readonly frames: ServerMessage[] = [];
