@@ -323,7 +323,7 @@ export class HubCore implements SessionHost {
     this.#apps.leave(session);
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
-    if (session.keyShare !== undefined) app.aggregator.closeShare(session.keyShare);
+    if (session.fairShare !== undefined) app.aggregator.closeShare(session.fairShare);
     // values it pushed lose the one instance that hears Redis writes of them: invalidated first,
     // so a Fill sent next (left) is answered under the new version
     for (const key of app.shares.orphaned(session)) {
@@ -500,7 +500,7 @@ export class HubCore implements SessionHost {
     this.#handoff.changed(epoch, members, beforeAccept, this.#members.accept);
     this.#fence.changed(before, after);
     const bytes = membersFrame(epoch, members);
-    for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
+    for (const app of this.#apps.values()) app.broadcaster.sendBroadcast(bytes);
     for (const [app, keys] of lost) this.#fence.release(app, keys);
     const accept = this.#members.accept;
     if (accept !== undefined) for (const app of this.#apps.values()) this.#invalidations.directed.letGo(app, accept);

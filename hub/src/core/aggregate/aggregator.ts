@@ -4,10 +4,10 @@
  *
  *   ingest      this file: each Report's records are added to their key's slot, a new key is
  *               matched to its rule once and admitted (or ignored: no rule, another hub's key)
- *   store       slots.ts: the slab of per-key windows, lazy rotation, sampled eviction at maxKeys
- *   fairness    key-shares.ts: which session admitted each key, so that none evicts the others'
+ *   store       window-slab.ts: the slab of per-key windows, lazy rotation, sampled eviction at maxKeys
+ *   fairness    fair-shares.ts: which session admitted each key, so that none evicts the others'
  *   rules       rule-table.ts: the rules compiled to typed arrays, the detectors
- *   reporters   reporters.ts: distinct reporting instances by linear counting
+ *   reporters   reporter-count.ts: distinct reporting instances by linear counting
  *   decide      decide.ts: promotion, demotion and hot-set admission; detectors/ beside it
  *   read        hot-view.ts: the hot keys as the API, the feed and the broadcasts see them
  *   change      reassign.ts: tracked keys under new rules or a new share of the cluster's keys
@@ -27,7 +27,7 @@ import { hotViews, type HotKeyView } from './hot-view.ts';
 import { reassignOwnership, reassignRules } from './reassign.ts';
 import type { ReportFrame } from '../ingest/report-frame.ts';
 import { NONE, RuleTable } from '../decide/rule-table.ts';
-import type { KeyShare } from './fair-shares.ts';
+import type { FairShare } from './fair-shares.ts';
 import { exportWindows, importWindow, type WindowEntry } from './window-transfer.ts';
 import {
   BITS,
@@ -38,7 +38,7 @@ import {
   rotateSlot,
   SLICES,
   SLOT_STRIDE,
-  Slots,
+  WindowSlab,
   TICK,
   TOTAL,
 } from './window-slab.ts';
@@ -49,7 +49,7 @@ export type {
   AggregatorStats,
   DemoteReason,
   HotKeyView,
-  KeyShare,
+  FairShare,
   PromotionBudget,
   WindowEntry,
 };
@@ -58,7 +58,7 @@ const NEGATIVE_CACHE_MAX = 10_000;
 
 export class Aggregator {
   readonly #rules: RuleTable;
-  readonly #slots: Slots;
+  readonly #slots: WindowSlab;
   readonly #decider: Decider;
   #accept: ((key: string) => boolean) | undefined;
   /** keys matching no rule or owned by another hub, so that a repeat costs one Set lookup */
@@ -66,7 +66,7 @@ export class Aggregator {
   #dropped = 0;
   #ignored = 0;
   /** the session whose records the current ingest call carries: new keys are admitted on its share */
-  #share: KeyShare | undefined;
+  #share: FairShare | undefined;
 
   constructor(options: AggregatorOptions) {
     const maxKeys = Math.max(1, options.maxKeys ?? DEFAULTS.maxKeys);
@@ -79,7 +79,7 @@ export class Aggregator {
       maxKeys,
       options.reportFraction ?? DEFAULTS.reportFraction,
     );
-    this.#slots = new Slots(this.#rules, {
+    this.#slots = new WindowSlab(this.#rules, {
       maxKeys,
       initialCapacity: options.initialCapacity ?? DEFAULTS.initialCapacity,
       samples,
@@ -119,15 +119,15 @@ export class Aggregator {
   }
 
   /**
-   * A session's share of the key table (fair admission, key-shares.ts); pass it to every ingest call.
+   * A session's share of the key table (fair admission, fair-shares.ts); pass it to every ingest call.
    * @param [address=''] the session's remote address: the table is shared fairly among addresses first
    */
-  openShare(address?: string): KeyShare {
+  openShare(address?: string): FairShare {
     return this.#slots.shares.open(address);
   }
 
   /** The session closed: the keys it admitted stay tracked, owned by nobody. */
-  closeShare(share: KeyShare): void {
+  closeShare(share: FairShare): void {
     this.#slots.shares.close(share);
   }
 
@@ -145,7 +145,7 @@ export class Aggregator {
     solo?: PromotionBudget,
     from = 0,
     to = keys.length,
-    share?: KeyShare,
+    share?: FairShare,
   ): void {
     this.#share = share;
     // per rule, once per call: the current slice, its index in the ring and the reporter window
@@ -166,7 +166,7 @@ export class Aggregator {
     now: number,
     solo?: PromotionBudget,
     to = frame.length,
-    share?: KeyShare,
+    share?: FairShare,
   ): void {
     this.#share = share;
     this.#rules.hoist(now);
@@ -273,7 +273,7 @@ export class Aggregator {
    * A new key, admitted on `share`: its slot, or -1 when no rule matches it, another hub owns it
    * or no sampled slot may be replaced (all hot, or `share` holds its part of the table).
    */
-  #admit(key: string, now: number, share?: KeyShare): number {
+  #admit(key: string, now: number, share?: FairShare): number {
     if (this.#negative.has(key)) {
       this.#ignored++;
       return -1;

@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseRules } from '@hotkey/sdk/rules';
 import { Aggregator, type AggregatorListener } from './aggregator.ts';
-import { addressGroup, type KeyShare } from './fair-shares.ts';
+import { addressGroup, type FairShare } from './fair-shares.ts';
 import { reporterBit } from './reporter-count.ts';
 
 const THRESHOLD = 200;
@@ -44,7 +44,7 @@ function flood(shared: boolean) {
 const LEGIT_BITS = [reporterBit('legit-a'), reporterBit('legit-b')];
 
 /** Fresh keys at threshold − 1 from each of `shares`, `perShare` a call: never promoted, each takes a slot. */
-function junkFrom(agg: Aggregator, shares: readonly (KeyShare | undefined)[], perShare: number) {
+function junkFrom(agg: Aggregator, shares: readonly (FairShare | undefined)[], perShare: number) {
   const bit = reporterBit('attacker');
   let next = 0;
   return (now: number) => {
@@ -59,7 +59,7 @@ function junkFrom(agg: Aggregator, shares: readonly (KeyShare | undefined)[], pe
 function gather(
   agg: Aggregator,
   promoted: string[],
-  legit: readonly (KeyShare | undefined)[],
+  legit: readonly (FairShare | undefined)[],
   junk: (now: number) => void,
 ): void {
   for (let step = 0; step < 20 && promoted.length === 0; step++) {

@@ -13,7 +13,7 @@
  * Once the table is full, a session at or over its part, or one whose address is at or over the
  * address's part, may only replace keys of sessions at or over theirs (its own, in a flood) and
  * is refused otherwise; any other session replaces keys of those sessions first, then keys a
- * single instance reported, and keys several instances reported last (slots.ts `evictOne`). So a
+ * single instance reported, and keys several instances reported last (window-slab.ts `evictOne`). So a
  * flooder that opens a thousand connections gets one address's part, not a thousand sessions'. A
  * key keeps its admitting share until it is evicted or released; once that session is gone the
  * key belongs to nobody and is judged by its reporters alone.
@@ -33,7 +33,7 @@ export class AddressShare {
 }
 
 /** One session's holding in one app's key table. */
-export class KeyShare {
+export class FairShare {
   /** keys this session admitted that are still tracked */
   owned = 0;
   constructor(
@@ -71,10 +71,10 @@ export function addressGroup(address: string): string {
     .join(':')}::/64`;
 }
 
-export class KeyShares {
+export class FairShares {
   /** per slot: the id of the share that admitted its key (0: none) */
   owner = new Int32Array(0);
-  readonly #live = new Map<number, KeyShare>();
+  readonly #live = new Map<number, FairShare>();
   readonly #addresses = new Map<string, AddressShare>();
   /** addresses whose open sessions hold at least one key */
   #holdingAddresses = 0;
@@ -89,18 +89,18 @@ export class KeyShares {
    * A share for a new session (ids are never reused, so a closed session's keys stay ownerless).
    * @param [address=''] the session's remote address (grouped by `addressGroup`)
    */
-  open(address = ''): KeyShare {
+  open(address = ''): FairShare {
     const group = addressGroup(address);
     let owner = this.#addresses.get(group);
     if (owner === undefined) this.#addresses.set(group, (owner = new AddressShare(group)));
     owner.sessions++;
-    const share = new KeyShare(nextShareId++, owner);
+    const share = new FairShare(nextShareId++, owner);
     this.#live.set(share.id, share);
     return share;
   }
 
   /** The session is gone: its keys stay tracked, owned by nobody. */
-  close(share: KeyShare): void {
+  close(share: FairShare): void {
     if (!this.#live.delete(share.id)) return;
     const address = share.address;
     if (share.owned > 0) {
@@ -128,7 +128,7 @@ export class KeyShares {
   }
 
   /** True when `share` holds at least its fair part of a table of `maxKeys` slots. */
-  atShare(share: KeyShare, maxKeys: number): boolean {
+  atShare(share: FairShare, maxKeys: number): boolean {
     return (
       share.owned > 0 &&
       share.owned * Math.max(1, this.#holdingAddresses) * Math.max(1, share.address.holding) >= maxKeys
@@ -136,19 +136,19 @@ export class KeyShares {
   }
 
   /** True when the sessions of `share`'s address together hold at least the address's part. */
-  addressAtShare(share: KeyShare, maxKeys: number): boolean {
+  addressAtShare(share: FairShare, maxKeys: number): boolean {
     const address = share.address;
     return address.owned > 0 && address.owned * Math.max(1, this.#holdingAddresses) >= maxKeys;
   }
 
   /** The share that admitted the slot's key, if its session is still open. */
-  ownerOf(slot: number): KeyShare | undefined {
+  ownerOf(slot: number): FairShare | undefined {
     const id = this.owner[slot]!;
     return id === 0 ? undefined : this.#live.get(id);
   }
 
   /** The slot's key was admitted by `share` (none: by hand, by a rule's window, or by a caller without sessions). */
-  assign(slot: number, share: KeyShare | undefined): void {
+  assign(slot: number, share: FairShare | undefined): void {
     if (share === undefined || !this.#live.has(share.id)) {
       this.owner[slot] = 0;
       return;

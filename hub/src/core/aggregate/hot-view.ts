@@ -4,7 +4,7 @@
  */
 import type { Rule } from '@hotkey/sdk/rules';
 import type { RuleTable } from '../decide/rule-table.ts';
-import type { Slots } from './window-slab.ts';
+import type { WindowSlab } from './window-slab.ts';
 
 export interface HotKeyView {
   key: string;
@@ -20,7 +20,7 @@ export interface HotKeyView {
 }
 
 /** A row for each of `hotSlots`, unordered. */
-export function hotViews(slots: Slots, rules: RuleTable, hotSlots: Iterable<number>, now: number): HotKeyView[] {
+export function hotViews(slots: WindowSlab, rules: RuleTable, hotSlots: Iterable<number>, now: number): HotKeyView[] {
   const out: HotKeyView[] = [];
   for (const slot of hotSlots) {
     slots.rotate(slot, now);

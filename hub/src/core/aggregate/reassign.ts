@@ -8,7 +8,7 @@ import type { Decider } from '../decide/decide.ts';
 import { BaselineDetector } from '../decide/detectors/baseline.ts';
 import { TopKDetector } from '../decide/detectors/topk.ts';
 import { MODE_FIXED, type RuleTable } from '../decide/rule-table.ts';
-import type { Slots } from './window-slab.ts';
+import type { WindowSlab } from './window-slab.ts';
 
 /**
  * Replaces the rules. Keys now matching no rule are dropped (demoted with reason 'rules' when
@@ -16,7 +16,7 @@ import type { Slots } from './window-slab.ts';
  * level seeded for a detecting rule and counted by a top-K one.
  */
 export function reassignRules(
-  slots: Slots,
+  slots: WindowSlab,
   table: RuleTable,
   decider: Decider,
   rules: readonly Rule[],
@@ -49,7 +49,7 @@ export function reassignRules(
  * new member epoch. Returns how many were forgotten.
  */
 export function reassignOwnership(
-  slots: Slots,
+  slots: WindowSlab,
   table: RuleTable,
   decider: Decider,
   accept: ((key: string) => boolean) | undefined,

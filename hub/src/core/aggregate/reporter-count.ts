@@ -2,7 +2,7 @@
  * How many distinct SDK instances report a key: linear counting over a 128-bit bitmap per slot
  * (Whang, Vander-Zanden & Taylor, "A linear-time probabilistic counting algorithm for database
  * applications", TODS 1990). Each session sets its instance's bit on every record; the estimate
- * is -m·ln(zeros / m) for m bits. The bitmaps themselves live in the slot slab (slots.ts); this
+ * is -m·ln(zeros / m) for m bits. The bitmaps themselves live in the slot slab (window-slab.ts); this
  * module is the arithmetic.
  */
 import { hashString } from '@hotkey/sdk/internal';

@@ -13,12 +13,12 @@
  * Once full, a new key replaces a non-hot key among a random sample (sampled eviction, as in
  * Redis' approximated LRU), so any key cardinality keeps the slab at its cap; a periodic sweep
  * frees slots whose window emptied. The victim is fair to the sessions and their remote addresses
- * (key-shares.ts): an empty window first, then keys of sessions holding their part of the table, then keys one instance
+ * (fair-shares.ts): an empty window first, then keys of sessions holding their part of the table, then keys one instance
  * reported, keys several instances reported last, the smallest total within each.
  */
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
 import { KeyIndex } from './key-index.ts';
-import { type KeyShare, KeyShares } from './fair-shares.ts';
+import { type FairShare, FairShares } from './fair-shares.ts';
 import { estimateReporters, popcount32, REPORTER_WORDS } from './reporter-count.ts';
 import { NONE, type RuleTable } from '../decide/rule-table.ts';
 
@@ -90,7 +90,7 @@ export interface SlotsOptions {
   random: () => number;
 }
 
-export class Slots {
+export class WindowSlab {
   readonly #rules: RuleTable;
   readonly #samples: number;
   readonly #sweepPerTick: number;
@@ -99,7 +99,7 @@ export class Slots {
   /** key -> slot (a Map would hash every freshly decoded key in a runtime call: key-index.ts) */
   readonly index = new KeyIndex();
   /** which session admitted each key (fair admission) */
-  readonly shares = new KeyShares();
+  readonly shares = new FairShares();
   #capacity = 0;
   /** slots ever handed out; [0, highWater) minus the free list are live */
   #highWater = 0;
@@ -149,7 +149,7 @@ export class Slots {
    * and not hot; when the slab is at `maxKeys` and no sampled slot may be replaced, -1 (all hot)
    * or -2 (`share` holds its part of the table and sampled none it may replace).
    */
-  allocate(key: string, r: number, now: number, share?: KeyShare): number {
+  allocate(key: string, r: number, now: number, share?: FairShare): number {
     let slot: number;
     if (this.index.size >= this.maxKeys) {
       // at the cap (lowered by setMaxKeys below what is allocated): replace, never add
@@ -259,12 +259,12 @@ export class Slots {
   /**
    * Frees a non-hot slot of a random sample for a key `share`'s session admits, and returns it; -1
    * if none sampled may go. The victim: an empty window first, then a key of a session holding its
-   * part of the table (key-shares.ts), then one a single instance reported, then one several
+   * part of the table (fair-shares.ts), then one a single instance reported, then one several
    * reported; the smallest total within each. A `share` holding its part itself, or whose address
    * holds the address's part, may take only an empty window or such a session's key (in a flood,
    * its own or its address's): -2 if none sampled.
    */
-  evictOne(now: number, share?: KeyShare): number {
+  evictOne(now: number, share?: FairShare): number {
     const shares = this.shares;
     // a session at its part, or one of an address at the address's part (many sessions of one flooder)
     const restricted =

@@ -16,7 +16,7 @@
 import { WINDOW_SLICES } from '@hotkey/sdk/rules';
 import type { Decider } from '../decide/decide.ts';
 import { MODE_FIXED, NONE, type RuleTable } from '../decide/rule-table.ts';
-import { SLICES, SLOT_STRIDE, TICK, TOTAL, type Slots } from './window-slab.ts';
+import { SLICES, SLOT_STRIDE, TICK, TOTAL, type WindowSlab } from './window-slab.ts';
 
 /** One key as handed over. */
 export interface WindowEntry {
@@ -38,7 +38,7 @@ export interface WindowEntry {
  * left out (nothing to carry).
  */
 export function exportWindows(
-  slots: Slots,
+  slots: WindowSlab,
   rules: RuleTable,
   dest: (key: string) => string | undefined,
   now: number,
@@ -69,7 +69,7 @@ export function exportWindows(
   return { byOwner: out, dropped };
 }
 
-function entryOf(slots: Slots, rules: RuleTable, slot: number, now: number): WindowEntry {
+function entryOf(slots: WindowSlab, rules: RuleTable, slot: number, now: number): WindowEntry {
   const at = slot * SLOT_STRIDE;
   const tick = slots.slab[at + TICK]!;
   const slices: number[] = [];
@@ -92,7 +92,7 @@ function entryOf(slots: Slots, rules: RuleTable, slot: number, now: number): Win
  * merged; the hot state is. True when the key was promoted here by the merge.
  */
 export function importWindow(
-  slots: Slots,
+  slots: WindowSlab,
   rules: RuleTable,
   decider: Decider,
   slot: number,

@@ -1,6 +1,6 @@
 /**
  * Per-app fan-out. Every broadcast gets the app's next seq, is encoded ONCE and the same bytes are
- * written to every SDK socket of the app; the socket adapter also frames it once (Peer.sendShared:
+ * written to every SDK socket of the app; the socket adapter also frames it once (Peer.sendBroadcast:
  * one prebuilt WebSocket frame, one socket write each, no per-socket framing or allocation). A socket whose send buffer is over `maxBufferedBytes` is
  * closed with 4008 (slow consumer) instead of silently missing frames: the SDK reconnects and
  * resynchronises from a Snapshot, so no broadcast is ever lost without the SDK knowing.
@@ -19,7 +19,7 @@ import {
   type Promote,
   type ServerMessage,
 } from '@hotkey/sdk/protocol';
-import type { BulkWriter, Peer, SharedFrame } from '../peer.ts';
+import type { BulkWriter, Peer, BroadcastFrame } from '../peer.ts';
 
 type Sequenced = Omit<Promote, 'seq'> | Omit<Invalidate, 'seq'> | Omit<Demote, 'seq'>;
 
@@ -85,11 +85,11 @@ export class Broadcaster {
   /** Sends an unsequenced message (Config, Members) to every peer. */
   sendAll(message: ServerMessage): void {
     if (this.peers.size === 0) return;
-    this.sendShared(encode(message));
+    this.sendBroadcast(encode(message));
   }
 
-  /** Sends pre-encoded bytes to every peer, framed once for all of them (Peer.sendShared). */
-  sendShared(bytes: Uint8Array): void {
+  /** Sends pre-encoded bytes to every peer, framed once for all of them (Peer.sendBroadcast). */
+  sendBroadcast(bytes: Uint8Array): void {
     if (this.#burst++ === 0) process.nextTick(this.#endBurst);
     else if (this.#burst === 2) {
       for (const peer of this.peers) {
@@ -98,7 +98,7 @@ export class Broadcaster {
         this.#corked.push(peer);
       }
     }
-    const frame: SharedFrame = { payload: bytes };
+    const frame: BroadcastFrame = { payload: bytes };
     const bulk = this.#bulk;
     // corked peers (a burst) buffer their writes anyway: no hand-over
     if (bulk === undefined || this.peers.size < bulk.minPeers || this.#corked.length > 0) {
@@ -116,10 +116,10 @@ export class Broadcaster {
 
   /**
    * Sends pre-encoded bytes to one peer unless it is over its buffer limit (then cuts it off).
-   * @param [shared] the same bytes as a frame shared by a whole fan-out
+   * @param [frame] the same bytes as one frame for a whole fan-out
    */
-  sendTo(peer: Peer, bytes: Uint8Array, shared?: SharedFrame): boolean {
-    return this.#admit(peer) && this.#write(peer, bytes, shared);
+  sendTo(peer: Peer, bytes: Uint8Array, frame?: BroadcastFrame): boolean {
+    return this.#admit(peer) && this.#write(peer, bytes, frame);
   }
 
   /** false (and the peer cut off) when its send buffer is over the limit */
@@ -131,9 +131,9 @@ export class Broadcaster {
     return false;
   }
 
-  #write(peer: Peer, bytes: Uint8Array, shared?: SharedFrame): boolean {
+  #write(peer: Peer, bytes: Uint8Array, frame?: BroadcastFrame): boolean {
     try {
-      if (shared !== undefined && peer.sendShared !== undefined) peer.sendShared(shared);
+      if (frame !== undefined && peer.sendBroadcast !== undefined) peer.sendBroadcast(frame);
       else peer.send(bytes);
     } catch (err) {
       // one broken socket must not stop the fan-out to the others

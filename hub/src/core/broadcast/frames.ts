@@ -99,7 +99,7 @@ export function snapshotFrame(views: HotKeyView[], replicasOf: (key: string) => 
   return encode({ t: MsgType.Snapshot, seq, hot });
 }
 
-/** One session's rate-limit shares, as many Limit frames as MAX_LIMIT_KEYS requires, built as they are sent. */
+/** One session's rate splits, as many Limit frames as MAX_LIMIT_KEYS requires, built as they are sent. */
 export function* limitFrames(keys: string[], rates: number[]): Generator<Uint8Array> {
   for (let start = 0; start < keys.length; start += MAX_LIMIT_KEYS)
     yield encode({

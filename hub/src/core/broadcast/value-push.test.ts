@@ -6,7 +6,7 @@ import { Broadcaster } from './broadcaster.ts';
 import { HubMetrics } from '../observe/hub-metrics.ts';
 import type { Peer } from '../peer.ts';
 import type { Session } from '../ingest/session.ts';
-import { SharedValues } from './value-push.ts';
+import { ValuePush } from './value-push.ts';
 
 class MemoryPeer implements Peer {
   readonly frames: ServerMessage[] = [];
@@ -29,7 +29,7 @@ function setup(n = 3) {
   for (const s of sessions) broadcaster.peers.add(s.peer);
   const metrics = new HubMetrics();
   let next = 0;
-  const shares = new SharedValues({
+  const shares = new ValuePush({
     broadcaster,
     sessions: () => sessions,
     metrics,

@@ -70,7 +70,7 @@ export interface SharedValuesOptions {
   pick?: (n: number) => number;
 }
 
-export class SharedValues {
+export class ValuePush {
   readonly #o: SharedValuesOptions;
   readonly #keys = new Map<string, Shared>();
   readonly #pick: (n: number) => number;

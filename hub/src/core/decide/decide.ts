@@ -1,5 +1,5 @@
 /**
- * The decide step of the data path: which tracked keys are hot. The aggregator counts (slots.ts)
+ * The decide step of the data path: which tracked keys are hot. The aggregator counts (window-slab.ts)
  * and asks this module at each crossing; the listener hears the transitions.
  *
  * Promotion: a fixed rule's key is promoted inside ingest the moment its window total reaches the
@@ -29,7 +29,7 @@ import type { BaselineDetector } from './detectors/baseline.ts';
 import { TopKDetector } from './detectors/topk.ts';
 import { MODE_BASELINE, MODE_FIXED, MODE_TOPK, NONE, type RuleTable } from './rule-table.ts';
 import { activeExactKeys } from './schedule.ts';
-import type { Slots } from '../aggregate/window-slab.ts';
+import type { WindowSlab } from '../aggregate/window-slab.ts';
 
 export type DemoteReason = HubDemoteReason;
 
@@ -56,7 +56,7 @@ export interface DeciderOptions {
 }
 
 export class Decider {
-  readonly #slots: Slots;
+  readonly #slots: WindowSlab;
   readonly #rules: RuleTable;
   readonly #listener: AggregatorListener;
   readonly #maxHot: number;
@@ -64,7 +64,7 @@ export class Decider {
   readonly #random: () => number;
   readonly #track: (key: string, now: number) => number;
   readonly hotSlots = new Set<number>();
-  /** the hot slots again, as an array for uniform sampling (slot -> index in Slots.hotPos) */
+  /** the hot slots again, as an array for uniform sampling (slot -> index in WindowSlab.hotPos) */
   readonly #hotList: number[] = [];
   /** set while Aggregator.setRules recounts the topk detectors' hot keys */
   recounting = false;
@@ -75,7 +75,7 @@ export class Decider {
   /** hot keys demoted to make room for a stronger one */
   displaced = 0;
 
-  constructor(slots: Slots, rules: RuleTable, options: DeciderOptions) {
+  constructor(slots: WindowSlab, rules: RuleTable, options: DeciderOptions) {
     this.#slots = slots;
     this.#rules = rules;
     this.#listener = options.listener;

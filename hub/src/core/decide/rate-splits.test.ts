@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parseRules } from '@hotkey/sdk/rules';
-import { LimitShares, PERIOD_MS, waterFill } from './rate-splits.ts';
+import { RateSplits, PERIOD_MS, waterFill } from './rate-splits.ts';
 
 const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -20,7 +20,7 @@ test('waterFill: shares sum to the limit; light users get what they use, heavy o
 });
 
 test('shares follow reported demand, leave with closed sessions, and resend only on change or renewal', () => {
-  const limits = new LimitShares<{ closed: boolean; name: string }>(
+  const limits = new RateSplits<{ closed: boolean; name: string }>(
     parseRules([{ match: 'api:*', threshold: 1e6, limit: 300 }]),
   );
   const a = { closed: false, name: 'a' };
@@ -56,7 +56,7 @@ test('shares follow reported demand, leave with closed sessions, and resend only
 });
 
 test('limited keys per app are capped; refused ones are counted', () => {
-  const limits = new LimitShares<{ closed: boolean }>(parseRules([{ match: '*', threshold: 1e6, limit: 10 }]), 100);
+  const limits = new RateSplits<{ closed: boolean }>(parseRules([{ match: '*', threshold: 1e6, limit: 10 }]), 100);
   const s = { closed: false };
   const keys = Array.from({ length: 1000 }, (_, i) => `k${i}`);
   limits.observe(

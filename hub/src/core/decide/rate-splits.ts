@@ -52,7 +52,7 @@ interface LimitedKey {
   uses: Map<ShareHolder, Use>;
 }
 
-export class LimitShares<S extends ShareHolder> {
+export class RateSplits<S extends ShareHolder> {
   /** new limited keys refused because `maxKeys` were tracked */
   refused = 0;
   readonly #maxKeys: number;

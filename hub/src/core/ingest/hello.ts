@@ -63,7 +63,7 @@ export function openSession(ctx: HelloContext, session: Session, hello: Hello): 
   session.appliedSeq = app.broadcaster.seq;
   admitVersion(session, version);
   session.soloBudget = new TokenBucket(tunables.soloPromotionRate, tunables.soloPromotionBurst, ctx.now());
-  session.keyShare = app.aggregator.openShare(session.remote);
+  session.fairShare = app.aggregator.openShare(session.remote);
   apps.join(app, session);
   app.broadcaster.sendTo(
     session.peer,

@@ -1,7 +1,7 @@
 /**
  * One step of a session's Report into its app: the records go to the aggregator (aggregator.ts,
  * which admits and counts them), the savings hot keys carry go to the app's Savings, and, while
- * the app has rate limits, every record to its LimitShares. The fair intake (intake.ts) decides
+ * the app has rate limits, every record to its RateSplits. The fair intake (intake.ts) decides
  * how many records a step takes; this file only walks them.
  */
 import type { Report } from '@hotkey/sdk/protocol';
@@ -40,7 +40,7 @@ export class ReportIngest {
       session.soloBudget,
       from,
       to,
-      session.keyShare,
+      session.fairShare,
     );
     const { hits, loads } = report;
     if (hits !== undefined && loads !== undefined) {
@@ -62,7 +62,7 @@ export class ReportIngest {
     this.#count(app, session, from, to, now, bytes);
     const limits = app.limits.active;
     const start = frame.savings || limits ? frame.save() : undefined;
-    app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to, session.keyShare);
+    app.aggregator.ingestFrame(frame, session.reporter, now, session.soloBudget, to, session.fairShare);
     if (start === undefined) return to;
     // a second walk over the step for what needs the keys as strings
     frame.restore(start);

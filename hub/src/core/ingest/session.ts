@@ -24,7 +24,7 @@ import type { FlowQueue, Intake, IntakeFlow } from './intake.ts';
 import { readReport, ReportFrame } from './report-frame.ts';
 import type { DropWaiter } from '../invalidate/drop-tracker.ts';
 import type { HolderSession } from '../invalidate/holders.ts';
-import type { KeyShare } from '../aggregate/fair-shares.ts';
+import type { FairShare } from '../aggregate/fair-shares.ts';
 import { closeReason, type Peer } from '../peer.ts';
 import type { TokenBucket } from '../token-bucket.ts';
 
@@ -108,8 +108,8 @@ export class Session implements DropWaiter, HolderSession, IntakeFlow {
   version = PROTOCOL_VERSION;
   /** promotions this connection may still carry alone (the aggregator's solo budget), set on Hello */
   soloBudget: TokenBucket | undefined;
-  /** this connection's share of its app's key table (fair admission, key-shares.ts), set on Hello */
-  keyShare: KeyShare | undefined;
+  /** this connection's share of its app's key table (fair admission, fair-shares.ts), set on Hello */
+  fairShare: FairShare | undefined;
   /** the remote address of its socket ('' when the transport gives none): fair admission is per address first */
   remote = '';
   readonly #host: SessionHost;

@@ -126,7 +126,7 @@ export interface Gauges {
   ingestRate: number;
   /** keys with a QPS history for the key detail chart */
   qpsHistoryKeys: number;
-  /** rate-limited keys whose limit this hub divides (limit-shares.ts) */
+  /** rate-limited keys whose limit this hub divides (rate-splits.ts) */
   limitedKeys: number;
   /** new limited keys refused because an app tracked its most (MAX_LIMITED_KEYS) */
   limitedKeysRefused: number;
