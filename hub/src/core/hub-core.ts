@@ -136,30 +136,7 @@ export class HubCore implements SessionHost {
       logger: this.#logger,
       now: this.#now,
     });
-    this.#apps = new Apps({
-      coordinator: this.coordinator,
-      tunables: this.tunables,
-      metrics: this.metrics,
-      now: this.#now,
-      clock,
-      // SDKs may hold leases granted by this hub's previous life: wait one out before any ack
-      ackNotBefore: clock() + this.tunables.leaseMs,
-      logger: this.#logger,
-      accept: this.#members.accept,
-      bulk: options.bulk,
-      onPromote: (app, key, rule, qps, latencyMs, manual) => {
-        // a key still counted here while its windows go to its new owner (handoff.ts) is not
-        // promoted to SDKs: this hub no longer vouches for it (ownership-fence.ts)
-        if (this.#members.accept?.(key) === false) return;
-        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual);
-      },
-      onDemote: (app, key, qps, reason) => {
-        // broadcast-class for one lease more: a Grant sent before the Demote may still cover it (directed.ts)
-        app.demotedAt.delete(key);
-        app.demotedAt.set(key, clock());
-        this.#announcer.demoted(app, key, qps, reason);
-      },
-    });
+    this.#apps = this.#createApps(clock, options.bulk);
     const initial = new Ownership(membership.members.map((m) => m.id));
     this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, clock, initial });
     this.#invalidations = new InvalidationRouter({
@@ -179,7 +156,43 @@ export class HubCore implements SessionHost {
       maxQueuedBytes: t.maxQueuedBytesPerConnection,
       maxTotalQueuedBytes: t.maxQueuedBytes,
     });
-    this.invalidationBudget = new InvalidationBudget({
+    this.invalidationBudget = this.#createInvalidationBudget();
+    this.#handoff = this.#createHandoff(clock, membership.epoch, membership.members);
+    this.#listen();
+  }
+
+  /** The per-app registry, whose promotions and demotions the announcer makes news. */
+  #createApps(clock: () => number, bulk: BulkWriter | undefined): Apps {
+    return new Apps({
+      coordinator: this.coordinator,
+      tunables: this.tunables,
+      metrics: this.metrics,
+      now: this.#now,
+      clock,
+      // SDKs may hold leases granted by this hub's previous life: wait one out before any ack
+      ackNotBefore: clock() + this.tunables.leaseMs,
+      logger: this.#logger,
+      accept: this.#members.accept,
+      bulk,
+      onPromote: (app, key, rule, qps, latencyMs, manual) => {
+        // a key still counted here while its windows go to its new owner (handoff.ts) is not
+        // promoted to SDKs: this hub no longer vouches for it (ownership-fence.ts)
+        if (this.#members.accept?.(key) === false) return;
+        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual);
+      },
+      onDemote: (app, key, qps, reason) => {
+        // broadcast-class for one lease more: a Grant sent before the Demote may still cover it (directed.ts)
+        app.demotedAt.delete(key);
+        app.demotedAt.set(key, clock());
+        this.#announcer.demoted(app, key, qps, reason);
+      },
+    });
+  }
+
+  /** Per-connection InvalidateRequest budgets, which hand a request on to the router in turn. */
+  #createInvalidationBudget(): InvalidationBudget {
+    const t = this.tunables;
+    return new InvalidationBudget({
       rate: t.invalidateRate,
       burst: t.invalidateBurst,
       maxQueued: t.maxQueuedInvalidations,
@@ -190,7 +203,11 @@ export class HubCore implements SessionHost {
         if (app !== undefined && !session.closed) this.#invalidations.request(app, session, request);
       },
     });
-    this.#handoff = new Handoff(
+  }
+
+  /** The window handoff to and from the other hubs, starting at the membership the hub began with. */
+  #createHandoff(clock: () => number, epoch: number, members: readonly Member[]): Handoff {
+    return new Handoff(
       {
         selfId: this.id,
         maxKeys: this.tunables.handoffMaxKeys,
@@ -207,9 +224,13 @@ export class HubCore implements SessionHost {
         now: this.#now,
         clock,
       },
-      membership.epoch,
-      membership.members,
+      epoch,
+      members,
     );
+  }
+
+  /** What the hub hears from the cluster: handoff chunks, rules, members and events. */
+  #listen(): void {
     this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#handoff.receive(bytes)));
     this.coordinator.onRules((app, rules) =>
       this.#guard('rules change', () => {
