@@ -1,13 +1,14 @@
 /**
  * The hub without the network, and the façade the server and the HTTP API use: it routes each
  * session message to the part that handles it, runs the tick, fans membership changes out, and
- * answers the API's reads and commands. The parts: a session's opening in hello.ts; a Report's
- * records in report-ingest.ts; per-app state, admission and Config fan-out in apps.ts; the frames
- * in frames.ts; promotions and demotions become broadcasts and events in announce.ts;
- * invalidations and their acks in invalidation-router.ts; the member list and key ownership in
- * members.ts; each app's periodic work and the QPS sampling in hub-tick.ts; the periodic status
- * in hub-status.ts; the gauges in hub-metrics.ts. Talks to the rest of the cluster only through
- * the Coordinator.
+ * answers the API's reads and commands. The parts, one folder per step: a session's opening and
+ * its Reports in ingest/ (hello.ts, report-ingest.ts); a key's count in aggregate/; which keys are
+ * hot in decide/; the frames, and promotions and demotions made broadcasts and events, in
+ * broadcast/ (frames.ts, announce.ts); invalidations and their acks in invalidate/
+ * (invalidation-router.ts); the member list, key ownership and the window handoff in membership/;
+ * the status and the gauges in observe/. Beside this file: per-app state, admission and Config
+ * fan-out in apps.ts; each app's periodic work and the QPS sampling in hub-tick.ts. Talks to the
+ * rest of the cluster only through the Coordinator.
  */
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { closeCodeOf } from '@hotkey/sdk/errors';

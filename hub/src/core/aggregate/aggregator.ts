@@ -6,9 +6,9 @@
  *               matched to its rule once and admitted (or ignored: no rule, another hub's key)
  *   store       window-slab.ts: the slab of per-key windows, lazy rotation, sampled eviction at maxKeys
  *   fairness    fair-shares.ts: which session admitted each key, so that none evicts the others'
- *   rules       rule-table.ts: the rules compiled to typed arrays, the detectors
+ *   rules       ../decide/rule-table.ts: the rules compiled to typed arrays, the detectors
  *   reporters   reporter-count.ts: distinct reporting instances by linear counting
- *   decide      decide.ts: promotion, demotion and hot-set admission; detectors/ beside it
+ *   decide      ../decide/decide.ts: promotion, demotion and hot-set admission; detectors/ beside it
  *   read        hot-view.ts: the hot keys as the API, the feed and the broadcasts see them
  *   change      reassign.ts: tracked keys under new rules or a new share of the cluster's keys
  *   options     aggregator-options.ts: the options, their defaults and the counters' shape
