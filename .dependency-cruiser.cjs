@@ -25,7 +25,7 @@
  *   ioredis.ts / node-redis.ts, then index.ts and internal.ts   the package entry points, on top
  *             (index.ts what a service calls, internal.ts the building blocks; neither imports the other)
  *
- * hub/src/core, lowest first (its step folders: see hub/README.md):
+ * hub/src/core, lowest first (its step folders: docs/internals/layout.md):
  *   the ground   root modules every step may use: coordinator, logger, peer, token-bucket, tunables;
  *             they import nothing else of the core
  *   decide    which keys are hot: rules compiled, detectors, schedules, rate splits, replica steps
