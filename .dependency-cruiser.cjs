@@ -2,7 +2,7 @@
  * Folders import one way: `pnpm lint` runs dependency-cruiser with this file and fails on any
  * import that points up the layer order below, or sideways between two folders of one layer (so
  * no two folders can ever import each other). A folder's subfolders belong to it
- * (`hub/src/core/detectors` is core).
+ * (`hub/src/core/decide/detectors` is core).
  *
  * hub/src, lowest first:
  *   core      the hub's logic, pure of sockets and processes; owns the interfaces it needs
@@ -24,6 +24,23 @@
  *   ioredis / node-redis   one adapter per client library, over the core (neither imports the other)
  *   ioredis.ts / node-redis.ts, then index.ts and internal.ts   the package entry points, on top
  *             (index.ts what a service calls, internal.ts the building blocks; neither imports the other)
+ *
+ * hub/src/core, lowest first (its step folders: docs/internals/layout.md):
+ *   the ground   root modules every step may use: coordinator, logger, peer, token-bucket, tunables;
+ *             they import nothing else of the core
+ *   decide    which keys are hot: rules compiled, detectors, schedules, rate splits, replica steps
+ *   aggregate the per-app window slab and the aggregator that counts into it and asks decide
+ *   membership   the member list, the window handoff between hubs, auth, version-1 sessions
+ *   observe   what the core counts and shows: metrics, status, app rows, QPS history, key privacy
+ *   broadcast the frames, the broadcaster, announcements, value push
+ *   ingest / invalidate   a session and its Reports; invalidations, holders, fences (neither
+ *             imports the other)
+ *   the façade   the other root modules (apps, hub-tick, hub-core), on top
+ * Inside the core the rule is on code: a step may name a higher step's type (the per-app state,
+ * the session, the counters it bumps) with `import type`, which compiles to nothing, but never
+ * call into it; no-circular still forbids any loop, types included. A step's tests may drive it
+ * through the steps above it, as the hub does (decide's tests feed an aggregator, a session's
+ * run a hub core).
  *
  * Tests beside their source follow the same order, with two exceptions where they must: core's
  * tests may use cluster's coordinators (the real parts the core is given), an adapter's tests
@@ -77,6 +94,40 @@ function layerRules(pkg, layers, testExempt = {}) {
 
 const TEST = '\\.test\\.ts$';
 
+/**
+ * The core's step folders import one way (see the head of this file): `ground` root modules
+ * import nothing else of the core; each step in `steps` (lowest first, peers in one array) imports
+ * code only from the ground and the steps below it; the other root modules are the façade on top.
+ * Tests are exempt (see the head of this file).
+ */
+function coreStepRules(core, ground, steps) {
+  const groundPath = `^${core}/(${ground.map(re).join('|')})$`;
+  const rules = [
+    {
+      name: `${core}: the ground imports only the ground`,
+      comment: `${ground.join(', ')} sit under every step of ${core}: they import nothing else of it`,
+      severity: 'error',
+      from: { path: groundPath },
+      to: { path: `^${core}/`, pathNot: groundPath },
+    },
+  ];
+  steps.forEach((layer, i) => {
+    const higher = steps.slice(i + 1).flat();
+    for (const step of layer) {
+      const above = [...layer.filter((s) => s !== step), ...higher];
+      const folders = above.length > 0 ? `(${above.join('|')})/|` : '';
+      rules.push({
+        name: `${core}: ${step} calls up or sideways`,
+        comment: `${core}/${step} may import code only from the ground and the steps below it (type-only imports aside; see .dependency-cruiser.cjs)`,
+        severity: 'error',
+        from: { path: `^${core}/${step}/`, pathNot: TEST },
+        to: { path: `^${core}/(${folders}[^/]+\\.ts$)`, pathNot: groundPath, dependencyTypesNot: ['type-only'] },
+      });
+    }
+  });
+  return rules;
+}
+
 module.exports = {
   forbidden: [
     // core's tests run the core against the real coordinators, which live in cluster
@@ -86,6 +137,11 @@ module.exports = {
       {
         core: ['cluster'],
       },
+    ),
+    ...coreStepRules(
+      'hub/src/core',
+      ['coordinator.ts', 'logger.ts', 'peer.ts', 'token-bucket.ts', 'tunables.ts'],
+      [['decide'], ['aggregate'], ['membership'], ['observe'], ['broadcast'], ['ingest', 'invalidate']],
     ),
     // an adapter's tests drive it through its entry point, as a user does; the core's through an adapter's
     ...layerRules(

@@ -27,7 +27,7 @@ export type {
 } from './core/coordinator.ts';
 export { loadHubConfig, parseHubConfig } from './server/config.ts';
 export type { AppConfig, HubConfig } from './server/config.ts';
-export type { AppSummary, HotKeyRow, InstanceRow } from './core/app-rows.ts';
+export type { AppSummary, HotKeyRow, InstanceRow } from './core/observe/app-rows.ts';
 export type { ReloadResult, ReloadSource } from './server/live-config.ts';
 export { NOTIFY_EVENTS } from './notify/notify-config.ts';
 export type { NotifyEvent, NotifyTarget } from './notify/notify-config.ts';

@@ -12,8 +12,8 @@
  */
 import { AccessWindow } from '../../sdk/src/counting/window.ts';
 import { RuleSet, localThreshold, parseRules } from '../../sdk/src/rules.ts';
-import { Aggregator } from '../../hub/src/core/aggregator.ts';
-import { reporterBit } from '../../hub/src/core/reporters.ts';
+import { Aggregator } from '../../hub/src/core/aggregate/aggregator.ts';
+import { reporterBit } from '../../hub/src/core/aggregate/reporter-count.ts';
 import { NaiveWindows } from './baseline/naive-window.ts';
 import { benchMain, type BenchRow } from './harness.ts';
 import { ExactOracle, generateTrace, mulberry32, type FlashKey, type Trace } from './zipf.ts';

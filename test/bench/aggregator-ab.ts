@@ -10,6 +10,8 @@
  * A tree is a checkout with its dependencies installed (e.g. this one and a copy of main).
  * `readP25` is readReport's share (checking and hashing the frame), the rest the aggregator's.
  */
+import { existsSync } from 'node:fs';
+import { basename } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { encode, MsgType } from '../../sdk/src/wire/protocol.ts';
 import { mulberry32, ZipfSampler } from './zipf.ts';
@@ -53,14 +55,20 @@ interface Side {
 
 const sides: Side[] = [];
 for (const tree of trees) {
-  const at = (path: string) => pathToFileURL(`${tree}/${path}`).href;
+  // a tree from before the core's step folders has its files at the core's root
+  const at = (path: string) => {
+    const grouped = `${tree}/hub/src/core/${path}`;
+    return pathToFileURL(existsSync(grouped) ? grouped : `${tree}/hub/src/core/${basename(path)}`).href;
+  };
   const { Aggregator } = (await import(
-    at('hub/src/core/aggregator.ts')
-  )) as typeof import('../../hub/src/core/aggregator.ts');
+    at('aggregate/aggregator.ts')
+  )) as typeof import('../../hub/src/core/aggregate/aggregator.ts');
   const { readReport } = (await import(
-    at('hub/src/core/report-frame.ts')
-  )) as typeof import('../../hub/src/core/report-frame.ts');
-  const { parseRules } = (await import(at('sdk/src/rules.ts'))) as typeof import('../../sdk/src/rules.ts');
+    at('ingest/report-frame.ts')
+  )) as typeof import('../../hub/src/core/ingest/report-frame.ts');
+  const { parseRules } = (await import(
+    pathToFileURL(`${tree}/sdk/src/rules.ts`).href
+  )) as typeof import('../../sdk/src/rules.ts');
   const aggregator = new Aggregator({
     rules: parseRules([{ match: '*', threshold: 1000 }]),
     listener: { promote: () => undefined, demote: () => undefined },

@@ -1,8 +1,8 @@
 /**
  * Benchmark 14 — the fan-out write path, A/B in one process: the hub's Broadcaster writing one
  * Promote-sized frame to N WebSocket connections (HubSocket, as the hub accepts them) through
- * `sendShared` (framed once, one plain write per socket) against the same Broadcaster with
- * sendShared hidden (ws.send per socket: framing, cork, writev), rounds alternating so load on the
+ * `sendBroadcast` (framed once, one plain write per socket) against the same Broadcaster with
+ * sendBroadcast hidden (ws.send per socket: framing, cork, writev), rounds alternating so load on the
  * box hits both alike. CPU per socket is split into user (the hub's JavaScript) and system (the
  * kernel's TCP; on loopback this includes the receiver's side of every segment).
  * The receivers are plain ws clients in a child process.
@@ -17,7 +17,7 @@ import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
-import { Broadcaster } from '../../hub/src/core/broadcaster.ts';
+import { Broadcaster } from '../../hub/src/core/broadcast/broadcaster.ts';
 import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
 import type { Peer } from '../../hub/src/core/peer.ts';
 import { HubSocket } from '../../hub/src/server/hub-socket.ts';
@@ -65,7 +65,7 @@ if (process.argv[2] === 'receivers') {
       for (const ws of sockets) {
         shared.peers.add(ws as unknown as Peer);
         threaded.peers.add(ws as unknown as Peer);
-        // the same socket without sendShared: ws.send frames it per socket
+        // the same socket without sendBroadcast: ws.send frames it per socket
         plain.peers.add({
           send: (d: Uint8Array) => ws.send(d),
           close: (c: number, r: string) => ws.close(c, r),
@@ -99,7 +99,7 @@ if (process.argv[2] === 'receivers') {
         await delay(20);
         const c0 = process.cpuUsage(); // every thread of the process
         const t0 = performance.now();
-        b.sendShared(message);
+        b.sendBroadcast(message);
         const t = performance.now() - t0;
         const c = process.cpuUsage(c0);
         child.kill('SIGCONT');

@@ -1,5 +1,5 @@
 /**
- * Benchmark — window handoff on a membership change (hub/src/core/handoff.ts).
+ * Benchmark — window handoff on a membership change (hub/src/core/membership/handoff.ts).
  *
  * 1. Surge → promotion latency for a key whose owner leaves mid-window: three `hotkey-hub --redis`
  *    processes on a real redis-server, one SDK connected to all three; the key surges at 2 ×
@@ -15,8 +15,8 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { Ownership } from '@hotkey/sdk/ownership';
 import type { Member } from '@hotkey/sdk/protocol';
 import { parseRules } from '@hotkey/sdk/rules';
-import { Aggregator } from '../../hub/src/core/aggregator.ts';
-import { emptyHandoffCounters, Handoff } from '../../hub/src/core/handoff.ts';
+import { Aggregator } from '../../hub/src/core/aggregate/aggregator.ts';
+import { emptyHandoffCounters, Handoff } from '../../hub/src/core/membership/handoff.ts';
 import { silentLogger } from '../../hub/src/core/logger.ts';
 import { APP, Cluster } from '../cluster/cluster-harness.ts';
 import { benchMain, percentile, type BenchRow } from './harness.ts';

@@ -19,8 +19,8 @@
  */
 import { AccessWindow } from '../../sdk/src/counting/window.ts';
 import { RuleSet, localThreshold, parseRules } from '../../sdk/src/rules.ts';
-import { Aggregator } from '../../hub/src/core/aggregator.ts';
-import { reporterBit } from '../../hub/src/core/reporters.ts';
+import { Aggregator } from '../../hub/src/core/aggregate/aggregator.ts';
+import { reporterBit } from '../../hub/src/core/aggregate/reporter-count.ts';
 import { benchMain, percentile, type BenchRow } from './harness.ts';
 import { mulberry32, ZipfSampler } from './zipf.ts';
 

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { parseHubConfig, startHub, type Hub } from '@hotkey/hub';
 import { RedisCoordinator } from '../../hub/src/cluster/redis-coordinator.ts';
 import { createRedisClient } from '../../hub/src/cluster/redis-client.ts';
-import { encodeChunks } from '../../hub/src/core/handoff-chunk.ts';
+import { encodeChunks } from '../../hub/src/core/membership/handoff-chunk.ts';
 import { silentLogger } from '../../hub/src/core/logger.ts';
 import { ADMIN, APP, Cluster, httpJson } from './cluster-harness.ts';
 import { TcpProxy } from '../support/tcp-proxy.ts';

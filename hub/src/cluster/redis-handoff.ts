@@ -1,5 +1,5 @@
 /**
- * The transport of window handoff chunks (core/handoff.ts) between hubs, through the cluster's
+ * The transport of window handoff chunks (core/membership/handoff.ts) between hubs, through the cluster's
  * Redis: one list per recipient, so a chunk waits for a hub that is still starting.
  *
  * Layout (prefix `hotkey:`):

@@ -8,23 +8,23 @@ import { CapacityError, ErrorCode, AuthError, ProtocolError } from '@hotkey/sdk'
 import { CloseCode, HOLDERS_VERSION, MAX_NAME_LENGTH, MsgType, type Hello } from '@hotkey/sdk/protocol';
 import { localThreshold, rulesForPeers, type Rule } from '@hotkey/sdk/rules';
 import type { Coordinator } from './coordinator.ts';
-import { Aggregator, type DemoteReason } from './aggregator.ts';
-import { tokenMatches } from './auth.ts';
-import { Broadcaster } from './broadcaster.ts';
+import { Aggregator, type DemoteReason } from './aggregate/aggregator.ts';
+import { tokenMatches } from './membership/auth.ts';
+import { Broadcaster } from './broadcast/broadcaster.ts';
 import type { Logger } from './logger.ts';
-import type { HubMetrics } from './hub-metrics.ts';
-import { DropTracker } from './drop-tracker.ts';
-import { Holders } from './holders.ts';
-import { InvalidationTracker } from './invalidations.ts';
-import { closeLease, cutOffLagging, isLegacy } from './legacy-sessions.ts';
-import { Savings } from './savings.ts';
-import { SharedValues } from './shared-values.ts';
-import { LimitShares } from './limit-shares.ts';
-import { ReplicaSteps } from './replica-steps.ts';
+import type { HubMetrics } from './observe/hub-metrics.ts';
+import { DropTracker } from './invalidate/drop-tracker.ts';
+import { Holders } from './invalidate/holders.ts';
+import { InvalidationTracker } from './invalidate/invalidations.ts';
+import { closeLease, cutOffLagging, isLegacy } from './membership/legacy-sessions.ts';
+import { Savings } from './observe/savings.ts';
+import { ValuePush } from './broadcast/value-push.ts';
+import { RateSplits } from './decide/rate-splits.ts';
+import { ReplicaSteps } from './decide/replica-steps.ts';
 import type { BulkWriter, Peer } from './peer.ts';
-import { SessionState, type Session } from './session.ts';
+import { SessionState, type Session } from './ingest/session.ts';
 import type { HubTunables } from './tunables.ts';
-import type { KeyMode } from './key-privacy.ts';
+import type { KeyMode } from './observe/key-privacy.ts';
 
 /** Checks an app name wherever one arrives (config, API path, Hello): at most what a Hello can carry. */
 export function isValidAppName(name: string): boolean {
@@ -68,12 +68,12 @@ export interface AppState {
   lastConfigAt: number;
   /** when its last session left (or it was created): idle apps are dropped after `appIdleMs` */
   idleSince: number;
-  /** value push for its shared keys (shared-values.ts) */
-  shares: SharedValues;
+  /** value push for its shared keys (value-push.ts) */
+  shares: ValuePush;
   /** local hits and loader calls of its hot keys, from the SDKs' reports (savings.ts) */
   savings: Savings;
-  /** rate-limit shares of the limited keys this hub owns (limit-shares.ts) */
-  limits: LimitShares<Session>;
+  /** rate splits of the limited keys this hub owns (rate-splits.ts) */
+  limits: RateSplits<Session>;
   /** replica counts of the hot keys, as broadcast (replica-steps.ts) */
   replicas: ReplicaSteps;
 }
@@ -203,7 +203,7 @@ export class Apps {
       configTimer: undefined,
       lastConfigAt: 0,
       idleSince: createdAt,
-      shares: new SharedValues({
+      shares: new ValuePush({
         broadcaster,
         sessions: () => app.sessions,
         metrics: this.#opts.metrics,
@@ -212,7 +212,7 @@ export class Apps {
         tickMs: tunables.tickMs,
       }),
       savings: new Savings(this.#opts.now()),
-      limits: new LimitShares(coordinator.rules(name)),
+      limits: new RateSplits(coordinator.rules(name)),
       replicas: new ReplicaSteps(),
     };
     this.#byName.set(name, app);

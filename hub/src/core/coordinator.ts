@@ -29,7 +29,7 @@ export interface HubStatus extends Omit<FeedHub, 'hotCount' | 'instanceCount'> {
     since: number;
     instances: number;
     threshold: number;
-    /** what local caching saves on the key (core/savings.ts), when the SDKs reported it */
+    /** what local caching saves on the key (core/observe/savings.ts), when the SDKs reported it */
     localPct?: number;
     loadsPerSec?: number;
   }[];

@@ -1,13 +1,14 @@
 /**
  * The hub without the network, and the façade the server and the HTTP API use: it routes each
  * session message to the part that handles it, runs the tick, fans membership changes out, and
- * answers the API's reads and commands. The parts: a session's opening in hello.ts; a Report's
- * records in report-ingest.ts; per-app state, admission and Config fan-out in apps.ts; the frames
- * in frames.ts; promotions and demotions become broadcasts and events in announce.ts;
- * invalidations and their acks in invalidation-router.ts; the member list and key ownership in
- * members.ts; each app's periodic work and the QPS sampling in hub-tick.ts; the periodic status
- * in hub-status.ts; the gauges in hub-metrics.ts. Talks to the rest of the cluster only through
- * the Coordinator.
+ * answers the API's reads and commands. The parts, one folder per step: a session's opening and
+ * its Reports in ingest/ (hello.ts, report-ingest.ts); a key's count in aggregate/; which keys are
+ * hot in decide/; the frames, and promotions and demotions made broadcasts and events, in
+ * broadcast/ (frames.ts, announce.ts); invalidations and their acks in invalidate/
+ * (invalidation-router.ts); the member list, key ownership and the window handoff in membership/;
+ * the status and the gauges in observe/. Beside this file: per-app state, admission and Config
+ * fan-out in apps.ts; each app's periodic work and the QPS sampling in hub-tick.ts. Talks to the
+ * rest of the cluster only through the Coordinator.
  */
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { closeCodeOf } from '@hotkey/sdk/errors';
@@ -23,29 +24,42 @@ import {
 } from '@hotkey/sdk/protocol';
 import type { Coordinator, HubEvent } from './coordinator.ts';
 import type { Logger } from './logger.ts';
-import { refuseFromLegacy } from './legacy-sessions.ts';
-import { membersFrame } from './frames.ts';
-import { openSession, sendSnapshot } from './hello.ts';
-import { StatusClock } from './hub-status.ts';
+import { refuseFromLegacy } from './membership/legacy-sessions.ts';
+import { membersFrame } from './broadcast/frames.ts';
+import { openSession, sendSnapshot } from './ingest/hello.ts';
+import { StatusClock } from './observe/hub-status.ts';
 import { sampleHistory, tickApp } from './hub-tick.ts';
-import { MemberView } from './members.ts';
-import { ReportIngest } from './report-ingest.ts';
-import { Announcer } from './announce.ts';
+import { MemberView } from './membership/members.ts';
+import { ReportIngest } from './ingest/report-ingest.ts';
+import { Announcer } from './broadcast/announce.ts';
 import { Apps } from './apps.ts';
-import { appSummary, hotKeyRows, instanceRows, type AppSummary, type HotKeyRow, type InstanceRow } from './app-rows.ts';
-import { HubMetrics, protectionCounters, readGauges, type Gauges, type ProtectionCounters } from './hub-metrics.ts';
-import { Intake } from './intake.ts';
-import { InvalidationBudget } from './invalidation-budget.ts';
-import { InvalidationRouter } from './invalidation-router.ts';
-import { OwnershipFence } from './ownership-fence.ts';
+import {
+  appSummary,
+  hotKeyRows,
+  instanceRows,
+  type AppSummary,
+  type HotKeyRow,
+  type InstanceRow,
+} from './observe/app-rows.ts';
+import {
+  HubMetrics,
+  protectionCounters,
+  readGauges,
+  type Gauges,
+  type ProtectionCounters,
+} from './observe/hub-metrics.ts';
+import { Intake } from './ingest/intake.ts';
+import { InvalidationBudget } from './invalidate/invalidation-budget.ts';
+import { InvalidationRouter } from './invalidate/invalidation-router.ts';
+import { OwnershipFence } from './invalidate/ownership-fence.ts';
 import { Ownership } from '@hotkey/sdk/ownership';
 import { closeReason, type BulkWriter, type Peer } from './peer.ts';
-import { QpsHistory, type QpsPoint } from './qps-history.ts';
-import type { ReportFrame } from './report-frame.ts';
-import { Session, type SessionHost } from './session.ts';
+import { QpsHistory, type QpsPoint } from './observe/qps-history.ts';
+import type { ReportFrame } from './ingest/report-frame.ts';
+import { Session, type SessionHost } from './ingest/session.ts';
 import type { HubTunables } from './tunables.ts';
-import { KeyPrivacy } from './key-privacy.ts';
-import { Handoff } from './handoff.ts';
+import { KeyPrivacy } from './observe/key-privacy.ts';
+import { Handoff } from './membership/handoff.ts';
 
 /** ms between the rounds of a handoff, halved for the first: the reports still in flight to the old owner */
 const HANDOFF_DRAIN_MS = 50;
@@ -123,30 +137,7 @@ export class HubCore implements SessionHost {
       logger: this.#logger,
       now: this.#now,
     });
-    this.#apps = new Apps({
-      coordinator: this.coordinator,
-      tunables: this.tunables,
-      metrics: this.metrics,
-      now: this.#now,
-      clock,
-      // SDKs may hold leases granted by this hub's previous life: wait one out before any ack
-      ackNotBefore: clock() + this.tunables.leaseMs,
-      logger: this.#logger,
-      accept: this.#members.accept,
-      bulk: options.bulk,
-      onPromote: (app, key, rule, qps, latencyMs, manual) => {
-        // a key still counted here while its windows go to its new owner (handoff.ts) is not
-        // promoted to SDKs: this hub no longer vouches for it (ownership-fence.ts)
-        if (this.#members.accept?.(key) === false) return;
-        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual);
-      },
-      onDemote: (app, key, qps, reason) => {
-        // broadcast-class for one lease more: a Grant sent before the Demote may still cover it (directed.ts)
-        app.demotedAt.delete(key);
-        app.demotedAt.set(key, clock());
-        this.#announcer.demoted(app, key, qps, reason);
-      },
-    });
+    this.#apps = this.#createApps(clock, options.bulk);
     const initial = new Ownership(membership.members.map((m) => m.id));
     this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, clock, initial });
     this.#invalidations = new InvalidationRouter({
@@ -166,7 +157,43 @@ export class HubCore implements SessionHost {
       maxQueuedBytes: t.maxQueuedBytesPerConnection,
       maxTotalQueuedBytes: t.maxQueuedBytes,
     });
-    this.invalidationBudget = new InvalidationBudget({
+    this.invalidationBudget = this.#createInvalidationBudget();
+    this.#handoff = this.#createHandoff(clock, membership.epoch, membership.members);
+    this.#listen();
+  }
+
+  /** The per-app registry, whose promotions and demotions the announcer makes news. */
+  #createApps(clock: () => number, bulk: BulkWriter | undefined): Apps {
+    return new Apps({
+      coordinator: this.coordinator,
+      tunables: this.tunables,
+      metrics: this.metrics,
+      now: this.#now,
+      clock,
+      // SDKs may hold leases granted by this hub's previous life: wait one out before any ack
+      ackNotBefore: clock() + this.tunables.leaseMs,
+      logger: this.#logger,
+      accept: this.#members.accept,
+      bulk,
+      onPromote: (app, key, rule, qps, latencyMs, manual) => {
+        // a key still counted here while its windows go to its new owner (handoff.ts) is not
+        // promoted to SDKs: this hub no longer vouches for it (ownership-fence.ts)
+        if (this.#members.accept?.(key) === false) return;
+        this.#announcer.promoted(app, key, rule, qps, latencyMs, manual);
+      },
+      onDemote: (app, key, qps, reason) => {
+        // broadcast-class for one lease more: a Grant sent before the Demote may still cover it (directed.ts)
+        app.demotedAt.delete(key);
+        app.demotedAt.set(key, clock());
+        this.#announcer.demoted(app, key, qps, reason);
+      },
+    });
+  }
+
+  /** Per-connection InvalidateRequest budgets, which hand a request on to the router in turn. */
+  #createInvalidationBudget(): InvalidationBudget {
+    const t = this.tunables;
+    return new InvalidationBudget({
       rate: t.invalidateRate,
       burst: t.invalidateBurst,
       maxQueued: t.maxQueuedInvalidations,
@@ -177,7 +204,11 @@ export class HubCore implements SessionHost {
         if (app !== undefined && !session.closed) this.#invalidations.request(app, session, request);
       },
     });
-    this.#handoff = new Handoff(
+  }
+
+  /** The window handoff to and from the other hubs, starting at the membership the hub began with. */
+  #createHandoff(clock: () => number, epoch: number, members: readonly Member[]): Handoff {
+    return new Handoff(
       {
         selfId: this.id,
         maxKeys: this.tunables.handoffMaxKeys,
@@ -194,9 +225,13 @@ export class HubCore implements SessionHost {
         now: this.#now,
         clock,
       },
-      membership.epoch,
-      membership.members,
+      epoch,
+      members,
     );
+  }
+
+  /** What the hub hears from the cluster: handoff chunks, rules, members and events. */
+  #listen(): void {
     this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#handoff.receive(bytes)));
     this.coordinator.onRules((app, rules) =>
       this.#guard('rules change', () => {
@@ -310,7 +345,7 @@ export class HubCore implements SessionHost {
     this.#apps.leave(session);
     const app = this.#apps.get(session.app);
     if (app === undefined) return;
-    if (session.keyShare !== undefined) app.aggregator.closeShare(session.keyShare);
+    if (session.fairShare !== undefined) app.aggregator.closeShare(session.fairShare);
     // values it pushed lose the one instance that hears Redis writes of them: invalidated first,
     // so a Fill sent next (left) is answered under the new version
     for (const key of app.shares.orphaned(session)) {
@@ -487,7 +522,7 @@ export class HubCore implements SessionHost {
     this.#handoff.changed(epoch, members, beforeAccept, this.#members.accept);
     this.#fence.changed(before, after);
     const bytes = membersFrame(epoch, members);
-    for (const app of this.#apps.values()) app.broadcaster.sendShared(bytes);
+    for (const app of this.#apps.values()) app.broadcaster.sendBroadcast(bytes);
     for (const [app, keys] of lost) this.#fence.release(app, keys);
     const accept = this.#members.accept;
     if (accept !== undefined) for (const app of this.#apps.values()) this.#invalidations.directed.letGo(app, accept);

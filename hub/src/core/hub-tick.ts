@@ -1,14 +1,14 @@
 /**
  * The hub's periodic work on one app (hub-core.ts calls it every `tickMs` for each app): windows
- * age and hot keys cool, shared values and rate-limit shares move on, pre-declared windows open
+ * age and hot keys cool, pushed values and rate splits move on, pre-declared windows open
  * and close, leases lapse, and an app nobody uses any more is let go. Beside it, the sampling of
  * the hot keys' QPS into the history.
  */
-import { isLegacy } from './legacy-sessions.ts';
-import { limitFrames } from './frames.ts';
-import type { Announcer } from './announce.ts';
+import { isLegacy } from './membership/legacy-sessions.ts';
+import { limitFrames } from './broadcast/frames.ts';
+import type { Announcer } from './broadcast/announce.ts';
 import type { Apps, AppState } from './apps.ts';
-import type { QpsHistory, QpsSample } from './qps-history.ts';
+import type { QpsHistory, QpsSample } from './observe/qps-history.ts';
 
 /** One tick of `app` at `now`. */
 export function tickApp(apps: Apps, app: AppState, now: number): void {
@@ -24,7 +24,7 @@ export function tickApp(apps: Apps, app: AppState, now: number): void {
   if (app.lingering.size === 0 && apps.idle(app, now)) apps.drop(app);
 }
 
-/** Each session's changed (or due) rate-limit shares, in one Limit frame per session. */
+/** Each session's changed (or due) rate splits, in one Limit frame per session. */
 function sendShares(app: AppState, now: number): void {
   app.limits.tick(now, (session, keys, rates) => {
     if (isLegacy(session)) return; // a version-1 SDK cannot read a Limit: its keys go unlimited there

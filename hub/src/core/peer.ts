@@ -9,7 +9,7 @@ export interface Peer {
    * for all of them and writes those bytes as they are, instead of framing it again per socket.
    * Optional: without it the payload goes through `send`.
    */
-  sendShared?(frame: SharedFrame): void;
+  sendBroadcast?(frame: BroadcastFrame): void;
   close(code: number, reason: string): void;
   /** bytes queued but not yet written to the network */
   readonly bufferedAmount: number;
@@ -32,12 +32,12 @@ export interface Peer {
 export interface BulkWriter {
   /** fan-outs to fewer peers are not worth a hand-over */
   readonly minPeers: number;
-  begin(frame: SharedFrame, peers: readonly Peer[]): readonly Peer[];
+  begin(frame: BroadcastFrame, peers: readonly Peer[]): readonly Peer[];
   end(): void;
 }
 
 /** One broadcast's payload, plus whatever the socket adapter caches for it (its wire form). */
-export interface SharedFrame {
+export interface BroadcastFrame {
   readonly payload: Uint8Array;
   /** the adapter's cache: set by the first peer that writes the frame */
   wire?: Uint8Array;

@@ -94,9 +94,9 @@ export interface HubTunables {
   pushFillTimeoutMs: number;
   /** value push: bytes of a pushed value (Push, or an update's value) at most; larger ones are discarded / sent as a plain invalidation (HK_ERR_PUSH_TOO_LARGE) @default 65536 */
   maxPushBytes: number;
-  /** window handoff on a membership change (core/handoff.ts): keys handed to new owners at most per change, and taken from one sender per epoch; 0 = no handoff @default 10000 */
+  /** window handoff on a membership change (core/membership/handoff.ts): keys handed to new owners at most per change, and taken from one sender per epoch; 0 = no handoff @default 10000 */
   handoffMaxKeys: number;
-  /** protocol 3 holders (core/holders.ts): keys one session may register; past it a Hold is refused (r = 2, counted) @default 1024 */
+  /** protocol 3 holders (core/invalidate/holders.ts): keys one session may register; past it a Hold is refused (r = 2, counted) @default 1024 */
   maxHeldPerSession: number;
   /** keys the sessions of one remote address may register together per app; past it r = 2 @default 16384 */
   maxHeldPerAddress: number;

@@ -4,8 +4,8 @@
  * cluster through these two functions, so each row names its hub the same way (`hub`) everywhere.
  */
 import type { Coordinator } from '../core/coordinator.ts';
-import type { HotKeyRow, InstanceRow } from '../core/app-rows.ts';
-import type { KeyPrivacy } from '../core/key-privacy.ts';
+import type { HotKeyRow, InstanceRow } from '../core/observe/app-rows.ts';
+import type { KeyPrivacy } from '../core/observe/key-privacy.ts';
 
 /** What the merge reads from this hub (HubCore satisfies it). */
 export interface ClusterSource {
@@ -13,7 +13,7 @@ export interface ClusterSource {
   readonly coordinator: Coordinator;
   hotKeys(app?: string): HotKeyRow[];
   instanceRows(app?: string, limit?: number): InstanceRow[];
-  /** how keys are shown outside the core (core/key-privacy.ts) */
+  /** how keys are shown outside the core (core/observe/key-privacy.ts) */
   readonly keyPrivacy: KeyPrivacy;
 }
 

@@ -1,11 +1,11 @@
-import { KeyPrivacy } from '../core/key-privacy.ts';
+import { KeyPrivacy } from '../core/observe/key-privacy.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { CloseCode, encode, MsgType, PROTOCOL_VERSION } from '@hotkey/sdk/protocol';
 import { decodeFeedMessage, type FeedDelta, type FeedMessage, type FeedSnapshot } from '@hotkey/sdk/feed-protocol';
 import { DashboardFeed, type FeedSource } from './dashboard-feed.ts';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
-import type { HotKeyRow } from '../core/app-rows.ts';
+import type { HotKeyRow } from '../core/observe/app-rows.ts';
 import type { Peer } from '../core/peer.ts';
 
 /** A socket's sending side that records frames; `bufferedAmount` is set by the test. */

@@ -17,7 +17,7 @@ import { CloseCode, decodeClientMessage, errorFrame, MsgType, PROTOCOL_VERSION }
 import { encodeFeed, type FeedDelta, type FeedEvent } from '@hotkey/sdk/feed-protocol';
 import type { HubEvent } from '../core/coordinator.ts';
 import { closeReason, type Peer } from '../core/peer.ts';
-import { tokenMatches } from '../core/auth.ts';
+import { tokenMatches } from '../core/membership/auth.ts';
 import { DEFAULT_TUNABLES } from '../core/tunables.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import type { ClusterSource } from './cluster-view.ts';

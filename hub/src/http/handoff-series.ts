@@ -1,9 +1,9 @@
 /**
- * The window handoff's series at `GET /metrics` (core/handoff.ts): what this hub handed over on
+ * The window handoff's series at `GET /metrics` (core/membership/handoff.ts): what this hub handed over on
  * membership changes, what it took over, and what it refused, one series per refusal reason.
  */
-import { HandoffRefusal } from '../core/handoff-chunk.ts';
-import type { HandoffCounters } from '../core/handoff.ts';
+import { HandoffRefusal } from '../core/membership/handoff-chunk.ts';
+import type { HandoffCounters } from '../core/membership/handoff.ts';
 
 /** a counter series reading the handoff counters (metric-series.ts makes its Family) */
 type Make<F> = (name: string, help: string, read: (h: HandoffCounters) => number) => F;

@@ -1,11 +1,11 @@
 /**
  * Who may call a route: reads need the dashboard token only when one is set (the admin token
  * also reads); writes need the admin token and are refused outright when the hub has none.
- * Tokens are compared in constant time (core/auth.ts).
+ * Tokens are compared in constant time (core/membership/auth.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode } from '@hotkey/sdk';
-import { bearerToken, tokenMatches } from '../core/auth.ts';
+import { bearerToken, tokenMatches } from '../core/membership/auth.ts';
 import { HttpError, type Auth } from './http-request.ts';
 
 /** The hub's tokens as of this request (a config reload may change them). */

@@ -5,7 +5,7 @@
  * them. metrics.ts registers them with prom-client beside the labelled histograms.
  */
 import type { CoordinatorCounters } from '../core/coordinator.ts';
-import type { Gauges, HubMetrics, ProtectionCounters } from '../core/hub-metrics.ts';
+import type { Gauges, HubMetrics, ProtectionCounters } from '../core/observe/hub-metrics.ts';
 import { handoffFamilies } from './handoff-series.ts';
 
 /** The live dashboard feed's counters (DashboardFeed.stats plus the pages connected). */

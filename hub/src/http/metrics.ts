@@ -3,7 +3,7 @@
  * in a registry of its own per hub: several hubs run in one test process, and an embedder's global
  * registry stays theirs.
  *
- * The core's counters stay plain numbers bumped inline (core/hub-metrics.ts); the `hotkey_*`
+ * The core's counters stay plain numbers bumped inline (core/observe/hub-metrics.ts); the `hotkey_*`
  * series (metric-series.ts) read them and the gauges when scraped, without labels. Histograms are
  * observed at most once per frame or per decision, never per record, and carry an `app` label:
  * apps come from the config, so the label set is bounded; in open mode (any app name) the first
@@ -11,7 +11,7 @@
  * (event-loop lag, heap, GC, CPU) are prom-client's defaults, unprefixed (`nodejs_*`, `process_*`).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { HubMetrics, MetricsObserver } from '../core/hub-metrics.ts';
+import type { HubMetrics, MetricsObserver } from '../core/observe/hub-metrics.ts';
 import { CORE_FAMILIES, type Family, type MetricsSources, type Snapshot } from './metric-series.ts';
 
 export interface MetricsOptions {

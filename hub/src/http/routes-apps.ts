@@ -5,7 +5,7 @@
  */
 import { ErrorCode, HotKeyError, ValidationError } from '@hotkey/sdk';
 import { DEFAULT_RULE } from '@hotkey/sdk/rules';
-import { predeclaredRules, predeclaredRows, withoutPredeclared } from '../core/schedule.ts';
+import { predeclaredRules, predeclaredRows, withoutPredeclared } from '../core/decide/schedule.ts';
 import { isValidAppName } from '../core/apps.ts';
 import type { Coordinator } from '../core/coordinator.ts';
 import type { HubCore } from '../core/hub-core.ts';

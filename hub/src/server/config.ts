@@ -13,7 +13,7 @@ import { ErrorCode, ValidationError } from '@hotkey/sdk';
 import { parseRules, type Rule } from '@hotkey/sdk/rules';
 import { MAX_NAME_LENGTH } from '@hotkey/sdk/protocol';
 import { isValidAppName, type AppConfig } from '../core/apps.ts';
-import { KEY_MODES, type KeyMode } from '../core/key-privacy.ts';
+import { KEY_MODES, type KeyMode } from '../core/observe/key-privacy.ts';
 import { parseNotify, type NotifyTarget } from '../notify/notify-config.ts';
 
 export type { AppConfig };
@@ -28,7 +28,7 @@ export interface HubConfig {
   allowedOrigins?: string[];
   /** webhooks told of promotions, demotions, invalidations, fencing (notify/notify-config.ts) */
   notify?: NotifyTarget[];
-  /** the HMAC secret of apps with `keys: "hash"` (or env HOTKEY_KEY_SECRET; core/key-privacy.ts) */
+  /** the HMAC secret of apps with `keys: "hash"` (or env HOTKEY_KEY_SECRET; core/observe/key-privacy.ts) */
   keySecret?: string;
 }
 

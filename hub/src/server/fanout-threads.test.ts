@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { WebSocket, WebSocketServer } from 'ws';
-import { Broadcaster } from '../core/broadcaster.ts';
+import { Broadcaster } from '../core/broadcast/broadcaster.ts';
 import { FanoutThreads } from './fanout-threads.ts';
 import { HubSocket } from './hub-socket.ts';
 import { waitFor } from '../../../test/support/wait.ts';
@@ -59,7 +59,7 @@ test('helper threads write a broadcast to their share of the sockets: every clie
     for (let i = 0; i < 30; i++) {
       const p = payload(i, 20 + i * 97); // 20 B to ~2.9 KB: 7- and 16-bit lengths
       sent.push(p);
-      broadcaster.sendShared(p);
+      broadcaster.sendBroadcast(p);
       await new Promise((r) => setImmediate(r)); // one per turn: a burst in one turn is corked instead
       if (i % 10 === 3) {
         // a reply to one peer between two fan-outs keeps its place
@@ -109,7 +109,7 @@ test('a socket whose kernel buffer fills mid-frame gets the rest from the event 
     for (let i = 0; i < 400 && pool.stats.finishedByLoop === 0; i++) {
       const p = payload(i, 60_000);
       sent.push(p);
-      broadcaster.sendShared(p);
+      broadcaster.sendBroadcast(p);
       await new Promise((r) => setImmediate(r)); // one broadcast per turn: a burst would be corked, not handed over
     }
     assert.ok(pool.stats.finishedByLoop > 0, 'some helper write came back short');
@@ -117,7 +117,7 @@ test('a socket whose kernel buffer fills mid-frame gets the rest from the event 
     for (let k = 0; k < 5; k++) {
       const p = payload(sent.length, 60_000);
       sent.push(p);
-      broadcaster.sendShared(p);
+      broadcaster.sendBroadcast(p);
     }
     for (const c of f.clients) (c.ws as unknown as { _socket: { resume(): void } })._socket.resume();
     await waitFor('every frame at every client', () => f.clients.every((c) => c.got.length >= sent.length), 20_000);
@@ -139,21 +139,21 @@ test('small fan-outs, frames over 64 KiB, a fan-out begun inside another and a c
   try {
     const broadcaster = new Broadcaster({ maxBufferedBytes: 8 << 20, bulk: pool });
     for (const s of f.servers) broadcaster.peers.add(s);
-    broadcaster.sendShared(payload(0, 100)); // 6 sockets < minSockets
+    broadcaster.sendBroadcast(payload(0, 100)); // 6 sockets < minSockets
     const big = new FanoutThreads({ threads: 2, minSockets: 1 });
     await big.start();
     const wide = new Broadcaster({ maxBufferedBytes: 8 << 20, bulk: big });
     for (const s of f.servers) wide.peers.add(s);
-    wide.sendShared(payload(1, 70_000)); // over the shared frame buffer
+    wide.sendBroadcast(payload(1, 70_000)); // over the broadcast frame buffer
     assert.equal(big.stats, { byHelpers: 0, finishedByLoop: 0 });
     // a fan-out begun while another is open (re-entered from a write callback) is left to the caller
     const open = big.begin({ payload: payload(9, 10) }, f.servers);
     assert.is(big.begin({ payload: payload(9, 10) }, f.servers).length, f.servers.length);
-    for (const peer of open) (peer as HubSocket).sendShared({ payload: payload(9, 10) });
+    for (const peer of open) (peer as HubSocket).sendBroadcast({ payload: payload(9, 10) });
     big.end();
     assert.ok(big.stats.byHelpers > 0, 'the outer fan-out went through the helpers');
     await big.close();
-    wide.sendShared(payload(2, 100)); // closed: no helpers
+    wide.sendBroadcast(payload(2, 100)); // closed: no helpers
     assert.equal(pool.stats, { byHelpers: 0, finishedByLoop: 0 });
     await waitFor('all four frames', () => f.clients.every((c) => c.got.length === 4), 5000);
     for (const c of f.clients)

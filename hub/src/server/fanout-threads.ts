@@ -26,7 +26,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import type { BulkWriter, Peer, SharedFrame } from '../core/peer.ts';
+import type { BulkWriter, Peer, BroadcastFrame } from '../core/peer.ts';
 import { binaryFrame } from './hub-socket.ts';
 
 /** control words (Int32Array over shared memory) */
@@ -114,7 +114,7 @@ export class FanoutThreads implements BulkWriter {
    * Hands the raw-writable part of `peers` to the helpers, who start writing `frame` at once;
    * returns the peers left for the caller to write now. `end` must follow, even if that throws.
    */
-  begin(frame: SharedFrame, peers: readonly Peer[]): readonly Peer[] {
+  begin(frame: BroadcastFrame, peers: readonly Peer[]): readonly Peer[] {
     // a broadcast started while one is open (from a callback of the caller's writes) stays on the event loop
     if (this.threads === 0 || this.#broken || peers.length < this.minPeers || this.#wire !== undefined) return peers;
     const wire = (frame.wire ??= binaryFrame(frame.payload));

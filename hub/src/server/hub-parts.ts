@@ -11,7 +11,7 @@ import { buildDashboard } from '@hotkey/dashboard';
 import { LocalCoordinator } from '../cluster/local-coordinator.ts';
 import type { Coordinator } from '../core/coordinator.ts';
 import { HubCore } from '../core/hub-core.ts';
-import { KeyPrivacy } from '../core/key-privacy.ts';
+import { KeyPrivacy } from '../core/observe/key-privacy.ts';
 import type { Logger } from '../core/logger.ts';
 import { DEFAULT_TUNABLES, type HubTunables } from '../core/tunables.ts';
 import { DashboardFeed } from '../http/dashboard-feed.ts';

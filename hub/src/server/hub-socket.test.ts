@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { once } from 'node:events';
 import { WebSocket, WebSocketServer } from 'ws';
 import { HubSocket } from './hub-socket.ts';
-import { Broadcaster } from '../core/broadcaster.ts';
+import { Broadcaster } from '../core/broadcast/broadcaster.ts';
 import { decodeServerMessage, encode, MsgType } from '@hotkey/sdk/protocol';
 import { waitFor, within } from '../../../test/support/wait.ts';
 
@@ -26,7 +26,7 @@ async function pair(): Promise<{ server: HubSocket; client: WebSocket; close(): 
   };
 }
 
-test('sendShared delivers the same bytes as send, in order, for every length encoding (7-bit, 16-bit, 64-bit)', async () => {
+test('sendBroadcast delivers the same bytes as send, in order, for every length encoding (7-bit, 16-bit, 64-bit)', async () => {
   const { server, client, close } = await pair();
   try {
     const got: Buffer[] = [];
@@ -36,14 +36,14 @@ test('sendShared delivers the same bytes as send, in order, for every length enc
     );
     const frame = { payload: payloads[2]! };
     for (const p of payloads) {
-      server.sendShared({ payload: p });
+      server.sendBroadcast({ payload: p });
       server.send(p); // interleaved with ws's own framing: order and boundaries must hold
     }
-    server.sendShared(frame);
-    server.sendShared(frame); // the cached wire form is reused
+    server.sendBroadcast(frame);
+    server.sendBroadcast(frame); // the cached wire form is reused
     await waitFor('every frame', () => got.length >= payloads.length * 2 + 2, 5000, 5);
     payloads.forEach((p, i) => {
-      assert.equal(new Uint8Array(got[2 * i]!), p, `shared frame ${i} (${p.length} bytes)`);
+      assert.equal(new Uint8Array(got[2 * i]!), p, `broadcast frame ${i} (${p.length} bytes)`);
       assert.equal(new Uint8Array(got[2 * i + 1]!), p, `plain frame ${i}`);
     });
     assert.ok(frame.payload.length > 0 && got.at(-1)!.equals(Buffer.from(frame.payload)));
@@ -52,11 +52,11 @@ test('sendShared delivers the same bytes as send, in order, for every length enc
   }
 });
 
-test('sendShared on a socket that is closing does not throw (falls back to send, as ws does)', async () => {
+test('sendBroadcast on a socket that is closing does not throw (falls back to send, as ws does)', async () => {
   const { server, close } = await pair();
   try {
     server.close(1000, 'bye');
-    server.sendShared({ payload: new Uint8Array([1, 2, 3]) });
+    server.sendBroadcast({ payload: new Uint8Array([1, 2, 3]) });
     assert.is(server.readyState, WebSocket.CLOSING);
   } finally {
     await close();

@@ -1,20 +1,20 @@
 /**
  * The hub's WebSocket class (part of the ws adapter, with socket-server.ts): ws's own, plus
- * `sendShared` for broadcasts. `ws.send` frames every message again for every socket (a header
+ * `sendBroadcast` for broadcasts. `ws.send` frames every message again for every socket (a header
  * buffer, a Buffer view, cork + two writes + uncork: one writev) — at 10,000 sockets per promotion
- * that framing cost more user CPU than the syscalls. `sendShared` builds the complete
+ * that framing cost more user CPU than the syscalls. `sendBroadcast` builds the complete
  * server-to-client frame (RFC 6455 §5.2: FIN, binary, unmasked) once per broadcast and writes
  * those same bytes to each socket in one plain write.
  *
  * Writing to the raw socket is the same as ws.send only while ws's sender has nothing queued:
  * that holds without per-message deflate (the hub never enables it) and without Blob data (the
- * hub sends none). If ws's internals ever look different, `sendShared` falls back to `send`.
+ * hub sends none). If ws's internals ever look different, `sendBroadcast` falls back to `send`.
  */
 import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
-import type { SharedFrame } from '../core/peer.ts';
+import type { BroadcastFrame } from '../core/peer.ts';
 
-/** ws internals `sendShared` relies on (ws 8: lib/websocket.js, lib/sender.js) */
+/** ws internals `sendBroadcast` relies on (ws 8: lib/websocket.js, lib/sender.js) */
 interface WsInternals {
   _socket?: Duplex;
   _sender?: { _state?: number; _queue?: unknown[] };
@@ -51,8 +51,8 @@ export class HubSocket extends WebSocket {
     (this as unknown as WsInternals)._socket?.uncork();
   }
 
-  /** Peer.sendShared: the frame's wire bytes (built by the first socket, cached on the frame). */
-  sendShared(frame: SharedFrame): void {
+  /** Peer.sendBroadcast: the frame's wire bytes (built by the first socket, cached on the frame). */
+  sendBroadcast(frame: BroadcastFrame): void {
     const socket = this.rawSocket();
     if (socket === undefined) {
       this.send(frame.payload);

@@ -76,7 +76,7 @@ export class SocketServer {
       // a readable Error frame + 4004 from the protocol decoder instead
       maxPayload: 4 * MAX_FRAME_BYTES,
       clientTracking: true,
-      // sendShared: a broadcast framed once for all sockets
+      // sendBroadcast: a broadcast framed once for all sockets
       WebSocket: HubSocket,
     });
     this.#heartbeat = new Heartbeat(core.tunables.pingIntervalMs);

@@ -1,5 +1,5 @@
 /**
- * Value push, SDK side (rules with `push: true`; the hub side is hub/src/core/shared-values.ts).
+ * Value push, SDK side (rules with `push: true`; the hub side is hub/src/core/broadcast/value-push.ts).
  * At promotion the owner hub asks one instance to load (Fill); that instance loads through its
  * limiter, caches the value as usual and Pushes it (its msgpack, packValue) under the Fill's
  * version; the hub broadcasts it as a Value and every instance injects it without calling its

@@ -14,7 +14,7 @@
  *   it invalidates the key cluster-wide through the hub (`hk.invalidate`), not only here. A write
  *   through the wrapper itself releases the key: that write invalidates or updates by itself.
  * - The hub, when the pushing session leaves, invalidates the keys whose current value it
- *   supplied (hub/src/core/shared-values.ts `orphaned`): nobody else would hear their writes.
+ *   supplied (hub/src/core/broadcast/value-push.ts `orphaned`): nobody else would hear their writes.
  * - A receiver injects the record with session VOUCHED and an expiry from its TTL, under every
  *   rule of push.ts (versions, PUSH_GUARD_MS, leases), and only if the record's namespace is one
  *   its wrapped clients use; a record of another namespace is refused (counted), and it loads.

@@ -14,7 +14,7 @@
  * record structures, no extension types: plain-msgpack.ts), with a numeric `t` naming the message
  * type. Every frame is encoded by codec.ts; the dashboard feed's frames (feed-protocol.ts) use the
  * same codec and guards. One other reader exists: the hub's ingest path reads Report frames in
- * place (hub/src/core/report-frame.ts) and accepts only frames `decodeClientMessage` accepts,
+ * place (hub/src/core/ingest/report-frame.ts) and accepts only frames `decodeClientMessage` accepts,
  * reading them the same way; anything else it leaves to the decoder here.
  * Runtime-agnostic (no `node:` imports, `Uint8Array` in and out) so that the dashboard bundles it
  * for the browser.

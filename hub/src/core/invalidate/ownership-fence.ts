@@ -1,0 +1,150 @@
+/**
+ * Fencing across owner changes. An instance serves a hot key's cached value only while the hub
+ * that promoted it (its owner then) vouches for it with a current lease; writes are acked by the
+ * key's owner once every session connected to it applied the invalidation or was fenced
+ * (invalidations.ts). When the owner changes, the two hubs' sessions need not be the same ones:
+ * an instance still on its way to the new owner keeps serving under the old owner's lease while
+ * the new owner acks writes it never heard of. Two rules close that:
+ *
+ * - **The old owner lets go.** A hub that learns it lost hot keys broadcasts their Demote, then one
+ *   Invalidate it tracks like a write's: a session that has not applied it within the renewal
+ *   grace (leaseMs / 8) gets no lease renewal, so within that grace plus one lease every session
+ *   of the old owner has dropped the keys or can serve nothing it vouched for. Frames of one socket
+ *   arrive in order, so the Invalidate's Applied proves the Demotes were applied.
+ * - **The new owner waits that out.** A hub acks nothing for a key it gained before `fenceMs`
+ *   after it learned the change: the grace and the lease above, plus how much later the old owner
+ *   may learn of it (both hear Redis's `members-changed` at once; a hub that misses it sees the
+ *   list at its next heartbeat, MEMBERSHIP_LAG_MS). A hub that (re)starts holds every key so
+ *   (another hub owned them before it joined), and one asked about a key it does not own — the
+ *   writer's view of the members differs from its own — holds that ack `fenceMs` from the request.
+ *
+ * This is the time-bounded form of Chubby's lock-delay: after a holder may have lost its lease,
+ * the resource is not handed on before that lease could have run out. It assumes, like the
+ * leases, one rate of time for every process and a previous owner that reaches Redis: a hub cut
+ * off from Redis keeps vouching for keys it no longer owns until it hears of the change.
+ */
+import type { Ownership } from '@hotkey/sdk/ownership';
+import type { AppState } from '../apps.ts';
+import { demoteMessage } from '../broadcast/frames.ts';
+import { MsgType } from '@hotkey/sdk/protocol';
+
+/** how much later than this hub the previous owner may learn of a change: its heartbeat interval (500 ms by default) */
+export const MEMBERSHIP_LAG_MS = 500;
+/** changes remembered for their fence; more within one fence collapse into one fence of every key */
+const MAX_CHANGES = 16;
+
+export interface OwnershipFenceOptions {
+  selfId: string;
+  /** the lease granted to each session */
+  leaseMs: number;
+  /** monotonic clock, the one leases are measured on */
+  clock: () => number;
+  /** the member list at start */
+  initial: Ownership;
+}
+
+interface Change {
+  /** the member list before it */
+  before: Ownership;
+  /** no ack of a key it moved here before this */
+  until: number;
+}
+
+export class OwnershipFence {
+  /** how long after an owner change the new owner holds acks of the keys it gained */
+  readonly fenceMs: number;
+  readonly #self: string;
+  readonly #clock: () => number;
+  /** no ack of any key before this (start, or too many changes at once) */
+  #allUntil: number;
+  #changes: Change[] = [];
+  #current: Ownership | undefined;
+  /** hot keys let go of (Demote broadcast), for the metrics */
+  released = 0;
+
+  constructor(options: OwnershipFenceOptions) {
+    this.#self = options.selfId;
+    this.#clock = options.clock;
+    this.fenceMs = options.leaseMs + options.leaseMs / 8 + MEMBERSHIP_LAG_MS;
+    this.#allUntil = this.#clock() + this.fenceMs;
+    this.#setCurrent(options.initial);
+  }
+
+  /** The member list changed from `before` to `after`. */
+  changed(before: Ownership, after: Ownership): void {
+    const now = this.#clock();
+    this.#setCurrent(after);
+    this.#changes = this.#changes.filter((c) => c.until > now);
+    if (this.#changes.length >= MAX_CHANGES) {
+      this.#allUntil = Math.max(this.#allUntil, now + this.fenceMs);
+      return;
+    }
+    this.#changes.push({ before, until: now + this.fenceMs });
+  }
+
+  /** with this hub alone (or not listed: starting, leaving) every key is its own */
+  #setCurrent(members: Ownership): void {
+    this.#current = members.ids.length > 1 && members.ids.includes(this.#self) ? members : undefined;
+  }
+
+  /** Monotonic time before which an invalidation of `key` requested now must not be acked (past: at once). */
+  notBefore(key: string): number {
+    const now = this.#clock();
+    let until = this.#allUntil;
+    const current = this.#current;
+    // a writer that sees another owner than this hub does: its view or ours is about to change
+    if (current !== undefined && current.owner(key) !== this.#self) return Math.max(until, now + this.fenceMs);
+    for (const change of this.#changes)
+      if (change.until > until && change.before.owner(key) !== this.#self) until = change.until;
+    return until;
+  }
+
+  /** As `notBefore`, for a flush of a whole namespace: it covers keys of every owner change. */
+  notBeforeAny(): number {
+    let until = this.#allUntil;
+    for (const change of this.#changes) if (change.until > until) until = change.until;
+    return until;
+  }
+
+  /**
+   * The hot keys of each app this hub owned under `accept` (undefined: every key) and does not own
+   * in `after`; none when `after` does not list this hub.
+   */
+  lostHotKeys(
+    apps: Iterable<AppState>,
+    accept: ((key: string) => boolean) | undefined,
+    after: Ownership,
+    now: number,
+  ): Map<AppState, string[]> {
+    const out = new Map<AppState, string[]>();
+    // leaving (or not listed yet): its sessions close now and their leases run out unrenewed,
+    // which the new owners' fence waits out; until then its SDKs keep the keys hot
+    if (!after.ids.includes(this.#self)) return out;
+    const ownsAfter = (key: string) => after.ids.length === 1 || after.owner(key) === this.#self;
+    for (const app of apps) {
+      const lost: string[] = [];
+      for (const view of app.aggregator.hot(now))
+        if ((accept === undefined || accept(view.key)) && !ownsAfter(view.key)) lost.push(view.key);
+      if (lost.length > 0) out.set(app, lost);
+    }
+    return out;
+  }
+
+  /**
+   * This hub no longer owns `keys` (hot here until now): every SDK drops them, and sessions that
+   * do not confirm lose their lease renewal (the module's first rule). The new owner promotes them
+   * again from its own window.
+   */
+  release(app: AppState, keys: readonly string[]): void {
+    if (keys.length === 0) return;
+    for (const key of keys) {
+      app.replicas.forget(key);
+      app.broadcaster.broadcast(demoteMessage(key));
+      app.shares.demoted(key);
+    }
+    this.released += keys.length;
+    const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key: keys[keys.length - 1]! });
+    app.waiters ??= [...app.sessions, ...app.lingering];
+    app.invalidations.track(seq, app.waiters, this.#clock(), () => {});
+  }
+}
