@@ -20,13 +20,13 @@ const show = (fs: { file: string; line: number; name: string; lines: number }[])
 test('functions over 150 lines: no more than today', () => {
   const long = longFunctions(151);
   assert.ok(long.length <= LIMIT.over150, `${long.length} functions over 150 lines:\n  ${show(long)}`);
-  assert.ok(LIMIT.over150 >= GOAL.over150);
+  assert.ok(LIMIT.over150 <= GOAL.over150, 'the limit never rises above the goal');
 });
 
 test('functions over 100 lines: no more than today', () => {
   const long = longFunctions(101);
   assert.ok(long.length <= LIMIT.over100, `${long.length} functions over 100 lines:\n  ${show(long)}`);
-  assert.ok(LIMIT.over100 >= GOAL.over100);
+  assert.ok(LIMIT.over100 <= GOAL.over100, 'the limit never rises above the goal');
 });
 
 test('the hub and the dashboard have no function over 100 lines outside hub/src/core', () => {
