@@ -12,7 +12,7 @@ import { functionsOf, longFunctions } from '../support/function-lengths.ts';
 /** The goal: none over 150 lines, at most 3 over 100. */
 const GOAL = { over150: 0, over100: 3 };
 /** Today's figures (the SDK adapters' and client's long functions are being split). */
-const LIMIT = { over150: 0, over100: 6 };
+const LIMIT = { over150: 0, over100: 4 };
 
 const show = (fs: { file: string; line: number; name: string; lines: number }[]) =>
   fs.map((f) => `${f.lines} lines  ${f.file}:${f.line}  ${f.name}`).join('\n  ');
