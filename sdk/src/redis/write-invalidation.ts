@@ -91,17 +91,21 @@ class WriteInvalidator implements WriteInvalidation {
 
   invalidate(keys: Iterable<string>, flushed: Iterable<string> = NONE): Promise<Error | undefined> {
     const { hk } = this.#ctx;
-    const key = soleKey(keys, flushed);
-    if (key !== undefined)
+    const sole = soleKey(keys, flushed);
+    if (sole !== undefined)
       return hk
-        .invalidate(key)
-        .then(acknowledged, (err: unknown) => unackedWrite([this.#failed(err, key)], `"${key}"`));
+        .invalidate(sole)
+        .then(acknowledged, (err: unknown) => unackedWrite([this.#failed(err, sole)], `"${sole}"`));
     const names = [...keys];
     const namespaces = [...flushed];
     return Promise.all([
       ...names.map((key) => hk.invalidate(key).then(acknowledged, (err: unknown) => this.#failed(err, key))),
       ...namespaces.map((ns) => hk.invalidateAll(ns).then(acknowledged, (err: unknown) => this.#failed(err, ns))),
-    ]).then((failures) => unackedWrite(failures, [...names, ...namespaces].map((name) => `"${name}"`).join(', ')));
+    ]).then((failures) =>
+      failures.every((f) => f === undefined)
+        ? undefined
+        : unackedWrite(failures, [...names, ...namespaces].map((name) => `"${name}"`).join(', ')),
+    );
   }
 
   /** An invalidation of `name` failed: told to `onInvalidateError`; the failure. */
