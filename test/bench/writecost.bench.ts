@@ -34,13 +34,23 @@ import { startServer, type ServerProcess } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
 import { connectSdkWorkers } from './sdk-workers.ts';
 
-/** idle instances at each step, and the wrapped writes measured there (full run; --quick: a tenth) */
+/**
+ * idle instances at each step, and the wrapped writes measured there (full run; --quick: a tenth):
+ * enough that the hub's idle work left in a step's span (a heartbeat slice, a scavenge) is a small
+ * part of what the writes cost, now that a write costs tens of µs and not one frame per instance
+ */
 const FLEET = [
-  { idle: 0, writes: 300 },
-  { idle: 50, writes: 300 },
-  { idle: 350, writes: 300 },
-  { idle: 2000, writes: 150 },
+  { idle: 0, writes: 1000 },
+  { idle: 50, writes: 1000 },
+  { idle: 350, writes: 1000 },
+  { idle: 2000, writes: 1000 },
 ];
+/**
+ * wrapped writes (each beside a plain one) before the first step: the hub's write path runs
+ * interpreted until V8 has optimised it, a few thousand writes in; counted, that is the JIT's
+ * cost at the first step, not a write's
+ */
+const WARM_WRITES = 3000;
 /** generator processes for the idle fleet */
 const GENERATORS = 2;
 /**
@@ -94,8 +104,10 @@ async function measureStep(
   wrapped: Redis,
   opts: { idle: number; writes: number; idleMs: number },
 ): Promise<Step> {
-  // the fleet's Hellos moved the instance count: Config goes out to all, then things settle
+  // the fleet's Hellos moved the instance count: Config goes out to all, then things settle; the
+  // garbage of connecting the fleet is collected now, not in the writes' span
   await delay(1000);
+  await hub.gcHeap();
   const idleRate = await hubCpuMsPerS(hub, opts.idleMs);
   const value = 'v'.repeat(64);
   const p: number[] = [];
@@ -140,7 +152,7 @@ async function writeSteps(quick: boolean): Promise<{ steps: Step[]; realIdle: { 
     await hk.ready({ signal: AbortSignal.timeout(10_000) });
     // the first ack comes one fence after the hub's start; the warm-up waits it out
     await within('the first acked write', wrapped.set('wc:warm', 'v'), START_FENCE_MS + 5000);
-    for (let i = 0; i < 50; i++) {
+    for (let i = 0; i < (quick ? WARM_WRITES / 10 : WARM_WRITES); i++) {
       await plain.set(`wc:warm:${i}`, 'v');
       await wrapped.set(`wc:warm:${i}`, 'v');
     }

@@ -12,7 +12,7 @@ import { functionsOf, longFunctions } from '../support/function-lengths.ts';
 /** The goal: none over 150 lines, at most 3 over 100. */
 const GOAL = { over150: 0, over100: 3 };
 /** Today's figures, below the goal: the count may only go down. */
-const LIMIT = { over150: 0, over100: 1 };
+const LIMIT = { over150: 0, over100: 0 };
 
 const show = (fs: { file: string; line: number; name: string; lines: number }[]) =>
   fs.map((f) => `${f.lines} lines  ${f.file}:${f.line}  ${f.name}`).join('\n  ');

@@ -38,6 +38,29 @@ test('times out with HK_ERR_TIMEOUT and counts it', async () => {
   assert.is(pending.size, 0);
 });
 
+test('one timer for every deadline: each times out timeoutMs after its own add, never before, whatever was acked', async () => {
+  const pending = new PendingInvalidations({ timeoutMs: 30, maxPending: 10 });
+  let first = -1;
+  void pending.add('a', 'h1', (id) => (first = id));
+  await new Promise((r) => setTimeout(r, 10));
+  pending.ack(first, { hub: 'h1', fenced: [], ms: 1 }); // the timer stays set for a's deadline
+  const t0 = performance.now();
+  const b = pending.add('b', 'h1', () => {});
+  const c = pending.add('c', 'h1', () => {});
+  const deadline = AbortSignal.timeout(2000);
+  const bounded = (p: Promise<unknown>) =>
+    Promise.race([
+      rejection(p),
+      new Promise<never>((_, no) => deadline.addEventListener('abort', () => no(new Error('no timeout within 2 s')))),
+    ]);
+  const [eb, ec] = await Promise.all([bounded(b), bounded(c)]);
+  assert.ok(performance.now() - t0 >= 30, 'not before its own deadline');
+  assert.is(eb.code, ErrorCode.Timeout);
+  assert.match(ec.message, /"c" not acknowledged within 30 ms/);
+  assert.is(pending.timeouts, 2);
+  assert.is(pending.size, 0);
+});
+
 test('a lost hub: its invalidations move to a new owner or are held until one is reachable', async () => {
   const pending = new PendingInvalidations({ timeoutMs: 1000, maxPending: 10 });
   const ids = new Map<string, number>();

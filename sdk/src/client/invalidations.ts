@@ -6,6 +6,11 @@
  * It is never given up early: the lost hub may still be granting leases to instances that serve
  * the old value (a partition cuts only this instance off), so only an owner's Ack — whose fences
  * cover leases from a hub's previous life or a key's previous owner — proves the write visible.
+ *
+ * Deadlines share one timer: every invalidation waits the same `timeoutMs`, so the order they were
+ * added in (the Map's) is the order they expire in, and the timer only ever needs the oldest's.
+ * An ack arms and clears nothing (a write costs no timer of its own); the timer keeps the process
+ * alive only while something is pending, as a timer per invalidation did.
  */
 import { ErrorCode, HotKeyError } from '../errors.ts';
 
@@ -22,7 +27,8 @@ interface PendingInvalidation {
   hub: string | undefined;
   resolve: (info: AckInfo) => void;
   reject: (err: HotKeyError) => void;
-  timer: NodeJS.Timeout;
+  /** performance.now() past which it rejects with HK_ERR_TIMEOUT */
+  deadline: number;
 }
 
 export interface PendingInvalidationsOptions {
@@ -41,6 +47,8 @@ export class PendingInvalidations {
   timeouts = 0;
   /** pending ones held for want of a reachable owner hub */
   #held = 0;
+  /** set for the oldest pending one's deadline (or an earlier one's, since acked) */
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(options: PendingInvalidationsOptions) {
     this.#timeoutMs = options.timeoutMs;
@@ -75,19 +83,10 @@ export class PendingInvalidations {
     }
     return new Promise<AckInfo>((resolve, reject) => {
       const id = ++this.#nextId;
-      const timer = setTimeout(() => {
-        const p = this.#pending.get(id);
-        this.#forget(id);
-        this.timeouts++;
-        const why = p?.hub === undefined ? ' (no hub owning it was reachable)' : '';
-        reject(
-          new HotKeyError(
-            ErrorCode.Timeout,
-            `invalidation of "${key}" not acknowledged within ${this.#timeoutMs} ms${why}`,
-          ),
-        );
-      }, this.#timeoutMs);
-      this.#pending.set(id, { key, hub, resolve, reject, timer });
+      const deadline = performance.now() + this.#timeoutMs;
+      this.#pending.set(id, { key, hub, resolve, reject, deadline });
+      if (this.#timer === undefined) this.#arm(deadline);
+      else if (this.#pending.size === 1) this.#timer.ref();
       registered?.(id);
       if (hub === undefined) this.#held++;
       else send(id, hub);
@@ -97,7 +96,6 @@ export class PendingInvalidations {
   ack(id: number, info: AckInfo): void {
     const p = this.#pending.get(id);
     if (p === undefined) return;
-    clearTimeout(p.timer);
     this.#forget(id);
     p.resolve(info);
   }
@@ -106,6 +104,34 @@ export class PendingInvalidations {
     const p = this.#pending.get(id);
     if (p !== undefined && p.hub === undefined) this.#held--;
     this.#pending.delete(id);
+    // left set: the next invalidation most likely comes before it fires; it holds nothing alive
+    if (this.#pending.size === 0) this.#timer?.unref();
+  }
+
+  #arm(deadline: number): void {
+    // a timer can fire a little before performance.now() reaches the deadline: at least 1 ms on
+    this.#timer = setTimeout(() => this.#expire(), Math.max(1, Math.ceil(deadline - performance.now())));
+  }
+
+  /** The timer fired: every invalidation past its deadline rejects; it is set again for the next one. */
+  #expire(): void {
+    this.#timer = undefined;
+    const now = performance.now();
+    for (const [id, p] of this.#pending) {
+      if (p.deadline > now) {
+        this.#arm(p.deadline);
+        return;
+      }
+      this.#forget(id);
+      this.timeouts++;
+      const why = p.hub === undefined ? ' (no hub owning it was reachable)' : '';
+      p.reject(
+        new HotKeyError(
+          ErrorCode.Timeout,
+          `invalidation of "${p.key}" not acknowledged within ${this.#timeoutMs} ms${why}`,
+        ),
+      );
+    }
   }
 
   /** A hub is reachable again: each held invalidation goes to `send(id, key)`, which returns the hub it went to, or undefined (still held). */
@@ -134,8 +160,9 @@ export class PendingInvalidations {
 
   /** Rejects every pending invalidation with HK_ERR_CLOSED. */
   closeAll(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
     for (const p of this.#pending.values()) {
-      clearTimeout(p.timer);
       p.reject(new HotKeyError(ErrorCode.Closed, `client closed before "${p.key}" was acknowledged`));
     }
     this.#pending.clear();

@@ -70,62 +70,55 @@ export interface WriteInvalidation {
   note(client: Client, command: Cmd, name: string, stream: unknown): void;
 }
 
+/** What a write flushes when it flushes nothing: shared, never written to. */
+const NONE: ReadonlySet<string> = new Set();
+const acknowledged = (): undefined => undefined;
+
 export function writeInvalidation(ctx: WriteContext): WriteInvalidation {
-  const { hk, isCluster, deployment, namespaceOf, awaitInvalidation, onInvalidateError, updates, replicas } = ctx;
+  return new WriteInvalidator(ctx);
+}
 
-  /** `done` settled: undefined when acknowledged, else the error (told to `onInvalidateError`). */
-  const failureOf = (done: Promise<unknown>, name: string): Promise<unknown> =>
-    done.then(
-      () => undefined,
-      (err: unknown) => {
-        onInvalidateError(err, name);
-        return err ?? new Error('invalidation failed');
-      },
+/**
+ * A write through the wrapper costs what it must: one InvalidateRequest per key and its Ack, one
+ * promise step for a write of one key; the error text is built only for a write that fails.
+ */
+class WriteInvalidator implements WriteInvalidation {
+  readonly #ctx: WriteContext;
+
+  constructor(ctx: WriteContext) {
+    this.#ctx = ctx;
+  }
+
+  invalidate(keys: Iterable<string>, flushed: Iterable<string> = NONE): Promise<Error | undefined> {
+    const { hk } = this.#ctx;
+    const sole = soleKey(keys, flushed);
+    if (sole !== undefined)
+      return hk
+        .invalidate(sole)
+        .then(acknowledged, (err: unknown) => unackedWrite([this.#failed(err, sole)], `"${sole}"`));
+    const names = [...keys];
+    const namespaces = [...flushed];
+    return Promise.all([
+      ...names.map((key) => hk.invalidate(key).then(acknowledged, (err: unknown) => this.#failed(err, key))),
+      ...namespaces.map((ns) => hk.invalidateAll(ns).then(acknowledged, (err: unknown) => this.#failed(err, ns))),
+    ]).then((failures) =>
+      failures.every((f) => f === undefined)
+        ? undefined
+        : unackedWrite(failures, [...names, ...namespaces].map((name) => `"${name}"`).join(', ')),
     );
+  }
 
-  const invalidate = async (keys: Iterable<string>, flushed: Iterable<string> = []): Promise<Error | undefined> => {
-    const names = [...keys, ...flushed];
-    const failures = await Promise.all([
-      ...Array.from(keys, (key) => failureOf(hk.invalidate(key), key)),
-      ...Array.from(flushed, (namespace) => failureOf(hk.invalidateAll(namespace), namespace)),
-    ]);
-    return unackedWrite(failures, names.map((name) => `"${name}"`).join(', '));
-  };
+  /** An invalidation of `name` failed: told to `onInvalidateError`; the failure. */
+  #failed(err: unknown, name: string): unknown {
+    this.#ctx.onInvalidateError(err, name);
+    return err ?? new Error('invalidation failed');
+  }
 
-  function note(client: Client, command: Cmd, name: string, stream: unknown): void {
-    const open = stream === undefined ? openTransactions.get(client) : undefined;
+  note(client: Client, command: Cmd, name: string, stream: unknown): void {
     const writes = WRITES.has(name) && command.isReadOnly !== true;
-    if (writes || KEYSPACE_WRITES.has(name)) {
-      dispatched.add(command);
-      const keys = writes ? namesOf(command) : new Set<string>();
-      for (const key of keys) hk.track(key, 'write'); // write-hot detection (rules with kind 'write' / 'any')
-      const flushed = writes ? new Set<string>() : flushedBy(client, name, command.args);
-      // written when EXEC runs, not when QUEUED comes back
-      let pending = open;
-      if (command.inTransaction === true && typeof stream === 'object' && stream !== null) {
-        pending = transactionKeys.get(stream);
-        if (pending === undefined) transactionKeys.set(stream, (pending = { keys: new Set(), flushed: new Set() }));
-      }
-      if (pending !== undefined) {
-        for (const key of keys) pending.keys.add(key);
-        for (const namespace of flushed) pending.flushed.add(namespace);
-      } else {
-        const [only] = keys;
-        const update =
-          updates !== undefined && stream === undefined && keys.size === 1 && updates.claims(name, only!)
-            ? only
-            : undefined;
-        settleAfterInvalidation(command, keys, flushed, update);
-      }
-    } else if (name === 'exec') {
-      const pending = typeof stream === 'object' && stream !== null ? transactionKeys.get(stream) : open;
-      if (pending !== undefined) {
-        if (stream === undefined) openTransactions.delete(client);
-        else transactionKeys.delete(stream as object);
-        dispatched.add(command);
-        settleAfterInvalidation(command, pending.keys, pending.flushed);
-      }
-    } else if (stream === undefined && !isCluster && name === 'multi') {
+    if (writes || KEYSPACE_WRITES.has(name)) this.#write(client, command, name, stream, writes);
+    else if (name === 'exec') this.#exec(client, command, stream);
+    else if (stream === undefined && !this.#ctx.isCluster && name === 'multi') {
       // multi({ pipeline: false }): MULTI goes out now, the commands after it are QUEUED until EXEC
       openTransactions.set(client, { keys: new Set(), flushed: new Set() });
     } else if (stream === undefined && name === 'discard') {
@@ -133,37 +126,60 @@ export function writeInvalidation(ctx: WriteContext): WriteInvalidation {
     }
   }
 
-  function namesOf(command: Cmd): Set<string> {
-    const names = new Set<string>();
-    for (const arg of command.getKeys()) {
-      const name = keyName(arg);
-      if (name !== undefined) names.add(name);
+  /** A write (`keys`: of keys, else keyspace-wide): settles after its invalidation, or joins its transaction's. */
+  #write(client: Client, command: Cmd, name: string, stream: unknown, keyed: boolean): void {
+    const { hk, updates } = this.#ctx;
+    dispatched.add(command);
+    const keys = keyed ? namesOf(command) : new Set<string>();
+    for (const key of keys) hk.track(key, 'write'); // write-hot detection (rules with kind 'write' / 'any')
+    const flushed = keyed ? NONE : this.#flushedBy(client, name, command.args);
+    // written when EXEC runs, not when QUEUED comes back
+    let pending = stream === undefined ? openTransactions.get(client) : undefined;
+    if (command.inTransaction === true && typeof stream === 'object' && stream !== null) {
+      pending = transactionKeys.get(stream);
+      if (pending === undefined) transactionKeys.set(stream, (pending = { keys: new Set(), flushed: new Set() }));
     }
-    return names;
+    if (pending !== undefined) {
+      for (const key of keys) pending.keys.add(key);
+      for (const namespace of flushed) pending.flushed.add(namespace);
+      return;
+    }
+    const [only] = keys;
+    const update =
+      updates !== undefined && stream === undefined && keys.size === 1 && updates.claims(name, only!)
+        ? only
+        : undefined;
+    this.#settleAfter(command, keys, flushed, update);
+  }
+
+  /** EXEC: settles after what its transaction wrote was invalidated. */
+  #exec(client: Client, command: Cmd, stream: unknown): void {
+    const pending =
+      typeof stream === 'object' && stream !== null ? transactionKeys.get(stream) : openTransactions.get(client);
+    if (pending === undefined) return;
+    if (stream === undefined) openTransactions.delete(client);
+    else transactionKeys.delete(stream as object);
+    dispatched.add(command);
+    this.#settleAfter(command, pending.keys, pending.flushed);
   }
 
   /**
    * The command settles (promise and callback alike) after its keys (and flushed namespaces) were
    * invalidated; `update`: a write whose reply is followed by an update of its key instead.
    */
-  function settleAfterInvalidation(
-    command: Cmd,
-    keys: Set<string>,
-    flushed: Set<string> = new Set(),
-    update?: string,
-  ): void {
+  #settleAfter(command: Cmd, keys: Set<string>, flushed: ReadonlySet<string>, update?: string): void {
     if (keys.size === 0 && flushed.size === 0) return;
+    const { awaitInvalidation, replicas, updates } = this.#ctx;
     const resolve = command.resolve;
     const reject = command.reject;
     command.resolve = (value) => {
       const sent =
         update === undefined
-          ? invalidate(keys, flushed)
-          : failureOf(updates!.invalidate(update), update).then((err) => unackedWrite([err], `"${update}"`));
-      const done = sent.then(async (unacked) => {
-        await dropCopies(keys);
-        return unacked;
-      });
+          ? this.invalidate(keys, flushed)
+          : updates!
+              .invalidate(update)
+              .then(acknowledged, (err: unknown) => unackedWrite([this.#failed(err, update)], `"${update}"`));
+      const done = replicas === undefined ? sent : sent.then((unacked) => this.#dropCopies(keys, unacked));
       // a write whose invalidation no hub acknowledged must not look acknowledged (unacked-write.ts)
       if (awaitInvalidation) void done.then((unacked) => (unacked === undefined ? resolve(value) : reject(unacked)));
       else resolve(value);
@@ -173,16 +189,17 @@ export function writeInvalidation(ctx: WriteContext): WriteInvalidation {
     };
     // a failed write may still have written (a script, EXEC): drop, but do not delay the error
     command.reject = (error) => {
-      void invalidate(keys, flushed).then(() => dropCopies(keys));
+      void this.invalidate(keys, flushed).then((unacked) => this.#dropCopies(keys, unacked));
       reject(error);
     };
   }
 
-  /** Replica keys of written hot keys go once every instance applied the invalidation (replicas.ts). */
-  function dropCopies(keys: Set<string>): Promise<void> | undefined {
-    if (replicas === undefined || !ctx.canSend()) return undefined;
+  /** Replica keys of written hot keys go once every instance applied the invalidation (replicas.ts); then `unacked`. */
+  #dropCopies(keys: Set<string>, unacked: Error | undefined): Error | undefined | Promise<Error | undefined> {
+    const { hk, replicas } = this.#ctx;
+    if (replicas === undefined || !this.#ctx.canSend()) return unacked;
     const hot = [...keys].filter((key) => hk.isHot(key));
-    return hot.length === 0 ? undefined : replicas.written(hot);
+    return hot.length === 0 ? unacked : replicas.written(hot).then(() => unacked);
   }
 
   /**
@@ -190,7 +207,8 @@ export function writeInvalidation(ctx: WriteContext): WriteInvalidation {
    * `host:port/db`, `host:port/*` for every db, the Cluster's name (on a Cluster ioredis sends it
    * to one master: the whole Cluster is named, too much rather than too little).
    */
-  function flushedBy(client: Client, name: string, args: unknown[]): Set<string> {
+  #flushedBy(client: Client, name: string, args: unknown[]): Set<string> {
+    const { deployment, isCluster, namespaceOf } = this.#ctx;
     // a name for the hub and events only (every instance drops its whole cache): keep it a valid key
     const clip = (ns: string) => (ns.length > MAX_KEY_LENGTH ? `${ns.slice(0, MAX_KEY_LENGTH - 1)}…` : ns);
     if (isCluster) return new Set([clip(deployment)]);
@@ -198,6 +216,21 @@ export function writeInvalidation(ctx: WriteContext): WriteInvalidation {
     if (name === 'swapdb') return new Set(args.slice(0, 2).map((db) => clip(`${deployment}/${String(db)}`)));
     return new Set([clip(namespaceOf(client))]);
   }
+}
 
-  return { invalidate, note };
+function namesOf(command: Cmd): Set<string> {
+  const names = new Set<string>();
+  for (const arg of command.getKeys()) {
+    const name = keyName(arg);
+    if (name !== undefined) names.add(name);
+  }
+  return names;
+}
+
+/** The one key a write wrote, when it wrote one and flushed nothing (the common write): else undefined. */
+function soleKey(keys: Iterable<string>, flushed: Iterable<string>): string | undefined {
+  const none = flushed === NONE || (flushed instanceof Set && flushed.size === 0);
+  if (!none) return undefined;
+  if (keys instanceof Set) return keys.size === 1 ? (keys.values().next().value as string) : undefined;
+  return Array.isArray(keys) && keys.length === 1 ? (keys[0] as string) : undefined;
 }

@@ -39,6 +39,27 @@ test('with nothing queued a small frame runs inline', () => {
   assert.is(intake.backlog, 0);
 });
 
+test('small inline frames schedule nothing until they add up to a quarter of turnMs; a turn never runs over turnMs inline', () => {
+  const { intake, flow, log, turn } = setup({ turnMs: 4 });
+  const a = flow('a');
+  const frame = (i: number) => intake.submit(a.q, { cost: 0.125, label: `${i}` }, 10);
+  for (let i = 0; i < 7; i++) {
+    frame(i);
+    turn(); // nothing deferred: these turns' 0.125 ms each carry over
+  }
+  assert.is(log.length, 7);
+  frame(7); // 1 ms in all: the reset is due after this turn
+  for (let i = 8; i < 32; i++) frame(i);
+  assert.is(log.length, 32, 'inline up to turnMs in all, the carried-over spend included');
+  frame(32);
+  assert.is(log.length, 32, 'past turnMs this turn: queued');
+  assert.is(intake.backlog, 1);
+  turn();
+  assert.is(log.length, 33, 'the drain ran it');
+  frame(33);
+  assert.is(log.length, 34, 'a new turn: inline again');
+});
+
 test('a sparse flow is served before a backlogged one, whose frames keep their order', () => {
   const { intake, flow, log, turn } = setup({ turnMs: 4, quantumMs: 0.5 });
   const flood = flow('flood');

@@ -15,7 +15,10 @@
  * While nothing is queued a frame of up to 64 KiB runs inline, as if there were no scheduler, until
  * this event loop turn has spent `turnMs`; after that frames queue. Larger frames always queue:
  * decoding one can take tens of ms, and another connection's small frame read in the same poll
- * phase must not wait for it. The common case costs two clock reads.
+ * phase must not wait for it. The common case costs two clock reads: the inline spend is reset
+ * after the turn only once it reaches a quarter of `turnMs`; below that it carries over to the next
+ * turns, so a turn may run a little less inline work than `turnMs`, never more, and a sparse
+ * stream of small frames (a write now and then) schedules nothing after each.
  *
  * Memory and receive cost: a flow holding more than `maxQueuedBytes`, or more than a small frame
  * while all flows together hold more than `maxTotalQueuedBytes`, is paused (its socket stops being
@@ -141,7 +144,7 @@ export class Intake {
         flow.owner.fault(err);
       }
       this.#inlineSpent += this.#clock() - t0;
-      if (!this.#resetScheduled) {
+      if (!this.#resetScheduled && this.#inlineSpent >= this.#turnMs / 4) {
         this.#resetScheduled = true;
         this.#defer(() => {
           this.#resetScheduled = false;

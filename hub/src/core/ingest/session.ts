@@ -164,8 +164,8 @@ export class Session implements DropWaiter, HolderSession, IntakeFlow {
         this.#host.hello(this, msg);
         return;
       }
+      let item: unknown = data;
       if (data.byteLength <= SMALL_FRAME_BYTES) {
-        // decoded twice when not Applied: at this size that costs less than carrying both forms
         const msg = decodeClientMessage(data);
         if (msg.t === MsgType.Applied) {
           this.#host.applied(this, msg.seq, msg.d);
@@ -180,9 +180,11 @@ export class Session implements DropWaiter, HolderSession, IntakeFlow {
             return;
           }
         }
+        // queued decoded (an InvalidateRequest is not decoded twice), but a Report raw: read in place
+        if (msg.t !== MsgType.Report) item = msg;
       }
       this.#flow ??= this.#host.intake.flow(this);
-      this.#host.intake.submit(this.#flow, data, data.byteLength);
+      this.#host.intake.submit(this.#flow, item, data.byteLength);
     } catch (err) {
       this.fail(err);
     }
