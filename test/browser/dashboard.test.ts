@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HotKeyClient } from '@hotkey/sdk';
 import { HubProcess, writeConfig } from '../support/hub-process.ts';
+import { reporterBit } from '../../hub/src/core/aggregate/reporter-count.ts';
 import { drive } from '../support/traffic.ts';
 import { ARTIFACTS, Chromium, type WatchedPage } from './chromium.ts';
 import { delay, waitFor } from '../support/wait.ts';
@@ -30,10 +31,26 @@ let browser: Chromium;
 let watched: WatchedPage;
 const clients: HotKeyClient[] = [];
 
+/**
+ * `n` instance ids on distinct reporter bits: the hub counts a key's instances by linear counting
+ * over 128 bits (reporter-count.ts), so random ids would collide, and show 2 of 3, in ~2 % of runs.
+ */
+function distinctIds(app: string, n: number): string[] {
+  const ids: string[] = [];
+  const bits = new Set<number>();
+  for (let i = 1; ids.length < n; i++) {
+    const id = `${app}-web-${i}`;
+    if (bits.has(reporterBit(id))) continue;
+    bits.add(reporterBit(id));
+    ids.push(id);
+  }
+  return ids;
+}
+
 async function sdks(app: string, n: number): Promise<HotKeyClient[]> {
-  const list = Array.from(
-    { length: n },
-    (_, i) => new HotKeyClient({ app, hubs: [hub.url], host: `web-${i + 1}`, reconnectMaxMs: 300 }),
+  const list = distinctIds(app, n).map(
+    (instanceId, i) =>
+      new HotKeyClient({ app, hubs: [hub.url], host: `web-${i + 1}`, instanceId, reconnectMaxMs: 300 }),
   );
   clients.push(...list);
   await Promise.all(list.map((hk) => hk.ready({ signal: AbortSignal.timeout(5000) })));
