@@ -289,8 +289,8 @@ function checkRows(bench: string, c: UnitCosts, checks: Check[]): BenchRow[] {
         note: `model off by ${err(k.measuredP50, p50)}${
           Math.abs(p50 - k.measuredP50) <= TOLERANCE * k.measuredP50
             ? ''
-            : ` (over 30 %: the run's p50 includes waiting for a core — load ${fmt(k.load)} on ${os.availableParallelism()} cores, the hub, the writer and the generators registering and answering every Drop among them — which the formula, for a hub with its core to itself, leaves out)`
-        }; a write reaching nobody took ${fmt(k.bareP50, 2)} ms p50 just before (t₀ ${fmt(c.writeMs, 2)} ms at rest)`,
+            : ` (over 30 %: a write's fan-out is ms of hub CPU in one burst, and at load ${fmt(k.load)} on ${os.availableParallelism()} cores a burst longer than a scheduler time slice shares its core with other runnable processes — the writer, the generators registering and answering every Drop, other jobs — and is stretched; the formula is for a hub with its core to itself)`
+        }; a write reaching nobody, well within one time slice, took ${fmt(k.bareP50, 2)} ms p50 just before (t₀ ${fmt(c.writeMs, 2)} ms at rest)`,
       },
     );
   }
