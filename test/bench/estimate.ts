@@ -36,17 +36,26 @@ export function meanOf(xs: readonly number[]): Estimate {
   return { value: mean, se: Math.sqrt(variance / n), n };
 }
 
+/** The median of `xs` (NaN when empty). */
+function median(xs: readonly number[]): number {
+  const n = xs.length;
+  if (n === 0) return Number.NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(n / 2);
+  return n % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /**
- * Median and its standard error (≈ 1.2533 · sd / √n for a roughly normal sample): robust to a
- * few spikes (a major GC, a neighbour's burst on shared cores) in a series of rate slices.
+ * Median and its standard error, both robust to a few spikes (a major GC, a neighbour's burst on
+ * shared cores) in a series of rate slices: the spread is the median absolute deviation scaled to
+ * a normal sample's sd (× 1.4826), and the median's standard error ≈ 1.2533 · sd / √n.
  */
 export function medianOf(xs: readonly number[]): Estimate {
   const n = xs.length;
   if (n === 0) return { value: Number.NaN, se: Number.NaN, n: 0 };
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(n / 2);
-  const median = n % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  return { value: median, se: meanOf(xs).se * 1.2533, n };
+  const m = median(xs);
+  const sd = 1.4826 * median(xs.map((x) => Math.abs(x - m)));
+  return { value: m, se: n < 2 ? 0 : (1.2533 * sd) / Math.sqrt(n), n };
 }
 
 /** `a − b` of independent estimates. */
