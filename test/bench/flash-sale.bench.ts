@@ -91,6 +91,17 @@ async function surges(
   }
 }
 
+/** The hub's `hotkey_invalidation_ack_seconds` sum and count for app `bench` (request in to ack out, as the hub sees it). */
+async function hubAcks(httpUrl: string): Promise<{ sumS: number; count: number }> {
+  const text = await (await fetch(`${httpUrl}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  const value = (name: string) =>
+    Number(new RegExp(`^${name}\\{app="bench"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return {
+    sumS: value('hotkey_invalidation_ack_seconds_sum'),
+    count: value('hotkey_invalidation_ack_seconds_count'),
+  };
+}
+
 /** Waits until `n` hotkey tracking connections (ours, tracking on) are open on the server. */
 async function trackingUp(redisUrl: string, n: number): Promise<void> {
   const admin = new Redis(redisUrl);
@@ -137,12 +148,12 @@ function summarise(done: Done[], durationMs: number) {
 }
 
 /** The services' writes during the sale (local surges on): p50 and p99 wrapped against plain. */
-function putRows(plain: Summary, wrapped: Summary, durationMs: number): BenchRow[] {
+function putRows(plain: Summary, wrapped: Summary, durationMs: number, hubAckMs: number): BenchRow[] {
   const p50 = percentile(plain.putMs, 50);
   const errors = (s: Summary) => (s.putErrors ? `, ${s.putErrors} failed` : '');
   // the wrapped writes apart: keys hot in the writing service (a local surge, so likely registered by the others) and the rest
   const hot = wrapped.putHotMs;
-  const split = `of them ${hot.length} to keys hot in the writing service (p50 ${percentile(hot, 50).toFixed(2)} ms: their other holders' Applied is waited for), the rest p50 ${percentile(wrapped.putColdMs, 50).toFixed(2)} ms`;
+  const split = `of them ${hot.length} to keys hot in the writing service (p50 ${percentile(hot, 50).toFixed(2)} ms: their other holders' Applied is waited for), the rest p50 ${percentile(wrapped.putColdMs, 50).toFixed(2)} ms; at the hub, request in to ack out, ${hubAckMs.toFixed(2)} ms on average`;
   return [
     {
       bench: '17 flash sale',
@@ -178,7 +189,10 @@ benchMain(async ({ quick }) => {
     await admin.set(FLASH_KEYS.off, 'stock:42');
     await admin.set(FLASH_KEYS.on, 'stock:42');
     const hubOnly = await surges(server.url, hub.url, durationMs, FLASH_KEYS.off, false);
+    const acks0 = await hubAcks(hub.httpUrl);
     const runs = await surges(server.url, hub.url, durationMs, FLASH_KEYS.on, true);
+    const acks1 = await hubAcks(hub.httpUrl);
+    const hubAckMs = ((acks1.sumS - acks0.sumS) * 1000) / (acks1.count - acks0.count);
     const plain = summarise(runs.plain, durationMs);
     const wrapped = summarise(runs.wrapped, durationMs);
     const withoutSurge = summarise(hubOnly.wrapped, durationMs);
@@ -210,7 +224,7 @@ benchMain(async ({ quick }) => {
         unit: 'GETs/s',
         note: `${(durationMs - SURGE_MS) / 1000} s after the first ${SURGE_MS / 1000} s; every connection counted (tracking loads too); the instance patches saw ${wrapped.instanceGets} of ${wrapped.classGets} (plain: ${plain.instanceGets} of ${plain.classGets})`,
       },
-      ...putRows(plain, wrapped, durationMs),
+      ...putRows(plain, wrapped, durationMs, hubAckMs),
     ] satisfies BenchRow[];
   } finally {
     admin.disconnect();
