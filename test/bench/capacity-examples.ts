@@ -53,6 +53,7 @@ export function workloadOf(f: Fleet, directed: boolean): Workload {
     recordsPerReport: 8,
     writesPerS: f.writesPerS,
     holdersPerWrite: holders,
+    registrationsPerWrite: directed ? (1 - hotShare) * 2 : 0,
     waitersPerWrite: holders,
     broadcastsPerS: (2 * f.hotKeys) / 600,
   };

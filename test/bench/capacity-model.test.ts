@@ -22,6 +22,7 @@ const costs: UnitCosts = {
   reportBytes: 20,
   recordBytes: 15,
   writeUs: 100,
+  holdUs: 7,
   fanoutUs: 10,
   appliedUs: 5,
   writeMs: 0.5,
@@ -33,6 +34,7 @@ const work: Workload = {
   recordsPerReport: 1,
   writesPerS: 10,
   holdersPerWrite: 1000,
+  registrationsPerWrite: 0,
   waitersPerWrite: 0,
   broadcastsPerS: 1,
 };
@@ -68,6 +70,19 @@ test('a Report frame costs more when frames come slower (fewer share a wake-up)'
   assert.ok(Math.abs(at(1000).perConnection - (1000 + 1000 * 10)) < 1e-6);
   // past the span the fit was measured over (4×), a frame costs what it did at its end
   assert.ok(Math.abs(at(16_000).perConnection - (1000 + 16_000 * 10 * 0.5)) < 1e-6);
+});
+
+test('a registered holder costs its registration once per write that reaches it', () => {
+  const directed = { ...work, holdersPerWrite: 2, registrationsPerWrite: 2, broadcastsPerS: 0 };
+  const none = hubLoad(costs, { ...directed, registrationsPerWrite: 0 }, 1);
+  // 10 writes/s · 2 registrations · 7 µs
+  assert.ok(Math.abs(hubLoad(costs, directed, 1).perKey - none.perKey - 10 * 2 * 7) < 1e-6);
+  // the owner pays it: two hubs, half each
+  assert.ok(
+    Math.abs(
+      hubLoad(costs, directed, 2).perKey - hubLoad(costs, { ...directed, registrationsPerWrite: 0 }, 2).perKey - 70,
+    ) < 1e-6,
+  );
 });
 
 test('hubs needed: the smallest that fits; none when connections alone do not', () => {

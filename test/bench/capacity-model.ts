@@ -7,9 +7,10 @@
  * holds something, a lease with every hub of the cluster — so it does not shrink with more hubs)
  * and per *key* (reports, writes and broadcasts go to the key's owner — they divide among hubs by
  * rendezvous hashing). A write costs the owner a fixed part plus a part per *holder*: a session
- * its invalidation is sent to (every session of the app while invalidations are broadcast, only
- * the sessions that hold the key once holders are registered), so the model stays valid whatever
- * audience the hub picks: the bench measures the audience as it runs.
+ * its invalidation is sent to (every session of the app for a hot key, only the sessions that
+ * registered the key otherwise), so the model stays valid whatever audience the hub picks: the
+ * bench measures the audience as it runs. A registration (Hold and its Held) is paid once per
+ * registered holder a write reaches: a Drop ends it.
  */
 
 /** Hub CPU per operation, measured (capacity.bench.ts). */
@@ -44,7 +45,9 @@ export interface UnitCosts {
   recordBytes: number;
   /** µs per invalidation sent to nobody (request in, Ack out, bookkeeping) */
   writeUs: number;
-  /** µs per socket an invalidation (or any broadcast) is written to */
+  /** µs per registration: a Hold of one key and its Held */
+  holdUs: number;
+  /** µs per socket an invalidation (a Drop, or any broadcast) is written to */
   fanoutUs: number;
   /** µs per Applied a holder sends back (every holder answers, waiter or not) */
   appliedUs: number;
@@ -66,6 +69,8 @@ export interface Workload {
   writesPerS: number;
   /** sessions one invalidation is sent to (all sessions when broadcast; the key's holders when directed) */
   holdersPerWrite: number;
+  /** of those, holders that registered the key before the write (one registration each; none for a hot key's broadcast) */
+  registrationsPerWrite: number;
   /** of those, sessions whose lease is current: the Ack waits for their Applied */
   waitersPerWrite: number;
   /** promotions plus demotions per second (each a broadcast to every session) */
@@ -84,12 +89,12 @@ export interface HubLoad {
   reportBytesPerS: number;
 }
 
-/** One hub's CPU among `hubs`, keys spread evenly. */
 /** The cost per frame at `rate` relative to the rate it was measured at (wake-ups shared by more frames). */
 function amortised(c: UnitCosts, rate: number, measuredAt: number): number {
   return Math.min(c.rateSpan, Math.max(1, rate) / measuredAt) ** -c.reportExponent;
 }
 
+/** One hub's CPU among `hubs`, keys spread evenly. */
 export function hubLoad(c: UnitCosts, w: Workload, hubs: number): HubLoad {
   const perConnection =
     c.baseUsPerS +
@@ -98,8 +103,10 @@ export function hubLoad(c: UnitCosts, w: Workload, hubs: number): HubLoad {
   // an instance's flush sends each hub one frame with the records that hub owns (if any)
   const records = (w.instances * w.reportsPerInstance * w.recordsPerReport) / hubs;
   const reportFrames = w.instances * w.reportsPerInstance * (1 - (1 - 1 / hubs) ** w.recordsPerReport);
-  // every holder answers its invalidation with Applied, waiter or not
-  const writes = (w.writesPerS / hubs) * (c.writeUs + w.holdersPerWrite * (c.fanoutUs + c.appliedUs));
+  // every holder answers its invalidation with Applied, waiter or not; a registered one registered first
+  const writes =
+    (w.writesPerS / hubs) *
+    (c.writeUs + w.holdersPerWrite * (c.fanoutUs + c.appliedUs) + w.registrationsPerWrite * c.holdUs);
   // a Promote or Demote is not answered
   const broadcasts = (w.broadcastsPerS / hubs) * w.instances * c.fanoutUs;
   const perFrame = c.reportUs * amortised(c, reportFrames, c.reportRate);

@@ -1,22 +1,27 @@
 /**
  * Benchmark 29 — capacity: the model of docs/operations/capacity.md (capacity-model.ts) against runs. One
  * real hub in its own process; a writer (a real HotKeyClient calling `invalidate()` on fresh keys); simulated
- * instances (sim-sdk.worker.ts: a real WebSocket each, speaking the protocol, answering every
- * Invalidate with Applied, pinging as an idle SDK does) in two generator processes.
+ * instances (sim-sdk.worker.ts: a real WebSocket each, speaking the protocol, registering keys
+ * (Hold) when told, answering every Drop and Invalidate with Applied, pinging as an idle SDK does)
+ * in two generator processes.
  *
- * 1. Unit costs, each from the hub's CPU time over a phase less what it spent just before without
- *    that work: with no instance, µs/s at rest and per write reaching nobody (and its latency);
- *    at 1,000 instances, µs/s per idle instance, per instance keeping a lease, per Report frame
- *    and per record (frames of 1 and of 16 records; and 8 frames a second, for how a frame's cost
- *    falls with the rate), bytes per frame and per record, and per
- *    holder of a write (sessions the invalidation was sent to, as the fleet counted them: all of
- *    them while the hub broadcasts, the key's holders once it directs) — written to silent
- *    instances (the fan-out alone) and to answering ones (plus their Applied).
- * 2. Runs at 100, 1,000 and 5,000 instances, a mixed load (every instance reports 4 keys a second,
- *    WRITES_PER_S invalidations a second): the hub's CPU and the writes' p50 latency, measured, and
- *    predicted from the unit costs with the audience the run measured. Within 30 % is the check.
- * 3. The model's answer for a large fleet (rows only, from the same costs): hubs needed and write
- *    latency for 100,000 instances, 1M keys, with broadcast and with directed invalidations.
+ * 1. Unit costs (capacity-costs.ts), each from the hub's CPU time over a phase that does the work
+ *    less its CPU at rest over as long, with a standard error from slices or rounds: with no
+ *    instance, µs/s at rest and per write reaching nobody (and its latency); at 1,000 instances,
+ *    µs/s per idle instance, per instance keeping a lease, per Report frame and per record
+ *    (frames of 1 and of 16 records; and 8 frames a second, for how a frame's cost falls with the
+ *    rate), bytes per frame and per record; per registration, and per holder of a write: keys
+ *    registered by all 1,000 instances against keys registered by one, written to instances that
+ *    do not answer (the Drop's fan-out) and to instances that do (plus their Applied). A cost that
+ *    does not clear twice its standard error is reported as not separable from noise and the
+ *    model uses its upper bound.
+ * 2. Runs at 100, 1,000 and 5,000 instances, a mixed load (every instance reports 4 keys a second;
+ *    writes of keys that min(fleet, MIXED.holders) instances registered just before): the hub's
+ *    CPU and the writes' p50 latency, measured, and predicted from the unit costs with the
+ *    audience the run measured. Within 30 % is the check.
+ * 3. The model's answer for large fleets (rows only, from the same costs): hubs needed and write
+ *    latency for 10,000 and 100,000 instances, 1M keys, with broadcast and with directed
+ *    invalidations.
  *
  *   pnpm bench --only capacity [--quick]
  */
@@ -25,10 +30,21 @@ import { HotKeyClient } from '@hotkey/sdk';
 import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
 import { delay, within } from '../support/wait.ts';
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
-import { startServer, type ServerProcess } from './server-process.ts';
+import { startServer } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
 import { hubLoad, writeLatencyMs, type UnitCosts, type Workload } from './capacity-model.ts';
 import { exampleRows } from './capacity-examples.ts';
+import {
+  awaitedWrites,
+  bareWrites,
+  calibrate,
+  freshKey,
+  HOLD_KEYS,
+  hubRate,
+  type Calibration,
+  type Rig,
+} from './capacity-costs.ts';
+import { describeCost, type Cost } from './estimate.ts';
 
 /** the fleet size the per-instance costs are measured at */
 const CALIBRATE_AT = 1000;
@@ -36,12 +52,12 @@ const CALIBRATE_AT = 1000;
 const CHECK_AT = [100, 1000, 5000];
 const GENERATORS = 2;
 /**
- * The mixed load of the checks: a Report frame of 4 records per instance per second, and writes at
- * 4/s but at most DELIVERIES_PER_S invalidation frames a second to the fleet (while the hub
- * broadcasts, each write reaches every instance, and the two generator processes answer them all
- * on the same two cores as the hub)
+ * The mixed load of the checks: a Report frame of 4 records per instance per second, and writes
+ * at 4/s of keys registered by `holders` instances (all of a smaller fleet), but at most
+ * DELIVERIES_PER_S Drops a second to the fleet (the two generator processes answer them all on
+ * the same two cores as the hub)
  */
-const MIXED = { reportEveryMs: 1000, records: 4, writesPerS: 4 };
+const MIXED = { reportEveryMs: 1000, records: 4, writesPerS: 4, holders: 500 };
 const DELIVERIES_PER_S = 4000;
 /** key names a generator process cycles through in its Reports (bounded: the hub keeps 100,000 windows per app) */
 const POOL = 20_000;
@@ -55,104 +71,6 @@ const FAST_REPORTS = 8;
 /** the error the model may make on a run and still pass */
 const TOLERANCE = 0.3;
 
-interface Run {
-  quick: boolean;
-  hub: ServerProcess;
-  hk: HotKeyClient;
-  fleet: SimFleet;
-  phaseMs: number;
-}
-
-let keySeq = 0;
-
-/** The hub's CPU µs per s over the next `ms`. */
-async function hubUsPerS(hub: ServerProcess, ms: number): Promise<number> {
-  const s0 = await hub.stats();
-  const t0 = performance.now();
-  await delay(ms);
-  const s1 = await hub.stats();
-  return ((s1.cpuMs - s0.cpuMs) * 1e6) / (performance.now() - t0);
-}
-
-/** `n` invalidations of fresh keys one after the other: hub µs per write above `restUsPerS`, latencies, sessions reached per write. */
-async function awaitedWrites(r: Run, n: number, restUsPerS: number) {
-  const f0 = await r.fleet.stats();
-  const s0 = await r.hub.stats();
-  const t0 = performance.now();
-  const ms: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const w0 = performance.now();
-    await r.hk.invalidate(`cap:w:${++keySeq}`);
-    ms.push(performance.now() - w0);
-  }
-  const spanS = (performance.now() - t0) / 1000;
-  const s1 = await r.hub.stats();
-  const f1 = await r.fleet.stats();
-  return {
-    usPerWrite: ((s1.cpuMs - s0.cpuMs) * 1000 - restUsPerS * spanS) / n,
-    p50: percentile(ms, 50),
-    reached: (f1.invalidates - f0.invalidates) / n,
-  };
-}
-
-/** Report traffic at `records` per frame, `perS` frames per instance per s: hub µs per frame above `restUsPerS`, frames/s, bytes per frame. */
-async function reportCost(r: Run, records: number, restUsPerS: number, perS = 1) {
-  r.fleet.reports(1000 / perS, records, POOL);
-  await delay(1500);
-  const f0 = await r.fleet.stats();
-  const t0 = performance.now();
-  const us = await hubUsPerS(r.hub, r.phaseMs);
-  const f1 = await r.fleet.stats();
-  const rate = ((f1.reports - f0.reports) * 1000) / (performance.now() - t0);
-  r.fleet.reports(0, 0, 1);
-  const frames = f1.reports - f0.reports;
-  return { usPerFrame: (us - restUsPerS) / rate, rate, bytesPerFrame: (f1.reportBytes - f0.reportBytes) / frames };
-}
-
-/** Unit costs at no instance (`rest`, writes) and at CALIBRATE_AT instances (the rest). */
-async function calibrate(r: Run, rest: number, bare: { usPerWrite: number; p50: number }): Promise<UnitCosts> {
-  const n = r.fleet.size;
-  // the idle signal is a few ms/s against the hub's own jitter: twice as long as the other phases
-  const idleAll = await hubUsPerS(r.hub, 2 * r.phaseMs);
-  r.fleet.leases(LEASE_ASK_MS);
-  await delay(1000);
-  const leasedAll = await hubUsPerS(r.hub, r.phaseMs);
-  r.fleet.leases(0);
-  // the hub's view of their leases runs out before the writes: no write waits on the fleet
-  await delay(DEFAULT_TUNABLES.leaseMs + 1000);
-  const one = await reportCost(r, 1, idleAll);
-  const many = await reportCost(r, 16, idleAll);
-  const faster = await reportCost(r, 1, idleAll, FAST_REPORTS);
-  const writes = r.quick ? 20 : 100;
-  r.fleet.silent(true);
-  const silent = await awaitedWrites(r, writes, idleAll);
-  r.fleet.silent(false);
-  await delay(300);
-  const answered = await awaitedWrites(r, writes, idleAll);
-  const fanoutUs = (silent.usPerWrite - bare.usPerWrite) / Math.max(1, silent.reached);
-  const recordNs = ((many.usPerFrame - one.usPerFrame) / 15) * 1000;
-  // two rates, one line through them on log scales; kept within [0, 1] (0: a frame costs the same at any rate)
-  const exponent = Math.log(one.usPerFrame / faster.usPerFrame) / Math.log(faster.rate / one.rate);
-  const recordBytes = (many.bytesPerFrame - one.bytesPerFrame) / 15;
-  return {
-    baseUsPerS: rest,
-    idleUsPerS: (idleAll - rest) / n,
-    leaseUsPerS: (leasedAll - idleAll) / n,
-    calibratedAt: n,
-    reportUs: one.usPerFrame - recordNs / 1000,
-    reportRate: one.rate,
-    reportExponent: Number.isFinite(exponent) ? Math.min(1, Math.max(0, exponent)) : 0,
-    rateSpan: faster.rate / one.rate,
-    recordNs,
-    reportBytes: one.bytesPerFrame - recordBytes,
-    recordBytes,
-    writeUs: bare.usPerWrite,
-    fanoutUs,
-    appliedUs: (answered.usPerWrite - bare.usPerWrite) / Math.max(1, answered.reached) - fanoutUs,
-    writeMs: bare.p50,
-  };
-}
-
 /** A run of the mixed load: what the hub spent and what the writes took, with the load as it happened. */
 interface Check {
   work: Workload;
@@ -165,12 +83,20 @@ interface Check {
   idleUsPerS: number;
   /** the machine's load average (1 min) at the end of the run */
   load: number;
+  /** p50 ms of writes reaching nobody just before, at this fleet and this load (t₀ of the formula is measured at rest) */
+  bareP50: number;
 }
 
 /** The mixed load at the fleet's size; the model's prediction is made afterwards, from this run's workload. */
-async function mixedRun(r: Run): Promise<Check> {
+async function mixedRun(r: Rig): Promise<Check> {
   const n = r.fleet.size;
-  const idleUsPerS = await hubUsPerS(r.hub, 2000);
+  const holders = Math.min(n, MIXED.holders);
+  const idleUsPerS = (await hubRate(r.hub, 2000)).value;
+  const bare = await awaitedWrites(
+    r,
+    Array.from({ length: 10 }, () => freshKey('b')),
+    idleUsPerS,
+  );
   r.fleet.reports(MIXED.reportEveryMs, MIXED.records, POOL);
   await delay(1500);
   const f0 = await r.fleet.stats();
@@ -179,11 +105,15 @@ async function mixedRun(r: Run): Promise<Check> {
   const ms: number[] = [];
   const inFlight: Promise<void>[] = [];
   let failed = 0;
-  const gapMs = 1000 / Math.min(MIXED.writesPerS, DELIVERIES_PER_S / Math.max(1, n));
+  let refused = 0;
+  const gapMs = 1000 / Math.min(MIXED.writesPerS, DELIVERIES_PER_S / Math.max(1, holders));
   for (let i = 0; performance.now() - t0 < r.phaseMs; i++) {
+    const key = freshKey('m');
+    // the holders register the key (as a local surge does before serving it), then it is written
+    refused += (await r.fleet.hold([key], holders)).refused;
     const w0 = performance.now();
     inFlight.push(
-      r.hk.invalidate(`cap:m:${++keySeq}`).then(
+      r.hk.invalidate(key).then(
         () => void ms.push(performance.now() - w0),
         () => void failed++,
       ),
@@ -203,9 +133,10 @@ async function mixedRun(r: Run): Promise<Check> {
       reportsPerInstance: ((f1.reports - f0.reports) * 1000) / spanMs / Math.max(1, n),
       recordsPerReport: MIXED.records,
       writesPerS: (writes * 1000) / spanMs,
-      holdersPerWrite: (f1.invalidates - f0.invalidates) / Math.max(1, writes),
-      // the writer: while the hub broadcasts, it is a waiter of its own invalidation
-      waitersPerWrite: f1.invalidates > f0.invalidates ? 1 : 0,
+      holdersPerWrite: (f1.drops - f0.drops + f1.invalidates - f0.invalidates) / Math.max(1, writes),
+      registrationsPerWrite: holders - refused / Math.max(1, writes),
+      // the simulated holders keep no lease: no Ack waits for them (the writer is no waiter of a directed write)
+      waitersPerWrite: 0,
       broadcastsPerS: 0,
     },
     measuredUsPerS: ((s1.cpuMs - s0.cpuMs) * 1e6) / spanMs,
@@ -214,10 +145,11 @@ async function mixedRun(r: Run): Promise<Check> {
     failed,
     idleUsPerS,
     load: os.loadavg()[0]!,
+    bareP50: percentile(bare.ms, 50),
   };
 }
 
-async function measure(quick: boolean): Promise<{ costs: UnitCosts; checks: Check[]; seconds: number }> {
+async function measure(quick: boolean): Promise<{ cal: Calibration; checks: Check[]; seconds: number }> {
   const started = performance.now();
   const workers: Worker[] = [];
   const hub = await startServer('hub');
@@ -227,23 +159,24 @@ async function measure(quick: boolean): Promise<{ costs: UnitCosts; checks: Chec
     await hk.ready({ signal: AbortSignal.timeout(10_000) });
     await within('the first acked write', hk.invalidate('cap:warm'), START_FENCE_MS + 5000);
     const fleet = SimFleet.start(workers, GENERATORS);
-    const r: Run = { quick, hub, hk, fleet, phaseMs: quick ? 1500 : 5000 };
+    const r: Rig = { quick, hub, hk, fleet, phaseMs: quick ? 1500 : 5000 };
     await delay(1000);
-    const rest = await hubUsPerS(hub, 2 * r.phaseMs);
-    const bare = await awaitedWrites(r, quick ? 30 : 200, rest);
+    const rest = await hubRate(hub, 2 * r.phaseMs);
+    const bare = await bareWrites(r, quick ? 30 : 200, rest.value);
     const checks: Check[] = [];
-    let costs: UnitCosts | undefined;
+    let cal: Calibration | undefined;
     // the fleet only grows: each size in turn, the unit costs where the calibration size comes
     for (const size of [...new Set([...CHECK_AT, CALIBRATE_AT])].sort((a, b) => a - b)) {
       await fleet.grow(hub.url, size, 120_000);
       fleet.pings(QUIET_PING_MS);
-      await delay(2000); // the Hellos moved the instance count: Config goes out to all, then it settles
-      if (size === CALIBRATE_AT) costs = await calibrate(r, rest, bare);
+      await delay(3000); // the Hellos moved the instance count: Config goes out to all, then it settles
+      if (size === CALIBRATE_AT)
+        cal = await calibrate(r, rest, bare, { leaseAskMs: LEASE_ASK_MS, pool: POOL, fastReports: FAST_REPORTS });
       // the first run warms the hub's ingest and broadcast paths up (JIT), unmeasured
       if (checks.length === 0) await mixedRun({ ...r, phaseMs: 3000 });
       if (CHECK_AT.includes(size)) checks.push(await mixedRun(r));
     }
-    return { costs: costs!, checks, seconds: (performance.now() - started) / 1000 };
+    return { cal: cal!, checks, seconds: (performance.now() - started) / 1000 };
   } finally {
     for (const worker of workers) await worker.kill();
     await hk.close();
@@ -253,15 +186,18 @@ async function measure(quick: boolean): Promise<{ costs: UnitCosts; checks: Chec
 
 const fmt = (x: number, digits = 1) => x.toFixed(digits);
 
-function costRows(bench: string, c: UnitCosts): BenchRow[] {
-  const row = (metric: string, ours: number, unit: string, note?: string): BenchRow => ({
+function costRows(bench: string, cal: Calibration): BenchRow[] {
+  const c = cal.costs;
+  const f = cal.fits;
+  const row = (metric: string, ours: number, unit: string, note: string, fit?: Cost): BenchRow => ({
     bench,
     metric,
     ours,
     unit,
     better: 'lower',
-    ...(note && { note }),
+    note: fit ? `${note}; ${describeCost(fit)}` : note,
   });
+  const reached = `a write reached ${fmt(cal.reached, 0)} sessions`;
   return [
     row('unit cost: hub at rest', c.baseUsPerS, 'µs/s', 'no instance connected'),
     row(
@@ -269,29 +205,57 @@ function costRows(bench: string, c: UnitCosts): BenchRow[] {
       c.idleUsPerS,
       'µs/s',
       `measured at ${CALIBRATE_AT}, a ping every ${QUIET_PING_MS} ms`,
+      f.idle,
     ),
     row(
       'unit cost: per instance keeping a lease (more)',
       c.leaseUsPerS,
       'µs/s',
       `an ask every ${LEASE_ASK_MS} ms and its Grant`,
+      f.lease,
     ),
     row(
       'unit cost: per Report frame',
       c.reportUs,
       'µs',
       `at ${fmt(c.reportRate, 0)} frames/s, × (rate ÷ that)^−${fmt(c.reportExponent, 2)} at other rates (flat past ${fmt(c.rateSpan)}×); fitted on frames of 1 and 16 records and on ${FAST_REPORTS}× the rate, ${CALIBRATE_AT} instances`,
+      f.report,
     ),
-    row('unit cost: ingest per record', c.recordNs, 'ns'),
+    row('unit cost: ingest per record', c.recordNs, 'ns', 'the slope from 1 to 16 records a frame', f.record),
     row(
       'unit cost: bytes per Report frame + per record',
       c.reportBytes,
       'B',
       `+ ${fmt(c.recordBytes)} B per record (keys of ~12 characters)`,
     ),
-    row('unit cost: per write reaching nobody', c.writeUs, 'µs', `p50 ${fmt(c.writeMs, 2)} ms, no instance connected`),
-    row('unit cost: fan-out per socket', c.fanoutUs, 'µs', 'an invalidation written to silent instances'),
-    row('unit cost: per holder Applied (more)', c.appliedUs, 'µs', 'per holder: fan-out + Applied'),
+    row(
+      'unit cost: per write reaching nobody',
+      c.writeUs,
+      'µs',
+      `p50 ${fmt(c.writeMs, 2)} ms, no instance connected`,
+      f.write,
+    ),
+    row(
+      'unit cost: per registration (Hold of one key + Held)',
+      c.holdUs,
+      'µs',
+      `${HOLD_KEYS} fresh keys registered by each of ${CALIBRATE_AT} instances a round`,
+      f.hold,
+    ),
+    row(
+      'unit cost: fan-out per holder (Drop written)',
+      c.fanoutUs,
+      'µs',
+      `writes of keys ${CALIBRATE_AT} silent instances registered against keys one did, per holder between (${reached})`,
+      f.fanout,
+    ),
+    row(
+      'unit cost: per holder Applied (more)',
+      c.appliedUs,
+      'µs',
+      'the same with instances that answer, less the fan-out',
+      f.applied,
+    ),
   ];
 }
 
@@ -304,7 +268,7 @@ function checkRows(bench: string, c: UnitCosts, checks: Check[]): BenchRow[] {
     const err = (m: number, p: number) => `${fmt(((p - m) / m) * 100, 0)} %`;
     const idlePredicted = hubLoad(c, { ...k.work, reportsPerInstance: 0, writesPerS: 0 }, 1).usPerS;
     const idle = `idle ${fmt(k.idleUsPerS / 1000)} ms/s (model ${fmt(idlePredicted / 1000)})`;
-    const conditions = `${idle}; ${fmt(k.work.reportsPerInstance, 2)} reports/s each of ${k.work.recordsPerReport} records, ${fmt(k.work.writesPerS)} writes/s reaching ${fmt(k.work.holdersPerWrite, 0)} sessions each (${k.writes} writes${k.failed ? `, ${k.failed} not acknowledged` : ''})`;
+    const conditions = `${idle}; ${fmt(k.work.reportsPerInstance, 2)} reports/s each of ${k.work.recordsPerReport} records, ${fmt(k.work.writesPerS)} writes/s of keys ${fmt(k.work.registrationsPerWrite, 0)} instances registered, reaching ${fmt(k.work.holdersPerWrite, 0)} sessions each (${k.writes} writes${k.failed ? `, ${k.failed} not acknowledged` : ''}); load ${fmt(k.load)}`;
     rows.push(
       {
         bench,
@@ -325,8 +289,8 @@ function checkRows(bench: string, c: UnitCosts, checks: Check[]): BenchRow[] {
         note: `model off by ${err(k.measuredP50, p50)}${
           Math.abs(p50 - k.measuredP50) <= TOLERANCE * k.measuredP50
             ? ''
-            : ` (over 30 %: the run's p50 includes waiting for a core — load ${fmt(k.load)} on ${os.availableParallelism()} cores, the hub, the writer and the generators answering every invalidation among them — which the formula, for a hub with its core to itself, leaves out)`
-        }`,
+            : ` (over 30 %: a write's fan-out is ms of hub CPU in one burst, and at load ${fmt(k.load)} on ${os.availableParallelism()} cores a burst longer than a scheduler time slice shares its core with other runnable processes — the writer, the generators registering and answering every Drop, other jobs — and is stretched; the formula is for a hub with its core to itself)`
+        }; a write reaching nobody, well within one time slice, took ${fmt(k.bareP50, 2)} ms p50 just before (t₀ ${fmt(c.writeMs, 2)} ms at rest)`,
       },
     );
   }
@@ -335,8 +299,8 @@ function checkRows(bench: string, c: UnitCosts, checks: Check[]): BenchRow[] {
 
 benchMain(async ({ quick }) => {
   const bench = 'capacity';
-  const { costs, checks, seconds } = await measure(quick);
-  const rows = [...costRows(bench, costs), ...checkRows(bench, costs, checks), ...exampleRows(bench, costs)];
+  const { cal, checks, seconds } = await measure(quick);
+  const rows = [...costRows(bench, cal), ...checkRows(bench, cal.costs, checks), ...exampleRows(bench, cal.costs)];
   rows.push({
     bench,
     metric: 'bench duration',

@@ -9,7 +9,9 @@
  * and per second in the steady state after it (what the cache spares Redis), counted at
  * `Redis.prototype.sendCommand` in each process: every connection, the adapter's own included.
  * All of it twice, in fresh processes and on a flash key of its own: the HotKeyClients with
- * `surgeLocal: false` (the hub's promotion only), then with local surges on (`surgeLocal: true`). A
+ * `surgeLocal: false` (the hub's promotion only), then with local surges on (`surgeLocal: true`).
+ * Meanwhile every service writes Zipf items (PUT_RATE SETs a second in all, as its PUT handler
+ * would): their p50 and p99 through the wrapper against plain, same run, same clients. A
  * wrapped surge starts once every service's tracking connection is up, as in a service that has
  * been reading for a while (they open at a client's first read).
  *
@@ -18,13 +20,18 @@
 import { startHubInProcess } from '../support/hub-in-process.ts';
 import { Redis } from 'ioredis';
 import { RedisServer } from '../support/redis-server.ts';
-import { benchMain, forkWorker, type BenchRow, type Worker } from './harness.ts';
+import os from 'node:os';
+import { benchMain, forkWorker, percentile, type BenchRow, type Worker } from './harness.ts';
 import { hostNow } from '../support/host-clock.ts';
 import { waitFor, within } from '../support/wait.ts';
 
 const SERVICES = 4;
 const FLASH_RATE = 6000;
 const ZIPF_RATE = 2000;
+/** writes a second over the services (the versus bench's service writes 20/s; twice that here for the percentiles) */
+const PUT_RATE = 40;
+/** a wrapped write may take this much longer than a plain one at the median (issue #32) */
+const PUT_P50_MARGIN_MS = 1;
 const FLASH_KEYS = { off: 'item:flash:1001', on: 'item:flash:1002' };
 const BUCKET_MS = 100;
 const SURGE_MS = 2000;
@@ -36,6 +43,10 @@ interface Done {
   firstError?: string;
   classGets: number;
   instanceGets: number;
+  putMs: number[];
+  putHotMs: number[];
+  putColdMs: number[];
+  putErrors: number;
 }
 
 /** The plain surge, then the same with every service's client wrapped (same processes, same clients). */
@@ -58,6 +69,7 @@ async function surges(
         durationMs,
         flashRate: FLASH_RATE / SERVICES,
         zipfRate: ZIPF_RATE / SERVICES,
+        putRate: PUT_RATE / SERVICES,
         flashKey,
         zipfKeys: 1000,
         seed: i + 1,
@@ -77,6 +89,17 @@ async function surges(
   } finally {
     await Promise.all(workers.map((w) => w.kill()));
   }
+}
+
+/** The hub's `hotkey_invalidation_ack_seconds` sum and count for app `bench` (request in to ack out, as the hub sees it). */
+async function hubAcks(httpUrl: string): Promise<{ sumS: number; count: number }> {
+  const text = await (await fetch(`${httpUrl}/metrics`, { signal: AbortSignal.timeout(5000) })).text();
+  const value = (name: string) =>
+    Number(new RegExp(`^${name}\\{app="bench"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return {
+    sumS: value('hotkey_invalidation_ack_seconds_sum'),
+    count: value('hotkey_invalidation_ack_seconds_count'),
+  };
 }
 
 /** Waits until `n` hotkey tracking connections (ours, tracking on) are open on the server. */
@@ -117,8 +140,43 @@ function summarise(done: Done[], durationMs: number) {
     firstError: done.find((d) => d.firstError !== undefined)?.firstError,
     instanceGets: done.reduce((a, d) => a + d.instanceGets, 0),
     classGets: done.reduce((a, d) => a + d.classGets, 0),
+    putMs: done.flatMap((d) => d.putMs),
+    putHotMs: done.flatMap((d) => d.putHotMs),
+    putColdMs: done.flatMap((d) => d.putColdMs),
+    putErrors: done.reduce((a, d) => a + d.putErrors, 0),
   };
 }
+
+/** The services' writes during the sale (local surges on): p50 and p99 wrapped against plain. */
+function putRows(plain: Summary, wrapped: Summary, durationMs: number, hubAckMs: number): BenchRow[] {
+  const p50 = percentile(plain.putMs, 50);
+  const errors = (s: Summary) => (s.putErrors ? `, ${s.putErrors} failed` : '');
+  // the wrapped writes apart: keys hot in the writing service (a local surge, so likely registered by the others) and the rest
+  const hot = wrapped.putHotMs;
+  const split = `of them ${hot.length} to keys hot in the writing service (p50 ${percentile(hot, 50).toFixed(2)} ms: their other holders' Applied is waited for), the rest p50 ${percentile(wrapped.putColdMs, 50).toFixed(2)} ms; at the hub, request in to ack out, ${hubAckMs.toFixed(2)} ms on average`;
+  return [
+    {
+      bench: '17 flash sale',
+      metric: 'PUT p50 during the sale, wrapped (baseline: plain ioredis)',
+      ours: percentile(wrapped.putMs, 50),
+      baseline: p50,
+      unit: 'ms',
+      better: 'lower',
+      target: { reach: p50 + PUT_P50_MARGIN_MS },
+      note: `a SET of a Zipf item from the call to its reply (wrapped: its acknowledgement), ${PUT_RATE}/s over the ${SERVICES} services for ${durationMs / 1000} s, the reads above going on; ${wrapped.putMs.length} writes wrapped${errors(wrapped)} (${split}), ${plain.putMs.length} plain${errors(plain)}; same run, same clients; load ${os.loadavg()[0]!.toFixed(1)} on ${os.availableParallelism()} cores`,
+    },
+    {
+      bench: '17 flash sale',
+      metric: 'PUT p99 during the sale, wrapped (baseline: plain ioredis)',
+      ours: percentile(wrapped.putMs, 99),
+      baseline: percentile(plain.putMs, 99),
+      unit: 'ms',
+      better: 'lower',
+    },
+  ];
+}
+
+type Summary = ReturnType<typeof summarise>;
 
 benchMain(async ({ quick }) => {
   const durationMs = quick ? 3000 : 6000;
@@ -131,7 +189,10 @@ benchMain(async ({ quick }) => {
     await admin.set(FLASH_KEYS.off, 'stock:42');
     await admin.set(FLASH_KEYS.on, 'stock:42');
     const hubOnly = await surges(server.url, hub.url, durationMs, FLASH_KEYS.off, false);
+    const acks0 = await hubAcks(hub.httpUrl);
     const runs = await surges(server.url, hub.url, durationMs, FLASH_KEYS.on, true);
+    const acks1 = await hubAcks(hub.httpUrl);
+    const hubAckMs = ((acks1.sumS - acks0.sumS) * 1000) / (acks1.count - acks0.count);
     const plain = summarise(runs.plain, durationMs);
     const wrapped = summarise(runs.wrapped, durationMs);
     const withoutSurge = summarise(hubOnly.wrapped, durationMs);
@@ -163,6 +224,7 @@ benchMain(async ({ quick }) => {
         unit: 'GETs/s',
         note: `${(durationMs - SURGE_MS) / 1000} s after the first ${SURGE_MS / 1000} s; every connection counted (tracking loads too); the instance patches saw ${wrapped.instanceGets} of ${wrapped.classGets} (plain: ${plain.instanceGets} of ${plain.classGets})`,
       },
+      ...putRows(plain, wrapped, durationMs, hubAckMs),
     ] satisfies BenchRow[];
   } finally {
     admin.disconnect();

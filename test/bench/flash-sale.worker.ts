@@ -2,14 +2,15 @@
  * One service of the flash-sale benchmark (flash-sale.bench.ts): an ioredis client whose
  * `sendCommand` is patched ON THE INSTANCE before `withHotKeys` (the way an APM agent or a
  * service's own metrics count what it sends), reading a flash key and Zipf-distributed other keys
- * at fixed rates. A patch of `Redis.prototype.sendCommand` counts the flash key's GETs on every
+ * at fixed rates, and writes (SET) Zipf items at a fixed rate, as a service's PUT handler does,
+ * each timed from its call to its reply (through the wrapper: to its acknowledgement). A patch of `Redis.prototype.sendCommand` counts the flash key's GETs on every
  * connection of the process (the adapter's tracking loads too) per 100 ms bucket since the surge
  * started; the instance patch counts its client's.
  *
- *   <- { type: 'start', redisUrl, hubUrl, durationMs, flashRate, zipfRate, flashKey, zipfKeys, seed, surgeLocal }
+ *   <- { type: 'start', redisUrl, hubUrl, durationMs, flashRate, zipfRate, putRate, flashKey, zipfKeys, seed, surgeLocal }
  *   then per phase (plain first, then wrapped: the same client, `withHotKeys` applied between them):
  *   <- { type: 'phase', wrapped }  -> { type: 'ready' }
- *   <- { type: 'go', startAt (hostNow ms) }   after the run   -> { type: 'done', buckets, flashReads, errors, classGets, instanceGets }
+ *   <- { type: 'go', startAt (hostNow ms) }   after the run   -> { type: 'done', buckets, flashReads, errors, classGets, instanceGets, putMs, putHotMs, putColdMs, putErrors }
  */
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
@@ -29,6 +30,8 @@ const run = await fromParent<{
   durationMs: number;
   flashRate: number;
   zipfRate: number;
+  /** writes (SET of a Zipf item) per second */
+  putRate: number;
   flashKey: string;
   zipfKeys: number;
   seed: number;
@@ -79,6 +82,28 @@ const read = (key: string) => {
     },
   );
 };
+/**
+ * this phase's writes: ms from the call to the reply, and the ones that failed; `putHotMs` are
+ * split into those of keys hot here when written (a local surge: the other services, reading the same Zipf
+ * head, likely registered them too, so the write's ack waits for their Applied) and the rest
+ */
+let putMs: number[] = [];
+let putHotMs: number[] = [];
+let putColdMs: number[] = [];
+let putErrors = 0;
+const value = 'v'.repeat(64);
+const put = (key: string) => {
+  const hot = hk?.isHot(key) ?? false;
+  const t0 = hostNow();
+  redis.set(key, value).then(
+    () => {
+      const ms = hostNow() - t0;
+      putMs.push(ms);
+      (hot ? putHotMs : putColdMs).push(ms);
+    },
+    () => void putErrors++,
+  );
+};
 for (let phase = 0; phase < 2; phase++) {
   const { wrapped } = await fromParent<{ wrapped: boolean }>('phase', 60_000);
   if (wrapped && hk === undefined) {
@@ -93,6 +118,10 @@ for (let phase = 0; phase < 2; phase++) {
   errors = 0;
   classGets = 0;
   instanceGets = 0;
+  putMs = [];
+  putHotMs = [];
+  putColdMs = [];
+  putErrors = 0;
   let flashReads = 0;
   toParent({ type: 'ready' });
   startAt = (await fromParent<{ startAt: number }>('go', 60_000)).startAt;
@@ -100,6 +129,7 @@ for (let phase = 0; phase < 2; phase++) {
   const TICK_MS = 10;
   let flashDue = 0;
   let zipfDue = 0;
+  let putDue = 0;
   // paced against the clock: a late tick issues what it owes, so the rates hold under load
   while (hostNow() - startAt < run.durationMs) {
     const elapsed = hostNow() - startAt;
@@ -110,13 +140,29 @@ for (let phase = 0; phase < 2; phase++) {
       flashReads++;
     }
     for (let i = 0; i < zipfOwed && inFlight < MAX_IN_FLIGHT; i++) read(`item:${zipf.next()}`);
+    const putOwed = Math.floor((elapsed * run.putRate) / 1000) - putDue;
+    for (let i = 0; i < putOwed; i++) put(`item:${zipf.next()}`);
     flashDue += flashOwed;
     zipfDue += zipfOwed;
+    putDue += putOwed;
     await delay(TICK_MS);
   }
   const drained = hostNow();
   while (inFlight > 0 && hostNow() - drained < 5000) await delay(10);
-  toParent({ type: 'done', buckets, flashReads, errors, firstError, classGets, instanceGets });
+  while (putMs.length + putErrors < putDue && hostNow() - drained < 5000) await delay(10);
+  toParent({
+    type: 'done',
+    buckets,
+    flashReads,
+    errors,
+    firstError,
+    classGets,
+    instanceGets,
+    putMs,
+    putHotMs,
+    putColdMs,
+    putErrors,
+  });
 }
 redis.disconnect();
 await hk?.close();

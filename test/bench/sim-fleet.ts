@@ -19,11 +19,15 @@ export interface FleetStats {
   applied: number;
   /** Invalidates received so far (answered or not) */
   invalidates: number;
+  /** Drops received so far (answered or not) */
+  drops: number;
 }
 
 export class SimFleet {
   readonly workers: Worker[];
   readonly #counts: number[];
+  /** keys refused so far, all processes */
+  #refused = 0;
 
   private constructor(workers: Worker[]) {
     this.workers = workers;
@@ -96,6 +100,22 @@ export class SimFleet {
     for (const w of this.workers) w.send({ type: 'silent', on });
   }
 
+  /**
+   * `holders` instances, spread evenly over the processes, each register every key of `keys`
+   * (one Hold frame per key); resolves with the keys refused once every Held came back.
+   */
+  async hold(keys: string[], holders: number, timeoutMs = 30_000): Promise<{ refused: number }> {
+    const n = this.workers.length;
+    const before = this.#refused;
+    const replies = this.workers.map((w, i) => {
+      w.send({ type: 'hold', keys, holders: Math.floor(holders / n) + (i < holders % n ? 1 : 0) });
+      return w.waitFor<{ refused: number }>('held', timeoutMs);
+    });
+    const all = await Promise.all(replies);
+    this.#refused = all.reduce((a, r) => a + r.refused, 0);
+    return { refused: this.#refused - before };
+  }
+
   async stats(): Promise<FleetStats> {
     for (const w of this.workers) w.send({ type: 'stats' });
     const all = await Promise.all(this.workers.map((w) => w.waitFor<FleetStats>('stats', 10_000)));
@@ -108,6 +128,7 @@ export class SimFleet {
       grants: all.reduce((a, s) => a + s.grants, 0),
       applied: all.reduce((a, s) => a + s.applied, 0),
       invalidates: all.reduce((a, s) => a + s.invalidates, 0),
+      drops: all.reduce((a, s) => a + s.drops, 0),
     };
   }
 }

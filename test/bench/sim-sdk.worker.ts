@@ -27,11 +27,15 @@
  *      SDK's pingIntervalMs), spread the same way; 0 stops
  *   <- { type: 'reports', everyMs, keys, pool } every instance sends a Report of `keys` records (count 1 each,
  *      keys drawn in turn from a pool of `pool` names) every `everyMs`, spread as leases are; 0 stops
- *   <- { type: 'silent', on }                Invalidates are counted but not answered (the broadcast's cost alone)
- *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants, applied, invalidates }
+ *   <- { type: 'silent', on }                Invalidates and Drops are counted but not answered (the fan-out's cost alone)
+ *   <- { type: 'hold', keys, holders }       the first `holders` instances of this process each register every
+ *      key of `keys` (protocol 3 Hold, one key per frame, `since` 0: a key never written here is
+ *      recorded) -> { type: 'held', frames, refused } once every Held came back; a Drop of a held key
+ *      is answered with Applied { d } (unless silent), as an SDK confirms it
+ *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants, applied, invalidates, drops }
  */
 import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/report-scheduler.ts';
-import { decodeServerMessage, encode, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
+import { decodeServerMessage, encode, HoldResult, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
 import { toParent } from './harness.ts';
 import { LeanWebSocket } from './lean-ws.ts';
 import { hostNow } from '../support/host-clock.ts';
@@ -82,6 +86,12 @@ let grants = 0;
 let applied = 0;
 /** Invalidates received */
 let invalidates = 0;
+/** Drops received (protocol 3: invalidations sent to a key's holders only) */
+let drops = 0;
+/** Hold frames sent whose Held has not come back, the Hold ids so far, and the keys refused (r ≥ 2) */
+let holdsPending = 0;
+let holdId = 0;
+let holdsRefused = 0;
 /** while true, Invalidates are not answered */
 let silent = false;
 let leaseTimer: NodeJS.Timeout | undefined;
@@ -110,6 +120,15 @@ function onFrame(index: number, data: Uint8Array, ws: LeanWebSocket): void {
     // an instance that holds nothing has nothing to drop, but must confirm: the writer's ack waits on it
     ws.send(encode({ t: MsgType.Applied, seq: m.seq }));
     applied++;
+  } else if (m.t === MsgType.Drop) {
+    drops++;
+    if (silent) return;
+    // Applied { d } confirms every Drop up to d; seq 0 claims no broadcast (never ahead of the hub's)
+    ws.send(encode({ t: MsgType.Applied, seq: 0, d: m.d }));
+    applied++;
+  } else if (m.t === MsgType.Held) {
+    for (const r of m.r) if (r >= HoldResult.OverShare) holdsRefused++;
+    if (--holdsPending === 0) toParent({ type: 'held', frames: holdId, refused: holdsRefused });
   } else if (m.t === MsgType.Grant) {
     grants++;
   } else if (m.t === MsgType.Welcome || m.t === MsgType.Config) {
@@ -177,6 +196,7 @@ process.on('message', (raw) => {
   else if (m.type === 'pings') pings((raw as { everyMs: number }).everyMs);
   else if (m.type === 'reports') steadyReports(raw as { everyMs: number; keys: number; pool: number });
   else if (m.type === 'silent') silent = (raw as { on: boolean }).on;
+  else if (m.type === 'hold') hold(raw as { keys: string[]; holders: number });
   else if (m.type === 'stats') {
     const cpu = process.cpuUsage();
     toParent({
@@ -189,6 +209,7 @@ process.on('message', (raw) => {
       grants,
       applied,
       invalidates,
+      drops,
     });
   }
 });
@@ -300,6 +321,18 @@ function leases(everyMs: number): void {
     ws.send(encode({ t: MsgType.Lease, id: ++id }));
     leaseAsks++;
   });
+}
+
+/** The first `holders` instances each register every key of `keys`, one Hold frame per key; the parent hears 'held' once all are answered. */
+function hold({ keys, holders }: { keys: string[]; holders: number }): void {
+  const n = Math.min(holders, sockets.length);
+  if (n === 0 || keys.length === 0) {
+    toParent({ type: 'held', frames: holdId, refused: holdsRefused });
+    return;
+  }
+  holdsPending += n * keys.length;
+  for (let i = 0; i < n; i++)
+    for (const key of keys) sockets[i]!.send(encode({ t: MsgType.Hold, id: ++holdId, keys: [key], since: [0] }));
 }
 
 /**
