@@ -53,6 +53,19 @@ export type SendHeld<C> = (
 
 export class HeldReads<C extends object> {
   readonly #held = new Map<object, Held<C>[]>();
+  /** a microtask is queued that sends every list held when it runs (one per job, for every connection) */
+  #due = false;
+  /** the end of the job: sends what is held (one function for every job, no closure per list) */
+  readonly #atJobEnd = (): void => {
+    this.#due = false;
+    // the lists held now, in the order they began; one a send holds meanwhile waits for its own job's end
+    let lists = this.#held.size;
+    for (const [conn, list] of this.#held) {
+      if (lists-- === 0) break;
+      this.#flushList(conn, list);
+    }
+  };
+
   readonly #connection: (client: C) => object;
   readonly #sendOne: SendHeld<C>;
   readonly #same: (a: Cmd, b: Cmd) => boolean;
@@ -95,10 +108,10 @@ export class HeldReads<C extends object> {
     if (list === undefined) {
       list = [];
       this.#held.set(conn, list);
-      const mine = list;
-      queueMicrotask(() => {
-        if (this.#held.get(conn) === mine) this.#flushList(conn, mine);
-      });
+      if (!this.#due) {
+        this.#due = true;
+        queueMicrotask(this.#atJobEnd);
+      }
     }
     list.push({ client, send, command, key, plain, node, sharing: undefined, nextGroup: undefined });
     return command.promise;
