@@ -15,8 +15,9 @@ import { fileURLToPath } from 'node:url';
 import type { HotKeyClient } from '@hotkey/sdk';
 import type { withHotKeys as IoredisWrap } from '@hotkey/sdk/ioredis';
 import type { withHotKeys as NodeRedisWrap } from '@hotkey/sdk/node-redis';
-import type { PeerWrappedNodeRedis } from '../support/peer-wrapped-node-redis.ts';
-import type { PeerWrappedRedis } from '../support/peer-wrapped-redis.ts';
+import type { BenchRow } from './harness.ts';
+import { peerWrappedNodeRedis, type PeerWrappedNodeRedis } from '../support/peer-wrapped-node-redis.ts';
+import { peerWrappedRedis, type PeerWrappedRedis } from '../support/peer-wrapped-redis.ts';
 
 /** The SDK's entry points from one build. */
 export interface SdkBuild {
@@ -125,4 +126,38 @@ export function nodeRedisColdGet(
   ops = 20_000,
 ): Promise<{ plain: number; wrapped: number }> {
   return coldGetCpu(fixture.plain, fixture.wrapped, { rounds, ops, inFlight: 100, prefix: 'cold:node-redis' });
+}
+
+/** CPU ns per cold GET, plain and wrapped */
+export type ColdPair = { plain: number; wrapped: number };
+
+/** Cold GETs through both adapters of `sdk`, each against its plain client, `rounds` each (ioredis first). */
+export async function coldGets(sdk: SdkBuild, rounds: number): Promise<{ ioredis: ColdPair; nodeRedis: ColdPair }> {
+  const io = await peerWrappedRedis(sdk.ioredis, sdk.HotKeyClient);
+  let ioredis: ColdPair;
+  try {
+    ioredis = await ioredisColdGet(io, rounds);
+  } finally {
+    await io.close();
+  }
+  const nr = await peerWrappedNodeRedis(sdk.nodeRedis, sdk.HotKeyClient);
+  try {
+    return { ioredis, nodeRedis: await nodeRedisColdGet(nr, rounds) };
+  } finally {
+    await nr.close();
+  }
+}
+
+/** The two rows of `cold`: wrapped ÷ plain per adapter, against the issue's target of 1.1. */
+export function coldRows(bench: string, cold: { ioredis: ColdPair; nodeRedis: ColdPair }): BenchRow[] {
+  const row = (client: string, c: ColdPair): BenchRow => ({
+    bench,
+    metric: `cold GET CPU, ${client}, 100 in flight: wrapped ÷ plain`,
+    ours: c.wrapped / c.plain,
+    unit: '×',
+    better: 'lower',
+    target: { reach: 1.1 },
+    note: `${Math.round(c.wrapped)} ns/op wrapped, ${Math.round(c.plain)} plain; alternating`,
+  });
+  return [row('ioredis', cold.ioredis), row('node-redis', cold.nodeRedis)];
 }

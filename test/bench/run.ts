@@ -62,6 +62,7 @@ const BENCHMARKS: BenchFile[] = [
   { name: 'node-redis', file: here('./node-redis.bench.ts'), timeoutMs: 1_200_000 },
   { name: 'rolling-restart', file: here('./rolling-restart.bench.ts'), timeoutMs: 180_000 },
   { name: 'writecost', file: here('./writecost.bench.ts'), timeoutMs: 600_000 },
+  { name: 'cold-get', file: here('./cold-get.bench.ts'), timeoutMs: 180_000, optIn: true },
   { name: 'capacity', file: here('./capacity.bench.ts'), timeoutMs: 600_000 },
   { name: 'versus', file: here('./versus.bench.ts'), timeoutMs: 1_200_000 },
 ];

@@ -27,11 +27,9 @@ import { Redis } from 'ioredis';
 import { DEFAULT_CLIENT_OPTIONS, HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
-import { peerWrappedNodeRedis } from '../support/peer-wrapped-node-redis.ts';
-import { peerWrappedRedis } from '../support/peer-wrapped-redis.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { delay, within } from '../support/wait.ts';
-import { ioredisColdGet, nodeRedisColdGet, shippedSdk } from './cold-get.ts';
+import { coldGets, coldRows, shippedSdk } from './cold-get.ts';
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { describeCost, guarded, medianOf, minus, scaled, type Estimate } from './estimate.ts';
 import { startServer, type ServerProcess } from './server-process.ts';
@@ -214,30 +212,9 @@ async function writeSteps(
   }
 }
 
-/** CPU ns per cold GET, plain and wrapped */
-type ColdPair = { plain: number; wrapped: number };
-
-async function coldGets(quick: boolean): Promise<{ ioredis: ColdPair; nodeRedis: ColdPair }> {
-  const rounds = quick ? 2 : 7;
-  const sdk = await shippedSdk();
-  const io = await peerWrappedRedis(sdk.ioredis, sdk.HotKeyClient);
-  let ioredis: ColdPair;
-  try {
-    ioredis = await ioredisColdGet(io, rounds);
-  } finally {
-    await io.close();
-  }
-  const nr = await peerWrappedNodeRedis(sdk.nodeRedis, sdk.HotKeyClient);
-  try {
-    return { ioredis, nodeRedis: await nodeRedisColdGet(nr, rounds) };
-  } finally {
-    await nr.close();
-  }
-}
-
 benchMain(async ({ quick }) => {
   const { steps, realIdle } = await writeSteps(quick);
-  const cold = await coldGets(quick);
+  const cold = await coldGets(await shippedSdk(), quick ? 2 : 7);
   const bench = 'writecost';
   const rows: BenchRow[] = [];
   const none = steps[0]!;
@@ -300,15 +277,6 @@ benchMain(async ({ quick }) => {
     target: { reach: 40 },
     note: `${describeCost(real)}; hub idle ${realIdle.withThem.value.toFixed(2)} ms/s, ${realIdle.without.value.toFixed(2)} just before (median 1 s slice); HotKeyClients reading nothing, past their first lease`,
   });
-  const coldRow = (client: string, c: ColdPair): BenchRow => ({
-    bench,
-    metric: `cold GET CPU, ${client}, 100 in flight: wrapped ÷ plain`,
-    ours: c.wrapped / c.plain,
-    unit: '×',
-    better: 'lower',
-    target: { reach: 1.1 },
-    note: `${Math.round(c.wrapped)} ns/op wrapped, ${Math.round(c.plain)} plain; alternating`,
-  });
-  rows.push(coldRow('ioredis', cold.ioredis), coldRow('node-redis', cold.nodeRedis));
+  rows.push(...coldRows(bench, cold));
   return rows;
 });

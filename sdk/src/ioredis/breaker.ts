@@ -124,7 +124,7 @@ export class Breakers {
    * load of the caller's own read) keeps the pair it has.
    */
   watchRead(node: NodeBreaker, command: Watched): void {
-    if (node.inflight.has(command) || !this.#core.sent(node, command, command.name)) return;
+    if (this.#core.watching(node, command) || !this.#core.sent(node, command, command.name)) return;
     const core = this.#core;
     const { resolve, reject } = command;
     command.resolve = (value) => {

@@ -142,9 +142,9 @@ export class NodeRedisBreaker {
         if (node === undefined) return (base.sendCommand as Fn).call(this, argv, options);
         if (breaker.#core.isOpen(node)) return Promise.reject(breaker.#core.reject(node));
         const sent = (base.sendCommand as Fn).call(this, argv, options) as Promise<unknown>;
-        const name = lower((argv as unknown[])[0]);
-        if (above !== undefined && (above as { argv?: unknown }).argv === argv) breaker.#core.sent(node, above, name);
-        else breaker.#core.watch(node, name, sent);
+        if (above !== undefined && (above as { argv?: unknown }).argv === argv)
+          breaker.#core.sent(node, above, above.name);
+        else breaker.#core.watch(node, lower((argv as unknown[])[0]), sent);
         return sent;
       }),
       _executeMulti: value(function _executeMulti(this: LayerClient, ...args: unknown[]) {

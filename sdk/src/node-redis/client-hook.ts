@@ -144,7 +144,8 @@ class ClientHook {
       const routed = routeWriteHot(ctx.writeHot, argv, options, client._commandOptions, name);
       if (routed !== undefined) return routed;
     }
-    if (holdable) return reads.read(client, this.send, commandOf(argv, options), 'get', ctx.breaker?.nodeOf(client));
+    if (holdable)
+      return reads.read(client, this.send, commandOf(argv, options, name), 'get', ctx.breaker?.nodeOf(client));
     return this.#sendOther(client, self, argv, options, name, servable, inBuffers);
   }
 

@@ -66,13 +66,13 @@ class NodeRedisCommand implements NodeRedisCmd {
   resolve!: (value: unknown) => unknown;
   reject!: (error: Error) => void;
 
-  constructor(argv: readonly unknown[], options: CommandOptions | undefined) {
+  constructor(argv: readonly unknown[], options: CommandOptions | undefined, name: string | undefined) {
     // one executor for every command (no closure per command): it hands over the settling pair
     this.promise = new Promise<unknown>(capture);
     this.resolve = captured.resolve!;
     this.reject = captured.reject!;
     captured.resolve = captured.reject = undefined;
-    this.name = commandName(argv[0]);
+    this.name = name ?? commandName(argv[0]);
     this.args = argv.slice(1);
     this.argv = argv;
     this.options = options;
@@ -83,8 +83,9 @@ class NodeRedisCommand implements NodeRedisCmd {
   }
 }
 
-export function commandOf(argv: readonly unknown[], options?: CommandOptions): NodeRedisCmd {
-  return new NodeRedisCommand(argv, options);
+/** `name`: the command's name in lower case, when the caller has it already */
+export function commandOf(argv: readonly unknown[], options?: CommandOptions, name?: string): NodeRedisCmd {
+  return new NodeRedisCommand(argv, options, name);
 }
 
 /**

@@ -119,4 +119,22 @@ test('a stall does not hide a node that never answers: timed out after timeoutMs
   assert.is(node.opened, 1);
 });
 
+test('one command sent to two nodes (a redirect) is in flight on each until each answers; answered, it times out nowhere', async () => {
+  const { breakers, node } = fixture({}, 1, 50);
+  const other = breakers.node('b:2');
+  const command = {};
+  breakers.sent(node, command, 'get');
+  breakers.sent(node, command, 'get'); // sent again on one node (a replayed offline queue): one entry
+  breakers.sent(other, command, 'get');
+  assert.ok(breakers.watching(node, command) && breakers.watching(other, command));
+  breakers.settled(node, command);
+  assert.not.ok(breakers.watching(node, command));
+  assert.ok(breakers.watching(other, command), 'still in flight on the node it went to next');
+  breakers.settled(other, command);
+  assert.not.ok(breakers.watching(other, command));
+  await new Promise((resolve) => setTimeout(resolve, 250)); // past timeoutMs and several sweeps
+  assert.is(node.failures + other.failures, 0);
+  assert.is(node.inflight.size + other.inflight.size, 0);
+});
+
 test.run();

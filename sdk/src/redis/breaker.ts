@@ -110,6 +110,15 @@ export interface BreakerHost {
   isAnswer(error: unknown): boolean;
 }
 
+/**
+ * A watched command's number, stamped on it: its key in each node's `inflight`. A symbol property,
+ * as command.ts `dispatched`: one map transition shared by every command.
+ */
+const WATCH_ID: unique symbol = Symbol('hotkey.breakerWatch');
+type Stamped = { [WATCH_ID]?: number };
+/** numbers wrap here: they stay small integers, and one still in flight is never met again */
+const MAX_WATCH_ID = 0x3fffffff;
+
 export class NodeBreaker {
   readonly node: string;
   state: BreakerState = 'closed';
@@ -119,8 +128,13 @@ export class NodeBreaker {
   rejected = 0;
   /** open, and its probe was put off because its client was closing: the next command for it sends one */
   probeDue = false;
-  /** commands in flight, oldest first, with the sweeper's tick count when they were sent */
-  readonly inflight = new Map<object, number>();
+  /**
+   * commands in flight by number (WATCH_ID), oldest first, with the sweeper's tick count when
+   * they were sent. By number, not by the command: a table of the commands themselves, long
+   * lived, kept answered commands (and all they point to) alive through young-generation
+   * collections into the old generation, a GC price per command the plain client never pays.
+   */
+  readonly inflight = new Map<number, number>();
 
   constructor(node: string) {
     this.node = node;
@@ -144,6 +158,8 @@ export class Breakers {
   readonly #overdueTicks: number;
   /** commands in flight on every node (the sweeper runs while this is above 0) */
   #inflight = 0;
+  /** the next command number (WATCH_ID) */
+  #nextId = 0;
 
   /** @param options settled by `breakerSettings` */
   constructor(
@@ -197,36 +213,63 @@ export class Breakers {
    */
   sent(node: NodeBreaker, command: object, name: string): boolean {
     if (WAITS.has(name)) return false;
+    // one number per command, on every node it is sent to (a node's entry is the pair)
+    const id = ((command as Stamped)[WATCH_ID] ??= this.#newId());
     // watched again (ioredis replays its offline queue through the hook): one entry, counted once,
     // or the in-flight count would never return to 0 and the sweeper would hold the client forever
-    if (node.inflight.has(command)) return true;
-    node.inflight.set(command, this.#tick);
-    if (this.#inflight++ === 0) this.#arm();
+    if (!node.inflight.has(id)) this.#add(node, id);
     return true;
+  }
+
+  /** Whether `command` is in flight on `node` (watched, not answered or timed out yet). */
+  watching(node: NodeBreaker, command: object): boolean {
+    const id = (command as Stamped)[WATCH_ID];
+    return id !== undefined && node.inflight.has(id);
+  }
+
+  #newId(): number {
+    const id = this.#nextId;
+    this.#nextId = id === MAX_WATCH_ID ? 0 : id + 1;
+    return id;
+  }
+
+  #add(node: NodeBreaker, id: number): void {
+    node.inflight.set(id, this.#tick);
+    if (this.#inflight++ === 0) this.#arm();
   }
 
   /** `command` moved on without a verdict yet (e.g. a pool lent it a client: watched there from now on). */
   passed(node: NodeBreaker, command: object): void {
-    this.#done(node, command);
+    this.#done(node, (command as Stamped)[WATCH_ID]);
   }
 
   /** `node` answered `command` (a reply, or a Redis error reply). */
   settled(node: NodeBreaker, command: object): void {
-    if (this.#done(node, command) && node.state === 'closed') node.consecutive = 0;
+    this.#settledId(node, (command as Stamped)[WATCH_ID]);
+  }
+
+  #settledId(node: NodeBreaker, id: number | undefined): void {
+    if (this.#done(node, id) && node.state === 'closed') node.consecutive = 0;
   }
 
   /** `command` failed without an answer from `node` (a connection error). */
   failed(node: NodeBreaker, command: object): void {
-    if (this.#done(node, command)) this.#failure(node);
+    this.#failedId(node, (command as Stamped)[WATCH_ID]);
+  }
+
+  #failedId(node: NodeBreaker, id: number | undefined): void {
+    if (this.#done(node, id)) this.#failure(node);
   }
 
   /** `sent`, then `settled` or `failed` as `promise` settles (its error judged by the host's `isAnswer`). */
   watch(node: NodeBreaker, name: string, promise: Promise<unknown>): void {
-    // the promise stands for its command: one per command, and the adapter's command object may not be ours to key
-    if (!this.sent(node, promise, name)) return;
+    // a number of its own (the adapter's command object may not be ours to stamp, nor its promise)
+    if (WAITS.has(name)) return;
+    const id = this.#newId();
+    this.#add(node, id);
     promise.then(
-      () => this.settled(node, promise),
-      (err: unknown) => (this.#host.isAnswer(err) ? this.settled(node, promise) : this.failed(node, promise)),
+      () => this.#settledId(node, id),
+      (err: unknown) => (this.#host.isAnswer(err) ? this.#settledId(node, id) : this.#failedId(node, id)),
     );
   }
 
@@ -241,8 +284,8 @@ export class Breakers {
   }
 
   /** The command left the in-flight set; false when it was not in it (timed out already, or never watched). */
-  #done(node: NodeBreaker, command: object): boolean {
-    if (!node.inflight.delete(command)) return false;
+  #done(node: NodeBreaker, id: number | undefined): boolean {
+    if (id === undefined || !node.inflight.delete(id)) return false;
     this.#left();
     return true;
   }
@@ -321,17 +364,17 @@ export class Breakers {
    */
   #sweep(): void {
     const limit = this.#tick - this.#overdueTicks;
-    const overdue: [NodeBreaker, object][] = [];
+    const overdue: [NodeBreaker, number][] = [];
     for (const node of this.#nodes.values()) {
-      for (const [command, sentAt] of node.inflight) {
+      for (const [id, sentAt] of node.inflight) {
         if (sentAt > limit) break;
-        overdue.push([node, command]);
+        overdue.push([node, id]);
       }
     }
     if (overdue.length === 0) return;
     setImmediate(() => {
-      for (const [node, command] of overdue) {
-        if (!node.inflight.delete(command)) continue; // answered in the poll phase: not a timeout
+      for (const [node, id] of overdue) {
+        if (!node.inflight.delete(id)) continue; // answered in the poll phase: not a timeout
         this.#left(); // its late settlement finds it gone: counted once
         this.#failure(node);
       }

@@ -26,6 +26,8 @@ import type { Cmd, Send } from './command.ts';
 
 /** reads held per connection at most; the next one sends them first */
 export const MAX_HELD = 1024;
+/** a flush of at most this many reads finds a key's first read by comparing keys, with no Map (garbage per job) */
+const SCAN_MAX = 16;
 
 interface Held<C> {
   client: C;
@@ -39,6 +41,8 @@ interface Held<C> {
   sharing: Held<C>[] | undefined;
   /** at the flush: the key's next group (another client or other options) */
   nextGroup: Held<C> | undefined;
+  /** at the flush: answered by another read's reply (on its `sharing`), not sent itself */
+  shares: boolean;
 }
 
 /** Sends one held read of `key` now (a group's first; the rest get its reply); returns its reply. */
@@ -53,6 +57,19 @@ export type SendHeld<C> = (
 
 export class HeldReads<C extends object> {
   readonly #held = new Map<object, Held<C>[]>();
+  /** a microtask is queued that sends every list held when it runs (one per job, for every connection) */
+  #due = false;
+  /** the end of the job: sends what is held (one function for every job, no closure per list) */
+  readonly #atJobEnd = (): void => {
+    this.#due = false;
+    // the lists held now, in the order they began; one a send holds meanwhile waits for its own job's end
+    let lists = this.#held.size;
+    for (const [conn, list] of this.#held) {
+      if (lists-- === 0) break;
+      this.#flushList(conn, list);
+    }
+  };
+
   readonly #connection: (client: C) => object;
   readonly #sendOne: SendHeld<C>;
   readonly #same: (a: Cmd, b: Cmd) => boolean;
@@ -95,12 +112,12 @@ export class HeldReads<C extends object> {
     if (list === undefined) {
       list = [];
       this.#held.set(conn, list);
-      const mine = list;
-      queueMicrotask(() => {
-        if (this.#held.get(conn) === mine) this.#flushList(conn, mine);
-      });
+      if (!this.#due) {
+        this.#due = true;
+        queueMicrotask(this.#atJobEnd);
+      }
     }
-    list.push({ client, send, command, key, plain, node, sharing: undefined, nextGroup: undefined });
+    list.push({ client, send, command, key, plain, node, sharing: undefined, nextGroup: undefined, shares: false });
     return command.promise;
   }
 
@@ -131,26 +148,27 @@ export class HeldReads<C extends object> {
   #sendList(list: Held<C>[]): void {
     // groups of one key in order of their first read; a read that may not share a reply is its
     // own group. A group is its first read, the others on its `sharing`; a key's groups after its
-    // first are chained on `nextGroup` (one Map entry per key, no array per read)
-    const firsts: Held<C>[] = [];
-    const byKey = new Map<string, Held<C>>();
-    for (const held of list) {
-      const head = byKey.get(held.key);
+    // first are chained on `nextGroup` (one Map entry per key, none for a short list, no array per read)
+    const byKey = list.length > SCAN_MAX ? new Map<string, Held<C>>() : undefined;
+    for (let i = 0; i < list.length; i++) {
+      const held = list[i]!;
+      const head = byKey === undefined ? firstOf(list, i, held.key) : byKey.get(held.key);
       let group = head;
       while (group !== undefined && !(group.client === held.client && this.#same(group.command, held.command)))
         group = group.nextGroup;
       if (group !== undefined) {
+        held.shares = true;
         (group.sharing ??= []).push(held);
         continue;
       }
-      firsts.push(held);
-      if (head === undefined) byKey.set(held.key, held);
+      if (head === undefined) byKey?.set(held.key, held);
       else {
         held.nextGroup = head.nextGroup;
         head.nextGroup = held;
       }
     }
-    for (const first of firsts) {
+    for (const first of list) {
+      if (first.shares) continue;
       const reply = this.#sendOne(first.client, first.send, first.command, first.key, first.plain, first.node);
       const sharing = first.sharing;
       if (sharing === undefined) continue;
@@ -165,4 +183,13 @@ export class HeldReads<C extends object> {
       );
     }
   }
+}
+
+/** The first group of `key` among `list`'s reads before `end` (the first read of it not sharing another's reply). */
+function firstOf<C>(list: readonly Held<C>[], end: number, key: string): Held<C> | undefined {
+  for (let i = 0; i < end; i++) {
+    const held = list[i]!;
+    if (held.key === key && !held.shares) return held;
+  }
+  return undefined;
 }
