@@ -86,7 +86,7 @@ export function bufferReads(ctx: Context, send: Send<NodeRedisClient>, sendPlain
     if (key === undefined) return sendPlain(self, argv, options);
     ctx.tracking?.reading();
     if (!hk.isHot(key)) {
-      // cold: counted, then sent as is; unless this very count made the key surge here (client/surge-local.ts)
+      // cold: counted, then sent as is; unless this very count made the key surge here (client/read/surge-local.ts)
       hk.track(key);
       if (!hk.isHot(key)) return sendPlain(self, argv, options);
     }

@@ -65,7 +65,7 @@ export function hashReads(
     if (!fields.every((field) => typeof field === 'string')) return undefined;
     if (!hk.isHot(key)) {
       // cold: counted before it is sent, as the core counts a GET; unless this very count made
-      // the key surge here (client/surge-local.ts), then it goes on as a hot read
+      // the key surge here (client/read/surge-local.ts), then it goes on as a hot read
       ctx.tracking?.reading();
       hk.track(key);
       if (!hk.isHot(key)) return sendPlain(self, argv, options);

@@ -116,7 +116,7 @@ for (const [name, open] of Object.entries(ADAPTERS)) {
     ]);
     assert.equal(replies, ['1', null, 1, '1', '1']);
     // the second GET of `a` goes out while the first is unanswered: `a` surges here
-    // (client/surge-local.ts) and that GET is its load, the PTTL right behind it
+    // (client/read/surge-local.ts) and that GET is its load, the PTTL right behind it
     assert.equal(await executed(tag, 6), [
       `get held:${tag}:a`,
       `get held:${tag}:b`,

@@ -232,7 +232,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
 
   /**
    * cold reads sent and not answered yet, per key: a read of a key in it is concurrent with one
-   * (client/surge-local.ts judges the key surging); each of those reads carries IN_FLIGHT
+   * (client/read/surge-local.ts judges the key surging); each of those reads carries IN_FLIGHT
    */
   readonly #inFlight = new Map<string, number>();
   /**
@@ -266,7 +266,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
   /**
    * Sends a cold read of `key` (watched by watchCold), counted in flight until it is answered. A
    * GET of a key Redis tracks by broadcast for us is noted: should the key surge, its load may
-   * take this reply (tracking.ts `prefixes`, client/recent-reads.ts).
+   * take this reply (tracking.ts `prefixes`, client/read/recent-reads.ts).
    */
   #sendCold(client: C, send: Send<C>, command: Cmd, key: string, get: boolean, node: object | undefined): unknown {
     const { ctx, view, isCluster, tracking, guard, watches } = this.#p;
@@ -327,7 +327,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
       // cold, the common case: counted before it is sent. A GET waits for the end of the job
       // (held-reads.ts), so that the job's other reads of the key are counted too; anything
       // else is sent as is (no promise of ours in between) — unless this very count made the key
-      // surge here (client/surge-local.ts): then it is the key's hot load. A read while another
+      // surge here (client/read/surge-local.ts): then it is the key's hot load. A read while another
       // of the key is unanswered surges it at once: the key comes faster than a round trip; so
       // does one right after a kept reply of it landed (tracked prefixes, recent-reads.ts)
       const unanswered = this.#inFlight.get(key) ?? (watches && view.readJustAnswered(key) ? 1 : undefined);

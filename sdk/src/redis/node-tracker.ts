@@ -131,7 +131,7 @@ export class NodeTracker {
    * A tracked load: value, PTTL and the session it was opted in under, in one transaction on the
    * reader. Rejects when the session is down or any reply is an error (then it is no tracked read).
    * A GET of a key a cold read under this session answered (and nothing dropped since:
-   * client/recent-reads.ts) takes that reply and asks only the key's PTTL.
+   * client/read/recent-reads.ts) takes that reply and asks only the key's PTTL.
    */
   async load(kind: 'get' | 'hgetall', key: string, db: number | undefined): Promise<TrackedRead> {
     const session = this.session;

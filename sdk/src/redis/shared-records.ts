@@ -1,5 +1,5 @@
 /**
- * Value push for what the ioredis wrapper caches (rules with `push: true`; client/push.ts is the
+ * Value push for what the ioredis wrapper caches (rules with `push: true`; client/read/push.ts is the
  * generic part). The wrapper caches records — kind, value, namespace, Redis expiry, and the
  * tracking session it was read under, so that a write by a client without the SDK drops it
  * (tracking.ts). A receiver of a pushed record never read the key, so its own tracking would not
@@ -26,7 +26,7 @@
  */
 import { adapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient } from '../client/client.ts';
-import { UNPUSHABLE, type PushCodec } from '../client/push.ts';
+import { UNPUSHABLE, type PushCodec } from '../client/read/push.ts';
 import type { TrackingSession } from './tracking.ts';
 
 /**

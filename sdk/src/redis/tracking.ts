@@ -20,7 +20,7 @@
  * With `prefixes` (TrackingOptions), a third connection per node, `watch`, runs `CLIENT TRACKING
  * on REDIRECT <sub id> BCAST PREFIX …`: Redis tells us of every write of a key under them, read or
  * not, and keeps no per-key state for it. A cold read of such a key sent while that session lives
- * is remembered (client/recent-reads.ts): should the key surge here, its load takes that reply and
+ * is remembered (client/read/recent-reads.ts): should the key surge here, its load takes that reply and
  * asks only the PTTL — one GET per instance for a surge, as a client caching every key it reads
  * has, without caching every key (node-tracker.ts).
  *

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseRules, RuleSet } from '../rules.ts';
+import { parseRules, RuleSet } from '../../rules.ts';
 import { BURST_SECONDS, RateLimits } from './rate-limits.ts';
 
 const rules = new RuleSet(

@@ -34,8 +34,8 @@
  * the hub versions like a push. An instance drops the old value and injects the new one in the
  * same step — same rules as a Value except PUSH_GUARD_MS (see update()).
  */
-import type { HotSet, HotState } from '../cache/hot-set.ts';
-import type { LocalCache } from '../cache/local-cache.ts';
+import type { HotSet, HotState } from '../../cache/hot-set.ts';
+import type { LocalCache } from '../../cache/local-cache.ts';
 import {
   MsgType,
   packValue,
@@ -45,8 +45,8 @@ import {
   type Invalidate,
   type Push,
   type Value,
-} from '../wire/protocol.ts';
-import type { HubLink } from './links.ts';
+} from '../../wire/protocol.ts';
+import type { HubLink } from '../links.ts';
 
 /** a Value arriving this soon after the instance dropped the key itself is ignored */
 export const PUSH_GUARD_MS = 1000;

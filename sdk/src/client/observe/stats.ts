@@ -3,21 +3,21 @@
  * report scheduler, the caches, the window); this file only gathers them, so that the read path keeps its
  * few counters as plain fields of the client.
  */
-import type { HotSet } from '../cache/hot-set.ts';
-import type { LocalCache } from '../cache/local-cache.ts';
-import type { AccessWindow } from '../counting/window.ts';
-import type { AppConfig } from './app-config.ts';
-import type { Dispatch } from './dispatch.ts';
-import type { Invalidator } from './invalidator.ts';
-import type { HubLinks } from './links.ts';
-import type { HotLoads } from './loads.ts';
-import type { PushCounters, ValuePush } from './push.ts';
-import type { RateLimits } from './rate-limits.ts';
-import type { ReadPath } from './read-path.ts';
-import type { ReportScheduler } from './report-scheduler.ts';
-import type { RecentReads } from './recent-reads.ts';
-import type { Holds } from './holds.ts';
-import type { SurgeLocal } from './surge-local.ts';
+import type { HotSet } from '../../cache/hot-set.ts';
+import type { LocalCache } from '../../cache/local-cache.ts';
+import type { AccessWindow } from '../../counting/window.ts';
+import type { AppConfig } from '../report/app-config.ts';
+import type { Dispatch } from '../dispatch.ts';
+import type { Invalidator } from '../invalidate/invalidator.ts';
+import type { HubLinks } from '../links.ts';
+import type { HotLoads } from '../read/loads.ts';
+import type { PushCounters, ValuePush } from '../read/push.ts';
+import type { RateLimits } from '../report/rate-limits.ts';
+import type { ReadPath } from '../read/read-path.ts';
+import type { ReportScheduler } from '../report/report-scheduler.ts';
+import type { RecentReads } from '../read/recent-reads.ts';
+import type { Holds } from '../invalidate/holds.ts';
+import type { SurgeLocal } from '../read/surge-local.ts';
 
 export interface ClientStats {
   /** get() answered from the local cache */

@@ -7,10 +7,10 @@
  * (`linked`): rejecting it at once would let a caller that ignores the rejection (or a wrapper
  * that swallowed it) treat the write as acknowledged while instances still serve the old value.
  */
-import { MsgType, type InvalidateRequest } from '../wire/protocol.ts';
+import { MsgType, type InvalidateRequest } from '../../wire/protocol.ts';
 import { PendingInvalidations } from './invalidations.ts';
-import type { HubLinks } from './links.ts';
-import type { ValuePush } from './push.ts';
+import type { HubLinks } from '../links.ts';
+import type { ValuePush } from '../read/push.ts';
 
 /** `invalidate(key, options)` */
 export interface InvalidateOptions {

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { Lease } from '../cache/hot-set.ts';
-import type { HubLinks } from './links.ts';
+import type { Lease } from '../../cache/hot-set.ts';
+import type { HubLinks } from '../links.ts';
 import {
   MAX_RECENT_BYTES,
   MAX_RECENT_READS,

@@ -30,12 +30,12 @@
  * now and then, more often the slower Redis answers) needs two reads in flight, which its
  * traffic rarely has: three GETs.
  */
-import type { HotSet, HotState } from '../cache/hot-set.ts';
-import type { AccessWindow } from '../counting/window.ts';
-import type { ResolvedSurgeLocal } from '../options.ts';
-import type { RuleSet } from '../rules.ts';
-import { Holds } from './holds.ts';
-import type { HubLinks } from './links.ts';
+import type { HotSet, HotState } from '../../cache/hot-set.ts';
+import type { AccessWindow } from '../../counting/window.ts';
+import type { ResolvedSurgeLocal } from '../../options.ts';
+import type { RuleSet } from '../../rules.ts';
+import { Holds } from '../invalidate/holds.ts';
+import type { HubLinks } from '../links.ts';
 
 /** keys remembered as not confirmed by their hub (retryMs) at most; the oldest is forgotten first */
 const MAX_DECLINED = 1024;

@@ -14,7 +14,7 @@
  * Bounded: at most `maxKeys` buckets (oldest dropped first: a dropped key restarts full) and as
  * many splits.
  */
-import type { RuleSet } from '../rules.ts';
+import type { RuleSet } from '../../rules.ts';
 
 /** a bucket holds this many seconds of its rate */
 export const BURST_SECONDS = 0.1;

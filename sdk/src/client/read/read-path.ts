@@ -4,10 +4,10 @@
  * stale-if-error from its rule). The hit itself stays in `HotKeyClient.get`, a handful of field
  * reads small enough for V8 to inline into the caller's loop; everything else comes here.
  */
-import type { HotState } from '../cache/hot-set.ts';
-import type { AccessWindow } from '../counting/window.ts';
-import { LOAD_DEFAULTS } from '../rules.ts';
-import type { AppConfig } from './app-config.ts';
+import type { HotState } from '../../cache/hot-set.ts';
+import type { AccessWindow } from '../../counting/window.ts';
+import { LOAD_DEFAULTS } from '../../rules.ts';
+import type { AppConfig } from '../report/app-config.ts';
 import { REFRESH_JITTER, type HotLoads, type LoadPolicy } from './loads.ts';
 import type { ValuePush } from './push.ts';
 import type { SurgeLocal } from './surge-local.ts';

@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { at, closeAll, settledNow, setup, type Setup } from '../../../test/support/sdk-client.ts';
-import { delay, waitFor } from '../../../test/support/wait.ts';
-import { MsgType, packValue, unpackValue } from '../wire/protocol.ts';
+import { at, closeAll, settledNow, setup, type Setup } from '../../../../test/support/sdk-client.ts';
+import { delay, waitFor } from '../../../../test/support/wait.ts';
+import { MsgType, packValue, unpackValue } from '../../wire/protocol.ts';
 import { pushable } from './push.ts';
 
 test.after.each(closeAll);

@@ -15,11 +15,11 @@
  * it; Releases likewise, sent before the turn's Hold. A registration ends with a Drop (the entry
  * goes, the next surge registers again), a Release (the entry ended here), or the link.
  */
-import type { HotState } from '../cache/hot-set.ts';
-import { HOLDERS_VERSION, HoldResult, MsgType, type Drop, type Held } from '../wire/protocol.ts';
-import { MAX_HOLD_KEYS } from '../limits.ts';
-import type { InvalidateInfo } from './events.ts';
-import type { HubLink } from './links.ts';
+import type { HotState } from '../../cache/hot-set.ts';
+import { HOLDERS_VERSION, HoldResult, MsgType, type Drop, type Held } from '../../wire/protocol.ts';
+import { MAX_HOLD_KEYS } from '../../limits.ts';
+import type { InvalidateInfo } from '../events.ts';
+import type { HubLink } from '../links.ts';
 
 /** What a registration came to: a HoldResult, or undefined when the link went down first. */
 export type HoldAnswer = HoldResult | undefined;

@@ -1,10 +1,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { at, closeAll, deferred, settledNow, setup } from '../../../test/support/sdk-client.ts';
-import { waitFor } from '../../../test/support/wait.ts';
-import { ErrorCode, HotKeyError } from '../errors.ts';
-import { MsgType } from '../wire/protocol.ts';
-import type { ClientStatus } from './client.ts';
+import { at, closeAll, deferred, settledNow, setup } from '../../../../test/support/sdk-client.ts';
+import { waitFor } from '../../../../test/support/wait.ts';
+import { ErrorCode, HotKeyError } from '../../errors.ts';
+import { MsgType } from '../../wire/protocol.ts';
+import type { ClientStatus } from '../client.ts';
 
 test.after.each(closeAll);
 

@@ -1,8 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { parseExposition, type Exposition } from '../../../test/support/exposition.ts';
-import { at, closeAll, setup } from '../../../test/support/sdk-client.ts';
-import { HotKeyClient } from './client.ts';
+import { parseExposition, type Exposition } from '../../../../test/support/exposition.ts';
+import { at, closeAll, setup } from '../../../../test/support/sdk-client.ts';
+import { HotKeyClient } from '../client.ts';
 import {
   MAX_METRICS_SOURCES,
   MAX_SAMPLE_LABELS,

@@ -23,8 +23,8 @@
  * Bounded: MAX_RECENT_READS entries and MAX_RECENT_BYTES of values (estimated, surge-local.ts's
  * estimate); the oldest go first. A value over MAX_RECENT_VALUE_BYTES is not kept.
  */
-import type { Lease } from '../cache/hot-set.ts';
-import type { HubLinks } from './links.ts';
+import type { Lease } from '../../cache/hot-set.ts';
+import type { HubLinks } from '../links.ts';
 import { estimateBytes } from './surge-local.ts';
 
 /**

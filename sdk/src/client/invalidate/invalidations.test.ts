@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ErrorCode, HotKeyError } from '../errors.ts';
+import { ErrorCode, HotKeyError } from '../../errors.ts';
 import { PendingInvalidations } from './invalidations.ts';
 
 async function rejection(p: Promise<unknown>): Promise<HotKeyError> {

@@ -3,7 +3,7 @@
  * iterators, after nats.js's QueuedIteratorImpl. Each reader has its own bounded queue; a reader
  * that lags loses its oldest items rather than holding memory without bound.
  */
-import type { Member } from '../wire/protocol.ts';
+import type { Member } from '../../wire/protocol.ts';
 
 /** Connection state changes, as yielded by `status()`. */
 export type ClientStatus =

@@ -1,13 +1,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { adapterView } from './adapter-view.ts';
-import { HotKeyClient } from './client.ts';
+import { adapterView } from '../adapter-view.ts';
+import { HotKeyClient } from '../client.ts';
 import { estimateBytes } from './surge-local.ts';
-import { DEFAULT_SURGE_LOCAL, resolveClientOptions, type SurgeLocalOptions } from '../options.ts';
-import { RULE_DEFAULTS } from '../rules.ts';
-import { MsgType } from '../wire/protocol.ts';
-import { delay, waitFor } from '../../../test/support/wait.ts';
-import { closeAll, connect as connectPeer, type Connected } from '../../../test/support/sdk-client.ts';
+import { DEFAULT_SURGE_LOCAL, resolveClientOptions, type SurgeLocalOptions } from '../../options.ts';
+import { RULE_DEFAULTS } from '../../rules.ts';
+import { MsgType } from '../../wire/protocol.ts';
+import { delay, waitFor } from '../../../../test/support/wait.ts';
+import { closeAll, connect as connectPeer, type Connected } from '../../../../test/support/sdk-client.ts';
 
 test.after.each(closeAll);
 

@@ -12,7 +12,7 @@
  * An ack arms and clears nothing (a write costs no timer of its own); the timer keeps the process
  * alive only while something is pending, as a timer per invalidation did.
  */
-import { ErrorCode, HotKeyError } from '../errors.ts';
+import { ErrorCode, HotKeyError } from '../../errors.ts';
 
 /** What an acknowledged invalidation resolves to (the client's InvalidateResult). */
 export interface AckInfo {

@@ -4,9 +4,9 @@
  * asks the hub for a fresh Snapshot of its hot set. While it is on its way, later broadcasts
  * still apply. The Snapshot replaces that hub's hot keys and ends the resync.
  */
-import type { HotSet } from '../cache/hot-set.ts';
-import { MsgType, type HotEntry, type Snapshot } from '../wire/protocol.ts';
-import type { HubLink } from './links.ts';
+import type { HotSet } from '../../cache/hot-set.ts';
+import { MsgType, type HotEntry, type Snapshot } from '../../wire/protocol.ts';
+import type { HubLink } from '../links.ts';
 
 /**
  * Checks a broadcast's `seq` against the link. True when it follows the last one (or a resync is

@@ -4,8 +4,8 @@
  * limits; the rules are recompiled only when they changed, since every hub of the cluster sends
  * the same ones.
  */
-import type { AccessWindow } from '../counting/window.ts';
-import { localThreshold, RuleSet, type Rule } from '../rules.ts';
+import type { AccessWindow } from '../../counting/window.ts';
+import { localThreshold, RuleSet, type Rule } from '../../rules.ts';
 import type { RateLimits } from './rate-limits.ts';
 
 export class AppConfig {

@@ -24,10 +24,10 @@
  * is served only under a current lease, while the key is hot and cached by rule. Past s + T + E the
  * cache drops it and the loader's error reaches the caller.
  */
-import type { HotSet, HotState } from '../cache/hot-set.ts';
-import { type LocalCache, MISS } from '../cache/local-cache.ts';
-import { ErrorCode, HotKeyError } from '../errors.ts';
-import { HoldResult } from '../wire/protocol.ts';
+import type { HotSet, HotState } from '../../cache/hot-set.ts';
+import { type LocalCache, MISS } from '../../cache/local-cache.ts';
+import { ErrorCode, HotKeyError } from '../../errors.ts';
+import { HoldResult } from '../../wire/protocol.ts';
 
 /** share of the refresh point that instances spread their reloads over */
 export const REFRESH_JITTER = 0.1;

@@ -22,8 +22,8 @@
  * gets later comes with a Grant sent after any Invalidate before it, which it applies first).
  * docs/internals/holders.md §10.
  */
-import { MsgType, type Grant } from '../wire/protocol.ts';
-import type { HubLink } from './links.ts';
+import { MsgType, type Grant } from '../../wire/protocol.ts';
+import type { HubLink } from '../links.ts';
 
 /** Lease requests kept awaiting their Grant per link; older ones are forgotten (their grant, if it comes, is ignored). */
 const MAX_ASKS = 16;

@@ -3,7 +3,7 @@
  * then the message), and the one a hub fault writes. Kept apart from the client so that its
  * wiring does not drown in log fields.
  */
-import type { ClientLogger } from '../options.ts';
+import type { ClientLogger } from '../../options.ts';
 import type { ClientStatus } from './status.ts';
 
 /** Logs one status change of the client of `app`. */

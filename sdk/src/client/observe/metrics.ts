@@ -10,8 +10,8 @@
  * MAX_SAMPLE_LABELS labels per sample. What does not fit, does not parse or throws is left out and
  * counted (`<prefix>metrics_samples_dropped_total`, `<prefix>metrics_source_errors_total`).
  */
-import type { ClientStats, HotKeyClient } from './client.ts';
-import type { PushCounters } from './push.ts';
+import type { ClientStats, HotKeyClient } from '../client.ts';
+import type { PushCounters } from '../read/push.ts';
 import { metricsSourcesOf, type MetricSample } from './metrics-sources.ts';
 
 export { MAX_METRICS_SOURCES, registerMetricsSource } from './metrics-sources.ts';

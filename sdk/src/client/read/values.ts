@@ -5,8 +5,8 @@
  * key's recent cold read (recent-reads.ts): it may predate the write. Hub broadcasts, local
  * writes and `dropLocal()` all come through here, so each drop empties the same three places.
  */
-import type { HotSet } from '../cache/hot-set.ts';
-import type { LocalCache } from '../cache/local-cache.ts';
+import type { HotSet } from '../../cache/hot-set.ts';
+import type { LocalCache } from '../../cache/local-cache.ts';
 import type { HotLoads } from './loads.ts';
 import type { ValuePush } from './push.ts';
 import type { RecentReads } from './recent-reads.ts';

@@ -6,9 +6,9 @@
  * extra frame per hub per gap. Steady keys wait for the tick. A report is dropped (and counted)
  * while its socket is backed up: counts are advisory, the next window carries on.
  */
-import type { AccessWindow, Collected } from '../counting/window.ts';
-import { encode, MAX_FRAME_BYTES, MAX_REPORT_KEYS, MsgType } from '../wire/protocol.ts';
-import type { HubLinks } from './links.ts';
+import type { AccessWindow, Collected } from '../../counting/window.ts';
+import { encode, MAX_FRAME_BYTES, MAX_REPORT_KEYS, MsgType } from '../../wire/protocol.ts';
+import type { HubLinks } from '../links.ts';
 
 /** an early report (a key just reached its threshold) follows the previous report by at least this */
 export const URGENT_FLUSH_GAP_MS = 20;

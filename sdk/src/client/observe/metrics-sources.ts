@@ -4,7 +4,7 @@
  * every wrapped client does, does not load the exposition code: only a service that serves
  * `metricsText()` (from `@hotkey/sdk/metrics`) loads it.
  */
-import type { HotKeyClient } from './client.ts';
+import type { HotKeyClient } from '../client.ts';
 
 /** A series an integration adds: `name` goes after the prefix; a counter's name gets `_total`. */
 export interface MetricSample {
