@@ -21,7 +21,7 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { Breakers, waitsByDesign, type BreakerOptions, type BreakerStats, type NodeBreaker } from '../redis/breaker.ts';
 import { exportBreakerMetrics } from '../redis/breaker-metrics.ts';
-import type { Cmd } from '../redis/command.ts';
+import type { RedisCommand } from '../redis/command.ts';
 import type { ReadGuard } from '../redis/hot-read.ts';
 import { hashSlot } from '../redis/hash-slots.ts';
 import { commandName } from './command-name.ts';
@@ -92,7 +92,7 @@ export class NodeRedisBreaker {
   #viaNode: NodeBreaker | undefined;
   #viaClient: LayerClient | undefined;
   /** the read path's cold read on its way down to the layer (`guard.sent`): timed there, heard by the read path */
-  #readAbove: Cmd | undefined;
+  #readAbove: RedisCommand | undefined;
 
   /**
    * The read path's guard (redis/hot-read.ts `ReadGuard`): a cold read it sends is timed by the

@@ -30,7 +30,7 @@ import { HASH_READS, hashReads } from './hash-reads.ts';
 import { flushingMethods, pointAliases } from './held-order.ts';
 import { buffersFor, typeMappingOf, UNKNOWN } from './type-mapping.ts';
 import { ASK_REDIS, bufferReads, cachedRead, type SendPlain } from './buffer-reads.ts';
-import type { Cmd, Send } from '../redis/command.ts';
+import type { RedisCommand, Send } from '../redis/command.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
@@ -79,7 +79,7 @@ class ClientHook {
     // the breaker's layer goes under the hook: what the hook sends reaches Redis through it
     const base = (ctx.breaker?.layer(real) ?? Object.getPrototypeOf(real)) as Proto;
     this.#base = base;
-    this.send = function send(this: NodeRedisClient, command: Cmd): unknown {
+    this.send = function send(this: NodeRedisClient, command: RedisCommand): unknown {
       const own = command as Partial<ReturnType<typeof commandOf>>;
       const argv = own.argv ?? [command.name.toUpperCase(), ...command.args];
       // the settling functions as they are now: a write's were wrapped before it is sent (write-invalidation.ts)

@@ -18,7 +18,7 @@ import { hashOf, pickFields } from '../redis/hash-replies.ts';
 import type { Send } from '../redis/command.ts';
 import { keyName } from '../redis/identity.ts';
 import { commandOf, withoutTypeMapping, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
-import { shapeOf, type HashCmd, type Shape } from './hash-shapes.ts';
+import { shapeOf, type HashCommand, type Shape } from './hash-shapes.ts';
 import { buffersFor, MAP, typeMappingOf, UNKNOWN } from './type-mapping.ts';
 import type { BufferReads, SendPlain } from './buffer-reads.ts';
 import { asBytes } from '../redis/byte-replies.ts';
@@ -93,7 +93,7 @@ export function hashReads(
       );
       return sent;
     }
-    const command: HashCmd = commandOf(argv, options);
+    const command: HashCommand = commandOf(argv, options);
     command.hashShape = shape;
     return reads.read(self, send, command, 'hgetall');
   }

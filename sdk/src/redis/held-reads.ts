@@ -22,7 +22,7 @@
  * a caller can observe, and neither does this. Bounded: MAX_HELD reads per connection, past which
  * the held ones are sent at once.
  */
-import type { Cmd, Send } from './command.ts';
+import type { RedisCommand, Send } from './command.ts';
 
 /** reads held per connection at most; the next one sends them first */
 export const MAX_HELD = 1024;
@@ -32,7 +32,7 @@ const SCAN_MAX = 16;
 interface Held<C> {
   client: C;
   send: Send<C>;
-  command: Cmd;
+  command: RedisCommand;
   key: string;
   plain: boolean;
   /** the breaker's node of a cold read (hot-read.ts `ReadGuard`) */
@@ -49,7 +49,7 @@ interface Held<C> {
 export type SendHeld<C> = (
   client: C,
   send: Send<C>,
-  command: Cmd,
+  command: RedisCommand,
   key: string,
   plain: boolean,
   node: object | undefined,
@@ -72,8 +72,8 @@ export class HeldReads<C extends object> {
 
   readonly #connection: (client: C) => object;
   readonly #sendOne: SendHeld<C>;
-  readonly #same: (a: Cmd, b: Cmd) => boolean;
-  readonly #shared: ((client: C, command: Cmd, node: object | undefined) => void) | undefined;
+  readonly #same: (a: RedisCommand, b: RedisCommand) => boolean;
+  readonly #shared: ((client: C, command: RedisCommand, node: object | undefined) => void) | undefined;
   readonly #batch: ((client: C, run: () => void) => void) | undefined;
 
   /**
@@ -86,8 +86,8 @@ export class HeldReads<C extends object> {
   constructor(
     connection: (client: C) => object,
     sendOne: SendHeld<C>,
-    same: (a: Cmd, b: Cmd) => boolean,
-    shared?: (client: C, command: Cmd, node: object | undefined) => void,
+    same: (a: RedisCommand, b: RedisCommand) => boolean,
+    shared?: (client: C, command: RedisCommand, node: object | undefined) => void,
     batch?: (client: C, run: () => void) => void,
   ) {
     this.#shared = shared;
@@ -102,7 +102,7 @@ export class HeldReads<C extends object> {
    * read of a hot key whose value is not cached, sent as is (`sendOne` is told); `node`, handed
    * back to `sendOne`.
    */
-  hold(client: C, send: Send<C>, command: Cmd, key: string, plain = false, node?: object): Promise<unknown> {
+  hold(client: C, send: Send<C>, command: RedisCommand, key: string, plain = false, node?: object): Promise<unknown> {
     const conn = this.#connection(client);
     let list = this.#held.get(conn);
     if (list !== undefined && list.length >= MAX_HELD) {

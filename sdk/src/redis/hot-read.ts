@@ -2,7 +2,7 @@
  * The hot read path, for every adapter: a read of one hot key (GET, HGET, HGETALL with a string
  * reply encoding) answered from hk's local cache (a hash in one form whatever the client:
  * hash-replies.ts). An adapter hands it its client's command as a
- * `Cmd` (command.ts) and the function that sends one past its hook; ioredis's GET fast path
+ * `RedisCommand` (command.ts) and the function that sends one past its hook; ioredis's GET fast path
  * (ioredis/hot-get.ts) shares `trackedLoad` and the record rules below. Multi-key reads, Buffer
  * replies and reads in a pipeline reach `read` through ioredis/multi-read.ts.
  *
@@ -23,7 +23,7 @@
 import { adapterView, type AdapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient } from '../client/client.ts';
 import { READS, type ReadName } from './command-table.ts';
-import { dispatched, type Cmd, type Send } from './command.ts';
+import { dispatched, type RedisCommand, type Send } from './command.ts';
 import { hashOf, type CachedHash } from './hash-replies.ts';
 import { HeldReads } from './held-reads.ts';
 import { keyName } from './identity.ts';
@@ -44,7 +44,7 @@ type Counted = { [IN_FLIGHT]?: boolean };
 export interface ReplicaReads {
   copies(key: string): number;
   /** answers `command` (a GET) from one of the key's copies */
-  read(key: string, command: Cmd, copies: number): void;
+  read(key: string, command: RedisCommand, copies: number): void;
 }
 
 /** A hot load on a node whose tracking connections are still being made waits for them: only a tracked record is cached (or pushed). */
@@ -87,20 +87,20 @@ export interface HotReadContext<C extends object = object> {
   /** the client is connected and ready (a client not ready yet queues its reads itself) */
   ready(client: C): boolean;
   /** a command of the adapter's own, of the same client as `like` (its PTTL, its HGETALL) */
-  command(like: Cmd, name: string, args: unknown[]): Cmd;
+  command(like: RedisCommand, name: string, args: unknown[]): RedisCommand;
   /** the error a load of `key` fails with at once (its node's breaker is open) */
   loadBlocked(key: string): Error | undefined;
   /** watches a command a load sends itself (the breaker) */
-  watchLoad(command: Cmd): void;
+  watchLoad(command: RedisCommand): void;
   /**
    * a cached hash as the reply `command` (an HGETALL) expects; undefined: the cache cannot give
    * that shape exactly and Redis answers. Absent: the cached object itself is the reply.
    */
-  hashReply?(command: Cmd, hash: CachedHash): unknown;
+  hashReply?(command: RedisCommand, hash: CachedHash): unknown;
   /** the object whose commands share one connection order (a client under its proxies) @default the client */
   connection?(client: C): object;
   /** whether two held GETs of one key may share one reply (same command options) @default always */
-  sameRead?(a: Cmd, b: Cmd): boolean;
+  sameRead?(a: RedisCommand, b: RedisCommand): boolean;
   /**
    * The adapter's circuit breaker, for the cold reads `read` is given a node for: told when one
    * goes out and when it is answered, by the one pair of settling functions the read path puts on
@@ -114,9 +114,9 @@ export interface HotReadContext<C extends object = object> {
 /** A circuit breaker as the read path tells it of cold reads (an adapter's; `node` is its own). */
 export interface ReadGuard {
   /** `command` goes out to `node` now: it is timed from here */
-  sent(node: object, command: Cmd): void;
+  sent(node: object, command: RedisCommand): void;
   /** `command` was answered: its reply (`failed` false), or `error` */
-  answered(node: object, command: Cmd, failed: boolean, error: unknown): void;
+  answered(node: object, command: RedisCommand, failed: boolean, error: unknown): void;
 }
 
 /** what a loader hk does not cache returns: the caller sends its own command instead (its reply is not a record) */
@@ -140,12 +140,12 @@ export interface HotReads<C extends object = object> {
    * a read of one key through the cache when hot (settles `command`), counted once; `node`: the
    * breaker's node of a read it has let through (`guard` times it if it goes to Redis cold)
    */
-  read(client: C, send: Send<C>, command: Cmd, name: ReadName, node?: object): unknown;
+  read(client: C, send: Send<C>, command: RedisCommand, name: ReadName, node?: object): unknown;
   /**
    * a GET of a hot key, counted already, whose value hk does not cache (the view's `uncachedLoad`
    * in its loader): sent as a plain client sends it, held with the job's other GETs (held-reads.ts)
    */
-  plain(client: C, send: Send<C>, command: Cmd): unknown;
+  plain(client: C, send: Send<C>, command: RedisCommand): unknown;
   /** a tracked load of `key` (value, PTTL, opt-in: one round trip) as a cached record */
   trackedLoad: TrackedLoad<C>;
   /** sends the cold GETs held for `client`'s connection: the adapter calls it before any other command of it */
@@ -181,7 +181,7 @@ interface Parts<C extends object> {
   readonly replicas: ReplicaReads | undefined;
   readonly namespaceOf: (client: C) => string;
   readonly loadBlocked: (key: string) => Error | undefined;
-  readonly watchLoad: (command: Cmd) => void;
+  readonly watchLoad: (command: RedisCommand) => void;
   readonly hashReply: HotReadContext<C>['hashReply'];
   readonly guard: ReadGuard | undefined;
   /** Redis tracks some keys by broadcast for this client: their cold GETs are noted */
@@ -242,7 +242,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
    * caller's next read, on the reply, must not count it as unanswered — at the price of two
    * closures, no promise of ours. The breaker's `node` hears the answer from the same pair.
    */
-  #watchCold(command: Cmd, key: string, node: object | undefined): void {
+  #watchCold(command: RedisCommand, key: string, node: object | undefined): void {
     const { resolve, reject } = command;
     command.resolve = (value) => {
       this.#coldAnswered(command, key, node, false, undefined);
@@ -253,7 +253,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
       reject(error);
     };
   }
-  #coldAnswered(command: Cmd, key: string, node: object | undefined, failed: boolean, error: unknown): void {
+  #coldAnswered(command: RedisCommand, key: string, node: object | undefined, failed: boolean, error: unknown): void {
     const { view, guard, watches } = this.#p;
     if (node !== undefined) guard!.answered(node, command, failed, error);
     if (watches) view.readAnswered(key, command.promise);
@@ -268,7 +268,14 @@ class HotReadPath<C extends object> implements HotReads<C> {
    * GET of a key Redis tracks by broadcast for us is noted: should the key surge, its load may
    * take this reply (tracking.ts `prefixes`, client/read/recent-reads.ts).
    */
-  #sendCold(client: C, send: Send<C>, command: Cmd, key: string, get: boolean, node: object | undefined): unknown {
+  #sendCold(
+    client: C,
+    send: Send<C>,
+    command: RedisCommand,
+    key: string,
+    get: boolean,
+    node: object | undefined,
+  ): unknown {
     const { ctx, view, isCluster, tracking, guard, watches } = this.#p;
     const n = this.#inFlight.get(key);
     if (n !== undefined || this.#inFlight.size < MAX_IN_FLIGHT) {
@@ -284,9 +291,9 @@ class HotReadPath<C extends object> implements HotReads<C> {
   }
 
   /** `send`, and the breaker watches `command` from when it goes out (a held read waits for the end of the job first) */
-  #watching(send: Send<C>, command: Cmd): Send<C> {
+  #watching(send: Send<C>, command: RedisCommand): Send<C> {
     const { watchLoad } = this.#p;
-    return function (this: C, sent: Cmd, stream?: unknown, node?: unknown) {
+    return function (this: C, sent: RedisCommand, stream?: unknown, node?: unknown) {
       if (sent === command) watchLoad(sent);
       return send.call(this, sent, stream, node);
     };
@@ -296,7 +303,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
    * The caller's own read of hot `key` whose value hk does not cache: a GET held with the job's
    * others when it may be (`mayHold`: not sent from a flush), anything else sent now.
    */
-  #plainRead(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string, mayHold: boolean): unknown {
+  #plainRead(client: C, send: Send<C>, command: RedisCommand, name: ReadName, key: string, mayHold: boolean): unknown {
     const { ctx, watchLoad } = this.#p;
     if (name === 'get' && mayHold && ctx.ready(client))
       return this.#held.hold(client, this.#watching(send, command), command, key, true);
@@ -305,7 +312,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
     return send.call(client, command);
   }
 
-  plain(client: C, send: Send<C>, command: Cmd): unknown {
+  plain(client: C, send: Send<C>, command: RedisCommand): unknown {
     const key = keyName(command.args[0]);
     if (key === undefined) {
       this.#held.flush(client);
@@ -314,7 +321,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
     return this.#plainRead(client, send, command, 'get', key, true);
   }
 
-  read(client: C, send: Send<C>, command: Cmd, name: ReadName, node?: object): unknown {
+  read(client: C, send: Send<C>, command: RedisCommand, name: ReadName, node?: object): unknown {
     const { ctx, hk, view, tracking, guard, watches } = this.#p;
     const key = keyName(command.args[0]);
     const arity = name === 'hget' ? 2 : 1;
@@ -348,7 +355,7 @@ class HotReadPath<C extends object> implements HotReads<C> {
    * A read of hot `key` through the cache (settles `command`); sent past the cache when it cannot
    * serve it. `mayHold`: a GET hk does not cache may be held (not when sent from a flush).
    */
-  #hot(client: C, send: Send<C>, command: Cmd, name: ReadName, key: string, mayHold: boolean): unknown {
+  #hot(client: C, send: Send<C>, command: RedisCommand, name: ReadName, key: string, mayHold: boolean): unknown {
     const { ctx, hk, view, tracking, replicas, namespaceOf, loadBlocked, watchLoad, hashReply } = this.#p;
     if (replicas !== undefined && name === 'get' && command.replyEncoding === 'utf8') {
       const copies = replicas.copies(key);

@@ -36,7 +36,7 @@
 import { adapterView, type AdapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient } from '../client/client.ts';
 import { RuleSet, REPLICA_DEFAULTS, type Rule } from '../rules.ts';
-import type { Cmd } from './command.ts';
+import type { RedisCommand } from './command.ts';
 import { hashSlot } from './hash-slots.ts';
 import type { Tracking } from './tracking.ts';
 
@@ -208,7 +208,7 @@ export class Replicas {
   }
 
   /** Answers a GET of a key with `copies` > 1 (its access is counted by the caller). */
-  read(key: string, command: Cmd, copies: number): void {
+  read(key: string, command: RedisCommand, copies: number): void {
     const c = Math.floor(Math.random() * copies);
     const names = c === 0 ? undefined : this.names(key, copies - 1);
     const copy = names?.[c - 1];
@@ -285,7 +285,7 @@ export class Replicas {
    * The primary answers the read: a plain GET (one command), or, to fill a missing `copy` (once
    * per copy per instance at a time), the value and its PTTL read under tracking.
    */
-  #fromPrimary(key: string, command: Cmd, copy: string | undefined): void {
+  #fromPrimary(key: string, command: RedisCommand, copy: string | undefined): void {
     const fill = copy !== undefined && !this.#filling.has(copy) ? this.#flights.start(key) : undefined;
     if (fill === undefined) {
       this.#send('get', [key], command.replyEncoding ?? null).then(

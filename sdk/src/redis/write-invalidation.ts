@@ -8,7 +8,7 @@
  */
 import type { HotKeyClient } from '../client/client.ts';
 import { KEYSPACE_WRITES, WRITES } from './command-table.ts';
-import { dispatched, type Cmd } from './command.ts';
+import { dispatched, type RedisCommand } from './command.ts';
 import { keyName } from './identity.ts';
 import type { UpdateWrites } from './update-writes.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
@@ -67,7 +67,7 @@ export interface WriteInvalidation {
    * write) settles after its invalidation, or joins its transaction's; EXEC settles after the
    * transaction's; MULTI and DISCARD open and close a `multi({ pipeline: false })`.
    */
-  note(client: Client, command: Cmd, name: string, stream: unknown): void;
+  note(client: Client, command: RedisCommand, name: string, stream: unknown): void;
 }
 
 /** What a write flushes when it flushes nothing: shared, never written to. */
@@ -114,7 +114,7 @@ class WriteInvalidator implements WriteInvalidation {
     return err ?? new Error('invalidation failed');
   }
 
-  note(client: Client, command: Cmd, name: string, stream: unknown): void {
+  note(client: Client, command: RedisCommand, name: string, stream: unknown): void {
     const writes = WRITES.has(name) && command.isReadOnly !== true;
     if (writes || KEYSPACE_WRITES.has(name)) this.#write(client, command, name, stream, writes);
     else if (name === 'exec') this.#exec(client, command, stream);
@@ -127,7 +127,7 @@ class WriteInvalidator implements WriteInvalidation {
   }
 
   /** A write (`keys`: of keys, else keyspace-wide): settles after its invalidation, or joins its transaction's. */
-  #write(client: Client, command: Cmd, name: string, stream: unknown, keyed: boolean): void {
+  #write(client: Client, command: RedisCommand, name: string, stream: unknown, keyed: boolean): void {
     const { hk, updates } = this.#ctx;
     dispatched.add(command);
     const keys = keyed ? namesOf(command) : new Set<string>();
@@ -153,7 +153,7 @@ class WriteInvalidator implements WriteInvalidation {
   }
 
   /** EXEC: settles after what its transaction wrote was invalidated. */
-  #exec(client: Client, command: Cmd, stream: unknown): void {
+  #exec(client: Client, command: RedisCommand, stream: unknown): void {
     const pending =
       typeof stream === 'object' && stream !== null ? transactionKeys.get(stream) : openTransactions.get(client);
     if (pending === undefined) return;
@@ -167,7 +167,7 @@ class WriteInvalidator implements WriteInvalidation {
    * The command settles (promise and callback alike) after its keys (and flushed namespaces) were
    * invalidated; `update`: a write whose reply is followed by an update of its key instead.
    */
-  #settleAfter(command: Cmd, keys: Set<string>, flushed: ReadonlySet<string>, update?: string): void {
+  #settleAfter(command: RedisCommand, keys: Set<string>, flushed: ReadonlySet<string>, update?: string): void {
     if (keys.size === 0 && flushed.size === 0) return;
     const { awaitInvalidation, replicas, updates } = this.#ctx;
     const resolve = command.resolve;
@@ -218,7 +218,7 @@ class WriteInvalidator implements WriteInvalidation {
   }
 }
 
-function namesOf(command: Cmd): Set<string> {
+function namesOf(command: RedisCommand): Set<string> {
   const names = new Set<string>();
   for (const arg of command.getKeys()) {
     const name = keyName(arg);
