@@ -50,6 +50,13 @@
  *   the façade   every root module (client, parts, dispatch, hub-events, links, events,
  *             readiness, adapter-view), on top: it wires the groups; a group imports no root code
  *
+ * sdk/src/redis, lowest first (the same rule on code):
+ *   the ground   command (the one command shape), command-table, key-specs, identity, hash-slots
+ *   breaker / tracking   the circuit breaker per node; client-side caching sessions per node
+ *   read / write   a hot key's reads through the cache (held reads, replies, shared records,
+ *             replicas); a write's invalidation, hot-key counters, coalescing (neither calls the other)
+ *   the façade   wrap-options, wrap-events: what one wrapped client sets up, on top
+ *
  * Tests beside their source follow the same order, with two exceptions where they must: core's
  * tests may use cluster's coordinators (the real parts the core is given), an adapter's tests
  * may use its entry point, and the Redis core's tests may drive it through an adapter's entry
@@ -157,6 +164,15 @@ module.exports = {
     ),
     // the SDK client's groups: no ground, every root module of client/ is the façade over them
     ...coreStepRules('sdk/src/client', [], [['report', 'invalidate'], ['read'], ['observe']]),
+    // the SDK's Redis core: its ground is the command shape, the command table and key identity
+    ...coreStepRules(
+      'sdk/src/redis',
+      ['command.ts', 'command-table.ts', 'key-specs.ts', 'identity.ts', 'hash-slots.ts'],
+      [
+        ['breaker', 'tracking'],
+        ['read', 'write'],
+      ],
+    ),
     // an adapter's tests drive it through its entry point, as a user does; the core's through an adapter's
     ...layerRules(
       'sdk/src',

@@ -8,19 +8,19 @@
 import type { Cluster } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
-import type { NodeBreaker } from '../redis/breaker.ts';
+import type { NodeBreaker } from '../redis/breaker/breaker.ts';
 import { isRead, WRITES, type ReadName } from '../redis/command-table.ts';
-import { flatHash } from '../redis/hash-replies.ts';
-import { hotReads, type HotReads } from '../redis/hot-read.ts';
+import { flatHash } from '../redis/read/hash-replies.ts';
+import { hotReads, type HotReads } from '../redis/read/hot-read.ts';
 import { keyName } from '../redis/identity.ts';
-import { Replicas } from '../redis/replicas.ts';
-import { SharedRecords } from '../redis/shared-records.ts';
-import { Tracking } from '../redis/tracking.ts';
-import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
+import { Replicas } from '../redis/read/replicas.ts';
+import { SharedRecords } from '../redis/read/shared-records.ts';
+import { Tracking } from '../redis/tracking/tracking.ts';
+import { trackedReadBack, UpdateWrites } from '../redis/write/update-writes.ts';
 import { WrapEvents } from '../redis/wrap-events.ts';
 import type { ResolvedWrapOptions } from '../redis/wrap-options.ts';
-import { inOpenTransaction, writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
-import { WriteHot } from '../redis/write-hot.ts';
+import { inOpenTransaction, writeInvalidation, type WriteInvalidation } from '../redis/write/write-invalidation.ts';
+import { WriteHot } from '../redis/write/write-hot.ts';
 import { Breakers, exportBreakerMetrics } from './breaker.ts';
 import {
   dispatched,

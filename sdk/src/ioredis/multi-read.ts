@@ -17,7 +17,7 @@
  *   error, a value a Buffer caller cannot be given exactly) is asked again in one late command of
  *   the caller's kind: Redis answers it, never a guess.
  * - Buffer replies: values are cached as UTF-8 strings; a Buffer caller gets a Buffer of the
- *   string only when it is exactly Redis's bytes (redis/byte-replies.ts), otherwise Redis answers.
+ *   string only when it is exactly Redis's bytes (redis/read/byte-replies.ts), otherwise Redis answers.
  * - MULTI is never answered here (its commands carry `inTransaction`, or a `multi({ pipeline:
  *   false })` is open on the connection): its reads must see the transaction's snapshot.
  * - In a pipeline, a read of a key an earlier command of the same pipeline wrote (or after a
@@ -36,8 +36,8 @@
 import type { HotKeyClient } from '../client/client.ts';
 import { KEYSPACE_WRITES, WRITES } from '../redis/command-table.ts';
 import type { Client, RedisCommand, RedisCommandCtor } from './command.ts';
-import { asBytes, REPLACEMENT } from '../redis/byte-replies.ts';
-import { flatHash, pickFields, type CachedHash } from '../redis/hash-replies.ts';
+import { asBytes, REPLACEMENT } from '../redis/read/byte-replies.ts';
+import { flatHash, pickFields, type CachedHash } from '../redis/read/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
 import { hashSlot } from '../redis/hash-slots.ts';
 

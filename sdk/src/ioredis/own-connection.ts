@@ -7,7 +7,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { dispatched, type Client, type RedisCommandCtor, type Send } from './command.ts';
 import { isClosing } from './unhooked.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
-import { connectionName, type TrackingRole } from '../redis/tracking-session.ts';
+import { connectionName, type TrackingRole } from '../redis/tracking/tracking-session.ts';
 import { IoredisTrackingConnection } from './tracking-connection.ts';
 
 /**

@@ -6,16 +6,21 @@
  */
 import type { HotKeyClient } from '../client/client.ts';
 import type { RedisCommand } from '../redis/command.ts';
-import { hotReads, type HotReads } from '../redis/hot-read.ts';
+import { hotReads, type HotReads } from '../redis/read/hot-read.ts';
 import { keysOf } from '../redis/key-specs.ts';
-import { Replicas, type ReplicaNodes } from '../redis/replicas.ts';
-import { SharedRecords } from '../redis/shared-records.ts';
-import { Tracking, type TrackedClient, type TrackingConnection, type TrackingRole } from '../redis/tracking.ts';
-import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
-import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
-import { WriteHot } from '../redis/write-hot.ts';
+import { Replicas, type ReplicaNodes } from '../redis/read/replicas.ts';
+import { SharedRecords } from '../redis/read/shared-records.ts';
+import {
+  Tracking,
+  type TrackedClient,
+  type TrackingConnection,
+  type TrackingRole,
+} from '../redis/tracking/tracking.ts';
+import { trackedReadBack, UpdateWrites } from '../redis/write/update-writes.ts';
+import { writeInvalidation, type WriteInvalidation } from '../redis/write/write-invalidation.ts';
+import { WriteHot } from '../redis/write/write-hot.ts';
 import { WrapEvents } from '../redis/wrap-events.ts';
-import type { OwnSend } from '../redis/scripts.ts';
+import type { OwnSend } from '../redis/write/scripts.ts';
 import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
 import { hashReply } from './hash-shapes.ts';
@@ -106,9 +111,9 @@ export interface Context {
   readonly tracking: Tracking | undefined;
   readonly reads: HotReads<NodeRedisClient>;
   readonly writes: WriteInvalidation;
-  /** shards and coalescing of write-hot keys (redis/write-hot.ts) */
+  /** shards and coalescing of write-hot keys (redis/write/write-hot.ts) */
   readonly writeHot: WriteHot;
-  /** replica keys (redis/replicas.ts), undefined when off */
+  /** replica keys (redis/read/replicas.ts), undefined when off */
   readonly replicas: Replicas | undefined;
   /** the circuit breaker per node (breaker.ts); undefined with `breaker: false` */
   readonly breaker: NodeRedisBreaker | undefined;

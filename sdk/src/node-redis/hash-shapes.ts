@@ -5,10 +5,10 @@
  * adapter does not guess the version or the default RESP: hash-reads.ts learns the shape from a
  * reply Redis gave the client, and this module builds the same shape from a cached hash. A flat
  * array or a `Map` shows the fields' order, which the cached object keeps except for array-index
- * names (redis/hash-replies.ts): such a hash is not built for them (Redis answers).
+ * names (redis/read/hash-replies.ts): such a hash is not built for them (Redis answers).
  */
 import type { RedisCommand } from '../redis/command.ts';
-import { inReplyOrder, type CachedHash } from '../redis/hash-replies.ts';
+import { inReplyOrder, type CachedHash } from '../redis/read/hash-replies.ts';
 
 /** How a client's HGETALL reply comes, as learned from one of Redis's. */
 export type Shape = 'flat' | 'map' | 'null-object' | 'object';

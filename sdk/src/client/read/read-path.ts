@@ -37,7 +37,7 @@ export class ReadPath {
   /**
    * true while `slow()` calls a loader whose value is not cached (the key not hot, not cached by
    * its rule, no current lease, the client closed): an adapter's loader then sends the caller's
-   * plain read, not a load made to be cached (redis/hot-read.ts)
+   * plain read, not a load made to be cached (redis/read/hot-read.ts)
    */
   passing = false;
 

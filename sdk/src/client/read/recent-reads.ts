@@ -9,7 +9,7 @@
  * while nothing this instance must hear about a write of the key may have been missed since the
  * read was sent:
  * - the adapter's `vouch` (its Redis tracking session that covers the key by broadcast from
- *   before the read: redis/node-tracker.ts) still lives and is the one the load runs under: an
+ *   before the read: redis/tracking/node-tracker.ts) still lives and is the one the load runs under: an
  *   outside write of the key since would have dropped the entry (`drop`, through
  *   `hk.dropLocal`);
  * - the lease of the link to the key's owner hub at the send is still the owner's, still current:

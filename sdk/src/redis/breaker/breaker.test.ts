@@ -5,9 +5,9 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ErrorCode, HotKeyError } from '../errors.ts';
+import { ErrorCode, HotKeyError } from '../../errors.ts';
 import { BREAKER_DEFAULTS, Breakers, breakerSettings, type BreakerHost, type BreakerState } from './breaker.ts';
-import { waitFor } from '../../../test/support/wait.ts';
+import { waitFor } from '../../../../test/support/wait.ts';
 
 function fixture(host: Partial<BreakerHost> = {}, failures = 2, timeoutMs = BREAKER_DEFAULTS.timeoutMs) {
   const states: BreakerState[] = [];

@@ -30,7 +30,7 @@
  * waits for the poll phase to read what the sockets hold. The ioredis adapter times the reply
  * itself, not a write's promise, which settles only after the hub's acknowledgement.
  */
-import { ErrorCode, HotKeyError } from '../errors.ts';
+import { ErrorCode, HotKeyError } from '../../errors.ts';
 
 export interface BreakerOptions {
   /** consecutive failures or timeouts that open a node's breaker @default 5 */

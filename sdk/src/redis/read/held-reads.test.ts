@@ -9,12 +9,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createClient } from 'redis';
 import { Redis } from 'ioredis';
-import { withHotKeys as withIoredis } from '../ioredis.ts';
-import { withHotKeys as withNodeRedis } from '../node-redis.ts';
-import { HotKeyClient } from '../client/client.ts';
-import { destroyAll } from '../../../test/support/node-redis.ts';
-import { waitFor, within } from '../../../test/support/wait.ts';
-import { type AckingPeer, startAckingPeer } from './acking-peer.test-helper.ts';
+import { withHotKeys as withIoredis } from '../../ioredis.ts';
+import { withHotKeys as withNodeRedis } from '../../node-redis.ts';
+import { HotKeyClient } from '../../client/client.ts';
+import { destroyAll } from '../../../../test/support/node-redis.ts';
+import { waitFor, within } from '../../../../test/support/wait.ts';
+import { type AckingPeer, startAckingPeer } from '../acking-peer.test-helper.ts';
 
 let fx: AckingPeer;
 let plain: Redis;

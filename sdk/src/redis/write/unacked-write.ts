@@ -5,7 +5,7 @@
  * error. After `hk.close()` the wrapped client is a plain client (nothing served locally here,
  * no guarantee claimed), so HK_ERR_CLOSED lets the write resolve as it always did.
  */
-import { ErrorCode, HotKeyError } from '../errors.ts';
+import { ErrorCode, HotKeyError } from '../../errors.ts';
 
 /** The first failure among a write's invalidations that makes the write unacknowledged, or undefined. */
 export function unackedWrite(failures: readonly unknown[], what: string): HotKeyError | undefined {

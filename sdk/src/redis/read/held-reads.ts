@@ -22,7 +22,7 @@
  * a caller can observe, and neither does this. Bounded: MAX_HELD reads per connection, past which
  * the held ones are sent at once.
  */
-import type { RedisCommand, Send } from './command.ts';
+import type { RedisCommand, Send } from '../command.ts';
 
 /** reads held per connection at most; the next one sends them first */
 export const MAX_HELD = 1024;

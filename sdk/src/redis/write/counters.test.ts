@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Redis } from 'ioredis';
 import { ShardedCounter, type CounterOptions } from './counters.ts';
-import { withLiveRedis } from './live-redis.test-helper.ts';
+import { withLiveRedis } from '../live-redis.test-helper.ts';
 import type { OwnSend } from './scripts.ts';
 
 let r: Redis;

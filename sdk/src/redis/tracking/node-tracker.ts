@@ -16,9 +16,9 @@
  * start: a cold read's reply kept under the session may answer a load later. A connection that gives up
  * reconnecting ('end') closes the tracker: tracking makes a new one when the node is wanted again.
  */
-import { adapterView, type AdapterView } from '../client/adapter-view.ts';
-import type { HotKeyClient } from '../client/client.ts';
-import { keyName } from './identity.ts';
+import { adapterView, type AdapterView } from '../../client/adapter-view.ts';
+import type { HotKeyClient } from '../../client/client.ts';
+import { keyName } from '../identity.ts';
 import {
   CHANNEL,
   TRACKING_WAIT_MS,

@@ -22,10 +22,10 @@
  * invalidation, as with `writes: 'invalidate'`. The invalidation's ack path is the same either
  * way: the write settles once every instance applied it or was fenced.
  */
-import { adapterView, type AdapterView } from '../client/adapter-view.ts';
-import type { HotKeyClient, InvalidateResult } from '../client/client.ts';
-import type { Rec, SharedRecords } from './shared-records.ts';
-import type { NodeTracker, Tracking } from './tracking.ts';
+import { adapterView, type AdapterView } from '../../client/adapter-view.ts';
+import type { HotKeyClient, InvalidateResult } from '../../client/client.ts';
+import type { Rec, SharedRecords } from '../read/shared-records.ts';
+import type { NodeTracker, Tracking } from '../tracking/tracking.ts';
 
 const UPDATE_COMMANDS: ReadonlySet<string> = new Set(['set', 'setex', 'psetex']);
 

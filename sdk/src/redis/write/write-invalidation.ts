@@ -6,12 +6,12 @@
  * `multi({ pipeline: false })` (MULTI sent at once), while which no read is answered locally.
  * A failed write may still have written (a script, EXEC): its keys are dropped too.
  */
-import type { HotKeyClient } from '../client/client.ts';
-import { KEYSPACE_WRITES, WRITES } from './command-table.ts';
-import { dispatched, type RedisCommand } from './command.ts';
-import { keyName } from './identity.ts';
+import type { HotKeyClient } from '../../client/client.ts';
+import { KEYSPACE_WRITES, WRITES } from '../command-table.ts';
+import { dispatched, type RedisCommand } from '../command.ts';
+import { keyName } from '../identity.ts';
 import type { UpdateWrites } from './update-writes.ts';
-import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
+import { MAX_KEY_LENGTH } from '../../wire/protocol.ts';
 import { unackedWrite } from './unacked-write.ts';
 
 /** The wrapped client, opaque to the core (the key of its open transaction, the adapter's `namespaceOf`). */

@@ -33,12 +33,12 @@
  * or its connection lost). During a resharding two instances may name copies differently for a
  * moment: the `ttlMs` bound holds regardless.
  */
-import { adapterView, type AdapterView } from '../client/adapter-view.ts';
-import type { HotKeyClient } from '../client/client.ts';
-import { RuleSet, REPLICA_DEFAULTS, type Rule } from '../rules.ts';
-import type { RedisCommand } from './command.ts';
-import { hashSlot } from './hash-slots.ts';
-import type { Tracking } from './tracking.ts';
+import { adapterView, type AdapterView } from '../../client/adapter-view.ts';
+import type { HotKeyClient } from '../../client/client.ts';
+import { RuleSet, REPLICA_DEFAULTS, type Rule } from '../../rules.ts';
+import type { RedisCommand } from '../command.ts';
+import { hashSlot } from '../hash-slots.ts';
+import type { Tracking } from '../tracking/tracking.ts';
 
 /** a replica key lives this long from its fill unless set otherwise @default 2000 */
 export const REPLICA_TTL_MS = 2000;

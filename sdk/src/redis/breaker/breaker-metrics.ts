@@ -5,8 +5,8 @@
  * deployment's masters: a bounded set). Several wrapped clients of one hk (duplicates, pools, one
  * client per service part) have breakers of their own for the same nodes: summed per node.
  */
-import type { HotKeyClient } from '../client/client.ts';
-import { registerMetricsSource, type MetricSample } from '../client/observe/metrics-sources.ts';
+import type { HotKeyClient } from '../../client/client.ts';
+import { registerMetricsSource, type MetricSample } from '../../client/observe/metrics-sources.ts';
 import type { BreakerStats } from './breaker.ts';
 
 /** What is exported of a wrapped client's breakers. */

@@ -5,8 +5,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { closeAll, setup, type Setup } from '../../../test/support/sdk-client.ts';
-import { waitFor } from '../../../test/support/wait.ts';
+import { closeAll, setup, type Setup } from '../../../../test/support/sdk-client.ts';
+import { waitFor } from '../../../../test/support/wait.ts';
 import {
   decodeClientMessage,
   decodeServerMessage,
@@ -15,10 +15,10 @@ import {
   packValue,
   PushForm,
   unpackValue,
-} from '../wire/protocol.ts';
-import { ProtocolError } from '../errors.ts';
+} from '../../wire/protocol.ts';
+import { ProtocolError } from '../../errors.ts';
 import { record, SharedRecords, VOUCHED, type Rec } from './shared-records.ts';
-import { UNTRACKED } from './tracking.ts';
+import { UNTRACKED } from '../tracking/tracking.ts';
 
 test.after.each(closeAll);
 

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Redis } from 'ioredis';
 import { Coalescer } from './coalescer.ts';
-import { withLiveRedis } from './live-redis.test-helper.ts';
+import { withLiveRedis } from '../live-redis.test-helper.ts';
 
 let r: Redis;
 const LONG = 60_000;

@@ -25,7 +25,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Script, type OwnSend } from './scripts.ts';
-import { sameSlotName, shardNames } from './hash-slots.ts';
+import { sameSlotName, shardNames } from '../hash-slots.ts';
 
 /** takes min(ARGV[1], value) from KEYS[1], never below zero; returns what it took */
 const TAKE = new Script(`local have = tonumber(redis.call('GET', KEYS[1]) or '0')

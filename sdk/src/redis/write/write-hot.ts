@@ -15,13 +15,13 @@
  * not the key's total: read the total with GET, and use `counter(…).take(n)` for decrements that
  * must not go below zero.
  */
-import type { HotKeyClient, PromoteInfo } from '../client/client.ts';
-import { RuleSet, WRITE_DEFAULTS, type Rule } from '../rules.ts';
+import type { HotKeyClient, PromoteInfo } from '../../client/client.ts';
+import { RuleSet, WRITE_DEFAULTS, type Rule } from '../../rules.ts';
 import { Coalescer } from './coalescer.ts';
 import { ShardedCounter } from './counters.ts';
-import { keyName } from './identity.ts';
+import { keyName } from '../identity.ts';
 import type { OwnSend } from './scripts.ts';
-import { sameSlotName } from './hash-slots.ts';
+import { sameSlotName } from '../hash-slots.ts';
 
 /** The Command fields routing needs. */
 export interface RoutedCommand {

@@ -24,10 +24,10 @@
  * test/e2e/ioredis-push.test.ts. A pusher frozen while its hub session stays open leaves its
  * receivers unvouched until that session closes (hub liveness) or their cacheTtlMs ends.
  */
-import { adapterView } from '../client/adapter-view.ts';
-import type { HotKeyClient } from '../client/client.ts';
-import { UNPUSHABLE, type PushCodec } from '../client/read/push.ts';
-import type { TrackingSession } from './tracking.ts';
+import { adapterView } from '../../client/adapter-view.ts';
+import type { HotKeyClient } from '../../client/client.ts';
+import { UNPUSHABLE, type PushCodec } from '../../client/read/push.ts';
+import type { TrackingSession } from '../tracking/tracking.ts';
 
 /**
  * What a hot read caches: one entry per Redis key, tagged with the namespace it came from, and

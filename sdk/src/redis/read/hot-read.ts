@@ -20,15 +20,15 @@
  * - Anything else (another namespace's record, another shape, an expired one, a failed shared
  *   load) is asked of Redis with the caller's own command.
  */
-import { adapterView, type AdapterView } from '../client/adapter-view.ts';
-import type { HotKeyClient } from '../client/client.ts';
-import { READS, type ReadName } from './command-table.ts';
-import { dispatched, type RedisCommand, type Send } from './command.ts';
+import { adapterView, type AdapterView } from '../../client/adapter-view.ts';
+import type { HotKeyClient } from '../../client/client.ts';
+import { READS, type ReadName } from '../command-table.ts';
+import { dispatched, type RedisCommand, type Send } from '../command.ts';
 import { hashOf, type CachedHash } from './hash-replies.ts';
 import { HeldReads } from './held-reads.ts';
-import { keyName } from './identity.ts';
+import { keyName } from '../identity.ts';
 import { record, type Rec } from './shared-records.ts';
-import { UNTRACKED, type NodeTracker, type Tracking, type TrackingSession } from './tracking.ts';
+import { UNTRACKED, type NodeTracker, type Tracking, type TrackingSession } from '../tracking/tracking.ts';
 
 /** keys with a cold read in flight remembered at most per adapter; past it, a read is not judged concurrent */
 const MAX_IN_FLIGHT = 4096;

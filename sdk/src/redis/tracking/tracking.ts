@@ -53,9 +53,9 @@
  * key name across databases, so a write to `k` in db 1 drops a cached `k` of db 0: too much,
  * never too little.
  */
-import type { HotKeyClient } from '../client/client.ts';
+import type { HotKeyClient } from '../../client/client.ts';
 import { NodeTracker } from './node-tracker.ts';
-import { hashSlot } from './hash-slots.ts';
+import { hashSlot } from '../hash-slots.ts';
 import {
   resolveTrackingOptions,
   type ResolvedTrackingOptions,

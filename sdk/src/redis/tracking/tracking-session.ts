@@ -4,7 +4,7 @@
  * state (node-tracker.ts) and the per-client one (tracking.ts) share them without importing each
  * other.
  */
-import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
+import { MAX_KEY_LENGTH } from '../../wire/protocol.ts';
 
 export const CHANNEL = '__redis__:invalidate';
 
@@ -46,7 +46,7 @@ export interface TrackingOptions {
    * Key prefixes (as Redis names the keys: after an ioredis `keyPrefix`) that Redis tracks by
    * broadcast (`CLIENT TRACKING … BCAST PREFIX`), so that a write of any key under them is heard
    * from before its first read: a key under them that surges here is loaded from its first
-   * read's reply (redis/hot-read.ts, client/read/recent-reads.ts), one GET per instance, not two.
+   * read's reply (redis/read/hot-read.ts, client/read/recent-reads.ts), one GET per instance, not two.
    * Costs no Redis tracking-table items, but one invalidation message per write of a key under
    * a prefix to every instance, read or not (`''` tracks every key: every write). The wrapped
    * client then opens its tracking connections when it is ready, not at its first read, so that
