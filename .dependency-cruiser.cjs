@@ -42,6 +42,21 @@
  * through the steps above it, as the hub does (decide's tests feed an aggregator, a session's
  * run a hub core).
  *
+ * sdk/src/client, lowest first (the same rule on code, type-only imports aside; no ground):
+ *   report / invalidate   the Report frames, the app config and rate limits the hubs send; the
+ *             invalidation API, its pending Acks, holds, leases, resync (neither imports the other)
+ *   read      get() past a hit: loads, local values, value push, recent reads, local surges
+ *   observe   stats(), status(), the status log, the Prometheus text and its sources
+ *   the façade   every root module (client, parts, dispatch, hub-events, links, events,
+ *             readiness, adapter-view), on top: it wires the groups; a group imports no root code
+ *
+ * sdk/src/redis, lowest first (the same rule on code):
+ *   the ground   command (the one command shape), command-table, key-specs, identity, hash-slots
+ *   breaker / tracking   the circuit breaker per node; client-side caching sessions per node
+ *   read / write   a hot key's reads through the cache (held reads, replies, shared records,
+ *             replicas); a write's invalidation, hot-key counters, coalescing (neither calls the other)
+ *   the façade   wrap-options, wrap-events: what one wrapped client sets up, on top
+ *
  * Tests beside their source follow the same order, with two exceptions where they must: core's
  * tests may use cluster's coordinators (the real parts the core is given), an adapter's tests
  * may use its entry point, and the Redis core's tests may drive it through an adapter's entry
@@ -95,22 +110,22 @@ function layerRules(pkg, layers, testExempt = {}) {
 const TEST = '\\.test\\.ts$';
 
 /**
- * The core's step folders import one way (see the head of this file): `ground` root modules
- * import nothing else of the core; each step in `steps` (lowest first, peers in one array) imports
- * code only from the ground and the steps below it; the other root modules are the façade on top.
- * Tests are exempt (see the head of this file).
+ * A folder's steps import one way (the core's, the SDK client's: see the head of this file):
+ * `ground` root modules (may be none) import nothing else of the folder; each step in `steps`
+ * (lowest first, peers in one array) imports code only from the ground and the steps below it;
+ * the other root modules are the façade on top. Tests are exempt (see the head of this file).
  */
 function coreStepRules(core, ground, steps) {
-  const groundPath = `^${core}/(${ground.map(re).join('|')})$`;
-  const rules = [
-    {
+  const groundPath = ground.length > 0 ? `^${core}/(${ground.map(re).join('|')})$` : undefined;
+  const rules = [];
+  if (groundPath !== undefined)
+    rules.push({
       name: `${core}: the ground imports only the ground`,
       comment: `${ground.join(', ')} sit under every step of ${core}: they import nothing else of it`,
       severity: 'error',
       from: { path: groundPath },
       to: { path: `^${core}/`, pathNot: groundPath },
-    },
-  ];
+    });
   steps.forEach((layer, i) => {
     const higher = steps.slice(i + 1).flat();
     for (const step of layer) {
@@ -121,7 +136,11 @@ function coreStepRules(core, ground, steps) {
         comment: `${core}/${step} may import code only from the ground and the steps below it (type-only imports aside; see .dependency-cruiser.cjs)`,
         severity: 'error',
         from: { path: `^${core}/${step}/`, pathNot: TEST },
-        to: { path: `^${core}/(${folders}[^/]+\\.ts$)`, pathNot: groundPath, dependencyTypesNot: ['type-only'] },
+        to: {
+          path: `^${core}/(${folders}[^/]+\\.ts$)`,
+          ...(groundPath !== undefined ? { pathNot: groundPath } : {}),
+          dependencyTypesNot: ['type-only'],
+        },
       });
     }
   });
@@ -142,6 +161,17 @@ module.exports = {
       'hub/src/core',
       ['coordinator.ts', 'logger.ts', 'peer.ts', 'token-bucket.ts', 'tunables.ts'],
       [['decide'], ['aggregate'], ['membership'], ['observe'], ['broadcast'], ['ingest', 'invalidate']],
+    ),
+    // the SDK client's groups: no ground, every root module of client/ is the façade over them
+    ...coreStepRules('sdk/src/client', [], [['report', 'invalidate'], ['read'], ['observe']]),
+    // the SDK's Redis core: its ground is the command shape, the command table and key identity
+    ...coreStepRules(
+      'sdk/src/redis',
+      ['command.ts', 'command-table.ts', 'key-specs.ts', 'identity.ts', 'hash-slots.ts'],
+      [
+        ['breaker', 'tracking'],
+        ['read', 'write'],
+      ],
     ),
     // an adapter's tests drive it through its entry point, as a user does; the core's through an adapter's
     ...layerRules(
@@ -164,10 +194,10 @@ module.exports = {
     {
       name: 'sdk: the metrics text loads only through its entry',
       comment:
-        'client/metrics.ts (Prometheus text) is loaded only by a service that imports @hotkey/sdk/metrics, so every other service keeps its code off the heap; integrations register with client/metrics-sources.ts',
+        'client/observe/metrics.ts (Prometheus text) is loaded only by a service that imports @hotkey/sdk/metrics, so every other service keeps its code off the heap; integrations register with client/observe/metrics-sources.ts',
       severity: 'error',
-      from: { path: '^sdk/src/', pathNot: '^sdk/src/client/metrics\\.test\\.ts$' },
-      to: { path: '^sdk/src/client/metrics\\.ts$', dependencyTypesNot: ['type-only'] },
+      from: { path: '^sdk/src/', pathNot: '^sdk/src/client/observe/metrics\\.test\\.ts$' },
+      to: { path: '^sdk/src/client/observe/metrics\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'no-circular',

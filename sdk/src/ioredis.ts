@@ -4,15 +4,15 @@
  */
 export { replicaStats, withHotKeys } from './ioredis/wrapper.ts';
 export type { IoredisLike, WithHotKeysOptions } from './ioredis/wrapper.ts';
-export type { TrackingOptions } from './redis/tracking.ts';
+export type { TrackingOptions } from './redis/tracking/tracking.ts';
 export { counter } from './ioredis/counter.ts';
-export { ShardedCounter } from './redis/counters.ts';
+export { ShardedCounter } from './redis/write/counters.ts';
 export { hashSlot, keySlot, shardNames } from './redis/hash-slots.ts';
-export type { CounterOptions, CounterStats, TakeOptions } from './redis/counters.ts';
+export type { CounterOptions, CounterStats, TakeOptions } from './redis/write/counters.ts';
 export { flushWrites, hotKeyStats } from './ioredis/stats.ts';
 export type { IoredisStats } from './ioredis/stats.ts';
-export { BREAKER_DEFAULTS } from './redis/breaker.ts';
-export type { BreakerOptions, BreakerState, BreakerStats } from './redis/breaker.ts';
-export type { WriteHotStats } from './redis/write-hot.ts';
-export { REPLICA_TTL_MS } from './redis/replicas.ts';
-export type { ReplicaOptions, ReplicaStats } from './redis/replicas.ts';
+export { BREAKER_DEFAULTS } from './redis/breaker/breaker.ts';
+export type { BreakerOptions, BreakerState, BreakerStats } from './redis/breaker/breaker.ts';
+export type { WriteHotStats } from './redis/write/write-hot.ts';
+export { REPLICA_TTL_MS } from './redis/read/replicas.ts';
+export type { ReplicaOptions, ReplicaStats } from './redis/read/replicas.ts';

@@ -36,7 +36,7 @@ export interface ClientLogger {
 }
 
 /**
- * Local surges (client/surge-local.ts): a key this instance alone sees surging is served from its
+ * Local surges (client/read/surge-local.ts): a key this instance alone sees surging is served from its
  * local cache before the hub's cluster-wide promotion arrives, under the lease of the key's owner
  * hub (which hears and acknowledges every write of it), bounded, and dropped unless the hub
  * promotes it in time.

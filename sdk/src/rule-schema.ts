@@ -59,7 +59,7 @@ export interface Rule {
   shards?: number;
   /**
    * ioredis wrapper: while the key is promoted (kind 'write' or 'any'), INCR / INCRBY on one
-   * instance are merged for up to `coalesceMs` into one INCRBY (redis/coalescer.ts) @default false
+   * instance are merged for up to `coalesceMs` into one INCRBY (redis/write/coalescer.ts) @default false
    */
   coalesce?: boolean;
   /** merge window of `coalesce`, 1–10000 @default 100 (WRITE_DEFAULTS.coalesceMs) */

@@ -17,7 +17,7 @@
  * Then an outside write (plain ioredis, no SDK), three times: ms from the SET's reply until every
  * instance served the new value through its wrapper (each polls every 1 ms), and the GETs that
  * took. With `share`, only the filler's tracking hears the write; it invalidates cluster-wide
- * through the hub (redis/shared-records.ts), one hop more than each instance's own tracking.
+ * through the hub (redis/read/shared-records.ts), one hop more than each instance's own tracking.
  */
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';

@@ -8,7 +8,7 @@
  *   node-redis+hotkey      `withHotKeys(createClient({ url }), hk)` (@hotkey/sdk/node-redis)
  *   …+hotkey+bcast         either hotkey variant with `tracking: { prefixes: [''] }`: Redis tracks
  *                          every key for it by broadcast (no per-key items; every write pushed), so a
- *                          surge's first read answers the key's load (client/recent-reads.ts) — set
+ *                          surge's first read answers the key's load (client/read/recent-reads.ts) — set
  *                          up with no idea which key will surge, as clientSideCache is
  *   node-redis+csc         node-redis's own client-side cache: `{ RESP: 3, clientSideCache: {} }`
  *                          with its defaults (no TTL, no entry limit)

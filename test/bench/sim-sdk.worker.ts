@@ -9,7 +9,7 @@
  * buffer per process and frames parsed in place, where `ws` spent ~18.5 µs of CPU per received
  * message at 10,000 connections on the cores the hub runs on.
  *
- * Counting follows the SDK (sdk/src/counting/window.ts, client/report-scheduler.ts): a 1 s window of ten
+ * Counting follows the SDK (sdk/src/counting/window.ts, client/report/report-scheduler.ts): a 1 s window of ten
  * 100 ms slices per instance; once the window count reaches the hub's per-instance threshold
  * (Config.local, scaled the same way) the accesses since the last report are due; the first
  * crossing is reported at once (urgent, at least URGENT_FLUSH_GAP_MS after the previous report) and
@@ -34,7 +34,7 @@
  *      is answered with Applied { d } (unless silent), as an SDK confirms it
  *   <- { type: 'stats' }                     -> { type: 'stats', cpuMs, rss, reports, reportBytes, leaseAsks, grants, applied, invalidates, drops }
  */
-import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/report-scheduler.ts';
+import { URGENT_FLUSH_GAP_MS } from '../../sdk/src/client/report/report-scheduler.ts';
 import { decodeServerMessage, encode, HoldResult, MsgType, PROTOCOL_VERSION } from '../../sdk/src/wire/protocol.ts';
 import { toParent } from './harness.ts';
 import { LeanWebSocket } from './lean-ws.ts';

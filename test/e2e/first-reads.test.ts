@@ -1,5 +1,5 @@
 /**
- * Tracked prefixes end to end (`tracking: { prefixes }`, redis/tracking-session.ts): on a real
+ * Tracked prefixes end to end (`tracking: { prefixes }`, redis/tracking/tracking-session.ts): on a real
  * redis-server and the real `hotkey-hub` CLI, a key under a prefix Redis tracks by broadcast is
  * loaded, when it surges on an instance, from the reply of the read that began the surge —
  * one GET per instance, the floor of a client that caches every key it reads — and never when

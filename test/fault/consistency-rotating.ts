@@ -3,7 +3,7 @@
  * worker processes: a new key every `roundMs` (`<prefix><round>`, the round taken from the host
  * clock, so every process agrees on it without talking), under a prefix the readers' wrapped
  * clients have Redis track by broadcast (`tracking: { prefixes }`). Such a key's first cold GET is
- * kept (sdk client/recent-reads.ts) and, when the key surges here, its load takes that reply
+ * kept (sdk client/read/recent-reads.ts) and, when the key surges here, its load takes that reply
  * instead of reading the key again. That is only right while nothing may have written the key
  * since the GET was sent; the role makes writes land in exactly that gap.
  *

@@ -1,5 +1,5 @@
 /**
- * Helpers of the tracked-prefix tests (`tracking: { prefixes }`, sdk/src/redis/tracking-session.ts):
+ * Helpers of the tracked-prefix tests (`tracking: { prefixes }`, sdk/src/redis/tracking/tracking-session.ts):
  * waiting until an instance holds its first lease (a cold read is kept only under a current one)
  * and until a wrapped client's broadcast session is live (a probe read under a prefix is kept),
  * and reading a key the way a surge does.

@@ -1,7 +1,7 @@
 /**
  * The hub's promotion of a key, as every SDK of a group hears it: the 'promote' event. `isHot()`
  * alone does not say the hub decided: an instance also serves a key that surges on it locally
- * before any promotion (sdk/src/client/surge-local.ts). Listen before the traffic starts.
+ * before any promotion (sdk/src/client/read/surge-local.ts). Listen before the traffic starts.
  *
  *   const promoted = promotions(group, 'item:1');
  *   const driver = drive(group, 'item:1', 600);

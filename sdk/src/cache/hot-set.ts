@@ -51,18 +51,18 @@ export interface HotState extends CacheSlot {
    * are recycled. The client keeps it; here it only starts at -1.
    */
   counterSlot: number;
-  /** the cached value is valid (cacheTtlMs) until then; past it, only stale-if-error may serve it (client/loads.ts) */
+  /** the cached value is valid (cacheTtlMs) until then; past it, only stale-if-error may serve it (client/read/loads.ts) */
   freshUntil: number;
   /** stale-if-error: no reload is tried before then (a reload just failed); 0 when none did */
   retryAt: number;
   /**
-   * Promoted by this instance alone, on a surge it saw (client/surge-local.ts), not by a hub:
+   * Promoted by this instance alone, on a surge it saw (client/read/surge-local.ts), not by a hub:
    * served under the lease of the key's owner hub until that hub promotes it (which clears this)
    * or `until` passes.
    */
   local: boolean;
   /**
-   * Protocol 3 (client/holds.ts): the owner hub's answer to this entry's registration while it is
+   * Protocol 3 (client/invalidate/holds.ts): the owner hub's answer to this entry's registration while it is
    * awaited; a load begun before it waits for it before filling. Undefined once recorded (or none
    * was needed).
    */

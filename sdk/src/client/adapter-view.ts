@@ -7,8 +7,8 @@
  *
  * @internal
  */
-import type { PushCodec } from './push.ts';
-import type { ReadVouch } from './recent-reads.ts';
+import type { PushCodec } from './read/push.ts';
+import type { ReadVouch } from './read/recent-reads.ts';
 
 /** @internal */
 export interface AdapterView {

@@ -18,21 +18,21 @@ import type { Rule, RuleKind } from '../rules.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import { registerAdapterView, type AdapterView } from './adapter-view.ts';
 import type { ClientEvents, EmitClientEvent } from './events.ts';
-import type { InvalidateOptions, InvalidateResult, UpdateMark } from './invalidator.ts';
-import { askLease, wantLease } from './leases.ts';
+import type { InvalidateOptions, InvalidateResult, UpdateMark } from './invalidate/invalidator.ts';
+import { askLease, wantLease } from './invalidate/leases.ts';
 import { HUB_URL } from './links.ts';
 import { buildParts, type ClientParts } from './parts.ts';
-import type { ReadPath } from './read-path.ts';
-import type { SurgeLocal } from './surge-local.ts';
-import { collectStats, type ClientStats } from './stats.ts';
-import { logFault, logStatus } from './status-log.ts';
-import { StatusFeed, type ClientStatus } from './status.ts';
+import type { ReadPath } from './read/read-path.ts';
+import type { SurgeLocal } from './read/surge-local.ts';
+import { collectStats, type ClientStats } from './observe/stats.ts';
+import { logFault, logStatus } from './observe/status-log.ts';
+import { StatusFeed, type ClientStatus } from './observe/status.ts';
 
 export type { ClientOptions } from '../options.ts';
-export type { ClientStatus } from './status.ts';
+export type { ClientStatus } from './observe/status.ts';
 export type { ClientEvents, DemoteInfo, InvalidateInfo, PromoteInfo } from './events.ts';
-export type { InvalidateOptions, InvalidateResult, UpdateMark } from './invalidator.ts';
-export type { ClientStats } from './stats.ts';
+export type { InvalidateOptions, InvalidateResult, UpdateMark } from './invalidate/invalidator.ts';
+export type { ClientStats } from './observe/stats.ts';
 
 export { SDK_NAME } from './parts.ts';
 /** a hit tells the LRU about its key at most this often (ms): recency finer than this buys nothing */

@@ -15,16 +15,16 @@ import {
   type ServerMessage,
   type Snapshot,
 } from '../wire/protocol.ts';
-import type { AppConfig } from './app-config.ts';
+import type { AppConfig } from './report/app-config.ts';
 import type { EmitClientEvent } from './events.ts';
-import type { Holds } from './holds.ts';
-import type { Invalidator } from './invalidator.ts';
-import { applyGrant, LEASE_MARGIN_MS } from './leases.ts';
+import type { Holds } from './invalidate/holds.ts';
+import type { Invalidator } from './invalidate/invalidator.ts';
+import { applyGrant, LEASE_MARGIN_MS } from './invalidate/leases.ts';
 import type { HubLink } from './links.ts';
-import type { ValuePush } from './push.ts';
-import type { RateLimits } from './rate-limits.ts';
-import { applySnapshot, inSequence } from './resync.ts';
-import type { ClientStatus } from './status.ts';
+import type { ValuePush } from './read/push.ts';
+import type { RateLimits } from './report/rate-limits.ts';
+import { applySnapshot, inSequence } from './invalidate/resync.ts';
+import type { ClientStatus } from './observe/status.ts';
 
 export interface DispatchOptions {
   hot: HotSet;

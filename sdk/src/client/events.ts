@@ -15,7 +15,7 @@ export interface PromoteInfo {
   cache: boolean;
   /** which accesses made it hot: its rule's kind ('read', 'write' or 'any') */
   kind: RuleKind;
-  /** copies of the key serving reads, itself included (1: no replica keys; see redis/replicas.ts) */
+  /** copies of the key serving reads, itself included (1: no replica keys; see redis/read/replicas.ts) */
   replicas: number;
 }
 export interface DemoteInfo {

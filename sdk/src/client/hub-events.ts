@@ -8,15 +8,15 @@ import type { HotSet } from '../cache/hot-set.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
 import type { ConnectionHandler, HubConnection } from '../wire/connection.ts';
 import type { Member, ServerMessage, Welcome } from '../wire/protocol.ts';
-import type { AppConfig } from './app-config.ts';
+import type { AppConfig } from './report/app-config.ts';
 import type { Dispatch } from './dispatch.ts';
-import type { Holds } from './holds.ts';
-import type { Invalidator } from './invalidator.ts';
-import { askLease, wantLease } from './leases.ts';
+import type { Holds } from './invalidate/holds.ts';
+import type { Invalidator } from './invalidate/invalidator.ts';
+import { askLease, wantLease } from './invalidate/leases.ts';
 import type { HubLinks } from './links.ts';
-import type { HotLoads } from './loads.ts';
+import type { HotLoads } from './read/loads.ts';
 import type { Readiness } from './readiness.ts';
-import type { ClientStatus } from './status.ts';
+import type { ClientStatus } from './observe/status.ts';
 
 export interface HubEventsOptions {
   hot: HotSet;

@@ -374,7 +374,7 @@ export class AccessWindow {
 
   /**
    * Accesses counted at `slot` (one `track` returned) in the current slice, as counted (sampled:
-   * see `rateOfRule`): what a local surge is judged by (client/surge-local.ts).
+   * see `rateOfRule`): what a local surge is judged by (client/read/surge-local.ts).
    */
   sliceCountAt(slot: number): number {
     return this.#sliceCounts[slot * this.slices + this.#currentSlice]!;

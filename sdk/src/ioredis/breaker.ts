@@ -1,5 +1,5 @@
 /**
- * The ioredis side of the circuit breaker (redis/breaker.ts): which node a command or key is for
+ * The ioredis side of the circuit breaker (redis/breaker/breaker.ts): which node a command or key is for
  * — the standalone client's `host:port`, or the Cluster master that owns the key's slot in the
  * client's slot map — how to PING a node past the hook (the client itself, or the Cluster's
  * connection to that master), and which errors are Redis's answers (ioredis's `ReplyError`).
@@ -14,9 +14,9 @@ import {
   type BreakerState,
   type BreakerStats,
   type NodeBreaker,
-} from '../redis/breaker.ts';
-import { exportBreakerMetrics as exportMetrics } from '../redis/breaker-metrics.ts';
-import type { ReadGuard } from '../redis/hot-read.ts';
+} from '../redis/breaker/breaker.ts';
+import { exportBreakerMetrics as exportMetrics } from '../redis/breaker/breaker-metrics.ts';
+import type { ReadGuard } from '../redis/read/hot-read.ts';
 import { hashSlot } from '../redis/hash-slots.ts';
 import { isClosing, unguarded } from './unhooked.ts';
 
@@ -82,7 +82,7 @@ export class Breakers {
   /**
    * Counts `command`'s outcome against `node`: Redis's reply, when ioredis hands it over, not
    * the command's promise. A write's promise settles only after the hub acknowledged its
-   * invalidation (redis/write-invalidation.ts), which a slow hub or an ownership fence holds
+   * invalidation (redis/write/write-invalidation.ts), which a slow hub or an ownership fence holds
    * back for seconds after a healthy Redis answered. ioredis delivers a reply by calling the
    * command's `resolve` / `reject`; the write path replaces those in this same dispatch, so ours
    * go on top of them at the end of it (a microtask: before any reply can be read). The core
@@ -139,7 +139,7 @@ export class Breakers {
   }
 
   /**
-   * The read path's guard (redis/hot-read.ts `ReadGuard`): a cold read goes out, timed from now,
+   * The read path's guard (redis/read/hot-read.ts `ReadGuard`): a cold read goes out, timed from now,
    * and its answer is heard through the settling functions the read path put on it already.
    */
   readonly guard: ReadGuard = {
@@ -169,7 +169,7 @@ function isReply(err: unknown): boolean {
   return err instanceof Error && err.name === 'ReplyError';
 }
 
-/** Exports `breakers` as `ioredis_breaker_*` series (redis/breaker-metrics.ts) until `client` ends. */
+/** Exports `breakers` as `ioredis_breaker_*` series (redis/breaker/breaker-metrics.ts) until `client` ends. */
 export function exportBreakerMetrics(hk: HotKeyClient, client: Client, breakers: Breakers): void {
   exportMetrics(hk, 'ioredis', breakers, (ended) => client.once('end', ended));
 }

@@ -1,10 +1,10 @@
 /**
- * The ioredis side of the core's own commands (redis/scripts.ts `OwnSend`) and of its sharded
+ * The ioredis side of the core's own commands (redis/write/scripts.ts `OwnSend`) and of its sharded
  * counters: `call` past the wrapper's hook, so a wrapped client neither counts nor invalidates
  * them (an unwrapped client just sends them); ioredis finds a Cluster's node from the keys.
  */
-import type { OwnSend } from '../redis/scripts.ts';
-import { ShardedCounter, type CounterOptions } from '../redis/counters.ts';
+import type { OwnSend } from '../redis/write/scripts.ts';
+import { ShardedCounter, type CounterOptions } from '../redis/write/counters.ts';
 import type { Client } from './command.ts';
 import type { IoredisLike } from './client-shape.ts';
 import { unhooked } from './unhooked.ts';

@@ -8,21 +8,28 @@
 import type { Cluster } from 'ioredis';
 import type { HotKeyClient } from '../client/client.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
-import type { NodeBreaker } from '../redis/breaker.ts';
+import type { NodeBreaker } from '../redis/breaker/breaker.ts';
 import { isRead, WRITES, type ReadName } from '../redis/command-table.ts';
-import { flatHash } from '../redis/hash-replies.ts';
-import { hotReads, type HotReads } from '../redis/hot-read.ts';
+import { flatHash } from '../redis/read/hash-replies.ts';
+import { hotReads, type HotReads } from '../redis/read/hot-read.ts';
 import { keyName } from '../redis/identity.ts';
-import { Replicas } from '../redis/replicas.ts';
-import { SharedRecords } from '../redis/shared-records.ts';
-import { Tracking } from '../redis/tracking.ts';
-import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
+import { Replicas } from '../redis/read/replicas.ts';
+import { SharedRecords } from '../redis/read/shared-records.ts';
+import { Tracking } from '../redis/tracking/tracking.ts';
+import { trackedReadBack, UpdateWrites } from '../redis/write/update-writes.ts';
 import { WrapEvents } from '../redis/wrap-events.ts';
 import type { ResolvedWrapOptions } from '../redis/wrap-options.ts';
-import { inOpenTransaction, writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
-import { WriteHot } from '../redis/write-hot.ts';
+import { inOpenTransaction, writeInvalidation, type WriteInvalidation } from '../redis/write/write-invalidation.ts';
+import { WriteHot } from '../redis/write/write-hot.ts';
 import { Breakers, exportBreakerMetrics } from './breaker.ts';
-import { dispatched, inSubscriberMode, type Client, type Cmd, type CmdCtor, type Send } from './command.ts';
+import {
+  dispatched,
+  inSubscriberMode,
+  type Client,
+  type RedisCommand,
+  type RedisCommandCtor,
+  type Send,
+} from './command.ts';
 import { ownSend } from './counter.ts';
 import { dbOf } from './deployment.ts';
 import { hotGet } from './hot-get.ts';
@@ -59,7 +66,7 @@ export class IoredisHook {
   readonly writes: WriteInvalidation;
   readonly multiRead: MultiRead;
   /** ioredis's Command class, taken from the first command through the hook (ioredis is an optional peer: not imported) */
-  #Ctor: CmdCtor | undefined;
+  #Ctor: RedisCommandCtor | undefined;
   #lastDb = -1;
   #lastNs: string;
 
@@ -78,11 +85,11 @@ export class IoredisHook {
     this.layers = layerSendCommand(
       client,
       this.base,
-      function sendCommand(this: Client, command: Cmd, stream?: unknown, node?: unknown): unknown {
+      function sendCommand(this: Client, command: RedisCommand, stream?: unknown, node?: unknown): unknown {
         return self.dispatch(this, command, stream, node, self.down, false);
       } as never,
       // a command a patch above the hook saw before it was moved under (layers.ts): sent on with `send`, as a plain client sends it
-      function sendSeen(this: Client, command: Cmd, stream: unknown, node: unknown, send: Send): unknown {
+      function sendSeen(this: Client, command: RedisCommand, stream: unknown, node: unknown, send: Send): unknown {
         return self.dispatch(this, command, stream, node, send, true);
       } as never,
     );
@@ -171,7 +178,7 @@ export class IoredisHook {
       dbOf,
       ready: (c) => c.status === 'ready',
       // ioredis's Command class, taken from the caller's command: same client, same ioredis
-      command: (like, name, args) => new (like.constructor as CmdCtor)(name, args, { replyEncoding: 'utf8' }),
+      command: (like, name, args) => new (like.constructor as RedisCommandCtor)(name, args, { replyEncoding: 'utf8' }),
       loadBlocked: (key) => this.loadBlocked(key),
       // watches a command a load sends itself (past the hook)
       watchLoad: (command) => {
@@ -213,11 +220,12 @@ export class IoredisHook {
       get: (c, key) => this.get.call(c, key) as Promise<unknown>,
       read: (c, command) => {
         dispatched.add(command);
-        void reads.read(c, down, command as Cmd, command.name as ReadName);
+        void reads.read(c, down, command as RedisCommand, command.name as ReadName);
       },
       send: (c, command, stream, node) => {
         dispatched.add(command);
-        if (stream !== undefined || !this.blocked(c, command as Cmd)) void down.call(c, command as Cmd, stream, node);
+        if (stream !== undefined || !this.blocked(c, command as RedisCommand))
+          void down.call(c, command as RedisCommand, stream, node);
       },
       sharded: (key) => writeHot.owns(key),
       sum: (c, command) => (c.options.keyPrefix ? undefined : writeHot.route(command, 'get')),
@@ -241,7 +249,7 @@ export class IoredisHook {
    * already — it is counted and its writes invalidated, but nothing is answered locally, merged
    * or refused, so that the patch saw a command that reaches Redis.
    */
-  dispatch(client: Client, command: Cmd, stream: unknown, node: unknown, send: Send, seen: boolean): unknown {
+  dispatch(client: Client, command: RedisCommand, stream: unknown, node: unknown, send: Send, seen: boolean): unknown {
     const { reads } = this;
     if (stream !== undefined) this.multiRead.resending(command, stream);
     // a UTF-8 GET on its own may be held by the read path till the end of the job (held-reads.ts);
@@ -258,7 +266,7 @@ export class IoredisHook {
     let name = command.name;
     // call('SET', …) keeps the caller's case; ioredis's own methods are lower case already
     if (!isRead(name) && !WRITES.has(name) && name !== 'exec') name = name.toLowerCase();
-    this.#Ctor ??= command.constructor as CmdCtor;
+    this.#Ctor ??= command.constructor as RedisCommandCtor;
     if (seen) {
       if (isRead(name)) {
         const key = keyName(command.args[0]);
@@ -271,7 +279,7 @@ export class IoredisHook {
   }
 
   /** A command sent by the GET fast path (which counted it already) or by the adapter's own features. */
-  #own(client: Client, command: Cmd, stream: unknown, node: unknown, send: Send): unknown {
+  #own(client: Client, command: RedisCommand, stream: unknown, node: unknown, send: Send): unknown {
     dispatched.add(command);
     if (stream === undefined && isClosing(client)) {
       // a fold, merged increment or probe of ours behind the user's QUIT would meet a closing socket
@@ -283,7 +291,14 @@ export class IoredisHook {
   }
 
   /** `dispatch` for a command the hook has not seen: limits, write-hot routes, multi-key reads, the read path, writes. */
-  #dispatchNew(client: Client, command: Cmd, name: string, stream: unknown, node: unknown, send: Send): unknown {
+  #dispatchNew(
+    client: Client,
+    command: RedisCommand,
+    name: string,
+    stream: unknown,
+    node: unknown,
+    send: Send,
+  ): unknown {
     const { hk, tracking, writeHot } = this;
     // the client's first read of a key opens the tracking connections (tracking.ts), before a key
     // turns hot; one-key reads are noted by the read path (hot-read.ts), once their key is checked
@@ -327,7 +342,7 @@ export class IoredisHook {
    */
   #guarded(
     client: Client,
-    command: Cmd,
+    command: RedisCommand,
     name: string,
     stream: unknown,
     node: unknown,
@@ -363,7 +378,7 @@ export class IoredisHook {
    * (a read the read path takes): whether its key is hot is asked only while the node is open —
    * the read path times it only if it goes to Redis cold.
    */
-  guardOf(client: Client, command: Cmd, name: string, viaCache = false): NodeBreaker | undefined {
+  guardOf(client: Client, command: RedisCommand, name: string, viaCache = false): NodeBreaker | undefined {
     const breakers = this.breakers;
     if (breakers === undefined || hook.unguarded || client.status === 'connect') return undefined;
     const node = breakers.nodeOf(command);
@@ -376,7 +391,7 @@ export class IoredisHook {
    * The circuit breaker's word on a command sent on its own: rejected at once (true) while its
    * node's breaker is open, else watched for its outcome.
    */
-  blocked(client: Client, command: Cmd): boolean {
+  blocked(client: Client, command: RedisCommand): boolean {
     const node = this.guardOf(client, command, '');
     if (node === undefined) return false;
     if (this.breakers!.isOpen(node)) {
@@ -403,7 +418,7 @@ export class IoredisHook {
    * The per-key rate limit (a rule's `limit`) of the command's first key: a refused command is
    * rejected with HK_ERR_RATE_LIMITED without being sent. Returns its promise when refused.
    */
-  #refuse(command: Cmd, isReadCommand: boolean): Promise<unknown> | undefined {
+  #refuse(command: RedisCommand, isReadCommand: boolean): Promise<unknown> | undefined {
     let first: unknown;
     try {
       first = command.getKeys()[0];

@@ -1,13 +1,13 @@
 /**
  * GET's fast path in the ioredis adapter: a hot hit resolves without building an ioredis Command
  * (~10x cheaper than the command path). It shares the core's record rules and tracked loads
- * (redis/hot-read.ts); everything it does not take is ioredis's own `get`, through the hook.
+ * (redis/read/hot-read.ts); everything it does not take is ioredis's own `get`, through the hook.
  */
 import { adapterView } from '../client/adapter-view.ts';
 import type { HotKeyClient } from '../client/client.ts';
-import { fresh, PASSED, vouched, withTtl, type TrackedLoad } from '../redis/hot-read.ts';
-import type { Rec } from '../redis/shared-records.ts';
-import { UNTRACKED, type NodeTracker, type Tracking } from '../redis/tracking.ts';
+import { fresh, PASSED, vouched, withTtl, type TrackedLoad } from '../redis/read/hot-read.ts';
+import type { Rec } from '../redis/read/shared-records.ts';
+import { UNTRACKED, type NodeTracker, type Tracking } from '../redis/tracking/tracking.ts';
 import { MAX_KEY_LENGTH } from '../wire/protocol.ts';
 import { inSubscriberMode, type Client } from './command.ts';
 import { asPlainRead, unhooked } from './unhooked.ts';

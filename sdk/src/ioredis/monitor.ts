@@ -9,16 +9,16 @@
  * reply puts the connection in monitor mode as it is handled; ioredis still emits 'monitoring'
  * when it gets there.
  */
-import type { Client, Cmd } from './command.ts';
+import type { Client, RedisCommand } from './command.ts';
 import { isEnumerable } from './layers.ts';
 
-type Send = (this: Client, command: Cmd, stream?: unknown) => unknown;
+type Send = (this: Client, command: RedisCommand, stream?: unknown) => unknown;
 
 /** Hooks MONITOR's reply on `copy` (a monitor connection, not connected yet) and returns it. */
 export function monitorFrom(copy: Client): Client {
   const proto = Object.getPrototypeOf(copy) as { sendCommand: Send };
   // under ioredis's own monitor-mode filter, which it puts on the instance at each 'ready'
-  function sendCommand(this: Client, command: Cmd, stream?: unknown): unknown {
+  function sendCommand(this: Client, command: RedisCommand, stream?: unknown): unknown {
     if (command.name === 'monitor') {
       const resolve = command.resolve;
       command.resolve = (value: unknown) => {

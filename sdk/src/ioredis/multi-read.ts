@@ -17,7 +17,7 @@
  *   error, a value a Buffer caller cannot be given exactly) is asked again in one late command of
  *   the caller's kind: Redis answers it, never a guess.
  * - Buffer replies: values are cached as UTF-8 strings; a Buffer caller gets a Buffer of the
- *   string only when it is exactly Redis's bytes (redis/byte-replies.ts), otherwise Redis answers.
+ *   string only when it is exactly Redis's bytes (redis/read/byte-replies.ts), otherwise Redis answers.
  * - MULTI is never answered here (its commands carry `inTransaction`, or a `multi({ pipeline:
  *   false })` is open on the connection): its reads must see the transaction's snapshot.
  * - In a pipeline, a read of a key an earlier command of the same pipeline wrote (or after a
@@ -35,9 +35,9 @@
  */
 import type { HotKeyClient } from '../client/client.ts';
 import { KEYSPACE_WRITES, WRITES } from '../redis/command-table.ts';
-import type { Client, Cmd, CmdCtor } from './command.ts';
-import { asBytes, REPLACEMENT } from '../redis/byte-replies.ts';
-import { flatHash, pickFields, type CachedHash } from '../redis/hash-replies.ts';
+import type { Client, RedisCommand, RedisCommandCtor } from './command.ts';
+import { asBytes, REPLACEMENT } from '../redis/read/byte-replies.ts';
+import { flatHash, pickFields, type CachedHash } from '../redis/read/hash-replies.ts';
 import { keyName } from '../redis/identity.ts';
 import { hashSlot } from '../redis/hash-slots.ts';
 
@@ -53,20 +53,20 @@ export interface MultiReadContext {
    */
   get(client: Client, key: string): Promise<unknown>;
   /** the wrapper's hot read of one key (`get`, `hget`, `hgetall`, UTF-8 reply): settles `command` */
-  read(client: Client, command: Cmd): void;
+  read(client: Client, command: RedisCommand): void;
   /**
    * sends a command of ours (or the caller's, late) past the hook: on its own through the circuit
    * breaker, or in the caller's pipeline (`stream`, `node`: what ioredis gave the hook)
    */
-  send(client: Client, command: Cmd, stream?: unknown, node?: unknown): void;
+  send(client: Client, command: RedisCommand, stream?: unknown, node?: unknown): void;
   /** whether `key` is a sharded counter here (write-hot.ts): its GET sums the shards */
   sharded(key: string): boolean;
   /** a sharded counter's GET: its sum, or undefined when the key is not routed (write-hot.ts) */
-  sum(client: Client, command: Cmd): Promise<unknown> | undefined;
+  sum(client: Client, command: RedisCommand): Promise<unknown> | undefined;
 }
 
 /** ioredis's command, with its place in its pipeline (0 for the first; absent outside one) */
-type PipelinedCmd = Cmd & { pipelineIndex?: number };
+type PipelinedCommand = RedisCommand & { pipelineIndex?: number };
 
 /** What a pipeline's earlier commands wrote: reads of these keys stay in the pipeline. */
 interface Written {
@@ -104,7 +104,14 @@ export class MultiRead {
    * on as usual. `name` is its lower-case name; `stream` ioredis's pipeline stream, if any;
    * `transaction`: a `multi({ pipeline: false })` is open on the client.
    */
-  dispatch(client: Client, command: Cmd, name: string, stream: unknown, node: unknown, transaction: boolean): unknown {
+  dispatch(
+    client: Client,
+    command: RedisCommand,
+    name: string,
+    stream: unknown,
+    node: unknown,
+    transaction: boolean,
+  ): unknown {
     if (stream === undefined) return this.#take(client, command, name, undefined, node, transaction);
     if (typeof stream !== 'object' || stream === null || !(stream as { isPipeline?: unknown }).isPipeline)
       return undefined;
@@ -119,8 +126,8 @@ export class MultiRead {
    * many writes as the pipeline has commands came in: the first one resent (numbered 0) writes
    * the slots of those answered apart again, empty.
    */
-  resending(command: Cmd, stream: unknown): void {
-    if ((command as PipelinedCmd).pipelineIndex !== 0 || !this.#numbered.has(command)) return;
+  resending(command: RedisCommand, stream: unknown): void {
+    if ((command as PipelinedCommand).pipelineIndex !== 0 || !this.#numbered.has(command)) return;
     const apart = this.#apart.get(stream as object) ?? 0;
     for (let i = 0; i < apart; i++) (stream as { write: (data: string) => void }).write('');
   }
@@ -128,7 +135,7 @@ export class MultiRead {
   /** `dispatch` past the pipeline's checks: `stream` is a pipeline's, or undefined. */
   #take(
     client: Client,
-    command: Cmd,
+    command: RedisCommand,
     name: string,
     stream: object | undefined,
     node: unknown,
@@ -158,7 +165,7 @@ export class MultiRead {
    * Notes what a pipeline's command writes; false when `command` itself may not be answered
    * apart (one of its keys was written earlier in the pipeline, or everything was).
    */
-  #note(stream: object, command: Cmd, name: string): boolean {
+  #note(stream: object, command: RedisCommand, name: string): boolean {
     let written = this.#written.get(stream);
     if (CHANGES_EVERYTHING.has(name)) {
       this.#written.set(stream, { keys: written?.keys ?? new Set(), all: true });
@@ -212,28 +219,34 @@ export class MultiRead {
   }
 
   /** `command`, answered apart, leaves the pipeline's batched write: its slot is written empty. */
-  #release(stream: object | undefined, command: Cmd): void {
+  #release(stream: object | undefined, command: RedisCommand): void {
     if (stream === undefined) return;
     (stream as { write: (data: string) => void }).write('');
     this.#apart.set(stream, (this.#apart.get(stream) ?? 0) + 1);
-    (command as PipelinedCmd).pipelineIndex = undefined;
+    (command as PipelinedCommand).pipelineIndex = undefined;
     this.#numbered.add(command);
   }
 
   /** `sent` goes on the wire in the pipeline, in the place of `command` (itself, or our command for it). */
-  #number(stream: object, command: Cmd, sent: Cmd = command): void {
+  #number(stream: object, command: RedisCommand, sent: RedisCommand = command): void {
     if (this.#numbered.has(sent)) return;
     this.#numbered.add(sent);
-    const index = (command as PipelinedCmd).pipelineIndex;
-    if (typeof index === 'number') (sent as PipelinedCmd).pipelineIndex = index - (this.#apart.get(stream) ?? 0);
+    const index = (command as PipelinedCommand).pipelineIndex;
+    if (typeof index === 'number') (sent as PipelinedCommand).pipelineIndex = index - (this.#apart.get(stream) ?? 0);
   }
 
-  #mget(client: Client, command: Cmd, encoding: string | null, stream: object | undefined, node: unknown): unknown {
+  #mget(
+    client: Client,
+    command: RedisCommand,
+    encoding: string | null,
+    stream: object | undefined,
+    node: unknown,
+  ): unknown {
     const { hk } = this.#ctx;
     const args = command.args;
     if (args.length === 0) return undefined; // Redis says what is wrong
     if (this.#ctx.isCluster && !sameSlot(args)) return undefined; // CROSSSLOT, from Redis
-    const Ctor = command.constructor as unknown as CmdCtor;
+    const Ctor = command.constructor as unknown as RedisCommandCtor;
     const local: (Promise<unknown> | undefined)[] = new Array(args.length);
     const misses: number[] = [];
     for (let i = 0; i < args.length; i++) {
@@ -255,7 +268,7 @@ export class MultiRead {
       );
       if (stream !== undefined) {
         this.#number(stream, command, miss);
-        (command as PipelinedCmd).pipelineIndex = undefined; // answered by `miss` and apart, never sent
+        (command as PipelinedCommand).pipelineIndex = undefined; // answered by `miss` and apart, never sent
         this.#numbered.add(command);
       }
       this.#ctx.send(client, miss, stream, node);
@@ -294,7 +307,7 @@ export class MultiRead {
   }
 
   /** A hot key's GET through the wrapper's one-key path (or a sharded counter's sum). */
-  #getOne(client: Client, Ctor: CmdCtor, arg: unknown, key: string): Promise<unknown> {
+  #getOne(client: Client, Ctor: RedisCommandCtor, arg: unknown, key: string): Promise<unknown> {
     // the GET method, unless a rate limit would take a token again or the prefix is not a string
     const prefix = client.options.keyPrefix;
     if (
@@ -311,7 +324,13 @@ export class MultiRead {
   }
 
   /** GET / HGET / HGETALL with a Buffer reply, HMGET (either reply), or a one-key read inside a pipeline. */
-  #oneKey(client: Client, command: Cmd, name: string, encoding: string | null, stream: object | undefined): unknown {
+  #oneKey(
+    client: Client,
+    command: RedisCommand,
+    name: string,
+    encoding: string | null,
+    stream: object | undefined,
+  ): unknown {
     const { hk } = this.#ctx;
     const arity = name === 'hget' ? 2 : name === 'hmget' ? command.args.length : 1;
     const key = keyName(command.args[0]);
@@ -321,7 +340,7 @@ export class MultiRead {
       hk.track(key);
       return undefined; // sent as is (in the pipeline, if in one)
     }
-    const Ctor = command.constructor as unknown as CmdCtor;
+    const Ctor = command.constructor as unknown as RedisCommandCtor;
     if (name === 'get') {
       const sharded = this.#ctx.sharded(key);
       if (sharded && stream !== undefined) return undefined; // a pipeline's GET reads the key as it is (write-hot.ts)
@@ -355,14 +374,14 @@ export class MultiRead {
     return command.promise;
   }
 
-  #readAs(client: Client, Ctor: CmdCtor, name: 'get' | 'hgetall', arg: unknown): Promise<unknown> {
+  #readAs(client: Client, Ctor: RedisCommandCtor, name: 'get' | 'hgetall', arg: unknown): Promise<unknown> {
     const read = new Ctor(name, [arg], { replyEncoding: 'utf8' });
     this.#ctx.read(client, read);
     return read.promise;
   }
 
   /** Settles `command` with `shape(value)`; a value it cannot shape, or a failed read: the command itself goes to Redis. */
-  #answer(client: Client, command: Cmd, value: Promise<unknown>, shape: (value: unknown) => unknown): void {
+  #answer(client: Client, command: RedisCommand, value: Promise<unknown>, shape: (value: unknown) => unknown): void {
     value.then(
       (v) => {
         const reply = shape(v);

@@ -4,10 +4,10 @@
  * client is closing, and connections of its own to a node for tracking (tracking-connection.ts).
  */
 import type { Cluster, Redis } from 'ioredis';
-import { dispatched, type Client, type CmdCtor, type Send } from './command.ts';
+import { dispatched, type Client, type RedisCommandCtor, type Send } from './command.ts';
 import { isClosing } from './unhooked.ts';
 import { ErrorCode, HotKeyError } from '../errors.ts';
-import { connectionName, type TrackingRole } from '../redis/tracking-session.ts';
+import { connectionName, type TrackingRole } from '../redis/tracking/tracking-session.ts';
 import { IoredisTrackingConnection } from './tracking-connection.ts';
 
 /**
@@ -17,7 +17,7 @@ import { IoredisTrackingConnection } from './tracking-connection.ts';
 export function ownSender(
   client: Client,
   down: Send,
-  ctor: () => CmdCtor | undefined,
+  ctor: () => RedisCommandCtor | undefined,
 ): (name: string, args: unknown[], replyEncoding: string | null) => Promise<unknown> {
   return (name, args, replyEncoding) => {
     // the user's client is closing (QUIT sent) or closed: a late write of ours would hit a closing socket (EPIPE)

@@ -1,10 +1,10 @@
 /**
- * What replica keys (redis/replicas.ts) need of an ioredis client: a Cluster's slot map
+ * What replica keys (redis/read/replicas.ts) need of an ioredis client: a Cluster's slot map
  * (`slots[slot][0]` is the master's `host:port`), its masters, and the adapter's own sender past
  * the hook (own-connection.ts), which ioredis routes to the node of the command's first key.
  */
 import type { Cluster } from 'ioredis';
-import type { ReplicaNodes } from '../redis/replicas.ts';
+import type { ReplicaNodes } from '../redis/read/replicas.ts';
 import type { Client } from './command.ts';
 import { dbOf } from './deployment.ts';
 

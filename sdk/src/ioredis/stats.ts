@@ -4,11 +4,11 @@
  */
 import type { IoredisLike } from './client-shape.ts';
 import type { Breakers } from './breaker.ts';
-import type { BreakerStats } from '../redis/breaker.ts';
+import type { BreakerStats } from '../redis/breaker/breaker.ts';
 import { BREAKERS, PUSHED, WRITE_HOT } from './wrapper.ts';
-import type { WriteHot, WriteHotStats } from '../redis/write-hot.ts';
-import type { SharedRecords, SharedRecordStats } from '../redis/shared-records.ts';
-import type { UpdateWrites, UpdateWriteStats } from '../redis/update-writes.ts';
+import type { WriteHot, WriteHotStats } from '../redis/write/write-hot.ts';
+import type { SharedRecords, SharedRecordStats } from '../redis/read/shared-records.ts';
+import type { UpdateWrites, UpdateWriteStats } from '../redis/write/update-writes.ts';
 
 export interface IoredisStats {
   writeHot: WriteHotStats;

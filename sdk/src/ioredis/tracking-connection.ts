@@ -1,6 +1,6 @@
 /**
  * A connection of the ioredis adapter's own to one node, as tracking drives it
- * (redis/tracking-session.ts's `TrackingConnection`): an unwrapped duplicate of the user's client
+ * (redis/tracking/tracking-session.ts's `TrackingConnection`): an unwrapped duplicate of the user's client
  * (own-connection.ts makes it) that shows nothing of itself where the user's client shows its
  * commands. ioredis 6 reports every connection's connects, commands and transactions on its
  * diagnostics channels (`ioredis:connect`, `ioredis:command`, `ioredis:batch`,
@@ -14,7 +14,7 @@
  * (docs/reference/ioredis-adapter.md, "Patch order").
  */
 import type { Redis } from 'ioredis';
-import type { TrackingConnection } from '../redis/tracking-session.ts';
+import type { TrackingConnection } from '../redis/tracking/tracking-session.ts';
 
 type Send = (this: Redis, command: { isTraced?: boolean }, stream?: unknown) => unknown;
 

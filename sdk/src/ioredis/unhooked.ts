@@ -39,7 +39,7 @@ export function isClosing(client: object): boolean {
 
 /**
  * Runs `fn` (ioredis's own `get` of a hot key, counted already by the GET fast path) with the
- * hook taking its command as a read hk does not cache: the core's plain read (redis/hot-read.ts),
+ * hook taking its command as a read hk does not cache: the core's plain read (redis/read/hot-read.ts),
  * held with the job's other GETs.
  */
 export function asPlainRead<T>(fn: () => T): T {

@@ -31,11 +31,11 @@
  * re-sending a command (offline queue, reconnect, NOSCRIPT) passes straight through.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import type { Replicas, ReplicaStats } from '../redis/replicas.ts';
-import type { SharedRecords } from '../redis/shared-records.ts';
-import type { UpdateWrites } from '../redis/update-writes.ts';
+import type { Replicas, ReplicaStats } from '../redis/read/replicas.ts';
+import type { SharedRecords } from '../redis/read/shared-records.ts';
+import type { UpdateWrites } from '../redis/write/update-writes.ts';
 import { resolveWrapOptions, type WithHotKeysOptions } from '../redis/wrap-options.ts';
-import type { WriteHot } from '../redis/write-hot.ts';
+import type { WriteHot } from '../redis/write/write-hot.ts';
 import type { Breakers } from './breaker.ts';
 import type { IoredisLike } from './client-shape.ts';
 import type { Client } from './command.ts';
@@ -49,13 +49,13 @@ export type { IoredisLike } from './client-shape.ts';
 
 const replicaSets = new WeakMap<object, Replicas>();
 
-/** What a wrapped client's replica keys did (redis/replicas.ts); undefined for a client without them. */
+/** What a wrapped client's replica keys did (redis/read/replicas.ts); undefined for a client without them. */
 export function replicaStats(client: object): Readonly<ReplicaStats> | undefined {
   return replicaSets.get(client)?.stats;
 }
 
 const HOOK: unique symbol = Symbol('hotkey.ioredis');
-/** the write-hot modes (redis/write-hot.ts) of a wrapped client, for `hotKeyStats` / `flushWrites` */
+/** the write-hot modes (redis/write/write-hot.ts) of a wrapped client, for `hotKeyStats` / `flushWrites` */
 export const WRITE_HOT: unique symbol = Symbol('hotkey.writeHot');
 /** the circuit breakers (breaker.ts) of a wrapped client, for `hotKeyStats` */
 export const BREAKERS: unique symbol = Symbol('hotkey.breakers');

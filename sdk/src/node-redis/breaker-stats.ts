@@ -1,5 +1,5 @@
 /** `breakerStats(client)`: the per-node circuit breakers (breaker.ts) of a wrapped node-redis client, Cluster or pool. */
-import type { BreakerStats } from '../redis/breaker.ts';
+import type { BreakerStats } from '../redis/breaker/breaker.ts';
 import { hookOf } from './client-hook.ts';
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The node-redis side of the circuit breaker (redis/breaker.ts). Its hook is a layer under the
+ * The node-redis side of the circuit breaker (redis/breaker/breaker.ts). Its hook is a layer under the
  * adapter's own (`client → hooked → breaker layer → RedisClient.prototype`): every command and
  * batch that reaches Redis through a hooked client — the caller's, and the ones the read path
  * and write invalidation send — passes `sendCommand`, `_executeMulti` or `_executePipeline`
@@ -19,10 +19,16 @@
  * again (client-hook.ts asks `isOpenFor`), as it does while the client is ready.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import { Breakers, waitsByDesign, type BreakerOptions, type BreakerStats, type NodeBreaker } from '../redis/breaker.ts';
-import { exportBreakerMetrics } from '../redis/breaker-metrics.ts';
-import type { Cmd } from '../redis/command.ts';
-import type { ReadGuard } from '../redis/hot-read.ts';
+import {
+  Breakers,
+  waitsByDesign,
+  type BreakerOptions,
+  type BreakerStats,
+  type NodeBreaker,
+} from '../redis/breaker/breaker.ts';
+import { exportBreakerMetrics } from '../redis/breaker/breaker-metrics.ts';
+import type { RedisCommand } from '../redis/command.ts';
+import type { ReadGuard } from '../redis/read/hot-read.ts';
 import { hashSlot } from '../redis/hash-slots.ts';
 import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
@@ -92,10 +98,10 @@ export class NodeRedisBreaker {
   #viaNode: NodeBreaker | undefined;
   #viaClient: LayerClient | undefined;
   /** the read path's cold read on its way down to the layer (`guard.sent`): timed there, heard by the read path */
-  #readAbove: Cmd | undefined;
+  #readAbove: RedisCommand | undefined;
 
   /**
-   * The read path's guard (redis/hot-read.ts `ReadGuard`): a cold read it sends is timed by the
+   * The read path's guard (redis/read/hot-read.ts `ReadGuard`): a cold read it sends is timed by the
    * layer as it passes, and its answer heard through the settling functions the read path put on
    * it, not by a reaction of ours to the reply's promise (a second price per cold read).
    */

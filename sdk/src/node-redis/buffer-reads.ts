@@ -3,7 +3,7 @@
  * `withTypeMapping({ [RESP_TYPES.BLOB_STRING]: Buffer })`, or a client created with it): GET and
  * MGET (client-hook.ts), HGET and HMGET (hash-reads.ts) are answered from the cache as Buffers.
  *
- * - The cache holds one entry per key, as strings (redis/byte-replies.ts), shared with the key's
+ * - The cache holds one entry per key, as strings (redis/read/byte-replies.ts), shared with the key's
  *   string readers: such a read goes through the hot read path as a read of strings of our own
  *   (the caller's options without the type mapping), never as the caller's command, whose Buffer
  *   reply would become the entry a string reader is then handed.
@@ -13,9 +13,9 @@
  * - HGETALL under such a mapping is Redis's to answer (hash-reads.ts): its field names would be
  *   Buffers too, in a shape node-redis builds per version and RESP.
  */
-import { asBytes } from '../redis/byte-replies.ts';
+import { asBytes } from '../redis/read/byte-replies.ts';
 import type { Send } from '../redis/command.ts';
-import type { HotReads } from '../redis/hot-read.ts';
+import type { HotReads } from '../redis/read/hot-read.ts';
 import { keyName } from '../redis/identity.ts';
 import { commandOf, withoutTypeMapping, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
 
@@ -86,7 +86,7 @@ export function bufferReads(ctx: Context, send: Send<NodeRedisClient>, sendPlain
     if (key === undefined) return sendPlain(self, argv, options);
     ctx.tracking?.reading();
     if (!hk.isHot(key)) {
-      // cold: counted, then sent as is; unless this very count made the key surge here (client/surge-local.ts)
+      // cold: counted, then sent as is; unless this very count made the key surge here (client/read/surge-local.ts)
       hk.track(key);
       if (!hk.isHot(key)) return sendPlain(self, argv, options);
     }

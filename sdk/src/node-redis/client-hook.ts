@@ -2,9 +2,9 @@
  * The node-redis dispatch the adapter hooks, on one `RedisClient` (v5 and v6 dispatch alike):
  * - every command method, script and function call, and `sendCommand(args, options)` itself,
  *   reaches `sendCommand` with the argument list Redis gets (key prefix applied): the hook there
- *   answers hot GETs locally (redis/hot-read.ts), hot hash reads (hash-reads.ts), and the hot
+ *   answers hot GETs locally (redis/read/hot-read.ts), hot hash reads (hash-reads.ts), and the hot
  *   keys of an MGET with only the others sent in one MGET, and settles writes after their invalidation
- *   (redis/write-invalidation.ts);
+ *   (redis/write/write-invalidation.ts);
  * - `multi().exec()` and `multi().execAsPipeline()` reach `_executeMulti` / `_executePipeline`
  *   with the queued argument lists, past `sendCommand`: their writes are invalidated when the
  *   batch replies (a transaction's, or a failed one's, too);
@@ -21,7 +21,7 @@ import { ErrorCode, HotKeyError } from '../errors.ts';
 import { KEYSPACE_WRITES, WRITES } from '../redis/command-table.ts';
 import { keyName } from '../redis/identity.ts';
 import { keysOf } from '../redis/key-specs.ts';
-import { inOpenTransaction } from '../redis/write-invalidation.ts';
+import { inOpenTransaction } from '../redis/write/write-invalidation.ts';
 import { commandName } from './command-name.ts';
 import { commandOf, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
 import { isOwn } from './own-send.ts';
@@ -30,7 +30,7 @@ import { HASH_READS, hashReads } from './hash-reads.ts';
 import { flushingMethods, pointAliases } from './held-order.ts';
 import { buffersFor, typeMappingOf, UNKNOWN } from './type-mapping.ts';
 import { ASK_REDIS, bufferReads, cachedRead, type SendPlain } from './buffer-reads.ts';
-import type { Cmd, Send } from '../redis/command.ts';
+import type { RedisCommand, Send } from '../redis/command.ts';
 
 export const HOOK: unique symbol = Symbol('hotkey.node-redis');
 
@@ -79,7 +79,7 @@ class ClientHook {
     // the breaker's layer goes under the hook: what the hook sends reaches Redis through it
     const base = (ctx.breaker?.layer(real) ?? Object.getPrototypeOf(real)) as Proto;
     this.#base = base;
-    this.send = function send(this: NodeRedisClient, command: Cmd): unknown {
+    this.send = function send(this: NodeRedisClient, command: RedisCommand): unknown {
       const own = command as Partial<ReturnType<typeof commandOf>>;
       const argv = own.argv ?? [command.name.toUpperCase(), ...command.args];
       // the settling functions as they are now: a write's were wrapped before it is sent (write-invalidation.ts)

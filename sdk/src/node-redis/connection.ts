@@ -1,5 +1,5 @@
 /**
- * The node-redis adapter's connections of its own, for tracking (redis/tracking.ts drives them
+ * The node-redis adapter's connections of its own, for tracking (redis/tracking/tracking.ts drives them
  * through its `TrackingConnection` interface): each is a node-redis client duplicated from the
  * user's, RESP2 (tracking redirects to a RESP2 subscriber, as for ioredis), no key prefix, no
  * client-side cache, no offline queue, no type mapping, and no reconnection of its own. When its
@@ -10,7 +10,7 @@
  * RESP2 subscriber refuses `CLIENT ID`).
  */
 import { EventEmitter } from 'node:events';
-import type { TrackingConnection } from '../redis/tracking.ts';
+import type { TrackingConnection } from '../redis/tracking/tracking.ts';
 
 /** What the adapter uses of a node-redis client (v5 and v6): sends, transactions, pub/sub, events. */
 export interface NodeRedisLike {

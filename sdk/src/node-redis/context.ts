@@ -5,17 +5,22 @@
  * value push. The hooks (client-hook.ts) map node-redis's dispatch onto it.
  */
 import type { HotKeyClient } from '../client/client.ts';
-import type { Cmd } from '../redis/command.ts';
-import { hotReads, type HotReads } from '../redis/hot-read.ts';
+import type { RedisCommand } from '../redis/command.ts';
+import { hotReads, type HotReads } from '../redis/read/hot-read.ts';
 import { keysOf } from '../redis/key-specs.ts';
-import { Replicas, type ReplicaNodes } from '../redis/replicas.ts';
-import { SharedRecords } from '../redis/shared-records.ts';
-import { Tracking, type TrackedClient, type TrackingConnection, type TrackingRole } from '../redis/tracking.ts';
-import { trackedReadBack, UpdateWrites } from '../redis/update-writes.ts';
-import { writeInvalidation, type WriteInvalidation } from '../redis/write-invalidation.ts';
-import { WriteHot } from '../redis/write-hot.ts';
+import { Replicas, type ReplicaNodes } from '../redis/read/replicas.ts';
+import { SharedRecords } from '../redis/read/shared-records.ts';
+import {
+  Tracking,
+  type TrackedClient,
+  type TrackingConnection,
+  type TrackingRole,
+} from '../redis/tracking/tracking.ts';
+import { trackedReadBack, UpdateWrites } from '../redis/write/update-writes.ts';
+import { writeInvalidation, type WriteInvalidation } from '../redis/write/write-invalidation.ts';
+import { WriteHot } from '../redis/write/write-hot.ts';
 import { WrapEvents } from '../redis/wrap-events.ts';
-import type { OwnSend } from '../redis/scripts.ts';
+import type { OwnSend } from '../redis/write/scripts.ts';
 import { commandName } from './command-name.ts';
 import type { NodeRedisLike } from './connection.ts';
 import { hashReply } from './hash-shapes.ts';
@@ -39,7 +44,7 @@ export interface CommandOptions {
 }
 
 /** A core command built from a node-redis argument list: `argv` is sent as given (the caller's case). */
-export interface NodeRedisCmd extends Cmd {
+export interface NodeRedisCommand extends RedisCommand {
   argv: readonly unknown[];
   options: CommandOptions | undefined;
 }
@@ -52,11 +57,11 @@ function capture(resolve: (value: unknown) => void, reject: (error: Error) => vo
 }
 
 /**
- * A command (name first) as the core's `Cmd`, settled by whoever sends it. A class, not an object
+ * A command (name first) as the core's `RedisCommand`, settled by whoever sends it. A class, not an object
  * of closures: one is made for every GET the hook takes, and its methods and settling functions
  * are then shared or the promise's own.
  */
-class NodeRedisCommand implements NodeRedisCmd {
+class ArgvCommand implements NodeRedisCommand {
   readonly name: string;
   readonly args: unknown[];
   readonly argv: readonly unknown[];
@@ -84,8 +89,8 @@ class NodeRedisCommand implements NodeRedisCmd {
 }
 
 /** `name`: the command's name in lower case, when the caller has it already */
-export function commandOf(argv: readonly unknown[], options?: CommandOptions, name?: string): NodeRedisCmd {
-  return new NodeRedisCommand(argv, options, name);
+export function commandOf(argv: readonly unknown[], options?: CommandOptions, name?: string): NodeRedisCommand {
+  return new ArgvCommand(argv, options, name);
 }
 
 /**
@@ -106,9 +111,9 @@ export interface Context {
   readonly tracking: Tracking | undefined;
   readonly reads: HotReads<NodeRedisClient>;
   readonly writes: WriteInvalidation;
-  /** shards and coalescing of write-hot keys (redis/write-hot.ts) */
+  /** shards and coalescing of write-hot keys (redis/write/write-hot.ts) */
   readonly writeHot: WriteHot;
-  /** replica keys (redis/replicas.ts), undefined when off */
+  /** replica keys (redis/read/replicas.ts), undefined when off */
   readonly replicas: Replicas | undefined;
   /** the circuit breaker per node (breaker.ts); undefined with `breaker: false` */
   readonly breaker: NodeRedisBreaker | undefined;
@@ -212,14 +217,14 @@ export function createContext(o: ContextOptions): Context {
     ready: (c) => c.isReady,
     // our own commands (a PTTL, an HGETALL) keep the caller's options but never its type mapping: the core reads plain replies
     command: (like, name, args) =>
-      commandOf([name.toUpperCase(), ...args], withoutTypeMapping((like as Partial<NodeRedisCmd>).options)),
+      commandOf([name.toUpperCase(), ...args], withoutTypeMapping((like as Partial<NodeRedisCommand>).options)),
     loadBlocked: (key) => breaker?.loadBlocked(key),
     watchLoad: () => {},
     // a cold GET is timed by the breaker's layer as it passes, and heard by the read path's settling functions
     guard: breaker?.guard,
     hashReply,
     connection: (c) => c._self ?? c,
-    sameRead: (a, b) => (a as NodeRedisCmd).options === (b as NodeRedisCmd).options,
+    sameRead: (a, b) => (a as NodeRedisCommand).options === (b as NodeRedisCommand).options,
   });
   const updates =
     options.writes === 'update' && tracking !== undefined

@@ -1,9 +1,9 @@
 /**
  * `counter(client, key, { shards })` on a node-redis client, Cluster or pool, wrapped with
- * `withHotKeys` or not: the core's sharded counter (redis/counters.ts) over the adapter's own
+ * `withHotKeys` or not: the core's sharded counter (redis/write/counters.ts) over the adapter's own
  * commands (own-send.ts), which a wrapped client neither counts nor invalidates.
  */
-import { ShardedCounter, type CounterOptions } from '../redis/counters.ts';
+import { ShardedCounter, type CounterOptions } from '../redis/write/counters.ts';
 import { ownSend } from './own-send.ts';
 
 /**

@@ -1,8 +1,8 @@
 /**
  * Hash reads of hot keys on node-redis: HGET, HGETALL and HMGET (methods and `sendCommand` alike:
  * both reach the hook with the argument list) through the core's one-key hot read
- * (redis/hot-read.ts), the path GET takes: cache hit, one tracked load per key, TTL capped by
- * PTTL, namespace and tracking-session checks. A hot hash is cached whole (redis/hash-replies.ts).
+ * (redis/read/hot-read.ts), the path GET takes: cache hit, one tracked load per key, TTL capped by
+ * PTTL, namespace and tracking-session checks. A hot hash is cached whole (redis/read/hash-replies.ts).
  *
  * The hook answers with the reply `sendCommand` would give, before node-redis's own
  * `transformReply` (which then runs on it as on Redis's): HGET a string or null, HMGET an array
@@ -14,14 +14,14 @@
  *   one of maps to anything but an object, `Map` or array.
  * - A field named by a Buffer, a wrong arity: sent as is (Redis says what is wrong).
  */
-import { hashOf, pickFields } from '../redis/hash-replies.ts';
+import { hashOf, pickFields } from '../redis/read/hash-replies.ts';
 import type { Send } from '../redis/command.ts';
 import { keyName } from '../redis/identity.ts';
 import { commandOf, withoutTypeMapping, type CommandOptions, type Context, type NodeRedisClient } from './context.ts';
-import { shapeOf, type HashCmd, type Shape } from './hash-shapes.ts';
+import { shapeOf, type HashCommand, type Shape } from './hash-shapes.ts';
 import { buffersFor, MAP, typeMappingOf, UNKNOWN } from './type-mapping.ts';
 import type { BufferReads, SendPlain } from './buffer-reads.ts';
-import { asBytes } from '../redis/byte-replies.ts';
+import { asBytes } from '../redis/read/byte-replies.ts';
 
 export const HASH_READS: ReadonlySet<string> = new Set(['hget', 'hgetall', 'hmget']);
 
@@ -65,7 +65,7 @@ export function hashReads(
     if (!fields.every((field) => typeof field === 'string')) return undefined;
     if (!hk.isHot(key)) {
       // cold: counted before it is sent, as the core counts a GET; unless this very count made
-      // the key surge here (client/surge-local.ts), then it goes on as a hot read
+      // the key surge here (client/read/surge-local.ts), then it goes on as a hot read
       ctx.tracking?.reading();
       hk.track(key);
       if (!hk.isHot(key)) return sendPlain(self, argv, options);
@@ -93,7 +93,7 @@ export function hashReads(
       );
       return sent;
     }
-    const command: HashCmd = commandOf(argv, options);
+    const command: HashCommand = commandOf(argv, options);
     command.hashShape = shape;
     return reads.read(self, send, command, 'hgetall');
   }

@@ -5,16 +5,16 @@
  * adapter does not guess the version or the default RESP: hash-reads.ts learns the shape from a
  * reply Redis gave the client, and this module builds the same shape from a cached hash. A flat
  * array or a `Map` shows the fields' order, which the cached object keeps except for array-index
- * names (redis/hash-replies.ts): such a hash is not built for them (Redis answers).
+ * names (redis/read/hash-replies.ts): such a hash is not built for them (Redis answers).
  */
-import type { Cmd } from '../redis/command.ts';
-import { inReplyOrder, type CachedHash } from '../redis/hash-replies.ts';
+import type { RedisCommand } from '../redis/command.ts';
+import { inReplyOrder, type CachedHash } from '../redis/read/hash-replies.ts';
 
 /** How a client's HGETALL reply comes, as learned from one of Redis's. */
 export type Shape = 'flat' | 'map' | 'null-object' | 'object';
 
 /** An HGETALL of the caller's, with the shape its reply takes; absent on our own (the cached form is wanted). */
-export interface HashCmd extends Cmd {
+export interface HashCommand extends RedisCommand {
   hashShape?: Shape;
 }
 
@@ -31,8 +31,8 @@ export function shapeOf(reply: unknown): Shape | undefined {
  * A cached hash as an HGETALL of `command` replies (its own copy); the cached form for a command
  * of ours; undefined when the shape shows an order the cache does not keep. The context's `hashReply`.
  */
-export function hashReply(command: Cmd, hash: CachedHash): unknown {
-  const shape = (command as HashCmd).hashShape;
+export function hashReply(command: RedisCommand, hash: CachedHash): unknown {
+  const shape = (command as HashCommand).hashShape;
   if (shape === undefined) return hash;
   if ((shape === 'flat' || shape === 'map') && !inReplyOrder(hash)) return undefined;
   const fields = Object.keys(hash);

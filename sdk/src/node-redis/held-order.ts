@@ -1,7 +1,7 @@
 /**
  * The node-redis methods that put a command in the client's queue past `sendCommand` (pub/sub,
  * MONITOR, QUIT, RESET) or end the connection (close, destroy, disconnect): each sends the GETs
- * the read path holds till the end of the job (redis/held-reads.ts) first, so that they keep
+ * the read path holds till the end of the job (redis/read/held-reads.ts) first, so that they keep
  * their place on the connection — before a SUBSCRIBE that would refuse them in RESP2, before a
  * QUIT or close that would refuse them altogether. node-redis binds the lower-case aliases
  * (`subscribe = this.SUBSCRIBE`) on the instance when it is built: those own properties are

@@ -1,5 +1,5 @@
 /**
- * The node-redis side of the core's own commands (redis/scripts.ts `OwnSend`): folds, shard
+ * The node-redis side of the core's own commands (redis/write/scripts.ts `OwnSend`): folds, shard
  * writes, merged INCRBYs and counter scripts. They carry a marker in their command options (a
  * symbol key: node-redis copies options with spread, at every hop from a Cluster's dispatch to
  * the node client it picks, so the marker reaches the hook), and the hook (client-hook.ts)
@@ -7,7 +7,7 @@
  * invalidated, not routed again. A Cluster sends it by its key (`cluster.sendCommand(key, …)`:
  * slot lookup, MOVED and ASK as for any command); a client or pool as it is.
  */
-import type { OwnSend } from '../redis/scripts.ts';
+import type { OwnSend } from '../redis/write/scripts.ts';
 
 const OWN: unique symbol = Symbol('hotkey.own');
 /** and no type mapping (a client's `commandOptions` may set one): the core reads plain replies */

@@ -1,12 +1,12 @@
 /**
- * What replica keys (redis/replicas.ts) need of a node-redis client or Cluster: the slot map
+ * What replica keys (redis/read/replicas.ts) need of a node-redis client or Cluster: the slot map
  * (`RedisClusterSlots`: `slots[slot].master`, `masters`) and a way to send our own GET / SET /
  * DEL / PTTL to the node of a key past the hook — the adapter's own commands (own-send.ts): a
  * Cluster sends them through its dispatch (`sendCommand(firstKey, …)`, which follows MOVED and
  * ASK), a client or pool as they are.
  */
-import type { ReplicaNodes } from '../redis/replicas.ts';
-import type { OwnSend } from '../redis/scripts.ts';
+import type { ReplicaNodes } from '../redis/read/replicas.ts';
+import type { OwnSend } from '../redis/write/scripts.ts';
 
 type Sender = Pick<ReplicaNodes, 'isCluster' | 'masterOf' | 'masterCount' | 'send'>;
 

@@ -5,8 +5,8 @@
  * a `withTypeMapping` / `withCommandOptions` proxy of one). A pool makes its state at its first
  * command: before that there is nothing to report.
  */
-import type { ReplicaStats } from '../redis/replicas.ts';
-import type { WriteHotStats } from '../redis/write-hot.ts';
+import type { ReplicaStats } from '../redis/read/replicas.ts';
+import type { WriteHotStats } from '../redis/write/write-hot.ts';
 import { hookOf } from './client-hook.ts';
 import type { Context } from './context.ts';
 
@@ -42,7 +42,7 @@ export function flushWrites(client: object): Promise<void> {
   return contextOf(client).writeHot?.flush() ?? Promise.resolve();
 }
 
-/** What a wrapped client's replica keys did (redis/replicas.ts); undefined for a client without them. */
+/** What a wrapped client's replica keys did (redis/read/replicas.ts); undefined for a client without them. */
 export function replicaStats(client: object): Readonly<ReplicaStats> | undefined {
   const real = (client as { _self?: object })._self ?? client;
   return hookOf(real)?.replicas?.stats;

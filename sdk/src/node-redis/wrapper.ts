@@ -15,8 +15,8 @@
  * plain one (nothing is hot, so nothing is served locally; writes are not delayed).
  */
 import type { HotKeyClient } from '../client/client.ts';
-import type { TrackedClient } from '../redis/tracking.ts';
-import { connectionName } from '../redis/tracking-session.ts';
+import type { TrackedClient } from '../redis/tracking/tracking.ts';
+import { connectionName } from '../redis/tracking/tracking-session.ts';
 import { NodeRedisConnection, ownOverrides, type NodeRedisLike } from './connection.ts';
 import { createContext, type Context, type NodeRedisClient } from './context.ts';
 import { HOOK, hookClient, hookOf } from './client-hook.ts';

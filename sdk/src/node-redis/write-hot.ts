@@ -1,5 +1,5 @@
 /**
- * The node-redis side of the write-hot modes (redis/write-hot.ts): which commands the hook hands
+ * The node-redis side of the write-hot modes (redis/write/write-hot.ts): which commands the hook hands
  * the core, and merged increments flushed before the client closes.
  * - Routed: GET / INCR / INCRBY / DECR / DECRBY sent on their own (a method or `sendCommand`),
  *   while a rule asks for shards or coalescing. Not routed, sent to the key as they are (still
@@ -12,7 +12,7 @@
  *   waits for them to land, since its sends look their node up, or wait for a client, first.
  */
 import { keyName } from '../redis/identity.ts';
-import type { WriteHot } from '../redis/write-hot.ts';
+import type { WriteHot } from '../redis/write/write-hot.ts';
 import { commandOf, type CommandOptions } from './context.ts';
 
 /** RESP type codes in node-redis's `typeMapping` (RESP_TYPES): bulk string, number */

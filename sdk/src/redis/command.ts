@@ -4,7 +4,7 @@
  * node-redis adapter builds one per command it dispatches), and the core never imports a client.
  * Model: rueidis's one cache interface over its connections (`Completed` commands over `pipe`).
  */
-export interface Cmd {
+export interface RedisCommand {
   /** lower case, as ioredis names its commands */
   name: string;
   /** the arguments after the name, keys with any key prefix applied */
@@ -21,7 +21,7 @@ export interface Cmd {
 }
 
 /** Sends a command past the adapter's hook on `client`'s connection (stream and node: ioredis's pipelines and Cluster nodes). */
-export type Send<C = object> = (this: C, command: Cmd, stream?: unknown, node?: unknown) => unknown;
+export type Send<C = object> = (this: C, command: RedisCommand, stream?: unknown, node?: unknown) => unknown;
 
 /**
  * Marks a command the adapter already handed to its client: re-sends of it (offline queue,

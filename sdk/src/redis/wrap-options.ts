@@ -5,9 +5,9 @@
  * TypeError naming the field and a missing one means the same default whichever client is wrapped.
  * Shaped as ioredis's `DEFAULT_REDIS_OPTIONS` beside its `RedisOptions`.
  */
-import { breakerSettings, type BreakerOptions } from './breaker.ts';
-import { replicaOptions, type ReplicaOptions } from './replicas.ts';
-import type { TrackingOptions } from './tracking.ts';
+import { breakerSettings, type BreakerOptions } from './breaker/breaker.ts';
+import { replicaOptions, type ReplicaOptions } from './read/replicas.ts';
+import type { TrackingOptions } from './tracking/tracking.ts';
 
 export interface WithHotKeysOptions {
   /**
@@ -20,13 +20,13 @@ export interface WithHotKeysOptions {
   onInvalidateError?: (error: unknown, key: string) => void;
   /**
    * Redis server-assisted tracking of hot keys, on connections of the adapter's own, so that
-   * writes by clients without the SDK drop cached values within milliseconds (redis/tracking.ts):
+   * writes by clients without the SDK drop cached values within milliseconds (redis/tracking/tracking.ts):
    * `true`, `false` (a cached value then lives until `cacheTtlMs` or its Redis TTL, whoever
    * writes), or its options @default true
    */
   tracking?: boolean | TrackingOptions;
   /**
-   * A circuit breaker per Redis node (redis/breaker.ts; the standalone server, or each Cluster
+   * A circuit breaker per Redis node (redis/breaker/breaker.ts; the standalone server, or each Cluster
    * master): after `failures` consecutive failures or timeouts, commands for the node fail fast
    * with HK_ERR_BREAKER_OPEN for `coolDownMs` (a hot key's load too: the client may then serve
    * its last value), then a probe closes it. `true`, `false` or its options
@@ -34,7 +34,7 @@ export interface WithHotKeysOptions {
    */
   breaker?: boolean | BreakerOptions;
   /**
-   * Replica keys for read-hot keys of rules with `cache: false` (redis/replicas.ts): GETs spread
+   * Replica keys for read-hot keys of rules with `cache: false` (redis/read/replicas.ts): GETs spread
    * over copies on other Cluster masters, as many as the hub decides. `true`, `false` (off) or its
    * options @default true (on, copies live 2 s)
    */
@@ -45,7 +45,7 @@ export interface WithHotKeysOptions {
    * `PSETEX` on its own — not in a pipeline or MULTI — is read back with its TTL through this
    * instance's tracking once Redis replied, and the invalidation carries that value: every
    * instance drops the old value and caches the new one in the same step, without a read of its
-   * own; this instance vouches for it like a filler, redis/update-writes.ts). Other writes, keys
+   * own; this instance vouches for it like a filler, redis/write/update-writes.ts). Other writes, keys
    * not shared, values over `maxPushBytes`, tracking down: an invalidation, as with 'invalidate'.
    * @default 'invalidate'
    */

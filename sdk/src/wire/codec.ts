@@ -34,7 +34,7 @@ export function encode(message: Message): Uint8Array {
 
 // Pushed values (Push, Value) are the SDK's own msgpack, carried as bin and opaque to the hub.
 // moreTypes: Date, Set, RegExp, Error and typed arrays round-trip as themselves; plain objects
-// come back as plain objects (client/push.ts decides which values may be pushed).
+// come back as plain objects (client/read/push.ts decides which values may be pushed).
 const valuePackr = new Packr({ useRecords: false, moreTypes: true, mapsAsObjects: true } as Options);
 
 /** A value to push, as bytes (throws on what msgpack cannot hold, e.g. a symbol). */

@@ -345,7 +345,7 @@ export interface Value {
 
 /**
  * What a pushed value's bytes hold, when not the value itself (absent): 1, a cache record of the
- * ioredis wrapper (redis/shared-records.ts), which only SDKs with a wrapped client inject.
+ * ioredis wrapper (redis/read/shared-records.ts), which only SDKs with a wrapped client inject.
  * The hub forwards it untouched.
  */
 export const PushForm = { Record: 1 } as const;

@@ -11,7 +11,7 @@ import { MetricsRegistry } from '../../../hub/src/http/metrics.ts';
 import { CORE_FAMILIES } from '../../../hub/src/http/metric-series.ts';
 import { startNotifications } from '../../../hub/src/server/notifications.ts';
 import { HotKeyClient } from '../../../sdk/src/client/client.ts';
-import { metricsText } from '../../../sdk/src/client/metrics.ts';
+import { metricsText } from '../../../sdk/src/client/observe/metrics.ts';
 import { cell, code, table } from './markdown.ts';
 
 interface Series {

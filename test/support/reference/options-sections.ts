@@ -7,7 +7,7 @@
 import { DEFAULT_TUNABLES } from '../../../hub/src/core/tunables.ts';
 import { FLAG_DOCS } from '../../../hub/src/cli-flags.ts';
 import { DEFAULT_CLIENT_OPTIONS, DEFAULT_SURGE_LOCAL } from '../../../sdk/src/options.ts';
-import { BREAKER_DEFAULTS } from '../../../sdk/src/redis/breaker.ts';
+import { BREAKER_DEFAULTS } from '../../../sdk/src/redis/breaker/breaker.ts';
 import { cell, code, table } from './markdown.ts';
 import type { OptionDoc, SourceReader } from './source-reader.ts';
 
