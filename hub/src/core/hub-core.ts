@@ -72,13 +72,14 @@ export interface HubCoreOptions {
   id: string;
   coordinator: Coordinator;
   tunables: HubTunables;
-  now: () => number;
+  /** wall clock in ms: event times, the windows the aggregators count in, the QPS history */
+  wallNow: () => number;
   /** every event of this hub's decisions goes here, as fields (`{ evt: 'promote', app, key, qps }`) */
   logger: Logger;
   /** the hot keys' recent QPS @default a QpsHistory with its defaults (5 min at 1 s, 2000 keys) */
   qpsHistory?: QpsHistory;
   /** monotonic clock in ms for leases (a wall clock jumping forward would end them early) @default performance.now */
-  clock?: () => number;
+  monoNow?: () => number;
   /** writes big fan-outs with other threads' help (the socket adapter's FanoutThreads) @default none */
   bulk?: BulkWriter;
   /** how keys are shown outside the core (key-privacy.ts) @default every key plain */
@@ -100,7 +101,7 @@ export class HubCore implements SessionHost {
   /** how keys are shown outside the core: events, logs, the API and the feed (key-privacy.ts) */
   readonly keyPrivacy: KeyPrivacy;
   url = '';
-  readonly #now: () => number;
+  readonly #wallNow: () => number;
   readonly #logger: Logger;
   readonly #apps: Apps;
   readonly #announcer: Announcer;
@@ -119,10 +120,10 @@ export class HubCore implements SessionHost {
     this.id = options.id;
     this.coordinator = options.coordinator;
     this.tunables = options.tunables;
-    this.#now = options.now;
-    const clock = options.clock ?? (() => performance.now());
+    this.#wallNow = options.wallNow;
+    const monoNow = options.monoNow ?? (() => performance.now());
     this.#logger = options.logger;
-    this.startedAt = this.#now();
+    this.startedAt = this.#wallNow();
     this.#status = new StatusClock(this.startedAt);
     this.#ingest = new ReportIngest(this.metrics);
     const membership = this.coordinator.members();
@@ -135,17 +136,17 @@ export class HubCore implements SessionHost {
       coordinator: this.coordinator,
       metrics: this.metrics,
       logger: this.#logger,
-      now: this.#now,
+      wallNow: this.#wallNow,
     });
-    this.#apps = this.#createApps(clock, options.bulk);
+    this.#apps = this.#createApps(monoNow, options.bulk);
     const initial = new Ownership(membership.members.map((m) => m.id));
-    this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, clock, initial });
+    this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, monoNow, initial });
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
       notBefore: (key, flush) => (flush ? this.#fence.notBeforeAny() : this.#fence.notBefore(key)),
       metrics: this.metrics,
-      now: this.#now,
-      clock,
+      wallNow: this.#wallNow,
+      monoNow,
       leaseMs: this.tunables.leaseMs,
       publish: (event) => this.#announcer.publish(event),
       maxPushBytes: this.tunables.maxPushBytes,
@@ -158,20 +159,20 @@ export class HubCore implements SessionHost {
       maxTotalQueuedBytes: t.maxQueuedBytes,
     });
     this.invalidationBudget = this.#createInvalidationBudget();
-    this.#handoff = this.#createHandoff(clock, membership.epoch, membership.members);
+    this.#handoff = this.#createHandoff(monoNow, membership.epoch, membership.members);
     this.#listen();
   }
 
   /** The per-app registry, whose promotions and demotions the announcer makes news. */
-  #createApps(clock: () => number, bulk: BulkWriter | undefined): Apps {
+  #createApps(monoNow: () => number, bulk: BulkWriter | undefined): Apps {
     return new Apps({
       coordinator: this.coordinator,
       tunables: this.tunables,
       metrics: this.metrics,
-      now: this.#now,
-      clock,
+      wallNow: this.#wallNow,
+      monoNow,
       // SDKs may hold leases granted by this hub's previous life: wait one out before any ack
-      ackNotBefore: clock() + this.tunables.leaseMs,
+      ackNotBefore: monoNow() + this.tunables.leaseMs,
       logger: this.#logger,
       accept: this.#members.accept,
       bulk,
@@ -184,7 +185,7 @@ export class HubCore implements SessionHost {
       onDemote: (app, key, qps, reason) => {
         // broadcast-class for one lease more: a Grant sent before the Demote may still cover it (directed.ts)
         app.demotedAt.delete(key);
-        app.demotedAt.set(key, clock());
+        app.demotedAt.set(key, monoNow());
         this.#announcer.demoted(app, key, qps, reason);
       },
     });
@@ -197,7 +198,7 @@ export class HubCore implements SessionHost {
       rate: t.invalidateRate,
       burst: t.invalidateBurst,
       maxQueued: t.maxQueuedInvalidations,
-      now: this.#now,
+      wallNow: this.#wallNow,
       route: (from, request) => {
         const session = from as Session;
         const app = this.#apps.get(session.app);
@@ -207,7 +208,7 @@ export class HubCore implements SessionHost {
   }
 
   /** The window handoff to and from the other hubs, starting at the membership the hub began with. */
-  #createHandoff(clock: () => number, epoch: number, members: readonly Member[]): Handoff {
+  #createHandoff(monoNow: () => number, epoch: number, members: readonly Member[]): Handoff {
     return new Handoff(
       {
         selfId: this.id,
@@ -222,8 +223,8 @@ export class HubCore implements SessionHost {
         open: (app) => this.#apps.open(app)?.aggregator,
         counters: this.metrics.handoff,
         logger: this.#logger,
-        now: this.#now,
-        clock,
+        wallNow: this.#wallNow,
+        monoNow,
       },
       epoch,
       members,
@@ -261,7 +262,7 @@ export class HubCore implements SessionHost {
 
   /** A new connection from `remote` (its socket's address, if known): starts its hello deadline. */
   attach(peer: Peer, remote = ''): Session {
-    const session = new Session(peer, this, this.#now());
+    const session = new Session(peer, this, this.#wallNow());
     session.remote = remote;
     this.metrics.connectionsAccepted++;
     if (this.#closing) {
@@ -280,7 +281,7 @@ export class HubCore implements SessionHost {
 
   hello(session: Session, hello: Hello): void {
     openSession(
-      { hubId: this.id, apps: this.#apps, members: this.#members, tunables: this.tunables, now: this.#now },
+      { hubId: this.id, apps: this.#apps, members: this.#members, tunables: this.tunables, wallNow: this.#wallNow },
       session,
       hello,
     );
@@ -291,7 +292,7 @@ export class HubCore implements SessionHost {
   report(session: Session, report: Report, from: number, max: number, bytes?: number): number {
     const app = this.#apps.get(session.app);
     if (app === undefined) return report.keys.length;
-    return this.#ingest.decoded(app, session, report, from, max, this.#now(), bytes);
+    return this.#ingest.decoded(app, session, report, from, max, this.#wallNow(), bytes);
   }
 
   /** As `report`, for a Report frame read in place; moves the frame's cursor to where it stopped. */
@@ -301,7 +302,7 @@ export class HubCore implements SessionHost {
       frame.index = frame.length;
       return frame.length;
     }
-    return this.#ingest.inPlace(app, session, frame, max, this.#now(), bytes);
+    return this.#ingest.inPlace(app, session, frame, max, this.#wallNow(), bytes);
   }
 
   invalidate(session: Session, request: InvalidateRequest): void {
@@ -325,7 +326,7 @@ export class HubCore implements SessionHost {
 
   resync(session: Session): void {
     const app = this.#apps.get(session.app);
-    if (app !== undefined) sendSnapshot(app, session, this.#now(), this.#members.accept);
+    if (app !== undefined) sendSnapshot(app, session, this.#wallNow(), this.#members.accept);
   }
 
   lease(session: Session, id: number): void {
@@ -336,7 +337,7 @@ export class HubCore implements SessionHost {
 
   push(session: Session, push: Push): void {
     refuseFromLegacy(session, 'Push');
-    this.#apps.get(session.app)?.shares.push(session, push, this.#now());
+    this.#apps.get(session.app)?.shares.push(session, push, this.#wallNow());
   }
 
   closed(session: Session): void {
@@ -352,7 +353,7 @@ export class HubCore implements SessionHost {
       this.metrics.orphanInvalidations++;
       this.#invalidations.broadcast(app, key, false);
     }
-    app.shares.left(session, this.#now());
+    app.shares.left(session, this.#wallNow());
   }
 
   faulted(session: Session, err: unknown): void {
@@ -372,7 +373,7 @@ export class HubCore implements SessionHost {
   /** Marks a key hot by hand. Returns false when the app is unknown or no rule matches the key. */
   promote(appName: string, key: string): boolean {
     const app = this.#apps.open(appName);
-    return app !== undefined && app.aggregator.promote(key, this.#now());
+    return app !== undefined && app.aggregator.promote(key, this.#wallNow());
   }
 
   /** Broadcasts an invalidation without waiting for acks; returns the seq, or undefined for an unknown app. */
@@ -400,7 +401,7 @@ export class HubCore implements SessionHost {
 
   /** hot keys this hub owns, highest QPS first */
   hotKeys(appName?: string): HotKeyRow[] {
-    return hotKeyRows(this.#apps.values(), this.id, this.#now(), appName);
+    return hotKeyRows(this.#apps.values(), this.id, this.#wallNow(), appName);
   }
 
   /** SDK connections to this hub, at most `limit` */
@@ -441,7 +442,7 @@ export class HubCore implements SessionHost {
 
   /** Demotions, expiries, hello deadlines, lapsed leases (fencing), status. Called every `tickMs`. */
   tick(): void {
-    const now = this.#now();
+    const now = this.#wallNow();
     for (const session of this.#awaitingHello) {
       if (now - session.connectedAt >= this.tunables.helloTimeoutMs)
         session.helloTimedOut(this.tunables.helloTimeoutMs);
@@ -455,7 +456,7 @@ export class HubCore implements SessionHost {
     if (this.#status.due(now, this.tunables.statusIntervalMs)) this.#guard('status', () => this.publishStatus(now));
   }
 
-  publishStatus(now = this.#now()): void {
+  publishStatus(now = this.#wallNow()): void {
     const status = this.#status.next(now, this.metrics.records, {
       id: this.id,
       url: this.url,
@@ -511,7 +512,7 @@ export class HubCore implements SessionHost {
     const before = new Ownership(this.#members.members.map((m) => m.id));
     const after = new Ownership(members.map((m) => m.id));
     const beforeAccept = this.#members.accept;
-    const lost = this.#fence.lostHotKeys(this.#apps.values(), beforeAccept, after, this.#now());
+    const lost = this.#fence.lostHotKeys(this.#apps.values(), beforeAccept, after, this.#wallNow());
     const { joined, left } = this.#members.change(epoch, members);
     this.#logger.info(
       { evt: 'members', epoch, members: members.map((m) => m.id), joined, left },
