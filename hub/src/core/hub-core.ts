@@ -7,8 +7,9 @@
  * broadcast/ (frames.ts, announce.ts); invalidations and their acks in invalidate/
  * (invalidation-router.ts); the member list, key ownership and the window handoff in membership/;
  * the status and the gauges in observe/. Beside this file: per-app state, admission and Config
- * fan-out in apps.ts; each app's periodic work and the QPS sampling in hub-tick.ts. Talks to the
- * rest of the cluster only through the Coordinator.
+ * fan-out in apps.ts; each app's periodic work and the QPS sampling in hub-tick.ts; a membership
+ * change fanned out to the handoff, the fence and the SDKs in hub-members.ts. Talks to the rest of
+ * the cluster only through the Coordinator.
  */
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { closeCodeOf } from '@hotkey/sdk/errors';
@@ -25,7 +26,6 @@ import {
 import type { Coordinator, HubEvent } from './coordinator.ts';
 import type { Logger } from './logger.ts';
 import { refuseFromLegacy } from './membership/legacy-sessions.ts';
-import { membersFrame } from './broadcast/frames.ts';
 import { openSession, sendSnapshot } from './ingest/hello.ts';
 import { StatusClock } from './observe/hub-status.ts';
 import { sampleHistory, tickApp } from './hub-tick.ts';
@@ -59,14 +59,7 @@ import type { ReportFrame } from './ingest/report-frame.ts';
 import { Session, type SessionHost } from './ingest/session.ts';
 import type { HubTunables } from './tunables.ts';
 import { KeyPrivacy } from './observe/key-privacy.ts';
-import { Handoff } from './membership/handoff.ts';
-
-/** ms between the rounds of a handoff, halved for the first: the reports still in flight to the old owner */
-const HANDOFF_DRAIN_MS = 50;
-/** ms an old owner still counts the keys a join moved away (SDKs report to it until their link to the joiner is up) */
-const HANDOFF_FOLLOW_MS = 1000;
-/** the same for a leaving hub: how much longer a SIGTERM'd hub keeps its SDKs before the 4010 close */
-const HANDOFF_LEAVE_MS = 300;
+import { HubMembers } from './hub-members.ts';
 
 export interface HubCoreOptions {
   id: string;
@@ -106,7 +99,8 @@ export class HubCore implements SessionHost {
   readonly #apps: Apps;
   readonly #announcer: Announcer;
   readonly #invalidations: InvalidationRouter;
-  readonly #handoff: Handoff;
+  /** membership changes fanned out: the window handoff, the fence, the Members frame (hub-members.ts) */
+  readonly #changes: HubMembers;
   readonly #awaitingHello = new Set<Session>();
   readonly #ingest: ReportIngest;
   readonly #status: StatusClock;
@@ -159,7 +153,19 @@ export class HubCore implements SessionHost {
       maxTotalQueuedBytes: t.maxQueuedBytes,
     });
     this.invalidationBudget = this.#createInvalidationBudget();
-    this.#handoff = this.#createHandoff(monoNow, membership.epoch, membership.members);
+    this.#changes = new HubMembers({
+      selfId: this.id,
+      coordinator: this.coordinator,
+      tunables: t,
+      metrics: this.metrics,
+      logger: this.#logger,
+      apps: this.#apps,
+      members: this.#members,
+      fence: this.#fence,
+      invalidations: this.#invalidations,
+      wallNow: this.#wallNow,
+      monoNow,
+    });
     this.#listen();
   }
 
@@ -207,33 +213,9 @@ export class HubCore implements SessionHost {
     });
   }
 
-  /** The window handoff to and from the other hubs, starting at the membership the hub began with. */
-  #createHandoff(monoNow: () => number, epoch: number, members: readonly Member[]): Handoff {
-    return new Handoff(
-      {
-        selfId: this.id,
-        maxKeys: this.tunables.handoffMaxKeys,
-        send: (to, bytes) => this.coordinator.sendHandoff?.(to, bytes),
-        setAccept: (accept) => this.#apps.setAccept(accept),
-        drainMs: HANDOFF_DRAIN_MS,
-        followMs: HANDOFF_FOLLOW_MS,
-        leaveMs: HANDOFF_LEAVE_MS,
-        idle: () => this.#apps.connections === 0,
-        apps: () => this.#apps.values(),
-        open: (app) => this.#apps.open(app)?.aggregator,
-        counters: this.metrics.handoff,
-        logger: this.#logger,
-        wallNow: this.#wallNow,
-        monoNow,
-      },
-      epoch,
-      members,
-    );
-  }
-
   /** What the hub hears from the cluster: handoff chunks, rules, members and events. */
   #listen(): void {
-    this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#handoff.receive(bytes)));
+    this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#changes.handoff.receive(bytes)));
     this.coordinator.onRules((app, rules) =>
       this.#guard('rules change', () => {
         this.#logger.info(
@@ -244,7 +226,7 @@ export class HubCore implements SessionHost {
       }),
     );
     this.coordinator.onMembers((epoch, members) =>
-      this.#guard('members change', () => this.#membersChanged(epoch, members)),
+      this.#guard('members change', () => this.#changes.changed(epoch, members)),
     );
     this.coordinator.onEvent((event) => {
       this.#recent.push(event);
@@ -450,7 +432,7 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => tickApp(this.#apps, app, now));
     }
-    this.#guard('handoff', () => this.#handoff.tick());
+    this.#guard('handoff', () => this.#changes.handoff.tick());
     if (this.qpsHistory.due(now))
       this.#guard('qps history', () => sampleHistory(this.#apps, this.qpsHistory, this.#announcer, now));
     if (this.#status.due(now, this.tunables.statusIntervalMs)) this.#guard('status', () => this.publishStatus(now));
@@ -472,12 +454,12 @@ export class HubCore implements SessionHost {
 
   /** Resolves once the windows of the last membership change are handed over (handoff.ts; at most a few tens of ms). */
   handoffSettled(): Promise<void> {
-    return this.#handoff.settled();
+    return this.#changes.handoff.settled();
   }
 
   /** Closes every connection with `code`; pending invalidations are dropped unacknowledged (an ack would be a guess). */
   shutdown(code: number, reason: string): void {
-    this.#guard('handoff', () => this.#handoff.flush());
+    this.#guard('handoff', () => this.#changes.handoff.flush());
     this.#closing = true;
     this.#apps.close();
     this.invalidationBudget.close();
@@ -506,26 +488,5 @@ export class HubCore implements SessionHost {
     } catch (err) {
       this.#logger.error({ evt: 'internal_error', what, err }, `${what} failed`);
     }
-  }
-
-  #membersChanged(epoch: number, members: Member[]): void {
-    const before = new Ownership(this.#members.members.map((m) => m.id));
-    const after = new Ownership(members.map((m) => m.id));
-    const beforeAccept = this.#members.accept;
-    const lost = this.#fence.lostHotKeys(this.#apps.values(), beforeAccept, after, this.#wallNow());
-    const { joined, left } = this.#members.change(epoch, members);
-    this.#logger.info(
-      { evt: 'members', epoch, members: members.map((m) => m.id), joined, left },
-      'cluster members changed',
-    );
-    // keys owned by another hub are that hub's to decide: handed over with their windows once the
-    // reports in flight are in (handoff.ts); SDKs resync on the new epoch
-    this.#handoff.changed(epoch, members, beforeAccept, this.#members.accept);
-    this.#fence.changed(before, after);
-    const bytes = membersFrame(epoch, members);
-    for (const app of this.#apps.values()) app.broadcaster.sendBroadcast(bytes);
-    for (const [app, keys] of lost) this.#fence.release(app, keys);
-    const accept = this.#members.accept;
-    if (accept !== undefined) for (const app of this.#apps.values()) this.#invalidations.directed.letGo(app, accept);
   }
 }
