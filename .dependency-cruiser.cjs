@@ -35,7 +35,7 @@
  *   broadcast the frames, the broadcaster, announcements, value push
  *   ingest / invalidate   a session and its Reports; invalidations, holders, fences (neither
  *             imports the other)
- *   the façade   the other root modules (apps, hub-tick, hub-core), on top
+ *   the façade   the other root modules (apps, hub-tick, hub-members, hub-core), on top
  * Inside the core the rule is on code: a step may name a higher step's type (the per-app state,
  * the session, the counters it bumps) with `import type`, which compiles to nothing, but never
  * call into it; no-circular still forbids any loop, types included. A step's tests may drive it

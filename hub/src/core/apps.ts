@@ -82,9 +82,10 @@ export interface AppsOptions {
   coordinator: Coordinator;
   tunables: HubTunables;
   metrics: HubMetrics;
-  now: () => number;
+  /** wall clock in ms: the aggregators' windows, idle and Config timing */
+  wallNow: () => number;
   /** monotonic clock for leases */
-  clock: () => number;
+  monoNow: () => number;
   /** no invalidation is acked before this (monotonic): SDKs may hold leases from this hub's previous life */
   ackNotBefore: number;
   /** slow consumers and send failures */
@@ -150,7 +151,7 @@ export class Apps {
     const { coordinator, tunables, metrics, logger } = this.#opts;
     if (!isValidAppName(name) || coordinator.app(name) === undefined || this.#byName.size >= tunables.maxApps)
       return undefined;
-    const createdAt = this.#opts.now();
+    const createdAt = this.#opts.wallNow();
     const broadcaster = new Broadcaster({
       maxBufferedBytes: tunables.maxBufferedBytes,
       bulk: this.#opts.bulk,
@@ -177,7 +178,7 @@ export class Apps {
         initialCapacity: 64,
         accept: this.#accept,
         reportFraction: tunables.localThresholdFraction,
-        now: this.#opts.now(),
+        now: this.#opts.wallNow(),
         listener: {
           promote: (key, rule, qps, latencyMs, manual) => this.#opts.onPromote(app, key, rule, qps, latencyMs, manual),
           demote: (key, qps, reason) => this.#opts.onDemote(app, key, qps, reason),
@@ -211,7 +212,7 @@ export class Apps {
         maxPushBytes: tunables.maxPushBytes,
         tickMs: tunables.tickMs,
       }),
-      savings: new Savings(this.#opts.now()),
+      savings: new Savings(this.#opts.wallNow()),
       limits: new RateSplits(coordinator.rules(name)),
       replicas: new ReplicaSteps(),
     };
@@ -228,7 +229,7 @@ export class Apps {
   #shareKeys(): void {
     const { maxKeysPerApp, maxKeysTotal } = this.#opts.tunables;
     const share = Math.max(1, Math.min(maxKeysPerApp, Math.floor(maxKeysTotal / Math.max(1, this.#byName.size))));
-    const now = this.#opts.now();
+    const now = this.#opts.wallNow();
     for (const app of this.#byName.values())
       if (app.aggregator.maxKeys !== share) app.aggregator.setMaxKeys(share, now);
   }
@@ -296,11 +297,11 @@ export class Apps {
     app.broadcaster.legacy.delete(session.peer);
     app.waiters = undefined;
     // a closed socket proves nothing: the instance may serve until its lease lapses
-    const now = this.#opts.clock();
+    const now = this.#opts.monoNow();
     closeLease(session, now, this.#opts.tunables.leaseMs);
     if (session.leaseUntil > now) app.lingering.add(session);
     else this.#gone(app, session);
-    if (app.sessions.size === 0) app.idleSince = this.#opts.now();
+    if (app.sessions.size === 0) app.idleSince = this.#opts.wallNow();
     const sessionsLeft = (app.sessionsByInstance.get(session.instance) ?? 1) - 1;
     if (sessionsLeft > 0) app.sessionsByInstance.set(session.instance, sessionsLeft);
     else {
@@ -319,7 +320,7 @@ export class Apps {
 
   /** Time passes: leases lapse (fencing needs no message), lingering sessions whose lease ended go. */
   settle(app: AppState): void {
-    const now = this.#opts.clock();
+    const now = this.#opts.monoNow();
     cutOffLagging(app, now, this.#opts.tunables.leaseMs);
     app.invalidations.settle(now);
     app.drops.settle(now);
@@ -344,7 +345,7 @@ export class Apps {
   /** Each rule's per-instance report threshold for the app's instance count now. */
   localThresholds(app: AppState): number[] {
     const instanceCount = app.sessionsByInstance.size;
-    const now = this.#opts.now();
+    const now = this.#opts.wallNow();
     return app.aggregator.rules.map((r) =>
       localThreshold(r, instanceCount, this.#opts.tunables.localThresholdFraction, now),
     );
@@ -353,7 +354,7 @@ export class Apps {
   rulesChanged(appName: string, rules: Rule[]): void {
     const app = this.#byName.get(appName);
     if (app === undefined) return;
-    app.aggregator.setRules(rules, this.#opts.now());
+    app.aggregator.setRules(rules, this.#opts.wallNow());
     app.limits.setRules(app.aggregator.rules);
     this.scheduleConfig(app);
   }
@@ -361,18 +362,18 @@ export class Apps {
   /** The keys this hub owns changed: every aggregator decides only those from now on. */
   setAccept(accept: ((key: string) => boolean) | undefined): void {
     this.#accept = accept;
-    const now = this.#opts.now();
+    const now = this.#opts.wallNow();
     for (const app of this.#byName.values()) app.aggregator.setAccept(accept, now);
   }
 
   /** Config to every SDK of the app, at most once per `configDebounceMs`. */
   scheduleConfig(app: AppState): void {
     if (app.configTimer !== undefined || this.#closing) return;
-    const now = this.#opts.now;
-    const delay = Math.max(0, app.lastConfigAt + this.#opts.tunables.configDebounceMs - now());
+    const wallNow = this.#opts.wallNow;
+    const delay = Math.max(0, app.lastConfigAt + this.#opts.tunables.configDebounceMs - wallNow());
     app.configTimer = setTimeout(() => {
       app.configTimer = undefined;
-      app.lastConfigAt = now();
+      app.lastConfigAt = wallNow();
       try {
         this.#sendConfig(app);
       } catch (err) {

@@ -7,8 +7,9 @@
  * broadcast/ (frames.ts, announce.ts); invalidations and their acks in invalidate/
  * (invalidation-router.ts); the member list, key ownership and the window handoff in membership/;
  * the status and the gauges in observe/. Beside this file: per-app state, admission and Config
- * fan-out in apps.ts; each app's periodic work and the QPS sampling in hub-tick.ts. Talks to the
- * rest of the cluster only through the Coordinator.
+ * fan-out in apps.ts; each app's periodic work and the QPS sampling in hub-tick.ts; a membership
+ * change fanned out to the handoff, the fence and the SDKs in hub-members.ts. Talks to the rest of
+ * the cluster only through the Coordinator.
  */
 import { ErrorCode, ProtocolError } from '@hotkey/sdk';
 import { closeCodeOf } from '@hotkey/sdk/errors';
@@ -25,7 +26,6 @@ import {
 import type { Coordinator, HubEvent } from './coordinator.ts';
 import type { Logger } from './logger.ts';
 import { refuseFromLegacy } from './membership/legacy-sessions.ts';
-import { membersFrame } from './broadcast/frames.ts';
 import { openSession, sendSnapshot } from './ingest/hello.ts';
 import { StatusClock } from './observe/hub-status.ts';
 import { sampleHistory, tickApp } from './hub-tick.ts';
@@ -59,26 +59,20 @@ import type { ReportFrame } from './ingest/report-frame.ts';
 import { Session, type SessionHost } from './ingest/session.ts';
 import type { HubTunables } from './tunables.ts';
 import { KeyPrivacy } from './observe/key-privacy.ts';
-import { Handoff } from './membership/handoff.ts';
-
-/** ms between the rounds of a handoff, halved for the first: the reports still in flight to the old owner */
-const HANDOFF_DRAIN_MS = 50;
-/** ms an old owner still counts the keys a join moved away (SDKs report to it until their link to the joiner is up) */
-const HANDOFF_FOLLOW_MS = 1000;
-/** the same for a leaving hub: how much longer a SIGTERM'd hub keeps its SDKs before the 4010 close */
-const HANDOFF_LEAVE_MS = 300;
+import { HubMembers } from './hub-members.ts';
 
 export interface HubCoreOptions {
   id: string;
   coordinator: Coordinator;
   tunables: HubTunables;
-  now: () => number;
+  /** wall clock in ms: event times, the windows the aggregators count in, the QPS history */
+  wallNow: () => number;
   /** every event of this hub's decisions goes here, as fields (`{ evt: 'promote', app, key, qps }`) */
   logger: Logger;
   /** the hot keys' recent QPS @default a QpsHistory with its defaults (5 min at 1 s, 2000 keys) */
   qpsHistory?: QpsHistory;
   /** monotonic clock in ms for leases (a wall clock jumping forward would end them early) @default performance.now */
-  clock?: () => number;
+  monoNow?: () => number;
   /** writes big fan-outs with other threads' help (the socket adapter's FanoutThreads) @default none */
   bulk?: BulkWriter;
   /** how keys are shown outside the core (key-privacy.ts) @default every key plain */
@@ -100,12 +94,13 @@ export class HubCore implements SessionHost {
   /** how keys are shown outside the core: events, logs, the API and the feed (key-privacy.ts) */
   readonly keyPrivacy: KeyPrivacy;
   url = '';
-  readonly #now: () => number;
+  readonly #wallNow: () => number;
   readonly #logger: Logger;
   readonly #apps: Apps;
   readonly #announcer: Announcer;
   readonly #invalidations: InvalidationRouter;
-  readonly #handoff: Handoff;
+  /** membership changes fanned out: the window handoff, the fence, the Members frame (hub-members.ts) */
+  readonly #changes: HubMembers;
   readonly #awaitingHello = new Set<Session>();
   readonly #ingest: ReportIngest;
   readonly #status: StatusClock;
@@ -119,10 +114,10 @@ export class HubCore implements SessionHost {
     this.id = options.id;
     this.coordinator = options.coordinator;
     this.tunables = options.tunables;
-    this.#now = options.now;
-    const clock = options.clock ?? (() => performance.now());
+    this.#wallNow = options.wallNow;
+    const monoNow = options.monoNow ?? (() => performance.now());
     this.#logger = options.logger;
-    this.startedAt = this.#now();
+    this.startedAt = this.#wallNow();
     this.#status = new StatusClock(this.startedAt);
     this.#ingest = new ReportIngest(this.metrics);
     const membership = this.coordinator.members();
@@ -135,17 +130,17 @@ export class HubCore implements SessionHost {
       coordinator: this.coordinator,
       metrics: this.metrics,
       logger: this.#logger,
-      now: this.#now,
+      wallNow: this.#wallNow,
     });
-    this.#apps = this.#createApps(clock, options.bulk);
+    this.#apps = this.#createApps(monoNow, options.bulk);
     const initial = new Ownership(membership.members.map((m) => m.id));
-    this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, clock, initial });
+    this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, monoNow, initial });
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
       notBefore: (key, flush) => (flush ? this.#fence.notBeforeAny() : this.#fence.notBefore(key)),
       metrics: this.metrics,
-      now: this.#now,
-      clock,
+      wallNow: this.#wallNow,
+      monoNow,
       leaseMs: this.tunables.leaseMs,
       publish: (event) => this.#announcer.publish(event),
       maxPushBytes: this.tunables.maxPushBytes,
@@ -158,20 +153,32 @@ export class HubCore implements SessionHost {
       maxTotalQueuedBytes: t.maxQueuedBytes,
     });
     this.invalidationBudget = this.#createInvalidationBudget();
-    this.#handoff = this.#createHandoff(clock, membership.epoch, membership.members);
+    this.#changes = new HubMembers({
+      selfId: this.id,
+      coordinator: this.coordinator,
+      tunables: t,
+      metrics: this.metrics,
+      logger: this.#logger,
+      apps: this.#apps,
+      members: this.#members,
+      fence: this.#fence,
+      invalidations: this.#invalidations,
+      wallNow: this.#wallNow,
+      monoNow,
+    });
     this.#listen();
   }
 
   /** The per-app registry, whose promotions and demotions the announcer makes news. */
-  #createApps(clock: () => number, bulk: BulkWriter | undefined): Apps {
+  #createApps(monoNow: () => number, bulk: BulkWriter | undefined): Apps {
     return new Apps({
       coordinator: this.coordinator,
       tunables: this.tunables,
       metrics: this.metrics,
-      now: this.#now,
-      clock,
+      wallNow: this.#wallNow,
+      monoNow,
       // SDKs may hold leases granted by this hub's previous life: wait one out before any ack
-      ackNotBefore: clock() + this.tunables.leaseMs,
+      ackNotBefore: monoNow() + this.tunables.leaseMs,
       logger: this.#logger,
       accept: this.#members.accept,
       bulk,
@@ -184,7 +191,7 @@ export class HubCore implements SessionHost {
       onDemote: (app, key, qps, reason) => {
         // broadcast-class for one lease more: a Grant sent before the Demote may still cover it (directed.ts)
         app.demotedAt.delete(key);
-        app.demotedAt.set(key, clock());
+        app.demotedAt.set(key, monoNow());
         this.#announcer.demoted(app, key, qps, reason);
       },
     });
@@ -197,7 +204,7 @@ export class HubCore implements SessionHost {
       rate: t.invalidateRate,
       burst: t.invalidateBurst,
       maxQueued: t.maxQueuedInvalidations,
-      now: this.#now,
+      wallNow: this.#wallNow,
       route: (from, request) => {
         const session = from as Session;
         const app = this.#apps.get(session.app);
@@ -206,33 +213,9 @@ export class HubCore implements SessionHost {
     });
   }
 
-  /** The window handoff to and from the other hubs, starting at the membership the hub began with. */
-  #createHandoff(clock: () => number, epoch: number, members: readonly Member[]): Handoff {
-    return new Handoff(
-      {
-        selfId: this.id,
-        maxKeys: this.tunables.handoffMaxKeys,
-        send: (to, bytes) => this.coordinator.sendHandoff?.(to, bytes),
-        setAccept: (accept) => this.#apps.setAccept(accept),
-        drainMs: HANDOFF_DRAIN_MS,
-        followMs: HANDOFF_FOLLOW_MS,
-        leaveMs: HANDOFF_LEAVE_MS,
-        idle: () => this.#apps.connections === 0,
-        apps: () => this.#apps.values(),
-        open: (app) => this.#apps.open(app)?.aggregator,
-        counters: this.metrics.handoff,
-        logger: this.#logger,
-        now: this.#now,
-        clock,
-      },
-      epoch,
-      members,
-    );
-  }
-
   /** What the hub hears from the cluster: handoff chunks, rules, members and events. */
   #listen(): void {
-    this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#handoff.receive(bytes)));
+    this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#changes.handoff.receive(bytes)));
     this.coordinator.onRules((app, rules) =>
       this.#guard('rules change', () => {
         this.#logger.info(
@@ -243,7 +226,7 @@ export class HubCore implements SessionHost {
       }),
     );
     this.coordinator.onMembers((epoch, members) =>
-      this.#guard('members change', () => this.#membersChanged(epoch, members)),
+      this.#guard('members change', () => this.#changes.changed(epoch, members)),
     );
     this.coordinator.onEvent((event) => {
       this.#recent.push(event);
@@ -261,7 +244,7 @@ export class HubCore implements SessionHost {
 
   /** A new connection from `remote` (its socket's address, if known): starts its hello deadline. */
   attach(peer: Peer, remote = ''): Session {
-    const session = new Session(peer, this, this.#now());
+    const session = new Session(peer, this, this.#wallNow());
     session.remote = remote;
     this.metrics.connectionsAccepted++;
     if (this.#closing) {
@@ -280,7 +263,7 @@ export class HubCore implements SessionHost {
 
   hello(session: Session, hello: Hello): void {
     openSession(
-      { hubId: this.id, apps: this.#apps, members: this.#members, tunables: this.tunables, now: this.#now },
+      { hubId: this.id, apps: this.#apps, members: this.#members, tunables: this.tunables, wallNow: this.#wallNow },
       session,
       hello,
     );
@@ -291,7 +274,7 @@ export class HubCore implements SessionHost {
   report(session: Session, report: Report, from: number, max: number, bytes?: number): number {
     const app = this.#apps.get(session.app);
     if (app === undefined) return report.keys.length;
-    return this.#ingest.decoded(app, session, report, from, max, this.#now(), bytes);
+    return this.#ingest.decoded(app, session, report, from, max, this.#wallNow(), bytes);
   }
 
   /** As `report`, for a Report frame read in place; moves the frame's cursor to where it stopped. */
@@ -301,7 +284,7 @@ export class HubCore implements SessionHost {
       frame.index = frame.length;
       return frame.length;
     }
-    return this.#ingest.inPlace(app, session, frame, max, this.#now(), bytes);
+    return this.#ingest.inPlace(app, session, frame, max, this.#wallNow(), bytes);
   }
 
   invalidate(session: Session, request: InvalidateRequest): void {
@@ -325,7 +308,7 @@ export class HubCore implements SessionHost {
 
   resync(session: Session): void {
     const app = this.#apps.get(session.app);
-    if (app !== undefined) sendSnapshot(app, session, this.#now(), this.#members.accept);
+    if (app !== undefined) sendSnapshot(app, session, this.#wallNow(), this.#members.accept);
   }
 
   lease(session: Session, id: number): void {
@@ -336,7 +319,7 @@ export class HubCore implements SessionHost {
 
   push(session: Session, push: Push): void {
     refuseFromLegacy(session, 'Push');
-    this.#apps.get(session.app)?.shares.push(session, push, this.#now());
+    this.#apps.get(session.app)?.shares.push(session, push, this.#wallNow());
   }
 
   closed(session: Session): void {
@@ -352,7 +335,7 @@ export class HubCore implements SessionHost {
       this.metrics.orphanInvalidations++;
       this.#invalidations.broadcast(app, key, false);
     }
-    app.shares.left(session, this.#now());
+    app.shares.left(session, this.#wallNow());
   }
 
   faulted(session: Session, err: unknown): void {
@@ -372,7 +355,7 @@ export class HubCore implements SessionHost {
   /** Marks a key hot by hand. Returns false when the app is unknown or no rule matches the key. */
   promote(appName: string, key: string): boolean {
     const app = this.#apps.open(appName);
-    return app !== undefined && app.aggregator.promote(key, this.#now());
+    return app !== undefined && app.aggregator.promote(key, this.#wallNow());
   }
 
   /** Broadcasts an invalidation without waiting for acks; returns the seq, or undefined for an unknown app. */
@@ -400,7 +383,7 @@ export class HubCore implements SessionHost {
 
   /** hot keys this hub owns, highest QPS first */
   hotKeys(appName?: string): HotKeyRow[] {
-    return hotKeyRows(this.#apps.values(), this.id, this.#now(), appName);
+    return hotKeyRows(this.#apps.values(), this.id, this.#wallNow(), appName);
   }
 
   /** SDK connections to this hub, at most `limit` */
@@ -441,7 +424,7 @@ export class HubCore implements SessionHost {
 
   /** Demotions, expiries, hello deadlines, lapsed leases (fencing), status. Called every `tickMs`. */
   tick(): void {
-    const now = this.#now();
+    const now = this.#wallNow();
     for (const session of this.#awaitingHello) {
       if (now - session.connectedAt >= this.tunables.helloTimeoutMs)
         session.helloTimedOut(this.tunables.helloTimeoutMs);
@@ -449,13 +432,13 @@ export class HubCore implements SessionHost {
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => tickApp(this.#apps, app, now));
     }
-    this.#guard('handoff', () => this.#handoff.tick());
+    this.#guard('handoff', () => this.#changes.handoff.tick());
     if (this.qpsHistory.due(now))
       this.#guard('qps history', () => sampleHistory(this.#apps, this.qpsHistory, this.#announcer, now));
     if (this.#status.due(now, this.tunables.statusIntervalMs)) this.#guard('status', () => this.publishStatus(now));
   }
 
-  publishStatus(now = this.#now()): void {
+  publishStatus(now = this.#wallNow()): void {
     const status = this.#status.next(now, this.metrics.records, {
       id: this.id,
       url: this.url,
@@ -471,12 +454,12 @@ export class HubCore implements SessionHost {
 
   /** Resolves once the windows of the last membership change are handed over (handoff.ts; at most a few tens of ms). */
   handoffSettled(): Promise<void> {
-    return this.#handoff.settled();
+    return this.#changes.handoff.settled();
   }
 
   /** Closes every connection with `code`; pending invalidations are dropped unacknowledged (an ack would be a guess). */
   shutdown(code: number, reason: string): void {
-    this.#guard('handoff', () => this.#handoff.flush());
+    this.#guard('handoff', () => this.#changes.handoff.flush());
     this.#closing = true;
     this.#apps.close();
     this.invalidationBudget.close();
@@ -505,26 +488,5 @@ export class HubCore implements SessionHost {
     } catch (err) {
       this.#logger.error({ evt: 'internal_error', what, err }, `${what} failed`);
     }
-  }
-
-  #membersChanged(epoch: number, members: Member[]): void {
-    const before = new Ownership(this.#members.members.map((m) => m.id));
-    const after = new Ownership(members.map((m) => m.id));
-    const beforeAccept = this.#members.accept;
-    const lost = this.#fence.lostHotKeys(this.#apps.values(), beforeAccept, after, this.#now());
-    const { joined, left } = this.#members.change(epoch, members);
-    this.#logger.info(
-      { evt: 'members', epoch, members: members.map((m) => m.id), joined, left },
-      'cluster members changed',
-    );
-    // keys owned by another hub are that hub's to decide: handed over with their windows once the
-    // reports in flight are in (handoff.ts); SDKs resync on the new epoch
-    this.#handoff.changed(epoch, members, beforeAccept, this.#members.accept);
-    this.#fence.changed(before, after);
-    const bytes = membersFrame(epoch, members);
-    for (const app of this.#apps.values()) app.broadcaster.sendBroadcast(bytes);
-    for (const [app, keys] of lost) this.#fence.release(app, keys);
-    const accept = this.#members.accept;
-    if (accept !== undefined) for (const app of this.#apps.values()) this.#invalidations.directed.letGo(app, accept);
   }
 }

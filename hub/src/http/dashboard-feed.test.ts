@@ -40,7 +40,7 @@ function setup({ dashboardToken, ...opts }: { dashboardToken?: string; maxRowsPe
   };
   const feed = new DashboardFeed({
     source,
-    now: () => 1000,
+    wallNow: () => 1000,
     intervalMs: 1_000_000,
     ...opts,
     tokens: { adminToken: 'admin', dashboardToken },

@@ -59,7 +59,8 @@ export interface DashboardFeedOptions {
   maxEventsQueued?: number;
   maxInstances?: number;
   snapshotEvents?: number;
-  now?: () => number;
+  /** wall clock in ms, for event times @default Date.now */
+  wallNow?: () => number;
   /** refusals and send failures @default silent */
   logger?: Logger;
 }
@@ -202,7 +203,7 @@ export class DashboardFeed {
       maxEventsQueued: options.maxEventsQueued ?? d.maxEventsQueued,
       maxInstances: options.maxInstances ?? d.maxInstances,
       snapshotEvents: options.snapshotEvents ?? d.snapshotEvents,
-      now: options.now ?? Date.now,
+      wallNow: options.wallNow ?? Date.now,
       logger: options.logger ?? silentLogger,
     };
     this.#view = new FeedView(this.#source, this.#opts.maxInstances);
@@ -317,7 +318,7 @@ export class DashboardFeed {
       encodeFeed({
         t: MsgType.FeedSnapshot,
         hub: this.#source.id,
-        at: this.#opts.now(),
+        at: this.#opts.wallNow(),
         apps,
         hot,
         hotTotal: rows.length,
@@ -364,7 +365,7 @@ export class DashboardFeed {
       const { hot, gone } = diffRows(sub.sent, rows, this.#opts.maxRowsPerFrame, round);
       const delta: FeedDelta = {
         t: MsgType.FeedDelta,
-        at: this.#opts.now(),
+        at: this.#opts.wallNow(),
         hot,
         gone,
         hotTotal: rows.length,

@@ -33,7 +33,7 @@ export interface HubSetup {
   tunables: HubTunables;
   logger: Logger;
   /** wall clock in ms */
-  now: () => number;
+  wallNow: () => number;
   /** undefined: started without a config file (open mode) */
   config: HubConfig | undefined;
   open: boolean;
@@ -57,7 +57,7 @@ export async function resolveSetup(options: HubOptions): Promise<HubSetup> {
     id,
     tunables,
     logger,
-    now: options.now ?? Date.now,
+    wallNow: options.now ?? Date.now,
     config,
     open: config === undefined,
     tls,
@@ -80,7 +80,7 @@ export function checkTunables(input: Partial<HubTunables> | undefined): HubTunab
 }
 
 /** The core with what it reports to: the /metrics registry and the fan-out threads. */
-export function buildCore({ id, coordinator, tunables, now, logger, config, open }: HubSetup) {
+export function buildCore({ id, coordinator, tunables, wallNow, logger, config, open }: HubSetup) {
   const metrics = new MetricsRegistry({ maxAppLabels: open ? tunables.maxAppLabels : Infinity });
   const fanout = new FanoutThreads({
     threads: tunables.fanoutThreads,
@@ -96,7 +96,7 @@ export function buildCore({ id, coordinator, tunables, now, logger, config, open
     id,
     coordinator,
     tunables,
-    now,
+    wallNow,
     logger,
     bulk: fanout.threads > 0 ? fanout : undefined,
     keyPrivacy,

@@ -17,7 +17,8 @@ export interface AnnouncerOptions {
   coordinator: Coordinator;
   metrics: HubMetrics;
   logger: Logger;
-  now: () => number;
+  /** wall clock in ms, for event times */
+  wallNow: () => number;
   /** how keys are shown in log lines and events */
   privacy: KeyPrivacy;
 }
@@ -27,7 +28,7 @@ export class Announcer {
   readonly #coordinator: Coordinator;
   readonly #metrics: HubMetrics;
   readonly #logger: Logger;
-  readonly #now: () => number;
+  readonly #wallNow: () => number;
   readonly #privacy: KeyPrivacy;
 
   constructor(options: AnnouncerOptions) {
@@ -35,7 +36,7 @@ export class Announcer {
     this.#coordinator = options.coordinator;
     this.#metrics = options.metrics;
     this.#logger = options.logger;
-    this.#now = options.now;
+    this.#wallNow = options.wallNow;
     this.#privacy = options.privacy;
   }
 
@@ -51,7 +52,7 @@ export class Announcer {
   }
 
   promoted(app: AppState, key: string, rule: Rule, qps: number, latencyMs: number | undefined, manual: boolean): void {
-    const at = this.#now();
+    const at = this.#wallNow();
     const started = performance.now();
     const replicas = app.replicas.start(key, rule, qps);
     app.broadcaster.broadcast(promoteMessage(key, rule, qps, at, replicas));
@@ -89,7 +90,7 @@ export class Announcer {
       { evt: 'demote', app: app.name, key: this.#privacy.show(app.name, key), qps, reason },
       'key demoted',
     );
-    this.publish({ type: 'demote', app: app.name, key, qps, at: this.#now(), hub: this.#hubId, reason });
+    this.publish({ type: 'demote', app: app.name, key, qps, at: this.#wallNow(), hub: this.#hubId, reason });
   }
 
   /** Every event leaves through here, its key as the app's privacy shows it (history, feed, webhooks). */

@@ -24,7 +24,7 @@
  *
  * Timing: a Fill not answered within `fillTimeoutMs` goes once to another session; the next Fill
  * for a refresh is due `refreshAheadRatio × cacheTtlMs` (less a tick) after the last accepted push, while the key
- * stays hot (SDKs refresh by themselves only later, as a fallback: client/push.ts).
+ * stays hot (SDKs refresh by themselves only later, as a fallback: sdk/src/client/read/push.ts).
  */
 import { encode, MsgType, type Push, type Value } from '@hotkey/sdk/protocol';
 import { LOAD_DEFAULTS, type Rule } from '@hotkey/sdk/rules';

@@ -31,7 +31,8 @@ export interface HelloContext {
   apps: Apps;
   members: MemberView;
   tunables: HubTunables;
-  now: () => number;
+  /** wall clock in ms */
+  wallNow: () => number;
 }
 
 /** The version both sides speak; a ProtocolError (4001) when the ranges do not meet. */
@@ -63,7 +64,7 @@ export function openSession(ctx: HelloContext, session: Session, hello: Hello): 
   session.reporter = reporterBit(hello.instance);
   session.appliedSeq = app.broadcaster.seq;
   admitVersion(session, version);
-  session.soloBudget = new TokenBucket(tunables.soloPromotionRate, tunables.soloPromotionBurst, ctx.now());
+  session.soloBudget = new TokenBucket(tunables.soloPromotionRate, tunables.soloPromotionBurst, ctx.wallNow());
   session.fairShare = app.aggregator.openShare(session.remote);
   apps.join(app, session);
   app.broadcaster.sendTo(
@@ -82,7 +83,7 @@ export function openSession(ctx: HelloContext, session: Session, hello: Hello): 
       version,
     ),
   );
-  sendSnapshot(app, session, ctx.now(), ctx.members.accept);
+  sendSnapshot(app, session, ctx.wallNow(), ctx.members.accept);
   return app;
 }
 

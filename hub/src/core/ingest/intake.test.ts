@@ -6,7 +6,7 @@ import { Intake, type IntakeFlow } from './intake.ts';
 function setup(options: { turnMs?: number; quantumMs?: number; maxQueuedBytes?: number } = {}) {
   let now = 0;
   const deferred: (() => void)[] = [];
-  const intake = new Intake({ ...options, clock: () => now, defer: (fn) => deferred.push(fn) });
+  const intake = new Intake({ ...options, monoNow: () => now, defer: (fn) => deferred.push(fn) });
   const log: string[] = [];
   const flow = (name: string) => {
     const f: IntakeFlow & { paused: number; resumed: number } = {

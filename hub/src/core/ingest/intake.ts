@@ -55,7 +55,7 @@ export interface IntakeOptions {
   /** bytes queued by all flows above which a flow holding more than 64 KiB is paused @default 4194304 (4 MiB) */
   maxTotalQueuedBytes?: number;
   /** monotonic ms @default performance.now */
-  clock?: () => number;
+  monoNow?: () => number;
   /** runs `fn` after pending I/O @default setImmediate */
   defer?: (fn: () => void) => void;
 }
@@ -97,7 +97,7 @@ export class Intake {
   readonly #quantumMs: number;
   readonly #maxQueuedBytes: number;
   readonly #maxTotalQueuedBytes: number;
-  readonly #clock: () => number;
+  readonly #monoNow: () => number;
   readonly #defer: (fn: () => void) => void;
   #new: FlowQueue[] = [];
   /** paused flows whose queue emptied, resumed one per turn */
@@ -115,7 +115,7 @@ export class Intake {
     this.#quantumMs = options.quantumMs ?? DEFAULT_TUNABLES.intakeQuantumMs;
     this.#maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_TUNABLES.maxQueuedBytesPerConnection;
     this.#maxTotalQueuedBytes = options.maxTotalQueuedBytes ?? DEFAULT_TUNABLES.maxQueuedBytes;
-    this.#clock = options.clock ?? (() => performance.now());
+    this.#monoNow = options.monoNow ?? (() => performance.now());
     this.#defer = options.defer ?? ((fn) => setImmediate(fn));
   }
 
@@ -136,14 +136,14 @@ export class Intake {
   submit(flow: FlowQueue, item: unknown, bytes: number): void {
     if (flow.closed) return;
     if (!flow.active && bytes <= SMALL_QUEUE_BYTES && this.backlog === 0 && this.#inlineSpent < this.#turnMs) {
-      const t0 = this.#clock();
+      const t0 = this.#monoNow();
       let rest: unknown;
       try {
         rest = flow.owner.run(item);
       } catch (err) {
         flow.owner.fault(err);
       }
-      this.#inlineSpent += this.#clock() - t0;
+      this.#inlineSpent += this.#monoNow() - t0;
       if (!this.#resetScheduled && this.#inlineSpent >= this.#turnMs / 4) {
         this.#resetScheduled = true;
         this.#defer(() => {
@@ -197,7 +197,7 @@ export class Intake {
 
   #drain(): void {
     this.#drainScheduled = false;
-    const start = this.#clock();
+    const start = this.#monoNow();
     let now = start;
     for (;;) {
       const fromNew = this.#new.length > 0;
@@ -221,7 +221,7 @@ export class Intake {
           rest = undefined;
           flow.owner.fault(err);
         }
-        const t = this.#clock();
+        const t = this.#monoNow();
         flow.deficit -= t - now;
         now = t;
         if (flow.closed) break;

@@ -47,7 +47,7 @@ function setup() {
     id: 'h1',
     coordinator,
     tunables: { ...DEFAULT_TUNABLES, helloTimeoutMs: 5000, intakeTurnMs: 60_000 },
-    now: () => now,
+    wallNow: () => now,
     logger: { debug() {}, info() {}, warn: line, error: line },
   });
   const open = (frames: (Message | Uint8Array | string)[] = []) => {

@@ -116,17 +116,17 @@ export class Session implements DropWaiter, HolderSession, IntakeFlow {
   #flow: FlowQueue | undefined;
   /** Resyncs answered and coalesced away, for tests */
   readonly resyncs = { answered: 0, coalesced: 0 };
-  readonly #now: () => number;
+  readonly #wallNow: () => number;
   #lastResyncAt = -Infinity;
   #lastLeaseSkipAt = -Infinity;
   #resyncTimer: ReturnType<typeof setTimeout> | undefined;
 
-  /** @param [now=Date.now] clock for the Resync rate limit */
-  constructor(peer: Peer, host: SessionHost, connectedAt: number, now: () => number = Date.now) {
+  /** @param [wallNow=Date.now] wall clock (ms) for the Resync rate limit */
+  constructor(peer: Peer, host: SessionHost, connectedAt: number, wallNow: () => number = Date.now) {
     this.peer = peer;
     this.#host = host;
     this.connectedAt = connectedAt;
-    this.#now = now;
+    this.#wallNow = wallNow;
   }
 
   get closed(): boolean {
@@ -172,7 +172,7 @@ export class Session implements DropWaiter, HolderSession, IntakeFlow {
           return;
         }
         if (msg.t === MsgType.Lease) {
-          const now = this.#now();
+          const now = this.#wallNow();
           if (now - this.#lastLeaseSkipAt >= LEASE_SKIP_INTERVAL_MS) {
             // earlier than in turn: the hub's view still starts after the SDK sent it (safe)
             this.#lastLeaseSkipAt = now;
@@ -273,9 +273,9 @@ export class Session implements DropWaiter, HolderSession, IntakeFlow {
    */
   #resync(): void {
     const interval = this.#host.tunables.minResyncIntervalMs;
-    const wait = this.#lastResyncAt + interval - this.#now();
+    const wait = this.#lastResyncAt + interval - this.#wallNow();
     if (wait <= 0) {
-      this.#lastResyncAt = this.#now();
+      this.#lastResyncAt = this.#wallNow();
       this.resyncs.answered++;
       this.#host.resync(this);
       return;
@@ -287,7 +287,7 @@ export class Session implements DropWaiter, HolderSession, IntakeFlow {
       this.#resyncTimer = undefined;
       if (this.state !== SessionState.Open) return;
       try {
-        this.#lastResyncAt = this.#now();
+        this.#lastResyncAt = this.#wallNow();
         this.resyncs.answered++;
         this.#host.resync(this);
       } catch (err) {

@@ -30,7 +30,7 @@ import type { Session } from '../ingest/session.ts';
 export interface DirectedOptions {
   metrics: HubMetrics;
   /** monotonic clock for leases */
-  clock: () => number;
+  monoNow: () => number;
   leaseMs: number;
 }
 
@@ -53,7 +53,7 @@ export class Directed {
   applies(app: AppState, key: string, flush: boolean): boolean {
     if (flush || app.pre3 > 0 || app.aggregator.isHot(key) || !app.holders.owns(key)) return false;
     const demoted = app.demotedAt.get(key);
-    return demoted === undefined || this.#o.clock() - demoted >= this.#o.leaseMs;
+    return demoted === undefined || this.#o.monoNow() - demoted >= this.#o.leaseMs;
   }
 
   /** A Hold: records each key, answers with one Held. */
@@ -122,7 +122,7 @@ export class Directed {
     for (const [h, keys] of byHolder)
       for (let i = 0; i < keys.length; i += MAX_HOLD_KEYS)
         waits.push([h, this.#drop(app, h, keys.slice(i, i + MAX_HOLD_KEYS), false)]);
-    app.drops.track('', waits, this.#o.clock(), () => {});
+    app.drops.track('', waits, this.#o.monoNow(), () => {});
   }
 
   /** Sends `h` its next Drop of `keys`; returns its `d`. `outstanding`: later writes of them wait for it. */

@@ -7,13 +7,13 @@ import { InvalidationBudget, type Requester } from './invalidation-budget.ts';
 
 const req = (id: number): InvalidateRequest => ({ t: MsgType.InvalidateRequest, id, key: `k${id}` });
 
-function setup(rate: number, burst: number, maxQueued: number, now: () => number = Date.now) {
+function setup(rate: number, burst: number, maxQueued: number, wallNow: () => number = Date.now) {
   const routed: string[] = [];
   const budget = new InvalidationBudget({
     rate,
     burst,
     maxQueued,
-    now,
+    wallNow,
     route: (from, r) => routed.push(`${(from as Requester & { name: string }).name}:${r.id}`),
   });
   const requester = (name: string) => ({

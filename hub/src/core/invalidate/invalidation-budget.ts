@@ -22,8 +22,8 @@ export interface InvalidationBudgetOptions {
   burst: number;
   /** requests waiting for a token per connection at most; one more closes it with 4012 */
   maxQueued: number;
-  /** ms */
-  now: () => number;
+  /** wall clock in ms, for the token refill */
+  wallNow: () => number;
   /** hands a request to the router */
   route: (requester: Requester, request: InvalidateRequest) => void;
   /** requests released from queues per event loop turn @default 256 */
@@ -74,7 +74,7 @@ export class InvalidationBudget {
 
   /** A request from `from`: routed now, queued behind its earlier ones, or refused (throws, 4012). */
   request(from: Requester, request: InvalidateRequest): void {
-    const now = this.#opts.now();
+    const now = this.#opts.wallNow();
     let state = this.#state.get(from);
     if (state === undefined) {
       state = { bucket: new TokenBucket(this.#opts.rate, this.#opts.burst, now), queue: [], head: 0 };
@@ -128,7 +128,7 @@ export class InvalidationBudget {
 
   #release(): void {
     this.#immediate = false;
-    const now = this.#opts.now();
+    const now = this.#opts.wallNow();
     let released = 0;
     let soonest = Infinity;
     // round robin: one request per waiting connection per pass, so a deep queue cannot starve a short one

@@ -27,9 +27,10 @@ import type { Session } from '../ingest/session.ts';
 export interface InvalidationRouterOptions {
   hubId: string;
   metrics: HubMetrics;
-  now: () => number;
+  /** wall clock in ms: event times, and when a pushed value is next refreshed */
+  wallNow: () => number;
   /** monotonic clock for leases and ack latency */
-  clock: () => number;
+  monoNow: () => number;
   /** the lease granted to each session */
   leaseMs: number;
   /** records the event (cluster-wide history, the live feed) */
@@ -37,7 +38,7 @@ export interface InvalidationRouterOptions {
   /** bytes of an update's value at most (tunable maxPushBytes) */
   maxPushBytes: number;
   /**
-   * `clock` time before which an invalidation of the key (`flush`: of a namespace) must not be
+   * `monoNow` time before which an invalidation of the key (`flush`: of a namespace) must not be
    * acked: owner changes (ownership-fence.ts) @default none
    */
   notBefore?: (key: string, flush: boolean) => number;
@@ -53,7 +54,7 @@ export class InvalidationRouter {
 
   constructor(options: InvalidationRouterOptions) {
     this.#opts = options;
-    this.directed = new Directed({ metrics: options.metrics, clock: options.clock, leaseMs: options.leaseMs });
+    this.directed = new Directed({ metrics: options.metrics, monoNow: options.monoNow, leaseMs: options.leaseMs });
   }
 
   /**
@@ -71,13 +72,13 @@ export class InvalidationRouter {
       );
       return;
     }
-    const at = this.#opts.now();
+    const at = this.#opts.wallNow();
     const flush = request.flush === true;
     const notBefore = this.#opts.notBefore?.(request.key, flush) ?? 0;
     if (this.directed.applies(app, request.key, flush)) {
       const waits = this.directed.invalidate(app, session, request.key);
       const seq = app.broadcaster.seq;
-      app.drops.track(request.key, waits, this.#opts.clock(), (settled) =>
+      app.drops.track(request.key, waits, this.#opts.monoNow(), (settled) =>
         this.#settled(app, session, request, seq, at, notBefore, settled),
       );
       return;
@@ -87,7 +88,7 @@ export class InvalidationRouter {
       pushed: request.pushed === true,
     });
     app.waiters ??= [...app.sessions, ...app.lingering];
-    app.invalidations.track(seq, app.waiters, this.#opts.clock(), (settled) =>
+    app.invalidations.track(seq, app.waiters, this.#opts.monoNow(), (settled) =>
       this.#settled(app, session, request, seq, at, notBefore, settled),
     );
   }
@@ -102,7 +103,7 @@ export class InvalidationRouter {
     notBefore: number,
     settled: AckResult | undefined,
   ): void {
-    const hold = settled === undefined ? 0 : notBefore - this.#opts.clock();
+    const hold = settled === undefined ? 0 : notBefore - this.#opts.monoNow();
     if (hold <= 0) return this.#acked(app, session, request, seq, at, settled);
     // the key changed owner lately: its previous owner's sessions may still serve it (ownership-fence.ts)
     const result = { fenced: settled!.fenced, ms: settled!.ms + hold };
@@ -159,7 +160,7 @@ export class InvalidationRouter {
       app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Error, code: ErrorCode.PushTooLarge, message }));
       return undefined;
     }
-    const ver = app.shares.updated(request.key, session, this.#opts.now(), request.since ?? 0);
+    const ver = app.shares.updated(request.key, session, this.#opts.wallNow(), request.since ?? 0);
     if (ver === undefined) return undefined;
     this.#opts.metrics.updatesPushed++;
     return request.form === undefined ? { value, ver } : { value, ver, form: request.form };
@@ -171,7 +172,7 @@ export class InvalidationRouter {
    * applied, its next request is granted.
    */
   lease(app: AppState, session: Session, id: number): void {
-    const now = this.#opts.clock();
+    const now = this.#opts.monoNow();
     if (app.invalidations.blocks(session.appliedSeq, now) || app.drops.blocks(session, now)) return;
     session.leaseUntil = now + this.#opts.leaseMs;
     const grant = { t: MsgType.Grant, id, ms: this.#opts.leaseMs } as Grant;
@@ -192,7 +193,7 @@ export class InvalidationRouter {
           CloseCode.Protocol,
         );
       }
-      app.drops.applied(session, d, this.#opts.clock());
+      app.drops.applied(session, d, this.#opts.monoNow());
     }
     if (seq > app.broadcaster.seq) {
       throw new ProtocolError(
@@ -203,7 +204,7 @@ export class InvalidationRouter {
     }
     if (seq > session.appliedSeq) {
       session.appliedSeq = seq;
-      app.invalidations.settle(this.#opts.clock());
+      app.invalidations.settle(this.#opts.monoNow());
     }
   }
 
@@ -237,7 +238,7 @@ export class InvalidationRouter {
       app: app.name,
       key,
       qps: 0,
-      at: this.#opts.now(),
+      at: this.#opts.wallNow(),
       hub: this.#opts.hubId,
     };
     if (manual) event.manual = true;

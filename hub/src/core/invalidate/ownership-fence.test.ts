@@ -12,7 +12,7 @@ function setup(initial: string[]) {
   const fence = new OwnershipFence({
     selfId: 'b',
     leaseMs: LEASE,
-    clock: () => clock.t,
+    monoNow: () => clock.t,
     initial: new Ownership(initial),
   });
   return { clock, fence };

@@ -38,7 +38,7 @@ export interface OwnershipFenceOptions {
   /** the lease granted to each session */
   leaseMs: number;
   /** monotonic clock, the one leases are measured on */
-  clock: () => number;
+  monoNow: () => number;
   /** the member list at start */
   initial: Ownership;
 }
@@ -54,7 +54,7 @@ export class OwnershipFence {
   /** how long after an owner change the new owner holds acks of the keys it gained */
   readonly fenceMs: number;
   readonly #self: string;
-  readonly #clock: () => number;
+  readonly #monoNow: () => number;
   /** no ack of any key before this (start, or too many changes at once) */
   #allUntil: number;
   #changes: Change[] = [];
@@ -64,15 +64,15 @@ export class OwnershipFence {
 
   constructor(options: OwnershipFenceOptions) {
     this.#self = options.selfId;
-    this.#clock = options.clock;
+    this.#monoNow = options.monoNow;
     this.fenceMs = options.leaseMs + options.leaseMs / 8 + MEMBERSHIP_LAG_MS;
-    this.#allUntil = this.#clock() + this.fenceMs;
+    this.#allUntil = this.#monoNow() + this.fenceMs;
     this.#setCurrent(options.initial);
   }
 
   /** The member list changed from `before` to `after`. */
   changed(before: Ownership, after: Ownership): void {
-    const now = this.#clock();
+    const now = this.#monoNow();
     this.#setCurrent(after);
     this.#changes = this.#changes.filter((c) => c.until > now);
     if (this.#changes.length >= MAX_CHANGES) {
@@ -89,7 +89,7 @@ export class OwnershipFence {
 
   /** Monotonic time before which an invalidation of `key` requested now must not be acked (past: at once). */
   notBefore(key: string): number {
-    const now = this.#clock();
+    const now = this.#monoNow();
     let until = this.#allUntil;
     const current = this.#current;
     // a writer that sees another owner than this hub does: its view or ours is about to change
@@ -145,6 +145,6 @@ export class OwnershipFence {
     this.released += keys.length;
     const seq = app.broadcaster.broadcast({ t: MsgType.Invalidate, key: keys[keys.length - 1]! });
     app.waiters ??= [...app.sessions, ...app.lingering];
-    app.invalidations.track(seq, app.waiters, this.#clock(), () => {});
+    app.invalidations.track(seq, app.waiters, this.#monoNow(), () => {});
   }
 }

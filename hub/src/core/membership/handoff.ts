@@ -82,12 +82,12 @@ interface Draining {
   union: Accept;
   /** this hub stays a member (else it is leaving: its rounds end once no SDK is connected) */
   staying: boolean;
-  /** clock after which no further round is due */
+  /** monoNow time after which no further round is due */
   until: number;
   timer: NodeJS.Timeout;
 }
 
-/** a chunk waiting for this hub to reach its epoch, since `at` (clock) */
+/** a chunk waiting for this hub to reach its epoch, since `at` (monoNow) */
 interface Waiting {
   chunk: HandoffChunk;
   at: number;
@@ -116,9 +116,9 @@ export interface HandoffOptions {
   counters: HandoffCounters;
   logger: Logger;
   /** wall clock (ms) the aggregators count in */
-  now: () => number;
+  wallNow: () => number;
   /** monotonic ms, for how long a chunk waited */
-  clock: () => number;
+  monoNow: () => number;
 }
 
 export class Handoff {
@@ -126,7 +126,7 @@ export class Handoff {
   #epoch: number;
   #members: Set<string>;
   #ownership: Ownership;
-  /** members that left, and when (clock), kept HANDOFF_GRACE_MS */
+  /** members that left, and when (monoNow), kept HANDOFF_GRACE_MS */
   readonly #leftAt = new Map<string, number>();
   /** app \0 key -> the hub that handed it over at this epoch */
   readonly #claims = new Map<string, string>();
@@ -164,7 +164,7 @@ export class Handoff {
         before === undefined || accept === undefined ? undefined : (key) => accept(key) || before(key);
       const ownership = new Ownership(after.map((m) => m.id));
       const staying = after.some((m) => m.id === o.selfId);
-      const until = o.clock() + (staying ? o.followMs : o.leaveMs);
+      const until = o.monoNow() + (staying ? o.followMs : o.leaveMs);
       const own = (key: string) => ownership.owner(key) === o.selfId;
       this.#due = { epoch, ownership, own, accept, union, staying, until, timer: this.#timer(o.drainMs) };
       this.#round(this.#due);
@@ -221,7 +221,7 @@ export class Handoff {
       } finally {
         // `own` forgets what was sent (`accept` would not, for a leaving hub of two: a lone member accepts every key)
         this.#o.setAccept(due.own);
-        const left = due.until - this.#o.clock();
+        const left = due.until - this.#o.monoNow();
         if (!last && left > 0 && (due.staying || !this.#o.idle())) {
           this.#o.setAccept(due.union);
           this.#due = { ...due, timer: this.#timer(Math.min(this.#o.drainMs * 2, left)) };
@@ -241,7 +241,7 @@ export class Handoff {
       const owner = ownership.owner(key);
       return owner === self ? undefined : owner;
     };
-    const now = o.now();
+    const now = o.wallNow();
     let budget = o.maxKeys;
     for (const { name, aggregator } of o.apps()) {
       const { byOwner, dropped } = aggregator.exportWindows(dest, now, Math.max(0, budget));
@@ -265,9 +265,9 @@ export class Handoff {
 
   /** Judges chunks at `epoch` and its member list from now on (the caller then drains those that waited for it). */
   #view(epoch: number, members: readonly Member[]): void {
-    const clock = this.#o.clock();
+    const mono = this.#o.monoNow();
     const ids = new Set(members.map((m) => m.id));
-    for (const id of this.#members) if (!ids.has(id)) this.#leftAt.set(id, clock);
+    for (const id of this.#members) if (!ids.has(id)) this.#leftAt.set(id, mono);
     for (const id of ids) this.#leftAt.delete(id);
     if (epoch !== this.#epoch) {
       this.#claims.clear();
@@ -296,7 +296,7 @@ export class Handoff {
         this.#refuse('backlog', chunk, `${HANDOFF_PENDING_MAX} chunks wait for their epoch already`);
         return;
       }
-      this.#pending.push({ chunk, at: o.clock() });
+      this.#pending.push({ chunk, at: o.monoNow() });
       return;
     }
     this.#apply(chunk, 0);
@@ -304,12 +304,12 @@ export class Handoff {
 
   /** Refuses chunks that waited too long for their epoch; forgets members gone for long. */
   tick(): void {
-    const clock = this.#o.clock();
-    for (const [id, at] of this.#leftAt) if (clock - at > HANDOFF_GRACE_MS) this.#leftAt.delete(id);
+    const mono = this.#o.monoNow();
+    for (const [id, at] of this.#leftAt) if (mono - at > HANDOFF_GRACE_MS) this.#leftAt.delete(id);
     if (this.#pending.length === 0) return;
     const keep: Waiting[] = [];
     for (const p of this.#pending) {
-      if (clock - p.at > HANDOFF_GRACE_MS)
+      if (mono - p.at > HANDOFF_GRACE_MS)
         this.#refuse('stale_epoch', p.chunk, `this hub never reached epoch ${p.chunk.epoch} (at ${this.#epoch})`);
       else keep.push(p);
     }
@@ -323,10 +323,10 @@ export class Handoff {
 
   #drain(): void {
     if (this.#pending.length === 0) return;
-    const clock = this.#o.clock();
+    const mono = this.#o.monoNow();
     const due = this.#pending.filter((p) => p.chunk.epoch <= this.#epoch);
     this.#pending = this.#pending.filter((p) => p.chunk.epoch > this.#epoch);
-    for (const p of due) this.#apply(p.chunk, clock - p.at);
+    for (const p of due) this.#apply(p.chunk, mono - p.at);
   }
 
   #apply(chunk: HandoffChunk, delayMs: number): void {
@@ -356,7 +356,7 @@ export class Handoff {
     this.#received.set(from, had + fresh);
     // the sender's rank among the members but this hub: it must have been the key's owner
     const others = new Ownership([...this.#members, from].filter((id) => id !== o.selfId));
-    const now = o.now();
+    const now = o.wallNow();
     let notOwner = 0;
     let conflict = 0;
     let merged = 0;

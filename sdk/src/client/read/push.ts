@@ -15,7 +15,7 @@
  * Redis tracking: a value loaded elsewhere before that write must not come back), decodable, not
  * `undefined`. Its lifetime counts from its arrival (so it may outlive its load by the push's
  * transit, a few ms). An Invalidate on the same link always follows the Values it supersedes, and
- * the hub discards a Push whose load began before an invalidation (shared-values.ts).
+ * the hub discards a Push whose load began before an invalidation (the hub's value-push.ts).
  *
  * What an instance pushes: values of these types only, which round-trip through msgpackr as
  * themselves: null, booleans, numbers (−0 arrives as 0), strings, bigints, Dates, Uint8Arrays

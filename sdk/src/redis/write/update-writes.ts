@@ -14,7 +14,7 @@
  * Concurrent writers: the update carries a mark of where the hub's broadcasts stood before the
  * read-back (client.ts updateMark); if the hub relayed another write of the key after it, that
  * write may have reached Redis after this read-back, so the hub sends a plain invalidation
- * instead (shared-values.ts) — a value never overtakes a newer write.
+ * instead (the hub's value-push.ts) — a value never overtakes a newer write.
  *
  * Before the write is sent, the writer releases its vouch for the key (its own write would
  * otherwise come back through its tracking as an "outside" write and invalidate the update).
