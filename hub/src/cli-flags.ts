@@ -179,18 +179,21 @@ export const ENV_ONLY: Readonly<Record<string, FlagDoc>> = {
 const FLAG_COLUMN = 24;
 const WIDTH = 108;
 
-/** Words of `text` in lines of at most `width - indent` characters after the first's `first`. */
+/** `text` as words after `first` (padded to the flag column), wrapped at WIDTH under that column. */
 function wrap(first: string, text: string): string {
   const lines: string[] = [];
   let line = first.padEnd(FLAG_COLUMN);
+  let empty = true;
   for (const word of text.split(' ')) {
-    if (line.length + word.length + 1 > WIDTH && line.trim().length > 0 && line.length > FLAG_COLUMN) {
-      lines.push(line.trimEnd());
+    if (!empty && line.length + 1 + word.length > WIDTH) {
+      lines.push(line);
       line = ' '.repeat(FLAG_COLUMN);
+      empty = true;
     }
-    line += line.length === FLAG_COLUMN || line.endsWith(' ') ? word : ` ${word}`;
+    line += empty ? word : ` ${word}`;
+    empty = false;
   }
-  lines.push(line.trimEnd());
+  lines.push(line);
   return lines.join('\n');
 }
 
