@@ -6,12 +6,13 @@
 //
 // Two instances (a HotKeyClient and a wrapped client each; the second without tracking, so it
 // hears writes through the hub alone) read KEY until the hub promotes it, then:
-//   hot      200 reads on each instance send no GET to Redis (INFO commandstats, on a plain client)
+//   hot      200 reads on each instance send no GET of KEY to Redis (counted with MONITOR)
 //   write    a SET through the first instance's wrapper: the second's first read after it is new
 //   outside  a SET by the plain client: the first instance drops its copy through Redis tracking
 // Prints one line per check and exits 0, or throws. Every wait has a deadline.
 import { readFileSync } from 'node:fs';
 import { HotKeyClient } from '@hotkey/sdk';
+import { keyGets } from './key-gets.mjs';
 
 const { LIB, HOTKEY_HUB, HOTKEY_TOKEN, REDIS_URL, KEY } = process.env;
 if (!['ioredis', 'iovalkey', 'redis'].includes(LIB) || !HOTKEY_HUB || !REDIS_URL || !KEY)
@@ -53,17 +54,17 @@ const instance = async (tracking) => {
 };
 
 const plain = await connect();
-const getsAtRedis = async () => Number(/^cmdstat_get:calls=(\d+)/m.exec(await plain.info('commandstats'))?.[1] ?? 0);
+const gets = await keyGets(REDIS_URL, plain);
 
 /** Reads KEY on `at` until 200 reads answer `value` with no GET reaching Redis. */
 async function servedLocally(at, value) {
   for (;;) {
-    const before = await getsAtRedis();
+    const before = await gets.of(KEY);
     for (let i = 0; i < 200; i++) {
       const got = await at.redis.get(KEY);
       if (got !== value) throw new Error(`${LIB} ${version}: read ${got}, expected ${value}`);
     }
-    if ((await getsAtRedis()) === before) return;
+    if ((await gets.of(KEY)) === before) return;
     overdue(`${KEY} served locally as ${value}`);
     await pause(20);
   }
@@ -96,5 +97,6 @@ while ((await a.redis.get(KEY)) !== 'v3') {
 }
 console.log(`OUTSIDE WRITE DROPPED ${LIB} ${version}`);
 
+gets.close();
 for (const close of opened) close();
 await Promise.all([a.hk.close(), b.hk.close()]);

@@ -244,7 +244,8 @@ test('packed tarballs installed outside the workspace: ESM, CommonJS, NodeNext T
     mkdirSync(dir);
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true, type }));
     writeFileSync(join(dir, '.npmrc'), npmrc);
-    writeFileSync(join(dir, 'adapter-check.mjs'), readFileSync(new URL('./adapter-check.mjs', import.meta.url)));
+    for (const file of ['adapter-check.mjs', 'key-gets.mjs'])
+      writeFileSync(join(dir, file), readFileSync(new URL(`./${file}`, import.meta.url)));
     return dir;
   };
   const app = project('app');
