@@ -46,6 +46,9 @@ interface Done {
   putMs: number[];
   putHotMs: number[];
   putColdMs: number[];
+  /** per write of putHotMs / putColdMs, in order: ms from the call to Redis's reply (before the wrapper asks the hub) */
+  putHotRedisMs: number[];
+  putColdRedisMs: number[];
   putErrors: number;
 }
 
@@ -143,6 +146,8 @@ function summarise(done: Done[], durationMs: number) {
     putMs: done.flatMap((d) => d.putMs),
     putHotMs: done.flatMap((d) => d.putHotMs),
     putColdMs: done.flatMap((d) => d.putColdMs),
+    putHotRedisMs: done.flatMap((d) => d.putHotRedisMs),
+    putColdRedisMs: done.flatMap((d) => d.putColdRedisMs),
     putErrors: done.reduce((a, d) => a + d.putErrors, 0),
   };
 }
@@ -153,7 +158,7 @@ function putRows(plain: Summary, wrapped: Summary, durationMs: number, hubAckMs:
   const errors = (s: Summary) => (s.putErrors ? `, ${s.putErrors} failed` : '');
   // the wrapped writes apart: keys hot in the writing service (a local surge, so likely registered by the others) and the rest
   const hot = wrapped.putHotMs;
-  const split = `of them ${hot.length} to keys hot in the writing service (p50 ${percentile(hot, 50).toFixed(2)} ms: their other holders' Applied is waited for), the rest p50 ${percentile(wrapped.putColdMs, 50).toFixed(2)} ms; at the hub, request in to ack out, ${hubAckMs.toFixed(2)} ms on average`;
+  const split = `of them ${hot.length} to keys hot in the writing service (p50 ${percentile(hot, 50).toFixed(2)} ms${legs(hot, wrapped.putHotRedisMs)}: their other holders' Applied is waited for), the rest p50 ${percentile(wrapped.putColdMs, 50).toFixed(2)} ms${legs(wrapped.putColdMs, wrapped.putColdRedisMs)}; at the hub, request in to ack out, ${hubAckMs.toFixed(2)} ms on average`;
   return [
     {
       bench: '17 flash sale',
@@ -177,6 +182,12 @@ function putRows(plain: Summary, wrapped: Summary, durationMs: number, hubAckMs:
 }
 
 type Summary = ReturnType<typeof summarise>;
+
+/** A wrapped write's two legs at the median: the call to Redis's reply, then that reply to the hub's ack. */
+function legs(totalMs: number[], redisMs: number[]): string {
+  const rest = totalMs.map((ms, i) => ms - redisMs[i]!);
+  return `; the call to Redis's reply p50 ${percentile(redisMs, 50).toFixed(2)} ms, that reply to the hub's ack p50 ${percentile(rest, 50).toFixed(2)} ms`;
+}
 
 benchMain(async ({ quick }) => {
   const durationMs = quick ? 3000 : 6000;

@@ -10,7 +10,7 @@
  *   <- { type: 'start', redisUrl, hubUrl, durationMs, flashRate, zipfRate, putRate, flashKey, zipfKeys, seed, surgeLocal }
  *   then per phase (plain first, then wrapped: the same client, `withHotKeys` applied between them):
  *   <- { type: 'phase', wrapped }  -> { type: 'ready' }
- *   <- { type: 'go', startAt (hostNow ms) }   after the run   -> { type: 'done', buckets, flashReads, errors, classGets, instanceGets, putMs, putHotMs, putColdMs, putErrors }
+ *   <- { type: 'go', startAt (hostNow ms) }   after the run   -> { type: 'done', buckets, flashReads, errors, classGets, instanceGets, putMs, putHotMs, putColdMs, putHotRedisMs, putColdRedisMs, putErrors }
  */
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
@@ -57,11 +57,29 @@ Redis.prototype.sendCommand = function (this: Redis, command: { name: string; ar
 } as never;
 /** the same, counted by the service's own patch on its client */
 let instanceGets = 0;
+/**
+ * The write being issued (set around `redis.set`, which reaches the instance patch in the same
+ * job): the patch notes when Redis answered its SET. The patch sits under the wrapper, so that is
+ * before the wrapper asks the hub: a wrapped write's time splits into Redis's leg and the hub's.
+ */
+let issuing: { replyAt: number } | undefined;
 const original = redis.sendCommand;
 // the instance patch, before withHotKeys (as an APM agent or a service's own metrics do it): it
 // must keep seeing every command of this client that reaches Redis, and only those
-redis.sendCommand = function (this: Redis, command: { name: string; args: unknown[] }, ...rest: unknown[]) {
+redis.sendCommand = function (
+  this: Redis,
+  command: { name: string; args: unknown[]; resolve: (value: unknown) => unknown },
+  ...rest: unknown[]
+) {
   if (command.name === 'get' && String(command.args[0]) === run.flashKey && hostNow() >= startAt) instanceGets++;
+  if (issuing !== undefined && command.name === 'set') {
+    const write = issuing;
+    const resolve = command.resolve;
+    command.resolve = (value) => {
+      write.replyAt = hostNow();
+      return resolve(value);
+    };
+  }
   return (original as (...a: unknown[]) => unknown).call(this, command, ...rest);
 } as never;
 await redis.ping();
@@ -85,24 +103,34 @@ const read = (key: string) => {
 /**
  * this phase's writes: ms from the call to the reply, and the ones that failed; `putHotMs` are
  * split into those of keys hot here when written (a local surge: the other services, reading the same Zipf
- * head, likely registered them too, so the write's ack waits for their Applied) and the rest
+ * head, likely registered them too, so the write's ack waits for their Applied) and the rest;
+ * `put*RedisMs`, in the same order: ms from the call to Redis's reply (the rest is the hub's part)
  */
 let putMs: number[] = [];
 let putHotMs: number[] = [];
 let putColdMs: number[] = [];
+let putHotRedisMs: number[] = [];
+let putColdRedisMs: number[] = [];
 let putErrors = 0;
 const value = 'v'.repeat(64);
 const put = (key: string) => {
   const hot = hk?.isHot(key) ?? false;
+  const write = { replyAt: 0 };
   const t0 = hostNow();
-  redis.set(key, value).then(
-    () => {
-      const ms = hostNow() - t0;
-      putMs.push(ms);
-      (hot ? putHotMs : putColdMs).push(ms);
-    },
-    () => void putErrors++,
-  );
+  issuing = write;
+  try {
+    redis.set(key, value).then(
+      () => {
+        const ms = hostNow() - t0;
+        putMs.push(ms);
+        (hot ? putHotMs : putColdMs).push(ms);
+        (hot ? putHotRedisMs : putColdRedisMs).push(write.replyAt > 0 ? write.replyAt - t0 : ms);
+      },
+      () => void putErrors++,
+    );
+  } finally {
+    issuing = undefined;
+  }
 };
 for (let phase = 0; phase < 2; phase++) {
   const { wrapped } = await fromParent<{ wrapped: boolean }>('phase', 60_000);
@@ -121,6 +149,8 @@ for (let phase = 0; phase < 2; phase++) {
   putMs = [];
   putHotMs = [];
   putColdMs = [];
+  putHotRedisMs = [];
+  putColdRedisMs = [];
   putErrors = 0;
   let flashReads = 0;
   toParent({ type: 'ready' });
@@ -161,6 +191,8 @@ for (let phase = 0; phase < 2; phase++) {
     putMs,
     putHotMs,
     putColdMs,
+    putHotRedisMs,
+    putColdRedisMs,
     putErrors,
   });
 }
