@@ -23,10 +23,13 @@
  *
  *   pnpm bench --only writecost [--quick]
  */
+import { once } from 'node:events';
 import { Redis } from 'ioredis';
+import { WebSocket } from 'ws';
 import { DEFAULT_CLIENT_OPTIONS, HotKeyClient } from '@hotkey/sdk';
 import { withHotKeys } from '@hotkey/sdk/ioredis';
 import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
+import { encode, MsgType } from '../../sdk/src/wire/protocol.ts';
 import { RedisServer } from '../support/redis-server.ts';
 import { delay, within } from '../support/wait.ts';
 import { coldGets, coldRows, shippedSdk } from './cold-get.ts';
@@ -79,6 +82,14 @@ const IDLE_SLICE_MS = 1000;
  * jitter (fit 16 ± 33 µs/s each at load 12), so the bound said nothing
  */
 const REAL_IDLE = 400;
+/**
+ * writes in flight at once in the steady-rate rows: one at a time, every write is a wake-up of the
+ * hub of its own (a socket read, a write, the event loop's turn), which is Node's cost more than
+ * the hub's; at a steady rate frames share the wake-ups
+ */
+const IN_FLIGHT = 8;
+/** frames the bare ws echo server gets before it is measured, so that its JIT is done as the hub's is */
+const ECHO_WARM = 3000;
 /** the hub acks nothing before one fence after its start (PROTOCOL.md, H16) */
 const START_FENCE_MS = DEFAULT_TUNABLES.leaseMs * 1.125 + 500;
 
@@ -92,6 +103,8 @@ interface Step {
   wrapped: number[];
   /** hub CPU µs per wrapped write, its idle CPU over as long taken off */
   hubUsPerWrite: number;
+  /** the same with IN_FLIGHT wrapped writes in flight at once (no plain SETs between) */
+  hubUsPerWriteInFlight: number;
   /** Applied frames the fleet sent per wrapped write (each instance, each write: the broadcast reached it) */
   appliedPerWrite: number;
 }
@@ -101,6 +114,124 @@ async function timed(call: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
   await call();
   return performance.now() - t0;
+}
+
+/** `n` calls one at a time, each beside a plain SET of a fresh key (which goes first alternates): ms of each, and the span. */
+async function alternating(
+  plain: Redis,
+  call: (i: number) => Promise<unknown>,
+  plainKey: (i: number) => string,
+  n: number,
+): Promise<{ plain: number[]; calls: number[]; spanMs: number }> {
+  const value = 'v'.repeat(64);
+  const p: number[] = [];
+  const c: number[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const plainSet = () => plain.set(plainKey(i), value);
+    if (i % 2 === 0) {
+      p.push(await timed(plainSet));
+      c.push(await timed(() => call(i)));
+    } else {
+      c.push(await timed(() => call(i)));
+      p.push(await timed(plainSet));
+    }
+  }
+  return { plain: p, calls: c, spanMs: performance.now() - t0 };
+}
+
+/** `n` calls, `inFlight` at a time (each caller starts its next call when its last one settled). */
+async function inFlight(call: (i: number) => Promise<unknown>, n: number, k: number): Promise<void> {
+  let next = 0;
+  const caller = async () => {
+    while (next < n) await call(next++);
+  };
+  await Promise.all(Array.from({ length: k }, caller));
+}
+
+/** µs of `server` CPU per call while `run` makes `calls` calls, its idle CPU (ms per s) over as long taken off. */
+async function cpuPerCall(
+  server: ServerProcess,
+  idleMsPerS: number,
+  calls: number,
+  run: () => Promise<unknown>,
+): Promise<number> {
+  const s0 = await server.stats();
+  const t0 = performance.now();
+  await run();
+  const spanMs = performance.now() - t0;
+  const s1 = await server.stats();
+  return ((s1.cpuMs - s0.cpuMs - (idleMsPerS * spanMs) / 1000) * 1000) / calls;
+}
+
+/**
+ * A WebSocket client of the bare echo server (ws-echo.ts): sends InvalidateRequest frames of the
+ * size the wrapper sends for the same keys; each call settles on the next answer (one socket:
+ * answers come in order).
+ */
+class EchoClient {
+  readonly #ws: WebSocket;
+  readonly #waiting: (() => void)[] = [];
+
+  private constructor(ws: WebSocket) {
+    this.#ws = ws;
+    ws.on('message', () => this.#waiting.shift()?.());
+  }
+
+  static async open(url: string): Promise<EchoClient> {
+    const ws = new WebSocket(url, { perMessageDeflate: false });
+    await within('the echo server', once(ws, 'open'), 10_000);
+    return new EchoClient(ws);
+  }
+
+  call(key: string, id: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#waiting.push(resolve);
+      this.#ws.send(encode({ t: MsgType.InvalidateRequest, id, key }));
+    });
+  }
+
+  close(): void {
+    this.#ws.terminate();
+  }
+}
+
+/** The floor under the hub's rows: a bare ws server's CPU per frame, one at a time beside plain SETs and IN_FLIGHT at a time. */
+async function echoFloor(
+  redisUrl: string,
+  writes: number,
+  quick: boolean,
+): Promise<{ oneAtATime: number; inFlight: number }> {
+  const echo = await startServer('echo');
+  const plain = new Redis(redisUrl);
+  let client: EchoClient | undefined;
+  try {
+    client = await EchoClient.open(echo.url);
+    const c = client;
+    for (let i = 0; i < (quick ? ECHO_WARM / 10 : ECHO_WARM); i++) {
+      await plain.set(`wc:echo:warm:${i}`, 'v');
+      await c.call(`wc:echo:warm:${i}`, i);
+    }
+    await delay(1000);
+    await echo.gcHeap();
+    const idle = (await hubIdleMsPerS(echo, quick ? 2000 : 5000)).mean;
+    const oneAtATime = await cpuPerCall(echo, idle, writes, () =>
+      alternating(
+        plain,
+        (i) => c.call(`wc:echo:wrapped:${i}`, i),
+        (i) => `wc:echo:plain:${i}`,
+        writes,
+      ),
+    );
+    const k = await cpuPerCall(echo, idle, writes, () =>
+      inFlight((i) => c.call(`wc:echo:inflight:${i}`, i), writes, IN_FLIGHT),
+    );
+    return { oneAtATime, inFlight: k };
+  } finally {
+    client?.close();
+    plain.disconnect();
+    await echo.stop();
+  }
 }
 
 /** The hub's CPU ms per s over the next `ms` in 1 s slices: over the whole window, and the median slice (with its standard error). */
@@ -135,40 +266,37 @@ async function measureStep(
   const idle = await hubIdleMsPerS(hub, opts.idleMs);
   const idleRate = idle.mean;
   const value = 'v'.repeat(64);
-  const p: number[] = [];
-  const w: number[] = [];
   const f0 = await fleet.stats();
-  const s0 = await hub.stats();
-  const w0 = performance.now();
-  for (let i = 0; i < opts.writes; i++) {
-    const plainSet = () => plain.set(`wc:${opts.idle}:plain:${i}`, value);
-    const wrappedSet = () => wrapped.set(`wc:${opts.idle}:wrapped:${i}`, value);
-    if (i % 2 === 0) {
-      p.push(await timed(plainSet));
-      w.push(await timed(wrappedSet));
-    } else {
-      w.push(await timed(wrappedSet));
-      p.push(await timed(plainSet));
-    }
-  }
-  const spanMs = performance.now() - w0;
-  const s1 = await hub.stats();
+  let run: Awaited<ReturnType<typeof alternating>> | undefined;
+  const hubUsPerWrite = await cpuPerCall(hub, idleRate, opts.writes, async () => {
+    run = await alternating(
+      plain,
+      (i) => wrapped.set(`wc:${opts.idle}:wrapped:${i}`, value),
+      (i) => `wc:${opts.idle}:plain:${i}`,
+      opts.writes,
+    );
+  });
   const f1 = await fleet.stats();
-  const hubUsPerWrite = ((s1.cpuMs - s0.cpuMs - (idleRate * spanMs) / 1000) * 1000) / opts.writes;
+  const hubUsPerWriteInFlight = await cpuPerCall(hub, idleRate, opts.writes, () =>
+    inFlight((i) => wrapped.set(`wc:${opts.idle}:inflight:${i}`, value), opts.writes, IN_FLIGHT),
+  );
   return {
     idle: opts.idle,
     idleCpuMsPerS: idleRate,
     idleMedianMsPerS: idle.median,
-    plain: p,
-    wrapped: w,
+    plain: run!.plain,
+    wrapped: run!.calls,
     hubUsPerWrite,
+    hubUsPerWriteInFlight,
     appliedPerWrite: (f1.applied - f0.applied) / opts.writes,
   };
 }
 
-async function writeSteps(
-  quick: boolean,
-): Promise<{ steps: Step[]; realIdle: { without: Estimate; withThem: Estimate } }> {
+async function writeSteps(quick: boolean): Promise<{
+  steps: Step[];
+  realIdle: { without: Estimate; withThem: Estimate };
+  floor: { oneAtATime: number; inFlight: number };
+}> {
   // fifteen 1 s slices (one hub ping period): the median ignores up to seven spikes
   const idleMs = quick ? 2000 : 15_000;
   const workers: Worker[] = [];
@@ -195,13 +323,15 @@ async function writeSteps(
       steps.push(await measureStep(hub, fleet, plain, wrapped, { idle, writes: n, idleMs }));
     }
     for (const worker of workers.splice(0)) await worker.kill();
+    const writes = quick ? Math.ceil(FLEET[0]!.writes / 10) : FLEET[0]!.writes;
+    const floor = await echoFloor(redis.url, writes, quick);
     // real SDKs, idle past the first lease after their Welcome, against the hub without them just before
     await delay(IDLE_SETTLE_MS);
     const without = (await hubIdleMsPerS(hub, idleMs)).median;
     await connectSdkWorkers(workers, hub.url, REAL_IDLE, 'sdk', 60_000);
     await delay(DEFAULT_TUNABLES.leaseMs + IDLE_SETTLE_MS);
     const withThem = (await hubIdleMsPerS(hub, idleMs)).median;
-    return { steps, realIdle: { without, withThem } };
+    return { steps, realIdle: { without, withThem }, floor };
   } finally {
     for (const worker of workers) await worker.kill();
     plain.disconnect();
@@ -213,7 +343,7 @@ async function writeSteps(
 }
 
 benchMain(async ({ quick }) => {
-  const { steps, realIdle } = await writeSteps(quick);
+  const { steps, realIdle, floor } = await writeSteps(quick);
   const cold = await coldGets(await shippedSdk(), quick ? 2 : 7);
   const bench = 'writecost';
   const rows: BenchRow[] = [];
@@ -250,8 +380,35 @@ benchMain(async ({ quick }) => {
         target: { reach: 100 },
         note: 'hub CPU over the writes less its idle CPU over as long',
       },
+      {
+        bench,
+        metric: `hub CPU per wrapped write, ${at}, ${IN_FLIGHT} writes in flight`,
+        ours: s.hubUsPerWriteInFlight,
+        unit: 'µs',
+        better: 'lower',
+        target: { reach: 100 },
+        note: `${s.wrapped.length} writes, ${IN_FLIGHT} at a time, no plain SET between; hub CPU over the writes less its idle CPU over as long`,
+      },
     );
   }
+  rows.push(
+    {
+      bench,
+      metric: 'bare ws echo server CPU per frame, one at a time (the floor under the hub CPU per write)',
+      ours: floor.oneAtATime,
+      unit: 'µs',
+      better: 'lower',
+      note: `${none.wrapped.length} frames of the wrapper's InvalidateRequest size, alternating with plain SETs as the wrapped writes; each answered with an Ack-size frame, nothing else done; its idle CPU taken off`,
+    },
+    {
+      bench,
+      metric: `bare ws echo server CPU per frame, ${IN_FLIGHT} in flight (the floor under the hub CPU per write)`,
+      ours: floor.inFlight,
+      unit: 'µs',
+      better: 'lower',
+      note: `${none.wrapped.length} frames, ${IN_FLIGHT} at a time, as the in-flight wrapped writes`,
+    },
+  );
   // per idle instance: a difference of two rates, guarded (a fit within its noise is bounded, never negative)
   const perInstance = (withThem: Estimate, without: Estimate, n: number) =>
     guarded(scaled(minus(withThem, without), 1000 / n));
