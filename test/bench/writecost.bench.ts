@@ -106,6 +106,8 @@ interface Step {
   hubUsPerWrite: number;
   /** the same with IN_FLIGHT wrapped writes in flight at once (no plain SETs between) */
   hubUsPerWriteInFlight: number;
+  /** the bare ws echo server's CPU per frame, measured right after, the same fleet running */
+  floor: { oneAtATime: number; inFlight: number };
   /** Applied frames the fleet sent per wrapped write (each instance, each write: the broadcast reached it) */
   appliedPerWrite: number;
 }
@@ -197,57 +199,77 @@ class EchoClient {
   }
 }
 
-/** The floor under the hub's rows: a bare ws server's CPU per frame, one at a time beside plain SETs and IN_FLIGHT at a time. */
-async function echoFloor(
-  redisUrl: string,
-  writes: number,
-  quick: boolean,
-): Promise<{ first: number; oneAtATime: number; inFlight: number }> {
-  const echo = await startServer('echo');
-  const plain = new Redis(redisUrl);
-  let client: EchoClient | undefined;
-  try {
-    client = await EchoClient.open(echo.url);
-    const c = client;
-    // warmed as the hub is, its first COLD_WRITES measured apart (its idle CPU, measured after, taken off)
+/**
+ * The floor under the hub's rows: a bare ws server (ws-echo.ts) in its own process, warmed as the
+ * hub is, measured at each step beside the hub, with the same fleet running on the same cores:
+ * its CPU per frame one at a time beside plain SETs, and IN_FLIGHT at a time.
+ */
+class EchoFloor {
+  /** µs per frame over the first COLD_WRITES after its start */
+  first = Number.NaN;
+
+  private constructor(
+    private readonly server: ServerProcess,
+    private readonly client: EchoClient,
+    private readonly plain: Redis,
+  ) {}
+
+  static async start(redisUrl: string, quick: boolean): Promise<EchoFloor> {
+    const server = await startServer('echo');
+    const plain = new Redis(redisUrl);
+    try {
+      const floor = new EchoFloor(server, await EchoClient.open(server.url), plain);
+      await floor.#warm(quick);
+      return floor;
+    } catch (err) {
+      plain.disconnect();
+      await server.stop();
+      throw err;
+    }
+  }
+
+  /** Warm-up as the hub's, its first COLD_WRITES measured apart (its idle CPU, measured after, taken off). */
+  async #warm(quick: boolean): Promise<void> {
     const cold = quick ? COLD_WRITES / 10 : COLD_WRITES;
-    const s0 = await echo.stats();
-    const t0 = performance.now();
-    const coldRun = await alternating(
-      plain,
-      (i) => c.call(`wc:echo:warm:${i}`, i),
-      (i) => `wc:echo:warm:${i}`,
-      cold,
-    );
-    const coldSpanMs = performance.now() - t0;
-    const s1 = await echo.stats();
+    const call = (i: number) => this.client.call(`wc:echo:warm:${i}`, i);
+    const s0 = await this.server.stats();
+    const coldRun = await alternating(this.plain, call, (i) => `wc:echo:warm:${i}`, cold);
+    const s1 = await this.server.stats();
     const warm = (quick ? WARM_WRITES / 10 : WARM_WRITES) - cold;
     await alternating(
-      plain,
-      (i) => c.call(`wc:echo:warm:${cold + i}`, i),
+      this.plain,
+      (i) => call(cold + i),
       (i) => `wc:echo:warm:${cold + i}`,
       warm,
     );
     await delay(1000);
-    await echo.gcHeap();
-    const idle = (await hubIdleMsPerS(echo, quick ? 2000 : 5000)).mean;
-    const first = ((s1.cpuMs - s0.cpuMs - (idle * coldSpanMs) / 1000) * 1000) / coldRun.calls.length;
-    const oneAtATime = await cpuPerCall(echo, idle, writes, () =>
+    const idle = (await hubIdleMsPerS(this.server, quick ? 2000 : 5000)).mean;
+    this.first = ((s1.cpuMs - s0.cpuMs - (idle * coldRun.spanMs) / 1000) * 1000) / coldRun.calls.length;
+  }
+
+  /** Its CPU per frame now, one at a time and IN_FLIGHT at a time, its idle CPU over as long taken off. */
+  async measure(tag: string, frames: number, idleMs: number): Promise<{ oneAtATime: number; inFlight: number }> {
+    await this.server.gcHeap();
+    const idle = (await hubIdleMsPerS(this.server, idleMs)).mean;
+    const c = this.client;
+    const oneAtATime = await cpuPerCall(this.server, idle, frames, () =>
       alternating(
-        plain,
-        (i) => c.call(`wc:echo:wrapped:${i}`, i),
-        (i) => `wc:echo:plain:${i}`,
-        writes,
+        this.plain,
+        (i) => c.call(`wc:echo:${tag}:${i}`, i),
+        (i) => `wc:echo:${tag}:plain:${i}`,
+        frames,
       ),
     );
-    const k = await cpuPerCall(echo, idle, writes, () =>
-      inFlight((i) => c.call(`wc:echo:inflight:${i}`, i), writes, IN_FLIGHT),
+    const k = await cpuPerCall(this.server, idle, frames, () =>
+      inFlight((i) => c.call(`wc:echo:${tag}:inflight:${i}`, i), frames, IN_FLIGHT),
     );
-    return { first, oneAtATime, inFlight: k };
-  } finally {
-    client?.close();
-    plain.disconnect();
-    await echo.stop();
+    return { oneAtATime, inFlight: k };
+  }
+
+  async stop(): Promise<void> {
+    this.client.close();
+    this.plain.disconnect();
+    await this.server.stop();
   }
 }
 
@@ -275,7 +297,7 @@ async function measureStep(
   plain: Redis,
   wrapped: Redis,
   opts: { idle: number; writes: number; idleMs: number },
-): Promise<Step> {
+): Promise<Omit<Step, 'floor'>> {
   // the fleet's Hellos moved the instance count: Config goes out to all, then things settle; the
   // garbage of connecting the fleet is collected now, not in the writes' span
   await delay(IDLE_SETTLE_MS);
@@ -312,7 +334,8 @@ async function measureStep(
 async function writeSteps(quick: boolean): Promise<{
   steps: Step[];
   realIdle: { without: Estimate; withThem: Estimate };
-  floor: { first: number; oneAtATime: number; inFlight: number };
+  /** the bare ws echo server's CPU per frame over its first COLD_WRITES */
+  echoCold: number;
   /** hub CPU µs per wrapped write over the first COLD_WRITES after its start (its idle CPU at 0 idle instances taken off) */
   coldHub: number;
 }> {
@@ -324,6 +347,7 @@ async function writeSteps(quick: boolean): Promise<{
   const hk = new HotKeyClient({ app: 'bench', hubs: hub.url });
   const plain = new Redis(redis.url);
   const wrapped = withHotKeys(new Redis(redis.url), hk);
+  let echo: EchoFloor | undefined;
   try {
     await hk.ready({ signal: AbortSignal.timeout(10_000) });
     // the first ack comes one fence after the hub's start; the warm-up waits it out
@@ -344,6 +368,8 @@ async function writeSteps(quick: boolean): Promise<{
       (i) => `wc:warm:${cold + i}`,
       warm,
     );
+    echo = await EchoFloor.start(redis.url, quick);
+    const floorIdleMs = quick ? 2000 : 5000;
     const fleet = SimFleet.start(workers, GENERATORS);
     const steps: Step[] = [];
     for (const { idle, writes } of FLEET) {
@@ -351,11 +377,13 @@ async function writeSteps(quick: boolean): Promise<{
       fleet.leases(IDLE.leaseAskMs);
       fleet.pings(IDLE.pingMs);
       const n = quick ? Math.ceil(writes / 10) : writes;
-      steps.push(await measureStep(hub, fleet, plain, wrapped, { idle, writes: n, idleMs }));
+      const step = await measureStep(hub, fleet, plain, wrapped, { idle, writes: n, idleMs });
+      steps.push({ ...step, floor: await echo.measure(String(idle), n, floorIdleMs) });
     }
     for (const worker of workers.splice(0)) await worker.kill();
-    const writes = quick ? Math.ceil(FLEET[0]!.writes / 10) : FLEET[0]!.writes;
-    const floor = await echoFloor(redis.url, writes, quick);
+    const echoCold = echo.first;
+    await echo.stop();
+    echo = undefined;
     // real SDKs, idle past the first lease after their Welcome, against the hub without them just before
     await delay(IDLE_SETTLE_MS);
     const without = (await hubIdleMsPerS(hub, idleMs)).median;
@@ -364,8 +392,9 @@ async function writeSteps(quick: boolean): Promise<{
     const withThem = (await hubIdleMsPerS(hub, idleMs)).median;
     const coldHub =
       ((c1.cpuMs - c0.cpuMs - (steps[0]!.idleCpuMsPerS * coldRun.spanMs) / 1000) * 1000) / coldRun.calls.length;
-    return { steps, realIdle: { without, withThem }, floor, coldHub };
+    return { steps, realIdle: { without, withThem }, echoCold, coldHub };
   } finally {
+    await echo?.stop();
     for (const worker of workers) await worker.kill();
     plain.disconnect();
     wrapped.disconnect();
@@ -376,7 +405,7 @@ async function writeSteps(quick: boolean): Promise<{
 }
 
 benchMain(async ({ quick }) => {
-  const { steps, realIdle, floor, coldHub } = await writeSteps(quick);
+  const { steps, realIdle, echoCold, coldHub } = await writeSteps(quick);
   const cold = await coldGets(await shippedSdk(), quick ? 2 : 7);
   const bench = 'writecost';
   const rows: BenchRow[] = [];
@@ -422,6 +451,22 @@ benchMain(async ({ quick }) => {
         target: { reach: 100 },
         note: `${s.wrapped.length} writes, ${IN_FLIGHT} at a time, no plain SET between; hub CPU over the writes less its idle CPU over as long`,
       },
+      {
+        bench,
+        metric: `bare ws echo server CPU per frame, one at a time, ${at} on the hub (the floor)`,
+        ours: s.floor.oneAtATime,
+        unit: 'µs',
+        better: 'lower',
+        note: `measured right after the hub's rows, the same fleet running: ${s.wrapped.length} frames of the wrapper's InvalidateRequest size alternating with plain SETs, each answered with an Ack-size frame and nothing else done; its idle CPU taken off`,
+      },
+      {
+        bench,
+        metric: `bare ws echo server CPU per frame, ${IN_FLIGHT} in flight, ${at} on the hub (the floor)`,
+        ours: s.floor.inFlight,
+        unit: 'µs',
+        better: 'lower',
+        note: `${s.wrapped.length} frames, ${IN_FLIGHT} at a time, as the in-flight wrapped writes`,
+      },
     );
   }
   const coldN = quick ? COLD_WRITES / 10 : COLD_WRITES;
@@ -437,26 +482,10 @@ benchMain(async ({ quick }) => {
     {
       bench,
       metric: `bare ws echo server CPU per frame, the first ${coldN.toLocaleString('en')} after its start (cold)`,
-      ours: floor.first,
+      ours: echoCold,
       unit: 'µs',
       better: 'lower',
       note: 'the same warm-up as the hub, the same way measured',
-    },
-    {
-      bench,
-      metric: 'bare ws echo server CPU per frame, one at a time (the floor under the hub CPU per write)',
-      ours: floor.oneAtATime,
-      unit: 'µs',
-      better: 'lower',
-      note: `${none.wrapped.length} frames of the wrapper's InvalidateRequest size, alternating with plain SETs as the wrapped writes; each answered with an Ack-size frame, nothing else done; its idle CPU taken off`,
-    },
-    {
-      bench,
-      metric: `bare ws echo server CPU per frame, ${IN_FLIGHT} in flight (the floor under the hub CPU per write)`,
-      ours: floor.inFlight,
-      unit: 'µs',
-      better: 'lower',
-      note: `${none.wrapped.length} frames, ${IN_FLIGHT} at a time, as the in-flight wrapped writes`,
     },
   );
   // per idle instance: a difference of two rates, guarded (a fit within its noise is bounded, never negative)
