@@ -3,9 +3,8 @@
  * CPU time and heap, each request bounded by a deadline. A bench-specific layer, not a third hub
  * starter: it measures four kinds of server ('hub', the real one through hub-under-test.ts and
  * the tests' startHubInProcess; 'sink', decode-only; 'naive', the baseline hub; 'echo', a bare
- * ws server answering each frame, ws-echo.ts) in a worker of
- * its own, so that their figures are not mixed with the load generators'. Tests start hub
- * processes with support/hub-process.ts.
+ * ws server answering each frame, ws-echo.ts) in a worker of its own, so that their figures are
+ * not mixed with the load generators'. Tests start hub processes with support/hub-process.ts.
  */
 import { once } from 'node:events';
 import { forkWorker, type Worker } from './harness.ts';

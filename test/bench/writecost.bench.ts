@@ -10,6 +10,10 @@
  *   one by one (which goes first alternates too), each awaited: p50 and p99;
  * - the hub's CPU per wrapped write: its CPU over the writes, less its idle CPU over as long
  *   (measured just before, at the same fleet size), divided by the writes;
+ * - the same with IN_FLIGHT wrapped writes in flight (no plain SET between);
+ * - beside them, the floor: a bare ws echo server's CPU per frame (ws-echo.ts, its own process),
+ *   the same loop and frame sizes, one at a time and IN_FLIGHT at a time, with the same fleet on
+ *   the hub;
  * - the hub's CPU per second with the fleet idle, once the connections' aftermath settled
  *   (IDLE_SETTLE_MS): the median of 1 s slices, so that a stray spike (a major GC, a neighbour on
  *   the shared cores) in a short window is not charged to the instances; per idle instance: over
@@ -17,6 +21,9 @@
  *   (sdk.worker.ts), idle past their first lease.
  * Then, the fleet gone, cold GET CPU wrapped ÷ plain for ioredis and node-redis (cold-get.ts:
  * 100 in flight, alternating, a protocol peer as the hub, the SDK as tsc builds it).
+ *
+ * Before all that, the hub and the echo server are warmed with WARM_WRITES each, the first
+ * COLD_WRITES of them measured as cold rows.
  *
  * The targets are the issue's: hub CPU per write ≤ 100 µs, idle ≤ 40 µs/s per instance, wrapped
  * SET p50 ≤ plain + 0.5 ms, cold GET CPU ≤ 1.1 × plain.
