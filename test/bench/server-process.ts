@@ -1,10 +1,10 @@
 /**
  * Parent side of server.worker.ts: starts a server under test in its own process and reads its
  * CPU time and heap, each request bounded by a deadline. A bench-specific layer, not a third hub
- * starter: it measures three kinds of server ('hub', the real one through hub-under-test.ts and
- * the tests' startHubInProcess; 'sink', decode-only; 'naive', the baseline hub) in a worker of
- * its own, so that their figures are not mixed with the load generators'. Tests start hub
- * processes with support/hub-process.ts.
+ * starter: it measures four kinds of server ('hub', the real one through hub-under-test.ts and
+ * the tests' startHubInProcess; 'sink', decode-only; 'naive', the baseline hub; 'echo', a bare
+ * ws server answering each frame, ws-echo.ts) in a worker of its own, so that their figures are
+ * not mixed with the load generators'. Tests start hub processes with support/hub-process.ts.
  */
 import { once } from 'node:events';
 import { forkWorker, type Worker } from './harness.ts';
@@ -22,7 +22,7 @@ export interface ServerOptions {
   apps?: Record<string, Record<string, unknown>>;
 }
 
-export type ServerKind = 'hub' | 'sink' | 'naive';
+export type ServerKind = 'hub' | 'sink' | 'naive' | 'echo';
 
 export interface ServerStats {
   cpuMs: number;

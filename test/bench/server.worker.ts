@@ -1,9 +1,10 @@
 /**
- * A server under test in its own process: the real hub, the decode-only sink or the naive hub.
+ * A server under test in its own process: the real hub, the decode-only sink, the naive hub or
+ * the bare ws echo server (ws-echo.ts).
  * The parent reads its CPU time and heap over IPC, so that one process's figures are not mixed
  * with the load generators'.
  *
- *   argv[2]: 'hub' | 'sink' | 'naive'; argv[3]: JSON options (rules threshold etc.)
+ *   argv[2]: 'hub' | 'sink' | 'naive' | 'echo'; argv[3]: JSON options (rules threshold etc.)
  *   -> { type: 'ready', url, pid }
  *   <- { type: 'stats' }  -> { type: 'stats', cpuMs, heapUsed, rss, records }
  *   <- { type: 'gc' }     -> { type: 'gc', heapUsed }   (needs --expose-gc)
@@ -12,6 +13,7 @@ import { toParent } from './harness.ts';
 import type { ServerOptions } from './server-process.ts';
 import { startSink } from './sink.ts';
 import { startNaiveHub } from './baseline/naive-hub.ts';
+import { startWsEcho } from './ws-echo.ts';
 
 const kind = process.argv[2];
 const opts = JSON.parse(process.argv[3] ?? '{}') as ServerOptions;
@@ -22,6 +24,8 @@ if (kind === 'sink') {
   const sink = await startSink();
   url = sink.url;
   records = sink.records;
+} else if (kind === 'echo') {
+  url = (await startWsEcho()).url;
 } else if (kind === 'naive') {
   const hub = await startNaiveHub({ threshold: opts.threshold ?? 1000 });
   url = hub.url;
