@@ -42,7 +42,7 @@ import { delay, within } from '../support/wait.ts';
 import { coldGets, coldRows, shippedSdk } from './cold-get.ts';
 import { benchMain, percentile, type BenchRow, type Worker } from './harness.ts';
 import { describeCost, guarded, medianOf, minus, scaled, type Estimate } from './estimate.ts';
-import { startServer, type ServerProcess } from './server-process.ts';
+import { HUB_WARM_WRITES, START_FENCE_MS, startServer, type ServerProcess } from './server-process.ts';
 import { SimFleet } from './sim-fleet.ts';
 import { connectSdkWorkers } from './sdk-workers.ts';
 
@@ -57,13 +57,8 @@ const FLEET = [
   { idle: 350, writes: 1000 },
   { idle: 2000, writes: 1000 },
 ];
-/**
- * wrapped writes (each beside a plain one) before the first step: a server's CPU per write falls
- * for its first ~8,000 writes as V8 optimises its code (the hub's and ws's alike: the bare echo
- * server's falls the same way); counted, that is the JIT's cost at the first steps, not a
- * write's. The first COLD_WRITES of them are measured as rows of their own.
- */
-const WARM_WRITES = 10_000;
+/** wrapped writes (each beside a plain one) before the first step; the first COLD_WRITES of them are measured as rows of their own */
+const WARM_WRITES = HUB_WARM_WRITES;
 /** the first writes after a server's start, measured apart (the cold rows) */
 const COLD_WRITES = 1000;
 /** generator processes for the idle fleet */
@@ -98,8 +93,6 @@ const REAL_IDLE = 400;
  * the hub's; at a steady rate frames share the wake-ups
  */
 const IN_FLIGHT = 8;
-/** the hub acks nothing before one fence after its start (PROTOCOL.md, H16) */
-const START_FENCE_MS = DEFAULT_TUNABLES.leaseMs * 1.125 + 500;
 
 interface Step {
   idle: number;
