@@ -138,6 +138,8 @@ export class HubCore implements SessionHost {
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
       notBefore: (key, flush) => (flush ? this.#fence.notBeforeAny() : this.#fence.notBefore(key)),
+      // alone for good, no other hub acks a write of its keys: registrations need no fence
+      ...(this.coordinator.standalone === true ? {} : { holdsWait: (key: string) => this.#fence.holdsWait(key) }),
       metrics: this.metrics,
       wallNow: this.#wallNow,
       monoNow,

@@ -32,6 +32,11 @@ export interface DirectedOptions {
   /** monotonic clock for leases */
   monoNow: () => number;
   leaseMs: number;
+  /**
+   * whether a registration of the key must be refused for now (a cluster member within its
+   * ownership fence: ownership-fence.ts `holdsWait`) @default never
+   */
+  holdsWait?: (key: string) => boolean;
 }
 
 /** A Drop `d` or, for a closed session, its lease lapsing (Infinity), that an ack waits for. */
@@ -70,7 +75,8 @@ export class Directed {
           CloseCode.Protocol,
         );
       }
-      r[i] = app.holders.hold(session, hold.keys[i]!, since);
+      const key = hold.keys[i]!;
+      r[i] = this.#o.holdsWait?.(key) === true ? app.holders.refuseFenced() : app.holders.hold(session, key, since);
     }
     this.#o.metrics.holds += hold.keys.length;
     app.broadcaster.sendTo(session.peer, encode({ t: MsgType.Held, id: hold.id, r, w }));

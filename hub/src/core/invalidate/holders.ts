@@ -107,6 +107,12 @@ export class Holders<S extends HolderSession = HolderSession> {
     }
   }
 
+  /** A registration refused as if this hub did not own the key yet: its ownership fence still holds it. */
+  refuseFenced(): HoldResult {
+    this.refused.owner++;
+    return HoldResult.NotOwner;
+  }
+
   /** Records `session` as a holder of `key` read at `since`; what its Held says of it. */
   hold(session: S, key: string, since: number): HoldResult {
     if (!this.#owns(key)) {

@@ -42,6 +42,8 @@ export interface InvalidationRouterOptions {
    * acked: owner changes (ownership-fence.ts) @default none
    */
   notBefore?: (key: string, flush: boolean) => number;
+  /** whether a registration of the key must be refused for now (directed.ts) @default never */
+  holdsWait?: (key: string) => boolean;
 }
 
 /** What an update adds to its Invalidate broadcast. */
@@ -54,7 +56,12 @@ export class InvalidationRouter {
 
   constructor(options: InvalidationRouterOptions) {
     this.#opts = options;
-    this.directed = new Directed({ metrics: options.metrics, monoNow: options.monoNow, leaseMs: options.leaseMs });
+    this.directed = new Directed({
+      metrics: options.metrics,
+      monoNow: options.monoNow,
+      leaseMs: options.leaseMs,
+      ...(options.holdsWait === undefined ? {} : { holdsWait: options.holdsWait }),
+    });
   }
 
   /**

@@ -51,6 +51,23 @@ test('a key gained in a change waits one fence from it; a key this hub kept does
   assert.ok(fence.notBefore(gained) <= clock.t, 'free once the fence passed');
 });
 
+test('registrations wait out the same fence: after the start, and for a key gained in a change', () => {
+  const { clock, fence } = setup(['a', 'b']);
+  const mine = keyOwnedBy(['a', 'b'], 'b');
+  assert.ok(fence.holdsWait(mine), 'just started: the hub that owned it before may still ack its writes');
+  clock.t += FENCE;
+  assert.not.ok(fence.holdsWait(mine), 'free once the start fence passed');
+  const gained = keyOwnedBy(['b', 'c'], 'b', { members: ['a', 'b', 'c'], owner: 'a' });
+  const kept = keyOwnedBy(['b', 'c'], 'b', { members: ['a', 'b', 'c'], owner: 'b' });
+  fence.changed(new Ownership(['a', 'b', 'c']), new Ownership(['b', 'c']));
+  assert.ok(fence.holdsWait(gained), 'gained: its previous owner may not have heard of the change');
+  assert.not.ok(fence.holdsWait(kept), 'kept: nobody else acked its writes');
+  clock.t += FENCE - 1;
+  assert.ok(fence.holdsWait(gained), 'still within the fence');
+  clock.t += 1;
+  assert.not.ok(fence.holdsWait(gained), 'free once the fence passed');
+});
+
 test('a request for a key another hub owns is held one fence from the request', () => {
   const { clock, fence } = setup(['a', 'b']);
   clock.t += 5 * FENCE;

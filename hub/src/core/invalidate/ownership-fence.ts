@@ -99,6 +99,16 @@ export class OwnershipFence {
     return until;
   }
 
+  /**
+   * Whether a registration of `key` must wait: until the fence of a key this hub gained (of every
+   * key, after its start) has passed, the hub that owned it may not have heard of the change and
+   * acks writes of it directed to its own holders alone, so a holder recorded here would not hear
+   * of them (docs/internals/holders.md §8.1).
+   */
+  holdsWait(key: string): boolean {
+    return this.notBefore(key) > this.#monoNow();
+  }
+
   /** As `notBefore`, for a flush of a whole namespace: it covers keys of every owner change. */
   notBeforeAny(): number {
     let until = this.#allUntil;

@@ -1,0 +1,118 @@
+/**
+ * Stale reads in the window of an owner change, counted: a hub that gains a key while the hub
+ * that owned it has not heard of the change yet. Hub A reaches Redis through a proxy the test
+ * freezes, so A keeps its member list of one; hub B joins meanwhile and owns key K in the list
+ * every SDK computes (A and B). A reader instance connected to both surges K (it would register
+ * K at B and serve it locally); a writer connected to A alone then writes K: A believes it owns
+ * K, finds no holder of it in its own directory and acks at once. Every read the reader makes
+ * after that ack must see the write. B records no Hold of K within its ownership fence (its start
+ * here), so the reader reads through instead of serving the value A's ack never reached.
+ *
+ * The window exercised is a previous owner lagging behind the change, well inside B's fence
+ * (B runs with a 20 s lease: a 23 s fence, room for a loaded machine). A previous owner cut off
+ * from Redis for longer than the fence is outside the guarantee (ownership-fence.ts).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { HotKeyClient } from '@hotkey/sdk';
+import { MsgType } from '@hotkey/sdk/protocol';
+import { Ownership } from '@hotkey/sdk/ownership';
+import { HubProcess } from '../support/hub-process.ts';
+import { RawClient } from '../support/raw-client.ts';
+import { RedisServer } from '../support/redis-server.ts';
+import { TcpProxy } from '../support/tcp-proxy.ts';
+import { tempDir } from '../support/temp-dir.ts';
+import { waitFor } from '../support/wait.ts';
+
+const APP = 'shop';
+const B_LEASE_MS = 20_000;
+const B_FENCE_MS = B_LEASE_MS * 1.125 + 500;
+/**
+ * per 1 s window: the reader's ~400 reads/s surge it locally (a slice of 100 ms over
+ * surgeLocal.fraction × threshold), far below a promotion
+ */
+const RULE_THRESHOLD = 2000;
+/** reads of K the reader makes after the ack */
+const READS_AFTER = 50;
+
+test('a write acked by a previous owner that has not heard of the change: 0 stale reads at the new owner', async () => {
+  const redis = await RedisServer.start();
+  const proxy = await TcpProxy.start(redis.port);
+  const dir = tempDir('hotkey-gained-');
+  const config = join(dir, 'config.json');
+  writeFileSync(
+    config,
+    JSON.stringify({ apps: { [APP]: { rules: [{ match: 'item:*', threshold: RULE_THRESHOLD }] } } }),
+  );
+  const member = (id: string, redisUrl: string, extra: string[] = []) =>
+    HubProcess.start({ args: ['--redis', redisUrl, '--node-id', id, '--config', config, ...extra] });
+  const hubs: HubProcess[] = [];
+  let reader: HotKeyClient | undefined;
+  let writer: RawClient | undefined;
+  try {
+    const a = await member('hub-a', `redis://127.0.0.1:${proxy.port}`);
+    hubs.push(a);
+    writer = (await RawClient.join(a.url, APP)).client;
+    let id = 0;
+    const write = async (key: string) => {
+      const mine = ++id;
+      writer!.send({ t: MsgType.InvalidateRequest, id: mine, key });
+      return writer!.next(MsgType.Ack, 10_000, (m) => m.id === mine);
+    };
+    await write('item:warm'); // A acks writes: past its own start fence
+    proxy.freeze(); // A hears nothing of Redis from now on: B's arrival included
+    const bStarted = Date.now();
+    const b = await member('hub-b', redis.url, ['--lease-ms', String(B_LEASE_MS)]);
+    hubs.push(b);
+    const members = new Ownership(['hub-a', 'hub-b']);
+    let k = 0;
+    while (members.owner(`item:gained:${k}`) !== 'hub-b') k++;
+    const key = `item:gained:${k}`;
+
+    let truth = 'v0';
+    let loads = 0;
+    const load = async () => {
+      loads++;
+      return truth;
+    };
+    reader = new HotKeyClient({ app: APP, hubs: [a.url, b.url] });
+    reader.on('error', () => {});
+    await reader.ready({ signal: AbortSignal.timeout(10_000) });
+    await waitFor('the reader on both hubs', () => reader!.hubs().length === 2, 10_000);
+    // the surge: reads every 2 ms for up to 1.5 s, until 50 in a row were served locally
+    const surgeEnd = Date.now() + 1500;
+    let local = 0;
+    while (Date.now() < surgeEnd && local < 50) {
+      const before = loads;
+      assert.is(await reader.get(key, load), 'v0');
+      local = loads === before ? local + 1 : 0;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const loadsBefore = loads;
+    truth = 'v1';
+    const ack = await write(key);
+    assert.ok(ack.fenced.length === 0, 'acked with no instance fenced');
+    let stale = 0;
+    for (let i = 0; i < READS_AFTER; i++) {
+      if ((await reader.get(key, load)) !== 'v1') stale++;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const elapsed = Date.now() - bStarted;
+    console.log(
+      `# ${stale} stale of ${READS_AFTER} reads after the ack; the reader loaded K ${loadsBefore} times during its surge (${local} reads in a row served locally at its end); ${elapsed} ms after B's start (its fence: ${B_FENCE_MS} ms)`,
+    );
+    assert.ok(elapsed < B_FENCE_MS, `the window ran inside B's fence (${elapsed} ms)`);
+    assert.is(stale, 0, 'stale reads after the ack');
+  } finally {
+    proxy.thaw();
+    writer?.close();
+    await reader?.close();
+    for (const hub of hubs.reverse()) await hub.stop();
+    await proxy.close();
+    await redis.stop();
+  }
+});
+
+test.run();
