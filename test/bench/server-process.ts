@@ -7,12 +7,13 @@
  * not mixed with the load generators'. Tests start hub processes with support/hub-process.ts.
  */
 import { once } from 'node:events';
+import { fenceMsOf } from '../../hub/src/core/invalidate/ownership-fence.ts';
 import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
 import { forkWorker, type Worker } from './harness.ts';
 import { within } from '../support/wait.ts';
 
 /** ms before a fresh hub acks its first write: one fence after its start (PROTOCOL.md, H16) */
-export const START_FENCE_MS = DEFAULT_TUNABLES.leaseMs * 1.125 + 500;
+export const START_FENCE_MS = fenceMsOf(DEFAULT_TUNABLES.leaseMs);
 /**
  * Writes a bench sends a fresh hub before it measures the write path: a server's CPU per write
  * falls over its first ~8,000 writes as V8 optimises its code (the hub's and ws's alike), and

@@ -13,6 +13,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HoldResult, MsgType } from '@hotkey/sdk/protocol';
+import { fenceMsOf } from '../../hub/src/core/invalidate/ownership-fence.ts';
 import { APP, Cluster } from './cluster-harness.ts';
 import { RawClient } from '../support/raw-client.ts';
 import { startHubInProcess } from '../support/hub-in-process.ts';
@@ -20,7 +21,7 @@ import { startHubInProcess } from '../support/hub-in-process.ts';
 const IDS = ['hub-a', 'hub-b'];
 const RULES = [{ match: 'item:*', threshold: 200 }];
 const LEASE_MS = 8000;
-const FENCE_MS = LEASE_MS * 1.125 + 500;
+const FENCE_MS = fenceMsOf(LEASE_MS);
 let cluster: Cluster | undefined;
 
 test.after(async () => {

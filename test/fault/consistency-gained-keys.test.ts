@@ -18,7 +18,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HotKeyClient } from '@hotkey/sdk';
 import { MsgType } from '@hotkey/sdk/protocol';
-import { Ownership } from '@hotkey/sdk/ownership';
+import { fenceMsOf } from '../../hub/src/core/invalidate/ownership-fence.ts';
+import { Cluster } from '../cluster/cluster-harness.ts';
 import { HubProcess } from '../support/hub-process.ts';
 import { RawClient } from '../support/raw-client.ts';
 import { RedisServer } from '../support/redis-server.ts';
@@ -28,7 +29,7 @@ import { waitFor } from '../support/wait.ts';
 
 const APP = 'shop';
 const B_LEASE_MS = 20_000;
-const B_FENCE_MS = B_LEASE_MS * 1.125 + 500;
+const B_FENCE_MS = fenceMsOf(B_LEASE_MS);
 /**
  * per 1 s window: the reader's ~400 reads/s surge it locally (a slice of 100 ms over
  * surgeLocal.fraction × threshold), far below a promotion
@@ -66,10 +67,7 @@ test('a write acked by a previous owner that has not heard of the change: 0 stal
     const bStarted = Date.now();
     const b = await member('hub-b', redis.url, ['--lease-ms', String(B_LEASE_MS)]);
     hubs.push(b);
-    const members = new Ownership(['hub-a', 'hub-b']);
-    let k = 0;
-    while (members.owner(`item:gained:${k}`) !== 'hub-b') k++;
-    const key = `item:gained:${k}`;
+    const key = Cluster.keysOwnedBy(['hub-a', 'hub-b'], 'hub-b', 1, 'item:gained:')[0]!;
 
     let truth = 'v0';
     let loads = 0;

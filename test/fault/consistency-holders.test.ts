@@ -15,6 +15,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { HotKeyClient } from '@hotkey/sdk';
+import { fenceMsOf } from '../../hub/src/core/invalidate/ownership-fence.ts';
+import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
 import { SimFleet } from '../bench/sim-fleet.ts';
 import type { Worker } from '../bench/harness.ts';
 import { hostNow } from '../support/host-clock.ts';
@@ -29,7 +31,7 @@ const KEY = 'ckh:item';
 const IDLE = Number(process.env.CK_IDLE ?? 300);
 const PHASE_MS = Number(process.env.CK_PHASE_MS ?? 3000);
 /** the hub acks nothing before one fence after its start (PROTOCOL.md, H16) */
-const START_FENCE_MS = 2000 * 1.125 + 500;
+const START_FENCE_MS = fenceMsOf(DEFAULT_TUNABLES.leaseMs);
 /** the rule never promotes at the hub: the holder serves the key from a local surge only */
 const config = { apps: { [APP]: { rules: [{ match: 'ckh:*', threshold: 1_000_000, cacheTtlMs: 20_000 }] } } };
 

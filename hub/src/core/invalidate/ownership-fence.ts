@@ -30,6 +30,15 @@ import { MsgType } from '@hotkey/sdk/protocol';
 
 /** how much later than this hub the previous owner may learn of a change: its heartbeat interval (500 ms by default) */
 export const MEMBERSHIP_LAG_MS = 500;
+/**
+ * The fence of a hub granting `leaseMs` leases: how long after a start, or an owner change, its
+ * acks (and registrations) of the keys concerned wait — the renewal grace and one lease, plus how
+ * much later the previous owner may learn of the change.
+ */
+export function fenceMsOf(leaseMs: number): number {
+  return leaseMs + leaseMs / 8 + MEMBERSHIP_LAG_MS;
+}
+
 /** changes remembered for their fence; more within one fence collapse into one fence of every key */
 const MAX_CHANGES = 16;
 
@@ -65,7 +74,7 @@ export class OwnershipFence {
   constructor(options: OwnershipFenceOptions) {
     this.#self = options.selfId;
     this.#monoNow = options.monoNow;
-    this.fenceMs = options.leaseMs + options.leaseMs / 8 + MEMBERSHIP_LAG_MS;
+    this.fenceMs = fenceMsOf(options.leaseMs);
     this.#allUntil = this.#monoNow() + this.fenceMs;
     this.#setCurrent(options.initial);
   }
@@ -106,7 +115,10 @@ export class OwnershipFence {
    * of them (docs/internals/holders.md §8.1).
    */
   holdsWait(key: string): boolean {
-    return this.notBefore(key) > this.#monoNow();
+    const now = this.#monoNow();
+    // no fence running (the usual case): no owner to compute per key
+    if (this.#allUntil <= now && !this.#changes.some((c) => c.until > now)) return false;
+    return this.notBefore(key) > now;
   }
 
   /** As `notBefore`, for a flush of a whole namespace: it covers keys of every owner change. */
