@@ -50,20 +50,22 @@ export class PlainHistogram {
   readonly type = 'histogram';
   /** how prom-client's cluster aggregation merges it, as its own histograms */
   readonly aggregator = 'sum';
-  readonly #bounds: readonly number[];
+  /** its one label, and its buckets' upper bounds ascending (named as prom-client's Histogram names them) */
+  readonly labelNames = ['app'] as const;
+  readonly upperBounds: readonly number[];
   readonly #byApp = new Map<string, PlainObserver>();
 
   constructor(options: { name: string; help: string; buckets: readonly number[]; registers: MetricRegistry[] }) {
     this.name = options.name;
     this.help = options.help;
-    this.#bounds = [...options.buckets].sort((a, b) => a - b);
+    this.upperBounds = [...options.buckets].sort((a, b) => a - b);
     for (const r of options.registers) r.registerMetric(this as never);
   }
 
   /** The counts of one `app` label value (kept: the caller bounds the label set). */
   labels(app: string): PlainObserver {
     let o = this.#byApp.get(app);
-    if (o === undefined) this.#byApp.set(app, (o = new PlainObserver(this.#bounds)));
+    if (o === undefined) this.#byApp.set(app, (o = new PlainObserver(this.upperBounds)));
     return o;
   }
 
@@ -75,9 +77,9 @@ export class PlainHistogram {
       // as prom-client: a label set appears once observed
       if (o.count === 0) continue;
       let acc = 0;
-      for (let i = 0; i < this.#bounds.length; i++) {
+      for (let i = 0; i < this.upperBounds.length; i++) {
         acc += o.counts[i]!;
-        values.push({ metricName: bucket, labels: { le: this.#bounds[i]!, app }, value: acc });
+        values.push({ metricName: bucket, labels: { le: this.upperBounds[i]!, app }, value: acc });
       }
       values.push({ metricName: bucket, labels: { le: '+Inf', app }, value: o.count });
       values.push({ metricName: `${this.name}_sum`, labels: { app }, value: o.sum });
