@@ -15,6 +15,9 @@ import { isReady, type Redis } from './redis-client.ts';
 import type { Logger } from '../core/logger.ts';
 
 const SCAN_BATCH = 1000;
+
+/** a pipeline of the cluster's client */
+export type Pipeline = ReturnType<Redis['pipeline']>;
 /** how far before `since` a query starts reading stream ids (clock skew between hubs and Redis) */
 const SKEW_MS = 5000;
 
@@ -90,16 +93,30 @@ export class RedisHistory {
     if (this.#recent.length > this.#maxRecent * 2) this.#recent = this.#recent.slice(-this.#maxRecent);
   }
 
-  /** Appends this hub's event; never throws. */
-  append(event: HubEvent): void {
+  /**
+   * Appends this hub's event; never throws. `pipe`: the XADD joins that pipeline (the caller runs
+   * it) instead of going out alone.
+   */
+  append(event: HubEvent, pipe?: Pipeline): void {
     this.remember(event);
     if (!isReady(this.#client) || this.#buffer.length > 0) return this.#enqueue(event);
-    this.#client.xadd(this.#key, 'MAXLEN', '~', this.#maxLen, '*', 'e', JSON.stringify(event)).catch((err: Error) => {
-      // Retry only what surely never reached Redis: a timed-out or cut-off XADD may have been
-      // applied, and history must not show one promotion twice.
-      if (neverSent(err)) this.#enqueue(event);
-      else this.lost++;
+    const entry = JSON.stringify(event);
+    if (pipe === undefined) {
+      this.#client
+        .xadd(this.#key, 'MAXLEN', '~', this.#maxLen, '*', 'e', entry)
+        .catch((err: Error) => this.#failed(event, err));
+      return;
+    }
+    pipe.xadd(this.#key, 'MAXLEN', '~', this.#maxLen, '*', 'e', entry, (err) => {
+      if (err) this.#failed(event, err);
     });
+  }
+
+  #failed(event: HubEvent, err: Error): void {
+    // Retry only what surely never reached Redis: a timed-out or cut-off XADD may have been
+    // applied, and history must not show one promotion twice.
+    if (neverSent(err)) this.#enqueue(event);
+    else this.lost++;
   }
 
   /** Writes buffered events in order (after Redis returns). */

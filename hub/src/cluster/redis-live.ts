@@ -53,16 +53,26 @@ export class RedisLive {
     this.statusChannel = `${opts.prefix}status`;
   }
 
+  /**
+   * This hub's event: to the history, to this hub's listeners, and to the other hubs. Its XADD and
+   * PUBLISH leave in one pipeline: one socket write per event (a write's event is published on
+   * every acked write), not one per command.
+   */
   publishEvent(event: HubEvent): void {
-    this.#history.append(event);
-    this.#emit(event);
     if (!isReady(this.#client)) {
+      this.#history.append(event);
+      this.#emit(event);
       this.droppedEvents++;
       return;
     }
-    this.#client
-      .publish(this.eventsChannel, JSON.stringify({ from: this.#selfId, event }))
-      .catch(() => this.droppedEvents++);
+    const pipe = this.#client.pipeline();
+    this.#history.append(event, pipe);
+    this.#emit(event);
+    pipe.publish(this.eventsChannel, JSON.stringify({ from: this.#selfId, event }), (err) => {
+      if (err) this.droppedEvents++;
+    });
+    // each command's own callback above hears its failure
+    pipe.exec().catch(() => {});
   }
 
   onEvent(listener: (event: HubEvent) => void): void {

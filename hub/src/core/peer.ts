@@ -7,6 +7,7 @@ export interface Peer {
   /**
    * Sends a frame encoded once for many peers (a broadcast): the socket adapter frames it once
    * for all of them and writes those bytes as they are, instead of framing it again per socket.
+   * The Broadcaster sends a small reply to one peer this way too: one buffer, one write.
    * Optional: without it the payload goes through `send`.
    */
   sendBroadcast?(frame: BroadcastFrame): void;

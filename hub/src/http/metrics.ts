@@ -5,14 +5,16 @@
  *
  * The core's counters stay plain numbers bumped inline (core/observe/hub-metrics.ts); the `hotkey_*`
  * series (metric-series.ts) read them and the gauges when scraped, without labels. Histograms are
- * observed at most once per frame or per decision, never per record, and carry an `app` label:
+ * observed at most once per frame or per decision, never per record, as plain counts
+ * (plain-histogram.ts: the ack histogram is observed on every write), and carry an `app` label:
  * apps come from the config, so the label set is bounded; in open mode (any app name) the first
  * `maxAppLabels` apps get their own label and the rest share `app="other"`. Process metrics
  * (event-loop lag, heap, GC, CPU) are prom-client's defaults, unprefixed (`nodejs_*`, `process_*`).
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { HubMetrics, MetricsObserver } from '../core/observe/hub-metrics.ts';
 import { CORE_FAMILIES, type Family, type MetricsSources, type Snapshot } from './metric-series.ts';
+import { PlainHistogram } from './plain-histogram.ts';
 
 export interface MetricsOptions {
   /** distinct `app` label values before the rest are counted as `app="other"` @default Infinity */
@@ -41,10 +43,10 @@ interface AppObservers {
 export class MetricsRegistry implements MetricsObserver {
   readonly registry = new Registry();
   readonly #maxAppLabels: number;
-  readonly #detection: Histogram<'app'>;
-  readonly #fanout: Histogram<'app'>;
-  readonly #ack: Histogram<'app'>;
-  readonly #frame: Histogram<'app'>;
+  readonly #detection: PlainHistogram;
+  readonly #fanout: PlainHistogram;
+  readonly #ack: PlainHistogram;
+  readonly #frame: PlainHistogram;
   readonly #apps = new Map<string, AppObservers>();
   #other: AppObservers | undefined;
   /** what the current scrape reads; set for the duration of `render()` */
@@ -56,31 +58,27 @@ export class MetricsRegistry implements MetricsObserver {
     this.#maxAppLabels = options.maxAppLabels ?? Infinity;
     const registers = [this.registry];
     this.#register(undefined);
-    this.#detection = new Histogram({
+    this.#detection = new PlainHistogram({
       name: 'hotkey_detection_latency_seconds',
       help: 'Time from the first counted slice of a key to its promotion (automatic promotions).',
-      labelNames: ['app'],
       buckets: SECONDS_BUCKETS_DETECTION,
       registers,
     });
-    this.#fanout = new Histogram({
+    this.#fanout = new PlainHistogram({
       name: 'hotkey_promotion_fanout_seconds',
       help: 'Time to encode a promotion and write it to every SDK socket of the app.',
-      labelNames: ['app'],
       buckets: SECONDS_BUCKETS_FANOUT,
       registers,
     });
-    this.#ack = new Histogram({
+    this.#ack = new PlainHistogram({
       name: 'hotkey_invalidation_ack_seconds',
       help: 'Time from an SDK invalidation request to its ack (every SDK applied it or was fenced by its lease).',
-      labelNames: ['app'],
       buckets: SECONDS_BUCKETS_ACK,
       registers,
     });
-    this.#frame = new Histogram({
+    this.#frame = new PlainHistogram({
       name: 'hotkey_report_frame_bytes',
       help: 'Size of the report frames received.',
-      labelNames: ['app'],
       buckets: BYTES_BUCKETS_FRAME,
       registers,
     });

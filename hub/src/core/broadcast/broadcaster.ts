@@ -23,6 +23,9 @@ import type { BulkWriter, Peer, BroadcastFrame } from '../peer.ts';
 
 type Sequenced = Omit<Promote, 'seq'> | Omit<Invalidate, 'seq'> | Omit<Demote, 'seq'>;
 
+/** a reply up to this size is framed whole and copied into one buffer (`sendTo`); a larger one is not copied */
+const SMALL_REPLY_BYTES = 1024;
+
 export interface BroadcasterOptions {
   /** send-buffer bytes above which a socket is cut off as a slow consumer (the hub's `maxBufferedBytes` tunable) */
   maxBufferedBytes: number;
@@ -116,9 +119,14 @@ export class Broadcaster {
 
   /**
    * Sends pre-encoded bytes to one peer unless it is over its buffer limit (then cuts it off).
+   * A small reply (an Ack, a Grant, a Held, a Drop) goes out as one frame too, built here: one
+   * buffer and one plain socket write, where the socket's own framing would allocate a header,
+   * cork, write twice and uncork into a writev for every reply. A large one keeps that path, which
+   * writes the payload without copying it.
    * @param [frame] the same bytes as one frame for a whole fan-out
    */
   sendTo(peer: Peer, bytes: Uint8Array, frame?: BroadcastFrame): boolean {
+    if (frame === undefined && bytes.byteLength <= SMALL_REPLY_BYTES) frame = { payload: bytes };
     return this.#admit(peer) && this.#write(peer, bytes, frame);
   }
 
