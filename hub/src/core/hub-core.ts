@@ -137,7 +137,13 @@ export class HubCore implements SessionHost {
     });
     this.#apps = this.#createApps(monoNow, options.bulk);
     const initial = new Ownership(membership.members.map((m) => m.id));
-    this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, monoNow, initial });
+    this.#fence = new OwnershipFence({
+      selfId: this.id,
+      leaseMs: this.tunables.leaseMs,
+      monoNow,
+      initial,
+      epoch: membership.epoch,
+    });
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
       notBefore: (key, flush) => (flush ? this.#fence.notBeforeAny() : this.#fence.notBefore(key)),

@@ -115,16 +115,15 @@ export class OwnershipFence {
     const now = this.#monoNow();
     this.#setCurrent(after);
     this.#changes = this.#changes.filter((c) => c.until > now);
-    for (const id of this.#heard.keys())
-      if (!after.ids.includes(id) && !this.#changes.some((c) => c.before.ids.includes(id))) this.#heard.delete(id);
     if (this.#changes.length >= MAX_CHANGES) {
       this.#listed ||= after.ids.includes(this.#self);
       this.#allUntil = Math.max(this.#allUntil, now + this.fenceMs);
       this.#blindUntil = this.#allUntil;
-      return;
-    }
-    if (!this.#listed && after.ids.includes(this.#self)) this.#arrived(after, epoch, now + this.fenceMs);
+    } else if (!this.#listed && after.ids.includes(this.#self)) this.#arrived(after, epoch, now + this.fenceMs);
     else this.#changes.push({ before, until: now + this.fenceMs, epoch });
+    // what is remembered of a hub that is no member, nor a previous owner a fence waits on, is moot
+    for (const id of this.#heard.keys())
+      if (!after.ids.includes(id) && !this.#changes.some((c) => c.before.ids.includes(id))) this.#heard.delete(id);
   }
 
   /** Hub `from` had reached `epoch` when it sent a handoff chunk here (handoff.ts). */
