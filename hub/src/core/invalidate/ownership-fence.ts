@@ -101,10 +101,16 @@ export class OwnershipFence {
     if (this.#current !== undefined) this.#arrived(options.initial, options.epoch ?? 0, this.#allUntil);
   }
 
-  /** This hub is listed among others: the keys it owns were theirs until now. */
+  /**
+   * This hub is listed: the keys it owns were the other members' until now. Listed alone, it
+   * cannot tell whether a hub Redis dropped a moment ago (its heartbeats cut off) still acks
+   * writes of them, so promotions wait out the fence, as registrations do.
+   */
   #arrived(list: Ownership, epoch: number, until: number): void {
     this.#listed = true;
-    this.#changes.push({ before: new Ownership(list.ids.filter((id) => id !== this.#self)), until, epoch });
+    const others = list.ids.filter((id) => id !== this.#self);
+    if (others.length === 0) this.#blindUntil = Math.max(this.#blindUntil, until);
+    else this.#changes.push({ before: new Ownership(others), until, epoch });
   }
 
   /**
@@ -168,8 +174,8 @@ export class OwnershipFence {
    * Whether a promotion of `key` (and its entry in a Snapshot) must wait: while a fence of a
    * change that moved the key here runs and the key's previous owner has not shown it knows of
    * the change, that owner may ack writes of it without a word to the sessions the promotion
-   * reaches (the module's design block). Before its first member list this hub knows of no
-   * previous owner and waits out its start fence.
+   * reaches (the module's design block). Before its first member list, or listed alone in it,
+   * this hub knows of no previous owner and waits out its start fence.
    */
   promotionWaits(key: string): boolean {
     const now = this.#monoNow();
