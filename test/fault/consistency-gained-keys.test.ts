@@ -13,6 +13,9 @@
  *   back until A shows it knows of B (a handoff marker A, cut off, never sends) or the fence
  *   passed, so the reader reads through although B decided K hot.
  *
+ * Slow to start on a loaded machine, B often comes up once A's entry expired in Redis (A's
+ * heartbeats are cut off too): B is then listed alone, and A is a previous owner it cannot name.
+ *
  * The window exercised is a previous owner lagging behind the change, well inside B's fence
  * (B runs with a 20 s lease: a 23 s fence, room for a loaded machine). A previous owner cut off
  * from Redis for longer than the fence is outside the guarantee (ownership-fence.ts).
