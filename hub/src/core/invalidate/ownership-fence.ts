@@ -115,7 +115,7 @@ export class OwnershipFence {
 
   /**
    * The member list changed from `before` to `after` at `epoch`. The first list naming this hub
-   * is its arrival: the keys it owns were the other members' before, whatever it listed alone.
+   * is its arrival (`#arrived`): `before` is then only the list it had alone while starting.
    */
   changed(before: Ownership, after: Ownership, epoch: number): void {
     const now = this.#monoNow();
