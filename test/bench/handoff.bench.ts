@@ -3,7 +3,9 @@
  *
  * 1. Surge → promotion latency for a key whose owner leaves mid-window: three `hotkey-hub --redis`
  *    processes on a real redis-server, one SDK connected to all three; the key surges at 2 ×
- *    threshold and its owner gets SIGTERM 300 ms in. The figure is the time from the surge's start
+ *    threshold, one start fence after the cluster is up (a running cluster's change: a fresh hub
+ *    listed alone promotes nothing within its start fence, PROTOCOL.md H26), and its owner gets
+ *    SIGTERM 300 ms in. The figure is the time from the surge's start
  *    until the SDK hears the key's promotion, with handoff and with `--handoff-max-keys 0`,
  *    rounds alternating (a fresh cluster each), against the same surge without a change.
  * 2. What a handoff costs per 10,000 tracked keys, in this process on the real aggregator: the
@@ -21,6 +23,7 @@ import { silentLogger } from '../../hub/src/core/logger.ts';
 import { APP, Cluster } from '../cluster/cluster-harness.ts';
 import { benchMain, percentile, type BenchRow } from './harness.ts';
 import { delay, waitFor } from '../support/wait.ts';
+import { START_FENCE_MS } from './server-process.ts';
 
 const THRESHOLD = 1000;
 const IDS = ['h1', 'h2', 'h3'];
@@ -32,12 +35,16 @@ type Mode = 'handoff' | 'no handoff' | 'no change';
 async function round(r: number, mode: Mode): Promise<number> {
   const args = mode === 'no handoff' ? ['--handoff-max-keys', '0'] : [];
   const cluster = await Cluster.start(IDS, [{ match: '*', threshold: THRESHOLD }], args);
+  const started = performance.now();
   const client = new HotKeyClient({ app: APP, hubs: cluster.hub('h1').url, instanceId: `handoff-${r}` });
   client.on('error', () => undefined);
   let surge: NodeJS.Timeout | undefined;
   try {
     await client.ready({ signal: AbortSignal.timeout(10_000) });
     await waitFor('SDK connected to every hub', () => client.hubs().length === IDS.length, 10_000);
+    // a running cluster's change, not a fresh one's: a hub listed alone at its start promotes
+    // nothing within its start fence (PROTOCOL.md H26), and the hubs started together here
+    await delay(Math.max(0, started + START_FENCE_MS - performance.now()));
     const [key] = Cluster.keysOwnedBy(IDS, VICTIM, 1, `surge:${r}:`);
     let promotedAt = Number.NaN;
     client.on('promote', (k) => {

@@ -1,17 +1,25 @@
 /**
  * Failover under traffic with three hub processes and twelve SDKs: `kill -9` of a hub moves its
- * keys to their new owners, promotions of those keys resume quickly and service code sees no
- * error; the hub restarted with the same id rejoins and takes its keys back without a storm of
- * duplicate promotions.
+ * keys to their new owners, promotions of those keys resume one fence later (H26) and service
+ * code sees no error; the hub restarted with the same id rejoins and takes its keys back without
+ * a storm of duplicate promotions.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Cluster, httpJson } from './cluster-harness.ts';
 import { delay, waitFor } from '../support/wait.ts';
+import { fenceMsOf } from '../../hub/src/core/invalidate/ownership-fence.ts';
+import { DEFAULT_TUNABLES } from '../../hub/src/core/tunables.ts';
 
 const IDS = ['hub-a', 'hub-b', 'hub-c'];
 const SURVIVORS = ['hub-a', 'hub-b'];
 const RULES = [{ match: 'item:*', threshold: 200, hotMs: 60_000, cacheTtlMs: 60_000 }];
+/**
+ * A killed hub sends no marker: the survivors cannot tell it from one cut off from Redis that
+ * still acks writes of its keys, so they promote those keys one fence after they drop it (H26).
+ * The bound: the drop within a heartbeat or two, the fence, and a window of traffic.
+ */
+const LOST_PROMOTED_WITHIN_MS = 1000 + fenceMsOf(DEFAULT_TUNABLES.leaseMs) + 1000;
 let cluster: Cluster;
 let loaderErrors = 0;
 let getErrors = 0;
@@ -81,7 +89,14 @@ test('kill -9 of a hub: its keys move, promotions resume within a window and a f
     `# kill -9 → SDKs dropped the hub after ${noticed} ms; lost keys promoted after ${firstPromotion}–${lastPromotion} ms`,
   );
   assert.ok(noticed <= 2000, `SDKs notice within 2 s (${noticed} ms)`);
-  assert.ok(lastPromotion <= 3000, `lost keys promoted within 3 s of the kill (${lastPromotion} ms)`);
+  assert.ok(
+    lastPromotion <= LOST_PROMOTED_WITHIN_MS,
+    `lost keys promoted within ${LOST_PROMOTED_WITHIN_MS} ms of the kill (${lastPromotion} ms)`,
+  );
+  assert.ok(
+    firstPromotion >= fenceMsOf(DEFAULT_TUNABLES.leaseMs),
+    `held back one fence at least: the killed hub never said it knew (${firstPromotion} ms)`,
+  );
   for (const e of promoted) assert.is(e.hub, Cluster.owner(SURVIVORS, e.key), `${e.key} decided by its new owner`);
   await waitFor(
     'every SDK to have the lost keys hot',

@@ -43,6 +43,16 @@ export interface AppConfig {
   keepPrefix?: string[];
 }
 
+/** A promotion decided and not announced yet (announce.ts): what its Promote will say. */
+export interface HeldPromotion {
+  rule: Rule;
+  qps: number;
+  latencyMs: number | undefined;
+  manual: boolean;
+  /** monotonic ms it was decided at */
+  at: number;
+}
+
 export interface AppState {
   name: string;
   aggregator: Aggregator;
@@ -60,6 +70,8 @@ export interface AppState {
   pre3: number;
   /** keys demoted lately, with when (monotonic): broadcast-class for one lease after the Demote */
   demotedAt: Map<string, number>;
+  /** keys decided hot whose Promote waits for their previous owner to know of the change (announce.ts) */
+  heldPromotions: Map<string, HeldPromotion>;
   /** closed sessions whose lease may still run: the instance may still serve (invalidations.ts) */
   lingering: Set<Session>;
   /** sessions connected now and lingering ones, shared by consecutive invalidations until one joins or leaves */
@@ -92,6 +104,12 @@ export interface AppsOptions {
   logger: Logger;
   /** which keys this hub owns; undefined while it is the only member */
   accept: ((key: string) => boolean) | undefined;
+  /**
+   * which keys this hub owns under its member list now, for registrations and directed writes;
+   * unlike `accept`, not widened while keys moving away are still counted (handoff.ts)
+   * @default `accept` as it stands
+   */
+  owns?: (key: string) => boolean;
   /** every app's broadcaster writes big fan-outs through it (Broadcaster's `bulk`) */
   bulk?: BulkWriter;
   /** an app's aggregator promoted a key */
@@ -193,12 +211,13 @@ export class Apps {
         maxPerAddress: tunables.maxHeldPerAddress,
         maxPerApp: tunables.maxHeldPerApp,
         maxWriteMarks: tunables.maxWriteMarks,
-        owns: (key) => this.#accept?.(key) !== false,
+        owns: this.#opts.owns ?? ((key) => this.#accept?.(key) !== false),
         refused: this.#opts.metrics.holdsRefused,
       }),
       drops: new DropTracker<Session>({ notBefore: this.#opts.ackNotBefore, graceMs: tunables.leaseMs / 8 }),
       pre3: 0,
       demotedAt: new Map(),
+      heldPromotions: new Map(),
       lingering: new Set(),
       waiters: undefined,
       configTimer: undefined,

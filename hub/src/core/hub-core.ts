@@ -131,10 +131,19 @@ export class HubCore implements SessionHost {
       metrics: this.metrics,
       logger: this.#logger,
       wallNow: this.#wallNow,
+      monoNow,
+      // alone for good, no other hub acks a write of its keys: promotions need no fence
+      ...(this.coordinator.standalone === true ? {} : { holdBack: (key: string) => this.#fence.promotionWaits(key) }),
     });
     this.#apps = this.#createApps(monoNow, options.bulk);
     const initial = new Ownership(membership.members.map((m) => m.id));
-    this.#fence = new OwnershipFence({ selfId: this.id, leaseMs: this.tunables.leaseMs, monoNow, initial });
+    this.#fence = new OwnershipFence({
+      selfId: this.id,
+      leaseMs: this.tunables.leaseMs,
+      monoNow,
+      initial,
+      epoch: membership.epoch,
+    });
     this.#invalidations = new InvalidationRouter({
       hubId: this.id,
       notBefore: (key, flush) => (flush ? this.#fence.notBeforeAny() : this.#fence.notBefore(key)),
@@ -183,6 +192,7 @@ export class HubCore implements SessionHost {
       ackNotBefore: monoNow() + this.tunables.leaseMs,
       logger: this.#logger,
       accept: this.#members.accept,
+      owns: (key) => this.#members.accept?.(key) !== false,
       bulk,
       onPromote: (app, key, rule, qps, latencyMs, manual) => {
         // a key still counted here while its windows go to its new owner (handoff.ts) is not
@@ -431,8 +441,10 @@ export class HubCore implements SessionHost {
       if (now - session.connectedAt >= this.tunables.helloTimeoutMs)
         session.helloTimedOut(this.tunables.helloTimeoutMs);
     }
+    const owns = (key: string) => this.#members.accept?.(key) !== false;
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => tickApp(this.#apps, app, now));
+      this.#guard(`held promotions of app ${app.name}`, () => this.#announcer.release(app, owns));
     }
     this.#guard('handoff', () => this.#changes.handoff.tick());
     if (this.qpsHistory.due(now))

@@ -67,6 +67,7 @@ export class HubMembers {
         logger,
         wallNow: options.wallNow,
         monoNow: options.monoNow,
+        heard: (from, epoch) => options.fence.heard(from, epoch),
       },
       members.epoch,
       members.members,
@@ -83,10 +84,12 @@ export class HubMembers {
     const lost = fence.lostHotKeys(apps.values(), beforeAccept, after, this.#o.wallNow());
     const { joined, left } = view.change(epoch, members);
     logger.info({ evt: 'members', epoch, members: members.map((m) => m.id), joined, left }, 'cluster members changed');
+    // before the handoff: chunks that waited for this epoch merge there and may promote a key,
+    // which must wait if this change moved it here (ownership-fence.ts promotionWaits)
+    fence.changed(before, after, epoch);
     // keys owned by another hub are that hub's to decide: handed over with their windows once the
     // reports in flight are in (handoff.ts); SDKs resync on the new epoch
     this.handoff.changed(epoch, members, beforeAccept, view.accept);
-    fence.changed(before, after);
     const bytes = membersFrame(epoch, members);
     for (const app of apps.values()) app.broadcaster.sendBroadcast(bytes);
     for (const [app, keys] of lost) fence.release(app, keys);

@@ -99,7 +99,8 @@ export function sendSnapshot(
   accept: ((key: string) => boolean) | undefined,
 ): void {
   const all = app.aggregator.hot(now);
-  const hot = accept === undefined ? all : all.filter((v) => accept(v.key));
+  // a held promotion (announce.ts) is not vouched for yet either
+  const hot = all.filter((v) => (accept === undefined || accept(v.key)) && !app.heldPromotions.has(v.key));
   app.broadcaster.sendTo(
     session.peer,
     snapshotFrame(hot, (key) => app.replicas.count(key), app.broadcaster.seq),

@@ -42,7 +42,7 @@ test('a key gained in a change waits one fence from it; a key this hub kept does
   clock.t += FENCE;
   const gained = keyOwnedBy(['b', 'c'], 'b', { members: ['a', 'b', 'c'], owner: 'a' });
   const kept = keyOwnedBy(['b', 'c'], 'b', { members: ['a', 'b', 'c'], owner: 'b' });
-  fence.changed(new Ownership(['a', 'b', 'c']), new Ownership(['b', 'c']));
+  fence.changed(new Ownership(['a', 'b', 'c']), new Ownership(['b', 'c']), 2);
   const changedAt = clock.t;
   assert.is(fence.notBefore(gained), changedAt + FENCE);
   assert.ok(fence.notBefore(kept) <= clock.t, `kept key not held (${fence.notBefore(kept)} vs ${clock.t})`);
@@ -59,7 +59,7 @@ test('registrations wait out the same fence: after the start, and for a key gain
   assert.not.ok(fence.holdsWait(mine), 'free once the start fence passed');
   const gained = keyOwnedBy(['b', 'c'], 'b', { members: ['a', 'b', 'c'], owner: 'a' });
   const kept = keyOwnedBy(['b', 'c'], 'b', { members: ['a', 'b', 'c'], owner: 'b' });
-  fence.changed(new Ownership(['a', 'b', 'c']), new Ownership(['b', 'c']));
+  fence.changed(new Ownership(['a', 'b', 'c']), new Ownership(['b', 'c']), 2);
   assert.ok(fence.holdsWait(gained), 'gained: its previous owner may not have heard of the change');
   assert.not.ok(fence.holdsWait(kept), 'kept: nobody else acked its writes');
   clock.t += FENCE - 1;
@@ -79,9 +79,52 @@ test("alone, or not listed, every key is this hub's", () => {
   const { clock, fence } = setup(['b']);
   clock.t += FENCE;
   assert.ok(fence.notBefore('any') <= clock.t);
-  fence.changed(new Ownership(['b']), new Ownership([]));
+  fence.changed(new Ownership(['b']), new Ownership([]), 2);
   clock.t += FENCE;
   assert.ok(fence.notBefore('any') <= clock.t);
+});
+
+test('a promotion of a gained key waits until its previous owner shows it knows of the change, or the fence passed', () => {
+  const { clock, fence } = setup(['a', 'b', 'c']);
+  clock.t += FENCE;
+  const fromA = keyOwnedBy(['b', 'c'], 'b', { members: ['a', 'b', 'c'], owner: 'a' });
+  const kept = keyOwnedBy(['b', 'c'], 'b', { members: ['a', 'b', 'c'], owner: 'b' });
+  assert.not.ok(fence.promotionWaits(fromA), 'no fence running');
+  fence.heard('a', 7); // the leaver's marker overtook the member list
+  fence.changed(new Ownership(['a', 'b', 'c']), new Ownership(['b', 'c']), 7);
+  assert.not.ok(fence.promotionWaits(fromA), 'a left and said so: it broadcasts writes of the key now');
+  fence.changed(new Ownership(['b', 'c']), new Ownership(['a', 'b', 'c']), 8);
+  fence.changed(new Ownership(['a', 'b', 'c']), new Ownership(['b', 'c']), 9);
+  assert.ok(fence.promotionWaits(fromA), 'a may still ack its writes, directed to its own holders');
+  assert.not.ok(fence.promotionWaits(kept), 'kept: nobody else acked its writes');
+  fence.heard('a', 8);
+  assert.ok(fence.promotionWaits(fromA), 'a chunk sent before a heard of the change proves nothing');
+  fence.heard('c', 9);
+  assert.ok(fence.promotionWaits(fromA), "another hub's word is not a's");
+  fence.heard('a', 9);
+  assert.not.ok(fence.promotionWaits(fromA), 'a reached the epoch: it broadcasts writes of the key now');
+  assert.ok(fence.holdsWait(fromA), 'registrations still wait out the fence (its holders may serve)');
+  clock.t += FENCE;
+  assert.not.ok(fence.promotionWaits(fromA), 'free once the fence passed, heard or not');
+});
+
+test('a starting hub promotes nothing before its first member list, then waits for the members it found', () => {
+  const { clock, fence } = setup(['b']);
+  const fromA = keyOwnedBy(['a', 'b', 'c'], 'b', { members: ['a', 'c'], owner: 'a' });
+  const fromC = keyOwnedBy(['a', 'b', 'c'], 'b', { members: ['a', 'c'], owner: 'c' });
+  assert.ok(fence.promotionWaits(fromA), 'no list from the cluster yet: who owned it is unknown');
+  fence.heard('a', 4); // a marker that overtook the member list
+  fence.changed(new Ownership(['b']), new Ownership(['a', 'b', 'c']), 4);
+  assert.not.ok(fence.promotionWaits(fromA), 'a knows b joined');
+  assert.ok(fence.promotionWaits(fromC), 'c was not heard from');
+  assert.ok(fence.holdsWait(fromA), 'registrations wait out the fence');
+  clock.t += FENCE;
+  assert.not.ok(fence.promotionWaits(fromC), 'free once the fence passed');
+  const alone = setup(['b']);
+  alone.fence.changed(new Ownership(['b']), new Ownership(['b']), 1);
+  assert.ok(alone.fence.promotionWaits(fromA), 'listed alone: a hub Redis just dropped may still ack its writes');
+  alone.clock.t += FENCE;
+  assert.not.ok(alone.fence.promotionWaits(fromA), 'free once the fence passed');
 });
 
 test('lostHotKeys: hot keys owned before and not after, per app; none when leaving', () => {

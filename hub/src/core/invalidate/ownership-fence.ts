@@ -22,8 +22,17 @@
  * the resource is not handed on before that lease could have run out. It assumes, like the
  * leases, one rate of time for every process and a previous owner that reaches Redis: a hub cut
  * off from Redis keeps vouching for keys it no longer owns until it hears of the change.
+ *
+ * The new owner's own sessions need one more rule. Until the previous owner hears of the change
+ * it acks writes of the key directed to its own holders alone (directed.ts), so nothing the new
+ * owner vouches for in that time — a registration (`holdsWait`) or a promotion (`promotionWaits`)
+ * — may be served. Registrations wait out the fence. A promotion waits only until the previous
+ * owner shows it knows: every handoff chunk names the epoch its sender had reached, and a hub
+ * sends one, empty if need be, to each hub that gains keys from it (handoff.ts). A previous owner
+ * heard at the change's epoch or later already broadcasts writes of the key, so a surging key's
+ * handoff is promoted as fast as before; one never heard from (cut off, crashed) costs the fence.
  */
-import type { Ownership } from '@hotkey/sdk/ownership';
+import { Ownership } from '@hotkey/sdk/ownership';
 import type { AppState } from '../apps.ts';
 import { demoteMessage } from '../broadcast/frames.ts';
 import { MsgType } from '@hotkey/sdk/protocol';
@@ -41,6 +50,8 @@ export function fenceMsOf(leaseMs: number): number {
 
 /** changes remembered for their fence; more within one fence collapse into one fence of every key */
 const MAX_CHANGES = 16;
+/** hubs whose epoch is remembered at most (the member list's own bound) */
+const MAX_HEARD = 1024;
 
 export interface OwnershipFenceOptions {
   selfId: string;
@@ -50,6 +61,8 @@ export interface OwnershipFenceOptions {
   monoNow: () => number;
   /** the member list at start */
   initial: Ownership;
+  /** its membership epoch @default 0 */
+  epoch?: number;
 }
 
 interface Change {
@@ -57,6 +70,8 @@ interface Change {
   before: Ownership;
   /** no ack of a key it moved here before this */
   until: number;
+  /** the membership epoch it brought */
+  epoch: number;
 }
 
 export class OwnershipFence {
@@ -68,6 +83,12 @@ export class OwnershipFence {
   #allUntil: number;
   #changes: Change[] = [];
   #current: Ownership | undefined;
+  /** promotions of every key wait until this (too many changes at once) */
+  #blindUntil = 0;
+  /** whether a member list from the cluster naming this hub came yet */
+  #listed = false;
+  /** the highest epoch each other hub showed it had reached (a handoff chunk it sent) */
+  readonly #heard = new Map<string, number>();
   /** hot keys let go of (Demote broadcast), for the metrics */
   released = 0;
 
@@ -77,18 +98,46 @@ export class OwnershipFence {
     this.fenceMs = fenceMsOf(options.leaseMs);
     this.#allUntil = this.#monoNow() + this.fenceMs;
     this.#setCurrent(options.initial);
+    if (this.#current !== undefined) this.#arrived(options.initial, options.epoch ?? 0, this.#allUntil);
   }
 
-  /** The member list changed from `before` to `after`. */
-  changed(before: Ownership, after: Ownership): void {
+  /**
+   * This hub is listed: the keys it owns were the other members' until now. Listed alone, it
+   * cannot tell whether a hub Redis dropped a moment ago (its heartbeats cut off) still acks
+   * writes of them, so promotions wait out the fence, as registrations do.
+   */
+  #arrived(list: Ownership, epoch: number, until: number): void {
+    this.#listed = true;
+    const others = list.ids.filter((id) => id !== this.#self);
+    if (others.length === 0) this.#blindUntil = Math.max(this.#blindUntil, until);
+    else this.#changes.push({ before: new Ownership(others), until, epoch });
+  }
+
+  /**
+   * The member list changed from `before` to `after` at `epoch`. The first list naming this hub
+   * is its arrival (`#arrived`): `before` is then only the list it had alone while starting.
+   */
+  changed(before: Ownership, after: Ownership, epoch: number): void {
     const now = this.#monoNow();
     this.#setCurrent(after);
     this.#changes = this.#changes.filter((c) => c.until > now);
     if (this.#changes.length >= MAX_CHANGES) {
+      this.#listed ||= after.ids.includes(this.#self);
       this.#allUntil = Math.max(this.#allUntil, now + this.fenceMs);
-      return;
-    }
-    this.#changes.push({ before, until: now + this.fenceMs });
+      this.#blindUntil = this.#allUntil;
+    } else if (!this.#listed && after.ids.includes(this.#self)) this.#arrived(after, epoch, now + this.fenceMs);
+    else this.#changes.push({ before, until: now + this.fenceMs, epoch });
+    // what is remembered of a hub that is no member, nor a previous owner a fence waits on, is moot
+    for (const id of this.#heard.keys())
+      if (!after.ids.includes(id) && !this.#changes.some((c) => c.before.ids.includes(id))) this.#heard.delete(id);
+  }
+
+  /** Hub `from` had reached `epoch` when it sent a handoff chunk here (handoff.ts). */
+  heard(from: string, epoch: number): void {
+    if (from === this.#self || epoch <= (this.#heard.get(from) ?? Number.NEGATIVE_INFINITY)) return;
+    // bounded: ids that are no member (nor a previous owner) are pruned at the next change
+    if (this.#heard.size >= MAX_HEARD && !this.#heard.has(from)) return;
+    this.#heard.set(from, epoch);
   }
 
   /** with this hub alone (or not listed: starting, leaving) every key is its own */
@@ -119,6 +168,25 @@ export class OwnershipFence {
     // no fence running (the usual case): no owner to compute per key
     if (this.#allUntil <= now && !this.#changes.some((c) => c.until > now)) return false;
     return this.notBefore(key) > now;
+  }
+
+  /**
+   * Whether a promotion of `key` (and its entry in a Snapshot) must wait: while a fence of a
+   * change that moved the key here runs and the key's previous owner has not shown it knows of
+   * the change, that owner may ack writes of it without a word to the sessions the promotion
+   * reaches (the module's design block). Before its first member list, or listed alone in it,
+   * this hub knows of no previous owner and waits out its start fence.
+   */
+  promotionWaits(key: string): boolean {
+    const now = this.#monoNow();
+    if (this.#blindUntil > now || (!this.#listed && this.#allUntil > now)) return true;
+    for (const change of this.#changes) {
+      if (change.until <= now) continue;
+      const previous = change.before.owner(key);
+      if (previous === undefined || previous === this.#self) continue;
+      if ((this.#heard.get(previous) ?? Number.NEGATIVE_INFINITY) < change.epoch) return true;
+    }
+    return false;
   }
 
   /** As `notBefore`, for a flush of a whole namespace: it covers keys of every owner change. */

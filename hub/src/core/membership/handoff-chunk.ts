@@ -23,6 +23,7 @@ export interface HandoffChunk {
   to: string;
   /** the membership epoch under which `to` owns the keys */
   epoch: number;
+  /** '' in a marker: no app, no keys, only the sender's word that it reached `epoch` */
   app: string;
   /** this chunk's number among the `parts` of this sender's handoff of `app` to `to` */
   part: number;
@@ -85,6 +86,24 @@ export function encodeChunks(
   );
 }
 
+/**
+ * A marker: a chunk with no app and no keys, which tells `to` that `from` had reached `epoch`
+ * (handoff.ts sends one to each hub gaining keys from it; ownership-fence.ts waits for it).
+ */
+export function encodeMarker(head: { from: string; to: string; epoch: number }): Uint8Array {
+  return packValue({
+    hk: HANDOFF_FORMAT,
+    ...head,
+    part: 0,
+    parts: 1,
+    keys: [],
+    slice: [],
+    counts: [],
+    hot: [],
+    age: [],
+  });
+}
+
 export class ChunkError extends Error {
   readonly reason: HandoffRefusal;
   constructor(reason: HandoffRefusal, message: string) {
@@ -108,8 +127,9 @@ export function decodeChunk(bytes: Uint8Array): HandoffChunk {
   const c = m as Record<string, unknown>;
   const from = name(c, 'from');
   const to = name(c, 'to');
-  const app = name(c, 'app');
   const epoch = int(c, 'epoch');
+  const marker = c.app === undefined && Array.isArray(c.keys) && c.keys.length === 0;
+  const app = marker ? '' : name(c, 'app');
   const parts = int(c, 'parts');
   const part = int(c, 'part');
   if (part >= parts) throw new ChunkError('malformed', `part ${part} of ${parts}`);

@@ -17,6 +17,10 @@ interface Node {
   handoff: Handoff;
   counters: ReturnType<typeof emptyHandoffCounters>;
   sent: { to: string; bytes: Uint8Array }[];
+  /** markers sent: to whom, at which epoch */
+  markers: { to: string; epoch: number }[];
+  /** epochs heard from other hubs */
+  heard: { from: string; epoch: number }[];
   warnings: Record<string, unknown>[];
   promoted: string[];
   demoted: string[];
@@ -31,7 +35,16 @@ const acceptOf = (self: string, ids: string[]): Accept => {
 };
 
 function node(id: string, ids: string[], epoch = 1, maxKeys = 10_000): Node {
-  const n = { id, sent: [], warnings: [], promoted: [], demoted: [], accept: acceptOf(id, ids) } as unknown as Node;
+  const n = {
+    id,
+    sent: [],
+    markers: [],
+    heard: [],
+    warnings: [],
+    promoted: [],
+    demoted: [],
+    accept: acceptOf(id, ids),
+  } as unknown as Node;
   n.agg = new Aggregator({
     rules: RULES,
     accept: n.accept,
@@ -42,7 +55,12 @@ function node(id: string, ids: string[], epoch = 1, maxKeys = 10_000): Node {
     {
       selfId: id,
       maxKeys,
-      send: (to, bytes) => n.sent.push({ to, bytes }),
+      send: (to, bytes) => {
+        const chunk = decodeChunk(bytes);
+        if (chunk.app === '') n.markers.push({ to, epoch: chunk.epoch });
+        else n.sent.push({ to, bytes });
+      },
+      heard: (from, epoch) => n.heard.push({ from, epoch }),
       apps: () => [{ name: APP, aggregator: n.agg }],
       open: (app) => (app === APP ? n.agg : undefined),
       setAccept: (accept) => n.agg.setAccept(accept, clock.now),
@@ -164,6 +182,29 @@ test('join: the old owner counts for the drain, then hands the keys the joiner t
   assert.is(d.agg.count(key, clock.now), 155);
   assert.is(d.counters.refused.conflict, 0, 'the same sender may hand a key over twice');
   assert.equal(old.demoted, [], 'the old owner forgets it without a demotion');
+});
+
+test('markers: each hub gaining keys hears the epoch its previous owners reached, whatever they tracked', () => {
+  const a = node('a', ['a', 'b']);
+  const b = node('b', ['a', 'b']);
+  const c = node('c', ['a', 'b', 'c'], 2);
+  change(a, 2, ['a', 'b', 'c']);
+  assert.equal(a.markers, [{ to: 'c', epoch: 2 }], 'a staying member marks the joiner only');
+  change(b, 3, ['a', 'c']);
+  assert.equal(b.markers.map((m) => m.to).sort(), ['a', 'c'], 'a leaving member marks every member that stays');
+  assert.ok(b.markers.every((m) => m.epoch === 3));
+  change(c, 3, ['a', 'c']);
+  const marker = (from: string, to: string, epoch: number) =>
+    packValue({ hk: 1, from, to, epoch, part: 0, parts: 1, keys: [], slice: [], counts: [], hot: [], age: [] });
+  c.handoff.receive(marker('b', 'c', 3));
+  c.handoff.receive(marker('a', 'c', 9)); // ahead of c: heard at once, nothing waits
+  assert.equal(c.heard, [
+    { from: 'b', epoch: 3 },
+    { from: 'a', epoch: 9 },
+  ]);
+  assert.is(c.handoff.pending, 0);
+  assert.is(c.warnings.length, 0, 'a marker is no refusal');
+  assert.is(c.counters.keysReceived, 0);
 });
 
 test('a hub that is not a member (nor left lately) is refused; nothing else changes', () => {

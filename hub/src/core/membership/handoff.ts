@@ -18,11 +18,24 @@
  *     one another chunk of the epoch already handed over (conflict: two hubs claiming one key).
  *
  * A crash hands nothing over: see docs/concepts/ownership.md.
+ *
+ * Every chunk also tells its receiver the epoch its sender had reached (`heard`). On each change
+ * a hub sends each hub that gains keys from it — the joiners, or every member when it leaves — a
+ * marker (a chunk with no keys) at the new epoch, whatever it tracked: the receiver promotes the
+ * keys it gained from this hub only once this hub knows it no longer owns them
+ * (ownership-fence.ts `promotionWaits`).
  */
 import { Ownership } from '@hotkey/sdk/ownership';
 import type { Member } from '@hotkey/sdk/protocol';
 import type { Aggregator } from '../aggregate/aggregator.ts';
-import { ChunkError, decodeChunk, encodeChunks, type HandoffChunk, type HandoffRefusal } from './handoff-chunk.ts';
+import {
+  ChunkError,
+  decodeChunk,
+  encodeChunks,
+  encodeMarker,
+  type HandoffChunk,
+  type HandoffRefusal,
+} from './handoff-chunk.ts';
 import type { Logger } from '../logger.ts';
 
 /** how long a member that left may still hand over, and a chunk may wait for its epoch (ms) */
@@ -119,6 +132,8 @@ export interface HandoffOptions {
   wallNow: () => number;
   /** monotonic ms, for how long a chunk waited */
   monoNow: () => number;
+  /** hub `from` had reached `epoch` when it sent a chunk here (ownership-fence.ts) @default ignored */
+  heard?: (from: string, epoch: number) => void;
 }
 
 export class Handoff {
@@ -157,6 +172,7 @@ export class Handoff {
   changed(epoch: number, after: readonly Member[], before: Accept, accept: Accept): void {
     const o = this.#o;
     this.#flushDue(true);
+    this.#mark(epoch, after);
     this.#view(epoch, after);
     if (o.maxKeys <= 0 || after.length === 0) o.setAccept(accept);
     else {
@@ -174,6 +190,16 @@ export class Handoff {
     // the merge would drop them. A leaving hub hands over right after telling Redis it left, so
     // its first chunk often overtakes the member list on its way to the heir.
     this.#drain();
+  }
+
+  /** Sends a marker at `epoch` to each hub of `after` that gains keys from this one (the class's design block). */
+  #mark(epoch: number, after: readonly Member[]): void {
+    const self = this.#o.selfId;
+    const staying = after.some((m) => m.id === self);
+    for (const { id } of after) {
+      if (id === self || (staying && this.#members.has(id))) continue;
+      this.#o.send(id, encodeMarker({ from: self, to: id, epoch }));
+    }
   }
 
   /** Resolves once the last change's keys are handed over (at most `followMs` from now). */
@@ -291,6 +317,9 @@ export class Handoff {
       this.#refuse(reason, { bytes: bytes.byteLength }, (err as Error).message);
       return;
     }
+    // sent once its sender had reached the epoch, whichever this hub has reached
+    o.heard?.(chunk.from, chunk.epoch);
+    if (chunk.app === '') return; // a marker: nothing to merge
     if (chunk.epoch > this.#epoch) {
       if (this.#pending.length >= HANDOFF_PENDING_MAX) {
         this.#refuse('backlog', chunk, `${HANDOFF_PENDING_MAX} chunks wait for their epoch already`);
