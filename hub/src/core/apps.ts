@@ -371,6 +371,10 @@ export class Apps {
   }
 
   rulesChanged(appName: string, rules: Rule[]): void {
+    this.#opts.logger.info(
+      { evt: 'rules', app: appName, rules: rules.length, matches: rules.map((r) => r.match) },
+      'rules changed',
+    );
     const app = this.#byName.get(appName);
     if (app === undefined) return;
     app.aggregator.setRules(rules, this.#opts.wallNow());

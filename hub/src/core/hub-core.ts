@@ -59,6 +59,7 @@ import type { ReportFrame } from './ingest/report-frame.ts';
 import { Session, type SessionHost } from './ingest/session.ts';
 import type { HubTunables } from './tunables.ts';
 import { KeyPrivacy } from './observe/key-privacy.ts';
+import { RecentEvents } from './observe/recent-events.ts';
 import { HubMembers } from './hub-members.ts';
 
 export interface HubCoreOptions {
@@ -105,7 +106,7 @@ export class HubCore implements SessionHost {
   readonly #ingest: ReportIngest;
   readonly #status: StatusClock;
   readonly #members: MemberView;
-  #recent: HubEvent[] = [];
+  readonly #recent: RecentEvents;
   #closing = false;
   /** acks held across owner changes, hot keys let go of (ownership-fence.ts) */
   readonly #fence: OwnershipFence;
@@ -114,6 +115,7 @@ export class HubCore implements SessionHost {
     this.id = options.id;
     this.coordinator = options.coordinator;
     this.tunables = options.tunables;
+    this.#recent = new RecentEvents(this.tunables.recentEvents);
     this.#wallNow = options.wallNow;
     const monoNow = options.monoNow ?? (() => performance.now());
     this.#logger = options.logger;
@@ -192,12 +194,12 @@ export class HubCore implements SessionHost {
       ackNotBefore: monoNow() + this.tunables.leaseMs,
       logger: this.#logger,
       accept: this.#members.accept,
-      owns: (key) => this.#members.accept?.(key) !== false,
+      owns: this.#owns,
       bulk,
       onPromote: (app, key, rule, qps, latencyMs, manual) => {
         // a key still counted here while its windows go to its new owner (handoff.ts) is not
         // promoted to SDKs: this hub no longer vouches for it (ownership-fence.ts)
-        if (this.#members.accept?.(key) === false) return;
+        if (!this.#owns(key)) return;
         this.#announcer.promoted(app, key, rule, qps, latencyMs, manual);
       },
       onDemote: (app, key, qps, reason) => {
@@ -228,23 +230,11 @@ export class HubCore implements SessionHost {
   /** What the hub hears from the cluster: handoff chunks, rules, members and events. */
   #listen(): void {
     this.coordinator.onHandoff?.((bytes) => this.#guard('handoff', () => this.#changes.handoff.receive(bytes)));
-    this.coordinator.onRules((app, rules) =>
-      this.#guard('rules change', () => {
-        this.#logger.info(
-          { evt: 'rules', app, rules: rules.length, matches: rules.map((r) => r.match) },
-          'rules changed',
-        );
-        this.#apps.rulesChanged(app, rules);
-      }),
-    );
+    this.coordinator.onRules((app, rules) => this.#guard('rules change', () => this.#apps.rulesChanged(app, rules)));
     this.coordinator.onMembers((epoch, members) =>
       this.#guard('members change', () => this.#changes.changed(epoch, members)),
     );
-    this.coordinator.onEvent((event) => {
-      this.#recent.push(event);
-      if (this.#recent.length > this.tunables.recentEvents * 2)
-        this.#recent = this.#recent.slice(-this.tunables.recentEvents);
-    });
+    this.coordinator.onEvent((event) => this.#recent.push(event));
   }
 
   /** true when the hub is part of a multi-hub cluster (SDKs are sent 4010 on leave) */
@@ -415,8 +405,7 @@ export class HubCore implements SessionHost {
 
   /** events seen by this hub (its own and, in a cluster, every other hub's), oldest first */
   recentEvents(since: number): HubEvent[] {
-    const out = this.#recent.filter((e) => e.at >= since);
-    return out.slice(-this.tunables.recentEvents);
+    return this.#recent.since(since);
   }
 
   /** What the flood protections did: promotion admission, fair intake, invalidation budgets, Resyncs. */
@@ -441,10 +430,9 @@ export class HubCore implements SessionHost {
       if (now - session.connectedAt >= this.tunables.helloTimeoutMs)
         session.helloTimedOut(this.tunables.helloTimeoutMs);
     }
-    const owns = (key: string) => this.#members.accept?.(key) !== false;
     for (const app of this.#apps.values()) {
       this.#guard(`tick of app ${app.name}`, () => tickApp(this.#apps, app, now));
-      this.#guard(`held promotions of app ${app.name}`, () => this.#announcer.release(app, owns));
+      this.#guard(`held promotions of app ${app.name}`, () => this.#announcer.release(app, this.#owns));
     }
     this.#guard('handoff', () => this.#changes.handoff.tick());
     if (this.qpsHistory.due(now))
@@ -486,6 +474,9 @@ export class HubCore implements SessionHost {
   }
 
   // ---- internals ----
+
+  /** whether this hub owns `key` by its member list (every key, alone or not listed) */
+  readonly #owns = (key: string): boolean => this.#members.accept?.(key) !== false;
 
   #closePeer(session: Session, code: number, reason: string): void {
     session.onClose();
