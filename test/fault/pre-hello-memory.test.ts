@@ -85,10 +85,11 @@ test('sockets that start huge frames before Hello cost the hub little; a new SDK
   );
   // before the budget: ~900 MiB (ws buffered every frame up to 4 MiB until the hello timeout).
   // With it the buffers are 256 sockets × (16 KiB + one read) ≈ 20 MiB; the rest of the growth is
-  // the churn of ~3,000 short-lived sockets (garbage before the next GC, not retained), which
-  // measured 45–250 MiB depending on how fast this box let the attackers connect
+  // the churn of thousands of short-lived sockets (garbage before the next GC, not retained):
+  // 45–300 MiB on a loaded box, up to 390 on an idle one, where the peak comes before V8 collects;
+  // the bound sits between that and the unbounded buffering it guards against
   assert.ok(
-    figures.rssPeakMiB - figures.rssBeforeMiB < 350,
+    figures.rssPeakMiB - figures.rssBeforeMiB < 550,
     `RSS grew ${figures.rssPeakMiB - figures.rssBeforeMiB} MiB`,
   );
   assert.is(figures.healthzFailures, 0, '/healthz answered throughout');
