@@ -94,29 +94,19 @@ export class RedisHistory {
   }
 
   /**
-   * Appends this hub's event; never throws. `pipe`: the XADD joins that pipeline (the caller runs
-   * it) instead of going out alone.
+   * Appends this hub's event; never throws. Its XADD joins `pipe` (the caller runs it); without one
+   * (Redis not ready), or behind events still buffered, the event is buffered.
    */
-  append(event: HubEvent, pipe?: Pipeline): void {
+  append(event: HubEvent, pipe: Pipeline | undefined): void {
     this.remember(event);
-    if (!isReady(this.#client) || this.#buffer.length > 0) return this.#enqueue(event);
-    const entry = JSON.stringify(event);
-    if (pipe === undefined) {
-      this.#client
-        .xadd(this.#key, 'MAXLEN', '~', this.#maxLen, '*', 'e', entry)
-        .catch((err: Error) => this.#failed(event, err));
-      return;
-    }
-    pipe.xadd(this.#key, 'MAXLEN', '~', this.#maxLen, '*', 'e', entry, (err) => {
-      if (err) this.#failed(event, err);
+    if (pipe === undefined || !isReady(this.#client) || this.#buffer.length > 0) return this.#enqueue(event);
+    pipe.xadd(this.#key, 'MAXLEN', '~', this.#maxLen, '*', 'e', JSON.stringify(event), (err) => {
+      if (!err) return;
+      // Retry only what surely never reached Redis: a timed-out or cut-off XADD may have been
+      // applied, and history must not show one promotion twice.
+      if (neverSent(err)) this.#enqueue(event);
+      else this.lost++;
     });
-  }
-
-  #failed(event: HubEvent, err: Error): void {
-    // Retry only what surely never reached Redis: a timed-out or cut-off XADD may have been
-    // applied, and history must not show one promotion twice.
-    if (neverSent(err)) this.#enqueue(event);
-    else this.lost++;
   }
 
   /** Writes buffered events in order (after Redis returns). */

@@ -59,15 +59,13 @@ export class RedisLive {
    * every acked write), not one per command.
    */
   publishEvent(event: HubEvent): void {
-    if (!isReady(this.#client)) {
-      this.#history.append(event);
-      this.#emit(event);
+    const pipe = isReady(this.#client) ? this.#client.pipeline() : undefined;
+    this.#history.append(event, pipe);
+    this.#emit(event);
+    if (pipe === undefined) {
       this.droppedEvents++;
       return;
     }
-    const pipe = this.#client.pipeline();
-    this.#history.append(event, pipe);
-    this.#emit(event);
     pipe.publish(this.eventsChannel, JSON.stringify({ from: this.#selfId, event }), (err) => {
       if (err) this.droppedEvents++;
     });
